@@ -1,0 +1,304 @@
+package flow
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"reflect"
+	"time"
+)
+
+// Result is what an EventStep returns: an event with an output, or a
+// request to wait.
+type Result[Out any] struct {
+	// Event is emitted when the step completes; empty means "ok".
+	Event string
+	// Output becomes the step's output in the run's context.
+	Output Out
+	wait   bool
+}
+
+// Emit completes a step with a named event and an output.
+func Emit[Out any](event string, out Out) Result[Out] { return Result[Out]{Event: event, Output: out} }
+
+// Ok completes a step with the default event "ok".
+func Ok[Out any](out Out) Result[Out] { return Result[Out]{Event: EventOK, Output: out} }
+
+// Wait leaves the step waiting: the run goes to status waiting until it is
+// resumed from outside with an event and a payload (the payload becomes
+// the step's output), or until the step's timeout delivers "timeout". Only
+// steps declared with the Waits option may wait.
+func Wait[Out any]() Result[Out] { return Result[Out]{wait: true} }
+
+// StepRef is a typed handle on a step: it names the step in edges and reads
+// its output, typed, from the context of the steps that follow it.
+type StepRef[In, Out any] struct {
+	def *stepDef
+}
+
+// Name returns the step's name.
+func (r *StepRef[In, Out]) Name() string { return r.def.name }
+
+// Output returns this step's output as seen by the step now running, which
+// must follow it directly (its edge into the running step fired).
+func (r *StepRef[In, Out]) Output(ctx context.Context) (Out, error) {
+	return Output[Out](ctx, r.def.contextKey())
+}
+
+// Step adds a step whose code takes the run input, decoded as In, and
+// returns an output; it emits the event "ok".
+func Step[In, Out any](b *Builder, name string, fn func(ctx context.Context, in In) (Out, error), opts ...StepOption) *StepRef[In, Out] {
+	def := b.addStep(name, KindTask, reflect.TypeFor[In](), reflect.TypeFor[Out](), opts)
+	if fn == nil {
+		b.declErr(name, "the step function is nil")
+	}
+	def.run = func(ctx context.Context, c *Call) (Outcome, error) {
+		in, err := decode[In](c.input()["input"], name, "run input")
+		if err != nil {
+			return Outcome{}, err
+		}
+		out, err := fn(ctx, in)
+		if err != nil {
+			return Outcome{}, err
+		}
+		return encode(name, EventOK, out)
+	}
+	return &StepRef[In, Out]{def}
+}
+
+// EventStep adds a step whose code chooses the event it emits, or waits.
+// Declare its events with the Events option.
+func EventStep[In, Out any](b *Builder, name string, fn func(ctx context.Context, in In) (Result[Out], error), opts ...StepOption) *StepRef[In, Out] {
+	def := b.addStep(name, KindTask, reflect.TypeFor[In](), reflect.TypeFor[Out](), opts)
+	if fn == nil {
+		b.declErr(name, "the step function is nil")
+	}
+	def.run = func(ctx context.Context, c *Call) (Outcome, error) {
+		in, err := decode[In](c.input()["input"], name, "run input")
+		if err != nil {
+			return Outcome{}, err
+		}
+		res, err := fn(ctx, in)
+		if err != nil {
+			return Outcome{}, err
+		}
+		if res.wait {
+			if !def.waits {
+				return Outcome{}, NonRetryable(fmt.Errorf("step %q returned Wait but is not declared with the Waits option", name))
+			}
+			return Outcome{Wait: true}, nil
+		}
+		ev := res.Event
+		if ev == "" {
+			ev = EventOK
+		}
+		return encode(name, ev, res.Output)
+	}
+	return &StepRef[In, Out]{def}
+}
+
+// Map adds a map step: its code runs once per element of a JSON array, in
+// parallel, each element with its own retries, and the step's output is the
+// array of results in input order. An empty array completes at once.
+//
+// The array is the output of the step's single dependency, or the run input
+// when it has none; the Over option names another source or a field.
+func Map[Item, Out any](b *Builder, name string, fn func(ctx context.Context, item Item) (Out, error), opts ...StepOption) *StepRef[Item, Out] {
+	def := b.addStep(name, KindMap, reflect.TypeFor[Item](), reflect.TypeFor[Out](), opts)
+	if fn == nil {
+		b.declErr(name, "the step function is nil")
+	}
+	def.run = func(ctx context.Context, c *Call) (Outcome, error) {
+		item, err := decode[Item](c.Item, name, fmt.Sprintf("element %d", c.Index))
+		if err != nil {
+			return Outcome{}, err
+		}
+		out, err := fn(ctx, item)
+		if err != nil {
+			return Outcome{}, err
+		}
+		return encode(name, EventOK, out)
+	}
+	return &StepRef[Item, Out]{def}
+}
+
+// Call is one invocation of step code, as a runtime makes it.
+type Call struct {
+	RunID string
+	Step  string
+	// Index is the element of a map step, or -1.
+	Index   int
+	Attempt int
+	// IdempotencyKey is the same for every attempt of the step (of the
+	// element, for a map step) in a run: pass it to external services to
+	// make their effects happen once.
+	IdempotencyKey string
+	// Input is the step's input document: {"input": <run input>,
+	// "<key>": <output>, …}.
+	Input json.RawMessage
+	// Item is the element, for a map step.
+	Item json.RawMessage
+
+	parsed map[string]json.RawMessage
+}
+
+func (c *Call) input() map[string]json.RawMessage {
+	if c.parsed == nil {
+		c.parsed = map[string]json.RawMessage{}
+		_ = json.Unmarshal(c.Input, &c.parsed)
+	}
+	return c.parsed
+}
+
+// Outcome is what step code produced.
+type Outcome struct {
+	Event  string
+	Output json.RawMessage
+	Wait   bool
+}
+
+type callKey struct{}
+
+// Info describes the step invocation that ctx belongs to.
+type Info struct {
+	RunID          string
+	Step           string
+	Index          int
+	Attempt        int
+	IdempotencyKey string
+}
+
+// CallInfo returns what ctx says of the running step; ok is false outside
+// step code.
+func CallInfo(ctx context.Context) (Info, bool) {
+	c, ok := ctx.Value(callKey{}).(*Call)
+	if !ok {
+		return Info{}, false
+	}
+	return Info{RunID: c.RunID, Step: c.Step, Index: c.Index, Attempt: c.Attempt, IdempotencyKey: c.IdempotencyKey}, true
+}
+
+// Output decodes the output of the step with the given context key from the
+// running step's input. Prefer StepRef.Output, which is typed by the step.
+func Output[T any](ctx context.Context, key string) (T, error) {
+	var zero T
+	c, ok := ctx.Value(callKey{}).(*Call)
+	if !ok {
+		return zero, errors.New("flow.Output: not called from step code")
+	}
+	raw, ok := c.input()[key]
+	if !ok || key == "input" {
+		return zero, fmt.Errorf("step %q has no output of %q in its input: only the direct predecessors whose edge fired are there", c.Step, key)
+	}
+	return decode[T](raw, c.Step, fmt.Sprintf("output of %q", key))
+}
+
+// RunInput decodes the run input from step code: useful in map steps, whose
+// argument is the element.
+func RunInput[T any](ctx context.Context) (T, error) {
+	var zero T
+	c, ok := ctx.Value(callKey{}).(*Call)
+	if !ok {
+		return zero, errors.New("flow.RunInput: not called from step code")
+	}
+	return decode[T](c.input()["input"], c.Step, "run input")
+}
+
+// InputError reports input that does not decode into a step's typed
+// argument. It is permanent: retrying cannot fix it.
+type InputError struct {
+	Step string
+	What string
+	Err  error
+}
+
+func (e *InputError) Error() string {
+	return fmt.Sprintf("step %q: %s does not decode: %v", e.Step, e.What, e.Err)
+}
+
+func (e *InputError) Unwrap() error { return e.Err }
+
+func decode[T any](raw json.RawMessage, step, what string) (T, error) {
+	var v T
+	if len(raw) == 0 {
+		raw = json.RawMessage("null")
+	}
+	if err := json.Unmarshal(raw, &v); err != nil {
+		return v, NonRetryable(&InputError{Step: step, What: what, Err: err})
+	}
+	return v, nil
+}
+
+func encode[Out any](step, event string, out Out) (Outcome, error) {
+	b, err := json.Marshal(out)
+	if err != nil {
+		return Outcome{}, NonRetryable(fmt.Errorf("step %q: output does not encode as JSON: %w", step, err))
+	}
+	return Outcome{Event: event, Output: b}, nil
+}
+
+// Invoke runs the code of one step for a runtime: it decodes the input,
+// calls the step function with a context carrying the call's Info, and
+// encodes the output. Errors that retrying cannot fix are marked
+// NonRetryable (see RetryPolicy.Retryable).
+func (f *Flow) Invoke(ctx context.Context, c Call) (out Outcome, err error) {
+	def, ok := f.byName[c.Step]
+	if !ok {
+		return Outcome{}, NonRetryable(fmt.Errorf("flow %q version %d has no step %q", f.name, f.version, c.Step))
+	}
+	defer func() {
+		if p := recover(); p != nil {
+			err = fmt.Errorf("step %q panicked: %v", c.Step, p)
+		}
+	}()
+	return def.run(context.WithValue(ctx, callKey{}, &c), &c)
+}
+
+// StepOption configures a step, or (through Builder.Defaults) every step of
+// a flow.
+type StepOption func(*stepDef)
+
+// DependsOn makes the step follow the named steps on their default event
+// "ok" (PgFlow style); a step with several dependencies joins them.
+func DependsOn(steps ...string) StepOption {
+	return func(d *stepDef) { d.deps = append(d.deps, steps...); d.depsSet = true }
+}
+
+// Events declares the events the step may emit. A step that declares none
+// emits "ok".
+func Events(events ...string) StepOption {
+	return func(d *stepDef) { d.events = append(d.events, events...); d.eventsSet = true }
+}
+
+// Key sets the name of the step's output in the context. Defaults to the
+// step's name.
+func Key(key string) StepOption { return func(d *stepDef) { d.key = key; d.keySet = true } }
+
+// Retry sets the step's retry policy; unset fields inherit.
+func Retry(p RetryPolicy) StepOption { return func(d *stepDef) { d.retry = &p } }
+
+// Timeout bounds each attempt: the step's context is cancelled after d and
+// the attempt counts as failed (and is retried per the policy). Defaults to
+// 60 seconds.
+func Timeout(d time.Duration) StepOption { return func(s *stepDef) { s.timeout = &d } }
+
+// Queue names the task queue the step runs on. Defaults to "default".
+func Queue(name string) StepOption { return func(s *stepDef) { s.queue = &name } }
+
+// Priority orders ready tasks in a queue: higher runs first. Defaults to 0.
+func Priority(p int) StepOption { return func(s *stepDef) { s.priority = &p } }
+
+// Waits declares that the step may return Wait. A positive timeout delivers
+// the event "timeout" when the step has waited that long; the step then
+// declares "timeout" and must route it.
+func Waits(timeout time.Duration) StepOption {
+	return func(s *stepDef) { s.waits = true; s.waitTimeout = timeout; s.waitsSet = true }
+}
+
+// Over sets a map step's source: the output of the named step (one of its
+// dependencies), or the run input when step is empty; field, when set,
+// selects that field of the source object.
+func Over(step, field string) StepOption {
+	return func(s *stepDef) { s.overSet = true; s.overStep = step; s.overField = field }
+}

@@ -1,0 +1,750 @@
+package flow
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"reflect"
+	"regexp"
+	"slices"
+	"strings"
+
+	"github.com/hephaestus-go/hephaestus/businesskey"
+	"github.com/hephaestus-go/hephaestus/internal/engine"
+)
+
+// Rule names a validation rule; every ValidationError carries one.
+type Rule string
+
+// The validation rules.
+const (
+	RuleNoSteps          Rule = "no-steps"
+	RuleInvalidName      Rule = "invalid-name"
+	RuleInvalidOption    Rule = "invalid-option"
+	RuleDuplicateStep    Rule = "duplicate-step"
+	RuleDuplicateKey     Rule = "duplicate-key"
+	RuleUnknownStep      Rule = "unknown-step"
+	RuleMissingDep       Rule = "missing-dependency"
+	RuleUndeclaredEvent  Rule = "undeclared-event"
+	RuleUnroutedEvent    Rule = "unrouted-event"
+	RuleStart            Rule = "start"
+	RuleCycle            Rule = "cycle"
+	RuleUnreachable      Rule = "unreachable"
+	RuleMapSource        Rule = "map-source"
+	RuleNoConvergence    Rule = "no-convergence"
+	RuleInvalidMetadata  Rule = "invalid-metadata"
+	RuleInvalidBusinessK Rule = "invalid-business-key"
+)
+
+// ValidationError is one problem Build found. Build joins all of them with
+// errors.Join; use errors.As or AsValidationErrors to inspect them.
+type ValidationError struct {
+	Flow string
+	Rule Rule
+	// Steps names the steps at fault.
+	Steps []string
+	// At is the file:line of the offending declaration, when known.
+	At string
+	// Message says what is wrong and how to fix it.
+	Message string
+}
+
+func (e *ValidationError) Error() string {
+	at := ""
+	if e.At != "" {
+		at = " (" + e.At + ")"
+	}
+	return fmt.Sprintf("flow %q: %s%s", e.Flow, e.Message, at)
+}
+
+// ValidationErrors returns every *ValidationError inside err.
+func ValidationErrors(err error) []*ValidationError {
+	var out []*ValidationError
+	var walk func(error)
+	walk = func(err error) {
+		if err == nil {
+			return
+		}
+		if ve, ok := err.(*ValidationError); ok {
+			out = append(out, ve)
+			return
+		}
+		if j, ok := err.(interface{ Unwrap() []error }); ok {
+			for _, e := range j.Unwrap() {
+				walk(e)
+			}
+			return
+		}
+		walk(errors.Unwrap(err))
+	}
+	walk(err)
+	return out
+}
+
+var nameRE = regexp.MustCompile(`^[A-Za-z][A-Za-z0-9_.-]*$`)
+
+type checker struct {
+	b    *Builder
+	errs []*ValidationError
+}
+
+func (c *checker) add(rule Rule, at string, steps []string, format string, args ...any) {
+	c.errs = append(c.errs, &ValidationError{Flow: c.b.name, Rule: rule, Steps: steps, At: at, Message: fmt.Sprintf(format, args...)})
+}
+
+// Build validates the definition and returns the flow, or every problem
+// found, joined: cycles (with their path), steps unreachable from the
+// start, edges on undeclared events, declared events without an edge,
+// duplicate step names and context keys, dependencies on missing steps,
+// map steps over values that are not arrays, fan-outs that never converge
+// in a flow that ends in Done, bad options, and a flow with no steps.
+func (b *Builder) Build() (*Flow, error) {
+	if b == nil {
+		return nil, errors.New("flow: Build called on a nil *Builder; start with flow.New")
+	}
+	c := &checker{b: b}
+	for _, e := range b.errs {
+		e.Flow = b.name
+		c.errs = append(c.errs, e)
+	}
+	c.flowOptions()
+	byName := c.stepNames()
+	edges, doneTerminated := c.edges(byName)
+	c.events(byName, edges, doneTerminated)
+	succ := successors(b.steps, byName, edges)
+	roots := c.roots(byName, edges)
+	acyclic := c.cycles(succ)
+	c.reachable(roots, succ)
+	mapSrc := c.mapSources(byName, edges)
+	if acyclic && doneTerminated {
+		c.convergence(byName, succ)
+	}
+	if len(c.errs) > 0 {
+		errs := make([]error, len(c.errs))
+		for i, e := range c.errs {
+			errs[i] = e
+		}
+		return nil, errors.Join(errs...)
+	}
+	return b.compile(byName, edges, roots, mapSrc), nil
+}
+
+func (c *checker) flowOptions() {
+	b := c.b
+	if !nameRE.MatchString(b.name) {
+		c.add(RuleInvalidName, "", nil, "flow name %q is not valid: start with a letter, then letters, digits, '_', '-' or '.'", b.name)
+	}
+	if b.version < 1 {
+		c.add(RuleInvalidOption, "", nil, "version is %d; it must be a positive integer", b.version)
+	}
+	if b.key != "" {
+		if err := businesskey.ValidateKey(b.key); err != nil {
+			c.add(RuleInvalidBusinessK, "", nil, "business key: %v", err)
+		}
+	}
+	if !b.scope.Valid() {
+		c.add(RuleInvalidBusinessK, "", nil, "business key scope %q is unknown; use flow.ScopeActive, flow.ScopeForever or flow.ScopeNone", b.scope)
+	}
+	seen := map[string]bool{}
+	for i, t := range b.tags {
+		switch {
+		case strings.TrimSpace(t) == "":
+			c.add(RuleInvalidOption, "", nil, "tag %d is empty; tags must be non-empty strings", i)
+		case seen[t]:
+			c.add(RuleInvalidOption, "", nil, "tag %q is given twice", t)
+		}
+		seen[t] = true
+	}
+	for _, k := range sortedKeys(b.metadata) {
+		if k == "" {
+			c.add(RuleInvalidMetadata, "", nil, "metadata has an empty key; keys must be non-empty strings")
+			continue
+		}
+		if _, err := json.Marshal(b.metadata[k]); err != nil {
+			c.add(RuleInvalidMetadata, "", nil, "metadata %q is not a JSON value (%v); use strings, numbers, booleans, nil, slices and maps of those", k, err)
+		}
+	}
+	d := &b.defaults
+	if d.depsSet || d.eventsSet || d.keySet || d.waitsSet || d.overSet {
+		c.add(RuleInvalidOption, "", nil, "Defaults accepts only Retry, Timeout, Queue and Priority; DependsOn, Events, Key, Waits and Over belong to single steps")
+	}
+	c.stepOptions("flow defaults", "", d)
+}
+
+func (c *checker) stepOptions(what, step string, d *stepDef) {
+	var steps []string
+	if step != "" {
+		steps = []string{step}
+	}
+	if d.retry != nil {
+		if err := d.retry.validate(); err != nil {
+			c.add(RuleInvalidOption, d.at, steps, "%s: retry policy: %s", what, strings.ReplaceAll(err.Error(), "\n", "; "))
+		}
+	}
+	if d.timeout != nil && *d.timeout <= 0 {
+		c.add(RuleInvalidOption, d.at, steps, "%s: Timeout is %s; it must be positive", what, *d.timeout)
+	}
+	if d.queue != nil && !nameRE.MatchString(*d.queue) {
+		c.add(RuleInvalidOption, d.at, steps, "%s: queue name %q is not valid: start with a letter, then letters, digits, '_', '-' or '.'", what, *d.queue)
+	}
+	if d.waitTimeout < 0 {
+		c.add(RuleInvalidOption, d.at, steps, "%s: Waits timeout is %s; use 0 for no timeout or a positive duration", what, d.waitTimeout)
+	}
+}
+
+// stepNames checks names and keys, and indexes the steps by name (first
+// declaration wins).
+func (c *checker) stepNames() map[string]*stepDef {
+	b := c.b
+	if len(b.steps) == 0 {
+		c.add(RuleNoSteps, "", nil, "the flow has no steps; add one with flow.Step, flow.EventStep or flow.Map")
+	}
+	byName := map[string]*stepDef{}
+	byKey := map[string]*stepDef{}
+	for _, d := range b.steps {
+		what := fmt.Sprintf("step %q", d.name)
+		switch {
+		case !nameRE.MatchString(d.name):
+			c.add(RuleInvalidName, d.at, []string{d.name}, "step name %q is not valid: start with a letter, then letters, digits, '_', '-' or '.'", d.name)
+		case d.name == Done || d.name == "input":
+			c.add(RuleInvalidName, d.at, []string{d.name}, "step name %q is reserved; choose another name", d.name)
+		}
+		if prev, dup := byName[d.name]; dup {
+			c.add(RuleDuplicateStep, d.at, []string{d.name}, "step %q is declared twice (first at %s); give each step its own name", d.name, prev.at)
+			continue
+		}
+		byName[d.name] = d
+		key := d.contextKey()
+		switch {
+		case d.keySet && !nameRE.MatchString(key):
+			c.add(RuleInvalidName, d.at, []string{d.name}, "step %q: context key %q is not valid: start with a letter, then letters, digits, '_', '-' or '.'", d.name, key)
+		case key == "input":
+			c.add(RuleDuplicateKey, d.at, []string{d.name}, "step %q: context key \"input\" is reserved for the run input; set another with flow.Key", d.name)
+		}
+		if prev, dup := byKey[key]; dup {
+			c.add(RuleDuplicateKey, d.at, []string{prev.name, d.name}, "steps %q and %q share the context key %q, so one output would overwrite the other; give one of them another key with flow.Key", prev.name, d.name, key)
+		} else {
+			byKey[key] = d
+		}
+		c.stepOptions(what, d.name, d)
+		if d.kind == KindMap && d.waits {
+			c.add(RuleInvalidOption, d.at, []string{d.name}, "map step %q cannot wait; make the waiting step a plain step after it", d.name)
+		}
+		if d.kind != KindMap && d.overSet {
+			c.add(RuleInvalidOption, d.at, []string{d.name}, "step %q: Over applies only to map steps", d.name)
+		}
+		seen := map[string]bool{}
+		for _, e := range d.events {
+			switch {
+			case !nameRE.MatchString(e):
+				c.add(RuleInvalidName, d.at, []string{d.name}, "step %q: event name %q is not valid: start with a letter, then letters, digits, '_', '-' or '.'", d.name, e)
+			case e == EventFailed || e == EventTimeout:
+				c.add(RuleInvalidName, d.at, []string{d.name}, "step %q: event %q is built in and must not be declared: route it with an edge (%q comes from flow.Waits with a timeout)", d.name, e, EventTimeout)
+			case seen[e]:
+				c.add(RuleInvalidName, d.at, []string{d.name}, "step %q declares event %q twice", d.name, e)
+			}
+			seen[e] = true
+		}
+		if d.eventsSet && len(d.events) == 0 {
+			c.add(RuleInvalidOption, d.at, []string{d.name}, "step %q: Events was given no events; declare at least one or drop the option", d.name)
+		}
+	}
+	return byName
+}
+
+// declared returns the events a step may emit.
+func declared(d *stepDef) []string {
+	ev := []string{EventOK}
+	if d.eventsSet {
+		ev = slices.Clone(d.events)
+	}
+	if d.waitTimeout > 0 {
+		ev = append(ev, EventTimeout)
+	}
+	return ev
+}
+
+// edges resolves DependsOn and Edge declarations into a deduplicated list.
+func (c *checker) edges(byName map[string]*stepDef) ([]edgeDecl, bool) {
+	type key struct{ from, event, to string }
+	seen := map[key]bool{}
+	var out []edgeDecl
+	done := false
+	add := func(from, event string, to []string, at string) {
+		var tos []string
+		for _, t := range to {
+			k := key{from, event, t}
+			if !seen[k] {
+				seen[k] = true
+				tos = append(tos, t)
+			}
+		}
+		if len(tos) > 0 {
+			out = append(out, edgeDecl{from: from, event: event, to: tos, at: at})
+		}
+	}
+	for _, d := range c.b.steps {
+		if byName[d.name] != d {
+			continue
+		}
+		for _, dep := range d.deps {
+			if _, ok := byName[dep]; !ok {
+				c.add(RuleMissingDep, d.at, []string{d.name, dep}, "step %q depends on %q, which is not a step of the flow%s", d.name, dep, suggest(dep, byName))
+				continue
+			}
+			add(dep, EventOK, []string{d.name}, d.at)
+		}
+	}
+	for _, e := range c.b.edges {
+		bad := false
+		if _, ok := byName[e.from]; !ok {
+			c.add(RuleUnknownStep, e.at, []string{e.from}, "edge from %q on %q: there is no step %q%s", e.from, e.event, e.from, suggest(e.from, byName))
+			bad = true
+		}
+		if e.event == "" {
+			c.add(RuleUndeclaredEvent, e.at, []string{e.from}, "edge from %q has an empty event; name the event it follows (%q by default)", e.from, EventOK)
+			bad = true
+		}
+		if len(e.to) == 0 {
+			c.add(RuleUnknownStep, e.at, []string{e.from}, "edge from %q on %q has no target; give one or more steps, or flow.Done", e.from, e.event)
+			bad = true
+		}
+		for _, t := range e.to {
+			if t == Done {
+				continue
+			}
+			if _, ok := byName[t]; !ok {
+				c.add(RuleUnknownStep, e.at, []string{e.from, t}, "edge from %q on %q leads to %q, which is not a step of the flow%s", e.from, e.event, t, suggest(t, byName))
+				bad = true
+			}
+		}
+		if !bad {
+			if slices.Contains(e.to, Done) {
+				done = true
+			}
+			add(e.from, e.event, e.to, e.at)
+		}
+	}
+	return out, done
+}
+
+// events checks that every edge's event is declared and every declared
+// event has an edge.
+func (c *checker) events(byName map[string]*stepDef, edges []edgeDecl, doneTerminated bool) {
+	routed := map[string]map[string]bool{}
+	for _, e := range edges {
+		d := byName[e.from]
+		if routed[e.from] == nil {
+			routed[e.from] = map[string]bool{}
+		}
+		routed[e.from][e.event] = true
+		if e.event == EventFailed || slices.Contains(declared(d), e.event) {
+			continue
+		}
+		hint := fmt.Sprintf("declare it with flow.Events on step %q, or route one of its events: %s", e.from, strings.Join(declared(d), ", "))
+		if e.event == EventTimeout {
+			hint = fmt.Sprintf("give step %q a timeout with flow.Waits(d)", e.from)
+		}
+		c.add(RuleUndeclaredEvent, e.at, []string{e.from}, "edge from %q on event %q, which %q does not declare; %s", e.from, e.event, e.from, hint)
+	}
+	for _, d := range c.b.steps {
+		if byName[d.name] != d {
+			continue
+		}
+		for _, ev := range declared(d) {
+			if routed[d.name][ev] {
+				continue
+			}
+			implicit := ev == EventOK && !d.eventsSet
+			switch {
+			case !implicit:
+				c.add(RuleUnroutedEvent, d.at, []string{d.name}, "step %q declares event %q but no edge follows it; add Edge(%q, %q, <next step or flow.Done>)", d.name, ev, d.name, ev)
+			case doneTerminated:
+				c.add(RuleUnroutedEvent, d.at, []string{d.name}, "step %q ends without reaching Done: its event %q has no edge; add Edge(%q, %q, flow.Done) or a next step", d.name, ev, d.name, ev)
+			}
+		}
+	}
+}
+
+// successors maps each step to the steps its edges lead to, in declaration
+// order.
+func successors(steps []*stepDef, byName map[string]*stepDef, edges []edgeDecl) map[string][]string {
+	succ := map[string][]string{}
+	for _, e := range edges {
+		for _, t := range e.to {
+			if t != Done && !slices.Contains(succ[e.from], t) {
+				succ[e.from] = append(succ[e.from], t)
+			}
+		}
+	}
+	return succ
+}
+
+func (c *checker) roots(byName map[string]*stepDef, edges []edgeDecl) []string {
+	incoming := map[string]bool{}
+	for _, e := range edges {
+		for _, t := range e.to {
+			incoming[t] = true
+		}
+	}
+	if c.b.start != "" {
+		d, ok := byName[c.b.start]
+		if !ok {
+			c.add(RuleUnknownStep, "", []string{c.b.start}, "Start names %q, which is not a step of the flow%s", c.b.start, suggest(c.b.start, byName))
+			return nil
+		}
+		if incoming[d.name] {
+			c.add(RuleStart, d.at, []string{d.name}, "start step %q has incoming edges; the start step must come first: remove the edges into it or start elsewhere", d.name)
+		}
+		return []string{d.name}
+	}
+	var roots []string
+	for _, d := range c.b.steps {
+		if byName[d.name] == d && !incoming[d.name] {
+			roots = append(roots, d.name)
+		}
+	}
+	if len(roots) == 0 && len(byName) > 0 {
+		c.add(RuleStart, "", nil, "every step has an incoming edge, so no step can start the run; name the first step with Start")
+	}
+	return roots
+}
+
+// cycles reports every cycle once, with its path. It returns true when the
+// graph is acyclic.
+func (c *checker) cycles(succ map[string][]string) bool {
+	const (
+		white = iota
+		grey
+		black
+	)
+	color := map[string]int{}
+	var stack []string
+	acyclic := true
+	reported := map[string]bool{}
+	var visit func(n string)
+	visit = func(n string) {
+		color[n] = grey
+		stack = append(stack, n)
+		for _, m := range succ[n] {
+			switch color[m] {
+			case white:
+				visit(m)
+			case grey:
+				acyclic = false
+				i := slices.Index(stack, m)
+				cycle := append(slices.Clone(stack[i:]), m)
+				members := slices.Clone(stack[i:])
+				slices.Sort(members)
+				sig := strings.Join(members, "\x00")
+				if !reported[sig] {
+					reported[sig] = true
+					c.add(RuleCycle, "", slices.Clone(stack[i:]), "cycle: %s; flows must be acyclic: remove one of these edges", strings.Join(cycle, " -> "))
+				}
+			}
+		}
+		stack = stack[:len(stack)-1]
+		color[n] = black
+	}
+	for _, d := range c.b.steps {
+		if color[d.name] == white {
+			visit(d.name)
+		}
+	}
+	return acyclic
+}
+
+func (c *checker) reachable(roots []string, succ map[string][]string) {
+	if len(roots) == 0 {
+		return
+	}
+	seen := map[string]bool{}
+	queue := slices.Clone(roots)
+	for len(queue) > 0 {
+		n := queue[0]
+		queue = queue[1:]
+		if seen[n] {
+			continue
+		}
+		seen[n] = true
+		queue = append(queue, succ[n]...)
+	}
+	done := map[string]bool{}
+	for _, d := range c.b.steps {
+		if seen[d.name] || done[d.name] {
+			continue
+		}
+		done[d.name] = true
+		from := "the start step " + fmt.Sprintf("%q", roots[0])
+		if c.b.start == "" {
+			from = "any step without incoming edges"
+		}
+		c.add(RuleUnreachable, d.at, []string{d.name}, "step %q is unreachable from %s; add an edge or DependsOn that leads to it, or remove it", d.name, from)
+	}
+}
+
+// mapSources resolves each map step's source and checks it where the Go
+// types tell. It returns the source step of each map step ("" = input).
+func (c *checker) mapSources(byName map[string]*stepDef, edges []edgeDecl) map[string]string {
+	preds := map[string][]string{}
+	for _, e := range edges {
+		for _, t := range e.to {
+			if t != Done && !slices.Contains(preds[t], e.from) {
+				preds[t] = append(preds[t], e.from)
+			}
+		}
+	}
+	src := map[string]string{}
+	for _, d := range c.b.steps {
+		if d.kind != KindMap || byName[d.name] != d {
+			continue
+		}
+		source, field := "", d.overField
+		switch {
+		case d.overSet:
+			source = d.overStep
+			if source != "" && !slices.Contains(preds[d.name], source) {
+				c.add(RuleMapSource, d.at, []string{d.name, source}, "map step %q iterates over %q, which does not lead to it; add DependsOn(%q) or an edge from %q", d.name, source, source, source)
+				continue
+			}
+		case len(preds[d.name]) == 1:
+			source = preds[d.name][0]
+		case len(preds[d.name]) > 1:
+			c.add(RuleMapSource, d.at, []string{d.name}, "map step %q has several predecessors (%s); choose the array it iterates over with flow.Over", d.name, strings.Join(preds[d.name], ", "))
+			continue
+		}
+		src[d.name] = source
+		var t reflect.Type
+		what := "the run input"
+		if source == "" {
+			t = c.b.inputType
+		} else {
+			s := byName[source]
+			what = fmt.Sprintf("the output of %q", source)
+			if s.kind == KindMap {
+				t = reflect.SliceOf(s.outType)
+			} else {
+				t = s.outType
+			}
+		}
+		if field != "" {
+			what = fmt.Sprintf("field %q of %s", field, what)
+			t = fieldType(t, field)
+		}
+		if known, isArray := arrayType(t); known && !isArray {
+			c.add(RuleMapSource, d.at, []string{d.name}, "map step %q iterates over %s, which is %s, not an array; map over a slice", d.name, what, t)
+		}
+	}
+	return src
+}
+
+// fieldType returns the type of the JSON field name of t, or nil when it is
+// not known.
+func fieldType(t reflect.Type, name string) reflect.Type {
+	for t != nil && t.Kind() == reflect.Pointer {
+		t = t.Elem()
+	}
+	if t == nil {
+		return nil
+	}
+	switch t.Kind() {
+	case reflect.Map:
+		if t.Key().Kind() == reflect.String {
+			return t.Elem()
+		}
+	case reflect.Struct:
+		for i := 0; i < t.NumField(); i++ {
+			f := t.Field(i)
+			if !f.IsExported() {
+				continue
+			}
+			tag, _, _ := strings.Cut(f.Tag.Get("json"), ",")
+			if tag == name || (tag == "" && strings.EqualFold(f.Name, name)) {
+				return f.Type
+			}
+		}
+	}
+	return nil
+}
+
+// arrayType tells whether t is known to encode as a JSON array.
+func arrayType(t reflect.Type) (known, isArray bool) {
+	for t != nil && t.Kind() == reflect.Pointer {
+		t = t.Elem()
+	}
+	if t == nil || t.Kind() == reflect.Interface || t == reflect.TypeFor[json.RawMessage]() {
+		return false, false
+	}
+	if t.Implements(reflect.TypeFor[json.Marshaler]()) || reflect.PointerTo(t).Implements(reflect.TypeFor[json.Marshaler]()) {
+		return false, false
+	}
+	switch t.Kind() {
+	case reflect.Slice:
+		return true, t.Elem().Kind() != reflect.Uint8
+	case reflect.Array:
+		return true, true
+	}
+	return true, false
+}
+
+// convergence checks, in a flow that ends in Done, that the branches of
+// every fan-out share a step they all lead to.
+func (c *checker) convergence(byName map[string]*stepDef, succ map[string][]string) {
+	memo := map[string]map[string]bool{}
+	var desc func(n string) map[string]bool
+	desc = func(n string) map[string]bool {
+		if m, ok := memo[n]; ok {
+			return m
+		}
+		m := map[string]bool{n: true}
+		memo[n] = m
+		for _, s := range succ[n] {
+			for k := range desc(s) {
+				m[k] = true
+			}
+		}
+		return m
+	}
+	for _, e := range c.b.edges {
+		var targets []string
+		for _, t := range e.to {
+			if t != Done && byName[t] != nil && !slices.Contains(targets, t) {
+				targets = append(targets, t)
+			}
+		}
+		if len(targets) < 2 || byName[e.from] == nil {
+			continue
+		}
+		common := maps2(desc(targets[0]))
+		for _, t := range targets[1:] {
+			d := desc(t)
+			for k := range common {
+				if !d[k] {
+					delete(common, k)
+				}
+			}
+		}
+		if len(common) == 0 {
+			c.add(RuleNoConvergence, e.at, append([]string{e.from}, targets...),
+				"fan-out from %q on %q to %s never converges: the branches reach Done separately; add a join step that every branch leads to (e.g. with DependsOn(%s))",
+				e.from, e.event, strings.Join(targets, ", "), quoteAll(targets))
+		}
+	}
+}
+
+func maps2(m map[string]bool) map[string]bool {
+	c := make(map[string]bool, len(m))
+	for k, v := range m {
+		c[k] = v
+	}
+	return c
+}
+
+func quoteAll(s []string) string {
+	q := make([]string, len(s))
+	for i, v := range s {
+		q[i] = fmt.Sprintf("%q", v)
+	}
+	return strings.Join(q, ", ")
+}
+
+// suggest proposes a step name close to a misspelt one.
+func suggest(name string, byName map[string]*stepDef) string {
+	best, bestD := "", 3
+	for n := range byName {
+		if d := editDistance(strings.ToLower(name), strings.ToLower(n)); d < bestD || (d == bestD && n < best) {
+			best, bestD = n, d
+		}
+	}
+	if best == "" {
+		return ""
+	}
+	return fmt.Sprintf(" (did you mean %q?)", best)
+}
+
+func editDistance(a, b string) int {
+	prev := make([]int, len(b)+1)
+	cur := make([]int, len(b)+1)
+	for j := range prev {
+		prev[j] = j
+	}
+	for i := 1; i <= len(a); i++ {
+		cur[0] = i
+		for j := 1; j <= len(b); j++ {
+			cost := 1
+			if a[i-1] == b[j-1] {
+				cost = 0
+			}
+			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
+		}
+		prev, cur = cur, prev
+	}
+	return prev[len(b)]
+}
+
+// compile turns the validated definition into a Flow and its engine graph.
+func (b *Builder) compile(byName map[string]*stepDef, edges []edgeDecl, roots []string, mapSrc map[string]string) *Flow {
+	f := &Flow{
+		name: b.name, version: b.version, key: b.key, scope: b.scope,
+		tags: slices.Clone(b.tags), start: b.start, inputType: b.inputType,
+		steps: b.steps, byName: byName, metadata: map[string]json.RawMessage{},
+	}
+	for k, v := range b.metadata {
+		f.metadata[k], _ = json.Marshal(v)
+	}
+	idx := map[string]int{}
+	for i, d := range b.steps {
+		idx[d.name] = i
+	}
+	g := &engine.Graph{Steps: make([]engine.Step, len(b.steps))}
+	for i, d := range b.steps {
+		spec := b.resolve(d)
+		spec.Events = declared(d)
+		if d.kind == KindMap {
+			spec.MapSource, spec.MapField = mapSrc[d.name], d.overField
+		}
+		f.specs = append(f.specs, spec)
+		gs := engine.Step{
+			Name: d.name, Key: spec.Key, Events: slices.Clone(spec.Events),
+			MaxAttempts: spec.Retry.MaxAttempts, WaitTimeout: d.waitTimeout,
+			Map: d.kind == KindMap, MapSource: engine.InputSource, MapField: d.overField,
+		}
+		if s := mapSrc[d.name]; s != "" {
+			gs.MapSource = idx[s]
+		}
+		g.Steps[i] = gs
+	}
+	for _, e := range edges {
+		from := idx[e.from]
+		gs := &g.Steps[from]
+		if e.event == EventFailed && !gs.Declares(EventFailed) {
+			gs.Events = append(gs.Events, EventFailed)
+			f.specs[from].Events = append(f.specs[from].Events, EventFailed)
+		}
+		var set *engine.EdgeSet
+		for k := range gs.Out {
+			if gs.Out[k].Event == e.event {
+				set = &gs.Out[k]
+			}
+		}
+		if set == nil {
+			gs.Out = append(gs.Out, engine.EdgeSet{Event: e.event})
+			set = &gs.Out[len(gs.Out)-1]
+		}
+		for _, t := range e.to {
+			f.edges = append(f.edges, Edge{From: e.from, Event: e.event, To: t})
+			if t == Done {
+				set.To = append(set.To, engine.Done)
+			} else {
+				set.To = append(set.To, idx[t])
+			}
+		}
+	}
+	for _, r := range roots {
+		g.Roots = append(g.Roots, idx[r])
+	}
+	g.Finish()
+	f.graph = g
+	f.shape = shapeOf(f)
+	return f
+}

@@ -1,0 +1,103 @@
+// Package hephtype holds the small value types that every other package of
+// Hephaestus shares: run and step statuses and the kinds of history events.
+//
+// It imports nothing from the project, so any package may import it without
+// creating an import cycle.
+package hephtype
+
+// RunStatus is the lifecycle state of a run.
+//
+//	pending -> running <-> waiting -> completed | failed | cancelled
+//
+// A code-first workflow that continues as new ends in StatusContinued.
+type RunStatus string
+
+// The run statuses.
+const (
+	StatusPending   RunStatus = "pending"
+	StatusRunning   RunStatus = "running"
+	StatusWaiting   RunStatus = "waiting"
+	StatusCompleted RunStatus = "completed"
+	StatusFailed    RunStatus = "failed"
+	StatusCancelled RunStatus = "cancelled"
+	StatusContinued RunStatus = "continued"
+)
+
+// Terminal reports whether a run in status s can no longer change.
+func (s RunStatus) Terminal() bool {
+	switch s {
+	case StatusCompleted, StatusFailed, StatusCancelled, StatusContinued:
+		return true
+	}
+	return false
+}
+
+// Active reports whether a run in status s still holds work: pending,
+// running or waiting.
+func (s RunStatus) Active() bool {
+	switch s {
+	case StatusPending, StatusRunning, StatusWaiting:
+		return true
+	}
+	return false
+}
+
+// Valid reports whether s is one of the known statuses.
+func (s RunStatus) Valid() bool { return s.Active() || s.Terminal() }
+
+// StepStatus is the state of one step within a run.
+type StepStatus string
+
+// The step statuses.
+const (
+	StepPending   StepStatus = "pending"   // not yet ready: some incoming edge is unresolved
+	StepScheduled StepStatus = "scheduled" // a task for it is queued or running
+	StepWaiting   StepStatus = "waiting"   // returned "wait"; resumed from outside
+	StepCompleted StepStatus = "completed" // finished with an event
+	StepSkipped   StepStatus = "skipped"   // every incoming edge was dead
+	StepFailed    StepStatus = "failed"    // failed after its retries, no failure route
+	StepCancelled StepStatus = "cancelled" // the run was cancelled or failed while it ran
+)
+
+// EventKind names the kind of a history event.
+type EventKind string
+
+// The history event kinds.
+const (
+	EventRunStarted     EventKind = "run_started"
+	EventRunCompleted   EventKind = "run_completed"
+	EventRunFailed      EventKind = "run_failed"
+	EventRunCancelled   EventKind = "run_cancelled"
+	EventRunContinued   EventKind = "run_continued"
+	EventStepScheduled  EventKind = "step_scheduled"
+	EventStepStarted    EventKind = "step_started"
+	EventStepCompleted  EventKind = "step_completed"
+	EventStepFailed     EventKind = "step_failed"
+	EventStepRetrying   EventKind = "step_retrying"
+	EventStepSkipped    EventKind = "step_skipped"
+	EventStepWaiting    EventKind = "step_waiting"
+	EventStepResumed    EventKind = "step_resumed"
+	EventStepCancelled  EventKind = "step_cancelled"
+	EventMapExpanded    EventKind = "map_expanded"
+	EventItemCompleted  EventKind = "map_item_completed"
+	EventItemFailed     EventKind = "map_item_failed"
+	EventTimerStarted   EventKind = "timer_started"
+	EventTimerFired     EventKind = "timer_fired"
+	EventTimerCancelled EventKind = "timer_cancelled"
+	EventSignalReceived EventKind = "signal_received"
+	EventUpdateAccepted EventKind = "update_accepted"
+	EventUpdateRejected EventKind = "update_rejected"
+	EventUpdateDone     EventKind = "update_completed"
+	EventMarker         EventKind = "marker"
+	EventChildStarted   EventKind = "child_started"
+	EventChildCompleted EventKind = "child_completed"
+)
+
+// RunKind tells which authoring model a run belongs to.
+type RunKind string
+
+// The run kinds.
+const (
+	KindFlow     RunKind = "flow"     // a DAG flow (Go-defined or a document)
+	KindWorkflow RunKind = "workflow" // a code-first workflow replayed from history
+)
