@@ -19,7 +19,9 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"strconv"
 	"strings"
+	"unicode/utf8"
 
 	"github.com/google/uuid"
 )
@@ -42,7 +44,9 @@ func (s Scope) Valid() bool {
 	return s == ScopeActive || s == ScopeForever || s == ScopeNone
 }
 
-// ErrInvalid is wrapped by every error this package returns.
+// ErrInvalid is wrapped by every error this package returns about an
+// invalid key, value, scope or id. (BuildWithSuffix's errors reading the
+// random source wrap the reader's error instead.)
 var ErrInvalid = errors.New("invalid business key")
 
 // ValidateKey checks a key name: one or more of [a-z0-9].
@@ -51,7 +55,7 @@ func ValidateKey(key string) error {
 		return fmt.Errorf("%w: the key name is empty; use lower-case letters and digits, e.g. \"orderid\"", ErrInvalid)
 	}
 	if i := badChar(key); i >= 0 {
-		return fmt.Errorf("%w: key name %q has %q at position %d; use only lower-case letters a-z and digits 0-9", ErrInvalid, key, key[i], i)
+		return fmt.Errorf("%w: key name %q has %s at position %d; use only lower-case letters a-z and digits 0-9", ErrInvalid, key, charAt(key, i), i)
 	}
 	return nil
 }
@@ -66,7 +70,7 @@ func ValidateValue(value string) error {
 		return nil
 	}
 	if i := badChar(value); i >= 0 {
-		return fmt.Errorf("%w: value %q has %q at position %d; use only lower-case letters a-z and digits 0-9, or a lower-case UUID", ErrInvalid, value, value[i], i)
+		return fmt.Errorf("%w: value %q has %s at position %d; use only lower-case letters a-z and digits 0-9, or a lower-case UUID", ErrInvalid, value, charAt(value, i), i)
 	}
 	return nil
 }
@@ -124,7 +128,32 @@ func Parse(id string) (key, value string, err error) {
 	if err := ValidateValue(parts[1]); err != nil {
 		return "", "", err
 	}
+	if len(parts) == 3 && !isSuffix(parts[2]) {
+		return "", "", fmt.Errorf("%w: id %q has the suffix %q; a suffix is eight lower-case hex digits, as BuildWithSuffix makes", ErrInvalid, id, parts[2])
+	}
 	return parts[0], parts[1], nil
+}
+
+func isSuffix(s string) bool {
+	if len(s) != 8 {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		if c := s[i]; (c < '0' || c > '9') && (c < 'a' || c > 'f') {
+			return false
+		}
+	}
+	return true
+}
+
+// charAt quotes the character that starts at byte i of s. Every byte
+// before i is ASCII (see badChar), so i is also its position in runes.
+func charAt(s string, i int) string {
+	r, size := utf8.DecodeRuneInString(s[i:])
+	if r == utf8.RuneError && size <= 1 {
+		return fmt.Sprintf("the byte %#02x", s[i])
+	}
+	return strconv.QuoteRune(r)
 }
 
 // badChar returns the index of the first byte outside [a-z0-9], or -1.

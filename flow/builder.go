@@ -187,9 +187,9 @@ func (b *Builder) addStep(name string, kind StepKind, in, out reflect.Type, opts
 	return d
 }
 
-func (b *Builder) declErr(step, msg string) {
+func (b *Builder) declErr(d *stepDef, msg string) {
 	if b != nil {
-		b.errs = append(b.errs, &ValidationError{Rule: RuleInvalidOption, Steps: []string{step}, Message: fmt.Sprintf("step %q: %s", step, msg)})
+		b.errs = append(b.errs, &ValidationError{Rule: RuleInvalidOption, Steps: []string{d.name}, At: d.at, Message: fmt.Sprintf("step %q: %s", d.name, msg)})
 	}
 }
 

@@ -130,7 +130,7 @@ func ExampleBuilder_Build() {
 		fmt.Printf("[%s] %s\n", e.Rule, e.Message)
 	}
 	// Output:
-	// [missing-dependency] step "c" depends on "nope", which is not a step of the flow
+	// [missing-dependency] step "c" depends on "nope", which is not a step of the flow; declare the step or fix the name
 	// [start] every step has an incoming edge, so no step can start the run; name the first step with Start
 	// [cycle] cycle: a -> b -> c -> a; flows must be acyclic: remove one of these edges
 }

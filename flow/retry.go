@@ -94,11 +94,11 @@ func (p RetryPolicy) Backoff(attempt int, r float64) time.Duration {
 		return 0
 	}
 	d := float64(p.InitialBackoff) * math.Pow(p.Multiplier, float64(attempt-2))
-	if d > float64(p.MaxBackoff) || math.IsInf(d, 0) {
-		d = float64(p.MaxBackoff)
-	}
 	if p.Jitter > 0 {
 		d *= 1 + p.Jitter*(2*r-1)
+	}
+	if d > float64(p.MaxBackoff) || math.IsInf(d, 0) || math.IsNaN(d) {
+		d = float64(p.MaxBackoff)
 	}
 	return time.Duration(d)
 }

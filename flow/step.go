@@ -51,7 +51,7 @@ func (r *StepRef[In, Out]) Output(ctx context.Context) (Out, error) {
 func Step[In, Out any](b *Builder, name string, fn func(ctx context.Context, in In) (Out, error), opts ...StepOption) *StepRef[In, Out] {
 	def := b.addStep(name, KindTask, reflect.TypeFor[In](), reflect.TypeFor[Out](), opts)
 	if fn == nil {
-		b.declErr(name, "the step function is nil")
+		b.declErr(def, "the step function is nil; pass the function that runs the step")
 	}
 	def.run = func(ctx context.Context, c *Call) (Outcome, error) {
 		in, err := decode[In](c.input()["input"], name, "run input")
@@ -72,7 +72,7 @@ func Step[In, Out any](b *Builder, name string, fn func(ctx context.Context, in 
 func EventStep[In, Out any](b *Builder, name string, fn func(ctx context.Context, in In) (Result[Out], error), opts ...StepOption) *StepRef[In, Out] {
 	def := b.addStep(name, KindTask, reflect.TypeFor[In](), reflect.TypeFor[Out](), opts)
 	if fn == nil {
-		b.declErr(name, "the step function is nil")
+		b.declErr(def, "the step function is nil; pass the function that runs the step")
 	}
 	def.run = func(ctx context.Context, c *Call) (Outcome, error) {
 		in, err := decode[In](c.input()["input"], name, "run input")
@@ -107,7 +107,7 @@ func EventStep[In, Out any](b *Builder, name string, fn func(ctx context.Context
 func Map[Item, Out any](b *Builder, name string, fn func(ctx context.Context, item Item) (Out, error), opts ...StepOption) *StepRef[Item, Out] {
 	def := b.addStep(name, KindMap, reflect.TypeFor[Item](), reflect.TypeFor[Out](), opts)
 	if fn == nil {
-		b.declErr(name, "the step function is nil")
+		b.declErr(def, "the step function is nil; pass the function that runs the step")
 	}
 	def.run = func(ctx context.Context, c *Call) (Outcome, error) {
 		item, err := decode[Item](c.Item, name, fmt.Sprintf("element %d", c.Index))
@@ -140,13 +140,16 @@ type Call struct {
 	// Item is the element, for a map step.
 	Item json.RawMessage
 
-	parsed map[string]json.RawMessage
+	parsed   map[string]json.RawMessage
+	parseErr error
 }
 
 func (c *Call) input() map[string]json.RawMessage {
 	if c.parsed == nil {
 		c.parsed = map[string]json.RawMessage{}
-		_ = json.Unmarshal(c.Input, &c.parsed)
+		if len(c.Input) > 0 {
+			c.parseErr = json.Unmarshal(c.Input, &c.parsed)
+		}
 	}
 	return c.parsed
 }
@@ -246,6 +249,9 @@ func (f *Flow) Invoke(ctx context.Context, c Call) (out Outcome, err error) {
 	def, ok := f.byName[c.Step]
 	if !ok {
 		return Outcome{}, NonRetryable(fmt.Errorf("flow %q version %d has no step %q", f.name, f.version, c.Step))
+	}
+	if c.input(); c.parseErr != nil {
+		return Outcome{}, NonRetryable(&InputError{Step: c.Step, What: "the input document (a JSON object)", Err: c.parseErr})
 	}
 	defer func() {
 		if p := recover(); p != nil {

@@ -117,7 +117,7 @@ func (b *Builder) Build() (*Flow, error) {
 	c.reachable(roots, succ)
 	mapSrc := c.mapSources(byName, edges)
 	if acyclic && doneTerminated {
-		c.convergence(byName, succ)
+		c.convergence(byName, edges, succ)
 	}
 	if len(c.errs) > 0 {
 		errs := make([]error, len(c.errs))
@@ -231,7 +231,7 @@ func (c *checker) stepNames() map[string]*stepDef {
 			c.add(RuleInvalidOption, d.at, []string{d.name}, "map step %q cannot wait; make the waiting step a plain step after it", d.name)
 		}
 		if d.kind != KindMap && d.overSet {
-			c.add(RuleInvalidOption, d.at, []string{d.name}, "step %q: Over applies only to map steps", d.name)
+			c.add(RuleInvalidOption, d.at, []string{d.name}, "step %q: Over applies only to map steps; drop the option or declare the step with flow.Map", d.name)
 		}
 		seen := map[string]bool{}
 		for _, e := range d.events {
@@ -289,7 +289,7 @@ func (c *checker) edges(byName map[string]*stepDef) ([]edgeDecl, bool) {
 		}
 		for _, dep := range d.deps {
 			if _, ok := byName[dep]; !ok {
-				c.add(RuleMissingDep, d.at, []string{d.name, dep}, "step %q depends on %q, which is not a step of the flow%s", d.name, dep, suggest(dep, byName))
+				c.add(RuleMissingDep, d.at, []string{d.name, dep}, "step %q depends on %q, which is not a step of the flow%s", d.name, dep, suggestOrFix(dep, byName))
 				continue
 			}
 			add(dep, EventOK, []string{d.name}, d.at)
@@ -298,7 +298,7 @@ func (c *checker) edges(byName map[string]*stepDef) ([]edgeDecl, bool) {
 	for _, e := range c.b.edges {
 		bad := false
 		if _, ok := byName[e.from]; !ok {
-			c.add(RuleUnknownStep, e.at, []string{e.from}, "edge from %q on %q: there is no step %q%s", e.from, e.event, e.from, suggest(e.from, byName))
+			c.add(RuleUnknownStep, e.at, []string{e.from}, "edge from %q on %q: there is no step %q%s", e.from, e.event, e.from, suggestOrFix(e.from, byName))
 			bad = true
 		}
 		if e.event == "" {
@@ -314,7 +314,7 @@ func (c *checker) edges(byName map[string]*stepDef) ([]edgeDecl, bool) {
 				continue
 			}
 			if _, ok := byName[t]; !ok {
-				c.add(RuleUnknownStep, e.at, []string{e.from, t}, "edge from %q on %q leads to %q, which is not a step of the flow%s", e.from, e.event, t, suggest(t, byName))
+				c.add(RuleUnknownStep, e.at, []string{e.from, t}, "edge from %q on %q leads to %q, which is not a step of the flow%s", e.from, e.event, t, suggestOrFix(t, byName))
 				bad = true
 			}
 		}
@@ -390,7 +390,7 @@ func (c *checker) roots(byName map[string]*stepDef, edges []edgeDecl) []string {
 	if c.b.start != "" {
 		d, ok := byName[c.b.start]
 		if !ok {
-			c.add(RuleUnknownStep, "", []string{c.b.start}, "Start names %q, which is not a step of the flow%s", c.b.start, suggest(c.b.start, byName))
+			c.add(RuleUnknownStep, "", []string{c.b.start}, "Start names %q, which is not a step of the flow%s", c.b.start, suggestOrFix(c.b.start, byName))
 			return nil
 		}
 		if incoming[d.name] {
@@ -589,7 +589,7 @@ func arrayType(t reflect.Type) (known, isArray bool) {
 
 // convergence checks, in a flow that ends in Done, that the branches of
 // every fan-out share a step they all lead to.
-func (c *checker) convergence(byName map[string]*stepDef, succ map[string][]string) {
+func (c *checker) convergence(byName map[string]*stepDef, edges []edgeDecl, succ map[string][]string) {
 	memo := map[string]map[string]bool{}
 	var desc func(n string) map[string]bool
 	desc = func(n string) map[string]bool {
@@ -605,13 +605,30 @@ func (c *checker) convergence(byName map[string]*stepDef, succ map[string][]stri
 		}
 		return m
 	}
-	for _, e := range c.b.edges {
-		var targets []string
+	// A fan-out is every target of one step's event, whether declared in
+	// one Edge call, in several, or through DependsOn.
+	type fanOut struct {
+		from, event, at string
+		targets         []string
+	}
+	var fans []*fanOut
+	byEvent := map[[2]string]*fanOut{}
+	for _, e := range edges {
+		k := [2]string{e.from, e.event}
+		fo := byEvent[k]
+		if fo == nil {
+			fo = &fanOut{from: e.from, event: e.event, at: e.at}
+			byEvent[k] = fo
+			fans = append(fans, fo)
+		}
 		for _, t := range e.to {
-			if t != Done && byName[t] != nil && !slices.Contains(targets, t) {
-				targets = append(targets, t)
+			if t != Done && byName[t] != nil && !slices.Contains(fo.targets, t) {
+				fo.targets = append(fo.targets, t)
 			}
 		}
+	}
+	for _, e := range fans {
+		targets := e.targets
 		if len(targets) < 2 || byName[e.from] == nil {
 			continue
 		}
@@ -660,6 +677,14 @@ func suggest(name string, byName map[string]*stepDef) string {
 		return ""
 	}
 	return fmt.Sprintf(" (did you mean %q?)", best)
+}
+
+// suggestOrFix is suggest, or a generic hint when no name is close.
+func suggestOrFix(name string, byName map[string]*stepDef) string {
+	if s := suggest(name, byName); s != "" {
+		return s
+	}
+	return "; declare the step or fix the name"
 }
 
 func editDistance(a, b string) int {

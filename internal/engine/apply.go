@@ -19,6 +19,9 @@ func Start(g *Graph, input json.RawMessage) *Decision {
 	d := &decider{g: g, s: s}
 	d.history(History{Kind: hephtype.EventRunStarted, Data: input})
 	for _, r := range g.Roots {
+		if s.Status.Terminal() {
+			break // a root failed as it started (a map step over bad input)
+		}
 		d.ready(r)
 	}
 	d.settle()
@@ -105,8 +108,10 @@ func (d *decider) stepCompleted(ev StepCompleted) error {
 	}
 	if !d.g.Steps[i].Declares(event) {
 		// A bug in step code, not a transient fault: fail the step for good.
-		d.fail(i, ev.Attempt, fmt.Sprintf("step %q emitted event %q, which it does not declare (declared: %s)",
-			ev.Step, event, strings.Join(d.g.Steps[i].Events, ", ")))
+		msg := fmt.Sprintf("step %q emitted event %q, which it does not declare (declared: %s)",
+			ev.Step, event, strings.Join(d.g.Steps[i].Events, ", "))
+		d.history(History{Kind: hephtype.EventStepFailed, Step: ev.Step, Attempt: ev.Attempt, Error: msg})
+		d.fail(i, ev.Attempt, msg)
 		return nil
 	}
 	d.history(History{Kind: hephtype.EventStepCompleted, Step: ev.Step, Attempt: ev.Attempt, Event: event, Data: ev.Output})
@@ -354,7 +359,9 @@ func (d *decider) resolve(i int, event string) {
 // resolved.
 func (d *decider) check(t int) {
 	st := &d.s.Steps[t]
-	if st.Status != hephtype.StepPending {
+	if st.Status != hephtype.StepPending || d.s.Status.Terminal() {
+		// Once the run has ended (a step failed while this decision was
+		// resolving edges), nothing more may start or be skipped.
 		return
 	}
 	fired := false
