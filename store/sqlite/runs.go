@@ -1,0 +1,229 @@
+package sqlite
+
+import (
+	"context"
+	"database/sql"
+	"encoding/base64"
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+
+	"github.com/hephaestus-go/hephaestus/store"
+)
+
+// readStmts are prepared on the reader pool.
+type readStmts struct {
+	getRun, findRun, runExists, history, nextReady *sql.Stmt
+}
+
+func (r *readStmts) set() stmtSet {
+	return stmtSet{
+		{&r.getRun, "SELECT " + runCols + " FROM runs WHERE id = ?"},
+		{&r.findRun, "SELECT " + runCols + " FROM runs WHERE business_id = ? AND (? = '' OR workflow = ?) ORDER BY created_at DESC, id DESC LIMIT 1"},
+		{&r.runExists, "SELECT 1 FROM runs WHERE id = ?"},
+		{&r.history, "SELECT " + eventCols + " FROM events WHERE run_id = ? AND seq > ? ORDER BY seq LIMIT ?"},
+		{&r.nextReady, `SELECT min(t) FROM (
+			SELECT min(ready_at) AS t FROM tasks
+				WHERE queue IN (SELECT value FROM json_each(?1)) AND owner IS NULL
+			UNION ALL
+			SELECT min(lease_until) AS t FROM tasks
+				WHERE queue IN (SELECT value FROM json_each(?1)) AND owner IS NOT NULL)`},
+	}
+}
+
+func (r *readStmts) prepare(ctx context.Context, db *sql.DB) error { return r.set().prepare(ctx, db) }
+func (r *readStmts) close() error                                  { return r.set().close() }
+
+// GetRun returns a run by id.
+func (s *Store) GetRun(ctx context.Context, id string) (*store.Run, error) {
+	if err := s.check(); err != nil {
+		return nil, fmt.Errorf("get run: %w", err)
+	}
+	r, err := scanRun(s.r.getRun.QueryRowContext(ctx, id))
+	if errors.Is(err, sql.ErrNoRows) {
+		return nil, fmt.Errorf("get run %s: %w", id, store.ErrRunNotFound)
+	}
+	if err != nil {
+		return nil, s.fail("get run", err)
+	}
+	return r, nil
+}
+
+// FindRun returns the newest run with a business id.
+func (s *Store) FindRun(ctx context.Context, p *store.FindRunParams) (*store.Run, error) {
+	if err := s.check(); err != nil {
+		return nil, fmt.Errorf("find run: %w", err)
+	}
+	businessID := p.BusinessID
+	if businessID == "" {
+		return nil, fmt.Errorf("find run: empty business id: %w", store.ErrRunNotFound)
+	}
+	r, err := scanRun(s.r.findRun.QueryRowContext(ctx, businessID, p.Workflow, p.Workflow))
+	if errors.Is(err, sql.ErrNoRows) {
+		return nil, fmt.Errorf("find run %s: %w", businessID, store.ErrRunNotFound)
+	}
+	if err != nil {
+		return nil, s.fail("find run", err)
+	}
+	return r, nil
+}
+
+// ListRuns returns runs newest first (by creation time, then id), with
+// keyset pagination.
+func (s *Store) ListRuns(ctx context.Context, p *store.ListRunsParams) (*store.RunPage, error) {
+	if err := s.check(); err != nil {
+		return nil, fmt.Errorf("list runs: %w", err)
+	}
+	limit := p.Limit
+	switch {
+	case limit < 0:
+		return nil, fmt.Errorf("list runs: Limit must not be negative, got %d", limit)
+	case limit == 0:
+		limit = 100
+	case limit > 1000:
+		limit = 1000
+	}
+	var where []string
+	var args []any
+	if p.Workflow != "" {
+		where, args = append(where, "workflow = ?"), append(args, p.Workflow)
+	}
+	if len(p.Statuses) > 0 {
+		where = append(where, "status IN (?"+strings.Repeat(", ?", len(p.Statuses)-1)+")")
+		for _, st := range p.Statuses {
+			args = append(args, string(st))
+		}
+	}
+	if p.BusinessID != "" {
+		where, args = append(where, "business_id = ?"), append(args, p.BusinessID)
+	}
+	for _, tag := range p.Tags {
+		where = append(where, "EXISTS (SELECT 1 FROM json_each(runs.tags) WHERE json_each.value = ?)")
+		args = append(args, tag)
+	}
+	if !p.CreatedAfter.IsZero() {
+		where, args = append(where, "created_at >= ?"), append(args, micros(p.CreatedAfter))
+	}
+	if !p.CreatedBefore.IsZero() {
+		where, args = append(where, "created_at < ?"), append(args, micros(p.CreatedBefore))
+	}
+	if p.Cursor != "" {
+		at, id, err := decodeCursor(p.Cursor)
+		if err != nil {
+			return nil, fmt.Errorf("list runs: %w", err)
+		}
+		where, args = append(where, "(created_at, id) < (?, ?)"), append(args, at, id)
+	}
+	q := "SELECT " + runCols + " FROM runs"
+	if len(where) > 0 {
+		q += " WHERE " + strings.Join(where, " AND ")
+	}
+	q += " ORDER BY created_at DESC, id DESC LIMIT ?"
+	args = append(args, limit+1)
+
+	rows, err := s.reader.QueryContext(ctx, q, args...)
+	if err != nil {
+		return nil, s.fail("list runs", err)
+	}
+	defer rows.Close()
+	page := &store.RunPage{Runs: make([]*store.Run, 0, min(limit, 64))}
+	for rows.Next() {
+		r, err := scanRun(rows)
+		if err != nil {
+			return nil, s.fail("list runs", err)
+		}
+		page.Runs = append(page.Runs, r)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, s.fail("list runs", err)
+	}
+	if len(page.Runs) > limit {
+		page.Runs = page.Runs[:limit]
+		last := page.Runs[limit-1]
+		page.Next = encodeCursor(micros(last.CreatedAt), last.ID)
+	}
+	return page, nil
+}
+
+// A cursor is the creation time and id of the last run of a page.
+func encodeCursor(at int64, id string) string {
+	return base64.RawURLEncoding.EncodeToString([]byte(strconv.FormatInt(at, 10) + "," + id))
+}
+
+func decodeCursor(c string) (int64, string, error) {
+	b, err := base64.RawURLEncoding.DecodeString(c)
+	if err == nil {
+		at, id, ok := strings.Cut(string(b), ",")
+		if n, err := strconv.ParseInt(at, 10, 64); ok && err == nil {
+			return n, id, nil
+		}
+	}
+	return 0, "", fmt.Errorf("invalid cursor %q", c)
+}
+
+// History returns a run's history in sequence order.
+func (s *Store) History(ctx context.Context, p *store.HistoryParams) ([]store.Event, error) {
+	if err := s.check(); err != nil {
+		return nil, fmt.Errorf("history: %w", err)
+	}
+	limit := p.Limit
+	if limit <= 0 {
+		limit = -1 // all
+	}
+	rows, err := s.r.history.QueryContext(ctx, p.RunID, p.AfterSeq, limit)
+	if err != nil {
+		return nil, s.fail("history", err)
+	}
+	defer rows.Close()
+	var out []store.Event
+	for rows.Next() {
+		e, err := scanEvent(rows)
+		if err != nil {
+			return nil, s.fail("history", err)
+		}
+		out = append(out, e)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, s.fail("history", err)
+	}
+	if len(out) == 0 {
+		var one int
+		err := s.r.runExists.QueryRowContext(ctx, p.RunID).Scan(&one)
+		if errors.Is(err, sql.ErrNoRows) {
+			return nil, fmt.Errorf("history %s: %w", p.RunID, store.ErrRunNotFound)
+		}
+		if err != nil {
+			return nil, s.fail("history", err)
+		}
+	}
+	return out, nil
+}
+
+// PruneRuns deletes up to p.Limit runs that finished before
+// p.FinishedBefore, oldest first; their history and tasks go with them
+// (ON DELETE CASCADE).
+func (s *Store) PruneRuns(ctx context.Context, p *store.PruneParams) (int, error) {
+	if err := s.check(); err != nil {
+		return 0, fmt.Errorf("prune runs: %w", err)
+	}
+	if p.FinishedBefore.IsZero() {
+		return 0, errors.New("prune runs: FinishedBefore is zero")
+	}
+	limit := p.Limit
+	switch {
+	case limit < 0:
+		return 0, fmt.Errorf("prune runs: Limit must not be negative, got %d", limit)
+	case limit == 0:
+		limit = 1000
+	}
+	res, err := s.w.prune.ExecContext(ctx, micros(p.FinishedBefore), limit)
+	if err != nil {
+		return 0, s.fail("prune runs", err)
+	}
+	n, err := res.RowsAffected()
+	if err != nil {
+		return 0, s.fail("prune runs", err)
+	}
+	return int(n), nil
+}

@@ -1,0 +1,192 @@
+package sqlite
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"go.uber.org/goleak"
+
+	"github.com/hephaestus-go/hephaestus/hephtype"
+	"github.com/hephaestus-go/hephaestus/internal/migrate"
+	"github.com/hephaestus-go/hephaestus/store"
+	"github.com/hephaestus-go/hephaestus/store/storetest"
+)
+
+func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+
+func open(t testing.TB, cfg *Config) *Store {
+	t.Helper()
+	s, err := Open(context.Background(), cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if err := s.Close(); err != nil {
+			t.Error(err)
+		}
+	})
+	return s
+}
+
+func TestConformanceFile(t *testing.T) {
+	t.Parallel()
+	storetest.Run(t, func(t *testing.T) store.Store {
+		return open(t, &Config{Path: filepath.Join(t.TempDir(), "heph.db")})
+	})
+}
+
+func TestConformanceMemory(t *testing.T) {
+	t.Parallel()
+	storetest.Run(t, func(t *testing.T) store.Store {
+		return open(t, &Config{Memory: true})
+	})
+}
+
+func TestConfigErrors(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		cfg   *Config
+		field string
+	}{
+		{nil, "Config.Path"},
+		{&Config{}, "Config.Path"},
+		{&Config{Memory: true, Path: "x.db"}, "Config.Path"},
+		{&Config{Memory: true, Synchronous: "OFF"}, "Config.Synchronous"},
+		{&Config{Memory: true, Synchronous: "EXTRA"}, "Config.Synchronous"},
+		{&Config{Memory: true, BusyTimeout: -time.Second}, "Config.BusyTimeout"},
+		{&Config{Memory: true, ReadConns: -1}, "Config.ReadConns"},
+	} {
+		s, err := Open(t.Context(), tc.cfg)
+		if err == nil {
+			s.Close()
+			t.Errorf("Open(%+v): no error", tc.cfg)
+			continue
+		}
+		if !strings.Contains(err.Error(), tc.field) {
+			t.Errorf("Open(%+v): error %q does not name %s", tc.cfg, err, tc.field)
+		}
+	}
+}
+
+func pragma(t *testing.T, s *Store, name string) string {
+	t.Helper()
+	var v string
+	if err := s.writer.QueryRowContext(t.Context(), "PRAGMA "+name).Scan(&v); err != nil {
+		t.Fatal(err)
+	}
+	return v
+}
+
+func TestPragmas(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct{ sync, want string }{{"", "2"}, {"FULL", "2"}, {"normal", "1"}} {
+		s := open(t, &Config{Path: filepath.Join(t.TempDir(), "p.db"), Synchronous: tc.sync, BusyTimeout: 1500 * time.Millisecond})
+		if got := pragma(t, s, "synchronous"); got != tc.want {
+			t.Errorf("Synchronous %q: PRAGMA synchronous = %s, want %s", tc.sync, got, tc.want)
+		}
+		if got := pragma(t, s, "journal_mode"); got != "wal" {
+			t.Errorf("journal_mode = %s", got)
+		}
+		if got := pragma(t, s, "foreign_keys"); got != "1" {
+			t.Errorf("foreign_keys = %s", got)
+		}
+		if got := pragma(t, s, "busy_timeout"); got != "1500" {
+			t.Errorf("busy_timeout = %s", got)
+		}
+		var q string
+		if err := s.reader.QueryRowContext(t.Context(), "PRAGMA query_only").Scan(&q); err != nil || q != "1" {
+			t.Errorf("reader query_only = %s, %v", q, err)
+		}
+		if _, err := s.reader.ExecContext(t.Context(), "DELETE FROM runs"); err == nil {
+			t.Error("reader wrote")
+		}
+	}
+}
+
+func TestReopenKeepsData(t *testing.T) {
+	t.Parallel()
+	path := filepath.Join(t.TempDir(), "dir with ? and # and %", "heph.db")
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	now := time.Date(2030, 1, 2, 3, 4, 5, 6000, time.UTC)
+	s, err := Open(t.Context(), &Config{Path: path})
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err := s.Apply(t.Context(), &store.ApplyParams{Now: now, Changes: []store.Change{{Create: &store.NewRun{
+		ID: "r1", Workflow: "wf", Kind: hephtype.KindFlow, Status: hephtype.StatusRunning,
+		History: []store.NewEvent{{Kind: hephtype.EventRunStarted}},
+		Tasks:   []store.NewTask{{Queue: "q", Kind: store.TaskStep, Step: "a", Index: -1}},
+	}}}})
+	if err != nil || res.Changes[0].Err != nil {
+		t.Fatal(err, res)
+	}
+	claimed, err := s.ClaimTasks(t.Context(), &store.ClaimParams{Queues: []string{"q"}, Owner: "w", Limit: 1, LeaseFor: time.Minute, Now: now})
+	if err != nil || len(claimed) != 1 {
+		t.Fatal(err, claimed)
+	}
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+
+	s = open(t, &Config{Path: path})
+	r, err := s.GetRun(t.Context(), "r1")
+	if err != nil || r.Seq != 1 || !r.CreatedAt.Equal(now) {
+		t.Fatalf("after reopen: %+v, %v", r, err)
+	}
+	// The lease survived too: the old token still fences, and the next
+	// claim gets a new one.
+	again, err := s.ClaimTasks(t.Context(), &store.ClaimParams{Queues: []string{"q"}, Owner: "w2", Limit: 1, LeaseFor: time.Minute, Now: now.Add(time.Minute)})
+	if err != nil || len(again) != 1 || again[0].Token == claimed[0].Token {
+		t.Fatalf("claim after reopen: %+v, %v (old token %d)", again, err, claimed[0].Token)
+	}
+	st, err := migrate.Status(t.Context(), s.writer, Migrations(), migrate.SQLite)
+	if err != nil || len(st) == 0 {
+		t.Fatal(err, st)
+	}
+}
+
+func TestMigrationStatus(t *testing.T) {
+	t.Parallel()
+	s := open(t, &Config{Memory: true})
+	st, err := migrate.Status(t.Context(), s.writer, Migrations(), migrate.SQLite)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ms, err := migrate.Load(Migrations())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(st) != len(ms) || len(st) == 0 {
+		t.Fatalf("status %+v for %d migrations", st, len(ms))
+	}
+	for _, m := range st {
+		if !m.Applied || m.Unknown || m.AppliedAt.IsZero() {
+			t.Errorf("migration %+v not applied", m)
+		}
+	}
+	// Down and up again.
+	if _, err := migrate.Down(t.Context(), s.writer, Migrations(), migrate.SQLite, len(ms)); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := migrate.Up(t.Context(), s.writer, Migrations(), migrate.SQLite); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestMemoryStoresAreIsolated(t *testing.T) {
+	t.Parallel()
+	a, b := open(t, &Config{Memory: true}), open(t, &Config{Memory: true})
+	now := time.Date(2030, 1, 2, 3, 4, 5, 0, time.UTC)
+	if _, err := a.Apply(t.Context(), &store.ApplyParams{Now: now, Changes: []store.Change{{Create: &store.NewRun{ID: "r", Workflow: "w"}}}}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := b.GetRun(t.Context(), "r"); err == nil {
+		t.Fatal("run visible in another memory store")
+	}
+}
