@@ -1,0 +1,221 @@
+package hephaestus
+
+import (
+	"context"
+	"sync"
+
+	"github.com/hephaestus-go/hephaestus/store"
+)
+
+// committer applies state changes in groups: while one transaction
+// commits, the next changes queue up and go together in the following one.
+// With a single writer (SQLite) this turns a commit per change into a
+// commit per batch, at no added latency when the system is idle.
+//
+// Claims go through the committer too. A queue whose worker has free slots
+// leaves a standing claim; the next transaction leases ready tasks for it
+// after applying its changes, so a step's successor is claimed in the very
+// transaction that completes the step.
+type committer struct {
+	c     *Client
+	reqs  chan *commitReq
+	kick  chan struct{}
+	stop  chan struct{}
+	done  chan struct{}
+	once  sync.Once
+	start sync.Once
+
+	mu     sync.Mutex
+	claims map[string]*claimReq // standing claims by queue
+}
+
+type commitReq struct {
+	change store.Change
+	// update is the last Update that Decide returned, for post-commit work.
+	update *store.Update
+	res    store.ChangeResult
+	err    error
+	done   chan struct{}
+}
+
+// claimReq asks for up to n tasks of a queue; the committer fills tasks and
+// closes done once the transaction that served it has committed.
+type claimReq struct {
+	queue string
+	n     int
+	tasks []*store.Task
+	err   error
+	done  chan struct{}
+}
+
+func newCommitter(c *Client) *committer {
+	return &committer{
+		c: c, reqs: make(chan *commitReq, 1024), kick: make(chan struct{}, 1),
+		stop: make(chan struct{}), done: make(chan struct{}), claims: map[string]*claimReq{},
+	}
+}
+
+func (m *committer) run() { m.start.Do(func() { go m.loop() }) }
+
+// submit applies one change and waits for its result.
+func (m *committer) submit(ctx context.Context, ch store.Change) (*commitReq, error) {
+	m.run()
+	r := &commitReq{change: ch, done: make(chan struct{})}
+	if ch.Decide != nil {
+		decide := ch.Decide
+		r.change.Decide = func(run *store.Run) (*store.Update, error) {
+			u, err := decide(run)
+			r.update = u
+			return u, err
+		}
+	}
+	select {
+	case m.reqs <- r:
+	case <-m.stop:
+		return nil, ErrClosed
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
+	// Once queued, a change is applied even if ctx ends: wait for it so the
+	// caller never mistakes a committed change for a lost one.
+	<-r.done
+	if r.err != nil {
+		return r, r.err
+	}
+	return r, nil
+}
+
+// claim leaves a standing claim for up to n tasks of queue. When now is
+// set, a transaction runs for it at once even if no change is pending.
+func (m *committer) claim(queue string, n int, now bool) *claimReq {
+	m.run()
+	r := &claimReq{queue: queue, n: n, done: make(chan struct{})}
+	m.mu.Lock()
+	m.claims[queue] = r
+	m.mu.Unlock()
+	if now {
+		select {
+		case m.kick <- struct{}{}:
+		default:
+		}
+	}
+	return r
+}
+
+// withdraw removes a standing claim that no transaction has taken yet. It
+// returns false when a transaction took it: its done channel will close.
+func (m *committer) withdraw(r *claimReq) bool {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.claims[r.queue] == r {
+		delete(m.claims, r.queue)
+		return true
+	}
+	return false
+}
+
+func (m *committer) takeClaims() []*claimReq {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if len(m.claims) == 0 {
+		return nil
+	}
+	out := make([]*claimReq, 0, len(m.claims))
+	for q, r := range m.claims {
+		out = append(out, r)
+		delete(m.claims, q)
+	}
+	return out
+}
+
+func (m *committer) loop() {
+	defer close(m.done)
+	max := m.c.cfg.MaxCommitBatch
+	batch := make([]*commitReq, 0, max)
+	for {
+		batch = batch[:0]
+		select {
+		case r := <-m.reqs:
+			batch = append(batch, r)
+		case <-m.kick:
+		case <-m.stop:
+			// Apply what was queued before stopping; fail standing claims.
+			for {
+				select {
+				case r := <-m.reqs:
+					m.apply([]*commitReq{r}, nil)
+				default:
+					for _, cr := range m.takeClaims() {
+						cr.err = ErrClosed
+						close(cr.done)
+					}
+					return
+				}
+			}
+		}
+	drain:
+		for len(batch) < max {
+			select {
+			case r := <-m.reqs:
+				batch = append(batch, r)
+			default:
+				break drain
+			}
+		}
+		m.apply(batch, m.takeClaims())
+	}
+}
+
+func (m *committer) apply(batch []*commitReq, claims []*claimReq) {
+	if len(batch) == 0 && len(claims) == 0 {
+		return
+	}
+	changes := make([]store.Change, len(batch))
+	for i, r := range batch {
+		changes[i] = r.change
+	}
+	cfg := &m.c.cfg
+	now := cfg.Clock.Now()
+	params := &store.ApplyParams{Changes: changes, Now: now}
+	for _, cr := range claims {
+		params.Claims = append(params.Claims, store.ClaimParams{
+			Queues: []string{cr.queue}, Owner: cfg.WorkerID, Limit: cr.n, LeaseFor: cfg.LeaseDuration, Now: now,
+		})
+	}
+	res, err := cfg.Store.Apply(context.Background(), params)
+	for i, r := range batch {
+		if err != nil {
+			r.err = err
+		} else {
+			r.res = res.Changes[i]
+			r.err = res.Changes[i].Err
+		}
+	}
+	for i, cr := range claims {
+		if err != nil {
+			cr.err = err
+		} else {
+			cr.tasks = res.Claimed[i]
+		}
+	}
+	if err == nil {
+		m.c.afterCommit(batch)
+	} else {
+		m.c.emit(Event{Kind: CommitFailed, Count: len(batch), Err: err})
+	}
+	for _, r := range batch {
+		close(r.done)
+	}
+	for _, cr := range claims {
+		close(cr.done)
+	}
+}
+
+// close stops the loop after applying what is queued.
+func (m *committer) close() {
+	m.once.Do(func() {
+		close(m.stop)
+		m.start.Do(func() { close(m.done) })
+	})
+	<-m.done
+}

@@ -1,0 +1,106 @@
+package hephaestus
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"time"
+
+	"github.com/hephaestus-go/hephaestus/flow"
+	"github.com/hephaestus-go/hephaestus/hephtype"
+	"github.com/hephaestus-go/hephaestus/internal/engine"
+	"github.com/hephaestus-go/hephaestus/store"
+)
+
+// loadState decodes the engine state kept on a flow run. The run input is
+// stored once, on the run, and put back here.
+func loadState(run *store.Run) (*engine.State, error) {
+	var s engine.State
+	if err := json.Unmarshal(run.State, &s); err != nil {
+		return nil, fmt.Errorf("run %s: decode state: %w", run.ID, err)
+	}
+	s.Input = run.Input
+	return &s, nil
+}
+
+func encodeState(s *engine.State) json.RawMessage {
+	c := *s
+	c.Input = nil
+	b, err := json.Marshal(&c)
+	if err != nil {
+		// engine.State holds only JSON-safe values.
+		panic(fmt.Sprintf("hephaestus: encode engine state: %v", err))
+	}
+	return b
+}
+
+// translate turns an engine decision into what the store writes.
+func translate(f *flow.Flow, d *engine.Decision, now time.Time) *store.Update {
+	u := &store.Update{Status: d.State.Status, State: encodeState(d.State)}
+	for _, h := range d.History {
+		u.History = append(u.History, store.NewEvent{
+			Kind: h.Kind, Step: h.Step, Index: h.Index, Attempt: h.Attempt, Name: h.Event, Data: h.Data, Error: h.Error,
+		})
+	}
+	for _, c := range d.Commands {
+		switch c := c.(type) {
+		case engine.ScheduleStep:
+			spec, _ := f.Step(c.Step)
+			ready := now
+			if c.Retry {
+				ready = now.Add(spec.Retry.Backoff(c.Attempt, rand.Float64()))
+			}
+			u.Tasks = append(u.Tasks, store.NewTask{
+				Queue: spec.Queue, Kind: store.TaskStep, Step: c.Step, Index: c.Index, Attempt: c.Attempt,
+				Payload: c.Input, Item: c.Item, Priority: spec.Priority, ReadyAt: ready,
+			})
+		case engine.StartTimer:
+			spec, _ := f.Step(c.Step)
+			u.Tasks = append(u.Tasks, store.NewTask{
+				Queue: spec.Queue, Kind: store.TaskTimer, Step: c.Step, Index: -1, Priority: spec.Priority, ReadyAt: now.Add(c.After),
+			})
+		case engine.CancelTimer:
+			u.Cancel = append(u.Cancel, store.TaskMatch{Kind: store.TaskTimer, Step: c.Step, Index: -1})
+		case engine.CancelStep:
+			u.Cancel = append(u.Cancel, store.TaskMatch{Kind: store.TaskStep, Step: c.Step, Index: c.Index})
+		case engine.CompleteRun:
+			u.Output = c.Output
+			u.Cancel = append(u.Cancel, store.TaskMatch{Index: -1})
+		case engine.FailRun:
+			u.Error = c.Error
+			u.Cancel = append(u.Cancel, store.TaskMatch{Index: -1})
+		case engine.CancelRun:
+			u.Error = c.Reason
+			u.Cancel = append(u.Cancel, store.TaskMatch{Index: -1})
+		}
+	}
+	return u
+}
+
+// decideWith returns a Decide function that applies ev to a flow run. A
+// stale event (a late or duplicate report) writes nothing but lets the
+// change commit, so the fenced task is still removed.
+func (c *Client) decideWith(ev engine.Event, now time.Time, strict bool) func(run *store.Run) (*store.Update, error) {
+	return func(run *store.Run) (*store.Update, error) {
+		if run.Kind != hephtype.KindFlow {
+			return nil, fmt.Errorf("run %s is a %s, not a flow", run.ID, run.Kind)
+		}
+		f, err := c.flows.get(run.Workflow, run.Version)
+		if err != nil {
+			return nil, err
+		}
+		s, err := loadState(run)
+		if err != nil {
+			return nil, err
+		}
+		d, err := engine.Apply(f.Graph(), s, ev)
+		if err != nil {
+			if !strict && errors.Is(err, engine.ErrStale) {
+				return &store.Update{}, nil
+			}
+			return nil, err
+		}
+		return translate(f, d, now), nil
+	}
+}

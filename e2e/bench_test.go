@@ -1,0 +1,169 @@
+package e2e_test
+
+import (
+	"context"
+	"fmt"
+	"path/filepath"
+	"slices"
+	"sync"
+	"testing"
+	"time"
+
+	heph "github.com/hephaestus-go/hephaestus"
+	"github.com/hephaestus-go/hephaestus/flow"
+	"github.com/hephaestus-go/hephaestus/store"
+	"github.com/hephaestus-go/hephaestus/store/sqlite"
+)
+
+// The runtime benchmarks of docs/benchmarks.md:
+//
+//	(a) Throughput: 1,000 runs of a one-step flow, 50 concurrent callers
+//	    each starting a run and waiting for its result in a loop: runs/s.
+//	(b) Latency: start-to-result of a one-step run, 100 sequential runs.
+//	(c) Chain: start-to-result of a 10-step sequential chain.
+//	(d) Map: wall time of a run with one 100-element map step.
+//
+// Each reports its figure with b.ReportMetric; run with -count 3 and take
+// the median.
+
+func benchFlows() []*flow.Flow {
+	one := flow.New("one")
+	flow.Step(one, "step", func(ctx context.Context, in int) (int, error) { return in + 1, nil })
+
+	chain := flow.New("chain")
+	for i := range 10 {
+		var opts []flow.StepOption
+		if i > 0 {
+			opts = append(opts, flow.DependsOn(fmt.Sprintf("s%d", i-1)))
+		}
+		flow.Step(chain, fmt.Sprintf("s%d", i), func(ctx context.Context, in int) (int, error) { return in, nil }, opts...)
+	}
+
+	mapper := flow.New("map")
+	flow.Map(mapper, "double", func(ctx context.Context, x int) (int, error) { return 2 * x, nil })
+	return []*flow.Flow{one.MustBuild(), chain.MustBuild(), mapper.MustBuild()}
+}
+
+func benchClient(b *testing.B, open func(b *testing.B) store.Store) *heph.Client {
+	st := open(b)
+	c, err := heph.New(&heph.Config{Store: st, Queues: map[string]int{"default": 64}})
+	if err != nil {
+		b.Fatal(err)
+	}
+	if err := c.Register(benchFlows()...); err != nil {
+		b.Fatal(err)
+	}
+	if err := c.Start(context.Background()); err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { _ = c.Stop(context.Background()) })
+	return c
+}
+
+func sqliteOpener(sync string) func(b *testing.B) store.Store {
+	return func(b *testing.B) store.Store {
+		st, err := sqlite.Open(context.Background(), &sqlite.Config{Path: filepath.Join(b.TempDir(), "bench.db"), Synchronous: sync})
+		if err != nil {
+			b.Fatal(err)
+		}
+		b.Cleanup(func() { _ = st.Close() })
+		return st
+	}
+}
+
+func BenchmarkSQLite(b *testing.B) {
+	for _, mode := range []string{"FULL", "NORMAL"} {
+		b.Run(mode, func(b *testing.B) { runBenchmarks(b, sqliteOpener(mode)) })
+	}
+}
+
+// runBenchmarks runs (a) to (d) on the stores open returns; other backends
+// call it with their own opener.
+func runBenchmarks(b *testing.B, open func(b *testing.B) store.Store) {
+	b.Run("a_throughput", func(b *testing.B) { benchThroughput(b, open) })
+	b.Run("b_latency", func(b *testing.B) { benchLatency(b, open, "one", 100) })
+	b.Run("c_chain10", func(b *testing.B) { benchLatency(b, open, "chain", 50) })
+	b.Run("d_map100", func(b *testing.B) { benchMap(b, open) })
+}
+
+func benchThroughput(b *testing.B, open func(b *testing.B) store.Store) {
+	c := benchClient(b, open)
+	ctx := context.Background()
+	const runs, callers = 1000, 50
+	b.ResetTimer()
+	start := time.Now()
+	for range b.N {
+		var wg sync.WaitGroup
+		next := make(chan int, runs)
+		for i := range runs {
+			next <- i
+		}
+		close(next)
+		for range callers {
+			wg.Go(func() {
+				for i := range next {
+					r, err := c.Run(ctx, "one", i, nil)
+					if err != nil || r.Status != heph.StatusCompleted {
+						b.Errorf("run: %v %v", err, r)
+						return
+					}
+				}
+			})
+		}
+		wg.Wait()
+	}
+	b.ReportMetric(float64(runs*b.N)/time.Since(start).Seconds(), "runs/s")
+}
+
+func benchLatency(b *testing.B, open func(b *testing.B) store.Store, name string, n int) {
+	c := benchClient(b, open)
+	ctx := context.Background()
+	// Warm up: the first runs pay for connections and statement caches.
+	for range 5 {
+		if _, err := c.Run(ctx, name, 1, nil); err != nil {
+			b.Fatal(err)
+		}
+	}
+	var lat []time.Duration
+	b.ResetTimer()
+	for range b.N {
+		for range n {
+			t0 := time.Now()
+			r, err := c.Run(ctx, name, 1, nil)
+			if err != nil || r.Status != heph.StatusCompleted {
+				b.Fatalf("run: %v %v", err, r)
+			}
+			lat = append(lat, time.Since(t0))
+		}
+	}
+	slices.Sort(lat)
+	pct := func(p float64) float64 {
+		return float64(lat[int(p*float64(len(lat)-1))].Microseconds()) / 1000
+	}
+	b.ReportMetric(pct(0.5), "p50-ms")
+	b.ReportMetric(pct(0.9), "p90-ms")
+	b.ReportMetric(pct(0.99), "p99-ms")
+}
+
+func benchMap(b *testing.B, open func(b *testing.B) store.Store) {
+	c := benchClient(b, open)
+	ctx := context.Background()
+	items := make([]int, 100)
+	for i := range items {
+		items[i] = i
+	}
+	if _, err := c.Run(ctx, "map", items, nil); err != nil {
+		b.Fatal(err)
+	}
+	var total time.Duration
+	b.ResetTimer()
+	for range b.N {
+		t0 := time.Now()
+		r, err := c.Run(ctx, "map", items, nil)
+		if err != nil || r.Status != heph.StatusCompleted {
+			b.Fatalf("run: %v %v", err, r)
+		}
+		total += time.Since(t0)
+	}
+	b.ReportMetric(float64(total.Microseconds())/1000/float64(b.N), "ms/run")
+}

@@ -1,0 +1,21 @@
+package e2e_test
+
+import (
+	"fmt"
+	"os"
+	"testing"
+
+	"go.uber.org/goleak"
+)
+
+func TestMain(m *testing.M) {
+	// The crash test runs this binary again as the process it kills.
+	if path := os.Getenv(crashEnv); path != "" {
+		if err := crashChild(path); err != nil {
+			fmt.Fprintln(os.Stderr, "crash child:", err)
+			os.Exit(1)
+		}
+		os.Exit(0)
+	}
+	goleak.VerifyTestMain(m)
+}

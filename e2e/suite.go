@@ -1,0 +1,902 @@
+// Package e2e is the end-to-end suite: real flows run through the public
+// API of package hephaestus on a real store. Every backend runs the same
+// suite by calling Run with a Backend.
+package e2e
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"maps"
+	"slices"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	heph "github.com/hephaestus-go/hephaestus"
+	"github.com/hephaestus-go/hephaestus/flow"
+	"github.com/hephaestus-go/hephaestus/hephtype"
+	"github.com/hephaestus-go/hephaestus/store"
+)
+
+// Backend opens stores for the suite.
+type Backend struct {
+	Name string
+	// New returns a fresh, empty store, and a function that opens the same
+	// database again after the first store was closed.
+	New func(t *testing.T) (st store.Store, reopen func(t *testing.T) store.Store)
+}
+
+// Run runs the whole suite on b.
+func Run(t *testing.T, b Backend) {
+	tests := []struct {
+		name string
+		fn   func(t *testing.T, b Backend)
+	}{
+		{"FanOutFanIn", testFanOutFanIn},
+		{"BranchThenJoin", testBranchThenJoin},
+		{"Map", testMap},
+		{"WaitThenResume", testWaitThenResume},
+		{"WaitThenTimeout", testWaitThenTimeout},
+		{"RetriesThenSuccess", testRetriesThenSuccess},
+		{"RetriesExhausted", testRetriesExhausted},
+		{"FailureRoute", testFailureRoute},
+		{"StepTimeoutThenRetry", testStepTimeoutThenRetry},
+		{"CancelWhileStepRuns", testCancelWhileStepRuns},
+		{"BusinessKeyScopes", testBusinessKeyScopes},
+		{"Facade", testFacade},
+		{"VersionedFlows", testVersionedFlows},
+		{"ReopenMidRun", testReopenMidRun},
+		{"BadInput", testBadInput},
+		{"Telemetry", testTelemetry},
+		{"Retention", testRetention},
+		{"ListAndHistory", testListAndHistory},
+		{"ManyConcurrentRuns", testManyConcurrentRuns},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			tc.fn(t, b)
+		})
+	}
+}
+
+// env is a client with workers on a fresh store.
+type env struct {
+	t      *testing.T
+	c      *heph.Client
+	st     store.Store
+	reopen func(t *testing.T) store.Store
+}
+
+func newEnv(t *testing.T, b Backend, mod func(*heph.Config), flows ...*flow.Flow) *env {
+	t.Helper()
+	st, reopen := b.New(t)
+	e := &env{t: t, st: st, reopen: reopen}
+	e.c = startClient(t, st, mod, flows...)
+	return e
+}
+
+func startClient(t *testing.T, st store.Store, mod func(*heph.Config), flows ...*flow.Flow) *heph.Client {
+	t.Helper()
+	cfg := &heph.Config{Store: st, Queues: map[string]int{"default": 8}, PollInterval: 50 * time.Millisecond}
+	if mod != nil {
+		mod(cfg)
+	}
+	c, err := heph.New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Register(flows...); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Start(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = c.Stop(context.Background()) })
+	return c
+}
+
+func ctxT(t *testing.T) context.Context {
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	t.Cleanup(cancel)
+	return ctx
+}
+
+func (e *env) run(name string, input any, opts *heph.StartOptions) *heph.Run {
+	e.t.Helper()
+	r, err := e.c.Run(ctxT(e.t), name, input, opts)
+	if err != nil {
+		e.t.Fatalf("run %s: %v", name, err)
+	}
+	return r
+}
+
+// waitStatus polls a run until it has status s.
+func (e *env) waitStatus(id string, s hephtype.RunStatus) *heph.Run {
+	e.t.Helper()
+	ctx := ctxT(e.t)
+	for {
+		r, err := e.c.GetRun(ctx, id)
+		if err != nil {
+			e.t.Fatal(err)
+		}
+		if r.Status == s {
+			return r
+		}
+		if r.Status.Terminal() {
+			e.t.Fatalf("run %s is %s (%s), want %s", id, r.Status, r.Error, s)
+		}
+		select {
+		case <-ctx.Done():
+			e.t.Fatalf("run %s still %s, want %s", id, r.Status, s)
+		case <-time.After(5 * time.Millisecond):
+		}
+	}
+}
+
+func (e *env) history(id string) []heph.HistoryEvent {
+	e.t.Helper()
+	h, err := e.c.History(ctxT(e.t), id)
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	return h
+}
+
+func count(h []heph.HistoryEvent, kind hephtype.EventKind, step string) int {
+	n := 0
+	for _, ev := range h {
+		if ev.Kind == kind && (step == "" || ev.Step == step) {
+			n++
+		}
+	}
+	return n
+}
+
+func wantStatus(t *testing.T, r *heph.Run, s hephtype.RunStatus) {
+	t.Helper()
+	if r.Status != s {
+		t.Fatalf("run %s: status %s (error %q), want %s", r.ID, r.Status, r.Error, s)
+	}
+}
+
+func wantJSON(t *testing.T, got json.RawMessage, want string) {
+	t.Helper()
+	var g, w any
+	if err := json.Unmarshal(got, &g); err != nil {
+		t.Fatalf("output %s: %v", got, err)
+	}
+	if err := json.Unmarshal([]byte(want), &w); err != nil {
+		t.Fatal(err)
+	}
+	gb, _ := json.Marshal(g)
+	wb, _ := json.Marshal(w)
+	if string(gb) != string(wb) {
+		t.Fatalf("output %s, want %s", gb, wb)
+	}
+}
+
+type order struct {
+	ID     string `json:"id"`
+	Amount int    `json:"amount"`
+}
+
+func orderFlow() *flow.Flow {
+	b := flow.New("order")
+	flow.Input[order](b)
+	flow.EventStep(b, "validate", func(ctx context.Context, o order) (flow.Result[order], error) {
+		if o.Amount <= 0 {
+			return flow.Emit("invalid", o), nil
+		}
+		return flow.Emit("valid", o), nil
+	}, flow.Events("valid", "invalid"))
+	charge := flow.Step(b, "charge", func(ctx context.Context, o order) (string, error) { return "ch_" + o.ID, nil })
+	reserve := flow.Step(b, "reserve", func(ctx context.Context, o order) (string, error) { return "wh_" + o.ID, nil })
+	flow.Step(b, "ship", func(ctx context.Context, o order) (string, error) {
+		c, err := charge.Output(ctx)
+		if err != nil {
+			return "", err
+		}
+		r, err := reserve.Output(ctx)
+		if err != nil {
+			return "", err
+		}
+		return c + "+" + r, nil
+	})
+	return b.Start("validate").
+		Edge("validate", "valid", "charge", "reserve").
+		Edge("validate", "invalid", flow.Done).
+		Edge("charge", "ok", "ship").
+		Edge("reserve", "ok", "ship").
+		Edge("ship", "ok", flow.Done).
+		MustBuild()
+}
+
+func testFanOutFanIn(t *testing.T, b Backend) {
+	e := newEnv(t, b, nil, orderFlow())
+	r := e.run("order", order{ID: "7", Amount: 10}, nil)
+	wantStatus(t, r, heph.StatusCompleted)
+	wantJSON(t, r.Output, `{"ship":"ch_7+wh_7"}`)
+	h := e.history(r.ID)
+	for _, s := range []string{"validate", "charge", "reserve", "ship"} {
+		if n := count(h, hephtype.EventStepCompleted, s); n != 1 {
+			t.Errorf("step %s completed %d times in history, want 1", s, n)
+		}
+	}
+	// ship is scheduled after both branches completed.
+	var shipAt, chargeAt, reserveAt int64
+	for _, ev := range h {
+		switch {
+		case ev.Kind == hephtype.EventStepScheduled && ev.Step == "ship":
+			shipAt = ev.Seq
+		case ev.Kind == hephtype.EventStepCompleted && ev.Step == "charge":
+			chargeAt = ev.Seq
+		case ev.Kind == hephtype.EventStepCompleted && ev.Step == "reserve":
+			reserveAt = ev.Seq
+		}
+	}
+	if shipAt < chargeAt || shipAt < reserveAt {
+		t.Errorf("ship scheduled at seq %d before charge (%d) or reserve (%d) completed", shipAt, chargeAt, reserveAt)
+	}
+
+	bad := e.run("order", order{ID: "8"}, nil)
+	wantStatus(t, bad, heph.StatusCompleted)
+	for _, s := range []string{"charge", "reserve", "ship"} {
+		st, _ := bad.Step(s)
+		if st.Status != hephtype.StepSkipped {
+			t.Errorf("invalid order: step %s is %s, want skipped", s, st.Status)
+		}
+	}
+}
+
+func testBranchThenJoin(t *testing.T, b Backend) {
+	fb := flow.New("branch")
+	flow.EventStep(fb, "decide", func(ctx context.Context, in string) (flow.Result[string], error) {
+		return flow.Emit(in, in), nil
+	}, flow.Events("left", "right"))
+	flow.Step(fb, "left", func(ctx context.Context, in string) (string, error) { return "L", nil })
+	flow.Step(fb, "right", func(ctx context.Context, in string) (string, error) { return "R", nil })
+	flow.Step(fb, "join", func(ctx context.Context, in string) ([]string, error) {
+		var got []string
+		for _, k := range []string{"left", "right"} {
+			if v, err := flow.Output[string](ctx, k); err == nil {
+				got = append(got, v)
+			}
+		}
+		return got, nil
+	}, flow.DependsOn("left", "right"))
+	fb.Edge("decide", "left", "left").Edge("decide", "right", "right")
+	e := newEnv(t, b, nil, fb.MustBuild())
+
+	r := e.run("branch", "left", nil)
+	wantStatus(t, r, heph.StatusCompleted)
+	wantJSON(t, r.Output, `{"join":["L"]}`)
+	if st, _ := r.Step("right"); st.Status != hephtype.StepSkipped {
+		t.Errorf("right is %s, want skipped", st.Status)
+	}
+	r = e.run("branch", "right", nil)
+	wantJSON(t, r.Output, `{"join":["R"]}`)
+	if n := count(e.history(r.ID), hephtype.EventStepSkipped, "left"); n != 1 {
+		t.Errorf("left skipped %d times in history, want 1", n)
+	}
+}
+
+func testMap(t *testing.T, b Backend) {
+	fb := flow.New("mapper")
+	flow.Step(fb, "list", func(ctx context.Context, n int) ([]int, error) {
+		out := make([]int, n)
+		for i := range out {
+			out[i] = i
+		}
+		return out, nil
+	})
+	flow.Map(fb, "square", func(ctx context.Context, x int) (int, error) { return x * x, nil }, flow.DependsOn("list"))
+	e := newEnv(t, b, nil, fb.MustBuild())
+	r := e.run("mapper", 10, nil)
+	wantStatus(t, r, heph.StatusCompleted)
+	wantJSON(t, r.Output, `{"square":[0,1,4,9,16,25,36,49,64,81]}`)
+	if n := count(e.history(r.ID), hephtype.EventItemCompleted, "square"); n != 10 {
+		t.Errorf("%d elements completed, want 10", n)
+	}
+	r = e.run("mapper", 0, nil)
+	wantJSON(t, r.Output, `{"square":[]}`)
+}
+
+func approvalFlow(name string, timeout time.Duration) *flow.Flow {
+	fb := flow.New(name)
+	flow.EventStep(fb, "approve", func(ctx context.Context, in string) (flow.Result[string], error) {
+		return flow.Wait[string](), nil
+	}, flow.Events("approved", "rejected"), flow.Waits(timeout))
+	flow.Step(fb, "publish", func(ctx context.Context, in string) (string, error) {
+		who, err := flow.Output[map[string]string](ctx, "approve")
+		if err != nil {
+			return "", err
+		}
+		return "published by " + who["by"], nil
+	})
+	fb.Start("approve").Edge("approve", "approved", "publish").Edge("approve", "rejected", flow.Done).Edge("publish", "ok", flow.Done)
+	if timeout > 0 {
+		flow.Step(fb, "expire", func(ctx context.Context, in string) (string, error) { return "expired", nil })
+		fb.Edge("approve", flow.EventTimeout, "expire").Edge("expire", "ok", flow.Done)
+	}
+	return fb.MustBuild()
+}
+
+func testWaitThenResume(t *testing.T, b Backend) {
+	e := newEnv(t, b, nil, approvalFlow("approval", 0))
+	ctx := ctxT(t)
+	r, err := e.c.StartRun(ctx, "approval", "doc", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	e.waitStatus(r.ID, heph.StatusWaiting)
+	if err := e.c.ResumeRun(ctx, r.ID, "maybe", nil); !errors.Is(err, heph.ErrUnknownEvent) {
+		t.Fatalf("resume with undeclared event: %v, want ErrUnknownEvent", err)
+	}
+	if err := e.c.ResumeRun(ctx, r.ID, "approved", &heph.ResumeOptions{Step: "publish"}); !errors.Is(err, heph.ErrNotWaiting) {
+		t.Fatalf("resume of a step that is not waiting: %v, want ErrNotWaiting", err)
+	}
+	if err := e.c.ResumeRun(ctx, r.ID, "approved", &heph.ResumeOptions{Payload: map[string]string{"by": "ann"}}); err != nil {
+		t.Fatal(err)
+	}
+	done, err := e.c.WaitRun(ctx, r.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	wantStatus(t, done, heph.StatusCompleted)
+	wantJSON(t, done.Output, `{"publish":"published by ann"}`)
+	if err := e.c.ResumeRun(ctx, r.ID, "approved", nil); !errors.Is(err, heph.ErrRunFinished) {
+		t.Fatalf("resume of a finished run: %v, want ErrRunFinished", err)
+	}
+	h := e.history(r.ID)
+	if count(h, hephtype.EventStepWaiting, "approve") != 1 || count(h, hephtype.EventStepResumed, "approve") != 1 {
+		t.Errorf("history lacks waiting/resumed entries: %v", h)
+	}
+}
+
+func testWaitThenTimeout(t *testing.T, b Backend) {
+	e := newEnv(t, b, nil, approvalFlow("expiring", 150*time.Millisecond))
+	r := e.run("expiring", "doc", nil)
+	wantStatus(t, r, heph.StatusCompleted)
+	wantJSON(t, r.Output, `{"expire":"expired"}`)
+	h := e.history(r.ID)
+	if count(h, hephtype.EventTimerFired, "approve") != 1 {
+		t.Errorf("no timer_fired in history")
+	}
+	st, _ := r.Step("approve")
+	if st.Event != flow.EventTimeout {
+		t.Errorf("approve ended with %q, want timeout", st.Event)
+	}
+}
+
+var fastRetry = flow.RetryPolicy{MaxAttempts: 3, InitialBackoff: time.Millisecond, MaxBackoff: 5 * time.Millisecond}
+
+func flakyFlow(name string, failures int, policy flow.RetryPolicy, calls *atomic.Int32) *flow.Flow {
+	fb := flow.New(name)
+	flow.Step(fb, "flaky", func(ctx context.Context, in any) (int32, error) {
+		n := calls.Add(1)
+		if int(n) <= failures {
+			return 0, fmt.Errorf("transient failure %d", n)
+		}
+		return n, nil
+	}, flow.Retry(policy))
+	return fb.MustBuild()
+}
+
+func testRetriesThenSuccess(t *testing.T, b Backend) {
+	var calls atomic.Int32
+	e := newEnv(t, b, nil, flakyFlow("flaky", 2, fastRetry, &calls))
+	r := e.run("flaky", nil, nil)
+	wantStatus(t, r, heph.StatusCompleted)
+	wantJSON(t, r.Output, `{"flaky":3}`)
+	h := e.history(r.ID)
+	if n := count(h, hephtype.EventStepFailed, "flaky"); n != 2 {
+		t.Errorf("%d failed attempts in history, want 2", n)
+	}
+	if st, _ := r.Step("flaky"); st.Attempt != 3 {
+		t.Errorf("attempt %d, want 3", st.Attempt)
+	}
+}
+
+func testRetriesExhausted(t *testing.T, b Backend) {
+	var calls, permCalls atomic.Int32
+	fb := flow.New("permanent")
+	flow.Step(fb, "bad", func(ctx context.Context, in any) (int, error) {
+		permCalls.Add(1)
+		return 0, flow.NonRetryable(errors.New("card declined"))
+	}, flow.Retry(fastRetry))
+	e := newEnv(t, b, nil, flakyFlow("doomed", 100, fastRetry, &calls), fb.MustBuild())
+	r := e.run("doomed", nil, nil)
+	wantStatus(t, r, heph.StatusFailed)
+	if calls.Load() != 3 {
+		t.Errorf("%d attempts, want 3", calls.Load())
+	}
+	if want := `step "flaky" failed: transient failure 3`; r.Error != want {
+		t.Errorf("error %q, want %q", r.Error, want)
+	}
+	r = e.run("permanent", nil, nil)
+	wantStatus(t, r, heph.StatusFailed)
+	if permCalls.Load() != 1 {
+		t.Errorf("non-retryable error was attempted %d times", permCalls.Load())
+	}
+}
+
+func testFailureRoute(t *testing.T, b Backend) {
+	fb := flow.New("compensate")
+	flow.Step(fb, "charge", func(ctx context.Context, in any) (int, error) {
+		return 0, flow.NonRetryable(errors.New("declined"))
+	})
+	flow.Step(fb, "refund", func(ctx context.Context, in any) (string, error) {
+		f, err := flow.Output[map[string]string](ctx, "charge")
+		return "refunded after " + f["error"], err
+	})
+	fb.Edge("charge", flow.EventFailed, "refund")
+	e := newEnv(t, b, nil, fb.MustBuild())
+	r := e.run("compensate", nil, nil)
+	wantStatus(t, r, heph.StatusCompleted)
+	wantJSON(t, r.Output, `{"refund":"refunded after declined"}`)
+}
+
+func testStepTimeoutThenRetry(t *testing.T, b Backend) {
+	var calls atomic.Int32
+	fb := flow.New("slow")
+	flow.Step(fb, "slow", func(ctx context.Context, in any) (string, error) {
+		if calls.Add(1) == 1 {
+			<-ctx.Done() // the first attempt hangs until its timeout
+			return "", ctx.Err()
+		}
+		return "fast", nil
+	}, flow.Timeout(100*time.Millisecond), flow.Retry(fastRetry))
+	e := newEnv(t, b, nil, fb.MustBuild())
+	r := e.run("slow", nil, nil)
+	wantStatus(t, r, heph.StatusCompleted)
+	h := e.history(r.ID)
+	var failed []string
+	for _, ev := range h {
+		if ev.Kind == hephtype.EventStepFailed {
+			failed = append(failed, ev.Error)
+		}
+	}
+	if len(failed) != 1 || !strings.Contains(failed[0], "timed out after 100ms") {
+		t.Errorf("failures %q, want one timeout", failed)
+	}
+}
+
+func testCancelWhileStepRuns(t *testing.T, b Backend) {
+	started := make(chan struct{})
+	observed := make(chan error, 1)
+	fb := flow.New("long")
+	flow.Step(fb, "long", func(ctx context.Context, in any) (string, error) {
+		close(started)
+		<-ctx.Done()
+		observed <- ctx.Err()
+		return "", ctx.Err()
+	}, flow.Timeout(time.Minute))
+	flow.Step(fb, "after", func(ctx context.Context, in any) (string, error) { return "", nil }, flow.DependsOn("long"))
+	e := newEnv(t, b, nil, fb.MustBuild())
+	ctx := ctxT(t)
+	r, err := e.c.StartRun(ctx, "long", nil, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	<-started
+	if err := e.c.CancelRun(ctx, r.ID, "operator said so"); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case err := <-observed:
+		if !errors.Is(err, context.Canceled) {
+			t.Errorf("step saw %v, want context.Canceled", err)
+		}
+	case <-ctx.Done():
+		t.Fatal("the running step never saw the cancellation")
+	}
+	got, err := e.c.WaitRun(ctx, r.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	wantStatus(t, got, heph.StatusCancelled)
+	if got.Error != "operator said so" {
+		t.Errorf("error %q", got.Error)
+	}
+	if err := e.c.CancelRun(ctx, r.ID, ""); !errors.Is(err, heph.ErrRunFinished) {
+		t.Errorf("cancel of a cancelled run: %v, want ErrRunFinished", err)
+	}
+	if st, _ := got.Step("after"); st.Status != hephtype.StepPending {
+		t.Errorf("after is %s; nothing should have run after the cancel", st.Status)
+	}
+}
+
+func keyedFlow(name string, scope flow.KeyScope) *flow.Flow {
+	fb := flow.New(name).BusinessKey("orderid", scope)
+	flow.EventStep(fb, "hold", func(ctx context.Context, in any) (flow.Result[string], error) {
+		return flow.Wait[string](), nil
+	}, flow.Waits(0))
+	return fb.MustBuild()
+}
+
+func testBusinessKeyScopes(t *testing.T, b Backend) {
+	e := newEnv(t, b, nil, keyedFlow("active", flow.ScopeActive), keyedFlow("forever", flow.ScopeForever), keyedFlow("none", flow.ScopeNone))
+	ctx := ctxT(t)
+	opts := &heph.StartOptions{BusinessValue: "1234"}
+
+	first, err := e.c.StartRun(ctx, "active", nil, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if first.BusinessID != "orderid::1234" {
+		t.Errorf("business id %q", first.BusinessID)
+	}
+	var dup *store.DuplicateRunError
+	if _, err := e.c.StartRun(ctx, "active", nil, opts); !errors.Is(err, heph.ErrDuplicateRun) || !errors.As(err, &dup) || dup.ExistingRunID != first.ID {
+		t.Fatalf("second active start: %v, want ErrDuplicateRun held by %s", err, first.ID)
+	}
+	e.waitStatus(first.ID, heph.StatusWaiting)
+	if err := e.c.ResumeRun(ctx, first.ID, "ok", nil); err != nil {
+		t.Fatal(err)
+	}
+	e.waitStatus(first.ID, heph.StatusCompleted)
+	if _, err := e.c.StartRun(ctx, "active", nil, opts); err != nil {
+		t.Fatalf("start after the first run finished: %v", err)
+	}
+
+	f1, err := e.c.StartRun(ctx, "forever", nil, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := e.c.CancelRun(ctx, f1.ID, ""); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := e.c.StartRun(ctx, "forever", nil, opts); !errors.Is(err, heph.ErrDuplicateRun) {
+		t.Fatalf("forever scope after the run finished: %v, want ErrDuplicateRun", err)
+	}
+
+	n1, err := e.c.StartRun(ctx, "none", nil, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	n2, err := e.c.StartRun(ctx, "none", nil, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n1.BusinessID == n2.BusinessID {
+		t.Errorf("scope none gave equal business ids %q", n1.BusinessID)
+	}
+	if _, err := e.c.StartRun(ctx, "active", nil, &heph.StartOptions{BusinessValue: "Bad Value"}); !errors.Is(err, heph.ErrInvalidInput) {
+		t.Errorf("bad business value: %v, want ErrInvalidInput", err)
+	}
+	if _, err := e.c.StartRun(ctx, "active", nil, nil); !errors.Is(err, heph.ErrInvalidInput) {
+		t.Errorf("missing business value: %v, want ErrInvalidInput", err)
+	}
+}
+
+func testFacade(t *testing.T, b Backend) {
+	e := newEnv(t, b, nil, approvalFlow("doc", 0), keyedFlowApproval())
+	ctx := ctxT(t)
+	if _, err := e.c.Facade("doc"); err == nil {
+		t.Error("facade of a flow without business key")
+	}
+	fc, err := e.c.Facade("review")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := fc.Start(ctx, "42", "text"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := fc.Start(ctx, "42", "text"); !errors.Is(err, heph.ErrDuplicateRun) {
+		t.Fatalf("second start: %v", err)
+	}
+	r, err := fc.Get(ctx, "42")
+	if err != nil {
+		t.Fatal(err)
+	}
+	e.waitStatus(r.ID, heph.StatusWaiting)
+	if err := fc.Resume(ctx, "42", "approved", &heph.ResumeOptions{Payload: map[string]string{"by": "bo"}}); err != nil {
+		t.Fatal(err)
+	}
+	done := e.waitStatus(r.ID, heph.StatusCompleted)
+	wantJSON(t, done.Output, `{"publish":"published by bo"}`)
+	if _, err := fc.Start(ctx, "43", "x"); err != nil {
+		t.Fatal(err)
+	}
+	if err := fc.Cancel(ctx, "43", "no"); err != nil {
+		t.Fatal(err)
+	}
+	l, err := fc.List(ctx, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(l.Runs) != 2 {
+		t.Errorf("facade lists %d runs, want 2", len(l.Runs))
+	}
+	if _, err := fc.Get(ctx, "999"); !errors.Is(err, heph.ErrRunNotFound) {
+		t.Errorf("get unknown value: %v", err)
+	}
+}
+
+func keyedFlowApproval() *flow.Flow {
+	fb := flow.New("review").BusinessKey("docid", flow.ScopeActive)
+	flow.EventStep(fb, "approve", func(ctx context.Context, in string) (flow.Result[string], error) {
+		return flow.Wait[string](), nil
+	}, flow.Events("approved", "rejected"), flow.Waits(0))
+	flow.Step(fb, "publish", func(ctx context.Context, in string) (string, error) {
+		who, err := flow.Output[map[string]string](ctx, "approve")
+		return "published by " + who["by"], err
+	})
+	return fb.Start("approve").Edge("approve", "approved", "publish").Edge("approve", "rejected", flow.Done).Edge("publish", "ok", flow.Done).MustBuild()
+}
+
+func versioned(v int) *flow.Flow {
+	fb := flow.New("versioned").Version(v)
+	flow.EventStep(fb, "gate", func(ctx context.Context, in any) (flow.Result[int], error) {
+		return flow.Wait[int](), nil
+	}, flow.Waits(0))
+	flow.Step(fb, "finish", func(ctx context.Context, in any) (string, error) {
+		return fmt.Sprintf("v%d", v), nil
+	}, flow.DependsOn("gate"), flow.Key(fmt.Sprintf("finish_v%d", v)))
+	return fb.MustBuild()
+}
+
+func testVersionedFlows(t *testing.T, b Backend) {
+	e := newEnv(t, b, nil, versioned(1))
+	ctx := ctxT(t)
+	old, err := e.c.StartRun(ctx, "versioned", nil, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	e.waitStatus(old.ID, heph.StatusWaiting)
+	if err := e.c.Register(versioned(2)); err != nil {
+		t.Fatal(err)
+	}
+	cur, err := e.c.StartRun(ctx, "versioned", nil, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if old.Version != 1 || cur.Version != 2 {
+		t.Fatalf("versions %d and %d, want 1 and 2", old.Version, cur.Version)
+	}
+	e.waitStatus(cur.ID, heph.StatusWaiting)
+	for _, id := range []string{old.ID, cur.ID} {
+		if err := e.c.ResumeRun(ctx, id, "ok", nil); err != nil {
+			t.Fatal(err)
+		}
+	}
+	wantJSON(t, e.waitStatus(old.ID, heph.StatusCompleted).Output, `{"finish_v1":"v1"}`)
+	wantJSON(t, e.waitStatus(cur.ID, heph.StatusCompleted).Output, `{"finish_v2":"v2"}`)
+	// Same version, different shape.
+	other := flow.New("versioned").Version(2)
+	flow.Step(other, "other", func(ctx context.Context, in any) (int, error) { return 0, nil })
+	if err := e.c.Register(other.MustBuild()); !errors.Is(err, heph.ErrFlowConflict) {
+		t.Errorf("conflicting registration: %v, want ErrFlowConflict", err)
+	}
+}
+
+func testReopenMidRun(t *testing.T, b Backend) {
+	st, reopen := b.New(t)
+	var firstCalls atomic.Int32
+	build := func() *flow.Flow {
+		fb := flow.New("reopen")
+		flow.Step(fb, "one", func(ctx context.Context, in any) (string, error) { return "1", nil })
+		flow.Step(fb, "two", func(ctx context.Context, in any) (string, error) {
+			if firstCalls.Add(1) == 1 {
+				<-ctx.Done() // the first attempt runs until shutdown cancels it
+				return "", ctx.Err()
+			}
+			return "2", nil
+		}, flow.DependsOn("one"))
+		flow.EventStep(fb, "three", func(ctx context.Context, in any) (flow.Result[string], error) {
+			return flow.Wait[string](), nil
+		}, flow.DependsOn("two"), flow.Waits(0))
+		return fb.MustBuild()
+	}
+	c1 := startClient(t, st, func(c *heph.Config) { c.ShutdownTimeout = 10 * time.Millisecond }, build())
+	ctx := ctxT(t)
+	r, err := c1.StartRun(ctx, "reopen", nil, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for firstCalls.Load() == 0 {
+		select {
+		case <-ctx.Done():
+			t.Fatal("step two never started")
+		case <-time.After(time.Millisecond):
+		}
+	}
+	// Stop while "two" runs: it is cancelled and its task released.
+	if err := c1.Stop(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := st.Close(); err != nil {
+		t.Fatal(err)
+	}
+	st2 := reopen(t)
+	c2 := startClient(t, st2, nil, build())
+	e := &env{t: t, c: c2, st: st2}
+	e.waitStatus(r.ID, heph.StatusWaiting)
+	if err := c2.ResumeRun(ctx, r.ID, "ok", &heph.ResumeOptions{Payload: "3"}); err != nil {
+		t.Fatal(err)
+	}
+	done := e.waitStatus(r.ID, heph.StatusCompleted)
+	wantJSON(t, done.Output, `{"three":"3"}`)
+	if n := count(e.history(r.ID), hephtype.EventStepCompleted, "two"); n != 1 {
+		t.Errorf("two completed %d times", n)
+	}
+}
+
+func testBadInput(t *testing.T, b Backend) {
+	e := newEnv(t, b, nil, orderFlow())
+	ctx := ctxT(t)
+	before, err := e.c.ListRuns(ctx, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := e.c.StartRun(ctx, "order", json.RawMessage(`{"id": 5}`), nil); !errors.Is(err, heph.ErrInvalidInput) {
+		t.Errorf("typed input mismatch: %v, want ErrInvalidInput", err)
+	}
+	if _, err := e.c.StartRun(ctx, "order", json.RawMessage(`{"id":`), nil); !errors.Is(err, heph.ErrInvalidInput) {
+		t.Errorf("broken JSON: %v, want ErrInvalidInput", err)
+	}
+	if _, err := e.c.StartRun(ctx, "nope", nil, nil); !errors.Is(err, heph.ErrFlowNotFound) {
+		t.Errorf("unknown flow: %v, want ErrFlowNotFound", err)
+	}
+	if _, err := e.c.StartRun(ctx, "order", order{}, &heph.StartOptions{Version: 9}); !errors.Is(err, heph.ErrFlowNotFound) {
+		t.Errorf("unknown version: %v, want ErrFlowNotFound", err)
+	}
+	if _, err := e.c.GetRun(ctx, "no-such-run"); !errors.Is(err, heph.ErrRunNotFound) {
+		t.Errorf("unknown run: %v, want ErrRunNotFound", err)
+	}
+	if err := e.c.ResumeRun(ctx, "no-such-run", "ok", nil); !errors.Is(err, heph.ErrRunNotFound) {
+		t.Errorf("resume unknown run: %v, want ErrRunNotFound", err)
+	}
+	if err := e.c.CancelRun(ctx, "no-such-run", ""); !errors.Is(err, heph.ErrRunNotFound) {
+		t.Errorf("cancel unknown run: %v, want ErrRunNotFound", err)
+	}
+	r := e.run("order", order{ID: "1", Amount: 1}, nil)
+	if err := e.c.ResumeRun(ctx, r.ID, "ok", nil); !errors.Is(err, heph.ErrRunFinished) {
+		t.Errorf("resume finished run: %v, want ErrRunFinished", err)
+	}
+	if err := e.c.CancelRun(ctx, r.ID, ""); !errors.Is(err, heph.ErrRunFinished) {
+		t.Errorf("cancel finished run: %v, want ErrRunFinished", err)
+	}
+	changed := flow.New("order").Tags("changed")
+	flow.Step(changed, "only", func(ctx context.Context, in any) (int, error) { return 1, nil })
+	if err := e.c.Register(changed.MustBuild()); !errors.Is(err, heph.ErrFlowConflict) {
+		t.Errorf("same version, other shape: %v, want ErrFlowConflict", err)
+	}
+	after, err := e.c.ListRuns(ctx, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(after.Runs) != len(before.Runs)+1 {
+		t.Errorf("%d runs stored, want %d: bad input must store nothing", len(after.Runs), len(before.Runs)+1)
+	}
+	h := e.history(r.ID)
+	if h[len(h)-1].Kind != hephtype.EventRunCompleted {
+		t.Errorf("refused calls changed the history: last entry %s", h[len(h)-1].Kind)
+	}
+}
+
+func testTelemetry(t *testing.T, b Backend) {
+	e := newEnv(t, b, nil, orderFlow())
+	events := make(chan heph.Event, 1000)
+	unsub := e.c.Subscribe(func(ev heph.Event) { events <- ev })
+	defer unsub()
+	r := e.run("order", order{ID: "1", Amount: 1}, nil)
+	want := map[heph.EventKind]int{heph.RunStarted: 1, heph.RunCompleted: 1, heph.StepStarted: 4, heph.StepCompleted: 4, heph.TaskCompleted: 4}
+	seen := map[heph.EventKind]int{}
+	ctx := ctxT(t)
+	// Task events of the last step may trail the run's completion.
+	for !maps.Equal(seen, want) {
+		select {
+		case ev := <-events:
+			if ev.RunID == r.ID {
+				if _, ok := want[ev.Kind]; ok {
+					seen[ev.Kind]++
+				}
+			}
+		case <-ctx.Done():
+			t.Fatalf("telemetry seen %v, want %v", seen, want)
+		}
+	}
+}
+
+// laterClock is the system clock shifted forward.
+type laterClock struct{ shift atomic.Int64 }
+
+func (c *laterClock) Now() time.Time { return time.Now().Add(time.Duration(c.shift.Load())) }
+func (c *laterClock) After(d time.Duration) <-chan time.Time {
+	return time.After(d)
+}
+
+func testRetention(t *testing.T, b Backend) {
+	clk := &laterClock{}
+	e := newEnv(t, b, func(c *heph.Config) { c.Retention = time.Hour; c.Clock = clk }, orderFlow(), approvalFlow("approval", 0))
+	ctx := ctxT(t)
+	done := e.run("order", order{ID: "1", Amount: 1}, nil)
+	waiting, err := e.c.StartRun(ctx, "approval", "x", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	e.waitStatus(waiting.ID, heph.StatusWaiting)
+	if n, err := e.c.Prune(ctx); err != nil || n != 0 {
+		t.Fatalf("prune now: %d, %v; want nothing pruned", n, err)
+	}
+	clk.shift.Store(int64(2 * time.Hour))
+	if n, err := e.c.Prune(ctx); err != nil || n != 1 {
+		t.Fatalf("prune 2h later: %d, %v; want 1", n, err)
+	}
+	if _, err := e.c.GetRun(ctx, done.ID); !errors.Is(err, heph.ErrRunNotFound) {
+		t.Errorf("finished run still there: %v", err)
+	}
+	if _, err := e.c.GetRun(ctx, waiting.ID); err != nil {
+		t.Errorf("waiting run was pruned: %v", err)
+	}
+}
+
+func testListAndHistory(t *testing.T, b Backend) {
+	e := newEnv(t, b, nil, orderFlow())
+	ctx := ctxT(t)
+	var ids []string
+	for i := range 5 {
+		r := e.run("order", order{ID: fmt.Sprint(i), Amount: i}, &heph.StartOptions{Tags: []string{fmt.Sprintf("batch%d", i%2)}})
+		ids = append(ids, r.ID)
+	}
+	var got []string
+	cursor := ""
+	for {
+		l, err := e.c.ListRuns(ctx, &heph.ListOptions{Flow: "order", Limit: 2, Cursor: cursor})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, r := range l.Runs {
+			got = append(got, r.ID)
+		}
+		if l.Next == "" {
+			break
+		}
+		cursor = l.Next
+	}
+	slices.Reverse(got)
+	if !slices.Equal(got, ids) {
+		t.Errorf("paged list %v, want newest first of %v", got, ids)
+	}
+	l, err := e.c.ListRuns(ctx, &heph.ListOptions{Tags: []string{"batch0"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(l.Runs) != 3 {
+		t.Errorf("tag filter: %d runs, want 3", len(l.Runs))
+	}
+	h := e.history(ids[1])
+	if h[0].Kind != hephtype.EventRunStarted || h[len(h)-1].Kind != hephtype.EventRunCompleted {
+		t.Errorf("history from %s to %s", h[0].Kind, h[len(h)-1].Kind)
+	}
+	for i, ev := range h {
+		if ev.Seq != int64(i+1) {
+			t.Fatalf("history seq %d at position %d", ev.Seq, i)
+		}
+	}
+}
+
+func testManyConcurrentRuns(t *testing.T, b Backend) {
+	e := newEnv(t, b, nil, orderFlow())
+	ctx := ctxT(t)
+	errs := make(chan error, 100)
+	for i := range 100 {
+		go func() {
+			r, err := e.c.Run(ctx, "order", order{ID: fmt.Sprint(i), Amount: 1 + i}, nil)
+			if err == nil && r.Status != heph.StatusCompleted {
+				err = fmt.Errorf("run %s: %s %s", r.ID, r.Status, r.Error)
+			}
+			errs <- err
+		}()
+	}
+	for range 100 {
+		if err := <-errs; err != nil {
+			t.Error(err)
+		}
+	}
+}

@@ -1,0 +1,153 @@
+// Package hephaestus is a durable workflow engine for Go.
+//
+// Define a flow with package flow, open a store (store/sqlite embeds one
+// in your program with no set-up), create a Client, register the flow and
+// start runs:
+//
+//	st, _ := sqlite.Open(ctx, &sqlite.Config{Path: "heph.db"})
+//	c, _ := hephaestus.New(&hephaestus.Config{Store: st})
+//	c.Register(orderFlow)
+//	c.Start(ctx)                    // workers
+//	run, _ := c.Run(ctx, "order", Order{ID: "42"}, nil)
+//
+// Every state change of a run is one transaction in the store: the run,
+// its history and its task queue change together. Steps run at least once;
+// a crash or restart of the process loses no run, and a step whose worker
+// died runs again once its lease expires.
+package hephaestus
+
+import (
+	"errors"
+	"fmt"
+	"log/slog"
+	"time"
+
+	"github.com/hephaestus-go/hephaestus/clock"
+	"github.com/hephaestus-go/hephaestus/internal/engine"
+	"github.com/hephaestus-go/hephaestus/store"
+)
+
+// Errors that callers branch on.
+var (
+	// ErrFlowNotFound: no flow of that name (or version) is registered.
+	ErrFlowNotFound = errors.New("flow not found")
+	// ErrFlowConflict: a flow was registered twice with the same name and
+	// version but a different shape.
+	ErrFlowConflict = errors.New("flow registered twice with a different shape")
+	// ErrInvalidInput: the run input (or a resume payload) does not fit.
+	ErrInvalidInput = errors.New("invalid input")
+	// ErrRunNotFound: no run has that id (or business value).
+	ErrRunNotFound = store.ErrRunNotFound
+	// ErrDuplicateRun: the business id is taken within its scope.
+	ErrDuplicateRun = store.ErrDuplicateRun
+	// ErrNotWaiting: the run, or the named step, is not waiting.
+	ErrNotWaiting = engine.ErrNotWaiting
+	// ErrUnknownEvent: the step does not declare the event.
+	ErrUnknownEvent = engine.ErrUnknownEvent
+	// ErrUnknownStep: the flow has no step of that name.
+	ErrUnknownStep = engine.ErrUnknownStep
+	// ErrRunFinished: the run is completed, failed or cancelled.
+	ErrRunFinished = engine.ErrRunFinished
+	// ErrClosed: the client was stopped.
+	ErrClosed = errors.New("client stopped")
+)
+
+// Config configures a Client. Only Store is required.
+type Config struct {
+	// Store is where runs, history and tasks live. Required.
+	Store store.Store
+
+	// Queues maps queue names to how many steps of that queue this
+	// process runs at once. Defaults to {"default": 16}.
+	Queues map[string]int
+	// ClaimBatch bounds the tasks claimed per query. Defaults to 64.
+	ClaimBatch int
+	// LeaseDuration is how long a claimed task stays leased without a
+	// heartbeat; a worker that dies holds its tasks this long. Defaults to
+	// 30 seconds.
+	LeaseDuration time.Duration
+	// HeartbeatInterval is how often running tasks' leases are extended.
+	// Defaults to a third of LeaseDuration.
+	HeartbeatInterval time.Duration
+	// PollInterval is the longest an idle worker waits before it looks for
+	// due tasks it was not told about (timers, retries, tasks of other
+	// processes). Defaults to 1 second.
+	PollInterval time.Duration
+	// ShutdownTimeout bounds how long Stop waits for running steps before
+	// it cancels them. Defaults to 10 seconds.
+	ShutdownTimeout time.Duration
+	// MaxCommitBatch bounds the state changes committed in one
+	// transaction. Defaults to 512.
+	MaxCommitBatch int
+	// Retention, when positive, deletes finished runs that finished longer
+	// ago than this. Runs that are pending, running or waiting are never
+	// deleted. Defaults to 0: keep everything.
+	Retention time.Duration
+	// RetentionInterval is how often the retention sweep runs. Defaults to
+	// 1 hour.
+	RetentionInterval time.Duration
+	// WorkerID names this process in leases. Defaults to a random id.
+	WorkerID string
+	// Clock is the source of time. Defaults to the system clock.
+	Clock clock.Clock
+	// Logger receives the runtime's logs. Defaults to discarding them.
+	Logger *slog.Logger
+}
+
+func (c *Config) withDefaults() (Config, error) {
+	if c == nil {
+		return Config{}, errors.New("hephaestus: nil *Config")
+	}
+	cfg := *c
+	var errs []error
+	if cfg.Store == nil {
+		errs = append(errs, errors.New("Config.Store is required: open one with sqlite.Open or postgres.Open"))
+	}
+	if len(cfg.Queues) == 0 {
+		cfg.Queues = map[string]int{"default": 16}
+	}
+	for q, n := range cfg.Queues {
+		if q == "" || n < 0 {
+			errs = append(errs, fmt.Errorf("Config.Queues[%q] = %d: queue names must be non-empty and concurrency at least 0", q, n))
+		}
+	}
+	def := func(field string, v *time.Duration, d time.Duration) {
+		switch {
+		case *v == 0:
+			*v = d
+		case *v < 0:
+			errs = append(errs, fmt.Errorf("Config.%s is %s; it must not be negative", field, *v))
+		}
+	}
+	defInt := func(field string, v *int, d int) {
+		switch {
+		case *v == 0:
+			*v = d
+		case *v < 0:
+			errs = append(errs, fmt.Errorf("Config.%s is %d; it must not be negative", field, *v))
+		}
+	}
+	defInt("ClaimBatch", &cfg.ClaimBatch, 64)
+	defInt("MaxCommitBatch", &cfg.MaxCommitBatch, 512)
+	def("LeaseDuration", &cfg.LeaseDuration, 30*time.Second)
+	def("HeartbeatInterval", &cfg.HeartbeatInterval, cfg.LeaseDuration/3)
+	def("PollInterval", &cfg.PollInterval, time.Second)
+	def("ShutdownTimeout", &cfg.ShutdownTimeout, 10*time.Second)
+	def("RetentionInterval", &cfg.RetentionInterval, time.Hour)
+	if cfg.Retention < 0 {
+		errs = append(errs, fmt.Errorf("Config.Retention is %s; it must not be negative", cfg.Retention))
+	}
+	if cfg.HeartbeatInterval >= cfg.LeaseDuration && cfg.LeaseDuration > 0 {
+		errs = append(errs, fmt.Errorf("Config.HeartbeatInterval %s must be shorter than LeaseDuration %s", cfg.HeartbeatInterval, cfg.LeaseDuration))
+	}
+	if cfg.WorkerID == "" {
+		cfg.WorkerID = newID()[24:]
+	}
+	if cfg.Clock == nil {
+		cfg.Clock = clock.Real{}
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.New(slog.DiscardHandler)
+	}
+	return cfg, errors.Join(errs...)
+}

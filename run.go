@@ -1,0 +1,105 @@
+package hephaestus
+
+import (
+	"encoding/json"
+	"fmt"
+	"time"
+
+	"github.com/hephaestus-go/hephaestus/hephtype"
+	"github.com/hephaestus-go/hephaestus/store"
+)
+
+// RunStatus is a run's lifecycle state.
+type RunStatus = hephtype.RunStatus
+
+// The run statuses.
+const (
+	StatusPending   = hephtype.StatusPending
+	StatusRunning   = hephtype.StatusRunning
+	StatusWaiting   = hephtype.StatusWaiting
+	StatusCompleted = hephtype.StatusCompleted
+	StatusFailed    = hephtype.StatusFailed
+	StatusCancelled = hephtype.StatusCancelled
+)
+
+// Run is a run as stored.
+type Run struct {
+	ID         string
+	Flow       string
+	Version    int
+	Status     RunStatus
+	Input      json.RawMessage
+	Output     json.RawMessage
+	Error      string
+	BusinessID string
+	Tags       []string
+	Metadata   map[string]json.RawMessage
+	// Steps is each step's state, in the flow's declaration order.
+	Steps      []StepState
+	CreatedAt  time.Time
+	UpdatedAt  time.Time
+	FinishedAt time.Time
+}
+
+// StepState is a step's state within a run.
+type StepState struct {
+	Name    string
+	Status  hephtype.StepStatus
+	Event   string
+	Attempt int
+	Output  json.RawMessage
+}
+
+// Step returns the named step's state.
+func (r *Run) Step(name string) (StepState, bool) {
+	for _, s := range r.Steps {
+		if s.Name == name {
+			return s, true
+		}
+	}
+	return StepState{}, false
+}
+
+// DecodeOutput decodes the run's output into v.
+func (r *Run) DecodeOutput(v any) error {
+	if err := json.Unmarshal(r.Output, v); err != nil {
+		return fmt.Errorf("decode output of run %s: %w", r.ID, err)
+	}
+	return nil
+}
+
+// toRun converts a stored run, naming its steps from the registered flow.
+func (c *Client) toRun(r *store.Run) *Run {
+	if r == nil {
+		return nil
+	}
+	out := &Run{
+		ID: r.ID, Flow: r.Workflow, Version: r.Version, Status: r.Status, Input: r.Input, Output: r.Output,
+		Error: r.Error, BusinessID: r.BusinessID, Tags: r.Tags, Metadata: r.Metadata,
+		CreatedAt: r.CreatedAt, UpdatedAt: r.UpdatedAt, FinishedAt: r.FinishedAt,
+	}
+	var s struct {
+		Steps []struct {
+			Status  hephtype.StepStatus `json:"status"`
+			Event   string              `json:"event"`
+			Attempt int                 `json:"attempt"`
+			Output  json.RawMessage     `json:"output"`
+		} `json:"steps"`
+	}
+	var names []string
+	if f, err := c.flows.get(r.Workflow, r.Version); err == nil {
+		for _, st := range f.Graph().Steps {
+			names = append(names, st.Name)
+		}
+	}
+	if r.Kind == hephtype.KindFlow && json.Unmarshal(r.State, &s) == nil {
+		for i, st := range s.Steps {
+			name := ""
+			if i < len(names) {
+				name = names[i]
+			}
+			out.Steps = append(out.Steps, StepState{Name: name, Status: st.Status, Event: st.Event, Attempt: st.Attempt, Output: st.Output})
+		}
+	}
+	return out
+}

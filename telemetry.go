@@ -1,0 +1,85 @@
+package hephaestus
+
+import (
+	"sync"
+	"time"
+)
+
+// EventKind names a telemetry event.
+type EventKind string
+
+// The telemetry events.
+const (
+	RunStarted     EventKind = "run.started"
+	RunCompleted   EventKind = "run.completed"
+	RunFailed      EventKind = "run.failed"
+	RunCancelled   EventKind = "run.cancelled"
+	StepStarted    EventKind = "step.started"
+	StepCompleted  EventKind = "step.completed"
+	StepFailed     EventKind = "step.failed"
+	TaskStarted    EventKind = "task.started"
+	TaskCompleted  EventKind = "task.completed"
+	TaskFailed     EventKind = "task.failed"
+	WorkerStarted  EventKind = "worker.started"
+	WorkerStopped  EventKind = "worker.stopped"
+	WorkerFailed   EventKind = "worker.failed"
+	CommitFailed   EventKind = "commit.failed"
+	RetentionSwept EventKind = "retention.swept"
+)
+
+// Event is a telemetry event: something the runtime did. Fields that do
+// not apply to a kind are zero.
+type Event struct {
+	Kind     EventKind
+	Time     time.Time
+	RunID    string
+	Workflow string
+	Version  int
+	Step     string
+	Index    int
+	Attempt  int
+	Queue    string
+	TaskID   int64
+	// Duration is how long the step, task or run took, on completion.
+	Duration time.Duration
+	// Count is a number that goes with the event (runs pruned …).
+	Count int
+	Err   error
+}
+
+// hooks delivers telemetry events to subscribers.
+type hooks struct {
+	mu   sync.RWMutex
+	next int
+	subs map[int]func(Event)
+}
+
+// Subscribe registers fn to receive every telemetry event, synchronously
+// from the goroutine that produced it: fn must be fast and must not block.
+// The returned function unsubscribes.
+func (c *Client) Subscribe(fn func(Event)) (unsubscribe func()) {
+	h := &c.hooks
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.subs == nil {
+		h.subs = map[int]func(Event){}
+	}
+	id := h.next
+	h.next++
+	h.subs[id] = fn
+	return func() {
+		h.mu.Lock()
+		defer h.mu.Unlock()
+		delete(h.subs, id)
+	}
+}
+
+func (c *Client) emit(e Event) {
+	e.Time = c.cfg.Clock.Now()
+	h := &c.hooks
+	h.mu.RLock()
+	defer h.mu.RUnlock()
+	for _, fn := range h.subs {
+		fn(e)
+	}
+}

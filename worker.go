@@ -1,0 +1,431 @@
+package hephaestus
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sync"
+	"time"
+
+	"github.com/hephaestus-go/hephaestus/flow"
+	"github.com/hephaestus-go/hephaestus/internal/engine"
+	"github.com/hephaestus-go/hephaestus/store"
+)
+
+// Causes of a step context's cancellation, told apart when the step ends.
+var (
+	errRunCancelled = errors.New("the run was cancelled or finished")
+	errLeaseLost    = errors.New("the task's lease was lost")
+	errShutdown     = errors.New("the worker is shutting down")
+)
+
+// workers is the set of goroutines that Start runs.
+type workers struct {
+	// stopClaim stops the claim loops; hardStop cancels running steps.
+	stopClaim    context.CancelFunc
+	claimCtx     context.Context
+	hardStop     context.CancelCauseFunc
+	stepCtx      context.Context
+	loops        sync.WaitGroup // claim loops, heartbeat, retention
+	tasks        sync.WaitGroup // running tasks
+	stopServices context.CancelFunc
+}
+
+type runningTask struct {
+	task   *store.Task
+	cancel context.CancelCauseFunc
+}
+
+func taskKey(runID, step string, index int) string {
+	return fmt.Sprintf("%s/%s/%d", runID, step, index)
+}
+
+// Start starts the workers of the configured queues, the heartbeat of
+// their leases and the retention sweep. It returns at once; Stop ends
+// them. Calling Start twice is a no-op.
+func (c *Client) Start(ctx context.Context) error {
+	c.lifeMu.Lock()
+	defer c.lifeMu.Unlock()
+	if c.stopped {
+		return ErrClosed
+	}
+	if c.started {
+		return nil
+	}
+	c.started = true
+	w := &workers{}
+	w.claimCtx, w.stopClaim = context.WithCancel(context.WithoutCancel(ctx))
+	w.stepCtx, w.hardStop = context.WithCancelCause(context.WithoutCancel(ctx))
+	svcCtx, stopSvc := context.WithCancel(context.WithoutCancel(ctx))
+	w.stopServices = stopSvc
+	c.workers = w
+	for q, n := range c.cfg.Queues {
+		if n == 0 {
+			continue
+		}
+		w.loops.Add(1)
+		go func() {
+			defer w.loops.Done()
+			c.claimLoop(w, q, n)
+		}()
+	}
+	w.loops.Add(1)
+	go func() {
+		defer w.loops.Done()
+		c.heartbeatLoop(svcCtx)
+	}()
+	if c.cfg.Retention > 0 {
+		w.loops.Add(1)
+		go func() {
+			defer w.loops.Done()
+			c.retentionLoop(svcCtx)
+		}()
+	}
+	return nil
+}
+
+// Stop shuts the client down gracefully: it stops claiming tasks, lets
+// running steps finish for up to Config.ShutdownTimeout (or until ctx
+// ends), then cancels the rest (their tasks run again elsewhere once their
+// leases expire), commits what is pending and returns. Safe to call twice
+// and before Start.
+func (c *Client) Stop(ctx context.Context) error {
+	c.lifeMu.Lock()
+	if c.stopped {
+		c.lifeMu.Unlock()
+		return nil
+	}
+	c.stopped = true
+	w := c.workers
+	c.lifeMu.Unlock()
+	if w != nil {
+		w.stopClaim()
+		done := make(chan struct{})
+		go func() { w.tasks.Wait(); close(done) }()
+		select {
+		case <-done:
+		case <-c.cfg.Clock.After(c.cfg.ShutdownTimeout):
+		case <-ctx.Done():
+		}
+		w.hardStop(errShutdown)
+		<-done
+		w.stopServices()
+		w.loops.Wait()
+	}
+	c.commit.close()
+	return nil
+}
+
+// claimLoop keeps the slots of one queue busy. Claims go through the
+// committer: an immediate claim when slots are free, and, once the queue
+// is drained, a standing claim that the next transaction serves — so a
+// task created by a local commit is leased in that same commit. The loop
+// also wakes at the next known ready time (timers, retries), and at least
+// every PollInterval for work of other processes.
+func (c *Client) claimLoop(w *workers, queue string, concurrency int) {
+	c.emit(Event{Kind: WorkerStarted, Queue: queue})
+	defer c.emit(Event{Kind: WorkerStopped, Queue: queue})
+	slots := make(chan struct{}, concurrency)
+	free := make(chan struct{}, 1)
+	c.wakeMu.Lock()
+	wake := c.wakes[queue]
+	c.wakeMu.Unlock()
+	backoff := 10 * time.Millisecond
+	dispatch := func(tasks []*store.Task) {
+		for _, t := range tasks {
+			slots <- struct{}{}
+			w.tasks.Add(1)
+			go func() {
+				defer func() {
+					<-slots
+					select {
+					case free <- struct{}{}:
+					default:
+					}
+					w.tasks.Done()
+				}()
+				c.runTask(w, t)
+			}()
+		}
+	}
+	// settle waits for a claim a transaction has taken, and dispatches (or,
+	// when stopping, releases) what it leased.
+	settle := func(cr *claimReq) ([]*store.Task, error) {
+		<-cr.done
+		if w.claimCtx.Err() != nil {
+			c.release(cr.tasks)
+			return nil, w.claimCtx.Err()
+		}
+		dispatch(cr.tasks)
+		return cr.tasks, cr.err
+	}
+	for {
+		if w.claimCtx.Err() != nil {
+			return
+		}
+		n := min(concurrency-len(slots), c.cfg.ClaimBatch)
+		if n == 0 {
+			select {
+			case <-free:
+				continue
+			case <-w.claimCtx.Done():
+				return
+			}
+		}
+		tasks, err := settle(c.commit.claim(queue, n, true))
+		if w.claimCtx.Err() != nil {
+			return
+		}
+		if err != nil {
+			c.cfg.Logger.Error("claim tasks", slog.String("queue", queue), slog.Any("err", err))
+			c.emit(Event{Kind: WorkerFailed, Queue: queue, Err: err})
+			select {
+			case <-c.cfg.Clock.After(backoff):
+			case <-w.claimCtx.Done():
+				return
+			}
+			backoff = min(backoff*2, c.cfg.PollInterval)
+			continue
+		}
+		backoff = 10 * time.Millisecond
+		if len(tasks) > 0 {
+			continue
+		}
+		wait := c.cfg.PollInterval
+		if next, ok, err := c.cfg.Store.NextReady(w.claimCtx, &store.NextReadyParams{Queues: []string{queue}}); err == nil && ok {
+			wait = min(wait, max(next.Sub(c.cfg.Clock.Now()), time.Millisecond))
+		}
+		cr := c.commit.claim(queue, n, false)
+		select {
+		case <-cr.done:
+			_, _ = settle(cr)
+			continue
+		case <-wake:
+		case <-c.cfg.Clock.After(wait):
+		case <-w.claimCtx.Done():
+		}
+		if !c.commit.withdraw(cr) {
+			_, _ = settle(cr)
+		}
+	}
+}
+
+// release gives claimed tasks back unstarted.
+func (c *Client) release(tasks []*store.Task) {
+	if len(tasks) == 0 {
+		return
+	}
+	leases := make([]store.Lease, len(tasks))
+	for i, t := range tasks {
+		leases[i] = t.Lease()
+	}
+	if err := c.cfg.Store.ReleaseTasks(context.Background(), leases); err != nil {
+		c.cfg.Logger.Warn("release tasks", slog.Any("err", err))
+	}
+}
+
+// runTask executes one claimed task and commits its outcome.
+func (c *Client) runTask(w *workers, t *store.Task) {
+	start := c.cfg.Clock.Now()
+	c.emit(Event{Kind: TaskStarted, RunID: t.RunID, Workflow: t.Workflow, Version: t.Version, Step: t.Step, Index: t.Index, Attempt: t.Attempt, Queue: t.Queue, TaskID: t.ID})
+	var ev engine.Event
+	var cause error
+	switch t.Kind {
+	case store.TaskTimer:
+		ev = engine.TimerFired{Step: t.Step}
+	case store.TaskStep:
+		ev, cause = c.runStep(w, t)
+	default:
+		ev = nil
+		cause = fmt.Errorf("task kind %q is not handled by this version", t.Kind)
+	}
+	if ev == nil {
+		// Shutdown or lost lease: the result is dropped; the task runs
+		// again once released or once its lease expires.
+		if errors.Is(cause, errShutdown) {
+			_ = c.cfg.Store.ReleaseTasks(context.Background(), []store.Lease{t.Lease()})
+		}
+		c.emit(Event{Kind: TaskFailed, RunID: t.RunID, Workflow: t.Workflow, Step: t.Step, Index: t.Index, Queue: t.Queue, TaskID: t.ID, Err: cause})
+		return
+	}
+	lease := t.Lease()
+	_, err := c.commit.submit(context.Background(), store.Change{RunID: t.RunID, Fence: &lease, Decide: c.decideWith(ev, c.cfg.Clock.Now(), false)})
+	if err != nil {
+		level := slog.LevelError
+		if errors.Is(err, store.ErrLeaseLost) || errors.Is(err, store.ErrRunNotFound) {
+			level = slog.LevelWarn
+		}
+		c.cfg.Logger.Log(context.Background(), level, "complete task", slog.Int64("task", t.ID), slog.String("run", t.RunID), slog.String("step", t.Step), slog.Any("err", err))
+		c.emit(Event{Kind: TaskFailed, RunID: t.RunID, Workflow: t.Workflow, Step: t.Step, Index: t.Index, Queue: t.Queue, TaskID: t.ID, Err: err})
+		return
+	}
+	c.emit(Event{Kind: TaskCompleted, RunID: t.RunID, Workflow: t.Workflow, Version: t.Version, Step: t.Step, Index: t.Index, Attempt: t.Attempt, Queue: t.Queue, TaskID: t.ID, Duration: c.cfg.Clock.Now().Sub(start)})
+}
+
+// runStep runs step code for a task and returns the engine event it led
+// to, or nil and the reason the result must be dropped.
+func (c *Client) runStep(w *workers, t *store.Task) (engine.Event, error) {
+	f, err := c.flows.get(t.Workflow, t.Version)
+	if err != nil {
+		// Every process that serves a queue must register the flows (and
+		// versions) that use it.
+		return c.stepFailure(t, fmt.Errorf("this worker cannot run step %q: %w", t.Step, err), false), nil
+	}
+	spec, _ := f.Step(t.Step)
+	ctx, cancel := context.WithCancelCause(w.stepCtx)
+	defer cancel(nil)
+	key := taskKey(t.RunID, t.Step, t.Index)
+	c.runMu.Lock()
+	c.running[key] = &runningTask{task: t, cancel: cancel}
+	c.runMu.Unlock()
+	defer func() {
+		c.runMu.Lock()
+		if rt := c.running[key]; rt != nil && rt.task == t {
+			delete(c.running, key)
+		}
+		c.runMu.Unlock()
+	}()
+	tctx, tcancel := context.WithTimeout(ctx, spec.Timeout)
+	defer tcancel()
+	start := c.cfg.Clock.Now()
+	info := Event{RunID: t.RunID, Workflow: t.Workflow, Version: t.Version, Step: t.Step, Index: t.Index, Attempt: t.Attempt, Queue: t.Queue, TaskID: t.ID}
+	info.Kind = StepStarted
+	c.emit(info)
+	out, err := f.Invoke(tctx, flow.Call{
+		RunID: t.RunID, Step: t.Step, Index: t.Index, Attempt: t.Attempt,
+		IdempotencyKey: fmt.Sprintf("%s/%s/%d", t.RunID, t.Step, t.Index),
+		Input:          t.Payload, Item: t.Item,
+	})
+	info.Duration = c.cfg.Clock.Now().Sub(start)
+	if cause := context.Cause(ctx); cause != nil {
+		info.Kind, info.Err = StepFailed, cause
+		c.emit(info)
+		return nil, cause
+	}
+	if err == nil && tctx.Err() != nil {
+		err = tctx.Err()
+	}
+	if err != nil {
+		retry := spec.Retry.Retryable(err)
+		if errors.Is(tctx.Err(), context.DeadlineExceeded) {
+			err = fmt.Errorf("step %q timed out after %s: %w", t.Step, spec.Timeout, err)
+		}
+		info.Kind, info.Err = StepFailed, err
+		c.emit(info)
+		return c.stepFailure(t, err, retry), nil
+	}
+	info.Kind = StepCompleted
+	c.emit(info)
+	switch {
+	case t.Index >= 0:
+		if out.Wait {
+			return c.stepFailure(t, fmt.Errorf("element %d of map step %q returned Wait", t.Index, t.Step), false), nil
+		}
+		return engine.ItemCompleted{Step: t.Step, Index: t.Index, Attempt: t.Attempt, Output: out.Output}, nil
+	case out.Wait:
+		return engine.StepWaiting{Step: t.Step, Attempt: t.Attempt}, nil
+	}
+	return engine.StepCompleted{Step: t.Step, Attempt: t.Attempt, Event: out.Event, Output: out.Output}, nil
+}
+
+func (c *Client) stepFailure(t *store.Task, err error, retryable bool) engine.Event {
+	if t.Index >= 0 {
+		return engine.ItemFailed{Step: t.Step, Index: t.Index, Attempt: t.Attempt, Error: err.Error(), Retryable: retryable}
+	}
+	return engine.StepFailed{Step: t.Step, Attempt: t.Attempt, Error: err.Error(), Retryable: retryable}
+}
+
+// cancelLocal cancels step code running here whose task a commit
+// cancelled.
+func (c *Client) cancelLocal(runID string, m store.TaskMatch) {
+	if m.Kind == store.TaskTimer {
+		return
+	}
+	c.runMu.Lock()
+	defer c.runMu.Unlock()
+	for _, rt := range c.running {
+		t := rt.task
+		if t.RunID == runID && (m.Step == "" || m.Step == t.Step) && (m.Index < 0 || m.Index == t.Index) {
+			rt.cancel(errRunCancelled)
+		}
+	}
+}
+
+// heartbeatLoop extends the leases of running tasks, and cancels the code
+// of those whose lease was lost (the task was cancelled, or another worker
+// took it over after this one stalled).
+func (c *Client) heartbeatLoop(ctx context.Context) {
+	for {
+		select {
+		case <-c.cfg.Clock.After(c.cfg.HeartbeatInterval):
+		case <-ctx.Done():
+			return
+		}
+		c.runMu.Lock()
+		leases := make([]store.Lease, 0, len(c.running))
+		for _, rt := range c.running {
+			leases = append(leases, rt.task.Lease())
+		}
+		c.runMu.Unlock()
+		if len(leases) == 0 {
+			continue
+		}
+		lost, err := c.cfg.Store.Heartbeat(ctx, &store.HeartbeatParams{Leases: leases, Until: c.cfg.Clock.Now().Add(c.cfg.LeaseDuration)})
+		if err != nil {
+			c.cfg.Logger.Error("heartbeat", slog.Any("err", err))
+			continue
+		}
+		if len(lost) == 0 {
+			continue
+		}
+		gone := map[int64]bool{}
+		for _, id := range lost {
+			gone[id] = true
+		}
+		c.runMu.Lock()
+		for _, rt := range c.running {
+			if gone[rt.task.ID] {
+				rt.cancel(errLeaseLost)
+			}
+		}
+		c.runMu.Unlock()
+	}
+}
+
+// retentionLoop prunes finished runs older than Config.Retention.
+func (c *Client) retentionLoop(ctx context.Context) {
+	for {
+		n, err := c.Prune(ctx)
+		if err != nil && ctx.Err() == nil {
+			c.cfg.Logger.Error("retention", slog.Any("err", err))
+		}
+		if n > 0 {
+			c.emit(Event{Kind: RetentionSwept, Count: n})
+		}
+		select {
+		case <-c.cfg.Clock.After(c.cfg.RetentionInterval):
+		case <-ctx.Done():
+			return
+		}
+	}
+}
+
+// Prune deletes the finished runs older than Config.Retention now, and
+// returns how many it deleted. It does nothing when Retention is 0.
+func (c *Client) Prune(ctx context.Context) (int, error) {
+	if c.cfg.Retention <= 0 {
+		return 0, nil
+	}
+	total := 0
+	for {
+		n, err := c.cfg.Store.PruneRuns(ctx, &store.PruneParams{FinishedBefore: c.cfg.Clock.Now().Add(-c.cfg.Retention), Limit: 1000})
+		total += n
+		if err != nil {
+			return total, fmt.Errorf("prune runs: %w", err)
+		}
+		if n < 1000 {
+			return total, nil
+		}
+	}
+}
