@@ -33,8 +33,9 @@ type Client struct {
 	runMu   sync.Mutex
 	running map[string]*runningTask // by runID/step/index
 
-	wakeMu sync.Mutex
-	wakes  map[string]chan struct{}
+	wakeMu    sync.Mutex
+	wakes     map[string]chan struct{}
+	nextReady map[string]time.Time // earliest known future ready time by queue
 
 	lifeMu  sync.Mutex
 	started bool
@@ -50,7 +51,7 @@ func New(cfg *Config) (*Client, error) {
 	if err != nil {
 		return nil, fmt.Errorf("hephaestus: %w", err)
 	}
-	cl := &Client{cfg: c, waiters: map[string][]chan *store.Run{}, running: map[string]*runningTask{}, wakes: map[string]chan struct{}{}}
+	cl := &Client{cfg: c, waiters: map[string][]chan *store.Run{}, running: map[string]*runningTask{}, wakes: map[string]chan struct{}{}, nextReady: map[string]time.Time{}}
 	cl.commit = newCommitter(cl)
 	for q := range c.Queues {
 		cl.wakes[q] = make(chan struct{}, 1)
@@ -372,13 +373,20 @@ func (c *Client) History(ctx context.Context, runID string) ([]HistoryEvent, err
 // afterCommit runs after a batch commits: it wakes local workers for new
 // tasks, cancels local step code whose task was cancelled, wakes waiters of
 // finished runs and emits telemetry.
-func (c *Client) afterCommit(batch []*commitReq) {
+func (c *Client) afterCommit(batch []*commitReq, claimed map[int64]bool, now time.Time) {
 	for _, r := range batch {
 		if r.err != nil || r.res.Run == nil {
 			continue
 		}
 		for _, t := range r.res.Tasks {
-			c.wake(t.Queue)
+			switch {
+			case claimed[t.ID]:
+				// Leased by this very commit: nobody needs waking.
+			case t.ReadyAt.After(now):
+				c.noteReady(t.Queue, t.ReadyAt)
+			default:
+				c.wake(t.Queue)
+			}
 		}
 		run := r.res.Run
 		if r.update != nil {

@@ -31,6 +31,11 @@ type committer struct {
 
 type commitReq struct {
 	change store.Change
+	// handoff, when set, claims up to one task of that queue in the same
+	// transaction: the worker that completes a step runs its successor
+	// without another round trip.
+	handoff string
+	claimed []*store.Task
 	// update is the last Update that Decide returned, for post-commit work.
 	update *store.Update
 	res    store.ChangeResult
@@ -59,8 +64,14 @@ func (m *committer) run() { m.start.Do(func() { go m.loop() }) }
 
 // submit applies one change and waits for its result.
 func (m *committer) submit(ctx context.Context, ch store.Change) (*commitReq, error) {
+	return m.submitHandoff(ctx, ch, "")
+}
+
+// submitHandoff is submit that also claims a task of queue (when not
+// empty) in the same transaction, into the result's claimed.
+func (m *committer) submitHandoff(ctx context.Context, ch store.Change, queue string) (*commitReq, error) {
 	m.run()
-	r := &commitReq{change: ch, done: make(chan struct{})}
+	r := &commitReq{change: ch, handoff: queue, done: make(chan struct{})}
 	if ch.Decide != nil {
 		decide := ch.Decide
 		r.change.Decide = func(run *store.Run) (*store.Update, error) {
@@ -177,12 +188,61 @@ func (m *committer) apply(batch []*commitReq, claims []*claimReq) {
 	cfg := &m.c.cfg
 	now := cfg.Clock.Now()
 	params := &store.ApplyParams{Changes: changes, Now: now}
+	// Hand-offs claim first, one claim per queue for all of them: a worker
+	// that just finished a step keeps its slot busy with a successor rather
+	// than leaving it to the pool.
+	var handQueues []string
+	handoffs := map[string][]*commitReq{}
+	for _, r := range batch {
+		if r.handoff != "" {
+			if handoffs[r.handoff] == nil {
+				handQueues = append(handQueues, r.handoff)
+			}
+			handoffs[r.handoff] = append(handoffs[r.handoff], r)
+		}
+	}
+	// A standing claim of a queue that also has hand-offs rides in the same
+	// claim statement, after them.
+	standing := map[string]*claimReq{}
 	for _, cr := range claims {
+		if handoffs[cr.queue] != nil {
+			standing[cr.queue] = cr
+		}
+	}
+	for _, q := range handQueues {
+		limit := len(handoffs[q])
+		if cr := standing[q]; cr != nil {
+			limit += cr.n
+		}
 		params.Claims = append(params.Claims, store.ClaimParams{
-			Queues: []string{cr.queue}, Owner: cfg.WorkerID, Limit: cr.n, LeaseFor: cfg.LeaseDuration, Now: now,
+			Queues: []string{q}, Owner: cfg.WorkerID, Limit: limit, LeaseFor: cfg.LeaseDuration, Now: now,
 		})
 	}
+	var rest []*claimReq
+	for _, cr := range claims {
+		if standing[cr.queue] == nil {
+			rest = append(rest, cr)
+			params.Claims = append(params.Claims, store.ClaimParams{
+				Queues: []string{cr.queue}, Owner: cfg.WorkerID, Limit: cr.n, LeaseFor: cfg.LeaseDuration, Now: now,
+			})
+		}
+	}
 	res, err := cfg.Store.Apply(context.Background(), params)
+	if err == nil {
+		for i, q := range handQueues {
+			tasks := res.Claimed[i]
+			hs := handoffs[q]
+			for k := 0; k < len(tasks) && k < len(hs); k++ {
+				hs[k].claimed = append(hs[k].claimed, tasks[k])
+			}
+			if cr := standing[q]; cr != nil && len(tasks) > len(hs) {
+				cr.tasks = tasks[len(hs):]
+			}
+		}
+		for i, cr := range rest {
+			cr.tasks = res.Claimed[len(handQueues)+i]
+		}
+	}
 	for i, r := range batch {
 		if err != nil {
 			r.err = err
@@ -191,15 +251,24 @@ func (m *committer) apply(batch []*commitReq, claims []*claimReq) {
 			r.err = res.Changes[i].Err
 		}
 	}
-	for i, cr := range claims {
-		if err != nil {
+	if err != nil {
+		for _, cr := range claims {
 			cr.err = err
-		} else {
-			cr.tasks = res.Claimed[i]
 		}
 	}
 	if err == nil {
-		m.c.afterCommit(batch)
+		claimed := map[int64]bool{}
+		for _, r := range batch {
+			for _, t := range r.claimed {
+				claimed[t.ID] = true
+			}
+		}
+		for _, cr := range claims {
+			for _, t := range cr.tasks {
+				claimed[t.ID] = true
+			}
+		}
+		m.c.afterCommit(batch, claimed, now)
 	} else {
 		m.c.emit(Event{Kind: CommitFailed, Count: len(batch), Err: err})
 	}

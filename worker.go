@@ -145,7 +145,11 @@ func (c *Client) claimLoop(w *workers, queue string, concurrency int) {
 					}
 					w.tasks.Done()
 				}()
-				c.runTask(w, t)
+				// A completion may hand the next task of the queue straight
+				// back to this slot.
+				for next := t; next != nil; {
+					next = c.runTask(w, next)
+				}
 			}()
 		}
 	}
@@ -160,6 +164,7 @@ func (c *Client) claimLoop(w *workers, queue string, concurrency int) {
 		dispatch(cr.tasks)
 		return cr.tasks, cr.err
 	}
+	claimNow, lookAhead := true, true
 	for {
 		if w.claimCtx.Err() != nil {
 			return
@@ -173,41 +178,85 @@ func (c *Client) claimLoop(w *workers, queue string, concurrency int) {
 				return
 			}
 		}
-		tasks, err := settle(c.commit.claim(queue, n, true))
-		if w.claimCtx.Err() != nil {
-			return
-		}
-		if err != nil {
-			c.cfg.Logger.Error("claim tasks", slog.String("queue", queue), slog.Any("err", err))
-			c.emit(Event{Kind: WorkerFailed, Queue: queue, Err: err})
-			select {
-			case <-c.cfg.Clock.After(backoff):
-			case <-w.claimCtx.Done():
+		if claimNow {
+			tasks, err := settle(c.commit.claim(queue, n, true))
+			if w.claimCtx.Err() != nil {
 				return
 			}
-			backoff = min(backoff*2, c.cfg.PollInterval)
-			continue
-		}
-		backoff = 10 * time.Millisecond
-		if len(tasks) > 0 {
-			continue
+			if err != nil {
+				c.cfg.Logger.Error("claim tasks", slog.String("queue", queue), slog.Any("err", err))
+				c.emit(Event{Kind: WorkerFailed, Queue: queue, Err: err})
+				select {
+				case <-c.cfg.Clock.After(backoff):
+				case <-w.claimCtx.Done():
+					return
+				}
+				backoff = min(backoff*2, c.cfg.PollInterval)
+				continue
+			}
+			backoff = 10 * time.Millisecond
+			// A full batch means there may be more; otherwise the queue is
+			// drained and the loop waits with a standing claim.
+			if claimNow = len(tasks) == n; claimNow {
+				continue
+			}
 		}
 		wait := c.cfg.PollInterval
-		if next, ok, err := c.cfg.Store.NextReady(w.claimCtx, &store.NextReadyParams{Queues: []string{queue}}); err == nil && ok {
+		if lookAhead {
+			// Tasks due later (timers, retries, other processes' work).
+			if next, ok, err := c.cfg.Store.NextReady(w.claimCtx, &store.NextReadyParams{Queues: []string{queue}}); err == nil && ok {
+				c.noteReady(queue, next)
+			}
+			lookAhead = false
+		}
+		if next, ok := c.localReady(queue); ok {
 			wait = min(wait, max(next.Sub(c.cfg.Clock.Now()), time.Millisecond))
 		}
 		cr := c.commit.claim(queue, n, false)
 		select {
 		case <-cr.done:
-			_, _ = settle(cr)
+			tasks, _ := settle(cr)
+			claimNow = len(tasks) == n
 			continue
 		case <-wake:
+			claimNow = true
 		case <-c.cfg.Clock.After(wait):
+			claimNow, lookAhead = true, true
+			c.clearReady(queue)
 		case <-w.claimCtx.Done():
 		}
 		if !c.commit.withdraw(cr) {
 			_, _ = settle(cr)
 		}
+	}
+}
+
+// noteReady records that a task of queue becomes ready at t, and wakes the
+// queue's loop if that is sooner than it planned to look.
+func (c *Client) noteReady(queue string, t time.Time) {
+	c.wakeMu.Lock()
+	old, ok := c.nextReady[queue]
+	if !ok || t.Before(old) {
+		c.nextReady[queue] = t
+	}
+	c.wakeMu.Unlock()
+	if !ok || t.Before(old) {
+		c.wake(queue)
+	}
+}
+
+func (c *Client) localReady(queue string) (time.Time, bool) {
+	c.wakeMu.Lock()
+	defer c.wakeMu.Unlock()
+	t, ok := c.nextReady[queue]
+	return t, ok
+}
+
+func (c *Client) clearReady(queue string) {
+	c.wakeMu.Lock()
+	defer c.wakeMu.Unlock()
+	if t, ok := c.nextReady[queue]; ok && !t.After(c.cfg.Clock.Now()) {
+		delete(c.nextReady, queue)
 	}
 }
 
@@ -225,8 +274,9 @@ func (c *Client) release(tasks []*store.Task) {
 	}
 }
 
-// runTask executes one claimed task and commits its outcome.
-func (c *Client) runTask(w *workers, t *store.Task) {
+// runTask executes one claimed task and commits its outcome. It returns a
+// task of the same queue claimed by that commit for this slot, if any.
+func (c *Client) runTask(w *workers, t *store.Task) *store.Task {
 	start := c.cfg.Clock.Now()
 	c.emit(Event{Kind: TaskStarted, RunID: t.RunID, Workflow: t.Workflow, Version: t.Version, Step: t.Step, Index: t.Index, Attempt: t.Attempt, Queue: t.Queue, TaskID: t.ID})
 	var ev engine.Event
@@ -247,10 +297,22 @@ func (c *Client) runTask(w *workers, t *store.Task) {
 			_ = c.cfg.Store.ReleaseTasks(context.Background(), []store.Lease{t.Lease()})
 		}
 		c.emit(Event{Kind: TaskFailed, RunID: t.RunID, Workflow: t.Workflow, Step: t.Step, Index: t.Index, Queue: t.Queue, TaskID: t.ID, Err: cause})
-		return
+		return nil
 	}
 	lease := t.Lease()
-	_, err := c.commit.submit(context.Background(), store.Change{RunID: t.RunID, Fence: &lease, Decide: c.decideWith(ev, c.cfg.Clock.Now(), false)})
+	handoff := t.Queue
+	if w.claimCtx.Err() != nil {
+		handoff = "" // stopping: claim nothing more
+	}
+	r, err := c.commit.submitHandoff(context.Background(), store.Change{RunID: t.RunID, Fence: &lease, Decide: c.decideWith(ev, c.cfg.Clock.Now(), false)}, handoff)
+	var next *store.Task
+	if r != nil && len(r.claimed) > 0 {
+		next = r.claimed[0]
+		if w.claimCtx.Err() != nil {
+			c.release(r.claimed)
+			next = nil
+		}
+	}
 	if err != nil {
 		level := slog.LevelError
 		if errors.Is(err, store.ErrLeaseLost) || errors.Is(err, store.ErrRunNotFound) {
@@ -258,9 +320,10 @@ func (c *Client) runTask(w *workers, t *store.Task) {
 		}
 		c.cfg.Logger.Log(context.Background(), level, "complete task", slog.Int64("task", t.ID), slog.String("run", t.RunID), slog.String("step", t.Step), slog.Any("err", err))
 		c.emit(Event{Kind: TaskFailed, RunID: t.RunID, Workflow: t.Workflow, Step: t.Step, Index: t.Index, Queue: t.Queue, TaskID: t.ID, Err: err})
-		return
+		return next
 	}
 	c.emit(Event{Kind: TaskCompleted, RunID: t.RunID, Workflow: t.Workflow, Version: t.Version, Step: t.Step, Index: t.Index, Attempt: t.Attempt, Queue: t.Queue, TaskID: t.ID, Duration: c.cfg.Clock.Now().Sub(start)})
+	return next
 }
 
 // runStep runs step code for a task and returns the engine event it led
