@@ -367,3 +367,15 @@ type PruneParams struct {
 	// Limit bounds the runs deleted in one call; defaults to 1000.
 	Limit int
 }
+
+// Notifier is implemented by stores that tell other processes when tasks
+// become ready (PostgreSQL: LISTEN/NOTIFY). Notifications are hints: one
+// may be lost or late, so runtimes keep polling underneath, and a lost
+// notification costs latency, never correctness.
+type Notifier interface {
+	// Listen calls fn with the name of a queue whenever a commit (of any
+	// process) made tasks of that queue ready, until ctx ends. It
+	// reconnects by itself after connection failures and returns only
+	// when ctx ends.
+	Listen(ctx context.Context, fn func(queue string)) error
+}
