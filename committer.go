@@ -2,7 +2,10 @@ package hephaestus
 
 import (
 	"context"
+	"errors"
+	"log/slog"
 	"sync"
+	"time"
 
 	"github.com/hephaestus-go/hephaestus/store"
 )
@@ -28,6 +31,10 @@ type committer struct {
 	mu     sync.Mutex
 	claims map[string]*claimReq // standing claims by queue
 }
+
+// commitRetries bounds how often a batch is tried again after a store
+// error (with backoff from 20 ms to 1.3 s, about 2.5 s in all).
+const commitRetries = 7
 
 type commitReq struct {
 	change store.Change
@@ -228,6 +235,17 @@ func (m *committer) apply(batch []*commitReq, claims []*claimReq) {
 		}
 	}
 	res, err := cfg.Store.Apply(context.Background(), params)
+	// A store error means nothing was applied (or, when a commit's outcome
+	// was lost with its connection, possibly everything). Trying again is
+	// safe either way: completions are fenced by their lease, updates are
+	// decided afresh from the run as stored, and a create that did commit
+	// is refused as a duplicate id.
+	for attempt := 1; err != nil && attempt <= commitRetries && !errors.Is(err, store.ErrClosed); attempt++ {
+		cfg.Logger.Warn("commit failed; retrying", slog.Int("attempt", attempt), slog.Int("changes", len(batch)), slog.Any("err", err))
+		m.c.emit(Event{Kind: CommitFailed, Count: len(batch), Err: err})
+		<-cfg.Clock.After(time.Duration(10<<attempt) * time.Millisecond)
+		res, err = cfg.Store.Apply(context.Background(), params)
+	}
 	if err == nil {
 		for i, q := range handQueues {
 			tasks := res.Claimed[i]
@@ -270,7 +288,7 @@ func (m *committer) apply(batch []*commitReq, claims []*claimReq) {
 		}
 		m.c.afterCommit(batch, claimed, now)
 	} else {
-		m.c.emit(Event{Kind: CommitFailed, Count: len(batch), Err: err})
+		cfg.Logger.Error("commit failed", slog.Int("changes", len(batch)), slog.Any("err", err))
 	}
 	for _, r := range batch {
 		close(r.done)

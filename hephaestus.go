@@ -69,10 +69,15 @@ type Config struct {
 	// HeartbeatInterval is how often running tasks' leases are extended.
 	// Defaults to a third of LeaseDuration.
 	HeartbeatInterval time.Duration
-	// PollInterval is the longest an idle worker waits before it looks for
-	// due tasks it was not told about (timers, retries, tasks of other
-	// processes). Defaults to 1 second.
-	PollInterval time.Duration
+	// MinPollInterval and PollInterval bound the adaptive poll of an idle
+	// worker, which looks for due tasks it was not told about (tasks of
+	// other processes whose notification was lost, or a store without
+	// notifications). The wait starts at MinPollInterval after the worker
+	// last found work and doubles, with ±20% jitter, up to PollInterval.
+	// Local work, notifications and known timers wake a worker at once.
+	// Default to 50 milliseconds and 1 second.
+	MinPollInterval time.Duration
+	PollInterval    time.Duration
 	// ShutdownTimeout bounds how long Stop waits for running steps before
 	// it cancels them. Defaults to 10 seconds.
 	ShutdownTimeout time.Duration
@@ -132,6 +137,10 @@ func (c *Config) withDefaults() (Config, error) {
 	def("LeaseDuration", &cfg.LeaseDuration, 30*time.Second)
 	def("HeartbeatInterval", &cfg.HeartbeatInterval, cfg.LeaseDuration/3)
 	def("PollInterval", &cfg.PollInterval, time.Second)
+	def("MinPollInterval", &cfg.MinPollInterval, min(50*time.Millisecond, cfg.PollInterval))
+	if cfg.MinPollInterval > cfg.PollInterval {
+		errs = append(errs, fmt.Errorf("Config.MinPollInterval %s is above PollInterval %s", cfg.MinPollInterval, cfg.PollInterval))
+	}
 	def("ShutdownTimeout", &cfg.ShutdownTimeout, 10*time.Second)
 	def("RetentionInterval", &cfg.RetentionInterval, time.Hour)
 	if cfg.Retention < 0 {

@@ -2,6 +2,7 @@ package hephaestus
 
 import (
 	"context"
+	"math/rand/v2"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -27,7 +28,8 @@ type workers struct {
 	claimCtx     context.Context
 	hardStop     context.CancelCauseFunc
 	stepCtx      context.Context
-	loops        sync.WaitGroup // claim loops, heartbeat, retention
+	claimLoops   sync.WaitGroup // one per queue
+	loops        sync.WaitGroup // heartbeat, notifications, retention
 	tasks        sync.WaitGroup // running tasks
 	stopServices context.CancelFunc
 }
@@ -64,9 +66,9 @@ func (c *Client) Start(ctx context.Context) error {
 		if n == 0 {
 			continue
 		}
-		w.loops.Add(1)
+		w.claimLoops.Add(1)
 		go func() {
-			defer w.loops.Done()
+			defer w.claimLoops.Done()
 			c.claimLoop(w, q, n)
 		}()
 	}
@@ -75,6 +77,18 @@ func (c *Client) Start(ctx context.Context) error {
 		defer w.loops.Done()
 		c.heartbeatLoop(svcCtx)
 	}()
+	if n, ok := c.cfg.Store.(store.Notifier); ok {
+		w.loops.Add(1)
+		go func() {
+			defer w.loops.Done()
+			// Hints from other processes: wake the queue's loop, which
+			// claims at once.
+			err := n.Listen(svcCtx, c.wake)
+			if err != nil && svcCtx.Err() == nil {
+				c.cfg.Logger.Error("listen for task notifications", slog.Any("err", err))
+			}
+		}()
+	}
 	if c.cfg.Retention > 0 {
 		w.loops.Add(1)
 		go func() {
@@ -101,6 +115,8 @@ func (c *Client) Stop(ctx context.Context) error {
 	c.lifeMu.Unlock()
 	if w != nil {
 		w.stopClaim()
+		// The claim loops start no task once they have returned.
+		w.claimLoops.Wait()
 		done := make(chan struct{})
 		go func() { w.tasks.Wait(); close(done) }()
 		select {
@@ -165,6 +181,7 @@ func (c *Client) claimLoop(w *workers, queue string, concurrency int) {
 		return cr.tasks, cr.err
 	}
 	claimNow, lookAhead := true, true
+	poll := c.cfg.MinPollInterval
 	for {
 		if w.claimCtx.Err() != nil {
 			return
@@ -195,13 +212,16 @@ func (c *Client) claimLoop(w *workers, queue string, concurrency int) {
 				continue
 			}
 			backoff = 10 * time.Millisecond
+			if len(tasks) > 0 {
+				poll = c.cfg.MinPollInterval
+			}
 			// A full batch means there may be more; otherwise the queue is
 			// drained and the loop waits with a standing claim.
 			if claimNow = len(tasks) == n; claimNow {
 				continue
 			}
 		}
-		wait := c.cfg.PollInterval
+		wait := jitter(poll)
 		if lookAhead {
 			// Tasks due later (timers, retries, other processes' work).
 			if next, ok, err := c.cfg.Store.NextReady(w.claimCtx, &store.NextReadyParams{Queues: []string{queue}}); err == nil && ok {
@@ -223,12 +243,19 @@ func (c *Client) claimLoop(w *workers, queue string, concurrency int) {
 		case <-c.cfg.Clock.After(wait):
 			claimNow, lookAhead = true, true
 			c.clearReady(queue)
+			poll = min(poll*2, c.cfg.PollInterval)
 		case <-w.claimCtx.Done():
 		}
 		if !c.commit.withdraw(cr) {
 			_, _ = settle(cr)
 		}
 	}
+}
+
+// jitter spreads d over ±20%, so that idle workers of many processes do
+// not poll in step.
+func jitter(d time.Duration) time.Duration {
+	return time.Duration(float64(d) * (0.8 + 0.4*rand.Float64()))
 }
 
 // noteReady records that a task of queue becomes ready at t, and wakes the
