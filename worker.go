@@ -2,10 +2,10 @@ package hephaestus
 
 import (
 	"context"
-	"math/rand/v2"
 	"errors"
 	"fmt"
 	"log/slog"
+	"math/rand/v2"
 	"sync"
 	"time"
 
