@@ -73,11 +73,10 @@ CREATE TABLE tasks (
     created_at  INTEGER NOT NULL
 ) STRICT;
 
--- ClaimTasks walks a queue in claim order and stops after its limit.
-CREATE INDEX tasks_claim ON tasks (queue, priority DESC, ready_at, id, lease_until);
--- NextReady: the earliest ready time of unleased tasks, the earliest
--- expiry of leased ones.
-CREATE INDEX tasks_ready ON tasks (queue, ready_at) WHERE owner IS NULL;
-CREATE INDEX tasks_leased ON tasks (queue, lease_until) WHERE owner IS NOT NULL;
+-- ClaimTasks walks a queue in claim order and stops after its limit;
+-- NextReady scans a queue's entries. No indexed column changes when a task
+-- is claimed or heartbeats, so those writes touch the table alone: every
+-- index costs a page write per commit.
+CREATE INDEX tasks_claim ON tasks (queue, priority DESC, ready_at, id);
 -- Cancel, and the cascade from runs.
 CREATE INDEX tasks_run ON tasks (run_id, kind, step);
