@@ -11,6 +11,7 @@ import (
 	"maps"
 	"slices"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -54,6 +55,11 @@ func Run(t *testing.T, b Backend) {
 		{"Retention", testRetention},
 		{"ListAndHistory", testListAndHistory},
 		{"ManyConcurrentRuns", testManyConcurrentRuns},
+		{"HeartbeatKeepsLongStep", testHeartbeat},
+		{"TimerAfterRestart", testTimerAfterRestart},
+		{"GracefulShutdown", testGracefulShutdown},
+		{"WakeUpsWithoutPolling", testWakeUpsWithoutPolling},
+		{"IdempotencyKey", testIdempotencyKey},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -898,5 +904,166 @@ func testManyConcurrentRuns(t *testing.T, b Backend) {
 		if err := <-errs; err != nil {
 			t.Error(err)
 		}
+	}
+}
+
+func testHeartbeat(t *testing.T, b Backend) {
+	var calls atomic.Int32
+	fb := flow.New("long")
+	flow.Step(fb, "long", func(ctx context.Context, in any) (int32, error) {
+		n := calls.Add(1)
+		// Outlive the lease several times over; heartbeats keep it.
+		select {
+		case <-time.After(time.Second):
+		case <-ctx.Done():
+			return 0, ctx.Err()
+		}
+		return n, nil
+	})
+	e := newEnv(t, b, func(c *heph.Config) {
+		c.LeaseDuration, c.HeartbeatInterval = 200*time.Millisecond, 50*time.Millisecond
+	}, fb.MustBuild())
+	r := e.run("long", nil, nil)
+	wantStatus(t, r, heph.StatusCompleted)
+	if calls.Load() != 1 {
+		t.Errorf("the step ran %d times; heartbeats should have kept its lease", calls.Load())
+	}
+}
+
+func testTimerAfterRestart(t *testing.T, b Backend) {
+	st, reopen := b.New(t)
+	c1 := startClient(t, st, nil, approvalFlow("expiring", 300*time.Millisecond))
+	ctx := ctxT(t)
+	r, err := c1.StartRun(ctx, "expiring", "doc", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	e1 := &env{t: t, c: c1, st: st}
+	e1.waitStatus(r.ID, heph.StatusWaiting)
+	if err := c1.Stop(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := st.Close(); err != nil {
+		t.Fatal(err)
+	}
+	// The timer lives in the store: a new process delivers it.
+	st2 := reopen(t)
+	c2 := startClient(t, st2, nil, approvalFlow("expiring", 300*time.Millisecond))
+	got, err := c2.WaitRun(ctx, r.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	wantJSON(t, got.Output, `{"expire":"expired"}`)
+	h, err := c2.History(ctx, r.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var started, fired time.Time
+	for _, ev := range h {
+		switch ev.Kind {
+		case hephtype.EventTimerStarted:
+			started = ev.At
+		case hephtype.EventTimerFired:
+			fired = ev.At
+		}
+	}
+	if d := fired.Sub(started); d < 300*time.Millisecond {
+		t.Errorf("timer fired %v after it started, before its 300ms", d)
+	}
+}
+
+func testGracefulShutdown(t *testing.T, b Backend) {
+	started := make(chan struct{})
+	release := make(chan struct{})
+	fb := flow.New("drain")
+	flow.Step(fb, "work", func(ctx context.Context, in any) (string, error) {
+		close(started)
+		<-release
+		return "done", nil
+	})
+	st, _ := b.New(t)
+	c := startClient(t, st, func(c *heph.Config) { c.ShutdownTimeout = time.Minute }, fb.MustBuild())
+	ctx := ctxT(t)
+	r, err := c.StartRun(ctx, "drain", nil, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	<-started
+	stopped := make(chan error, 1)
+	go func() { stopped <- c.Stop(ctx) }()
+	select {
+	case err := <-stopped:
+		t.Fatalf("Stop returned (%v) while a step was still running", err)
+	case <-time.After(50 * time.Millisecond):
+	}
+	close(release)
+	if err := <-stopped; err != nil {
+		t.Fatal(err)
+	}
+	got, err := st.GetRun(ctx, r.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got.Status != heph.StatusCompleted {
+		t.Errorf("after a graceful stop the run is %s; the drained step's result was lost", got.Status)
+	}
+}
+
+func testWakeUpsWithoutPolling(t *testing.T, b Backend) {
+	// With polling all but off, only in-process wake-ups move the runs.
+	e := newEnv(t, b, func(c *heph.Config) { c.MinPollInterval, c.PollInterval = time.Hour, time.Hour }, orderFlow())
+	for i := range 20 {
+		r := e.run("order", order{ID: fmt.Sprint(i), Amount: 1}, nil)
+		wantStatus(t, r, heph.StatusCompleted)
+	}
+}
+
+func testIdempotencyKey(t *testing.T, b Backend) {
+	var mu sync.Mutex
+	keys := map[string][]string{}
+	fb := flow.New("keys")
+	record := func(ctx context.Context) {
+		info, _ := flow.CallInfo(ctx)
+		mu.Lock()
+		defer mu.Unlock()
+		name := fmt.Sprintf("%s/%d", info.Step, info.Index)
+		keys[name] = append(keys[name], info.IdempotencyKey)
+	}
+	flow.Step(fb, "flaky", func(ctx context.Context, in []int) ([]int, error) {
+		record(ctx)
+		if info, _ := flow.CallInfo(ctx); info.Attempt < 3 {
+			return nil, errors.New("not yet")
+		}
+		return in, nil
+	}, flow.Retry(fastRetry))
+	flow.Map(fb, "each", func(ctx context.Context, x int) (int, error) {
+		record(ctx)
+		if info, _ := flow.CallInfo(ctx); info.Attempt < 2 {
+			return 0, errors.New("not yet")
+		}
+		return x, nil
+	}, flow.DependsOn("flaky"), flow.Retry(fastRetry))
+	e := newEnv(t, b, nil, fb.MustBuild())
+	r := e.run("keys", []int{1, 2}, nil)
+	wantStatus(t, r, heph.StatusCompleted)
+	mu.Lock()
+	defer mu.Unlock()
+	seen := map[string]bool{}
+	for name, ks := range keys {
+		if len(ks) < 2 {
+			t.Errorf("%s ran %d times, want retries", name, len(ks))
+		}
+		for _, k := range ks {
+			if k != ks[0] {
+				t.Errorf("%s: idempotency keys differ across attempts: %q", name, ks)
+			}
+		}
+		if seen[ks[0]] {
+			t.Errorf("%s shares its idempotency key %q", name, ks[0])
+		}
+		seen[ks[0]] = true
+	}
+	if len(keys) != 3 {
+		t.Errorf("keys for %d steps/elements, want 3", len(keys))
 	}
 }
