@@ -91,32 +91,85 @@ type StartOptions struct {
 // StartRun starts a run of the named flow with input (encoded as JSON) and
 // returns it as stored, without waiting for it to progress.
 func (c *Client) StartRun(ctx context.Context, flowName string, input any, opts *StartOptions) (*Run, error) {
+	nr, f, err := c.newRun(flowName, input, opts)
+	if err != nil {
+		return nil, err
+	}
+	r, err := c.commit.submit(ctx, store.Change{Create: nr})
+	if err != nil {
+		return nil, fmt.Errorf("start %q: %w", flowName, err)
+	}
+	c.emit(Event{Kind: RunStarted, RunID: nr.ID, Workflow: f.Name(), Version: f.Version()})
+	return c.toRun(r.res.Run), nil
+}
+
+// StartRequest is one run for StartRuns.
+type StartRequest struct {
+	Input   any
+	Options *StartOptions
+}
+
+// StartRuns starts many runs of a flow at once, committed together (in
+// batches of Config.MaxCommitBatch): the way to enqueue jobs in bulk. Every
+// request is checked first; if one is invalid, none is started. Runs that
+// the store refuses (a business-key conflict) leave a nil in the result,
+// and the error joins the reasons, each naming its request's index.
+func (c *Client) StartRuns(ctx context.Context, flowName string, reqs []StartRequest) ([]*Run, error) {
+	changes := make([]store.Change, len(reqs))
+	var f *flow.Flow
+	for i, rq := range reqs {
+		nr, fl, err := c.newRun(flowName, rq.Input, rq.Options)
+		if err != nil {
+			return nil, fmt.Errorf("request %d: %w", i, err)
+		}
+		f = fl
+		changes[i] = store.Change{Create: nr}
+	}
+	results, err := c.commit.submitAll(ctx, changes)
+	if err != nil {
+		return nil, fmt.Errorf("start %q: %w", flowName, err)
+	}
+	runs := make([]*Run, len(reqs))
+	var errs []error
+	for i, r := range results {
+		if r.err != nil {
+			errs = append(errs, fmt.Errorf("start %q, request %d: %w", flowName, i, r.err))
+			continue
+		}
+		runs[i] = c.toRun(r.res.Run)
+		c.emit(Event{Kind: RunStarted, RunID: runs[i].ID, Workflow: f.Name(), Version: f.Version()})
+	}
+	return runs, errors.Join(errs...)
+}
+
+// newRun checks a start request and builds the run to create.
+func (c *Client) newRun(flowName string, input any, opts *StartOptions) (*store.NewRun, *flow.Flow, error) {
 	if opts == nil {
 		opts = &StartOptions{}
 	}
 	f, err := c.flows.get(flowName, opts.Version)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	raw, err := encodeInput(f, input)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	key, scope := f.BusinessKey()
 	var bid string
 	switch {
 	case key != "":
 		if bid, err = businesskey.New(key, opts.BusinessValue, scope, nil); err != nil {
-			return nil, fmt.Errorf("start %q: %w: %w", flowName, ErrInvalidInput, err)
+			return nil, nil, fmt.Errorf("start %q: %w: %w", flowName, ErrInvalidInput, err)
 		}
 	case opts.BusinessValue != "":
-		return nil, fmt.Errorf("start %q: %w: the flow declares no business key, so BusinessValue must be empty", flowName, ErrInvalidInput)
+		return nil, nil, fmt.Errorf("start %q: %w: the flow declares no business key, so BusinessValue must be empty", flowName, ErrInvalidInput)
 	}
 	meta := f.Metadata()
 	for k, v := range opts.Metadata {
 		b, err := json.Marshal(v)
 		if err != nil || k == "" {
-			return nil, fmt.Errorf("start %q: %w: metadata %q is not a JSON value", flowName, ErrInvalidInput, k)
+			return nil, nil, fmt.Errorf("start %q: %w: metadata %q is not a JSON value", flowName, ErrInvalidInput, k)
 		}
 		meta[k] = b
 	}
@@ -126,9 +179,8 @@ func (c *Client) StartRun(ctx context.Context, flowName string, input any, opts 
 			tags = append(tags, t)
 		}
 	}
-	now := c.cfg.Clock.Now()
 	d := engine.Start(f.Graph(), raw)
-	u := translate(f, d, now)
+	u := translate(f, d, c.cfg.Clock.Now())
 	nr := &store.NewRun{
 		ID: newID(), Workflow: f.Name(), Version: f.Version(), Kind: hephtype.KindFlow,
 		Status: u.Status, Input: raw, BusinessID: bid, KeyScope: scope, Tags: tags, Metadata: meta,
@@ -137,12 +189,7 @@ func (c *Client) StartRun(ctx context.Context, flowName string, input any, opts 
 	if bid == "" {
 		nr.KeyScope = businesskey.ScopeNone
 	}
-	r, err := c.commit.submit(ctx, store.Change{Create: nr})
-	if err != nil {
-		return nil, fmt.Errorf("start %q: %w", flowName, err)
-	}
-	c.emit(Event{Kind: RunStarted, RunID: nr.ID, Workflow: f.Name(), Version: f.Version()})
-	return c.toRun(r.res.Run), nil
+	return nr, f, nil
 }
 
 func encodeInput(f *flow.Flow, input any) (json.RawMessage, error) {

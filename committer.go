@@ -103,6 +103,33 @@ func (m *committer) submitHandoff(ctx context.Context, ch store.Change, queue st
 	return r, nil
 }
 
+// submitAll queues many changes, in order, and waits for all of them.
+func (m *committer) submitAll(ctx context.Context, chs []store.Change) ([]*commitReq, error) {
+	m.run()
+	reqs := make([]*commitReq, len(chs))
+	for i, ch := range chs {
+		r := &commitReq{change: ch, done: make(chan struct{})}
+		select {
+		case m.reqs <- r:
+		case <-m.stop:
+			for _, q := range reqs[:i] {
+				<-q.done
+			}
+			return nil, ErrClosed
+		case <-ctx.Done():
+			for _, q := range reqs[:i] {
+				<-q.done
+			}
+			return nil, ctx.Err()
+		}
+		reqs[i] = r
+	}
+	for _, r := range reqs {
+		<-r.done
+	}
+	return reqs, nil
+}
+
 // claim leaves a standing claim for up to n tasks of queue. When now is
 // set, a transaction runs for it at once even if no change is pending.
 func (m *committer) claim(queue string, n int, now bool) *claimReq {

@@ -60,6 +60,7 @@ func Run(t *testing.T, b Backend) {
 		{"GracefulShutdown", testGracefulShutdown},
 		{"WakeUpsWithoutPolling", testWakeUpsWithoutPolling},
 		{"IdempotencyKey", testIdempotencyKey},
+		{"BulkStart", testBulkStart},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -1065,5 +1066,64 @@ func testIdempotencyKey(t *testing.T, b Backend) {
 	}
 	if len(keys) != 3 {
 		t.Errorf("keys for %d steps/elements, want 3", len(keys))
+	}
+}
+
+func testBulkStart(t *testing.T, b Backend) {
+	job := flow.New("job")
+	flow.Step(job, "deliver", func(ctx context.Context, n int) (int, error) { return n * 2, nil })
+	e := newEnv(t, b, func(c *heph.Config) { c.MaxCommitBatch = 64 }, job.MustBuild(), keyedFlow("keyed", flow.ScopeActive))
+	ctx := ctxT(t)
+	done := make(chan string, 1000)
+	e.c.Subscribe(func(ev heph.Event) {
+		if ev.Kind == heph.RunCompleted && ev.Workflow == "job" {
+			done <- ev.RunID
+		}
+	})
+	reqs := make([]heph.StartRequest, 500)
+	for i := range reqs {
+		reqs[i] = heph.StartRequest{Input: i}
+	}
+	runs, err := e.c.StartRuns(ctx, "job", reqs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for range runs {
+		select {
+		case <-done:
+		case <-ctx.Done():
+			t.Fatal("not every job completed")
+		}
+	}
+	r, err := e.c.GetRun(ctx, runs[7].ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	wantJSON(t, r.Output, `{"deliver":14}`)
+
+	// One invalid request: nothing is started.
+	before, _ := e.c.ListRuns(ctx, &heph.ListOptions{Flow: "keyed"})
+	_, err = e.c.StartRuns(ctx, "keyed", []heph.StartRequest{
+		{Options: &heph.StartOptions{BusinessValue: "1"}},
+		{Options: &heph.StartOptions{BusinessValue: "NOT VALID"}},
+	})
+	if !errors.Is(err, heph.ErrInvalidInput) || !strings.Contains(err.Error(), "request 1") {
+		t.Fatalf("invalid request: %v", err)
+	}
+	after, _ := e.c.ListRuns(ctx, &heph.ListOptions{Flow: "keyed"})
+	if len(after.Runs) != len(before.Runs) {
+		t.Fatalf("an invalid batch started %d runs", len(after.Runs)-len(before.Runs))
+	}
+	// A conflict refuses only its own run.
+	runs, err = e.c.StartRuns(ctx, "keyed", []heph.StartRequest{
+		{Options: &heph.StartOptions{BusinessValue: "1"}},
+		{Options: &heph.StartOptions{BusinessValue: "1"}},
+		{Options: &heph.StartOptions{BusinessValue: "2"}},
+	})
+	if !errors.Is(err, heph.ErrDuplicateRun) || !strings.Contains(err.Error(), "request 1") {
+		t.Fatalf("conflict in a batch: %v", err)
+	}
+	if runs[0] == nil || runs[1] != nil || runs[2] == nil {
+		t.Fatalf("runs %v: want the first and third started", runs)
 	}
 }
