@@ -110,7 +110,10 @@ func crashChild(path string) error {
 			return err
 		}
 	}
-	if done < crashRuns {
+	mu.Lock()
+	finished := done >= crashRuns
+	mu.Unlock()
+	if !finished {
 		<-all
 	}
 	return c.Stop(ctx)
