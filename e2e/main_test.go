@@ -17,5 +17,13 @@ func TestMain(m *testing.M) {
 		}
 		os.Exit(0)
 	}
+	// The multi-process test runs it as its worker processes.
+	if dsn := os.Getenv(multiEnvDSN); dsn != "" {
+		if err := multiChild(dsn, os.Getenv(multiEnvChild)); err != nil {
+			fmt.Fprintln(os.Stderr, "multi-process child:", err)
+			os.Exit(1)
+		}
+		os.Exit(0)
+	}
 	goleak.VerifyTestMain(m)
 }

@@ -1,0 +1,18 @@
+// Command heph is the Hephaestus command line; see internal/cli.
+package main
+
+import (
+	"context"
+	"os"
+	"os/signal"
+	"syscall"
+
+	"github.com/hephaestus-go/hephaestus/internal/cli"
+)
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	code := cli.Main(ctx, os.Args[1:], cli.OSEnv())
+	stop()
+	os.Exit(code)
+}

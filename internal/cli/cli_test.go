@@ -1,0 +1,141 @@
+package cli_test
+
+import (
+	"bytes"
+	"context"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+
+	"github.com/jackc/pgx/v5"
+	"go.uber.org/goleak"
+
+	"github.com/hephaestus-go/hephaestus/internal/cli"
+	"github.com/hephaestus-go/hephaestus/internal/pgtest"
+	"github.com/hephaestus-go/hephaestus/store/postgres"
+	"github.com/hephaestus-go/hephaestus/store/sqlite"
+)
+
+func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+
+// heph runs the command line in-process with env as the environment and
+// returns its exit code and output.
+func heph(t *testing.T, env map[string]string, args ...string) (int, string, string) {
+	t.Helper()
+	var out, errOut bytes.Buffer
+	code := cli.Main(t.Context(), args, &cli.Env{Stdout: &out, Stderr: &errOut, Getenv: func(k string) string { return env[k] }})
+	return code, out.String(), errOut.String()
+}
+
+// ok runs heph and fails the test unless it succeeds.
+func ok(t *testing.T, env map[string]string, args ...string) string {
+	t.Helper()
+	code, out, errOut := heph(t, env, args...)
+	if code != 0 {
+		t.Fatalf("heph %v: exit %d\n%s%s", args, code, out, errOut)
+	}
+	return out
+}
+
+func wantLines(t *testing.T, what, out string, patterns ...string) {
+	t.Helper()
+	for _, p := range patterns {
+		if !regexp.MustCompile(`(?m)` + p).MatchString(out) {
+			t.Errorf("%s: output does not match %q:\n%s", what, p, out)
+		}
+	}
+}
+
+func TestMigratePostgres(t *testing.T) {
+	t.Parallel()
+	dsn := pgtest.DSN(t)
+	pg := []string{"--postgres", dsn}
+	args := func(a ...string) []string { return append(a, pg...) }
+
+	wantLines(t, "status before", ok(t, nil, args("migrate", "status")...),
+		`^postgres schema heph$`, `^VERSION\s+NAME\s+STATE\s+APPLIED AT$`, `^0001\s+init\s+pending\s*$`)
+	wantLines(t, "up", ok(t, nil, args("migrate", "up")...), `^postgres schema heph: applied 0001_init$`)
+	wantLines(t, "up again", ok(t, nil, args("migrate", "up")...), `^postgres schema heph: up to date$`)
+	wantLines(t, "status after up", ok(t, nil, args("migrate", "status")...), `^0001\s+init\s+applied\s+\d{4}-\d\d-\d\dT`)
+
+	// The store opens without migrating.
+	s, err := postgres.Open(t.Context(), &postgres.Config{DSN: dsn, SkipMigrations: true})
+	if err != nil {
+		t.Fatalf("Open after migrate up: %v", err)
+	}
+	s.Close()
+
+	wantLines(t, "down", ok(t, nil, args("migrate", "down")...), `^postgres schema heph: reverted 0001_init$`)
+	wantLines(t, "down again", ok(t, nil, args("migrate", "down", "--steps", "3")...), `^postgres schema heph: nothing to revert$`)
+	wantLines(t, "status after down", ok(t, nil, args("migrate", "status")...), `^0001\s+init\s+pending\s*$`)
+
+	// The DSN from the environment, another schema.
+	env := map[string]string{cli.EnvPostgres: dsn}
+	wantLines(t, "up from env", ok(t, env, "migrate", "up", "--schema", "other"), `^postgres schema other: applied 0001_init$`)
+	conn, err := pgx.Connect(t.Context(), dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close(context.Background())
+	var tables []string
+	rows, err := conn.Query(t.Context(), "SELECT table_schema || '.' || table_name FROM information_schema.tables WHERE table_schema IN ('heph', 'other', 'public') ORDER BY 1")
+	if err == nil {
+		tables, err = pgx.CollectRows(rows, pgx.RowTo[string])
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := "heph.heph_schema_migrations other.events other.heph_schema_migrations other.runs other.tasks"
+	if got := strings.Join(tables, " "); got != want {
+		t.Fatalf("tables %s, want %s", got, want)
+	}
+}
+
+func TestMigrateSQLite(t *testing.T) {
+	t.Parallel()
+	path := filepath.Join(t.TempDir(), "heph.db")
+	lite := []string{"--sqlite", path}
+	args := func(a ...string) []string { return append(a, lite...) }
+	// Down and status want an existing file; up creates it.
+	if code, _, errOut := heph(t, nil, args("migrate", "status")...); code != 1 || !strings.Contains(errOut, "no such file") {
+		t.Fatalf("status of a missing file: exit %d, %s", code, errOut)
+	}
+	wantLines(t, "up", ok(t, nil, args("migrate", "up")...), `^sqlite .*heph.db: applied 0001_init$`)
+	wantLines(t, "status", ok(t, nil, args("migrate", "status")...), `^0001\s+init\s+applied\s+\d{4}-`)
+	// The store opens it; $HEPH_POSTGRES does not override --sqlite.
+	s, err := sqlite.Open(t.Context(), &sqlite.Config{Path: path})
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.Close()
+	env := map[string]string{cli.EnvPostgres: "postgres://nowhere:1/x"}
+	wantLines(t, "down", ok(t, env, args("migrate", "down", "--steps", "1")...), `^sqlite .*: reverted 0001_init$`)
+	wantLines(t, "status after down", ok(t, nil, args("migrate", "status")...), `^0001\s+init\s+pending`)
+	wantLines(t, "up again", ok(t, nil, args("migrate", "up")...), `applied 0001_init$`)
+}
+
+func TestMigrateUsage(t *testing.T) {
+	t.Parallel()
+	file := filepath.Join(t.TempDir(), "x.db")
+	for _, tc := range []struct {
+		args []string
+		code int
+		msg  string
+	}{
+		{[]string{"migrate", "up"}, 2, "name a database"},
+		{[]string{"migrate", "up", "--postgres", "postgres://h/db", "--sqlite", file}, 2, "not both"},
+		{[]string{"migrate", "up", "--sqlite", file, "--schema", "x"}, 2, "--schema is for PostgreSQL"},
+		{[]string{"migrate", "down", "--sqlite", file, "--steps", "0"}, 2, "--steps must be positive"},
+		{[]string{"migrate", "up", "--postgres", "postgres://h/db", "--schema", "Bad-Name"}, 1, "Config.Schema"},
+		{[]string{"migrate", "sideways"}, 1, "unknown command"},
+		{[]string{"migrate", "up", "extra"}, 1, "unknown command"},
+	} {
+		code, _, errOut := heph(t, nil, tc.args...)
+		if code != tc.code || !strings.Contains(errOut, tc.msg) {
+			t.Errorf("heph %v: exit %d, %q; want exit %d and %q", tc.args, code, errOut, tc.code, tc.msg)
+		}
+	}
+	// Help works and lists the subcommands.
+	wantLines(t, "help", ok(t, nil, "migrate", "--help"), `^\s+down\s`, `^\s+status\s`, `^\s+up\s`)
+}

@@ -1,0 +1,3 @@
+DROP TABLE tasks;
+DROP TABLE events;
+DROP TABLE runs;

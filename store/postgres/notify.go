@@ -1,0 +1,101 @@
+package postgres
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
+)
+
+// Reconnection backoff of Listen, and how often an idle listening
+// connection is checked.
+const (
+	listenMinBackoff = 50 * time.Millisecond
+	listenMaxBackoff = 5 * time.Second
+	listenPing       = 30 * time.Second
+)
+
+// Listen calls fn with the queue of every notification that a commit of
+// any process sent on the store's channel, until ctx ends or the store is
+// closed. It holds a connection of its own, outside the pool. When the
+// connection fails it connects again, waiting between attempts with a
+// capped exponential backoff and jitter; notifications sent meanwhile are
+// lost, which costs latency, never correctness (workers poll too). fn runs
+// on Listen's goroutine: it should return quickly.
+func (s *Store) Listen(ctx context.Context, fn func(queue string)) error {
+	s.mu.Lock()
+	if s.closed.Load() {
+		s.mu.Unlock()
+		return fmt.Errorf("listen: %w", s.check())
+	}
+	s.listeners.Add(1)
+	s.mu.Unlock()
+	defer s.listeners.Done()
+
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	stop := context.AfterFunc(s.ctx, cancel) // Close ends Listen
+	defer stop()
+
+	backoff := listenMinBackoff
+	for {
+		err := s.listen(ctx, fn, func() { backoff = listenMinBackoff })
+		if ctx.Err() != nil {
+			if s.closed.Load() {
+				return fmt.Errorf("listen: %w", s.check())
+			}
+			return ctx.Err()
+		}
+		_ = err // the next attempt tells whether the failure lasts
+		if !sleep(ctx, jitter(backoff)) {
+			continue // ctx ended: reported above
+		}
+		backoff = min(2*backoff, listenMaxBackoff)
+	}
+}
+
+// listen connects, listens and delivers notifications until the
+// connection fails or ctx ends. connected is called once listening.
+func (s *Store) listen(ctx context.Context, fn func(queue string), connected func()) error {
+	cc := s.conn.Copy()
+	if cc.RuntimeParams["application_name"] == "hephaestus" {
+		cc.RuntimeParams["application_name"] = "hephaestus-listen"
+	}
+	conn, err := pgx.ConnectConfig(ctx, cc)
+	if err != nil {
+		return err
+	}
+	defer func() {
+		cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), time.Second)
+		defer cancel()
+		_ = conn.Close(cctx)
+	}()
+	if _, err := conn.Exec(ctx, "LISTEN "+pgx.Identifier{s.channel}.Sanitize()); err != nil {
+		return err
+	}
+	connected()
+	for {
+		// Wake up now and then to check that the connection lives: one
+		// that died without a word would otherwise wait forever.
+		wctx, cancel := context.WithTimeout(ctx, listenPing)
+		n, err := conn.WaitForNotification(wctx)
+		cancel()
+		switch {
+		case err == nil:
+			fn(n.Payload)
+			continue
+		case ctx.Err() != nil:
+			return ctx.Err()
+		case pgconn.Timeout(err) && !conn.IsClosed():
+			pctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+			err = conn.Ping(pctx)
+			cancel()
+			if err == nil {
+				continue
+			}
+		}
+		return err
+	}
+}

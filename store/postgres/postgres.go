@@ -1,0 +1,493 @@
+// Package postgres is the PostgreSQL store of Hephaestus: many engine and
+// worker processes on many machines share one database, and PostgreSQL
+// is their coordination engine.
+//
+// Every table lives in one schema (Config.Schema, "heph" by default),
+// created and upgraded by embedded migrations when the store is opened.
+// Processes that open the store at the same time take turns through an
+// advisory lock, so they never race on the schema.
+//
+// # Apply: one transaction, few round trips
+//
+// Apply commits all its changes in one READ COMMITTED transaction (group
+// commit). It locks the rows of the runs it updates (SELECT … ORDER BY id
+// FOR UPDATE, so concurrent Applies of many processes on one run
+// serialize, and in an order that cannot deadlock) and the tasks their
+// fences name, in one round trip. It then checks the fences and calls the
+// Decide functions in memory, and sends every change's writes — each a
+// single statement that deletes the fenced task, cancels tasks, updates
+// the run, appends the history and enqueues the new tasks — followed by
+// the claims, as one pipeline: a second round trip, whatever the number of
+// changes. The third sends the notifications and COMMIT. A refused change
+// (lease lost, run not found, Decide error, duplicate business id) writes
+// nothing. Should a change's statement fail anyway (say, JSON that jsonb
+// refuses), the batch is undone to a savepoint and the changes are applied
+// again one by one, each in a savepoint of its own, so that only the
+// failing change is refused.
+//
+// A transaction that fails before its COMMIT is sent is rolled back by the
+// server; Apply runs it again (Decide functions may be called more than
+// once) after deadlocks and connection failures, a few times. Once COMMIT
+// is sent, a failure leaves the outcome unknown: Apply then returns the
+// error and never retries, so a change is never applied twice; the
+// runtime's fencing makes the retry of a completion that did commit a
+// harmless no-op.
+//
+// # Notifications
+//
+// A commit that enqueued tasks ready at once (and did not lease them
+// itself) sends pg_notify(channel, queue) once per queue, delivered at
+// commit; Listen (store.Notifier) receives them on a connection of its
+// own. The channel is the schema's name followed by "_tasks".
+//
+// # JSON
+//
+// JSON values (inputs, outputs, states, payloads, history data) are
+// stored as jsonb: they come back equal in value, not in bytes (keys
+// sorted, spaces added, duplicate keys collapsed). jsonb refuses the
+// escape \u0000 in strings, and text refuses NUL bytes: a change that
+// carries them is refused, with PostgreSQL's error, and the others of its
+// batch apply.
+//
+// # Connection failures
+//
+// Every method bounds its work by Config.Timeout, so a connection that
+// died without a word fails the call instead of hanging it; the pool
+// replaces broken connections on the next call.
+package postgres
+
+import (
+	"context"
+	"database/sql"
+	"embed"
+	"errors"
+	"fmt"
+	"hash/fnv"
+	"io"
+	"io/fs"
+	"net"
+	"regexp"
+	"slices"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/jackc/pgx/v5/stdlib"
+
+	"github.com/hephaestus-go/hephaestus/internal/migrate"
+	"github.com/hephaestus-go/hephaestus/store"
+)
+
+//go:embed migrations/*.sql
+var migrationFiles embed.FS
+
+// Migrations returns the embedded schema migrations, for tools that show
+// or run them (Open applies them itself). They name tables without a
+// schema: run them with search_path set to the store's schema, as
+// WithMigrationLock does.
+func Migrations() fs.FS {
+	sub, err := fs.Sub(migrationFiles, "migrations")
+	if err != nil {
+		panic(err) // the directory is embedded; it exists
+	}
+	return sub
+}
+
+// Config configures Open.
+type Config struct {
+	// DSN is the connection string, as a URL
+	// ("postgres://user@host:5432/db?sslmode=disable") or as key=value
+	// pairs ("host=… dbname=…"). Required.
+	DSN string
+	// Schema is the PostgreSQL schema that holds every table of the
+	// store; it is created when missing. Several stores can share a
+	// database under different schemas. A lower-case identifier: a letter
+	// or "_", then letters, digits or "_", at most 57 bytes, not starting
+	// with "pg_". Defaults to "heph".
+	Schema string
+	// MaxConns is the size of the pool of connections for queries.
+	// Defaults to 16. Listen holds one more connection of its own.
+	MaxConns int
+	// SkipMigrations, when true, keeps Open from applying the embedded
+	// migrations: it then only checks that the schema is up to date and
+	// fails if it is not (apply them with `heph migrate up`). Defaults to
+	// false: Open applies pending migrations, under an advisory lock.
+	SkipMigrations bool
+	// Timeout bounds every call to the database made by a method of the
+	// store (Listen excepted, which reconnects by itself), so that a
+	// connection that died silently fails the call rather than hanging it.
+	// A context with an earlier deadline wins. Defaults to 1 minute.
+	Timeout time.Duration
+	// ConnectTimeout bounds the opening of a connection when the DSN does
+	// not set connect_timeout. Defaults to 10 seconds.
+	ConnectTimeout time.Duration
+}
+
+// Store is a store.Store (and a store.Notifier) on PostgreSQL. Its methods
+// are safe for concurrent use.
+type Store struct {
+	pool    *pgxpool.Pool
+	conn    *pgx.ConnConfig // for Listen
+	schema  string
+	channel string
+	timeout time.Duration
+	q       queries
+	// suspect is when (Unix nanoseconds) the pool stops checking its
+	// connections before use; see noteFailure.
+	suspect *atomic.Int64
+
+	// ctx ends when the store is closed: it stops Listen.
+	ctx       context.Context
+	stop      context.CancelFunc
+	mu        sync.Mutex // orders Listen's start with Close
+	listeners sync.WaitGroup
+
+	closed    atomic.Bool
+	closeOnce sync.Once
+}
+
+var (
+	_ store.Store    = (*Store)(nil)
+	_ store.Notifier = (*Store)(nil)
+)
+
+// Open connects to the database cfg describes and, unless
+// cfg.SkipMigrations is set, creates or upgrades the schema.
+func Open(ctx context.Context, cfg *Config) (*Store, error) {
+	return open(ctx, cfg, nil)
+}
+
+// open is Open with a hook that adjusts the pool's configuration (tests
+// count round trips with a tracer).
+func open(ctx context.Context, cfg *Config, tune func(*pgxpool.Config)) (*Store, error) {
+	c, err := cfg.withDefaults()
+	if err != nil {
+		return nil, err
+	}
+	pcfg, err := poolConfig(&c)
+	if err != nil {
+		return nil, err
+	}
+	// After a connection failure, check the pooled connections before
+	// use for a while: when the server restarted, they are all dead, and
+	// each would otherwise fail one call.
+	suspect := new(atomic.Int64)
+	pcfg.ShouldPing = func(_ context.Context, p pgxpool.ShouldPingParams) bool {
+		return p.IdleDuration > time.Second || time.Now().UnixNano() < suspect.Load()
+	}
+	if tune != nil {
+		tune(pcfg)
+	}
+	if c.SkipMigrations {
+		err = checkMigrated(ctx, pcfg.ConnConfig, c.Schema)
+	} else {
+		err = withMigrationLock(ctx, pcfg.ConnConfig, c.Schema, func(ctx context.Context, conn *sql.Conn) error {
+			_, err := migrate.Up(ctx, conn, Migrations(), migrate.Postgres)
+			return err
+		})
+	}
+	if err != nil {
+		return nil, fmt.Errorf("postgres: %w", err)
+	}
+	pool, err := pgxpool.NewWithConfig(ctx, pcfg)
+	if err != nil {
+		return nil, fmt.Errorf("postgres: %w", err)
+	}
+	s := &Store{
+		pool: pool, conn: pcfg.ConnConfig, schema: c.Schema, channel: channelName(c.Schema),
+		timeout: c.Timeout, q: newQueries(c.Schema), suspect: suspect,
+	}
+	s.ctx, s.stop = context.WithCancel(context.Background())
+	return s, nil
+}
+
+var schemaRE = regexp.MustCompile(`^[a-z_][a-z0-9_]*$`)
+
+func (cfg *Config) withDefaults() (Config, error) {
+	var c Config
+	if cfg != nil {
+		c = *cfg
+	}
+	var errs []error
+	if c.DSN == "" {
+		errs = append(errs, errors.New("postgres: Config.DSN is required"))
+	}
+	if c.Schema == "" {
+		c.Schema = "heph"
+	}
+	if err := validSchema(c.Schema); err != nil {
+		errs = append(errs, fmt.Errorf("postgres: Config.Schema: %w", err))
+	}
+	switch {
+	case c.MaxConns < 0:
+		errs = append(errs, fmt.Errorf("postgres: Config.MaxConns must not be negative, got %d", c.MaxConns))
+	case c.MaxConns == 0:
+		c.MaxConns = 16
+	}
+	switch {
+	case c.Timeout < 0:
+		errs = append(errs, fmt.Errorf("postgres: Config.Timeout must not be negative, got %v", c.Timeout))
+	case c.Timeout == 0:
+		c.Timeout = time.Minute
+	}
+	switch {
+	case c.ConnectTimeout < 0:
+		errs = append(errs, fmt.Errorf("postgres: Config.ConnectTimeout must not be negative, got %v", c.ConnectTimeout))
+	case c.ConnectTimeout == 0:
+		c.ConnectTimeout = 10 * time.Second
+	}
+	return c, errors.Join(errs...)
+}
+
+func validSchema(s string) error {
+	switch {
+	case !schemaRE.MatchString(s):
+		return fmt.Errorf("%q is not a lower-case identifier (a letter or _, then letters, digits or _)", s)
+	case len(s) > 57:
+		return fmt.Errorf("%q is longer than 57 bytes", s)
+	case strings.HasPrefix(s, "pg_"):
+		return fmt.Errorf("%q starts with pg_, which PostgreSQL reserves", s)
+	}
+	return nil
+}
+
+// channelName is the notification channel of a schema.
+func channelName(schema string) string { return schema + "_tasks" }
+
+func poolConfig(c *Config) (*pgxpool.Config, error) {
+	pcfg, err := pgxpool.ParseConfig(c.DSN)
+	if err != nil {
+		// The error may quote the DSN, password included: keep only its kind.
+		return nil, fmt.Errorf("postgres: Config.DSN cannot be parsed: %w", redact(err))
+	}
+	pcfg.MaxConns = int32(c.MaxConns)
+	if pcfg.ConnConfig.ConnectTimeout == 0 {
+		pcfg.ConnConfig.ConnectTimeout = c.ConnectTimeout
+	}
+	if pcfg.ConnConfig.RuntimeParams["application_name"] == "" {
+		pcfg.ConnConfig.RuntimeParams["application_name"] = "hephaestus"
+	}
+	return pcfg, nil
+}
+
+// redact drops the text of a DSN parse error, which may contain the
+// password, and keeps what is wrong.
+func redact(err error) error {
+	var pe *pgconn.ParseConfigError
+	if errors.As(err, &pe) && pe.Unwrap() != nil {
+		return pe.Unwrap()
+	}
+	return errors.New("invalid connection string")
+}
+
+// Channel returns the name of the channel the store notifies on.
+func (s *Store) Channel() string { return s.channel }
+
+// Schema returns the schema that holds the store's tables.
+func (s *Store) Schema() string { return s.schema }
+
+// Close closes the pool and stops Listen. It is safe to call more than
+// once; the other methods then return store.ErrClosed.
+func (s *Store) Close() error {
+	s.closeOnce.Do(func() {
+		s.mu.Lock()
+		s.closed.Store(true)
+		s.mu.Unlock()
+		s.stop()
+		s.listeners.Wait()
+		s.pool.Close()
+	})
+	return nil
+}
+
+// check returns store.ErrClosed after Close.
+func (s *Store) check() error {
+	if s.closed.Load() {
+		return store.ErrClosed
+	}
+	return nil
+}
+
+// fail wraps err for the operation op, reporting store.ErrClosed when the
+// store was closed under the call.
+func (s *Store) fail(op string, err error) error {
+	if s.closed.Load() && !errors.Is(err, store.ErrClosed) {
+		err = store.ErrClosed
+	}
+	s.noteFailure(err)
+	return fmt.Errorf("%s: %w", op, err)
+}
+
+// noteFailure makes the pool ping its connections before handing them out
+// for the next seconds when err says that connections may be dead.
+func (s *Store) noteFailure(err error) {
+	if transient(err) {
+		s.suspect.Store(time.Now().Add(2 * time.Second).UnixNano())
+	}
+}
+
+// bound applies Config.Timeout to ctx.
+func (s *Store) bound(ctx context.Context) (context.Context, context.CancelFunc) {
+	return context.WithTimeout(ctx, s.timeout)
+}
+
+// idempotent runs fn, once more after a transient failure: for reads and
+// for writes that may safely run twice.
+func (s *Store) idempotent(ctx context.Context, fn func(ctx context.Context) error) error {
+	ctx, cancel := s.bound(ctx)
+	defer cancel()
+	err := fn(ctx)
+	if err != nil && ctx.Err() == nil && transient(err) && s.check() == nil {
+		s.noteFailure(err)
+		err = fn(ctx)
+	}
+	return err
+}
+
+// once runs fn once, or again only when the failure happened before
+// anything was sent: for writes whose outcome is otherwise unknown.
+func (s *Store) once(ctx context.Context, fn func(ctx context.Context) error) error {
+	ctx, cancel := s.bound(ctx)
+	defer cancel()
+	err := fn(ctx)
+	if err != nil && ctx.Err() == nil && pgconn.SafeToRetry(err) && s.check() == nil {
+		s.noteFailure(err)
+		err = fn(ctx)
+	}
+	return err
+}
+
+// transient reports whether err is a failure after which a transaction
+// that did not commit may run again with a chance of success: a broken
+// connection, a server shutting down or starting, a deadlock.
+func transient(err error) bool {
+	if err == nil || errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
+		return false
+	}
+	var pe *pgconn.PgError
+	if errors.As(err, &pe) {
+		switch pe.Code {
+		case "40001", // serialization_failure
+			"40P01", // deadlock_detected
+			"57P01", // admin_shutdown (pg_terminate_backend, fast shutdown)
+			"57P02", // crash_shutdown
+			"57P03", // cannot_connect_now (starting up, shutting down)
+			"53300": // too_many_connections
+			return true
+		}
+		return strings.HasPrefix(pe.Code, "08") // connection_exception
+	}
+	if pgconn.SafeToRetry(err) {
+		return true
+	}
+	var ce *pgconn.ConnectError
+	var ne net.Error
+	return errors.As(err, &ce) || errors.As(err, &ne) ||
+		errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, net.ErrClosed)
+}
+
+// withMigrationLock runs fn on one connection, with the schema created,
+// search_path set to it and the store's advisory migration lock held.
+func withMigrationLock(ctx context.Context, cc *pgx.ConnConfig, schema string, fn func(ctx context.Context, conn *sql.Conn) error) (err error) {
+	db := stdlib.OpenDB(*cc)
+	defer func() {
+		if cerr := db.Close(); err == nil && cerr != nil {
+			err = cerr
+		}
+	}()
+	db.SetMaxOpenConns(1)
+	conn, err := db.Conn(ctx)
+	if err != nil {
+		return fmt.Errorf("connect: %w", err)
+	}
+	defer conn.Close()
+	// A session lock: released below, or when the connection closes.
+	if _, err := conn.ExecContext(ctx, "SELECT pg_advisory_lock($1)", lockKey(schema)); err != nil {
+		return fmt.Errorf("take the migration lock: %w", err)
+	}
+	defer func() {
+		uctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+		defer cancel()
+		_, _ = conn.ExecContext(uctx, "SELECT pg_advisory_unlock($1)", lockKey(schema))
+	}()
+	ident := pgx.Identifier{schema}.Sanitize()
+	if _, err := conn.ExecContext(ctx, "CREATE SCHEMA IF NOT EXISTS "+ident); err != nil {
+		return fmt.Errorf("create schema %s: %w", schema, err)
+	}
+	if _, err := conn.ExecContext(ctx, "SET search_path TO "+ident); err != nil {
+		return fmt.Errorf("set search_path: %w", err)
+	}
+	return fn(ctx, conn)
+}
+
+// WithMigrationLock connects to the database cfg describes (cfg.DSN and
+// cfg.Schema count) and runs fn on one connection, with the schema
+// created, search_path set to it, and the advisory lock held that Open
+// takes to migrate: so fn can run the migrations (Migrations) by hand, as
+// `heph migrate` does, without racing a process that opens the store.
+func WithMigrationLock(ctx context.Context, cfg *Config, fn func(ctx context.Context, conn *sql.Conn) error) error {
+	c, err := cfg.withDefaults()
+	if err != nil {
+		return err
+	}
+	pcfg, err := poolConfig(&c)
+	if err != nil {
+		return err
+	}
+	if err := withMigrationLock(ctx, pcfg.ConnConfig, c.Schema, fn); err != nil {
+		return fmt.Errorf("postgres: %w", err)
+	}
+	return nil
+}
+
+// lockKey is the advisory lock that serializes migrations of a schema.
+func lockKey(schema string) int64 {
+	h := fnv.New64a()
+	h.Write([]byte("hephaestus migrate " + schema))
+	return int64(h.Sum64())
+}
+
+// checkMigrated fails unless every embedded migration is applied, and no
+// unknown one.
+func checkMigrated(ctx context.Context, cc *pgx.ConnConfig, schema string) error {
+	ms, err := migrate.Load(Migrations())
+	if err != nil {
+		return err
+	}
+	conn, err := pgx.ConnectConfig(ctx, cc)
+	if err != nil {
+		return fmt.Errorf("connect: %w", err)
+	}
+	defer conn.Close(context.WithoutCancel(ctx))
+	var table *string
+	q := "SELECT to_regclass($1)::text"
+	if err := conn.QueryRow(ctx, q, pgx.Identifier{schema, migrate.Table}.Sanitize()).Scan(&table); err != nil {
+		return fmt.Errorf("check schema: %w", err)
+	}
+	if table == nil {
+		return fmt.Errorf("schema %s is not migrated (Config.SkipMigrations is set): run `heph migrate up`", schema)
+	}
+	rows, err := conn.Query(ctx, "SELECT version FROM "+pgx.Identifier{schema, migrate.Table}.Sanitize())
+	if err != nil {
+		return fmt.Errorf("check schema: %w", err)
+	}
+	applied, err := pgx.CollectRows(rows, pgx.RowTo[int])
+	if err != nil {
+		return fmt.Errorf("check schema: %w", err)
+	}
+	for _, v := range applied {
+		if !slices.ContainsFunc(ms, func(m migrate.Migration) bool { return m.Version == v }) {
+			return fmt.Errorf("schema %s: %w: %04d", schema, migrate.ErrUnknownVersion, v)
+		}
+	}
+	for _, m := range ms {
+		if !slices.Contains(applied, m.Version) {
+			return fmt.Errorf("schema %s lacks migration %04d_%s (Config.SkipMigrations is set): run `heph migrate up`", schema, m.Version, m.Name)
+		}
+	}
+	return nil
+}

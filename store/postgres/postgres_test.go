@@ -1,0 +1,598 @@
+package postgres_test
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"go.uber.org/goleak"
+
+	"github.com/hephaestus-go/hephaestus/hephtype"
+	"github.com/hephaestus-go/hephaestus/internal/migrate"
+	"github.com/hephaestus-go/hephaestus/internal/pgtest"
+	"github.com/hephaestus-go/hephaestus/store"
+	"github.com/hephaestus-go/hephaestus/store/postgres"
+	"github.com/hephaestus-go/hephaestus/store/storetest"
+)
+
+func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+
+// open opens a store and closes it when the test ends.
+func open(t testing.TB, cfg *postgres.Config) *postgres.Store {
+	t.Helper()
+	s, err := postgres.Open(context.Background(), cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if err := s.Close(); err != nil {
+			t.Error(err)
+		}
+	})
+	return s
+}
+
+// connect opens a plain connection, closed when the test ends.
+func connect(t testing.TB, dsn string) *pgx.Conn {
+	t.Helper()
+	conn, err := pgx.Connect(context.Background(), dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { conn.Close(context.Background()) })
+	return conn
+}
+
+var now = time.Date(2031, 3, 4, 5, 6, 7, 123456000, time.UTC)
+
+func newRun(id string, tasks ...store.NewTask) *store.NewRun {
+	return &store.NewRun{ID: id, Workflow: "wf", Version: 1, Kind: hephtype.KindFlow,
+		Status: hephtype.StatusRunning, Tasks: tasks}
+}
+
+func task(queue string, readyAt time.Time) store.NewTask {
+	return store.NewTask{Queue: queue, Kind: store.TaskStep, Step: "a", Index: -1, Attempt: 1, ReadyAt: readyAt}
+}
+
+func apply(t testing.TB, s store.Store, p *store.ApplyParams) *store.ApplyResult {
+	t.Helper()
+	if p.Now.IsZero() {
+		p.Now = now
+	}
+	res, err := s.Apply(context.Background(), p)
+	if err != nil {
+		t.Fatalf("Apply: %v", err)
+	}
+	return res
+}
+
+func create(t testing.TB, s store.Store, runs ...*store.NewRun) []store.ChangeResult {
+	t.Helper()
+	var cs []store.Change
+	for _, r := range runs {
+		cs = append(cs, store.Change{Create: r})
+	}
+	res := apply(t, s, &store.ApplyParams{Changes: cs})
+	for i, r := range res.Changes {
+		if r.Err != nil {
+			t.Fatalf("create %s: %v", runs[i].ID, r.Err)
+		}
+	}
+	return res.Changes
+}
+
+func TestConformance(t *testing.T) {
+	t.Parallel()
+	storetest.Run(t, func(t *testing.T) store.Store {
+		return open(t, &postgres.Config{DSN: pgtest.DSN(t)})
+	})
+}
+
+// A second schema in the same database is a store of its own.
+func TestConformanceCustomSchema(t *testing.T) {
+	t.Parallel()
+	storetest.Run(t, func(t *testing.T) store.Store {
+		dsn := pgtest.DSN(t)
+		open(t, &postgres.Config{DSN: dsn}) // a neighbour in "heph"
+		return open(t, &postgres.Config{DSN: dsn, Schema: "other_one"})
+	})
+}
+
+func TestConfigErrors(t *testing.T) {
+	t.Parallel()
+	long := strings.Repeat("x", 58)
+	for _, tc := range []struct {
+		cfg   *postgres.Config
+		field string
+	}{
+		{nil, "Config.DSN"},
+		{&postgres.Config{}, "Config.DSN"},
+		{&postgres.Config{DSN: "postgres://u:sekrit@h:notaport/db"}, "Config.DSN"},
+		{&postgres.Config{DSN: "host=x", Schema: "Heph"}, "Config.Schema"},
+		{&postgres.Config{DSN: "host=x", Schema: "1heph"}, "Config.Schema"},
+		{&postgres.Config{DSN: "host=x", Schema: "a-b"}, "Config.Schema"},
+		{&postgres.Config{DSN: "host=x", Schema: `a"; DROP TABLE x; --`}, "Config.Schema"},
+		{&postgres.Config{DSN: "host=x", Schema: "pg_heph"}, "Config.Schema"},
+		{&postgres.Config{DSN: "host=x", Schema: long}, "Config.Schema"},
+		{&postgres.Config{DSN: "host=x", MaxConns: -1}, "Config.MaxConns"},
+		{&postgres.Config{DSN: "host=x", Timeout: -time.Second}, "Config.Timeout"},
+		{&postgres.Config{DSN: "host=x", ConnectTimeout: -time.Second}, "Config.ConnectTimeout"},
+	} {
+		s, err := postgres.Open(t.Context(), tc.cfg)
+		if err == nil {
+			s.Close()
+			t.Errorf("Open(%+v): no error", tc.cfg)
+			continue
+		}
+		if !strings.Contains(err.Error(), tc.field) {
+			t.Errorf("Open(%+v): error %q does not name %s", tc.cfg, err, tc.field)
+		}
+		if strings.Contains(err.Error(), "sekrit") {
+			t.Errorf("Open: error %q shows the password", err)
+		}
+	}
+	// A schema of 57 bytes is fine (its channel has 63).
+	_, err := postgres.Open(t.Context(), &postgres.Config{DSN: "postgres://u@127.0.0.1:1/db", Schema: long[:57]})
+	if err == nil || strings.Contains(err.Error(), "Config.Schema") {
+		t.Errorf("57-byte schema: %v, want a connection error", err)
+	}
+}
+
+func TestOpenUnreachable(t *testing.T) {
+	t.Parallel()
+	start := time.Now()
+	_, err := postgres.Open(t.Context(), &postgres.Config{DSN: "postgres://postgres@127.0.0.1:1/x?sslmode=disable", ConnectTimeout: 2 * time.Second})
+	if err == nil {
+		t.Fatal("Open of a closed port: no error")
+	}
+	if d := time.Since(start); d > 10*time.Second {
+		t.Fatalf("Open took %v to fail", d)
+	}
+}
+
+// tables lists the tables of the test database by schema.
+func tables(t *testing.T, conn *pgx.Conn) map[string][]string {
+	t.Helper()
+	rows, err := conn.Query(t.Context(), `SELECT table_schema, table_name FROM information_schema.tables
+		WHERE table_schema NOT IN ('pg_catalog', 'information_schema') ORDER BY 1, 2`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := map[string][]string{}
+	for rows.Next() {
+		var schema, name string
+		if err := rows.Scan(&schema, &name); err != nil {
+			t.Fatal(err)
+		}
+		out[schema] = append(out[schema], name)
+	}
+	if err := rows.Err(); err != nil {
+		t.Fatal(err)
+	}
+	return out
+}
+
+func TestSchemaHonoured(t *testing.T) {
+	t.Parallel()
+	dsn := pgtest.DSN(t)
+	a := open(t, &postgres.Config{DSN: dsn, Schema: "tenant_a"})
+	b := open(t, &postgres.Config{DSN: dsn, Schema: "tenant_b"})
+	if a.Schema() != "tenant_a" || a.Channel() != "tenant_a_tasks" || b.Channel() != "tenant_b_tasks" {
+		t.Fatalf("schema %q, channels %q and %q", a.Schema(), a.Channel(), b.Channel())
+	}
+	create(t, a, newRun("only-in-a", task("q", now)))
+	if _, err := b.GetRun(t.Context(), "only-in-a"); !errors.Is(err, store.ErrRunNotFound) {
+		t.Fatalf("GetRun in the other schema: %v", err)
+	}
+	if ts, err := b.ClaimTasks(t.Context(), &store.ClaimParams{Queues: []string{"q"}, Owner: "w", Limit: 9, LeaseFor: time.Minute, Now: now}); err != nil || len(ts) != 0 {
+		t.Fatalf("claim in the other schema: %v, %v", ts, err)
+	}
+	got := tables(t, connect(t, dsn))
+	want := []string{"events", migrate.Table, "runs", "tasks"}
+	slices.Sort(want)
+	for _, schema := range []string{"tenant_a", "tenant_b"} {
+		if !slices.Equal(got[schema], want) {
+			t.Errorf("tables in %s: %v, want %v", schema, got[schema], want)
+		}
+	}
+	if len(got) != 2 {
+		t.Errorf("tables outside the two schemas: %v", got)
+	}
+}
+
+// Processes that start together on a fresh database all open it: the
+// advisory lock takes them through the migrations one at a time.
+func TestConcurrentMigrations(t *testing.T) {
+	t.Parallel()
+	dsn := pgtest.DSN(t)
+	const n = 4
+	var wg sync.WaitGroup
+	stores := make([]*postgres.Store, n)
+	errs := make([]error, n)
+	for i := range n {
+		wg.Go(func() { stores[i], errs[i] = postgres.Open(t.Context(), &postgres.Config{DSN: dsn}) })
+	}
+	wg.Wait()
+	for i := range n {
+		if errs[i] != nil {
+			t.Errorf("Open %d: %v", i, errs[i])
+			continue
+		}
+		defer stores[i].Close()
+		create(t, stores[i], newRun(fmt.Sprint("r", i)))
+	}
+	var versions []int
+	rows, err := connect(t, dsn).Query(t.Context(), "SELECT version FROM heph."+migrate.Table+" ORDER BY version")
+	if err == nil {
+		versions, err = pgx.CollectRows(rows, pgx.RowTo[int])
+	}
+	if err != nil || len(versions) != 1 || versions[0] != 1 {
+		t.Fatalf("applied versions %v, %v; want [1]", versions, err)
+	}
+}
+
+func status(t *testing.T, cfg *postgres.Config) []migrate.State {
+	t.Helper()
+	var st []migrate.State
+	err := postgres.WithMigrationLock(t.Context(), cfg, func(ctx context.Context, conn *sql.Conn) (err error) {
+		st, err = migrate.Status(ctx, conn, postgres.Migrations(), migrate.Postgres)
+		return err
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return st
+}
+
+func TestMigrationsUpDownStatus(t *testing.T) {
+	t.Parallel()
+	dsn := pgtest.DSN(t)
+	cfg := &postgres.Config{DSN: dsn, Schema: "mig"}
+	ms, err := migrate.Load(postgres.Migrations())
+	if err != nil || len(ms) == 0 {
+		t.Fatalf("Load: %v, %v", ms, err)
+	}
+	last := ms[len(ms)-1].Version
+
+	// Without migrations, a store that must not migrate refuses to open.
+	skip := &postgres.Config{DSN: dsn, Schema: "mig", SkipMigrations: true}
+	if _, err := postgres.Open(t.Context(), skip); err == nil || !strings.Contains(err.Error(), "heph migrate up") {
+		t.Fatalf("Open with SkipMigrations on an empty database: %v", err)
+	}
+	for _, s := range status(t, cfg) {
+		if s.Applied {
+			t.Fatalf("status before up: %+v", s)
+		}
+	}
+	var applied []int
+	err = postgres.WithMigrationLock(t.Context(), cfg, func(ctx context.Context, conn *sql.Conn) (err error) {
+		applied, err = migrate.Up(ctx, conn, postgres.Migrations(), migrate.Postgres)
+		return err
+	})
+	if err != nil || len(applied) != len(ms) {
+		t.Fatalf("up: %v, %v", applied, err)
+	}
+	for _, s := range status(t, cfg) {
+		if !s.Applied || s.AppliedAt.IsZero() || s.Unknown {
+			t.Fatalf("status after up: %+v", s)
+		}
+	}
+	s := open(t, skip)
+	create(t, s, newRun("r"))
+	s.Close()
+
+	var reverted []int
+	err = postgres.WithMigrationLock(t.Context(), cfg, func(ctx context.Context, conn *sql.Conn) (err error) {
+		reverted, err = migrate.Down(ctx, conn, postgres.Migrations(), migrate.Postgres, 1)
+		return err
+	})
+	if err != nil || !slices.Equal(reverted, []int{last}) {
+		t.Fatalf("down: %v, %v", reverted, err)
+	}
+	if st := status(t, cfg); st[len(st)-1].Applied {
+		t.Fatalf("status after down: %+v", st)
+	}
+	if got := tables(t, connect(t, dsn))["mig"]; len(ms) == 1 && !slices.Equal(got, []string{migrate.Table}) {
+		t.Fatalf("tables after down: %v", got)
+	}
+	if _, err := postgres.Open(t.Context(), skip); err == nil {
+		t.Fatal("Open with SkipMigrations after down: no error")
+	}
+	// Open migrates again.
+	s = open(t, cfg)
+	if _, err := s.GetRun(t.Context(), "r"); !errors.Is(err, store.ErrRunNotFound) {
+		t.Fatalf("GetRun after down and up: %v", err)
+	}
+}
+
+// A change whose statement fails (jsonb refuses the JSON) is refused
+// alone; the others in the batch apply.
+func TestFailingChangeRefusedAlone(t *testing.T) {
+	t.Parallel()
+	s := open(t, &postgres.Config{DSN: pgtest.DSN(t)})
+	create(t, s, newRun("u1", task("q", now)), newRun("u2"))
+	lease := claim(t, s, "q", 1)[0].Lease()
+	bad := newRun("bad")
+	bad.Input = []byte(`{"not json`)
+	nul := newRun("nul")
+	nul.Input = []byte(`{"s":"\u0000"}`) // valid JSON, refused by jsonb
+	mark := func(name string) func(*store.Run) (*store.Update, error) {
+		return func(*store.Run) (*store.Update, error) {
+			return &store.Update{History: []store.NewEvent{{Kind: hephtype.EventMarker, Name: name}}}, nil
+		}
+	}
+	res := apply(t, s, &store.ApplyParams{
+		Changes: []store.Change{
+			{Create: newRun("before", task("q2", now))},
+			{RunID: "u1", Fence: &lease, Decide: mark("done")},
+			{Create: bad},
+			{RunID: "u2", Decide: func(*store.Run) (*store.Update, error) {
+				return &store.Update{Output: []byte(`[oops`)}, nil
+			}},
+			{Create: nul},
+			{RunID: "u2", Decide: mark("after")},
+			{Create: newRun("after")},
+		},
+		Claims: []store.ClaimParams{{Queues: []string{"q2"}, Owner: "w", Limit: 5, LeaseFor: time.Minute}},
+	})
+	for i, wantErr := range []bool{false, false, true, true, true, false, false} {
+		if got := res.Changes[i].Err != nil; got != wantErr {
+			t.Errorf("change %d: error %v, want an error: %v", i, res.Changes[i].Err, wantErr)
+		}
+	}
+	if err := res.Changes[2].Err; err == nil || !strings.Contains(err.Error(), "create run bad") {
+		t.Errorf("refused create: %v", err)
+	}
+	for _, id := range []string{"before", "after"} {
+		if _, err := s.GetRun(t.Context(), id); err != nil {
+			t.Errorf("GetRun(%s): %v", id, err)
+		}
+	}
+	for _, id := range []string{"bad", "nul"} {
+		if _, err := s.GetRun(t.Context(), id); !errors.Is(err, store.ErrRunNotFound) {
+			t.Errorf("GetRun(%s): %v", id, err)
+		}
+	}
+	if r, err := s.GetRun(t.Context(), "u2"); err != nil || r.Seq != 1 || r.Output != nil {
+		t.Errorf("u2 = %+v, %v; want one marker and no output", r, err)
+	}
+	if r, err := s.GetRun(t.Context(), "u1"); err != nil || r.Seq != 1 {
+		t.Errorf("u1 = %+v, %v", r, err)
+	}
+	if len(res.Claimed[0]) != 1 || res.Claimed[0][0].RunID != "before" {
+		t.Errorf("claimed %+v", res.Claimed[0])
+	}
+}
+
+func claim(t testing.TB, s store.Store, queue string, n int) []*store.Task {
+	t.Helper()
+	ts, err := s.ClaimTasks(context.Background(), &store.ClaimParams{Queues: []string{queue}, Owner: "w", Limit: n, LeaseFor: time.Minute, Now: now})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(ts) != n {
+		t.Fatalf("claimed %d tasks of %s, want %d", len(ts), queue, n)
+	}
+	return ts
+}
+
+// Changes of one batch that depend on a run created in the same batch see
+// the outcome of that creation.
+func TestCreateThenUpdateInBatch(t *testing.T) {
+	t.Parallel()
+	s := open(t, &postgres.Config{DSN: pgtest.DSN(t)})
+	held := newRun("holder")
+	held.BusinessID = "k::1"
+	create(t, s, held)
+	dup := newRun("dup")
+	dup.BusinessID = "k::1"
+	seen := map[string]int64{}
+	mark := func(run *store.Run) (*store.Update, error) {
+		seen[run.ID] = run.Seq
+		return &store.Update{History: []store.NewEvent{{Kind: hephtype.EventMarker}}}, nil
+	}
+	res := apply(t, s, &store.ApplyParams{Changes: []store.Change{
+		{Create: newRun("fresh")},
+		{RunID: "fresh", Decide: mark},
+		{Create: dup},                   // refused: k::1 is held
+		{RunID: "dup", Decide: mark},    // so dup does not exist
+		{Create: newRun("holder")},      // the id exists
+		{RunID: "holder", Decide: mark}, // and is updated
+		{Create: newRun("fresh")},       // created above
+	}})
+	errs := make([]error, len(res.Changes))
+	for i, r := range res.Changes {
+		errs[i] = r.Err
+	}
+	if errs[0] != nil || errs[1] != nil || errs[5] != nil {
+		t.Fatalf("errors %v", errs)
+	}
+	var de *store.DuplicateRunError
+	if !errors.As(errs[2], &de) || de.ExistingRunID != "holder" {
+		t.Fatalf("duplicate: %v", errs[2])
+	}
+	if !errors.Is(errs[3], store.ErrRunNotFound) || errs[4] == nil || errs[6] == nil {
+		t.Fatalf("errors %v", errs)
+	}
+	if seen["fresh"] != 0 || seen["holder"] != 0 || len(seen) != 2 {
+		t.Fatalf("Decide saw %v", seen)
+	}
+	if r, err := s.GetRun(t.Context(), "fresh"); err != nil || r.Seq != 1 {
+		t.Fatalf("fresh = %+v, %v", r, err)
+	}
+}
+
+// Times keep their microseconds and compare as instants whatever the
+// location they were given in.
+func TestTimes(t *testing.T) {
+	t.Parallel()
+	s := open(t, &postgres.Config{DSN: pgtest.DSN(t)})
+	paris := time.FixedZone("CET", 3600)
+	at := time.Date(2031, 3, 4, 6, 6, 7, 123456789, paris) // 05:06:07.123456789 UTC
+	res := apply(t, s, &store.ApplyParams{Now: at, Changes: []store.Change{{Create: newRun("t", task("q", at.Add(time.Nanosecond)))}}})
+	r, err := s.GetRun(t.Context(), "t")
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := time.Date(2031, 3, 4, 5, 6, 7, 123456000, time.UTC)
+	if !r.CreatedAt.Equal(want) || r.CreatedAt.Location() != time.UTC || !res.Changes[0].Run.CreatedAt.Equal(want) {
+		t.Fatalf("created at %v (result %v), want %v", r.CreatedAt, res.Changes[0].Run.CreatedAt, want)
+	}
+	// Claimable exactly at its ready time, not a microsecond before.
+	if ts, err := s.ClaimTasks(t.Context(), &store.ClaimParams{Queues: []string{"q"}, Owner: "w", Limit: 1, LeaseFor: time.Second, Now: want.Add(-time.Microsecond)}); err != nil || len(ts) != 0 {
+		t.Fatalf("claim before ready: %v, %v", ts, err)
+	}
+	ts, err := s.ClaimTasks(t.Context(), &store.ClaimParams{Queues: []string{"q"}, Owner: "w", Limit: 1, LeaseFor: 1500 * time.Microsecond, Now: want})
+	if err != nil || len(ts) != 1 || !ts[0].ReadyAt.Equal(want) || !ts[0].LeaseUntil.Equal(want.Add(1500*time.Microsecond)) {
+		t.Fatalf("claim at ready: %+v, %v", ts, err)
+	}
+}
+
+// Calls fail rather than hang when the store's connections are killed,
+// and the store recovers by itself.
+func TestConnectionsKilled(t *testing.T) {
+	t.Parallel()
+	dsn := pgtest.DSN(t)
+	s := open(t, &postgres.Config{DSN: dsn, MaxConns: 4})
+	admin := connect(t, dsn)
+	create(t, s, newRun("r", task("q", now)))
+	for round := range 5 {
+		kill(t, admin)
+		deadline := time.Now().Add(10 * time.Second)
+		for {
+			_, err := s.GetRun(t.Context(), "r")
+			if err == nil {
+				break
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("round %d: GetRun still fails: %v", round, err)
+			}
+		}
+		res, err := s.Apply(t.Context(), &store.ApplyParams{Now: now, Changes: []store.Change{{RunID: "r", Decide: func(*store.Run) (*store.Update, error) {
+			return &store.Update{History: []store.NewEvent{{Kind: hephtype.EventMarker}}}, nil
+		}}}})
+		if err != nil || res.Changes[0].Err != nil {
+			t.Fatalf("round %d: Apply after recovery: %v, %+v", round, err, res)
+		}
+	}
+}
+
+// kill ends every session of the test database but the caller's.
+func kill(t testing.TB, admin *pgx.Conn) int {
+	t.Helper()
+	var n int
+	err := admin.QueryRow(context.Background(), `SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity
+		WHERE datname = current_database() AND pid <> pg_backend_pid()`).Scan(&n)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return n
+}
+
+func TestCloseStopsListen(t *testing.T) {
+	t.Parallel()
+	s, err := postgres.Open(t.Context(), &postgres.Config{DSN: pgtest.DSN(t)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() { done <- s.Listen(context.Background(), func(string) {}) }()
+	s.Close()
+	select {
+	case err := <-done:
+		if !errors.Is(err, store.ErrClosed) {
+			t.Fatalf("Listen after Close: %v", err)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("Listen still runs after Close")
+	}
+	if err := s.Listen(context.Background(), func(string) {}); !errors.Is(err, store.ErrClosed) {
+		t.Fatalf("Listen on a closed store: %v", err)
+	}
+}
+
+// A transaction that takes business keys in the opposite order of an
+// Apply deadlocks with it; PostgreSQL breaks the deadlock by failing the
+// Apply's transaction (it waited first), and Apply runs it again: the
+// caller sees no store error, and learns who holds the keys.
+func TestDeadlockRetried(t *testing.T) {
+	t.Parallel()
+	dsn := pgtest.DSN(t)
+	// The Apply's session looks for deadlocks after waiting 3 s, the
+	// other's after a minute: whatever the load, the Apply finds this one.
+	s := open(t, &postgres.Config{DSN: dsn + "&options=-c%20deadlock_timeout%3D3s"})
+	ctx := t.Context()
+	other := connect(t, dsn)
+	if _, err := other.Exec(ctx, "SET deadlock_timeout = '60s'"); err != nil {
+		t.Fatal(err)
+	}
+	watcher := connect(t, dsn)
+	insert := func(tx pgx.Tx, id, key string) error {
+		_, err := tx.Exec(ctx, `INSERT INTO heph.runs (id, workflow, version, kind, status, business_id, key_scope, unique_key, created_at, updated_at)
+			VALUES ($1, 'wf', 1, 'flow', 'running', $2, 'active', 'wf' || chr(31) || $2, now(), now())`, id, key)
+		return err
+	}
+	tx, err := other.Begin(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tx.Rollback(context.Background()) //nolint:errcheck // after Commit, a no-op
+	if err := insert(tx, "other-2", "k::2"); err != nil {
+		t.Fatal(err)
+	}
+	// The Apply takes k::1, then waits for k::2.
+	type outcome struct {
+		res *store.ApplyResult
+		err error
+	}
+	done := make(chan outcome, 1)
+	go func() {
+		mk := func(id, key string) store.Change {
+			r := newRun(id)
+			r.BusinessID = key
+			return store.Change{Create: r}
+		}
+		res, err := s.Apply(context.Background(), &store.ApplyParams{Now: now, Changes: []store.Change{mk("mine-1", "k::1"), mk("mine-2", "k::2")}})
+		done <- outcome{res, err}
+	}()
+	for deadline := time.Now().Add(10 * time.Second); ; {
+		var waiting int
+		err := watcher.QueryRow(ctx, `SELECT count(*) FROM pg_stat_activity
+			WHERE datname = current_database() AND wait_event_type = 'Lock' AND application_name = 'hephaestus'`).Scan(&waiting)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if waiting > 0 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the Apply never waited for k::2")
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	// Now the other transaction wants k::1: a deadlock, which fails the
+	// Apply's transaction; this one then gets k::1 and commits.
+	if err := insert(tx, "other-1", "k::1"); err != nil {
+		t.Fatal(err)
+	}
+	if err := tx.Commit(ctx); err != nil {
+		t.Fatal(err)
+	}
+	o := <-done
+	if o.err != nil {
+		t.Fatalf("Apply: %v", o.err)
+	}
+	for i, want := range []string{"other-1", "other-2"} {
+		var de *store.DuplicateRunError
+		if err := o.res.Changes[i].Err; !errors.As(err, &de) || de.ExistingRunID != want {
+			t.Errorf("change %d: %v, want a duplicate held by %s", i, err, want)
+		}
+	}
+}

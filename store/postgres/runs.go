@@ -1,0 +1,216 @@
+package postgres
+
+import (
+	"context"
+	"encoding/base64"
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/hephaestus-go/hephaestus/store"
+)
+
+// GetRun returns a run by id.
+func (s *Store) GetRun(ctx context.Context, id string) (*store.Run, error) {
+	if err := s.check(); err != nil {
+		return nil, fmt.Errorf("get run: %w", err)
+	}
+	var r *store.Run
+	err := s.idempotent(ctx, func(ctx context.Context) (err error) {
+		r, err = scanRun(s.pool.QueryRow(ctx, s.q.getRun, id))
+		return err
+	})
+	if errors.Is(err, pgx.ErrNoRows) {
+		return nil, fmt.Errorf("get run %s: %w", id, store.ErrRunNotFound)
+	}
+	if err != nil {
+		return nil, s.fail("get run", err)
+	}
+	return r, nil
+}
+
+// FindRun returns the newest run with a business id.
+func (s *Store) FindRun(ctx context.Context, p *store.FindRunParams) (*store.Run, error) {
+	if err := s.check(); err != nil {
+		return nil, fmt.Errorf("find run: %w", err)
+	}
+	if p.BusinessID == "" {
+		return nil, fmt.Errorf("find run: empty business id: %w", store.ErrRunNotFound)
+	}
+	var r *store.Run
+	err := s.idempotent(ctx, func(ctx context.Context) (err error) {
+		r, err = scanRun(s.pool.QueryRow(ctx, s.q.findRun, p.BusinessID, p.Workflow))
+		return err
+	})
+	if errors.Is(err, pgx.ErrNoRows) {
+		return nil, fmt.Errorf("find run %s: %w", p.BusinessID, store.ErrRunNotFound)
+	}
+	if err != nil {
+		return nil, s.fail("find run", err)
+	}
+	return r, nil
+}
+
+// ListRuns returns runs newest first (by creation time, then id), with
+// keyset pagination.
+func (s *Store) ListRuns(ctx context.Context, p *store.ListRunsParams) (*store.RunPage, error) {
+	if err := s.check(); err != nil {
+		return nil, fmt.Errorf("list runs: %w", err)
+	}
+	limit := p.Limit
+	switch {
+	case limit < 0:
+		return nil, fmt.Errorf("list runs: Limit must not be negative, got %d", limit)
+	case limit == 0:
+		limit = 100
+	case limit > 1000:
+		limit = 1000
+	}
+	var where []string
+	var args []any
+	arg := func(cond string, v any) {
+		args = append(args, v)
+		where = append(where, strings.ReplaceAll(cond, "$?", "$"+strconv.Itoa(len(args))))
+	}
+	if p.Workflow != "" {
+		arg("workflow = $?", p.Workflow)
+	}
+	if len(p.Statuses) > 0 {
+		st := make([]string, len(p.Statuses))
+		for i, s := range p.Statuses {
+			st[i] = string(s)
+		}
+		arg("status = ANY($?::text[])", st)
+	}
+	if p.BusinessID != "" {
+		arg("business_id = $?", p.BusinessID)
+	}
+	if len(p.Tags) > 0 {
+		arg("tags @> $?::text[]", p.Tags)
+	}
+	if !p.CreatedAfter.IsZero() {
+		arg("created_at >= $?", truncate(p.CreatedAfter))
+	}
+	if !p.CreatedBefore.IsZero() {
+		arg("created_at < $?", truncate(p.CreatedBefore))
+	}
+	if p.Cursor != "" {
+		at, id, err := decodeCursor(p.Cursor)
+		if err != nil {
+			return nil, fmt.Errorf("list runs: %w", err)
+		}
+		args = append(args, at)
+		arg(fmt.Sprintf("(created_at, id) < ($%d, $?)", len(args)), id)
+	}
+	q := s.q.listRuns
+	if len(where) > 0 {
+		q += " WHERE " + strings.Join(where, " AND ")
+	}
+	args = append(args, limit+1)
+	q += " ORDER BY created_at DESC, id DESC LIMIT $" + strconv.Itoa(len(args))
+
+	var runs []*store.Run
+	err := s.idempotent(ctx, func(ctx context.Context) error {
+		rows, err := s.pool.Query(ctx, q, args...)
+		if err != nil {
+			return err
+		}
+		runs, err = pgx.CollectRows(rows, func(row pgx.CollectableRow) (*store.Run, error) { return scanRun(row) })
+		return err
+	})
+	if err != nil {
+		return nil, s.fail("list runs", err)
+	}
+	page := &store.RunPage{Runs: runs}
+	if page.Runs == nil {
+		page.Runs = []*store.Run{}
+	}
+	if len(page.Runs) > limit {
+		page.Runs = page.Runs[:limit]
+		last := page.Runs[limit-1]
+		page.Next = encodeCursor(last.CreatedAt, last.ID)
+	}
+	return page, nil
+}
+
+// A cursor is the creation time (Unix microseconds) and id of the last
+// run of a page.
+func encodeCursor(at time.Time, id string) string {
+	return base64.RawURLEncoding.EncodeToString([]byte(strconv.FormatInt(at.UnixMicro(), 10) + "," + id))
+}
+
+func decodeCursor(c string) (time.Time, string, error) {
+	b, err := base64.RawURLEncoding.DecodeString(c)
+	if err == nil {
+		at, id, ok := strings.Cut(string(b), ",")
+		if n, err := strconv.ParseInt(at, 10, 64); ok && err == nil {
+			return time.UnixMicro(n).UTC(), id, nil
+		}
+	}
+	return time.Time{}, "", fmt.Errorf("invalid cursor %q", c)
+}
+
+// History returns a run's history in sequence order.
+func (s *Store) History(ctx context.Context, p *store.HistoryParams) ([]store.Event, error) {
+	if err := s.check(); err != nil {
+		return nil, fmt.Errorf("history: %w", err)
+	}
+	var limit *int
+	if p.Limit > 0 {
+		limit = &p.Limit
+	}
+	var out []store.Event
+	exists := true
+	err := s.idempotent(ctx, func(ctx context.Context) error {
+		rows, err := s.pool.Query(ctx, s.q.history, p.RunID, p.AfterSeq, limit)
+		if err != nil {
+			return err
+		}
+		out, err = pgx.CollectRows(rows, func(row pgx.CollectableRow) (store.Event, error) { return scanEvent(row) })
+		if err != nil || len(out) > 0 {
+			return err
+		}
+		return s.pool.QueryRow(ctx, s.q.runExists, p.RunID).Scan(&exists)
+	})
+	if err != nil {
+		return nil, s.fail("history", err)
+	}
+	if !exists {
+		return nil, fmt.Errorf("history %s: %w", p.RunID, store.ErrRunNotFound)
+	}
+	return out, nil
+}
+
+// PruneRuns deletes up to p.Limit runs that finished before
+// p.FinishedBefore, oldest first; their history and tasks go with them
+// (ON DELETE CASCADE). Runs that another transaction holds locked are
+// left for the next call.
+func (s *Store) PruneRuns(ctx context.Context, p *store.PruneParams) (int, error) {
+	if err := s.check(); err != nil {
+		return 0, fmt.Errorf("prune runs: %w", err)
+	}
+	if p.FinishedBefore.IsZero() {
+		return 0, errors.New("prune runs: FinishedBefore is zero")
+	}
+	limit := p.Limit
+	switch {
+	case limit < 0:
+		return 0, fmt.Errorf("prune runs: Limit must not be negative, got %d", limit)
+	case limit == 0:
+		limit = 1000
+	}
+	var n int64
+	err := s.once(ctx, func(ctx context.Context) error {
+		tag, err := s.pool.Exec(ctx, s.q.prune, truncate(p.FinishedBefore), limit)
+		n = tag.RowsAffected()
+		return err
+	})
+	if err != nil {
+		return 0, s.fail("prune runs", err)
+	}
+	return int(n), nil
+}

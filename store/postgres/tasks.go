@@ -1,0 +1,178 @@
+package postgres
+
+import (
+	"cmp"
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/hephaestus-go/hephaestus/store"
+)
+
+// ClaimTasks leases up to p.Limit ready tasks in one statement. Tasks that
+// another transaction holds locked are skipped, not waited for, so
+// claimers of many processes never queue behind each other.
+func (s *Store) ClaimTasks(ctx context.Context, p *store.ClaimParams) ([]*store.Task, error) {
+	if err := s.check(); err != nil {
+		return nil, fmt.Errorf("claim tasks: %w", err)
+	}
+	if err := checkClaim(p); err != nil {
+		return nil, fmt.Errorf("claim tasks: %w", err)
+	}
+	if len(p.Queues) == 0 {
+		return nil, nil
+	}
+	var out []*store.Task
+	// A claim that reached the server may have committed: run it again
+	// only when nothing was sent.
+	err := s.once(ctx, func(ctx context.Context) error {
+		sql, args := claimArgs(&s.q, p)
+		rows, err := s.pool.Query(ctx, sql, args...)
+		if err != nil {
+			return err
+		}
+		out, err = collectTasks(rows)
+		return err
+	})
+	if err != nil {
+		return nil, s.fail("claim tasks", err)
+	}
+	return out, nil
+}
+
+func checkClaim(p *store.ClaimParams) error {
+	switch {
+	case p.Owner == "":
+		return errors.New("Owner is empty")
+	case p.Limit <= 0:
+		return fmt.Errorf("Limit must be positive, got %d", p.Limit)
+	case p.LeaseFor <= 0:
+		return fmt.Errorf("LeaseFor must be positive, got %v", p.LeaseFor)
+	case p.Now.IsZero():
+		return errors.New("Now is zero")
+	}
+	return nil
+}
+
+// claimArgs is the claim statement for p and its arguments. One queue
+// gets a plan that walks the claim index in order and stops at the limit.
+func claimArgs(q *queries, p *store.ClaimParams) (string, []any) {
+	now := truncate(p.Now)
+	until := truncate(p.Now.Add(p.LeaseFor))
+	if len(p.Queues) == 1 {
+		return q.claimOne, []any{p.Queues[0], p.Owner, until, now, p.Limit}
+	}
+	return q.claimMany, []any{p.Queues, p.Owner, until, now, p.Limit}
+}
+
+// collectTasks reads tasks in claim order (RETURNING has none).
+func collectTasks(rows pgx.Rows) ([]*store.Task, error) {
+	defer rows.Close()
+	var out []*store.Task
+	for rows.Next() {
+		t, err := scanTask(rows)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, t)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	slices.SortFunc(out, func(a, b *store.Task) int {
+		if c := cmp.Compare(b.Priority, a.Priority); c != 0 {
+			return c
+		}
+		if c := a.ReadyAt.Compare(b.ReadyAt); c != 0 {
+			return c
+		}
+		return cmp.Compare(a.ID, b.ID)
+	})
+	return out, nil
+}
+
+// Heartbeat extends the leases still held to p.Until.
+func (s *Store) Heartbeat(ctx context.Context, p *store.HeartbeatParams) ([]int64, error) {
+	if err := s.check(); err != nil {
+		return nil, fmt.Errorf("heartbeat: %w", err)
+	}
+	if len(p.Leases) == 0 {
+		return nil, nil
+	}
+	if p.Until.IsZero() {
+		return nil, errors.New("heartbeat: Until is zero")
+	}
+	lost, err := s.leases(ctx, s.q.heartbeat, p.Leases, truncate(p.Until))
+	if err != nil {
+		return nil, s.fail("heartbeat", err)
+	}
+	return lost, nil
+}
+
+// ReleaseTasks makes leased tasks claimable again at once.
+func (s *Store) ReleaseTasks(ctx context.Context, leases []store.Lease) error {
+	if err := s.check(); err != nil {
+		return fmt.Errorf("release tasks: %w", err)
+	}
+	if len(leases) == 0 {
+		return nil
+	}
+	if _, err := s.leases(ctx, s.q.release, leases); err != nil {
+		return s.fail("release tasks", err)
+	}
+	return nil
+}
+
+// leases runs a leaseSQL statement over leases (and extra arguments from
+// $3 on) and returns the ids of
+// the leases it found no longer held. Running it twice does no harm.
+func (s *Store) leases(ctx context.Context, sql string, leases []store.Lease, extra ...any) ([]int64, error) {
+	ids, tokens := make([]int64, len(leases)), make([]int64, len(leases))
+	for i, l := range leases {
+		ids[i], tokens[i] = l.TaskID, l.Token
+	}
+	var held []int64
+	err := s.idempotent(ctx, func(ctx context.Context) error {
+		rows, err := s.pool.Query(ctx, sql, append([]any{ids, tokens}, extra...)...)
+		if err != nil {
+			return err
+		}
+		held, err = pgx.CollectRows(rows, pgx.RowTo[int64])
+		return err
+	})
+	if err != nil {
+		return nil, err
+	}
+	var lost []int64
+	for _, l := range leases {
+		if !slices.Contains(held, l.TaskID) && !slices.Contains(lost, l.TaskID) {
+			lost = append(lost, l.TaskID)
+		}
+	}
+	return lost, nil
+}
+
+// NextReady returns when a task of the queues is next claimable.
+func (s *Store) NextReady(ctx context.Context, p *store.NextReadyParams) (time.Time, bool, error) {
+	if err := s.check(); err != nil {
+		return time.Time{}, false, fmt.Errorf("next ready: %w", err)
+	}
+	if len(p.Queues) == 0 {
+		return time.Time{}, false, nil
+	}
+	var next *time.Time
+	err := s.idempotent(ctx, func(ctx context.Context) error {
+		return s.pool.QueryRow(ctx, s.q.nextReady, p.Queues).Scan(&next)
+	})
+	if err != nil {
+		return time.Time{}, false, s.fail("next ready", err)
+	}
+	if next == nil {
+		return time.Time{}, false, nil
+	}
+	return next.UTC(), true, nil
+}
