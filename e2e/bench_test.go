@@ -12,7 +12,9 @@ import (
 
 	heph "github.com/hephaestus-go/hephaestus"
 	"github.com/hephaestus-go/hephaestus/flow"
+	"github.com/hephaestus-go/hephaestus/internal/pgtest"
 	"github.com/hephaestus-go/hephaestus/store"
+	"github.com/hephaestus-go/hephaestus/store/postgres"
 	"github.com/hephaestus-go/hephaestus/store/sqlite"
 )
 
@@ -200,4 +202,17 @@ func benchMap(b *testing.B, open func(b *testing.B) store.Store) {
 		total += time.Since(t0)
 	}
 	b.ReportMetric(float64(total.Microseconds())/1000/float64(b.N), "ms/run")
+}
+
+// BenchmarkPostgres runs (a) to (d) on PostgreSQL: a fresh database per
+// benchmark on the server named by HEPH_TEST_POSTGRES.
+func BenchmarkPostgres(b *testing.B) {
+	runBenchmarks(b, func(b *testing.B) store.Store {
+		st, err := postgres.Open(context.Background(), &postgres.Config{DSN: pgtest.DSN(b)})
+		if err != nil {
+			b.Fatal(err)
+		}
+		b.Cleanup(func() { _ = st.Close() })
+		return st
+	})
 }
