@@ -24,6 +24,7 @@ import (
 type Client struct {
 	cfg    Config
 	flows  registry
+	wf     *wfRuntime
 	commit *committer
 	hooks  hooks
 
@@ -53,6 +54,7 @@ func New(cfg *Config) (*Client, error) {
 	}
 	cl := &Client{cfg: c, waiters: map[string][]chan *store.Run{}, running: map[string]*runningTask{}, wakes: map[string]chan struct{}{}, nextReady: map[string]time.Time{}}
 	cl.commit = newCommitter(cl)
+	cl.wf = newWfRuntime(&c)
 	for q := range c.Queues {
 		cl.wakes[q] = make(chan struct{}, 1)
 	}
@@ -398,9 +400,19 @@ func (c *Client) CancelRun(ctx context.Context, runID, reason string) error {
 	if reason == "" {
 		reason = "cancelled"
 	}
-	_, err := c.commit.submit(ctx, store.Change{RunID: runID, Decide: c.decideWith(engine.Cancel{Reason: reason}, c.cfg.Clock.Now(), true)})
+	decide := c.decideWith(engine.Cancel{Reason: reason}, c.cfg.Clock.Now(), true)
+	r, err := c.commit.submit(ctx, store.Change{RunID: runID, Decide: func(run *store.Run) (*store.Update, error) {
+		if run.Kind == hephtype.KindWorkflow {
+			return cancelWorkflowUpdate(run, reason)
+		}
+		return decide(run)
+	}})
 	if err != nil {
 		return fmt.Errorf("cancel run %s: %w", runID, err)
+	}
+	if run := r.res.Run; run != nil && run.Kind == hephtype.KindWorkflow {
+		c.wf.sticky.evict(runID)
+		c.wf.updates.notifyRun(runID, updateOutcome{ended: run.Status})
 	}
 	return nil
 }
@@ -452,6 +464,7 @@ func (c *Client) afterCommit(batch []*commitReq, claimed map[int64]bool, now tim
 			c.waitMu.Unlock()
 			kind := map[hephtype.RunStatus]EventKind{
 				hephtype.StatusCompleted: RunCompleted, hephtype.StatusFailed: RunFailed, hephtype.StatusCancelled: RunCancelled,
+				hephtype.StatusContinued: RunContinued,
 			}[run.Status]
 			var err error
 			if run.Error != "" {

@@ -10,6 +10,18 @@
 //	c.Start(ctx)                    // workers
 //	run, _ := c.Run(ctx, "order", Order{ID: "42"}, nil)
 //
+// Code-first workflows (package workflow) run on the same core: register
+// them and their activities, then start them with the typed helpers:
+//
+//	c.RegisterWorkflows(checkout)
+//	c.RegisterActivities(charge, ship)
+//	run, _ := hephaestus.StartWorkflow(ctx, c, checkout, cart, nil)
+//	receipt, err := run.Get(ctx)
+//
+// Signals (SignalWorkflow, SignalWithStart), updates (Update), queries
+// (Query) and cancellation (CancelRun) reach running workflows; package
+// hephtest runs workflows in memory and replays exported histories.
+//
 // Every state change of a run is one transaction in the store: the run,
 // its history and its task queue change together. Steps run at least once;
 // a crash or restart of the process loses no run, and a step whose worker
@@ -91,6 +103,19 @@ type Config struct {
 	// RetentionInterval is how often the retention sweep runs. Defaults to
 	// 1 hour.
 	RetentionInterval time.Duration
+	// WorkflowQueue is the queue of the decision, timer and operation tasks
+	// of code-first workflows, and of their activities that name no
+	// queue. Defaults to "default".
+	WorkflowQueue string
+	// StickyCacheSize bounds how many workflow runs this process keeps in
+	// memory between decisions (sticky execution): a run evicted from the
+	// cache replays its history at its next decision. Defaults to 1024.
+	StickyCacheSize int
+	// DecisionRetryBackoff is the delay before a failed workflow decision
+	// (non-deterministic code, a workflow not registered here) is tried
+	// again; it doubles with each failure, up to 5 minutes. Defaults to 1
+	// second.
+	DecisionRetryBackoff time.Duration
 	// WorkerID names this process in leases. Defaults to a random id.
 	WorkerID string
 	// Clock is the source of time. Defaults to the system clock.
@@ -143,6 +168,11 @@ func (c *Config) withDefaults() (Config, error) {
 	}
 	def("ShutdownTimeout", &cfg.ShutdownTimeout, 10*time.Second)
 	def("RetentionInterval", &cfg.RetentionInterval, time.Hour)
+	def("DecisionRetryBackoff", &cfg.DecisionRetryBackoff, time.Second)
+	defInt("StickyCacheSize", &cfg.StickyCacheSize, 1024)
+	if cfg.WorkflowQueue == "" {
+		cfg.WorkflowQueue = "default"
+	}
 	if cfg.Retention < 0 {
 		errs = append(errs, fmt.Errorf("Config.Retention is %s; it must not be negative", cfg.Retention))
 	}

@@ -25,6 +25,11 @@ const (
 	WorkerFailed   EventKind = "worker.failed"
 	CommitFailed   EventKind = "commit.failed"
 	RetentionSwept EventKind = "retention.swept"
+	RunContinued   EventKind = "run.continued" // a workflow continued as new
+	// DecisionFailed: a workflow decision failed (Err says why: a
+	// *NonDeterminismError, a workflow not registered here); it is
+	// retried after Duration.
+	DecisionFailed EventKind = "decision.failed"
 )
 
 // Event is a telemetry event: something the runtime did. Fields that do

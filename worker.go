@@ -130,6 +130,7 @@ func (c *Client) Stop(ctx context.Context) error {
 		w.loops.Wait()
 	}
 	c.commit.close()
+	c.wf.sticky.close()
 	return nil
 }
 
@@ -304,6 +305,9 @@ func (c *Client) release(tasks []*store.Task) {
 // runTask executes one claimed task and commits its outcome. It returns a
 // task of the same queue claimed by that commit for this slot, if any.
 func (c *Client) runTask(w *workers, t *store.Task) *store.Task {
+	if isWorkflowTask(t.Kind) {
+		return c.runWorkflowTask(w, t)
+	}
 	start := c.cfg.Clock.Now()
 	c.emit(Event{Kind: TaskStarted, RunID: t.RunID, Workflow: t.Workflow, Version: t.Version, Step: t.Step, Index: t.Index, Attempt: t.Attempt, Queue: t.Queue, TaskID: t.ID})
 	var ev engine.Event

@@ -17,6 +17,14 @@ func TestMain(m *testing.M) {
 		}
 		os.Exit(0)
 	}
+	// The workflow crash tests run it as the process they kill.
+	if spec := os.Getenv(wfCrashEnv); spec != "" {
+		if err := wfCrashChild(spec); err != nil {
+			fmt.Fprintln(os.Stderr, "workflow crash child:", err)
+			os.Exit(1)
+		}
+		os.Exit(0)
+	}
 	// The multi-process test runs it as its worker processes.
 	if dsn := os.Getenv(multiEnvDSN); dsn != "" {
 		if err := multiChild(dsn, os.Getenv(multiEnvChild)); err != nil {

@@ -61,6 +61,7 @@ func Run(t *testing.T, b Backend) {
 		{"WakeUpsWithoutPolling", testWakeUpsWithoutPolling},
 		{"IdempotencyKey", testIdempotencyKey},
 		{"BulkStart", testBulkStart},
+		{"Workflows", testWorkflows},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

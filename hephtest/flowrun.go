@@ -5,6 +5,11 @@
 // core schedules them, retries run at once (backoff is a runtime concern),
 // and timers fire only when the test says so. It is the quickest way to
 // unit-test a flow's routing and step code.
+//
+// WorkflowEnv runs code-first workflows (package workflow) in memory, with
+// mocked activities and a virtual clock that skips to the next timer;
+// ReplayHistory checks that current code still replays the history of a
+// run exported with Client.ExportHistory.
 package hephtest
 
 import (

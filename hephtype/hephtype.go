@@ -91,6 +91,16 @@ const (
 	EventMarker         EventKind = "marker"
 	EventChildStarted   EventKind = "child_started"
 	EventChildCompleted EventKind = "child_completed"
+	// EventChildFailed reports that a child workflow failed or was
+	// cancelled.
+	EventChildFailed EventKind = "child_failed"
+	// EventChildCancelled records that a workflow asked for one of its
+	// children to be cancelled.
+	EventChildCancelled EventKind = "child_cancelled"
+	// EventDecision opens the output of one activation of a code-first
+	// workflow: the events after it, up to the next event the runtime
+	// wrote, are the commands that activation issued.
+	EventDecision EventKind = "decision"
 )
 
 // RunKind tells which authoring model a run belongs to.

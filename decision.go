@@ -1,0 +1,660 @@
+package hephaestus
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"strconv"
+	"time"
+
+	"github.com/google/uuid"
+
+	"github.com/hephaestus-go/hephaestus/businesskey"
+	"github.com/hephaestus-go/hephaestus/hephtype"
+	"github.com/hephaestus-go/hephaestus/internal/replay"
+	"github.com/hephaestus-go/hephaestus/store"
+)
+
+// Task kinds of code-first workflow runs, beside store.TaskDecision (make
+// the run's next decision). Stores treat kinds as opaque strings.
+const (
+	// taskActivity runs one attempt of an activity: Step is the activity,
+	// Index the sequence number of its ScheduleActivity, Payload an
+	// activityPayload.
+	taskActivity store.TaskKind = "activity"
+	// taskWorkflowTimer fires the timer started as command Index.
+	taskWorkflowTimer store.TaskKind = "workflow_timer"
+	// taskWorkflowOp carries out an operation on other runs (Step says
+	// which): starting or cancelling a child, reporting to the parent,
+	// starting the run that continues this one.
+	taskWorkflowOp store.TaskKind = "workflow_op"
+)
+
+// The operations of taskWorkflowOp tasks.
+const (
+	opStartChild     = "start_child"     // Index: the StartChild's seq; Payload: childPayload
+	opCancelChild    = "cancel_child"    // Index: the StartChild's seq
+	opReportParent   = "report_parent"   // on a child that ended; Payload: reportPayload
+	opContinue       = "continue"        // on a run that continued as new; Payload: the new input
+	opCancelChildren = "cancel_children" // on a cancelled run: cancel its open children
+)
+
+// errConflict refuses a decision whose run changed since its history was
+// read: the decision is dropped and made again from the new history.
+var errConflict = errors.New("the run's history changed since the decision read it")
+
+// wfRuntime is the code-first workflow part of a Client.
+type wfRuntime struct {
+	reg     wfRegistry
+	sticky  *stickyCache
+	updates updateWaiters
+}
+
+func newWfRuntime(cfg *Config) *wfRuntime {
+	return &wfRuntime{sticky: newStickyCache(cfg.StickyCacheSize)}
+}
+
+// evictAll drops every cached instance: they run the code they were made
+// with, and a workflow was registered (again).
+func (w *wfRuntime) evictAll() { w.sticky.closeAll() }
+
+// wfState is what a workflow run keeps in store.Run.State. Like any run
+// state it is a cache of what the history says, plus the bookkeeping of
+// the run's decision task.
+type wfState struct {
+	// Queue receives the run's decision, timer and operation tasks, and
+	// the activities that name no queue.
+	Queue string `json:"queue"`
+	// Pending: a decision task of the run is queued or running. Events
+	// appended meanwhile add no other; the decision task commits only
+	// after reading them (its commit is refused otherwise).
+	Pending bool `json:"pending,omitempty"`
+	// Parent is the run that started this one as a child, and ParentSeq
+	// the sequence number of its StartChild.
+	Parent    string `json:"parent,omitempty"`
+	ParentSeq int    `json:"parent_seq,omitempty"`
+}
+
+func loadWfState(run *store.Run) (*wfState, error) {
+	var s wfState
+	if len(run.State) > 0 {
+		if err := json.Unmarshal(run.State, &s); err != nil {
+			return nil, fmt.Errorf("run %s: decode workflow state: %w", run.ID, err)
+		}
+	}
+	if s.Queue == "" {
+		s.Queue = defaultQueue
+	}
+	return &s, nil
+}
+
+func (s *wfState) encode() json.RawMessage { return mustJSON(s) }
+
+const defaultQueue = "default"
+
+func mustJSON(v any) json.RawMessage {
+	b, err := json.Marshal(v)
+	if err != nil {
+		panic(fmt.Sprintf("hephaestus: encode %T: %v", v, err))
+	}
+	return b
+}
+
+// toStored and fromStored map replay events to history rows and back:
+// the event's ID is the row's Index and its Ref the row's Step.
+func toStored(e replay.Event) store.NewEvent {
+	return store.NewEvent{Kind: e.Kind, Step: e.Ref, Index: e.ID, Attempt: e.Attempt, Name: e.Name, Data: e.Data, Error: e.Error}
+}
+
+func fromStored(e store.Event) replay.Event {
+	return replay.Event{Kind: e.Kind, ID: e.Index, Name: e.Name, Ref: e.Step, Attempt: e.Attempt, Data: e.Data, Error: e.Error}
+}
+
+// idSpace derives the ids of runs that tasks create, so that a task that
+// runs twice creates its run once.
+var idSpace = uuid.MustParse("6f1c2f4e-9d7b-4b8e-a3c5-2d1e0f9a8b7c")
+
+// childID is the id of the child run started by command seq of parent.
+func childID(parent string, seq int) string {
+	return uuid.NewSHA1(idSpace, []byte(parent+"/child/"+strconv.Itoa(seq))).String()
+}
+
+// continuedID is the id of the run that continues run as new.
+func continuedID(run string) string {
+	return uuid.NewSHA1(idSpace, []byte(run+"/continued")).String()
+}
+
+// activityPayload is the Payload of an activity task: the input and the
+// options of the call (the retry policy's NonRetryable predicate comes
+// from the activity registered where it runs).
+type activityPayload struct {
+	Input        json.RawMessage `json:"input,omitempty"`
+	StartToClose time.Duration   `json:"start_to_close,omitempty"`
+	Heartbeat    time.Duration   `json:"heartbeat,omitempty"`
+	MaxAttempts  int             `json:"max_attempts,omitempty"`
+	Initial      time.Duration   `json:"initial_backoff,omitempty"`
+	MaxBackoff   time.Duration   `json:"max_backoff,omitempty"`
+	Multiplier   float64         `json:"multiplier,omitempty"`
+	Jitter       float64         `json:"jitter,omitempty"`
+}
+
+type childPayload struct {
+	Workflow string          `json:"workflow"`
+	Input    json.RawMessage `json:"input,omitempty"`
+}
+
+type reportPayload struct {
+	Parent   string             `json:"parent"`
+	Seq      int                `json:"seq"`
+	Workflow string             `json:"workflow"`
+	Status   hephtype.RunStatus `json:"status"`
+	Output   json.RawMessage    `json:"output,omitempty"`
+	Error    string             `json:"error,omitempty"`
+}
+
+func opTask(queue, op string, index int, payload any) store.NewTask {
+	t := store.NewTask{Queue: queue, Kind: taskWorkflowOp, Step: op, Index: index, Attempt: 1}
+	if payload != nil {
+		t.Payload = mustJSON(payload)
+	}
+	return t
+}
+
+func decisionTask(queue string, attempt int, ready time.Time) store.NewTask {
+	return store.NewTask{Queue: queue, Kind: store.TaskDecision, Index: -1, Attempt: attempt, ReadyAt: ready}
+}
+
+// decisionUpdate turns a decision into what the store writes: the events
+// delivered with it (extra, not yet stored), the decision's history,
+// status, output and published state, and the tasks its commands need.
+func decisionUpdate(runID, workflow string, st *wfState, dec *replay.Decision, extra []replay.Event) *store.Update {
+	u := &store.Update{Status: dec.Status, Published: dec.Published}
+	u.History = make([]store.NewEvent, 0, len(extra)+len(dec.History))
+	for _, e := range extra {
+		u.History = append(u.History, toStored(e))
+	}
+	for _, e := range dec.History {
+		u.History = append(u.History, toStored(e))
+	}
+	terminal := dec.Status.Terminal()
+	for _, cmd := range dec.Commands {
+		switch c := cmd.(type) {
+		case replay.ScheduleActivity:
+			if !terminal {
+				u.Tasks = append(u.Tasks, activityTask(st.Queue, c))
+			}
+		case replay.StartTimer:
+			if !terminal {
+				// Stores keep microseconds: round up, so that a timer never
+				// fires before its time.
+				ready := c.FireAt.Truncate(time.Microsecond)
+				if ready.Before(c.FireAt) {
+					ready = ready.Add(time.Microsecond)
+				}
+				u.Tasks = append(u.Tasks, store.NewTask{Queue: st.Queue, Kind: taskWorkflowTimer, Index: c.Seq, Attempt: 1, ReadyAt: ready})
+			}
+		case replay.CancelTimer:
+			u.Cancel = append(u.Cancel, store.TaskMatch{Kind: taskWorkflowTimer, Index: c.Seq})
+		case replay.StartChild:
+			if !terminal {
+				u.Tasks = append(u.Tasks, opTask(st.Queue, opStartChild, c.Seq, childPayload{Workflow: c.Workflow, Input: c.Input}))
+			}
+		case replay.CancelChild:
+			u.Tasks = append(u.Tasks, opTask(st.Queue, opCancelChild, c.Seq, nil))
+		case replay.CompleteWorkflow:
+			u.Output = c.Output
+		case replay.FailWorkflow:
+			u.Error = c.Error
+			if u.Error == "" {
+				u.Error = "the workflow failed"
+			}
+		case replay.ContinueAsNew:
+			u.Output = c.Input
+			if len(u.Output) == 0 {
+				u.Output = json.RawMessage("null")
+			}
+			u.Tasks = append(u.Tasks, opTask(st.Queue, opContinue, -1, nil))
+		}
+	}
+	if terminal {
+		// Whatever the run still had queued is moot; the tasks of this
+		// update survive its Cancel.
+		u.Cancel = append(u.Cancel, store.TaskMatch{Index: -1})
+		if st.Parent != "" && dec.Status != hephtype.StatusContinued {
+			u.Tasks = append(u.Tasks, reportTask(st, runID, workflow, dec.Status, u.Output, u.Error))
+		}
+	}
+	return u
+}
+
+func reportTask(st *wfState, runID, workflow string, status hephtype.RunStatus, output json.RawMessage, msg string) store.NewTask {
+	return opTask(st.Queue, opReportParent, -1, reportPayload{Parent: st.Parent, Seq: st.ParentSeq, Workflow: workflow, Status: status, Output: output, Error: msg})
+}
+
+func activityTask(defQueue string, c replay.ScheduleActivity) store.NewTask {
+	o := c.Options
+	p := activityPayload{
+		Input: c.Input, StartToClose: o.StartToCloseTimeout, Heartbeat: o.HeartbeatTimeout,
+		MaxAttempts: o.RetryPolicy.MaxAttempts, Initial: o.RetryPolicy.InitialBackoff, MaxBackoff: o.RetryPolicy.MaxBackoff,
+		Multiplier: o.RetryPolicy.Multiplier, Jitter: o.RetryPolicy.Jitter,
+	}
+	q := o.Queue
+	if q == "" {
+		q = defQueue
+	}
+	return store.NewTask{Queue: q, Kind: taskActivity, Step: c.Name, Index: c.Seq, Attempt: 1, Payload: mustJSON(p)}
+}
+
+// runSpec describes a workflow run to create.
+type runSpec struct {
+	id         string
+	workflow   string
+	input      json.RawMessage
+	businessID string
+	scope      businesskey.Scope
+	tags       []string
+	metadata   map[string]json.RawMessage
+	parent     string
+	parentSeq  int
+	// extra events reach the first activation with run_started (the
+	// signal of signal-with-start).
+	extra []replay.Event
+}
+
+// createWorkflowRun creates a run. When the workflow is registered here
+// its first activation is decided at once and written with the run (its
+// instance stays in the sticky cache); otherwise the run gets a decision
+// task for a process that has the workflow.
+func (c *Client) createWorkflowRun(ctx context.Context, spec *runSpec) (*store.Run, error) {
+	now := c.cfg.Clock.Now()
+	st := &wfState{Queue: c.cfg.WorkflowQueue, Parent: spec.parent, ParentSeq: spec.parentSeq}
+	events := append([]replay.Event{replay.Started(spec.workflow, spec.input, newSeed(), now)}, spec.extra...)
+	nr := &store.NewRun{
+		ID: spec.id, Workflow: spec.workflow, Version: 1, Kind: hephtype.KindWorkflow, Input: spec.input,
+		BusinessID: spec.businessID, KeyScope: spec.scope, ParentID: spec.parent, Tags: spec.tags, Metadata: spec.metadata,
+	}
+	if nr.KeyScope == "" || nr.BusinessID == "" {
+		nr.KeyScope = businesskey.ScopeNone
+	}
+	var inst *replay.Instance
+	var published json.RawMessage
+	if fn, ok := c.wf.reg.workflow(spec.workflow); ok {
+		var err error
+		if inst, err = replay.New(&replay.Config{Workflow: fn, RunID: spec.id, Logger: c.cfg.Logger}); err != nil {
+			return nil, err
+		}
+		dec, err := inst.Decide(&replay.Activation{Events: events, Time: now})
+		if err != nil {
+			inst.Close()
+			return nil, fmt.Errorf("first activation: %w", err)
+		}
+		u := decisionUpdate(spec.id, spec.workflow, st, dec, events)
+		nr.Status, nr.Output, nr.Error, nr.History, nr.Tasks = u.Status, u.Output, u.Error, u.History, u.Tasks
+		published = u.Published
+	} else {
+		st.Pending = true
+		nr.Status = hephtype.StatusPending
+		for _, e := range events {
+			nr.History = append(nr.History, toStored(e))
+		}
+		nr.Tasks = []store.NewTask{decisionTask(st.Queue, 1, time.Time{})}
+	}
+	nr.State = st.encode()
+	changes := []store.Change{{Create: nr}}
+	if published != nil {
+		// NewRun has no published state: set it in the same batch unless a
+		// later decision published already.
+		changes = append(changes, store.Change{RunID: spec.id, Decide: func(run *store.Run) (*store.Update, error) {
+			if len(run.Published) > 0 {
+				return &store.Update{}, nil
+			}
+			return &store.Update{Published: published}, nil
+		}})
+	}
+	var e *stickyEntry
+	if inst != nil {
+		// Hold the run's entry until the outcome is known, so that its
+		// first activity's outcome is decided with this instance.
+		e = c.wf.sticky.lock(spec.id)
+	}
+	reqs, err := c.commit.submitAll(ctx, changes)
+	if err == nil {
+		err = reqs[0].err
+	}
+	if e != nil {
+		e.drop()
+		if err == nil && !nr.Status.Terminal() {
+			e.inst = inst
+		} else {
+			inst.Close()
+		}
+		c.wf.sticky.unlock(e)
+	}
+	if err != nil {
+		return nil, err
+	}
+	c.emit(Event{Kind: RunStarted, RunID: spec.id, Workflow: spec.workflow, Version: 1})
+	return reqs[0].res.Run, nil
+}
+
+// delivery is a batch of events that happened outside a workflow run, to
+// append to its history.
+type delivery struct {
+	runID    string
+	workflow string
+	// fence is the lease of the task whose outcome the events report; the
+	// task is deleted with the change.
+	fence *store.Lease
+	// handoff claims a task of this queue for the caller's slot.
+	handoff string
+	events  []replay.Event
+	// replay: with no instance in the cache, replay the history here to
+	// decide at once (workers delivering outcomes); otherwise leave the
+	// decision to a decision task (clients sending signals).
+	replay bool
+	// strict: a finished run is an error (ErrRunFinished) rather than a
+	// stale delivery that writes nothing.
+	strict bool
+}
+
+// deliver appends events to a run. When this process has the workflow (and
+// its instance cached, or d.replay), it decides the activation the events
+// cause and commits both in one transaction; otherwise, or when that
+// decision fails, it appends the events with a decision task. It returns
+// the tasks claimed for the caller's slot.
+func (c *Client) deliver(ctx context.Context, d *delivery) ([]*store.Task, error) {
+	var claimed []*store.Task
+	if fn, ok := c.wf.reg.workflow(d.workflow); ok && (d.replay || c.wf.sticky.has(d.runID)) {
+		e := c.wf.sticky.lock(d.runID)
+		cached := e.inst != nil
+		if cached || d.replay {
+			in := &decideInput{runID: d.runID, workflow: d.workflow, fence: d.fence, handoff: d.handoff, extra: d.events}
+			res, err := c.decideLocked(ctx, e, fn, in)
+			claimed = append(claimed, res.claimed...)
+			if errors.Is(err, errConflict) && cached && d.replay {
+				// The cached instance was behind: catch up from the store.
+				in.read, in.handoff = true, handoffIf(d.handoff, claimed)
+				res, err = c.decideLocked(ctx, e, fn, in)
+				claimed = append(claimed, res.claimed...)
+			}
+			c.wf.sticky.unlock(e)
+			switch {
+			case err == nil:
+				return claimed, nil
+			case errors.Is(err, store.ErrLeaseLost), errors.Is(err, store.ErrRunNotFound), ctx.Err() != nil:
+				return claimed, err
+			}
+			var nde *NonDeterminismError
+			if errors.As(err, &nde) {
+				// The decision task reports it, with backoff.
+				c.cfg.Logger.Debug("workflow decision failed; leaving it to a decision task", slog.String("run", d.runID), slog.Any("err", err))
+			}
+		} else {
+			c.wf.sticky.unlock(e)
+		}
+	}
+	r, err := c.commit.submitHandoff(ctx, c.appendChange(d), handoffIf(d.handoff, claimed))
+	if r != nil {
+		claimed = append(claimed, r.claimed...)
+	}
+	return claimed, err
+}
+
+// handoffIf returns queue unless a task was claimed already.
+func handoffIf(queue string, claimed []*store.Task) string {
+	if len(claimed) > 0 {
+		return ""
+	}
+	return queue
+}
+
+// appendChange appends a delivery's events and makes sure a decision task
+// will see them.
+func (c *Client) appendChange(d *delivery) store.Change {
+	return store.Change{RunID: d.runID, Fence: d.fence, Decide: func(run *store.Run) (*store.Update, error) {
+		if run.Kind != hephtype.KindWorkflow {
+			return nil, fmt.Errorf("%w: run %s is a %s, not a workflow", ErrInvalidInput, run.ID, run.Kind)
+		}
+		if run.Status.Terminal() {
+			if d.strict {
+				return nil, fmt.Errorf("%w (status %s)", ErrRunFinished, run.Status)
+			}
+			return &store.Update{}, nil // stale: the run ended meanwhile
+		}
+		st, err := loadWfState(run)
+		if err != nil {
+			return nil, err
+		}
+		u := &store.Update{History: make([]store.NewEvent, len(d.events))}
+		for i, e := range d.events {
+			u.History[i] = toStored(e)
+		}
+		if !st.Pending {
+			st.Pending = true
+			u.State = st.encode()
+			u.Tasks = []store.NewTask{decisionTask(st.Queue, 1, time.Time{})}
+		}
+		return u, nil
+	}}
+}
+
+// decideInput is what one decision of a run works from.
+type decideInput struct {
+	runID    string
+	workflow string
+	fence    *store.Lease
+	handoff  string
+	// extra are events not stored yet, delivered to this activation and
+	// written before its decision.
+	extra   []replay.Event
+	updates []replay.UpdateRequest
+	// read the history the instance has not seen before deciding;
+	// otherwise trust that the cached instance has seen all of it (the
+	// commit is refused if not).
+	read bool
+	// task: the run's decision task decides; it commits even when nothing
+	// happened, to delete itself and clear wfState.Pending.
+	task bool
+}
+
+type decideResult struct {
+	dec *replay.Decision
+	// seq is the run's last sequence number after the decision.
+	seq     int64
+	claimed []*store.Task
+}
+
+// decideLocked makes one decision of a run with the instance of its sticky
+// entry e, which the caller holds locked, and commits it. A refused commit
+// (errConflict, a lost lease) or a failed decision drops the instance.
+func (c *Client) decideLocked(ctx context.Context, e *stickyEntry, fn replay.Func, in *decideInput) (*decideResult, error) {
+	res := &decideResult{}
+	read := in.read || e.inst == nil
+	if e.inst == nil {
+		inst, err := replay.New(&replay.Config{Workflow: fn, RunID: in.runID, Logger: c.cfg.Logger})
+		if err != nil {
+			return res, err
+		}
+		e.inst = inst
+	}
+	var evs []replay.Event
+	if read {
+		h, err := c.cfg.Store.History(ctx, &store.HistoryParams{RunID: in.runID, AfterSeq: int64(e.inst.Len())})
+		if err != nil {
+			if e.inst.Len() == 0 {
+				e.drop() // nothing learnt: keep no empty instance
+			}
+			return res, fmt.Errorf("read history of run %s: %w", in.runID, err)
+		}
+		evs = make([]replay.Event, 0, len(h)+len(in.extra))
+		for _, x := range h {
+			if x.Kind == hephtype.EventRunCancelled {
+				e.drop()
+				return res, fmt.Errorf("%w (status %s)", ErrRunFinished, hephtype.StatusCancelled)
+			}
+			evs = append(evs, fromStored(x))
+		}
+	}
+	base := int64(e.inst.Len() + len(evs))
+	now := c.cfg.Clock.Now()
+	dec, err := e.inst.Decide(&replay.Activation{Events: append(evs, in.extra...), Time: now, Updates: in.updates})
+	if err != nil {
+		e.drop()
+		return res, err
+	}
+	res.dec, res.seq = dec, base
+	if len(dec.History) == 0 && len(in.extra) == 0 && !in.task && in.fence == nil {
+		return res, nil // nothing happened: rejected updates, nothing new
+	}
+	r, err := c.commit.submitHandoff(ctx, c.decisionChange(in, base, dec), in.handoff)
+	if r != nil {
+		res.claimed = r.claimed
+	}
+	if err != nil {
+		if len(dec.History) > 0 || len(in.extra) > 0 {
+			e.drop() // ahead of the stored history
+		}
+		return res, err
+	}
+	res.seq = base + int64(len(in.extra)+len(dec.History))
+	if dec.Status.Terminal() {
+		e.drop()
+	}
+	c.afterDecision(in.runID, dec)
+	return res, nil
+}
+
+// decisionChange commits a decision made from the history up to seq base:
+// it is refused with errConflict if the run has moved on.
+func (c *Client) decisionChange(in *decideInput, base int64, dec *replay.Decision) store.Change {
+	return store.Change{RunID: in.runID, Fence: in.fence, Decide: func(run *store.Run) (*store.Update, error) {
+		if run.Kind != hephtype.KindWorkflow {
+			return nil, fmt.Errorf("%w: run %s is a %s, not a workflow", ErrInvalidInput, run.ID, run.Kind)
+		}
+		if run.Status.Terminal() {
+			return nil, fmt.Errorf("%w (status %s)", ErrRunFinished, run.Status)
+		}
+		if run.Seq != base {
+			return nil, fmt.Errorf("%w: run %s is at event %d, the decision read up to %d", errConflict, run.ID, run.Seq, base)
+		}
+		st, err := loadWfState(run)
+		if err != nil {
+			return nil, err
+		}
+		u := decisionUpdate(run.ID, run.Workflow, st, dec, in.extra)
+		if in.task && st.Pending {
+			st.Pending = false
+			u.State = st.encode()
+		}
+		return u, nil
+	}}
+}
+
+// afterDecision tells this process's waiting update callers about a
+// committed decision.
+func (c *Client) afterDecision(runID string, dec *replay.Decision) {
+	for _, cmd := range dec.Commands {
+		if cu, ok := cmd.(replay.CompleteUpdate); ok {
+			c.wf.updates.notify(runID, cu.UpdateID, updateOutcome{result: cu.Result, errMsg: cu.Error, done: true})
+		}
+	}
+	if dec.Status.Terminal() {
+		c.wf.updates.notifyRun(runID, updateOutcome{ended: dec.Status})
+	}
+}
+
+// runDecision runs a decision task. A decision that fails (the code is not
+// deterministic, the workflow is not registered here, the history does
+// not replay) is tried again later with backoff: the run waits, and goes
+// on once a process with working code decides.
+func (c *Client) runDecision(ctx context.Context, t *store.Task, handoff string) ([]*store.Task, error) {
+	fn, ok := c.wf.reg.workflow(t.Workflow)
+	if !ok {
+		err := fmt.Errorf("%w: %q is not registered in this process (worker %s)", ErrWorkflowNotFound, t.Workflow, c.cfg.WorkerID)
+		c.retryDecision(t, err)
+		return nil, err
+	}
+	lease := t.Lease()
+	in := &decideInput{runID: t.RunID, workflow: t.Workflow, fence: &lease, handoff: handoff, read: true, task: true}
+	var claimed []*store.Task
+	e := c.wf.sticky.lock(t.RunID)
+	var err error
+	for attempt := 0; ; attempt++ {
+		var res *decideResult
+		res, err = c.decideLocked(ctx, e, fn, in)
+		claimed = append(claimed, res.claimed...)
+		in.handoff = handoffIf(handoff, claimed)
+		if !errors.Is(err, errConflict) || attempt >= 8 {
+			break
+		}
+	}
+	c.wf.sticky.unlock(e)
+	switch {
+	case err == nil:
+		return claimed, nil
+	case errors.Is(err, store.ErrLeaseLost), errors.Is(err, store.ErrRunNotFound):
+		return claimed, err
+	case errors.Is(err, errConflict):
+		// The run keeps changing under the decision (a burst of signals,
+		// say): give the task back to be tried again at once.
+		c.cfg.Logger.Warn("workflow decision keeps conflicting; trying again", slog.String("run", t.RunID), slog.Any("err", err))
+		c.release([]*store.Task{t})
+		return claimed, nil
+	case errors.Is(err, ErrRunFinished):
+		// Nothing to decide any more: the task goes.
+		_, err = c.commit.submit(ctx, store.Change{RunID: t.RunID, Fence: &lease, Decide: func(*store.Run) (*store.Update, error) {
+			return &store.Update{}, nil
+		}})
+		return claimed, err
+	}
+	c.retryDecision(t, err)
+	return claimed, err
+}
+
+// retryDecision replaces a failed decision task by one that runs after a
+// backoff, and reports the failure.
+func (c *Client) retryDecision(t *store.Task, cause error) {
+	backoff := c.cfg.DecisionRetryBackoff << min(max(t.Attempt-1, 0), 20)
+	backoff = min(backoff, maxDecisionBackoff)
+	c.cfg.Logger.Error("workflow decision failed; it is retried later", slog.String("run", t.RunID), slog.String("workflow", t.Workflow),
+		slog.Int("attempt", t.Attempt), slog.Duration("retry_in", backoff), slog.Any("err", cause))
+	c.emit(Event{Kind: DecisionFailed, RunID: t.RunID, Workflow: t.Workflow, Attempt: t.Attempt, Queue: t.Queue, TaskID: t.ID, Duration: backoff, Err: cause})
+	lease := t.Lease()
+	ready := c.cfg.Clock.Now().Add(backoff)
+	_, err := c.commit.submit(context.Background(), store.Change{RunID: t.RunID, Fence: &lease, Decide: func(run *store.Run) (*store.Update, error) {
+		if run.Status.Terminal() {
+			return &store.Update{}, nil
+		}
+		return &store.Update{Tasks: []store.NewTask{decisionTask(t.Queue, t.Attempt+1, ready)}}, nil
+	}})
+	if err != nil && !errors.Is(err, store.ErrLeaseLost) {
+		c.cfg.Logger.Warn("reschedule workflow decision", slog.String("run", t.RunID), slog.Any("err", err))
+	}
+}
+
+// maxDecisionBackoff caps the delay between attempts of a failing decision.
+const maxDecisionBackoff = 5 * time.Minute
+
+// cancelWorkflowUpdate cancels a workflow run: its queued and running tasks
+// go, its open children are cancelled and its parent is told.
+func cancelWorkflowUpdate(run *store.Run, reason string) (*store.Update, error) {
+	if run.Status.Terminal() {
+		return nil, fmt.Errorf("%w (status %s)", ErrRunFinished, run.Status)
+	}
+	st, err := loadWfState(run)
+	if err != nil {
+		return nil, err
+	}
+	u := &store.Update{
+		Status: hephtype.StatusCancelled, Error: reason,
+		History: []store.NewEvent{{Kind: hephtype.EventRunCancelled, Error: reason}},
+		Cancel:  []store.TaskMatch{{Index: -1}},
+		Tasks:   []store.NewTask{opTask(st.Queue, opCancelChildren, -1, nil)},
+	}
+	if st.Parent != "" {
+		u.Tasks = append(u.Tasks, reportTask(st, run.ID, run.Workflow, hephtype.StatusCancelled, nil, reason))
+	}
+	return u, nil
+}

@@ -1,0 +1,144 @@
+package e2e_test
+
+import (
+	"context"
+	"slices"
+	"sync"
+	"testing"
+	"time"
+
+	heph "github.com/hephaestus-go/hephaestus"
+	"github.com/hephaestus-go/hephaestus/internal/pgtest"
+	"github.com/hephaestus-go/hephaestus/store"
+	"github.com/hephaestus-go/hephaestus/store/postgres"
+	"github.com/hephaestus-go/hephaestus/workflow"
+)
+
+// The code-first workflow benchmarks of docs/benchmarks.md, the same
+// workloads as the flow benchmarks of bench_test.go:
+//
+//	(a) Throughput: 1,000 workflows of one activity, 50 concurrent callers
+//	    each starting a workflow and waiting for its result in a loop:
+//	    workflows/s.
+//	(b) Latency: start-to-result of a one-activity workflow, 100 in a row.
+//	(c) Chain: start-to-result of a workflow of 10 sequential activities.
+//
+// Run with -count 3 and take the median:
+//
+//	go test ./e2e -run '^$' -bench 'Workflows' -count 3
+
+var (
+	benchInc = workflow.NewActivity("inc", func(ctx context.Context, n int) (int, error) { return n + 1, nil })
+	benchOne = workflow.New("bench_one", func(ctx workflow.Context, n int) (int, error) {
+		return benchInc.Execute(ctx, n)
+	})
+	benchChain = workflow.New("bench_chain10", func(ctx workflow.Context, n int) (int, error) {
+		for range 10 {
+			var err error
+			if n, err = benchInc.Execute(ctx, n); err != nil {
+				return 0, err
+			}
+		}
+		return n, nil
+	})
+)
+
+func benchWfClient(b *testing.B, open func(b *testing.B) store.Store) *heph.Client {
+	st := open(b)
+	c, err := heph.New(&heph.Config{Store: st, Queues: map[string]int{"default": 64}})
+	if err != nil {
+		b.Fatal(err)
+	}
+	if err := c.RegisterWorkflows(benchOne, benchChain); err != nil {
+		b.Fatal(err)
+	}
+	if err := c.RegisterActivities(benchInc); err != nil {
+		b.Fatal(err)
+	}
+	if err := c.Start(context.Background()); err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { _ = c.Stop(context.Background()) })
+	return c
+}
+
+func BenchmarkWorkflowsSQLite(b *testing.B) {
+	for _, mode := range []string{"FULL"} {
+		b.Run(mode, func(b *testing.B) { runWorkflowBenchmarks(b, sqliteOpener(mode)) })
+	}
+}
+
+func BenchmarkWorkflowsPostgres(b *testing.B) {
+	runWorkflowBenchmarks(b, func(b *testing.B) store.Store {
+		st, err := postgres.Open(context.Background(), &postgres.Config{DSN: pgtest.DSN(b)})
+		if err != nil {
+			b.Fatal(err)
+		}
+		b.Cleanup(func() { _ = st.Close() })
+		return st
+	})
+}
+
+func runWorkflowBenchmarks(b *testing.B, open func(b *testing.B) store.Store) {
+	b.Run("a_throughput", func(b *testing.B) { benchWfThroughput(b, open) })
+	b.Run("b_latency", func(b *testing.B) { benchWfLatency(b, open, benchOne, 100, 2) })
+	b.Run("c_chain10", func(b *testing.B) { benchWfLatency(b, open, benchChain, 50, 11) })
+}
+
+func benchWfThroughput(b *testing.B, open func(b *testing.B) store.Store) {
+	c := benchWfClient(b, open)
+	ctx := context.Background()
+	const runs, callers = 1000, 50
+	b.ResetTimer()
+	start := time.Now()
+	for range b.N {
+		var wg sync.WaitGroup
+		next := make(chan int, runs)
+		for i := range runs {
+			next <- i
+		}
+		close(next)
+		for range callers {
+			wg.Go(func() {
+				for i := range next {
+					out, err := heph.ExecuteWorkflow(ctx, c, benchOne, i, nil)
+					if err != nil || out != i+1 {
+						b.Errorf("workflow: %d, %v", out, err)
+						return
+					}
+				}
+			})
+		}
+		wg.Wait()
+	}
+	b.ReportMetric(float64(runs*b.N)/time.Since(start).Seconds(), "workflows/s")
+}
+
+func benchWfLatency(b *testing.B, open func(b *testing.B) store.Store, def *workflow.Definition[int, int], n, want int) {
+	c := benchWfClient(b, open)
+	ctx := context.Background()
+	for range 5 { // warm up
+		if _, err := heph.ExecuteWorkflow(ctx, c, def, 1, nil); err != nil {
+			b.Fatal(err)
+		}
+	}
+	var lat []time.Duration
+	b.ResetTimer()
+	for range b.N {
+		for range n {
+			t0 := time.Now()
+			out, err := heph.ExecuteWorkflow(ctx, c, def, 1, nil)
+			if err != nil || out != want {
+				b.Fatalf("workflow: %d, %v", out, err)
+			}
+			lat = append(lat, time.Since(t0))
+		}
+	}
+	slices.Sort(lat)
+	pct := func(p float64) float64 {
+		return float64(lat[int(p*float64(len(lat)-1))].Microseconds()) / 1000
+	}
+	b.ReportMetric(pct(0.5), "p50-ms")
+	b.ReportMetric(pct(0.9), "p90-ms")
+	b.ReportMetric(pct(0.99), "p99-ms")
+}

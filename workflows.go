@@ -1,0 +1,574 @@
+package hephaestus
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"slices"
+	"sync"
+
+	"github.com/hephaestus-go/hephaestus/businesskey"
+	"github.com/hephaestus-go/hephaestus/hephtype"
+	"github.com/hephaestus-go/hephaestus/internal/replay"
+	"github.com/hephaestus-go/hephaestus/store"
+	"github.com/hephaestus-go/hephaestus/workflow"
+)
+
+// Code-first workflows (package workflow) run on the same durable core as
+// flows: a run, its history and its tasks change together in one
+// transaction. A workflow run advances by decisions: the runtime replays
+// the workflow function over the run's history (internal/replay) and
+// executes the commands of the new activation — activities become tasks,
+// sleeps become timer tasks, children and continue-as-new become runs.
+//
+// Who decides: the worker that delivers an outcome (an activity's result,
+// a fired timer) decides at once, in the transaction that records the
+// outcome, when this process has the workflow registered; otherwise the
+// outcome is appended with a decision task that a process which has the
+// workflow picks up. A decision is committed only if the history did not
+// change since it was read (optimistic concurrency on the run's last
+// sequence number): a refused decision is dropped and made again.
+
+// Errors of code-first workflows that callers branch on.
+var (
+	// ErrWorkflowNotFound: no workflow of that name is registered.
+	ErrWorkflowNotFound = errors.New("workflow not found")
+	// ErrUpdateNotAccepted: no phase of the workflow accepts the update
+	// now (the run is not in a phase with a handler for it, or has ended).
+	// Nothing was written.
+	ErrUpdateNotAccepted = replay.ErrUpdateNotAccepted
+)
+
+// NonDeterminismError reports that replayed workflow code did not issue the
+// command the history recorded: it names the recorded event, the new
+// command and the file:line of the workflow code. The run is not lost: its
+// decision is retried with backoff, and it continues once the code is
+// fixed. It reaches callers through telemetry (DecisionFailed events), the
+// logs, and hephtest's replayer.
+type NonDeterminismError = replay.NonDeterminismError
+
+// Workflow is a code-first workflow as the runtime registers it; a
+// *workflow.Definition is one.
+type Workflow interface {
+	Name() string
+	Func() replay.Func
+}
+
+// Activity is an activity as the runtime registers it; a
+// *workflow.Activity is one.
+type Activity interface {
+	Name() string
+	Invoke(ctx context.Context, input json.RawMessage) (json.RawMessage, error)
+	Options() workflow.ActivityOptions
+}
+
+// wfRegistry holds the registered workflows and activities.
+type wfRegistry struct {
+	mu         sync.RWMutex
+	workflows  map[string]Workflow
+	funcs      map[string]replay.Func
+	activities map[string]Activity
+}
+
+func (r *wfRegistry) workflow(name string) (replay.Func, bool) {
+	r.mu.RLock()
+	defer r.mu.RUnlock()
+	fn, ok := r.funcs[name]
+	return fn, ok
+}
+
+func (r *wfRegistry) activity(name string) (Activity, bool) {
+	r.mu.RLock()
+	defer r.mu.RUnlock()
+	a, ok := r.activities[name]
+	return a, ok
+}
+
+// RegisterWorkflows makes workflows known to the client: it can then start
+// them and decide their runs. Every process that serves the workflows'
+// queue (Config.WorkflowQueue) must register them. Registering a workflow
+// again replaces its code: that is how a fixed version takes over runs
+// whose decisions failed.
+func (c *Client) RegisterWorkflows(ws ...Workflow) error {
+	r := &c.wf.reg
+	r.mu.Lock()
+	for _, w := range ws {
+		if w == nil || w.Name() == "" {
+			r.mu.Unlock()
+			return errors.New("hephaestus: RegisterWorkflows: a workflow needs a name")
+		}
+		if r.workflows == nil {
+			r.workflows, r.funcs = map[string]Workflow{}, map[string]replay.Func{}
+		}
+		r.workflows[w.Name()] = w
+		r.funcs[w.Name()] = w.Func()
+	}
+	r.mu.Unlock()
+	// Cached instances run the code they were made with.
+	c.wf.evictAll()
+	return nil
+}
+
+// RegisterActivities makes activities known to the client's workers. A
+// process runs the activities of the queues it serves; each must be
+// registered there.
+func (c *Client) RegisterActivities(as ...Activity) error {
+	r := &c.wf.reg
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	for _, a := range as {
+		if a == nil || a.Name() == "" {
+			return errors.New("hephaestus: RegisterActivities: an activity needs a name")
+		}
+		if r.activities == nil {
+			r.activities = map[string]Activity{}
+		}
+		r.activities[a.Name()] = a
+	}
+	return nil
+}
+
+// WorkflowOptions are the optional parameters of starting a workflow.
+type WorkflowOptions struct {
+	// ID is the workflow id: a business value ([a-z0-9]+ or a UUID) that
+	// names the workflow across its runs (continue-as-new keeps it). At
+	// most one run per workflow and ID is active at a time. Empty means
+	// none.
+	ID string
+	// Tags are stored on the run.
+	Tags []string
+	// Metadata is stored on the run.
+	Metadata map[string]any
+}
+
+// workflowKey is the business key of workflow ids: a run of workflow w
+// with ID v has the business id "id::v", unique per workflow.
+const workflowKey = "id"
+
+// WorkflowError is the failure of a workflow run: the error its function
+// returned (or panicked with), as the history recorded it.
+type WorkflowError struct {
+	RunID    string
+	Workflow string
+	Message  string
+}
+
+func (e *WorkflowError) Error() string {
+	return fmt.Sprintf("workflow %q (run %s) failed: %s", e.Workflow, e.RunID, e.Message)
+}
+
+// CanceledError reports that a run was cancelled.
+type CanceledError struct {
+	RunID  string
+	Reason string
+}
+
+func (e *CanceledError) Error() string {
+	return fmt.Sprintf("run %s was cancelled: %s", e.RunID, e.Reason)
+}
+
+// StartWorkflow starts a run of the registered workflow name with input
+// (encoded as JSON) and returns it as stored. The first activation is
+// decided in the same transaction as the creation, so the run's first
+// activities are queued when StartWorkflow returns.
+func (c *Client) StartWorkflow(ctx context.Context, name string, input any, opts *WorkflowOptions) (*Run, error) {
+	r, err := c.startWorkflow(ctx, name, input, opts, nil)
+	if err != nil {
+		return nil, err
+	}
+	return c.toRun(r), nil
+}
+
+func (c *Client) startWorkflow(ctx context.Context, name string, input any, opts *WorkflowOptions, signal *replay.Event) (*store.Run, error) {
+	if opts == nil {
+		opts = &WorkflowOptions{}
+	}
+	raw, err := encodeJSON(input)
+	if err != nil {
+		return nil, fmt.Errorf("start workflow %q: %w: input %w", name, ErrInvalidInput, err)
+	}
+	spec := &runSpec{id: newID(), workflow: name, input: raw, tags: slices.Clone(opts.Tags), scope: businesskey.ScopeNone}
+	if opts.ID != "" {
+		bid, err := businesskey.Build(workflowKey, opts.ID)
+		if err != nil {
+			return nil, fmt.Errorf("start workflow %q: %w: WorkflowOptions.ID: %w", name, ErrInvalidInput, err)
+		}
+		spec.businessID, spec.scope = bid, businesskey.ScopeActive
+	}
+	if len(opts.Metadata) > 0 {
+		spec.metadata = map[string]json.RawMessage{}
+		for k, v := range opts.Metadata {
+			b, err := json.Marshal(v)
+			if err != nil || k == "" {
+				return nil, fmt.Errorf("start workflow %q: %w: metadata %q is not a JSON value", name, ErrInvalidInput, k)
+			}
+			spec.metadata[k] = b
+		}
+	}
+	if signal != nil {
+		spec.extra = []replay.Event{*signal}
+	}
+	if _, ok := c.wf.reg.workflow(name); !ok {
+		return nil, fmt.Errorf("start workflow %q: %w: register it with RegisterWorkflows", name, ErrWorkflowNotFound)
+	}
+	r, err := c.createWorkflowRun(ctx, spec)
+	if err != nil {
+		return nil, fmt.Errorf("start workflow %q: %w", name, err)
+	}
+	return r, nil
+}
+
+// encodeJSON encodes v, passing json.RawMessage and []byte through.
+func encodeJSON(v any) (json.RawMessage, error) {
+	var raw json.RawMessage
+	switch v := v.(type) {
+	case json.RawMessage:
+		raw = v
+	case []byte:
+		raw = v
+	default:
+		b, err := json.Marshal(v)
+		if err != nil {
+			return nil, fmt.Errorf("does not encode as JSON: %w", err)
+		}
+		raw = b
+	}
+	if len(raw) == 0 {
+		return json.RawMessage("null"), nil
+	}
+	if !json.Valid(raw) {
+		return nil, errors.New("is not valid JSON")
+	}
+	return raw, nil
+}
+
+// FindWorkflow returns the current run of a workflow id: the newest run of
+// the workflow with that id, followed through continue-as-new to the run
+// that carries it on.
+func (c *Client) FindWorkflow(ctx context.Context, name, id string) (*Run, error) {
+	r, err := c.findWorkflow(ctx, name, id)
+	if err != nil {
+		return nil, err
+	}
+	return c.toRun(r), nil
+}
+
+func (c *Client) findWorkflow(ctx context.Context, name, id string) (*store.Run, error) {
+	bid, err := businesskey.Build(workflowKey, id)
+	if err != nil {
+		return nil, fmt.Errorf("find workflow %q id %q: %w: %w", name, id, ErrInvalidInput, err)
+	}
+	r, err := c.cfg.Store.FindRun(ctx, &store.FindRunParams{Workflow: name, BusinessID: bid})
+	if err != nil {
+		return nil, fmt.Errorf("find workflow %q id %q: %w", name, id, err)
+	}
+	return c.currentRun(ctx, r)
+}
+
+// currentRun follows a continued run to its successor, waiting a little
+// for a successor that is being created.
+func (c *Client) currentRun(ctx context.Context, r *store.Run) (*store.Run, error) {
+	for r.Status == hephtype.StatusContinued {
+		next, err := c.waitForRun(ctx, continuedID(r.ID))
+		if err != nil {
+			return nil, fmt.Errorf("run %s continued as new: %w", r.ID, err)
+		}
+		r = next
+	}
+	return r, nil
+}
+
+// waitForRun reads a run that a task is about to create (the successor of
+// a continued run, a child), polling until it exists.
+func (c *Client) waitForRun(ctx context.Context, id string) (*store.Run, error) {
+	poll := c.cfg.MinPollInterval / 5
+	for {
+		r, err := c.cfg.Store.GetRun(ctx, id)
+		if err == nil || !errors.Is(err, store.ErrRunNotFound) {
+			return r, err
+		}
+		select {
+		case <-c.cfg.Clock.After(poll):
+			poll = min(poll*2, c.cfg.PollInterval)
+		case <-ctx.Done():
+			return nil, fmt.Errorf("run %s: %w (waiting for it to be created)", id, ctx.Err())
+		}
+	}
+}
+
+// SignalWorkflow sends a signal to a workflow run. Signals are buffered in
+// the run's history and never lost: the workflow receives them in the
+// order they were sent (WaitSignal, or a phase's handlers). A signal to a
+// run that continued as new goes to the run that carries it on; a signal
+// to a finished run fails with ErrRunFinished.
+func (c *Client) SignalWorkflow(ctx context.Context, runID, name string, payload any) error {
+	raw, err := encodeJSON(payload)
+	if err != nil {
+		return fmt.Errorf("signal %q to run %s: %w: payload %w", name, runID, ErrInvalidInput, err)
+	}
+	for {
+		r, err := c.cfg.Store.GetRun(ctx, runID)
+		if err != nil {
+			return fmt.Errorf("signal %q to run %s: %w", name, runID, err)
+		}
+		if r, err = c.currentRun(ctx, r); err != nil {
+			return fmt.Errorf("signal %q: %w", name, err)
+		}
+		if r.Kind != hephtype.KindWorkflow {
+			return fmt.Errorf("signal %q to run %s: %w: it is a %s, not a workflow", name, r.ID, ErrInvalidInput, r.Kind)
+		}
+		_, err = c.deliver(ctx, &delivery{runID: r.ID, workflow: r.Workflow, events: []replay.Event{replay.SignalReceived(name, raw)}, strict: true})
+		if errors.Is(err, ErrRunFinished) && r.ID != runID {
+			continue // the successor itself continued meanwhile
+		}
+		if err != nil {
+			return fmt.Errorf("signal %q to run %s: %w", name, r.ID, err)
+		}
+		return nil
+	}
+}
+
+// SignalWithStart signals the active run of a workflow id, starting one
+// first (with input) if there is none; a new run receives the signal in its
+// first activation. It returns the run that got the signal.
+func (c *Client) SignalWithStart(ctx context.Context, name, id, signal string, payload, input any, opts *WorkflowOptions) (*Run, error) {
+	raw, err := encodeJSON(payload)
+	if err != nil {
+		return nil, fmt.Errorf("signal-with-start %q: %w: payload %w", name, ErrInvalidInput, err)
+	}
+	o := WorkflowOptions{}
+	if opts != nil {
+		o = *opts
+	}
+	o.ID = id
+	ev := replay.SignalReceived(signal, raw)
+	for attempt := 0; ; attempt++ {
+		r, err := c.findWorkflow(ctx, name, id)
+		switch {
+		case err == nil && !r.Status.Terminal():
+			_, err = c.deliver(ctx, &delivery{runID: r.ID, workflow: r.Workflow, events: []replay.Event{ev}, strict: true})
+			if err == nil {
+				return c.toRun(r), nil
+			}
+			if !errors.Is(err, ErrRunFinished) {
+				return nil, fmt.Errorf("signal-with-start %q id %q: %w", name, id, err)
+			}
+		case err == nil || errors.Is(err, store.ErrRunNotFound):
+			r, err := c.startWorkflow(ctx, name, input, &o, &ev)
+			if err == nil {
+				return c.toRun(r), nil
+			}
+			if !errors.Is(err, ErrDuplicateRun) {
+				return nil, err
+			}
+		default:
+			return nil, err
+		}
+		if attempt >= 10 {
+			return nil, fmt.Errorf("signal-with-start %q id %q: the run kept changing under the request", name, id)
+		}
+	}
+}
+
+// QueryWorkflow returns the state the workflow run published last
+// (workflow.Publish), or JSON null if it published none. It reads the run
+// as stored: it never replays the workflow, and works while the workflow
+// runs an activity or waits. A run that continued as new is followed to
+// the run that carries it on.
+func (c *Client) QueryWorkflow(ctx context.Context, runID string) (json.RawMessage, error) {
+	r, err := c.cfg.Store.GetRun(ctx, runID)
+	if err != nil {
+		return nil, fmt.Errorf("query run %s: %w", runID, err)
+	}
+	if r.Status == hephtype.StatusContinued {
+		if next, err := c.cfg.Store.GetRun(ctx, continuedID(r.ID)); err == nil {
+			if next, err = c.currentRun(ctx, next); err == nil {
+				r = next
+			}
+		}
+	}
+	if len(r.Published) == 0 {
+		return json.RawMessage("null"), nil
+	}
+	return r.Published, nil
+}
+
+// WorkflowResult waits until the workflow run ends, following
+// continue-as-new to the run that ends the chain, and returns that run: its
+// Output when completed, or its Error.
+func (c *Client) WorkflowResult(ctx context.Context, runID string) (*Run, error) {
+	for {
+		r, err := c.WaitRun(ctx, runID)
+		if err != nil {
+			return nil, err
+		}
+		if r.Status != hephtype.StatusContinued {
+			return r, nil
+		}
+		next, err := c.waitForRun(ctx, continuedID(r.ID))
+		if err != nil {
+			return nil, err
+		}
+		runID = next.ID
+	}
+}
+
+// resultError turns a finished run into the error its caller sees.
+func resultError(r *Run) error {
+	switch r.Status {
+	case hephtype.StatusCompleted:
+		return nil
+	case hephtype.StatusCancelled:
+		return &CanceledError{RunID: r.ID, Reason: r.Error}
+	}
+	return &WorkflowError{RunID: r.ID, Workflow: r.Flow, Message: r.Error}
+}
+
+// HistoryExport is a workflow run's history as Client.ExportHistory writes
+// it: what hephtest's replayer reads back to check that current code still
+// replays it.
+type HistoryExport struct {
+	RunID    string          `json:"run_id"`
+	Workflow string          `json:"workflow"`
+	Events   []ExportedEvent `json:"events"`
+}
+
+// ExportedEvent is one history event of an export.
+type ExportedEvent struct {
+	Seq int64 `json:"seq"`
+	replay.Event
+}
+
+// ExportHistory returns a run's history as indented JSON (a HistoryExport).
+func (c *Client) ExportHistory(ctx context.Context, runID string) ([]byte, error) {
+	r, err := c.cfg.Store.GetRun(ctx, runID)
+	if err != nil {
+		return nil, fmt.Errorf("export history of run %s: %w", runID, err)
+	}
+	h, err := c.cfg.Store.History(ctx, &store.HistoryParams{RunID: runID})
+	if err != nil {
+		return nil, fmt.Errorf("export history of run %s: %w", runID, err)
+	}
+	x := HistoryExport{RunID: r.ID, Workflow: r.Workflow, Events: make([]ExportedEvent, len(h))}
+	for i, e := range h {
+		x.Events[i] = ExportedEvent{Seq: e.Seq, Event: fromStored(e)}
+	}
+	b, err := json.MarshalIndent(x, "", "  ")
+	if err != nil {
+		return nil, fmt.Errorf("export history of run %s: %w", runID, err)
+	}
+	return b, nil
+}
+
+// --- Typed helpers -------------------------------------------------------
+
+// WorkflowRun is a handle on a run of a workflow whose output is an Out.
+type WorkflowRun[Out any] struct {
+	c *Client
+	// ID is the run's id.
+	ID string
+	// Workflow is the workflow's name.
+	Workflow string
+}
+
+// StartWorkflow starts a run of def with input in (see Client.StartWorkflow).
+func StartWorkflow[In, Out any](ctx context.Context, c *Client, def *workflow.Definition[In, Out], in In, opts *WorkflowOptions) (*WorkflowRun[Out], error) {
+	r, err := c.StartWorkflow(ctx, def.Name(), in, opts)
+	if err != nil {
+		return nil, err
+	}
+	return &WorkflowRun[Out]{c: c, ID: r.ID, Workflow: def.Name()}, nil
+}
+
+// ExecuteWorkflow starts a run of def and waits for its result.
+func ExecuteWorkflow[In, Out any](ctx context.Context, c *Client, def *workflow.Definition[In, Out], in In, opts *WorkflowOptions) (Out, error) {
+	r, err := StartWorkflow(ctx, c, def, in, opts)
+	if err != nil {
+		var zero Out
+		return zero, err
+	}
+	return r.Get(ctx)
+}
+
+// SignalWithStartWorkflow is Client.SignalWithStart for def.
+func SignalWithStartWorkflow[In, Out any](ctx context.Context, c *Client, def *workflow.Definition[In, Out], id, signal string, payload any, in In, opts *WorkflowOptions) (*WorkflowRun[Out], error) {
+	r, err := c.SignalWithStart(ctx, def.Name(), id, signal, payload, in, opts)
+	if err != nil {
+		return nil, err
+	}
+	return &WorkflowRun[Out]{c: c, ID: r.ID, Workflow: def.Name()}, nil
+}
+
+// GetWorkflow returns a handle on an existing run of def.
+func GetWorkflow[In, Out any](c *Client, def *workflow.Definition[In, Out], runID string) *WorkflowRun[Out] {
+	return &WorkflowRun[Out]{c: c, ID: runID, Workflow: def.Name()}
+}
+
+// Get waits for the run's result (following continue-as-new): its output,
+// or a *WorkflowError or *CanceledError.
+func (r *WorkflowRun[Out]) Get(ctx context.Context) (Out, error) {
+	var out Out
+	run, err := r.c.WorkflowResult(ctx, r.ID)
+	if err != nil {
+		return out, err
+	}
+	if err := resultError(run); err != nil {
+		return out, err
+	}
+	if err := json.Unmarshal(run.Output, &out); err != nil {
+		return out, fmt.Errorf("decode output of run %s: %w", run.ID, err)
+	}
+	return out, nil
+}
+
+// Signal sends a signal to the run (see Client.SignalWorkflow).
+func (r *WorkflowRun[Out]) Signal(ctx context.Context, name string, payload any) error {
+	return r.c.SignalWorkflow(ctx, r.ID, name, payload)
+}
+
+// Cancel cancels the run (see Client.CancelRun).
+func (r *WorkflowRun[Out]) Cancel(ctx context.Context, reason string) error {
+	return r.c.CancelRun(ctx, r.ID, reason)
+}
+
+// Query decodes the state a workflow run published last into a T (see
+// Client.QueryWorkflow).
+func Query[T any](ctx context.Context, c *Client, runID string) (T, error) {
+	var v T
+	raw, err := c.QueryWorkflow(ctx, runID)
+	if err != nil {
+		return v, err
+	}
+	if err := json.Unmarshal(raw, &v); err != nil {
+		return v, fmt.Errorf("query run %s: decode published state: %w", runID, err)
+	}
+	return v, nil
+}
+
+// Update sends an update to a workflow run and waits for the handler's
+// reply, decoded into an R (see Client.UpdateWorkflow).
+func Update[R any](ctx context.Context, c *Client, runID, name string, args any, opts *UpdateOptions) (R, error) {
+	var v R
+	raw, err := c.UpdateWorkflow(ctx, runID, name, args, opts)
+	if err != nil {
+		return v, err
+	}
+	if err := json.Unmarshal(raw, &v); err != nil {
+		return v, fmt.Errorf("update %q of run %s: decode reply: %w", name, runID, err)
+	}
+	return v, nil
+}
+
+// newSeed draws the seed of a run's deterministic random source.
+func newSeed() uint64 { return rand.Uint64() }
+
+// isWorkflowTask reports whether a task belongs to a code-first workflow.
+func isWorkflowTask(k store.TaskKind) bool {
+	switch k {
+	case store.TaskDecision, taskActivity, taskWorkflowTimer, taskWorkflowOp:
+		return true
+	}
+	return false
+}
