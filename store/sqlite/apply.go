@@ -2,7 +2,6 @@ package sqlite
 
 import (
 	"context"
-	"database/sql"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -16,54 +15,15 @@ import (
 	"github.com/hephaestus-go/hephaestus/store"
 )
 
-// writeStmts are prepared once on the writer connection and bound to each
-// transaction with Tx.StmtContext, which reuses the prepared statement.
-type writeStmts struct {
-	savepoint, release, rollbackTo             *sql.Stmt
-	insertRun, holder, loadRun, updateRun      *sql.Stmt
-	insertEvent, insertTask, fence, cancelTask *sql.Stmt
-	claimOne, claimMany                        *sql.Stmt
-	heartbeat, releaseTask, prune              *sql.Stmt
-}
-
-func (w *writeStmts) set() stmtSet {
-	return stmtSet{
-		{&w.savepoint, "SAVEPOINT change"},
-		{&w.release, "RELEASE change"},
-		{&w.rollbackTo, "ROLLBACK TO change"},
-		{&w.insertRun, `INSERT INTO runs (id, workflow, version, kind, status, input, output, error,
-			business_id, key_scope, unique_key, parent_id, tags, metadata, state, published, seq,
-			created_at, updated_at, finished_at)
-			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, NULL, ?, ?, ?, ?)
-			ON CONFLICT (unique_key) WHERE unique_key IS NOT NULL DO NOTHING`},
-		{&w.holder, "SELECT id FROM runs WHERE unique_key = ?"},
-		{&w.loadRun, "SELECT " + runCols + ", unique_key FROM runs WHERE id = ?"},
-		{&w.updateRun, `UPDATE runs SET status = ?, output = ?, error = ?, state = ?, published = ?,
-			seq = ?, updated_at = ?, finished_at = ?, unique_key = ? WHERE id = ?`},
-		{&w.insertEvent, "INSERT INTO events (" + eventCols + ") VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"},
-		{&w.insertTask, `INSERT INTO tasks (run_id, queue, kind, workflow, version, step, idx, attempt,
-			payload, item, priority, ready_at, created_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`},
-		{&w.fence, "DELETE FROM tasks WHERE id = ? AND token = ? AND run_id = ? AND owner IS NOT NULL"},
-		{&w.cancelTask, `DELETE FROM tasks WHERE run_id = ?1
-			AND (?2 = '' OR kind = ?2) AND (?3 = '' OR step = ?3) AND (?4 < 0 OR idx = ?4)`},
-		{&w.claimOne, claimQuery("queue = ?1")},
-		{&w.claimMany, claimQuery("queue IN (SELECT value FROM json_each(?1))")},
-		{&w.heartbeat, "UPDATE tasks SET lease_until = ? WHERE id = ? AND token = ? AND owner IS NOT NULL"},
-		{&w.releaseTask, "UPDATE tasks SET owner = NULL, lease_until = NULL WHERE id = ? AND token = ? AND owner IS NOT NULL"},
-		{&w.prune, `DELETE FROM runs WHERE id IN (
-			SELECT id FROM runs WHERE finished_at < ?
-			AND status IN ('completed', 'failed', 'cancelled', 'continued')
-			ORDER BY finished_at LIMIT ?)`},
-	}
-}
-
-func (w *writeStmts) prepare(ctx context.Context, db *sql.DB) error { return w.set().prepare(ctx, db) }
-func (w *writeStmts) close() error                                  { return w.set().close() }
-
 var errRunExists = errors.New("a run with this id exists")
 
-// Apply performs the changes in one write transaction (group commit),
-// each inside a savepoint so that a refused change is undone alone.
+// Apply performs the changes in one write transaction (group commit).
+//
+// A change writes nothing until it is accepted: Decide sees the run as
+// stored, and the change's first write, the deletion of the fenced task,
+// matches the task only while its lease is held. So a refused change needs
+// no savepoint to be undone alone, and an error after a change's first
+// write is a failure of the store, which rolls the whole transaction back.
 func (s *Store) Apply(ctx context.Context, p *store.ApplyParams) (*store.ApplyResult, error) {
 	if err := s.check(); err != nil {
 		return nil, fmt.Errorf("apply: %w", err)
@@ -81,88 +41,78 @@ func (s *Store) Apply(ctx context.Context, p *store.ApplyParams) (*store.ApplyRe
 			return nil, fmt.Errorf("apply: claim %d: %w", i, err)
 		}
 	}
-	tx, err := s.writer.BeginTx(ctx, nil)
-	if err != nil {
-		return nil, s.fail("apply", err)
-	}
-	defer tx.Rollback() //nolint:errcheck // a no-op after Commit
-	// Statements run with a context that is never cancelled: the driver
-	// starts a goroutine per statement to watch a cancellable one, which
-	// costs more than the statement. ctx is checked between changes, and
-	// its cancellation rolls the transaction back.
-	a := &applier{ctx: context.WithoutCancel(ctx), tx: tx, w: &s.w, now: truncate(p.Now)}
-	defer a.closeStmts()
 	results := make([]store.ChangeResult, len(p.Changes))
-	for i := range p.Changes {
-		if err := ctx.Err(); err != nil {
-			return nil, s.fail("apply", err)
-		}
-		if _, err := a.stmt(a.w.savepoint).ExecContext(a.ctx); err != nil {
-			return nil, s.fail("apply", err)
-		}
-		res, err := a.change(&p.Changes[i])
-		if err != nil {
-			return nil, s.fail("apply", err)
-		}
-		if res.Err != nil {
-			if _, err := a.stmt(a.w.rollbackTo).ExecContext(a.ctx); err != nil {
-				return nil, s.fail("apply", err)
-			}
-		}
-		if _, err := a.stmt(a.w.release).ExecContext(a.ctx); err != nil {
-			return nil, s.fail("apply", err)
-		}
-		results[i] = res
-	}
 	claimed := make([][]*store.Task, len(p.Claims))
-	for i := range p.Claims {
-		c := p.Claims[i]
-		c.Now = p.Now
-		tasks, err := claim(a.ctx, &c, a.stmt, a.w)
+	now := truncate(p.Now)
+	err := s.withWriter(ctx, func(w *wconn) error {
+		a := &applier{w: w, now: now, nowUS: micros(now)}
+		err := w.tx(func() error {
+			if len(p.Changes) > 0 {
+				if err := w.checkRuns(); err != nil {
+					return err
+				}
+			}
+			for i := range p.Changes {
+				if err := ctx.Err(); err != nil {
+					return err
+				}
+				res, err := a.change(&p.Changes[i])
+				if err != nil {
+					return err
+				}
+				results[i] = res
+			}
+			if err := a.flush(); err != nil {
+				return err
+			}
+			for i := range p.Claims {
+				c := p.Claims[i]
+				c.Now = p.Now
+				tasks, err := claim(w, &c)
+				if err != nil {
+					return fmt.Errorf("claim: %w", err)
+				}
+				claimed[i] = tasks
+			}
+			return ctx.Err()
+		})
 		if err != nil {
-			return nil, s.fail("apply: claim", err)
+			w.runs.clear()
+			return err
 		}
-		claimed[i] = tasks
-	}
-	if err := ctx.Err(); err != nil {
-		return nil, s.fail("apply", err)
-	}
-	if err := tx.Commit(); err != nil {
+		for id, st := range a.changed {
+			w.runs.put(id, st)
+		}
+		return nil
+	})
+	if err != nil {
 		return nil, s.fail("apply", err)
 	}
 	return &store.ApplyResult{Changes: results, Claimed: claimed}, nil
 }
 
 // applier runs the changes of one Apply inside its transaction.
+//
+// A change's fence and its update of the run go to the database at once,
+// so that later changes of the same Apply see them. Its history entries
+// and new tasks wait in the applier and go in a few multi-row statements
+// after the last change (tasks earlier, when a cancel must see them):
+// nothing in a change reads them back.
 type applier struct {
-	ctx   context.Context
-	tx    *sql.Tx
-	w     *writeStmts
+	w     *wconn
 	now   time.Time
-	bound map[*sql.Stmt]*sql.Stmt
+	nowUS int64
+
+	// changed holds the runs this Apply created or updated, as they will
+	// be stored; they go to the cache once the transaction commits.
+	changed map[string]*runState
+
+	events []pendingEvent
+	tasks  []*store.Task // without ids until flushTasks
 }
 
-// stmt returns the prepared statement bound to the transaction.
-func (a *applier) stmt(st *sql.Stmt) *sql.Stmt {
-	if b, ok := a.bound[st]; ok {
-		return b
-	}
-	if a.bound == nil {
-		a.bound = make(map[*sql.Stmt]*sql.Stmt, 8)
-	}
-	b := a.tx.StmtContext(a.ctx, st)
-	a.bound[st] = b
-	return b
-}
-
-func (a *applier) closeStmts() {
-	for _, b := range a.bound {
-		b.Close()
-	}
-}
-
-// change applies one change. A refused change comes back in the result;
-// the error is a failure of the store.
+// change applies one change. A refused change comes back in the result,
+// having written nothing; the error is a failure of the store.
 func (a *applier) change(c *store.Change) (store.ChangeResult, error) {
 	if c.Create != nil {
 		return a.create(c.Create)
@@ -215,10 +165,29 @@ func (a *applier) create(n *store.NewRun) (store.ChangeResult, error) {
 		return refused(fmt.Errorf("create run %s: metadata: %w", r.ID, err))
 	}
 	key := uniqueKey(r)
-	res, err := a.stmt(a.w.insertRun).ExecContext(a.ctx,
-		r.ID, r.Workflow, r.Version, string(r.Kind), string(r.Status), jsonArg(r.Input),
-		jsonArg(r.Output), r.Error, nullString(r.BusinessID), string(r.KeyScope), key, r.ParentID, tags, meta,
-		jsonArg(r.State), r.Seq, micros(a.now), micros(a.now), nullMicros(r.FinishedAt))
+	w := a.w
+	w.arg(r.ID)
+	w.arg(r.Workflow)
+	w.arg(int64(r.Version))
+	w.arg(string(r.Kind))
+	w.arg(string(r.Status))
+	w.arg(jsonArg(r.Input))
+	w.arg(jsonArg(r.Output))
+	w.arg(r.Error)
+	w.arg(nullString(r.BusinessID))
+	w.arg(string(r.KeyScope))
+	w.arg(key)
+	w.arg(r.ParentID)
+	w.arg(tags)
+	w.arg(meta)
+	w.arg(jsonArg(r.State))
+	w.arg(r.Seq)
+	w.arg(a.nowUS)
+	w.arg(a.nowUS)
+	w.arg(nullMicros(r.FinishedAt))
+	// A conflict on the id fails the statement, which writes nothing; a
+	// conflict on the business key does nothing.
+	res, err := w.exec(qInsertRun)
 	if err != nil {
 		var se *sqlite.Error
 		if errors.As(err, &se) && se.Code() == sqlite3.SQLITE_CONSTRAINT_PRIMARYKEY {
@@ -229,20 +198,31 @@ func (a *applier) create(n *store.NewRun) (store.ChangeResult, error) {
 	if n, err := res.RowsAffected(); err != nil {
 		return store.ChangeResult{}, fmt.Errorf("insert run: %w", err)
 	} else if n == 0 {
-		var holder string
-		if err := a.stmt(a.w.holder).QueryRowContext(a.ctx, key).Scan(&holder); err != nil {
+		w.arg(key)
+		rows, err := w.query(qHolder)
+		if err != nil {
 			return store.ChangeResult{}, fmt.Errorf("find business id holder: %w", err)
 		}
-		return refused(&store.DuplicateRunError{BusinessID: r.BusinessID, ExistingRunID: holder})
+		ok, err := w.row(rows, 1)
+		if err != nil {
+			return store.ChangeResult{}, fmt.Errorf("find business id holder: %w", err)
+		}
+		if !ok {
+			return store.ChangeResult{}, fmt.Errorf("find business id holder: no run holds %q", key)
+		}
+		return refused(&store.DuplicateRunError{BusinessID: r.BusinessID, ExistingRunID: vString(w.dest[0])})
 	}
-	if err := a.insertEvents(r.ID, 0, n.History); err != nil {
-		return store.ChangeResult{}, err
-	}
-	tasks, err := a.insertTasks(r, n.Tasks)
+	rowid, err := res.LastInsertId()
 	if err != nil {
-		return store.ChangeResult{}, err
+		return store.ChangeResult{}, fmt.Errorf("insert run: %w", err)
 	}
-	return store.ChangeResult{Run: r, Tasks: tasks}, nil
+	st := &runState{run: *cloneRun(r), key: key, rowid: rowid}
+	if err := st.storedForm(tags, meta); err != nil {
+		return store.ChangeResult{}, fmt.Errorf("insert run: %w", err)
+	}
+	a.setChanged(st)
+	a.insertEvents(r.ID, 0, n.History)
+	return store.ChangeResult{Run: r, Tasks: a.insertTasks(r, n.Tasks)}, nil
 }
 
 // uniqueKey is the value of the unique_key column of r: its workflow and
@@ -264,42 +244,94 @@ func uniqueKey(r *store.Run) any {
 	return r.Workflow + "\x1f" + r.BusinessID
 }
 
+// run returns the run id as stored: as an earlier change of this Apply
+// left it, as the cache has it, or read from the database. It returns nil
+// when there is no such run.
+func (a *applier) run(id string) (*runState, error) {
+	if st := a.changed[id]; st != nil {
+		return st, nil
+	}
+	if st := a.w.runs.get(id); st != nil {
+		return st, nil
+	}
+	w := a.w
+	w.arg(id)
+	rows, err := w.query(qLoadRun)
+	if err != nil {
+		return nil, err
+	}
+	ok, err := w.row(rows, numRunCols+2)
+	if err != nil || !ok {
+		return nil, err
+	}
+	run, err := runFromValues(w.dest[1:])
+	if err != nil {
+		return nil, err
+	}
+	st := &runState{run: *run, rowid: vInt(w.dest[0]), key: w.dest[numRunCols+1]}
+	a.w.runs.put(id, st) // as committed: no change of this Apply touched it
+	return st, nil
+}
+
+func (a *applier) setChanged(st *runState) {
+	if a.changed == nil {
+		a.changed = make(map[string]*runState)
+	}
+	a.changed[st.run.ID] = st
+}
+
+// refuse refuses a change of a run for err, or for the lost lease when
+// the change was fenced: a lost lease comes first.
+func (a *applier) refuse(c *store.Change, runID string, err error) (store.ChangeResult, error) {
+	if c.Fence != nil {
+		w := a.w
+		w.arg(c.Fence.TaskID)
+		w.arg(c.Fence.Token)
+		w.arg(runID)
+		rows, qerr := w.query(qFenceHeld)
+		if qerr != nil {
+			return store.ChangeResult{}, fmt.Errorf("check fence: %w", qerr)
+		}
+		held, qerr := w.row(rows, 1)
+		if qerr != nil {
+			return store.ChangeResult{}, fmt.Errorf("check fence: %w", qerr)
+		}
+		if !held {
+			return refused(fmt.Errorf("update run %s: task %d: %w", runID, c.Fence.TaskID, store.ErrLeaseLost))
+		}
+	}
+	return refused(err)
+}
+
+// update decides a change from the run as stored and writes it. Decide
+// runs before the fence is checked: the fenced task is deleted by a
+// statement that matches it only while the lease is held, so the check
+// and the first write are one. A change refused by Decide checks the
+// fence by a read, so that a lost lease is still what it reports.
 func (a *applier) update(c *store.Change) (store.ChangeResult, error) {
 	if c.Decide == nil {
 		return refused(fmt.Errorf("update run %s: no Decide function", c.RunID))
 	}
-	var key *string
-	run, err := scanRun(a.stmt(a.w.loadRun).QueryRowContext(a.ctx, c.RunID), &key)
-	if errors.Is(err, sql.ErrNoRows) {
-		return refused(fmt.Errorf("update run %s: %w", c.RunID, store.ErrRunNotFound))
-	}
+	st, err := a.run(c.RunID)
 	if err != nil {
 		return store.ChangeResult{}, fmt.Errorf("load run: %w", err)
 	}
-	if c.Fence != nil {
-		res, err := a.stmt(a.w.fence).ExecContext(a.ctx, c.Fence.TaskID, c.Fence.Token, run.ID)
-		if err != nil {
-			return store.ChangeResult{}, fmt.Errorf("fence: %w", err)
-		}
-		if n, err := res.RowsAffected(); err != nil {
-			return store.ChangeResult{}, fmt.Errorf("fence: %w", err)
-		} else if n == 0 {
-			return refused(fmt.Errorf("update run %s: task %d: %w", run.ID, c.Fence.TaskID, store.ErrLeaseLost))
-		}
+	if st == nil {
+		return refused(fmt.Errorf("update run %s: %w", c.RunID, store.ErrRunNotFound))
 	}
-	given := *run // Decide may scribble on its copy
-	u, err := c.Decide(&given)
+	run := &st.run
+	u, err := c.Decide(cloneRun(run)) // Decide may scribble on its copy
 	if err != nil {
-		return refused(err)
+		return a.refuse(c, run.ID, err)
 	}
 	if u == nil {
 		u = &store.Update{}
 	}
 	if u.Status != "" && !u.Status.Valid() {
-		return refused(fmt.Errorf("update run %s: unknown status %q", run.ID, u.Status))
+		return a.refuse(c, run.ID, fmt.Errorf("update run %s: unknown status %q", run.ID, u.Status))
 	}
 	if err := validateTasks(u.Tasks); err != nil {
-		return refused(fmt.Errorf("update run %s: %w", run.ID, err))
+		return a.refuse(c, run.ID, fmt.Errorf("update run %s: %w", run.ID, err))
 	}
 
 	next := *run
@@ -323,33 +355,69 @@ func (a *applier) update(c *store.Change) (store.ChangeResult, error) {
 	if next.Status.Terminal() && next.FinishedAt.IsZero() {
 		next.FinishedAt = a.now
 	}
-	var newKey any
-	if key != nil {
-		newKey = *key
-		if next.KeyScope == businesskey.ScopeActive && next.Status.Terminal() {
-			newKey = nil
-		}
+	newKey := st.key
+	if newKey != nil && next.KeyScope == businesskey.ScopeActive && next.Status.Terminal() {
+		newKey = nil
 	}
 
-	if err := a.insertEvents(run.ID, run.Seq, u.History); err != nil {
-		return store.ChangeResult{}, err
+	w := a.w
+	if c.Fence != nil {
+		w.arg(c.Fence.TaskID)
+		w.arg(c.Fence.Token)
+		w.arg(run.ID)
+		res, err := w.exec(qFence)
+		if err != nil {
+			return store.ChangeResult{}, fmt.Errorf("fence: %w", err)
+		}
+		if n, err := res.RowsAffected(); err != nil {
+			return store.ChangeResult{}, fmt.Errorf("fence: %w", err)
+		} else if n == 0 {
+			return refused(fmt.Errorf("update run %s: task %d: %w", run.ID, c.Fence.TaskID, store.ErrLeaseLost))
+		}
 	}
-	_, err = a.stmt(a.w.updateRun).ExecContext(a.ctx, string(next.Status), jsonArg(next.Output),
-		next.Error, jsonArg(next.State), jsonArg(next.Published), next.Seq, micros(a.now),
-		nullMicros(next.FinishedAt), newKey, run.ID)
+	// The change is accepted: from here on it writes.
+	w.arg(string(next.Status))
+	w.arg(jsonArg(next.Output))
+	w.arg(next.Error)
+	w.arg(jsonArg(next.State))
+	w.arg(jsonArg(next.Published))
+	w.arg(next.Seq)
+	w.arg(a.nowUS)
+	w.arg(nullMicros(next.FinishedAt))
+	w.arg(newKey)
+	w.arg(st.rowid)
+	w.arg(run.ID)
+	res, err := w.exec(qUpdateRun)
 	if err != nil {
 		return store.ChangeResult{}, fmt.Errorf("update run: %w", err)
 	}
+	if n, err := res.RowsAffected(); err != nil {
+		return store.ChangeResult{}, fmt.Errorf("update run: %w", err)
+	} else if n != 1 {
+		// The run is not where the cache said: fail the Apply, which
+		// drops the cache. (It cannot happen unless the file was changed
+		// behind SQLite's back.)
+		return store.ChangeResult{}, fmt.Errorf("update run %s: row %d not found", run.ID, st.rowid)
+	}
+	a.insertEvents(run.ID, run.Seq, u.History)
+	if len(u.Cancel) > 0 && a.pendingTasksOf(run.ID) {
+		// Earlier changes of the batch enqueued tasks of the run: they
+		// are cancelled too.
+		if err := a.flushTasks(); err != nil {
+			return store.ChangeResult{}, err
+		}
+	}
 	for _, m := range u.Cancel {
-		if _, err := a.stmt(a.w.cancelTask).ExecContext(a.ctx, run.ID, string(m.Kind), m.Step, m.Index); err != nil {
+		w.arg(run.ID)
+		w.arg(string(m.Kind))
+		w.arg(m.Step)
+		w.arg(int64(m.Index))
+		if _, err := w.exec(qCancelTask); err != nil {
 			return store.ChangeResult{}, fmt.Errorf("cancel tasks: %w", err)
 		}
 	}
-	tasks, err := a.insertTasks(&next, u.Tasks)
-	if err != nil {
-		return store.ChangeResult{}, err
-	}
-	return store.ChangeResult{Run: &next, Tasks: tasks}, nil
+	a.setChanged(&runState{run: *cloneRun(&next), key: newKey, rowid: st.rowid})
+	return store.ChangeResult{Run: &next, Tasks: a.insertTasks(&next, u.Tasks)}, nil
 }
 
 func validateTasks(ts []store.NewTask) error {
@@ -364,52 +432,140 @@ func validateTasks(ts []store.NewTask) error {
 	return nil
 }
 
-// insertEvents appends evs to a run's history after seq.
-func (a *applier) insertEvents(runID string, seq int64, evs []store.NewEvent) error {
-	if len(evs) == 0 {
-		return nil
+// insertEvents appends evs to a run's history after seq. The rows are
+// written by flushEvents: no change reads the history.
+func (a *applier) insertEvents(runID string, seq int64, evs []store.NewEvent) {
+	for i := range evs {
+		a.events = append(a.events, pendingEvent{runID: runID, seq: seq + int64(i) + 1, e: &evs[i]})
 	}
-	st := a.stmt(a.w.insertEvent)
-	for i, e := range evs {
-		_, err := st.ExecContext(a.ctx, runID, seq+int64(i)+1, string(e.Kind), e.Step, e.Index,
-			e.Attempt, e.Name, jsonArg(e.Data), e.Error, micros(a.now))
+}
+
+type pendingEvent struct {
+	runID string
+	seq   int64
+	e     *store.NewEvent
+}
+
+// flushEvents writes the pending history entries, maxRows per statement.
+func (a *applier) flushEvents() error {
+	w := a.w
+	evs := a.events
+	for len(evs) > 0 {
+		chunk := evs[:min(len(evs), maxRows)]
+		evs = evs[len(chunk):]
+		for i := range chunk {
+			p := &chunk[i]
+			e := p.e
+			w.arg(p.runID)
+			w.arg(p.seq)
+			w.arg(string(e.Kind))
+			w.arg(e.Step)
+			w.arg(int64(e.Index))
+			w.arg(int64(e.Attempt))
+			w.arg(e.Name)
+			w.arg(jsonArg(e.Data))
+			w.arg(e.Error)
+			w.arg(a.nowUS)
+		}
+		st, err := w.insertStmt(insertEvents, len(chunk))
+		if err == nil {
+			_, err = w.run(st)
+		}
 		if err != nil {
-			return fmt.Errorf("insert event: %w", err)
+			return fmt.Errorf("insert events: %w", err)
 		}
 	}
+	clear(a.events)
+	a.events = a.events[:0]
 	return nil
 }
 
-// insertTasks enqueues ts for run r. A zero ReadyAt means now.
-func (a *applier) insertTasks(r *store.Run, ts []store.NewTask) ([]*store.Task, error) {
+// insertTasks enqueues ts for run r. A zero ReadyAt means now. The rows
+// are written, and the ids filled in, by flushTasks.
+func (a *applier) insertTasks(r *store.Run, ts []store.NewTask) []*store.Task {
 	if len(ts) == 0 {
-		return nil, nil
+		return nil
 	}
-	st := a.stmt(a.w.insertTask)
 	out := make([]*store.Task, len(ts))
-	for i, n := range ts {
+	for i := range ts {
+		n := &ts[i]
 		ready := truncate(n.ReadyAt)
 		if ready.IsZero() {
 			ready = a.now
 		}
-		res, err := st.ExecContext(a.ctx, r.ID, n.Queue, string(n.Kind), r.Workflow, r.Version,
-			n.Step, n.Index, n.Attempt, jsonArg(n.Payload), jsonArg(n.Item), n.Priority,
-			micros(ready), micros(a.now))
-		if err != nil {
-			return nil, fmt.Errorf("insert task: %w", err)
-		}
-		id, err := res.LastInsertId()
-		if err != nil {
-			return nil, fmt.Errorf("insert task: %w", err)
-		}
 		out[i] = &store.Task{
-			ID: id, RunID: r.ID, Queue: n.Queue, Kind: n.Kind, Workflow: r.Workflow,
+			RunID: r.ID, Queue: n.Queue, Kind: n.Kind, Workflow: r.Workflow,
 			Version: r.Version, Step: n.Step, Index: n.Index, Attempt: n.Attempt,
 			Payload: orNil(n.Payload), Item: orNil(n.Item), Priority: n.Priority, ReadyAt: ready,
 			CreatedAt: a.now,
 		}
 	}
-	return out, nil
+	a.tasks = append(a.tasks, out...)
+	return out
+}
+
+// flushTasks writes the pending tasks, maxRows per statement, and fills
+// in their ids.
+func (a *applier) flushTasks() error {
+	w := a.w
+	ts := a.tasks
+	for len(ts) > 0 {
+		chunk := ts[:min(len(ts), maxRows)]
+		ts = ts[len(chunk):]
+		for _, t := range chunk {
+			w.arg(t.RunID)
+			w.arg(t.Queue)
+			w.arg(string(t.Kind))
+			w.arg(t.Workflow)
+			w.arg(int64(t.Version))
+			w.arg(t.Step)
+			w.arg(int64(t.Index))
+			w.arg(int64(t.Attempt))
+			w.arg(jsonArg(t.Payload))
+			w.arg(jsonArg(t.Item))
+			w.arg(int64(t.Priority))
+			w.arg(micros(t.ReadyAt))
+			w.arg(a.nowUS)
+		}
+		st, err := w.insertStmt(insertTasks, len(chunk))
+		if err != nil {
+			return fmt.Errorf("insert tasks: %w", err)
+		}
+		res, err := w.run(st)
+		if err != nil {
+			return fmt.Errorf("insert tasks: %w", err)
+		}
+		// The rows of one statement get consecutive ids: AUTOINCREMENT
+		// gives each new row one more than the largest id ever used.
+		last, err := res.LastInsertId()
+		if err != nil {
+			return fmt.Errorf("insert tasks: %w", err)
+		}
+		for i, t := range chunk {
+			t.ID = last - int64(len(chunk)-1-i)
+		}
+	}
+	clear(a.tasks)
+	a.tasks = a.tasks[:0]
+	return nil
+}
+
+// pendingTasksOf tells whether tasks of run id wait in a.tasks.
+func (a *applier) pendingTasksOf(id string) bool {
+	for _, t := range a.tasks {
+		if t.RunID == id {
+			return true
+		}
+	}
+	return false
+}
+
+// flush writes what the changes left pending.
+func (a *applier) flush() error {
+	if err := a.flushEvents(); err != nil {
+		return err
+	}
+	return a.flushTasks()
 }
 
 // orNil returns nil for an empty JSON value, as the database stores it.

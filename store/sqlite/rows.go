@@ -1,6 +1,7 @@
 package sqlite
 
 import (
+	"database/sql/driver"
 	"encoding/json"
 	"fmt"
 	"time"
@@ -10,17 +11,21 @@ import (
 	"github.com/hephaestus-go/hephaestus/store"
 )
 
-// The columns read by scanRun, scanTask and scanEvent, in order.
+// The columns read by scanRun (and runFromValues), taskFromValues and
+// scanEvent, in order.
 const (
 	runCols   = "id, workflow, version, kind, status, input, output, error, business_id, key_scope, parent_id, tags, metadata, state, published, seq, created_at, updated_at, finished_at"
 	taskCols  = "id, run_id, queue, kind, workflow, version, step, idx, attempt, payload, item, priority, ready_at, owner, token, lease_until, claims, created_at"
 	eventCols = "run_id, seq, kind, step, idx, attempt, name, data, error, at"
+
+	numRunCols  = 19
+	numTaskCols = 18
 )
 
 type scanner interface{ Scan(dest ...any) error }
 
-// scanRun reads runCols, then extra.
-func scanRun(sc scanner, extra ...any) (*store.Run, error) {
+// scanRun reads runCols.
+func scanRun(sc scanner) (*store.Run, error) {
 	var (
 		r                     store.Run
 		kind, status, scope   string
@@ -33,7 +38,7 @@ func scanRun(sc scanner, extra ...any) (*store.Run, error) {
 	dest := []any{&r.ID, &r.Workflow, &r.Version, &kind, &status, &input, &output, &r.Error,
 		&businessID, &scope, &r.ParentID, &tags, &meta, &state, &published, &r.Seq,
 		&created, &updated, &finished}
-	if err := sc.Scan(append(dest, extra...)...); err != nil {
+	if err := sc.Scan(dest...); err != nil {
 		return nil, err
 	}
 	if businessID != nil {
@@ -43,7 +48,7 @@ func scanRun(sc scanner, extra ...any) (*store.Run, error) {
 	r.Status = hephtype.RunStatus(status)
 	r.KeyScope = businesskey.Scope(scope)
 	r.Input, r.Output, r.State, r.Published = input, output, state, published
-	if len(tags) > 0 {
+	if len(tags) > 0 && string(tags) != "[]" {
 		if err := json.Unmarshal(tags, &r.Tags); err != nil {
 			return nil, fmt.Errorf("run %s: tags: %w", r.ID, err)
 		}
@@ -60,31 +65,6 @@ func scanRun(sc scanner, extra ...any) (*store.Run, error) {
 	r.UpdatedAt = fromMicros(updated)
 	r.FinishedAt = fromNullMicros(finished)
 	return &r, nil
-}
-
-func scanTask(sc scanner) (*store.Task, error) {
-	var (
-		t              store.Task
-		kind           string
-		payload, item  []byte
-		owner          *string
-		ready, created int64
-		leaseUntil     *int64
-	)
-	err := sc.Scan(&t.ID, &t.RunID, &t.Queue, &kind, &t.Workflow, &t.Version, &t.Step, &t.Index,
-		&t.Attempt, &payload, &item, &t.Priority, &ready, &owner, &t.Token, &leaseUntil, &t.Claims, &created)
-	if err != nil {
-		return nil, err
-	}
-	t.Kind = store.TaskKind(kind)
-	t.Payload, t.Item = payload, item
-	if owner != nil {
-		t.Owner = *owner
-	}
-	t.ReadyAt = fromMicros(ready)
-	t.LeaseUntil = fromNullMicros(leaseUntil)
-	t.CreatedAt = fromMicros(created)
-	return &t, nil
 }
 
 func scanEvent(sc scanner) (store.Event, error) {
@@ -161,4 +141,77 @@ func nullString(s string) any {
 		return nil
 	}
 	return s
+}
+
+// Values read from the driver directly (the writer's statements): TEXT
+// comes as string, INTEGER as int64, NULL as nil.
+
+func vString(v driver.Value) string {
+	s, _ := v.(string)
+	return s
+}
+
+func vInt(v driver.Value) int64 {
+	n, _ := v.(int64)
+	return n
+}
+
+func vJSON(v driver.Value) json.RawMessage {
+	switch x := v.(type) {
+	case string:
+		if x == "" {
+			return nil
+		}
+		return json.RawMessage(x)
+	case []byte:
+		if len(x) == 0 {
+			return nil
+		}
+		return json.RawMessage(x)
+	}
+	return nil
+}
+
+func vTime(v driver.Value) time.Time {
+	if n, ok := v.(int64); ok {
+		return fromMicros(n)
+	}
+	return time.Time{}
+}
+
+// runFromValues reads runCols.
+func runFromValues(v []driver.Value) (*store.Run, error) {
+	r := &store.Run{
+		ID: vString(v[0]), Workflow: vString(v[1]), Version: int(vInt(v[2])),
+		Kind: hephtype.RunKind(vString(v[3])), Status: hephtype.RunStatus(vString(v[4])),
+		Input: vJSON(v[5]), Output: vJSON(v[6]), Error: vString(v[7]), BusinessID: vString(v[8]),
+		KeyScope: businesskey.Scope(vString(v[9])), ParentID: vString(v[10]),
+		State: vJSON(v[13]), Published: vJSON(v[14]), Seq: vInt(v[15]),
+		CreatedAt: vTime(v[16]), UpdatedAt: vTime(v[17]), FinishedAt: vTime(v[18]),
+	}
+	if tags := vString(v[11]); tags != "" && tags != "[]" {
+		if err := json.Unmarshal([]byte(tags), &r.Tags); err != nil {
+			return nil, fmt.Errorf("run %s: tags: %w", r.ID, err)
+		}
+		if len(r.Tags) == 0 {
+			r.Tags = nil
+		}
+	}
+	if meta := vString(v[12]); meta != "" {
+		if err := json.Unmarshal([]byte(meta), &r.Metadata); err != nil {
+			return nil, fmt.Errorf("run %s: metadata: %w", r.ID, err)
+		}
+	}
+	return r, nil
+}
+
+// taskFromValues reads taskCols.
+func taskFromValues(v []driver.Value) *store.Task {
+	return &store.Task{
+		ID: vInt(v[0]), RunID: vString(v[1]), Queue: vString(v[2]), Kind: store.TaskKind(vString(v[3])),
+		Workflow: vString(v[4]), Version: int(vInt(v[5])), Step: vString(v[6]), Index: int(vInt(v[7])),
+		Attempt: int(vInt(v[8])), Payload: vJSON(v[9]), Item: vJSON(v[10]), Priority: int(vInt(v[11])),
+		ReadyAt: vTime(v[12]), Owner: vString(v[13]), Token: vInt(v[14]), LeaseUntil: vTime(v[15]),
+		Claims: int(vInt(v[16])), CreatedAt: vTime(v[17]),
+	}
 }

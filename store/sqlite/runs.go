@@ -217,11 +217,18 @@ func (s *Store) PruneRuns(ctx context.Context, p *store.PruneParams) (int, error
 	case limit == 0:
 		limit = 1000
 	}
-	res, err := s.w.prune.ExecContext(ctx, micros(p.FinishedBefore), limit)
-	if err != nil {
-		return 0, s.fail("prune runs", err)
-	}
-	n, err := res.RowsAffected()
+	var n int64
+	err := s.withWriter(ctx, func(w *wconn) error {
+		w.runs.clear()
+		w.arg(micros(p.FinishedBefore))
+		w.arg(int64(limit))
+		res, err := w.exec(qPrune)
+		if err != nil {
+			return err
+		}
+		n, err = res.RowsAffected()
+		return err
+	})
 	if err != nil {
 		return 0, s.fail("prune runs", err)
 	}

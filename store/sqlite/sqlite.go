@@ -10,11 +10,17 @@
 // queue behind writes. The schema is created and upgraded by embedded
 // migrations when the store is opened.
 //
-// Apply commits all its changes in one transaction (group commit), each in
-// a savepoint so that a refused change is undone alone. Decide functions
-// run while that transaction holds the writer: they must not call the
-// store. A task's lease token grows by one at every claim, so tokens never
-// repeat for a task, even with several processes on one file.
+// Apply commits all its changes in one transaction (group commit). A
+// change is refused, if at all, before it writes anything, so a refused
+// change needs no savepoint to be undone alone. Decide functions run while
+// that transaction holds the writer: they must not call the store. A
+// task's lease token grows by one at every claim, so tokens never repeat
+// for a task, even with several processes on one file.
+//
+// The writer runs its statements on the driver connection directly and
+// keeps the runs it changed last in memory, so that the next change of a
+// run is decided without reading it back; a commit by another connection
+// to the file (another process) empties that cache.
 //
 // # Durability: Synchronous FULL or NORMAL
 //
@@ -95,7 +101,7 @@ type Config struct {
 type Store struct {
 	writer *sql.DB
 	reader *sql.DB // the writer in Memory mode
-	w      writeStmts
+	wc     wconn   // the writer's driver connection and statements
 	r      readStmts
 
 	closed    atomic.Bool
@@ -217,7 +223,7 @@ func (s *Store) open(ctx context.Context, c *Config) error {
 		s.reader.SetConnMaxLifetime(0)
 		s.reader.SetConnMaxIdleTime(0)
 	}
-	if err := s.w.prepare(ctx, s.writer); err != nil {
+	if err := s.withWriter(ctx, (*wconn).prepareAll); err != nil {
 		return fmt.Errorf("sqlite: prepare: %w", err)
 	}
 	if err := s.r.prepare(ctx, s.reader); err != nil {
@@ -243,7 +249,7 @@ func (s *Store) Close() error {
 
 func (s *Store) closeDBs() error {
 	var errs []error
-	errs = append(errs, s.w.close(), s.r.close())
+	errs = append(errs, s.closeWriter(), s.r.close())
 	if s.reader != nil && s.reader != s.writer {
 		errs = append(errs, s.reader.Close())
 	}

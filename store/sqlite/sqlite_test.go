@@ -2,6 +2,8 @@ package sqlite
 
 import (
 	"context"
+	"encoding/json"
+	"errors"
 	"os"
 	"path/filepath"
 	"strings"
@@ -188,5 +190,136 @@ func TestMemoryStoresAreIsolated(t *testing.T) {
 	}
 	if _, err := b.GetRun(t.Context(), "r"); err == nil {
 		t.Fatal("run visible in another memory store")
+	}
+}
+
+// The writer decides changes from the runs it keeps in memory: a change
+// made by another connection (another process) on the same file, and a
+// change rolled back, must not be missed.
+func TestRunCacheCoherence(t *testing.T) {
+	t.Parallel()
+	path := filepath.Join(t.TempDir(), "heph.db")
+	a, b := open(t, &Config{Path: path}), open(t, &Config{Path: path})
+	now := time.Date(2030, 1, 2, 3, 4, 5, 0, time.UTC)
+	apply := func(s *Store, ctx context.Context, cs ...store.Change) ([]store.ChangeResult, error) {
+		t.Helper()
+		res, err := s.Apply(ctx, &store.ApplyParams{Now: now, Changes: cs})
+		if err != nil {
+			return nil, err
+		}
+		return res.Changes, nil
+	}
+	seen := func(s *Store) *store.Run {
+		t.Helper()
+		var got *store.Run
+		res, err := apply(s, t.Context(), store.Change{RunID: "r", Decide: func(r *store.Run) (*store.Update, error) {
+			got = r
+			return nil, errors.New("just looking")
+		}})
+		if err != nil || res[0].Err == nil {
+			t.Fatal(err, res)
+		}
+		return got
+	}
+	setState := func(s *Store, ctx context.Context, state string) error {
+		res, err := apply(s, ctx, store.Change{RunID: "r", Decide: func(*store.Run) (*store.Update, error) {
+			return &store.Update{State: json.RawMessage(state), History: []store.NewEvent{{Kind: hephtype.EventMarker}}}, nil
+		}})
+		if err == nil && res[0].Err != nil {
+			err = res[0].Err
+		}
+		return err
+	}
+
+	if _, err := apply(a, t.Context(), store.Change{Create: &store.NewRun{ID: "r", Workflow: "wf", State: json.RawMessage(`1`)}}); err != nil {
+		t.Fatal(err)
+	}
+	if r := seen(a); string(r.State) != "1" || r.Seq != 0 {
+		t.Fatalf("a sees %s at %d", r.State, r.Seq)
+	}
+	// Another connection changes the run.
+	if err := setState(b, t.Context(), `2`); err != nil {
+		t.Fatal(err)
+	}
+	if r := seen(a); string(r.State) != "2" || r.Seq != 1 {
+		t.Fatalf("after b's change, a sees %s at %d", r.State, r.Seq)
+	}
+	if err := setState(a, t.Context(), `3`); err != nil {
+		t.Fatal(err)
+	}
+	if r := seen(b); string(r.State) != "3" || r.Seq != 2 {
+		t.Fatalf("after a's change, b sees %s at %d", r.State, r.Seq)
+	}
+	// A change rolled back (the context ends before the Apply commits)
+	// leaves no trace.
+	ctx, cancel := context.WithCancel(t.Context())
+	_, err := apply(a, ctx,
+		store.Change{RunID: "r", Decide: func(*store.Run) (*store.Update, error) {
+			cancel()
+			return &store.Update{State: json.RawMessage(`4`), History: []store.NewEvent{{Kind: hephtype.EventMarker}}}, nil
+		}},
+		store.Change{RunID: "r", Decide: func(*store.Run) (*store.Update, error) { return nil, nil }},
+	)
+	if !errors.Is(err, context.Canceled) {
+		t.Fatalf("cancelled Apply: %v", err)
+	}
+	if r := seen(a); string(r.State) != "3" || r.Seq != 2 {
+		t.Fatalf("after a rolled back change, a sees %s at %d", r.State, r.Seq)
+	}
+	if got, err := a.GetRun(t.Context(), "r"); err != nil || string(got.State) != "3" || got.Seq != 2 {
+		t.Fatalf("GetRun = %+v, %v", got, err)
+	}
+	if evs, err := a.History(t.Context(), &store.HistoryParams{RunID: "r"}); err != nil || len(evs) != 2 {
+		t.Fatalf("history = %v, %v", evs, err)
+	}
+	// Pruned runs are gone for the writer too.
+	if err := setState(a, t.Context(), `5`); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := apply(a, t.Context(), store.Change{RunID: "r", Decide: func(*store.Run) (*store.Update, error) {
+		return &store.Update{Status: hephtype.StatusCompleted}, nil
+	}}); err != nil {
+		t.Fatal(err)
+	}
+	if n, err := a.PruneRuns(t.Context(), &store.PruneParams{FinishedBefore: now.Add(time.Hour)}); err != nil || n != 1 {
+		t.Fatalf("prune: %d, %v", n, err)
+	}
+	res, err := apply(a, t.Context(), store.Change{RunID: "r", Decide: func(*store.Run) (*store.Update, error) { return nil, nil }})
+	if err != nil || !errors.Is(res[0].Err, store.ErrRunNotFound) {
+		t.Fatalf("update of a pruned run: %v, %v", res, err)
+	}
+}
+
+// Decide gets a copy of the run: scribbling on it changes nothing stored,
+// and neither does changing a returned run.
+func TestDecideScribbles(t *testing.T) {
+	t.Parallel()
+	s := open(t, &Config{Memory: true})
+	now := time.Date(2030, 1, 2, 3, 4, 5, 0, time.UTC)
+	res, err := s.Apply(t.Context(), &store.ApplyParams{Now: now, Changes: []store.Change{{Create: &store.NewRun{
+		ID: "r", Workflow: "wf", Input: json.RawMessage(`"in"`), State: json.RawMessage(`"st"`),
+		Tags: []string{"a"}, Metadata: map[string]json.RawMessage{"k": json.RawMessage(`"v"`)},
+	}}}})
+	if err != nil || res.Changes[0].Err != nil {
+		t.Fatal(err, res)
+	}
+	scribble := func(r *store.Run) {
+		r.Input[1], r.State[1], r.Tags[0] = 'X', 'X', "X"
+		r.Metadata["k"][1] = 'X'
+		r.Metadata["z"] = nil
+	}
+	scribble(res.Changes[0].Run)
+	for range 2 {
+		res, err = s.Apply(t.Context(), &store.ApplyParams{Now: now, Changes: []store.Change{{RunID: "r", Decide: func(r *store.Run) (*store.Update, error) {
+			if string(r.Input) != `"in"` || string(r.State) != `"st"` || r.Tags[0] != "a" || string(r.Metadata["k"]) != `"v"` || len(r.Metadata) != 1 {
+				t.Errorf("Decide sees %+v", r)
+			}
+			scribble(r)
+			return &store.Update{}, nil
+		}}}})
+		if err != nil || res.Changes[0].Err != nil {
+			t.Fatal(err, res)
+		}
+		scribble(res.Changes[0].Run)
 	}
 }

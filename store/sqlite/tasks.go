@@ -1,35 +1,31 @@
 package sqlite
 
 import (
-	"cmp"
 	"context"
-	"database/sql"
+	"database/sql/driver"
 	"encoding/json"
 	"errors"
 	"fmt"
-	"slices"
+	"io"
 	"time"
 
 	"github.com/hephaestus-go/hephaestus/store"
 )
 
-// claimQuery leases up to ?5 tasks of the queues selected by queueCond
-// (over ?1) to owner ?2 until ?3, at time ?4, in one statement. A task's
-// token grows by one at every claim, so its tokens never repeat, across
-// processes too.
+// claimQuery selects up to ?3 claimable tasks of the queues selected by
+// queueCond (over ?1) at time ?2, in claim order: ready, and nobody holds
+// a live lease on them.
 //
-// The limit is written "?5 + 0": with a bare "LIMIT ?" the planner takes
+// The limit is written "?3 + 0": with a bare "LIMIT ?" the planner takes
 // the bound value into account, so SQLite prepares the statement again on
 // every call with a new limit — a fifth of the CPU of a busy worker.
 func claimQuery(queueCond string) string {
-	return `UPDATE tasks SET owner = ?2, token = token + 1, lease_until = ?3, claims = claims + 1
-		WHERE id IN (SELECT id FROM tasks
-			WHERE ` + queueCond + ` AND ready_at <= ?4 AND (lease_until IS NULL OR lease_until <= ?4)
-			ORDER BY priority DESC, ready_at, id LIMIT ?5 + 0)
-		RETURNING ` + taskCols
+	return `SELECT ` + taskCols + ` FROM tasks
+		WHERE ` + queueCond + ` AND ready_at <= ?2 AND (lease_until IS NULL OR lease_until <= ?2)
+		ORDER BY priority DESC, ready_at, id LIMIT ?3 + 0`
 }
 
-// ClaimTasks leases up to p.Limit ready tasks in one statement.
+// ClaimTasks leases up to p.Limit ready tasks.
 func (s *Store) ClaimTasks(ctx context.Context, p *store.ClaimParams) ([]*store.Task, error) {
 	if err := s.check(); err != nil {
 		return nil, fmt.Errorf("claim tasks: %w", err)
@@ -37,7 +33,14 @@ func (s *Store) ClaimTasks(ctx context.Context, p *store.ClaimParams) ([]*store.
 	if err := checkClaim(p); err != nil {
 		return nil, fmt.Errorf("claim tasks: %w", err)
 	}
-	out, err := claim(ctx, p, func(st *sql.Stmt) *sql.Stmt { return st }, &s.w)
+	var out []*store.Task
+	err := s.withWriter(ctx, func(w *wconn) error {
+		return w.tx(func() error {
+			var err error
+			out, err = claim(w, p)
+			return err
+		})
+	})
 	if err != nil {
 		return nil, s.fail("claim tasks", err)
 	}
@@ -58,47 +61,57 @@ func checkClaim(p *store.ClaimParams) error {
 	return nil
 }
 
-// claim leases ready tasks with the writer's statements, bound by bind (to
-// a transaction, inside Apply).
-func claim(ctx context.Context, p *store.ClaimParams, bind func(*sql.Stmt) *sql.Stmt, w *writeStmts) ([]*store.Task, error) {
+// claim leases ready tasks, inside a write transaction: it reads them in
+// claim order, then leases them one by one. (One UPDATE … RETURNING costs
+// more: SQLite builds a temporary b-tree for the subquery's ids and
+// another for the returned rows.) A task's token grows by one at every
+// claim, so its tokens never repeat, across processes too.
+func claim(w *wconn, p *store.ClaimParams) ([]*store.Task, error) {
 	if len(p.Queues) == 0 {
 		return nil, nil
 	}
-	st, queues := w.claimOne, any(p.Queues[0])
+	q, queues := qClaimOne, p.Queues[0]
 	if len(p.Queues) > 1 {
 		b, err := json.Marshal(p.Queues)
 		if err != nil {
 			return nil, err
 		}
-		st, queues = w.claimMany, string(b)
+		q, queues = qClaimMany, string(b)
 	}
 	now := micros(p.Now)
-	rows, err := bind(st).QueryContext(ctx, queues, p.Owner, now+p.LeaseFor.Microseconds(), now, p.Limit)
+	w.arg(queues)
+	w.arg(now)
+	w.arg(int64(p.Limit))
+	rows, err := w.query(q)
 	if err != nil {
 		return nil, err
 	}
-	defer rows.Close()
 	var out []*store.Task
-	for rows.Next() {
-		t, err := scanTask(rows)
+	dest := make([]driver.Value, numTaskCols)
+	for {
+		err := rows.Next(dest)
+		if err == io.EOF {
+			break
+		}
 		if err != nil {
+			rows.Close()
 			return nil, err
 		}
-		out = append(out, t)
+		out = append(out, taskFromValues(dest))
 	}
-	if err := rows.Err(); err != nil {
+	if err := rows.Close(); err != nil {
 		return nil, err
 	}
-	// RETURNING comes in no particular order.
-	slices.SortFunc(out, func(a, b *store.Task) int {
-		if c := cmp.Compare(b.Priority, a.Priority); c != 0 {
-			return c
+	until := now + p.LeaseFor.Microseconds()
+	for _, t := range out {
+		w.arg(p.Owner)
+		w.arg(until)
+		w.arg(t.ID)
+		if _, err := w.exec(qLease); err != nil {
+			return nil, err
 		}
-		if c := a.ReadyAt.Compare(b.ReadyAt); c != 0 {
-			return c
-		}
-		return cmp.Compare(a.ID, b.ID)
-	})
+		t.Owner, t.Token, t.LeaseUntil, t.Claims = p.Owner, t.Token+1, fromMicros(until), t.Claims+1
+	}
 	return out, nil
 }
 
@@ -114,7 +127,8 @@ func (s *Store) Heartbeat(ctx context.Context, p *store.HeartbeatParams) ([]int6
 		return nil, errors.New("heartbeat: Until is zero")
 	}
 	var lost []int64
-	err := s.leases(ctx, s.w.heartbeat, p.Leases, []any{micros(p.Until)}, func(l store.Lease) {
+	until := micros(p.Until)
+	err := s.leases(ctx, qHeartbeat, p.Leases, &until, func(l store.Lease) {
 		lost = append(lost, l.TaskID)
 	})
 	if err != nil {
@@ -131,40 +145,50 @@ func (s *Store) ReleaseTasks(ctx context.Context, leases []store.Lease) error {
 	if len(leases) == 0 {
 		return nil
 	}
-	if err := s.leases(ctx, s.w.releaseTask, leases, nil, func(store.Lease) {}); err != nil {
+	if err := s.leases(ctx, qReleaseTask, leases, nil, func(store.Lease) {}); err != nil {
 		return s.fail("release tasks", err)
 	}
 	return nil
 }
 
-// leases runs st(args..., task id, token) for each lease in one
+// leases runs q([until,] task id, token) for each lease in one
 // transaction and calls lost for those it matched no row for.
-func (s *Store) leases(ctx context.Context, st *sql.Stmt, leases []store.Lease, args []any, lost func(store.Lease)) error {
-	tx, err := s.writer.BeginTx(ctx, nil)
+func (s *Store) leases(ctx context.Context, q int, leases []store.Lease, until *int64, lost func(store.Lease)) error {
+	var missed []store.Lease
+	err := s.withWriter(ctx, func(w *wconn) error {
+		missed = missed[:0]
+		return w.tx(func() error {
+			for _, l := range leases {
+				if err := ctx.Err(); err != nil {
+					return err
+				}
+				if until != nil {
+					w.arg(*until)
+				}
+				w.arg(l.TaskID)
+				w.arg(l.Token)
+				res, err := w.exec(q)
+				if err != nil {
+					return err
+				}
+				n, err := res.RowsAffected()
+				if err != nil {
+					return err
+				}
+				if n == 0 {
+					missed = append(missed, l)
+				}
+			}
+			return nil
+		})
+	})
 	if err != nil {
 		return err
 	}
-	defer tx.Rollback() //nolint:errcheck // a no-op after Commit
-	bound := tx.StmtContext(ctx, st)
-	defer bound.Close()
-	stmtCtx := context.WithoutCancel(ctx) // see Apply
-	for _, l := range leases {
-		if err := ctx.Err(); err != nil {
-			return err
-		}
-		res, err := bound.ExecContext(stmtCtx, append(args[:len(args):len(args)], l.TaskID, l.Token)...)
-		if err != nil {
-			return err
-		}
-		n, err := res.RowsAffected()
-		if err != nil {
-			return err
-		}
-		if n == 0 {
-			lost(l)
-		}
+	for _, l := range missed {
+		lost(l)
 	}
-	return tx.Commit()
+	return nil
 }
 
 // NextReady returns when a task of the queues is next claimable.

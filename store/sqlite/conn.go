@@ -1,0 +1,332 @@
+package sqlite
+
+import (
+	"context"
+	"database/sql/driver"
+	"errors"
+	"fmt"
+	"io"
+	"strings"
+
+	"github.com/hephaestus-go/hephaestus/store"
+)
+
+// The writer's statements run on the driver connection itself
+// (sql.Conn.Raw), prepared once and kept: database/sql costs more per
+// statement than a small SQLite statement does (argument conversion,
+// Rows and Tx bookkeeping, a goroutine per cancellable context), and the
+// single writer's CPU bounds the throughput of the store.
+//
+// database/sql hands the writer pool's only connection to one caller at a
+// time, so the cache needs no lock of its own.
+
+// Statements of the writer, by index into wconn.fixed.
+const (
+	qBegin = iota
+	qCommit
+	qRollback
+	qInsertRun
+	qHolder
+	qLoadRun
+	qUpdateRun
+	qFence
+	qFenceHeld
+	qDataVersion
+	qCancelTask
+	qClaimOne
+	qClaimMany
+	qLease
+	qHeartbeat
+	qReleaseTask
+	qPrune
+	numQueries
+)
+
+var queries = [numQueries]string{
+	qBegin:    "BEGIN IMMEDIATE",
+	qCommit:   "COMMIT",
+	qRollback: "ROLLBACK",
+	qInsertRun: `INSERT INTO runs (id, workflow, version, kind, status, input, output, error,
+		business_id, key_scope, unique_key, parent_id, tags, metadata, state, published, seq,
+		created_at, updated_at, finished_at)
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, NULL, ?, ?, ?, ?)
+		ON CONFLICT (unique_key) WHERE unique_key IS NOT NULL DO NOTHING`,
+	qHolder:  "SELECT id FROM runs WHERE unique_key = ?",
+	qLoadRun: "SELECT rowid, " + runCols + ", unique_key FROM runs WHERE id = ?",
+	// By rowid (from the run's read or the cache): one b-tree search
+	// fewer than by id. The id is checked too, at no cost.
+	qUpdateRun: `UPDATE runs SET status = ?, output = ?, error = ?, state = ?, published = ?,
+		seq = ?, updated_at = ?, finished_at = ?, unique_key = ? WHERE rowid = ? AND id = ?`,
+	// The lease (task ?1, token ?2) of a task of run ?3 is held.
+	qFence:       "DELETE FROM tasks WHERE id = ?1 AND token = ?2 AND run_id = ?3 AND owner IS NOT NULL",
+	qFenceHeld:   "SELECT 1 FROM tasks WHERE id = ?1 AND token = ?2 AND run_id = ?3 AND owner IS NOT NULL",
+	qDataVersion: "PRAGMA data_version",
+	qCancelTask: `DELETE FROM tasks WHERE run_id = ?1
+		AND (?2 = '' OR kind = ?2) AND (?3 = '' OR step = ?3) AND (?4 < 0 OR idx = ?4)`,
+	qClaimOne:    claimQuery("queue = ?1"),
+	qClaimMany:   claimQuery("queue IN (SELECT value FROM json_each(?1))"),
+	qLease:       "UPDATE tasks SET owner = ?, token = token + 1, lease_until = ?, claims = claims + 1 WHERE id = ?",
+	qHeartbeat:   "UPDATE tasks SET lease_until = ? WHERE id = ? AND token = ? AND owner IS NOT NULL",
+	qReleaseTask: "UPDATE tasks SET owner = NULL, lease_until = NULL WHERE id = ? AND token = ? AND owner IS NOT NULL",
+	qPrune: `DELETE FROM runs WHERE id IN (
+		SELECT id FROM runs WHERE finished_at < ?
+		AND status IN ('completed', 'failed', 'cancelled', 'continued')
+		ORDER BY finished_at LIMIT ?)`,
+}
+
+// Multi-row inserts: one statement per change (or per chunk of rows)
+// rather than one per row. Variants are prepared on first use for 1 to
+// maxRows rows.
+const (
+	insertEvents = iota
+	insertTasks
+	numInserts
+)
+
+const maxRows = 32
+
+var insertHeads = [numInserts]string{
+	insertEvents: "INSERT INTO events (" + eventCols + ") VALUES ",
+	insertTasks: `INSERT INTO tasks (run_id, queue, kind, workflow, version, step, idx, attempt,
+		payload, item, priority, ready_at, created_at) VALUES `,
+}
+
+var insertWidths = [numInserts]int{insertEvents: 10, insertTasks: 13}
+
+func insertQuery(kind, rows int) string {
+	var b strings.Builder
+	b.WriteString(insertHeads[kind])
+	row := "(?" + strings.Repeat(", ?", insertWidths[kind]-1) + ")"
+	for i := range rows {
+		if i > 0 {
+			b.WriteString(", ")
+		}
+		b.WriteString(row)
+	}
+	return b.String()
+}
+
+// background is the context of every driver call: with a context that
+// can be cancelled the driver starts a goroutine per statement, which
+// costs more than the statement. Callers check their context between
+// statements instead.
+var background = context.Background()
+
+// wconn is the writer's driver connection with its prepared statements.
+type wconn struct {
+	dc    any // the driver connection the statements belong to
+	fixed [numQueries]driver.Stmt
+	multi [numInserts][maxRows + 1]driver.Stmt
+
+	runs runCache
+
+	args []driver.NamedValue
+	dest []driver.Value
+}
+
+// withWriter runs f on the writer's driver connection.
+func (s *Store) withWriter(ctx context.Context, f func(w *wconn) error) error {
+	c, err := s.writer.Conn(ctx)
+	if err != nil {
+		return err
+	}
+	err = c.Raw(func(dc any) error {
+		if s.closed.Load() {
+			return store.ErrClosed
+		}
+		w := &s.wc
+		if w.dc != dc {
+			// A new connection: the pool replaced one that failed (the
+			// driver reported it unusable). Its statements and cache go.
+			*w = wconn{dc: dc}
+		}
+		ferr := f(w)
+		if errors.Is(ferr, driver.ErrBadConn) {
+			// The connection is in an unknown state: database/sql
+			// discards it; its statements go first.
+			ferr = errors.Join(ferr, w.closeStmts())
+			*w = wconn{}
+		}
+		return ferr
+	})
+	if cerr := c.Close(); err == nil {
+		err = cerr
+	}
+	return err
+}
+
+// closeWriter closes the writer's statements; the store is closed, so no
+// Apply prepares them again.
+func (s *Store) closeWriter() error {
+	if s.writer == nil {
+		return nil
+	}
+	c, err := s.writer.Conn(context.Background())
+	if err != nil {
+		return nil // the pool is closed, and the statements with it
+	}
+	defer c.Close()
+	return c.Raw(func(dc any) error {
+		if s.wc.dc != dc {
+			return nil
+		}
+		err := s.wc.closeStmts()
+		s.wc = wconn{}
+		return err
+	})
+}
+
+func (w *wconn) closeStmts() error {
+	var errs []error
+	for i, st := range w.fixed {
+		if st != nil {
+			errs = append(errs, st.Close())
+			w.fixed[i] = nil
+		}
+	}
+	for k := range w.multi {
+		for i, st := range w.multi[k] {
+			if st != nil {
+				errs = append(errs, st.Close())
+				w.multi[k][i] = nil
+			}
+		}
+	}
+	return errors.Join(errs...)
+}
+
+func (w *wconn) prepare(q string) (driver.Stmt, error) {
+	st, err := w.dc.(driver.ConnPrepareContext).PrepareContext(background, q)
+	if err != nil {
+		return nil, fmt.Errorf("%w\n%s", err, q)
+	}
+	return st, nil
+}
+
+func (w *wconn) stmt(q int) (driver.Stmt, error) {
+	if st := w.fixed[q]; st != nil {
+		return st, nil
+	}
+	st, err := w.prepare(queries[q])
+	if err != nil {
+		return nil, err
+	}
+	w.fixed[q] = st
+	return st, nil
+}
+
+// prepareAll prepares the statements of the writer (not the multi-row
+// variants), so that Open reports a broken one.
+func (w *wconn) prepareAll() error {
+	for q := range numQueries {
+		if _, err := w.stmt(q); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func (w *wconn) insertStmt(kind, rows int) (driver.Stmt, error) {
+	if st := w.multi[kind][rows]; st != nil {
+		return st, nil
+	}
+	st, err := w.prepare(insertQuery(kind, rows))
+	if err != nil {
+		return nil, err
+	}
+	w.multi[kind][rows] = st
+	return st, nil
+}
+
+// arg appends an argument for the next statement.
+func (w *wconn) arg(v driver.Value) {
+	w.args = append(w.args, driver.NamedValue{Ordinal: len(w.args) + 1, Value: v})
+}
+
+// run executes st with the collected arguments and clears them.
+func (w *wconn) run(st driver.Stmt) (driver.Result, error) {
+	res, err := st.(driver.StmtExecContext).ExecContext(background, w.args)
+	clear(w.args)
+	w.args = w.args[:0]
+	return res, err
+}
+
+// exec runs the statement q with the collected arguments.
+func (w *wconn) exec(q int) (driver.Result, error) {
+	st, err := w.stmt(q)
+	if err != nil {
+		return nil, err
+	}
+	return w.run(st)
+}
+
+// query runs the statement q with the collected arguments; the caller
+// closes the rows.
+func (w *wconn) query(q int) (driver.Rows, error) {
+	st, err := w.stmt(q)
+	if err != nil {
+		return nil, err
+	}
+	return w.queryStmt(st)
+}
+
+func (w *wconn) queryStmt(st driver.Stmt) (driver.Rows, error) {
+	rows, err := st.(driver.StmtQueryContext).QueryContext(background, w.args)
+	clear(w.args)
+	w.args = w.args[:0]
+	return rows, err
+}
+
+// row returns the first row of rows in w.dest (of n columns), and false
+// when there is none. It closes rows.
+func (w *wconn) row(rows driver.Rows, n int) (bool, error) {
+	if cap(w.dest) < n {
+		w.dest = make([]driver.Value, n)
+	}
+	w.dest = w.dest[:n]
+	clear(w.dest)
+	err := rows.Next(w.dest)
+	cerr := rows.Close()
+	switch {
+	case err == io.EOF:
+		return false, cerr
+	case err != nil:
+		return false, err
+	}
+	return true, cerr
+}
+
+// begin starts a write transaction. Unless commit succeeded, end rolls it
+// back.
+func (w *wconn) begin() error {
+	_, err := w.exec(qBegin)
+	return err
+}
+
+func (w *wconn) commit() error {
+	_, err := w.exec(qCommit)
+	return err
+}
+
+// rollback ends a failed transaction. When that fails too, the
+// connection's state is unknown: the error makes database/sql discard it.
+func (w *wconn) rollback(cause error) error {
+	if _, err := w.exec(qRollback); err != nil {
+		return fmt.Errorf("%w (rollback: %w)", cause, errors.Join(err, driver.ErrBadConn))
+	}
+	return cause
+}
+
+// tx runs f in a write transaction.
+func (w *wconn) tx(f func() error) error {
+	if err := w.begin(); err != nil {
+		return err
+	}
+	if err := f(); err != nil {
+		return w.rollback(err)
+	}
+	if err := w.commit(); err != nil {
+		return w.rollback(err)
+	}
+	return nil
+}
