@@ -267,7 +267,9 @@ func (m *committer) apply(batch []*commitReq, claims []*claimReq) {
 	// safe either way: completions are fenced by their lease, updates are
 	// decided afresh from the run as stored, and a create that did commit
 	// is refused as a duplicate id.
+	retried := false
 	for attempt := 1; err != nil && attempt <= commitRetries && !errors.Is(err, store.ErrClosed); attempt++ {
+		retried = true
 		cfg.Logger.Warn("commit failed; retrying", slog.Int("attempt", attempt), slog.Int("changes", len(batch)), slog.Any("err", err))
 		m.c.emit(Event{Kind: CommitFailed, Count: len(batch), Err: err})
 		<-cfg.Clock.After(time.Duration(10<<attempt) * time.Millisecond)
@@ -291,9 +293,16 @@ func (m *committer) apply(batch []*commitReq, claims []*claimReq) {
 	for i, r := range batch {
 		if err != nil {
 			r.err = err
-		} else {
-			r.res = res.Changes[i]
-			r.err = res.Changes[i].Err
+			continue
+		}
+		r.res = res.Changes[i]
+		r.err = res.Changes[i].Err
+		// A create whose first commit did happen, though its outcome was
+		// lost with the connection, finds its own run on the retry.
+		if retried && r.change.Create != nil && errors.Is(r.err, store.ErrRunExists) {
+			if run, gerr := cfg.Store.GetRun(context.Background(), r.change.Create.ID); gerr == nil {
+				r.res, r.err = store.ChangeResult{Run: run}, nil
+			}
 		}
 	}
 	if err != nil {

@@ -31,6 +31,8 @@ var (
 	// ErrDuplicateRun: a run with the same business id exists within the
 	// key's scope. The error is a *DuplicateRunError naming that run.
 	ErrDuplicateRun = errors.New("duplicate run")
+	// ErrRunExists: a create names a run id that is already stored.
+	ErrRunExists = errors.New("a run with this id exists")
 	// ErrLeaseLost: the task is gone or leased to someone else; the holder
 	// must drop its result.
 	ErrLeaseLost = errors.New("task lease lost")
@@ -300,8 +302,8 @@ type ChangeResult struct {
 	Run *Run
 	// Tasks are the tasks the change enqueued, with their ids.
 	Tasks []*Task
-	// Err is why the change was refused: ErrRunNotFound, ErrLeaseLost, a
-	// *DuplicateRunError, or the error Decide returned.
+	// Err is why the change was refused: ErrRunNotFound, ErrRunExists,
+	// ErrLeaseLost, a *DuplicateRunError, or the error Decide returned.
 	Err error
 }
 

@@ -15,7 +15,7 @@ import (
 	"github.com/hephaestus-go/hephaestus/store"
 )
 
-var errRunExists = errors.New("a run with this id exists")
+var errRunExists = store.ErrRunExists
 
 // Apply performs the changes in one write transaction (group commit).
 //

@@ -89,3 +89,20 @@ func testKeyPerWorkflow(t *testing.T, h *harness) {
 	_, err := h.s.FindRun(t.Context(), &store.FindRunParams{Workflow: "third", BusinessID: "order::1"})
 	wantErr(t, "FindRun in another workflow", err, store.ErrRunNotFound)
 }
+
+// testRunExists: a create naming a stored run id is refused with
+// store.ErrRunExists and changes nothing.
+func testRunExists(t *testing.T, h *harness) {
+	h.create(at(0), withTasks(newRun("a"), task("q", "s", at(0))))
+	again := withTasks(newRun("a"), task("q", "other", at(0)))
+	again.Input = raw(`{"changed":true}`)
+	res := h.apply(at(time.Second), store.Change{Create: again})
+	wantErr(t, "create with a stored id", res[0].Err, store.ErrRunExists)
+	got := h.get("a")
+	if !jsonEqual(got.Input, raw(`{"id":"a"}`)) {
+		t.Errorf("the refused create changed the run's input to %s", got.Input)
+	}
+	if tasks := h.claim(at(2*time.Second), "w", 10, time.Minute, "q"); len(tasks) != 1 || tasks[0].Step != "s" {
+		t.Errorf("tasks after the refused create: %+v", tasks)
+	}
+}

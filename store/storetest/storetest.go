@@ -83,6 +83,7 @@ func Run(t *testing.T, newStore func(t *testing.T) store.Store) {
 		{"BusinessKeySameBatch", testKeySameBatch},
 		{"BusinessKeyPerWorkflow", testKeyPerWorkflow},
 		{"ClaimInApply", testClaimInApply},
+		{"RunExists", testRunExists},
 		{"PruneRuns", testPrune},
 		{"Close", testClose},
 		{"ConcurrentClaims", testConcurrentClaims},
