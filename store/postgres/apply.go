@@ -20,7 +20,7 @@ import (
 const applyAttempts = 4
 
 var (
-	errRunExists = errors.New("a run with this id exists")
+	errRunExists = store.ErrRunExists
 	// errFallback: the pipelined batch went wrong; undo it and apply the
 	// changes one by one.
 	errFallback = errors.New("fall back to one change at a time")
