@@ -183,7 +183,9 @@ func TestMultiProcess(t *testing.T) {
 	if err := victim.cmd.Process.Signal(syscall.SIGKILL); err != nil {
 		t.Fatal(err)
 	}
-	_ = <-victim.wait // killed: its exit status says so
+	if err := <-victim.wait; err == nil {
+		t.Fatal("the killed process exited cleanly")
+	}
 	mu.Lock()
 	inFlight := map[string]bool{}
 	for k := range victim.started {
