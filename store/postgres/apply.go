@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
 
 	"github.com/hephaestus-go/hephaestus/businesskey"
 	"github.com/hephaestus-go/hephaestus/hephtype"
@@ -97,10 +98,16 @@ func (s *Store) applyOnce(ctx context.Context, p *store.ApplyParams, claims []st
 //
 // It keeps the runs it deals with in memory: those that updates name are
 // loaded and locked first, then each change is decided against the
-// in-memory state and its writes are queued in a pipeline. A create's
-// outcome is known only when its statement ran (the business key may be
-// held by a run this transaction does not see); so a change that names a
-// run whose creation is still in the pipeline sends the pipeline first.
+// in-memory state and its writes join the current segment: consecutive
+// changes whose writes go to the database as two set-based statements, one
+// for all the updates of the segment and one for all its creates, whatever
+// their number. A create's outcome is known only when its statement ran
+// (the business key may be held by a run this transaction does not see);
+// so a change whose outcome or writes depend on the writes of the segment
+// in an order the statements do not keep sends the segment first: a change
+// that names a run the segment creates, an update that frees a business
+// key a create of the segment takes, and an update that cancels tasks of
+// a run the segment enqueues tasks for.
 type applier struct {
 	s      *Store
 	conn   *pgx.Conn
@@ -109,19 +116,22 @@ type applier struct {
 	now    time.Time
 
 	// loaded is the state as locked at the start: runs by id (a nil run:
-	// absent), fenced tasks by id.
-	loaded map[string]*runState
-	fenced map[int64]fencedTask
+	// absent), fenced tasks by id, and their ids by run.
+	loaded   map[string]*runState
+	fenced   map[int64]fencedTask
+	fencedOf map[string][]int64
 
 	// The state as the changes so far left it.
-	slow    bool
-	runs    map[string]*runState
-	gone    map[int64]bool // fenced tasks deleted by earlier changes
-	pending map[string]*op // creates sent but not yet read, by run id
-	ops     []*op          // by change; nil when refused at once
-	results []store.ChangeResult
-	claimed [][]*store.Task
-	pl      pipeline
+	slow bool
+	runs map[string]*runState
+	gone map[int64]bool // fenced tasks deleted by earlier changes
+	seg  segment        // writes not sent yet
+	// commitSent: COMMIT was queued with the writes; committed: it
+	// succeeded.
+	commitSent, committed bool
+	results               []store.ChangeResult
+	claimed               [][]*store.Task
+	pl                    pipeline
 }
 
 type runState struct {
@@ -145,37 +155,99 @@ type op struct {
 	i      int
 	create bool
 	id     string
-	key    *string // for a create: the business key it takes
-	fenced bool
-	sql    string
-	args   []any
+	run    *store.Run // the run as the change leaves it
+	key    *string    // the business key it holds after the change
+	meta   *string    // a create's metadata
+	frees  *string    // an update's business key that it releases
+	seq    int64      // the run's seq before the change
+	fence  *store.Lease
+	cancel []store.TaskMatch
+	events []store.NewEvent
 	res    store.ChangeResult
 	effect func()    // applies the change to the in-memory state
 	prev   *runState // a create's entry before it
-	// Read back.
-	inserted, fenceDeleted, runUpdated int64
-	ids                                []int64
+	// A create read back.
+	inserted bool
 	// retry: a create whose conflict vanished before it could be named.
 	retry bool
 }
 
-func (a *applier) run(ctx context.Context) (*store.ApplyResult, bool, error) {
-	if err := a.begin(ctx); err != nil {
-		return nil, false, err
+// segment is the writes of consecutive changes not sent yet.
+type segment struct {
+	ops     []*op
+	creates map[string]bool // run ids the segment creates
+	keys    map[string]bool // business keys its creates take
+	tasksOf map[string]bool // runs its updates enqueue tasks for
+}
+
+func (g *segment) add(o *op) {
+	if g.creates == nil {
+		g.creates, g.keys, g.tasksOf = map[string]bool{}, map[string]bool{}, map[string]bool{}
 	}
-	err := a.applyAll(ctx)
-	if errors.Is(err, errFallback) {
-		if _, err := a.conn.Exec(ctx, "ROLLBACK TO SAVEPOINT apply"); err != nil {
+	g.ops = append(g.ops, o)
+	switch {
+	case o.create:
+		g.creates[o.id] = true
+		if o.key != nil {
+			g.keys[*o.key] = true
+		}
+	case len(o.res.Tasks) > 0:
+		g.tasksOf[o.id] = true
+	}
+}
+
+// conflicts reports whether update o must wait for the segment to be
+// written: it frees a key a create of the segment takes (the create came
+// first, so it must meet the key held), or it cancels tasks of a run that
+// the segment enqueues tasks for (the cancellation must see them).
+func (g *segment) conflicts(o *op) bool {
+	return (o.frees != nil && g.keys[*o.frees]) || (len(o.cancel) > 0 && g.tasksOf[o.id])
+}
+
+func (a *applier) run(ctx context.Context) (*store.ApplyResult, bool, error) {
+	for {
+		if err := a.begin(ctx); err != nil {
 			return nil, false, err
 		}
-		a.slow = true
-		err = a.applyAll(ctx)
+		err := a.applyAll(ctx)
+		switch {
+		case a.committed && err != nil:
+			return nil, true, err
+		case a.committed:
+			return &store.ApplyResult{Changes: a.results, Claimed: a.claimed}, true, nil
+		case errors.Is(err, errFallback) && !a.slow:
+			// A statement failed (so COMMIT, if sent, was skipped): undo
+			// everything and start again, one change at a time.
+			if _, err := a.conn.Exec(ctx, "ROLLBACK"); err != nil {
+				return nil, false, err
+			}
+			a.slow = true
+			continue
+		case a.commitSent && err != nil && !serverError(err):
+			// COMMIT went with the writes, and no answer came back.
+			return nil, true, fmt.Errorf("commit: %w", err)
+		case err != nil:
+			return nil, false, err
+		}
+		break
 	}
-	if err != nil {
-		return nil, false, err
+	for _, q := range a.notifications() {
+		a.pl.exec("SELECT pg_notify($1, $2)", a.s.channel, q)
 	}
-	// Wake other processes for tasks ready now that this commit did not
-	// lease itself.
+	a.pl.commit(&a.committed)
+	// From here on a failure leaves the outcome unknown; ctx no longer
+	// cancels (the bound of Config.Timeout remains).
+	cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), a.s.timeout)
+	defer cancel()
+	if err := a.pl.send(cctx, a.conn); err != nil {
+		return nil, true, fmt.Errorf("commit: %w", err)
+	}
+	return &store.ApplyResult{Changes: a.results, Claimed: a.claimed}, true, nil
+}
+
+// notifications are the queues to wake other processes for: those of
+// tasks ready now that this commit did not lease itself.
+func (a *applier) notifications() []string {
 	leased := map[int64]bool{}
 	for _, ts := range a.claimed {
 		for _, t := range ts {
@@ -190,33 +262,63 @@ func (a *applier) run(ctx context.Context) (*store.ApplyResult, bool, error) {
 			}
 		}
 	}
-	for _, q := range queues {
-		a.pl.exec(nil, "SELECT pg_notify($1, $2)", a.s.channel, q)
+	return queues
+}
+
+// predictNotifications are the notifications of a commit sent before its
+// claims ran: the queues that get more ready tasks than the claims of the
+// commit may lease. (When the claims lease older tasks instead, the queue
+// had a backlog already, which other processes learnt about.)
+func (a *applier) predictNotifications(ops []*op) []string {
+	ready := map[string]int{}
+	var queues []string
+	for _, o := range ops {
+		if o.res.Err != nil {
+			continue
+		}
+		for _, t := range o.res.Tasks {
+			if !t.ReadyAt.After(a.now) {
+				if ready[t.Queue] == 0 {
+					queues = append(queues, t.Queue)
+				}
+				ready[t.Queue]++
+			}
+		}
 	}
-	a.pl.commit()
-	// From here on a failure leaves the outcome unknown; ctx no longer
-	// cancels (the bound of Config.Timeout remains).
-	cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), a.s.timeout)
-	defer cancel()
-	if err := a.pl.send(cctx, a.conn); err != nil {
-		return nil, true, fmt.Errorf("commit: %w", err)
+	for _, c := range a.claims {
+		for _, q := range c.Queues {
+			ready[q] -= c.Limit
+		}
 	}
-	return &store.ApplyResult{Changes: a.results, Claimed: a.claimed}, true, nil
+	return slices.DeleteFunc(queues, func(q string) bool { return ready[q] <= 0 })
+}
+
+// serverError reports whether err is an error the server returned for a
+// statement: the transaction then did not commit (the statements after
+// it, COMMIT included, were skipped).
+func serverError(err error) bool {
+	var pe *pgconn.PgError
+	return errors.As(err, &pe)
 }
 
 // begin starts the transaction and locks the runs that updates name and
 // the tasks that fences name, in id order (so that concurrent Applies
-// cannot deadlock on them). The savepoint lets a failed pipeline be
-// undone without losing the locks.
+// cannot deadlock on them). The writes that follow run in the same
+// (sub)transaction as the locks: a write to a row locked by a parent
+// transaction would cost a MultiXact per row.
 func (a *applier) begin(ctx context.Context) error {
-	a.pl.exec(nil, "BEGIN ISOLATION LEVEL READ COMMITTED")
+	a.commitSent, a.committed = false, false
+	a.pl.exec("BEGIN ISOLATION LEVEL READ COMMITTED")
+	a.pl.exec(applySettings)
 	var ids []string
 	var fences []int64
+	seen := map[string]bool{}
 	for _, c := range a.p.Changes {
-		if c.Create == nil && !slices.Contains(ids, c.RunID) {
+		if c.Create == nil && !seen[c.RunID] {
+			seen[c.RunID] = true
 			ids = append(ids, c.RunID)
 		}
-		if c.Create == nil && c.Fence != nil && !slices.Contains(fences, c.Fence.TaskID) {
+		if c.Create == nil && c.Fence != nil {
 			fences = append(fences, c.Fence.TaskID)
 		}
 	}
@@ -225,7 +327,7 @@ func (a *applier) begin(ctx context.Context) error {
 		a.loaded[id] = &runState{}
 	}
 	if len(ids) > 0 {
-		a.pl.query(nil, func(rows pgx.Rows) error {
+		a.pl.query(func(rows pgx.Rows) error {
 			for rows.Next() {
 				var key *string
 				r, err := scanRun(rows, &key)
@@ -238,8 +340,9 @@ func (a *applier) begin(ctx context.Context) error {
 		}, a.s.q.loadRuns, ids)
 	}
 	a.fenced = make(map[int64]fencedTask, len(fences))
+	a.fencedOf = make(map[string][]int64, len(fences))
 	if len(fences) > 0 {
-		a.pl.query(nil, func(rows pgx.Rows) error {
+		a.pl.query(func(rows pgx.Rows) error {
 			for rows.Next() {
 				var id int64
 				var ft fencedTask
@@ -249,11 +352,11 @@ func (a *applier) begin(ctx context.Context) error {
 				}
 				ft.kind = store.TaskKind(kind)
 				a.fenced[id] = ft
+				a.fencedOf[ft.runID] = append(a.fencedOf[ft.runID], id)
 			}
 			return rows.Err()
 		}, a.s.q.loadFenced, fences)
 	}
-	a.pl.exec(nil, "SAVEPOINT apply")
 	if len(ids) == 0 {
 		return nil // nothing to wait for: the writes go in the same round trip
 	}
@@ -261,107 +364,136 @@ func (a *applier) begin(ctx context.Context) error {
 }
 
 // applyAll applies every change, then the claims. In the fast mode the
-// writes of all changes go in one pipeline; errFallback asks for the slow
-// mode, where each change is sent alone in a savepoint, so that a
-// statement's failure refuses that change only.
+// writes of all changes go in few segments, sent with the claims in one
+// pipeline; errFallback asks for the slow mode, where each change is sent
+// alone in a savepoint, so that a statement's failure refuses that change
+// only.
 func (a *applier) applyAll(ctx context.Context) error {
 	a.runs = make(map[string]*runState, len(a.loaded)+len(a.p.Changes))
 	for id, st := range a.loaded {
 		a.runs[id] = st
 	}
 	a.gone = map[int64]bool{}
-	a.pending = map[string]*op{}
-	a.ops = make([]*op, len(a.p.Changes))
+	a.seg = segment{}
 	a.results = make([]store.ChangeResult, len(a.p.Changes))
+	var ops []*op
 	for i := range a.p.Changes {
-		if err := a.change(ctx, i); err != nil {
+		o, err := a.change(ctx, i)
+		if err != nil {
 			return err
 		}
+		if o != nil {
+			ops = append(ops, o)
+		}
 	}
+	w := a.write() // before the claims, which may lease its tasks
 	a.claimed = make([][]*store.Task, len(a.claims))
+	if len(a.claims) > 0 {
+		a.pl.exec(claimSettings)
+	}
 	for i := range a.claims {
 		sql, args := claimArgs(&a.s.q, &a.claims[i])
-		a.pl.query(nil, func(rows pgx.Rows) error {
+		a.pl.query(func(rows pgx.Rows) error {
 			ts, err := collectTasks(rows)
 			a.claimed[i] = ts
 			return err
 		}, sql, args...)
 	}
-	if err := a.flush(ctx); err != nil {
+	// Unless a create may meet a conflict, whose holder must then be
+	// looked up in the transaction, COMMIT goes with the writes.
+	if !slices.ContainsFunc(w.ops, func(o *op) bool { return o.create }) {
+		for _, q := range a.predictNotifications(ops) {
+			a.pl.exec("SELECT pg_notify($1, $2)", a.s.channel, q)
+		}
+		a.pl.commit(&a.committed)
+		a.commitSent = true
+		// As in run: once COMMIT is sent, ctx no longer cancels.
+		cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), a.s.timeout)
+		defer cancel()
+		ctx = cctx
+	}
+	if err := a.settle(ctx, w); err != nil {
 		return err
 	}
-	for i, o := range a.ops {
-		if o != nil {
-			a.results[i] = o.res
-		}
+	for _, o := range ops {
+		a.results[o.i] = o.res
 	}
 	return nil
 }
 
-func (a *applier) change(ctx context.Context, i int) error {
+// change plans change i and adds its writes to the segment (in the slow
+// mode, writes them at once). It returns the change's op, or nil when the
+// change was refused at once (its result is then set).
+func (a *applier) change(ctx context.Context, i int) (*op, error) {
 	c := &a.p.Changes[i]
 	id := c.RunID
 	if c.Create != nil {
 		id = c.Create.ID
 	}
 	// The outcome of a create of this run decides this change.
-	if _, ok := a.pending[id]; ok {
+	if a.seg.creates[id] {
 		if err := a.flush(ctx); err != nil {
-			return err
+			return nil, err
 		}
 	}
 	if st := a.runs[id]; st != nil && st.unknown {
 		if err := a.flush(ctx); err != nil {
-			return err
+			return nil, err
 		}
 		if err := a.load(ctx, id); err != nil {
-			return err
+			return nil, err
 		}
 	}
 	if !a.slow {
 		o, refused := a.plan(i)
 		if o == nil {
-			a.ops[i], a.results[i] = nil, refused
-			return nil
+			a.results[i] = refused
+			return nil, nil
+		}
+		if !o.create && a.seg.conflicts(o) {
+			if err := a.flush(ctx); err != nil {
+				return nil, err
+			}
 		}
 		o.effect()
-		a.queue(o)
-		return nil
+		a.seg.add(o)
+		return o, nil
 	}
 	for tries := 0; ; tries++ {
 		o, refused := a.plan(i)
 		if o == nil {
-			a.ops[i], a.results[i] = nil, refused
-			return nil
+			a.results[i] = refused
+			return nil, nil
 		}
-		a.pl.exec(nil, "SAVEPOINT change")
-		a.queue(o)
-		a.pl.exec(nil, "RELEASE SAVEPOINT change")
-		err := a.flush(ctx)
+		a.pl.exec("SAVEPOINT change")
+		a.seg.add(o)
+		ops := a.write()
+		a.pl.exec("RELEASE SAVEPOINT change")
+		err := a.settle(ctx, ops)
 		var oe *opError
 		switch {
 		case err == nil && o.retry && tries < 3:
 			continue
 		case err == nil && o.retry:
-			return fmt.Errorf("create run %s: the business id holder keeps changing", o.id)
+			return nil, fmt.Errorf("create run %s: the business id holder keeps changing", o.id)
 		case err == nil:
 			if o.res.Err == nil {
 				o.effect()
 			}
-			return nil
-		case errors.As(err, &oe) && oe.op == o && !transient(oe.err):
+			return o, nil
+		case errors.As(err, &oe) && oe.write && !transient(oe.err):
 			// This change alone is refused.
 			if _, err := a.conn.Exec(ctx, "ROLLBACK TO SAVEPOINT change; RELEASE SAVEPOINT change"); err != nil {
-				return err
+				return nil, err
 			}
 			verb := "update"
 			if o.create {
 				verb = "create"
 			}
 			o.res = store.ChangeResult{Err: fmt.Errorf("%s run %s: %w", verb, o.id, oe.err)}
-			return nil
+			return o, nil
 		default:
-			return err
+			return nil, err
 		}
 	}
 }
@@ -369,7 +501,7 @@ func (a *applier) change(ctx context.Context, i int) error {
 // load locks and reads one run.
 func (a *applier) load(ctx context.Context, id string) error {
 	st := &runState{}
-	a.pl.query(nil, func(rows pgx.Rows) error {
+	a.pl.query(func(rows pgx.Rows) error {
 		for rows.Next() {
 			r, err := scanRun(rows, &st.key)
 			if err != nil {
@@ -386,44 +518,107 @@ func (a *applier) load(ctx context.Context, id string) error {
 	return nil
 }
 
-func (a *applier) queue(o *op) {
-	a.ops[o.i] = o
-	if o.create {
-		a.pending[o.id] = o
-		a.pl.queryRow(o, func(row pgx.Row) error { return row.Scan(&o.inserted, &o.ids) }, o.sql, o.args...)
-		return
-	}
-	a.pl.queryRow(o, func(row pgx.Row) error { return row.Scan(&o.fenceDeleted, &o.runUpdated, &o.ids) }, o.sql, o.args...)
+// flush sends the segment's writes, with whatever else is queued, and
+// reads back their outcome.
+func (a *applier) flush(ctx context.Context) error {
+	return a.settle(ctx, a.write())
 }
 
-// flush sends the pipeline and reads back the outcome of the changes in
-// it. Creates that met a conflict learn who holds the id.
-func (a *applier) flush(ctx context.Context) error {
-	ops := a.pl.changeOps()
+// write queues the statements that write the segment and empties it. It
+// returns the ops written.
+func (a *applier) write() *written {
+	g := a.seg
+	a.seg = segment{}
+	w := &written{ops: g.ops}
+	if len(g.ops) == 0 {
+		return w
+	}
+	var creates, updates []*op
+	for _, o := range g.ops {
+		if o.create {
+			creates = append(creates, o)
+		} else {
+			updates = append(updates, o)
+		}
+	}
+	// Updates first: a create of the segment may take a business key that
+	// one of them frees (conflicts keeps the other order out).
+	if len(updates) > 0 {
+		args := a.updateArgs(updates, w)
+		a.pl.writeRow(func(row pgx.Row) error {
+			return row.Scan(&w.fencesDeleted, &w.runsUpdated, &w.updTaskIDs)
+		}, a.s.q.writeUpdates, args...)
+	}
+	if len(creates) > 0 {
+		args := a.createArgs(creates)
+		a.pl.writeRow(func(row pgx.Row) error {
+			return row.Scan(&w.created, &w.crTaskIDs, &w.crTaskRuns)
+		}, a.s.q.writeCreates, args...)
+	}
+	return w
+}
+
+// written is a segment sent, and what its statements return.
+type written struct {
+	ops                        []*op
+	fences, runs               int64 // expected counts
+	fencesDeleted, runsUpdated int64
+	updTaskIDs, crTaskIDs      []int64
+	created, crTaskRuns        []string
+}
+
+// settle sends the pipeline and reads back the outcome of the changes of
+// w. Creates that met a conflict learn who holds the id.
+func (a *applier) settle(ctx context.Context, w *written) error {
 	if err := a.pl.send(ctx, a.conn); err != nil {
 		var oe *opError
-		if !a.slow && errors.As(err, &oe) && oe.op != nil && !transient(oe.err) {
+		if !a.slow && errors.As(err, &oe) && oe.write && !transient(oe.err) {
 			return errFallback
 		}
 		return err
 	}
+	if len(w.ops) == 0 {
+		return nil
+	}
+	if w.fencesDeleted != w.fences || w.runsUpdated != w.runs {
+		return fmt.Errorf("runs or tasks changed under their locks: %d of %d fenced tasks deleted, %d of %d runs updated",
+			w.fencesDeleted, w.fences, w.runsUpdated, w.runs)
+	}
+	created := make(map[string]bool, len(w.created))
+	for _, id := range w.created {
+		created[id] = true
+	}
+	// Task ids come in the order of the tasks: those of updates in the
+	// order of the changes, those of creates by run.
+	taskIDs := map[string][]int64{}
+	for k, id := range w.crTaskIDs {
+		taskIDs[w.crTaskRuns[k]] = append(taskIDs[w.crTaskRuns[k]], id)
+	}
+	next := 0
 	var conflicts []*op
-	for _, o := range ops {
+	for _, o := range w.ops {
+		var ids []int64
 		if o.create {
-			delete(a.pending, o.id)
-			if o.inserted == 0 {
+			o.inserted = created[o.id]
+			if !o.inserted {
 				conflicts = append(conflicts, o)
 				continue
 			}
-		} else if (o.fenced && o.fenceDeleted != 1) || o.runUpdated != 1 {
-			return fmt.Errorf("run %s changed under its lock", o.id)
+			ids = taskIDs[o.id]
+		} else {
+			end := min(next+len(o.res.Tasks), len(w.updTaskIDs))
+			ids = w.updTaskIDs[next:end]
+			next = end
 		}
-		if len(o.ids) != len(o.res.Tasks) {
-			return fmt.Errorf("run %s: %d task ids for %d tasks", o.id, len(o.ids), len(o.res.Tasks))
+		if len(ids) != len(o.res.Tasks) {
+			return fmt.Errorf("run %s: %d task ids for %d tasks", o.id, len(ids), len(o.res.Tasks))
 		}
-		for k, id := range o.ids {
+		for k, id := range ids {
 			o.res.Tasks[k].ID = id
 		}
+	}
+	if next != len(w.updTaskIDs) {
+		return fmt.Errorf("%d task ids for %d tasks", len(w.updTaskIDs), next)
 	}
 	if len(conflicts) == 0 {
 		return nil
@@ -431,7 +626,7 @@ func (a *applier) flush(ctx context.Context) error {
 	type holder struct{ same, other *string }
 	found := make([]holder, len(conflicts))
 	for k, o := range conflicts {
-		a.pl.queryRow(nil, func(row pgx.Row) error { return row.Scan(&found[k].same, &found[k].other) }, a.s.q.lookup, o.id, o.key)
+		a.pl.queryRow(func(row pgx.Row) error { return row.Scan(&found[k].same, &found[k].other) }, a.s.q.lookup, o.id, o.key)
 	}
 	if err := a.pl.send(ctx, a.conn); err != nil {
 		return err
@@ -443,7 +638,7 @@ func (a *applier) flush(ctx context.Context) error {
 			o.res = refused(fmt.Errorf("create run %s: %w", o.id, errRunExists))
 			a.runs[o.id] = &runState{unknown: true}
 		case h.other != nil:
-			o.res = refused(&store.DuplicateRunError{BusinessID: o.res.Run.BusinessID, ExistingRunID: *h.other})
+			o.res = refused(&store.DuplicateRunError{BusinessID: o.run.BusinessID, ExistingRunID: *h.other})
 			a.restore(o)
 		case a.slow:
 			// The holder finished (or went) between the conflict and the
@@ -469,6 +664,138 @@ func (a *applier) restore(o *op) {
 }
 
 func refused(err error) store.ChangeResult { return store.ChangeResult{Err: err} }
+
+// updateArgs are the arguments of writeUpdates for the updates of a
+// segment; it sets the counts w expects.
+func (a *applier) updateArgs(ops []*op, w *written) []any {
+	var fids []int64
+	var cruns, ckinds, csteps []string
+	var cidx []int64
+	// A run updated twice ends with the last state.
+	last := map[string]int{}
+	var order []*op
+	var ev events
+	var tk tasks
+	for _, o := range ops {
+		if o.fence != nil {
+			fids = append(fids, o.fence.TaskID)
+		}
+		for _, m := range o.cancel {
+			cruns, ckinds, csteps, cidx = append(cruns, o.id), append(ckinds, string(m.Kind)), append(csteps, m.Step), append(cidx, int64(m.Index))
+		}
+		if k, ok := last[o.id]; ok {
+			order[k] = o
+		} else {
+			last[o.id] = len(order)
+			order = append(order, o)
+		}
+		ev.add(o.id, o.seq, o.events)
+		tk.add(o.run, o.res.Tasks)
+	}
+	n := len(order)
+	ids, statuses, errs := make([]string, n), make([]string, n), make([]string, n)
+	outputs, states, published, keys := make([]*string, n), make([]*string, n), make([]*string, n), make([]*string, n)
+	seqs := make([]int64, n)
+	finished := make([]*time.Time, n)
+	for k, o := range order {
+		r := o.run
+		ids[k], statuses[k], errs[k] = r.ID, string(r.Status), r.Error
+		outputs[k], states[k], published[k], keys[k] = jsonArg(r.Output), jsonArg(r.State), jsonArg(r.Published), o.key
+		seqs[k] = r.Seq
+		if !r.FinishedAt.IsZero() {
+			t := r.FinishedAt
+			finished[k] = &t
+		}
+	}
+	w.fences, w.runs = int64(len(fids)), int64(n)
+	args := []any{nonNil(fids), nonNil(cruns), nonNil(ckinds), nonNil(csteps), nonNil(cidx),
+		ids, statuses, outputs, errs, states, published, seqs, finished, keys, a.now}
+	args = append(args, ev.args()...)
+	return append(args, tk.args()...)
+}
+
+// createArgs are the arguments of writeCreates for the creates of a
+// segment.
+func (a *applier) createArgs(ops []*op) []any {
+	n := len(ops)
+	ids, workflows, kinds, statuses, errs, scopes, parents := make([]string, n), make([]string, n), make([]string, n),
+		make([]string, n), make([]string, n), make([]string, n), make([]string, n)
+	versions, seqs := make([]int64, n), make([]int64, n)
+	inputs, outputs, businessIDs, keys := make([]*string, n), make([]*string, n), make([]*string, n), make([]*string, n)
+	tags, metas, states := make([]*string, n), make([]*string, n), make([]*string, n)
+	finished := make([]*time.Time, n)
+	var ev events
+	var tk tasks
+	for k, o := range ops {
+		r := o.run
+		ids[k], workflows[k], kinds[k], statuses[k], errs[k] = r.ID, r.Workflow, string(r.Kind), string(r.Status), r.Error
+		scopes[k], parents[k] = string(r.KeyScope), r.ParentID
+		versions[k], seqs[k] = int64(r.Version), r.Seq
+		inputs[k], outputs[k], businessIDs[k], keys[k] = jsonArg(r.Input), jsonArg(r.Output), nullString(r.BusinessID), o.key
+		tags[k], metas[k], states[k] = tagsArg(r.Tags), o.meta, jsonArg(r.State)
+		if !r.FinishedAt.IsZero() {
+			t := r.FinishedAt
+			finished[k] = &t
+		}
+		ev.add(r.ID, 0, o.events)
+		tk.add(r, o.res.Tasks)
+	}
+	args := []any{ids, workflows, versions, kinds, statuses, inputs, outputs, errs, businessIDs, scopes, keys,
+		parents, tags, metas, states, seqs, finished, a.now}
+	args = append(args, ev.args()...)
+	return append(args, tk.args()...)
+}
+
+// events are the columns of history entries to insert.
+type events struct {
+	runs, kinds, steps, names, errs []string
+	seqs, idx, attempts             []int64
+	data                            []*string
+}
+
+// add appends the entries of a run after seq.
+func (e *events) add(runID string, seq int64, evs []store.NewEvent) {
+	for k, v := range evs {
+		e.runs, e.seqs, e.kinds, e.steps = append(e.runs, runID), append(e.seqs, seq+int64(k)+1), append(e.kinds, string(v.Kind)), append(e.steps, v.Step)
+		e.idx, e.attempts, e.names = append(e.idx, int64(v.Index)), append(e.attempts, int64(v.Attempt)), append(e.names, v.Name)
+		e.data, e.errs = append(e.data, jsonArg(v.Data)), append(e.errs, v.Error)
+	}
+}
+
+func (e *events) args() []any {
+	return []any{nonNil(e.runs), nonNil(e.seqs), nonNil(e.kinds), nonNil(e.steps), nonNil(e.idx), nonNil(e.attempts),
+		nonNil(e.names), nonNil(e.data), nonNil(e.errs)}
+}
+
+// tasks are the columns of tasks to insert.
+type tasks struct {
+	runs, queues, kinds, workflows, steps []string
+	versions, idx, attempts, prios        []int64
+	payloads, items                       []*string
+	ready                                 []time.Time
+}
+
+func (t *tasks) add(r *store.Run, ts []*store.Task) {
+	for _, n := range ts {
+		t.runs, t.queues, t.kinds, t.workflows = append(t.runs, r.ID), append(t.queues, n.Queue), append(t.kinds, string(n.Kind)), append(t.workflows, r.Workflow)
+		t.steps, t.versions, t.idx, t.attempts = append(t.steps, n.Step), append(t.versions, int64(r.Version)), append(t.idx, int64(n.Index)), append(t.attempts, int64(n.Attempt))
+		t.prios, t.payloads, t.items, t.ready = append(t.prios, int64(n.Priority)), append(t.payloads, jsonArg(n.Payload)), append(t.items, jsonArg(n.Item)), append(t.ready, n.ReadyAt)
+	}
+}
+
+func (t *tasks) args() []any {
+	return []any{nonNil(t.runs), nonNil(t.queues), nonNil(t.kinds), nonNil(t.workflows), nonNil(t.versions),
+		nonNil(t.steps), nonNil(t.idx), nonNil(t.attempts), nonNil(t.payloads), nonNil(t.items), nonNil(t.prios), nonNil(t.ready)}
+}
+
+// nonNil makes a nil slice empty: pgx sends a nil slice as NULL, and
+// unnest(NULL) as no rows would do, but the statements expect arrays.
+func nonNil[T any](s []T) []T {
+	if s == nil {
+		return []T{}
+	}
+	return s
+}
 
 // plan decides change i against the in-memory state. It returns the write
 // to make, or nil and the change's (refused) result.
@@ -521,17 +848,8 @@ func (a *applier) planCreate(i int, n *store.NewRun) (*op, store.ChangeResult) {
 	if st := a.runs[r.ID]; st != nil && st.run != nil {
 		return nil, refused(fmt.Errorf("create run %s: %w", r.ID, errRunExists))
 	}
-	tags := r.Tags
-	if tags == nil {
-		tags = []string{}
-	}
 	key := uniqueKey(r)
-	args := []any{r.ID, r.Workflow, int64(r.Version), string(r.Kind), string(r.Status), jsonArg(r.Input),
-		jsonArg(r.Output), r.Error, nullString(r.BusinessID), string(r.KeyScope), key, r.ParentID, tags, meta,
-		jsonArg(r.State), r.Seq, a.now, nullTime(r.FinishedAt)}
-	args = append(args, eventArgs(n.History)...)
-	args = append(args, taskArgs(n.Tasks, a.now)...)
-	o := &op{i: i, create: true, id: r.ID, key: key, sql: a.s.q.createRun, args: args, prev: a.runs[r.ID],
+	o := &op{i: i, create: true, id: r.ID, run: r, key: key, meta: meta, events: n.History, prev: a.runs[r.ID],
 		res: store.ChangeResult{Run: r, Tasks: newTasks(r, n.Tasks, a.now)}}
 	o.effect = func() { a.runs[r.ID] = &runState{run: r, key: key} }
 	return o, store.ChangeResult{}
@@ -566,13 +884,11 @@ func (a *applier) planUpdate(i int, c *store.Change) (*op, store.ChangeResult) {
 		return nil, refused(fmt.Errorf("update run %s: %w", c.RunID, store.ErrRunNotFound))
 	}
 	run := st.run
-	var fenceID, fenceToken *int64
 	if c.Fence != nil {
 		ft, ok := a.fenced[c.Fence.TaskID]
 		if !ok || a.gone[c.Fence.TaskID] || !ft.owned || ft.token != c.Fence.Token || ft.runID != run.ID {
 			return nil, refused(fmt.Errorf("update run %s: task %d: %w", run.ID, c.Fence.TaskID, store.ErrLeaseLost))
 		}
-		fenceID, fenceToken = &c.Fence.TaskID, &c.Fence.Token
 	}
 	given := *run // Decide may scribble on its copy
 	u, err := c.Decide(&given)
@@ -611,22 +927,12 @@ func (a *applier) planUpdate(i int, c *store.Change) (*op, store.ChangeResult) {
 		next.FinishedAt = a.now
 	}
 	newKey := st.key
+	var frees *string
 	if newKey != nil && next.KeyScope == businesskey.ScopeActive && next.Status.Terminal() {
-		newKey = nil
+		frees, newKey = newKey, nil
 	}
-
-	n := len(u.Cancel)
-	ckinds, csteps, cidx := make([]string, n), make([]string, n), make([]int64, n)
-	for k, m := range u.Cancel {
-		ckinds[k], csteps[k], cidx[k] = string(m.Kind), m.Step, int64(m.Index)
-	}
-	args := []any{run.ID, fenceID, fenceToken, ckinds, csteps, cidx,
-		string(next.Status), jsonArg(next.Output), next.Error, jsonArg(next.State), jsonArg(next.Published),
-		next.Seq, a.now, nullTime(next.FinishedAt), newKey, run.Seq}
-	args = append(args, eventArgs(u.History)...)
-	args = append(args, next.Workflow, int64(next.Version))
-	args = append(args, taskArgs(u.Tasks, a.now)...)
-	o := &op{i: i, id: run.ID, fenced: c.Fence != nil, sql: a.s.q.updateRun, args: args,
+	o := &op{i: i, id: run.ID, run: &next, key: newKey, frees: frees, seq: run.Seq, fence: c.Fence,
+		cancel: u.Cancel, events: u.History,
 		res: store.ChangeResult{Run: &next, Tasks: newTasks(&next, u.Tasks, a.now)}}
 	o.effect = func() {
 		a.runs[run.ID] = &runState{run: &next, key: newKey}
@@ -634,10 +940,8 @@ func (a *applier) planUpdate(i int, c *store.Change) (*op, store.ChangeResult) {
 			a.gone[c.Fence.TaskID] = true
 		}
 		// Tasks this change cancels no longer fence later changes.
-		for id, ft := range a.fenced {
-			if ft.runID != run.ID {
-				continue
-			}
+		for _, id := range a.fencedOf[run.ID] {
+			ft := a.fenced[id]
 			for _, m := range u.Cancel {
 				if (m.Kind == "" || m.Kind == ft.kind) && (m.Step == "" || m.Step == ft.step) && (m.Index < 0 || m.Index == ft.index) {
 					a.gone[id] = true
@@ -687,46 +991,53 @@ func orNil(b []byte) []byte {
 
 // pipeline queues statements and sends them in one round trip.
 type pipeline struct {
-	b      pgx.Batch
-	read   []func(pgx.BatchResults) error
-	owners []*op // the change each statement writes, or nil
+	b     pgx.Batch
+	read  []func(pgx.BatchResults) error
+	write []bool // whether each statement writes changes
 }
 
 // opError is the failure of one statement of a pipeline.
 type opError struct {
-	op  *op // nil for statements of no change
-	err error
+	write bool // the statement writes changes
+	err   error
 }
 
 func (e *opError) Error() string { return e.err.Error() }
 func (e *opError) Unwrap() error { return e.err }
 
-func (p *pipeline) add(o *op, read func(pgx.BatchResults) error, sql string, args ...any) {
+func (p *pipeline) add(write bool, read func(pgx.BatchResults) error, sql string, args ...any) {
 	p.b.Queue(sql, args...)
 	p.read = append(p.read, read)
-	p.owners = append(p.owners, o)
+	p.write = append(p.write, write)
 }
 
-func (p *pipeline) exec(o *op, sql string, args ...any) {
-	p.add(o, func(br pgx.BatchResults) error { _, err := br.Exec(); return err }, sql, args...)
+func (p *pipeline) exec(sql string, args ...any) {
+	p.add(false, func(br pgx.BatchResults) error { _, err := br.Exec(); return err }, sql, args...)
 }
 
-func (p *pipeline) commit() {
-	p.add(nil, func(br pgx.BatchResults) error {
+// commit queues COMMIT; done is set when it succeeded.
+func (p *pipeline) commit(done *bool) {
+	p.add(false, func(br pgx.BatchResults) error {
 		tag, err := br.Exec()
 		if err == nil && tag.String() != "COMMIT" {
 			err = fmt.Errorf("the transaction was rolled back (%s)", tag)
 		}
+		*done = err == nil
 		return err
 	}, "COMMIT")
 }
 
-func (p *pipeline) queryRow(o *op, scan func(pgx.Row) error, sql string, args ...any) {
-	p.add(o, func(br pgx.BatchResults) error { return scan(br.QueryRow()) }, sql, args...)
+func (p *pipeline) queryRow(scan func(pgx.Row) error, sql string, args ...any) {
+	p.add(false, func(br pgx.BatchResults) error { return scan(br.QueryRow()) }, sql, args...)
 }
 
-func (p *pipeline) query(o *op, each func(pgx.Rows) error, sql string, args ...any) {
-	p.add(o, func(br pgx.BatchResults) error {
+// writeRow queues a statement that writes changes and returns one row.
+func (p *pipeline) writeRow(scan func(pgx.Row) error, sql string, args ...any) {
+	p.add(true, func(br pgx.BatchResults) error { return scan(br.QueryRow()) }, sql, args...)
+}
+
+func (p *pipeline) query(each func(pgx.Rows) error, sql string, args ...any) {
+	p.add(false, func(br pgx.BatchResults) error {
 		rows, err := br.Query()
 		if err != nil {
 			return err
@@ -736,19 +1047,8 @@ func (p *pipeline) query(o *op, each func(pgx.Rows) error, sql string, args ...a
 	}, sql, args...)
 }
 
-// changeOps lists the changes written by the queued statements.
-func (p *pipeline) changeOps() []*op {
-	var out []*op
-	for _, o := range p.owners {
-		if o != nil && !slices.Contains(out, o) {
-			out = append(out, o)
-		}
-	}
-	return out
-}
-
 // send runs the queued statements and empties the pipeline. The error of
-// a statement comes as an *opError naming its change.
+// a statement comes as an *opError that tells whether it writes changes.
 func (p *pipeline) send(ctx context.Context, conn *pgx.Conn) error {
 	if len(p.read) == 0 {
 		return nil
@@ -757,7 +1057,7 @@ func (p *pipeline) send(ctx context.Context, conn *pgx.Conn) error {
 	var err error
 	for i, read := range p.read {
 		if err = read(br); err != nil {
-			err = &opError{op: p.owners[i], err: err}
+			err = &opError{write: p.write[i], err: err}
 			break
 		}
 	}

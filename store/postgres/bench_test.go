@@ -123,3 +123,40 @@ func BenchmarkComplete(b *testing.B) {
 		})
 	}
 }
+
+// BenchmarkJobs runs the jobs workload in batches of 64: create 64
+// single-step runs, claim their tasks, and complete each with an output,
+// a state, two history entries and the cancellation of the run's other
+// tasks, as the runtime does. ns/job is the cost per job (all three).
+func BenchmarkJobs(b *testing.B) {
+	const batch = 64
+	s := open(b, &postgres.Config{DSN: pgtest.DSN(b)})
+	state := []byte(`{"steps":[{"event":"ok","output":0,"status":"completed","attempt":1}],"output":{"work":0},"status":"completed"}`)
+	done := func(*store.Run) (*store.Update, error) {
+		return &store.Update{Status: hephtype.StatusCompleted, State: state, Output: []byte(`{"work":0}`),
+			History: []store.NewEvent{{Kind: hephtype.EventStepCompleted, Step: "work", Data: []byte(`0`)}, {Kind: hephtype.EventRunCompleted}},
+			Cancel:  []store.TaskMatch{{Index: -1}}}, nil
+	}
+	changes := make([]store.Change, batch)
+	n := 0
+	for b.Loop() {
+		for i := range changes {
+			changes[i] = store.Change{Create: benchRun(n)}
+			n++
+		}
+		res, err := s.Apply(b.Context(), &store.ApplyParams{Changes: changes, Now: benchNow,
+			Claims: []store.ClaimParams{{Queues: []string{"default"}, Owner: "bench", Limit: batch, LeaseFor: time.Minute}}})
+		if err != nil || res.Changes[0].Err != nil || len(res.Claimed[0]) != batch {
+			b.Fatal(err, res.Changes[0].Err)
+		}
+		for i, t := range res.Claimed[0] {
+			l := t.Lease()
+			changes[i] = store.Change{RunID: t.RunID, Fence: &l, Decide: done}
+		}
+		res, err = s.Apply(b.Context(), &store.ApplyParams{Changes: changes, Now: benchNow})
+		if err != nil || res.Changes[0].Err != nil {
+			b.Fatal(err, res.Changes[0].Err)
+		}
+	}
+	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(n), "ns/job")
+}

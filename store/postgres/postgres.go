@@ -7,38 +7,54 @@
 // Processes that open the store at the same time take turns through an
 // advisory lock, so they never race on the schema.
 //
-// # Apply: one transaction, few round trips
+// # Apply: one transaction, few round trips, few statements
 //
 // Apply commits all its changes in one READ COMMITTED transaction (group
 // commit). It locks the rows of the runs it updates (SELECT … ORDER BY id
 // FOR UPDATE, so concurrent Applies of many processes on one run
 // serialize, and in an order that cannot deadlock) and the tasks their
 // fences name, in one round trip. It then checks the fences and calls the
-// Decide functions in memory, and sends every change's writes — each a
-// single statement that deletes the fenced task, cancels tasks, updates
-// the run, appends the history and enqueues the new tasks — followed by
-// the claims, as one pipeline: a second round trip, whatever the number of
-// changes. The third sends the notifications and COMMIT. A refused change
-// (lease lost, run not found, Decide error, duplicate business id) writes
-// nothing. Should a change's statement fail anyway (say, JSON that jsonb
-// refuses), the batch is undone to a savepoint and the changes are applied
-// again one by one, each in a savepoint of its own, so that only the
-// failing change is refused.
+// Decide functions in memory, and writes the changes set-based, whatever
+// their number: one statement deletes the fenced tasks, cancels tasks,
+// updates the runs (each once, to its last state), appends the history and
+// enqueues the tasks of all the updates; another inserts all the new runs
+// with their history and tasks (ON CONFLICT DO NOTHING: a run whose id or
+// business key is taken writes nothing). Consecutive changes that depend on
+// each other in a way these statements would not keep (an update of a run
+// created earlier in the batch, a cancellation of tasks enqueued earlier in
+// the batch, a business key freed after a create that takes it) are split
+// into successive pairs of statements. The writes, the claims, the
+// notifications and COMMIT go as one pipeline: an Apply takes two round
+// trips. When the last writes create runs, COMMIT waits for a third, so
+// that the holders of taken business keys can be looked up first. A
+// refused change (lease lost, run not found, Decide error, duplicate
+// business id) writes nothing. Should a statement fail anyway (say, JSON
+// that jsonb refuses), the transaction is rolled back and the changes are
+// applied again one by one, each in a savepoint of its own, so that only
+// the failing change is refused.
 //
-// A transaction that fails before its COMMIT is sent is rolled back by the
-// server; Apply runs it again (Decide functions may be called more than
-// once) after deadlocks and connection failures, a few times. Once COMMIT
-// is sent, a failure leaves the outcome unknown: Apply then returns the
-// error and never retries, so a change is never applied twice; the
-// runtime's fencing makes the retry of a completion that did commit a
-// harmless no-op.
+// The transaction disables sequential scans (and, for claims, sorts): its
+// statements reach rows by key, and their plans must not depend on
+// statistics, which for a queue are often stale or missing.
+//
+// A transaction that fails before its COMMIT is sent, or one of whose
+// statements the server refused (it then skips the COMMIT that follows in
+// the pipeline), did not commit; Apply runs it again (Decide functions may
+// be called more than once) after deadlocks and connection failures, a few
+// times. When COMMIT was sent and no answer came back, the outcome is
+// unknown: Apply then returns the error and never retries, so a change is
+// never applied twice; the runtime's fencing makes the retry of a
+// completion that did commit a harmless no-op.
 //
 // # Notifications
 //
 // A commit that enqueued tasks ready at once (and did not lease them
 // itself) sends pg_notify(channel, queue) once per queue, delivered at
 // commit; Listen (store.Notifier) receives them on a connection of its
-// own. The channel is the schema's name followed by "_tasks".
+// own. The channel is the schema's name followed by "_tasks". (When COMMIT
+// goes with the writes, before the claims' outcome is known, a queue is
+// notified when it gets more ready tasks than the claims of the commit may
+// lease.)
 //
 // # JSON
 //

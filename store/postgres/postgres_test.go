@@ -371,6 +371,41 @@ func TestFailingChangeRefusedAlone(t *testing.T) {
 	}
 }
 
+// The same with updates only, whose batch commits with its writes.
+func TestFailingUpdateRefusedAlone(t *testing.T) {
+	t.Parallel()
+	s := open(t, &postgres.Config{DSN: pgtest.DSN(t)})
+	create(t, s, newRun("a", task("q", now)), newRun("b"), newRun("c"))
+	lease := claim(t, s, "q", 1)[0].Lease()
+	output := func(out string) func(*store.Run) (*store.Update, error) {
+		return func(*store.Run) (*store.Update, error) {
+			return &store.Update{Output: []byte(out), History: []store.NewEvent{{Kind: hephtype.EventMarker}},
+				Tasks: []store.NewTask{task("q2", now)}}, nil
+		}
+	}
+	res := apply(t, s, &store.ApplyParams{
+		Changes: []store.Change{
+			{RunID: "a", Fence: &lease, Decide: output(`1`)},
+			{RunID: "b", Decide: output(`[oops`)},
+			{RunID: "c", Decide: output(`3`)},
+		},
+		Claims: []store.ClaimParams{{Queues: []string{"q2"}, Owner: "w", Limit: 5, LeaseFor: time.Minute}},
+	})
+	for i, wantErr := range []bool{false, true, false} {
+		if got := res.Changes[i].Err != nil; got != wantErr {
+			t.Errorf("change %d: error %v, want an error: %v", i, res.Changes[i].Err, wantErr)
+		}
+	}
+	for id, seq := range map[string]int64{"a": 1, "b": 0, "c": 1} {
+		if r, err := s.GetRun(t.Context(), id); err != nil || r.Seq != seq {
+			t.Errorf("%s = %+v, %v; want seq %d", id, r, err, seq)
+		}
+	}
+	if len(res.Claimed[0]) != 2 {
+		t.Errorf("claimed %+v, want the tasks of a and c", res.Claimed[0])
+	}
+}
+
 func claim(t testing.TB, s store.Store, queue string, n int) []*store.Task {
 	t.Helper()
 	ts, err := s.ClaimTasks(context.Background(), &store.ClaimParams{Queues: []string{queue}, Owner: "w", Limit: n, LeaseFor: time.Minute, Now: now})
@@ -594,5 +629,79 @@ func TestDeadlockRetried(t *testing.T) {
 		if err := o.res.Changes[i].Err; !errors.As(err, &de) || de.ExistingRunID != want {
 			t.Errorf("change %d: %v, want a duplicate held by %s", i, err, want)
 		}
+	}
+}
+
+// The writes of a batch go to the database as a few set-based statements
+// per segment; the outcome is still that of the changes applied one after
+// the other.
+func TestBatchKeepsChangeOrder(t *testing.T) {
+	t.Parallel()
+	s := open(t, &postgres.Config{DSN: pgtest.DSN(t)})
+	holder := newRun("holder")
+	holder.BusinessID = "k::1"
+	create(t, s, holder, newRun("r", task("q", now)), newRun("other", task("q", now)))
+	lease := claim(t, s, "q", 2)
+	var rLease, otherLease store.Lease
+	for _, tk := range lease {
+		if tk.RunID == "r" {
+			rLease = tk.Lease()
+		} else {
+			otherLease = tk.Lease()
+		}
+	}
+	enqueue := func(step string) func(*store.Run) (*store.Update, error) {
+		return func(*store.Run) (*store.Update, error) {
+			return &store.Update{Tasks: []store.NewTask{{Queue: "q", Kind: store.TaskStep, Step: step, Index: -1}},
+				History: []store.NewEvent{{Kind: hephtype.EventStepScheduled, Step: step}}}, nil
+		}
+	}
+	cancelAll := func(*store.Run) (*store.Update, error) {
+		return &store.Update{Cancel: []store.TaskMatch{{Index: -1}}, Tasks: []store.NewTask{{Queue: "q", Kind: store.TaskStep, Step: "kept", Index: -1}}}, nil
+	}
+	finish := func(*store.Run) (*store.Update, error) {
+		return &store.Update{Status: hephtype.StatusCompleted, History: []store.NewEvent{{Kind: hephtype.EventRunCompleted}}}, nil
+	}
+	dup := newRun("dup")
+	dup.BusinessID = "k::1"
+	again := newRun("again")
+	again.BusinessID = "k::1"
+	res := apply(t, s, &store.ApplyParams{Changes: []store.Change{
+		{RunID: "r", Decide: enqueue("b")},                    // enqueues b
+		{RunID: "r", Decide: cancelAll},                       // cancels a (leased) and b, enqueues kept
+		{RunID: "r", Fence: &rLease, Decide: enqueue("late")}, // a was cancelled: lease lost
+		{Create: dup},                     // k::1 is still held
+		{RunID: "holder", Decide: finish}, // frees k::1
+		{Create: again},                   // takes it
+		{RunID: "other", Fence: &otherLease, Decide: enqueue("c")}, // unaffected
+	}})
+	if err := res.Changes[2].Err; !errors.Is(err, store.ErrLeaseLost) {
+		t.Errorf("fence of a task cancelled earlier in the batch: %v", err)
+	}
+	var de *store.DuplicateRunError
+	if err := res.Changes[3].Err; !errors.As(err, &de) || de.ExistingRunID != "holder" {
+		t.Errorf("create before the key is freed: %v", err)
+	}
+	for _, i := range []int{0, 1, 4, 5, 6} {
+		if err := res.Changes[i].Err; err != nil {
+			t.Errorf("change %d: %v", i, err)
+		}
+	}
+	var steps []string
+	for _, tk := range claim(t, s, "q", 2) {
+		steps = append(steps, tk.RunID+"/"+tk.Step)
+	}
+	slices.Sort(steps)
+	if want := []string{"other/c", "r/kept"}; !slices.Equal(steps, want) {
+		t.Errorf("tasks left %v, want %v", steps, want)
+	}
+	if r, err := s.GetRun(t.Context(), "r"); err != nil || r.Seq != 1 {
+		t.Errorf("r = %+v, %v; want seq 1", r, err)
+	}
+	if _, err := s.GetRun(t.Context(), "again"); err != nil {
+		t.Errorf("GetRun(again): %v", err)
+	}
+	if _, err := s.GetRun(t.Context(), "dup"); !errors.Is(err, store.ErrRunNotFound) {
+		t.Errorf("GetRun(dup): %v", err)
 	}
 }

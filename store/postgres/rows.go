@@ -3,6 +3,7 @@ package postgres
 import (
 	"encoding/json"
 	"fmt"
+	"strconv"
 	"strings"
 	"time"
 
@@ -155,10 +156,10 @@ func nullString(s string) *string {
 // queries holds the statements of a store, with its schema's name in
 // them.
 type queries struct {
-	loadRuns, loadFenced, createRun, updateRun, lookup string
-	claimOne, claimMany, heartbeat, release, nextReady string
-	getRun, findRun, runExists, history, prune         string
-	listRuns                                           string // up to the WHERE clause
+	loadRuns, loadFenced, writeCreates, writeUpdates, lookup string
+	claimOne, claimMany, heartbeat, release, nextReady       string
+	getRun, findRun, runExists, history, pruneLock, prune    string
+	listRuns                                                 string // up to the WHERE clause
 }
 
 func newQueries(schema string) queries {
@@ -167,13 +168,13 @@ func newQueries(schema string) queries {
 		loadRuns: s("SELECT " + runCols + ", unique_key FROM §runs WHERE id = ANY($1::text[]) ORDER BY id FOR UPDATE"),
 		loadFenced: s(`SELECT id, run_id, token, owner IS NOT NULL, kind, step, idx FROM §tasks
 			WHERE id = ANY($1::int8[]) ORDER BY id FOR UPDATE`),
-		createRun: s(createRunSQL),
-		updateRun: s(updateRunSQL),
-		lookup:    s("SELECT (SELECT id FROM §runs WHERE id = $1), (SELECT id FROM §runs WHERE unique_key = $2)"),
-		claimOne:  s(claimSQL("queue = $1")),
-		claimMany: s(claimSQL("queue = ANY($1::text[])")),
-		heartbeat: s(leaseSQL("lease_until = $3")),
-		release:   s(leaseSQL("owner = NULL, lease_until = NULL")),
+		writeCreates: s(writeCreatesSQL),
+		writeUpdates: s(writeUpdatesSQL),
+		lookup:       s("SELECT (SELECT id FROM §runs WHERE id = $1), (SELECT id FROM §runs WHERE unique_key = $2)"),
+		claimOne:     s(claimSQL("queue = $1")),
+		claimMany:    s(claimSQL("queue = ANY($1::text[])")),
+		heartbeat:    s(leaseSQL("lease_until = $3")),
+		release:      s(leaseSQL("owner = NULL, lease_until = NULL")),
 		nextReady: s(`SELECT min(least(r.t, l.t)) FROM unnest($1::text[]) AS q(name)
 			CROSS JOIN LATERAL (SELECT min(ready_at) FROM §tasks WHERE queue = q.name AND owner IS NULL) AS r(t)
 			CROSS JOIN LATERAL (SELECT min(lease_until) FROM §tasks WHERE queue = q.name AND owner IS NOT NULL
@@ -182,11 +183,12 @@ func newQueries(schema string) queries {
 		findRun:   s("SELECT " + runCols + " FROM §runs WHERE business_id = $1 AND ($2 = '' OR workflow = $2) ORDER BY created_at DESC, id DESC LIMIT 1"),
 		runExists: s("SELECT EXISTS (SELECT 1 FROM §runs WHERE id = $1)"),
 		history:   s("SELECT " + eventCols + " FROM §events WHERE run_id = $1 AND seq > $2 ORDER BY seq LIMIT $3"),
-		prune: s(`WITH doomed AS (
-			SELECT id FROM §runs WHERE finished_at < $1
+		pruneLock: s(`SELECT id FROM §runs WHERE created_at < $1 AND finished_at < $1
 			AND status IN ('completed', 'failed', 'cancelled', 'continued')
-			ORDER BY finished_at LIMIT $2 FOR UPDATE SKIP LOCKED)
-			DELETE FROM §runs r USING doomed WHERE r.id = doomed.id`),
+			ORDER BY created_at LIMIT $2 FOR UPDATE SKIP LOCKED`),
+		prune: s(`WITH e AS (DELETE FROM §events WHERE run_id = ANY($1::text[])),
+			t AS (DELETE FROM §tasks WHERE run_id = ANY($1::text[]))
+			DELETE FROM §runs WHERE id = ANY($1::text[])`),
 		listRuns: s("SELECT " + runCols + " FROM §runs"),
 	}
 }
@@ -225,107 +227,116 @@ func prefixed(p, cols string) string {
 	return strings.Join(parts, ", ")
 }
 
-// createRunSQL inserts a run with its history and tasks in one statement.
-// ON CONFLICT DO NOTHING covers both the primary key and the business-key
-// index: a conflicting run writes nothing, and the first column says
-// whether the run was inserted. Task ids come back in ascending order,
-// which is the order of the arrays (the rows are inserted in that order).
-//
-// $1 id, $2 workflow, $3 version, $4 kind, $5 status, $6 input, $7 output,
-// $8 error, $9 business_id, $10 key_scope, $11 unique_key, $12 parent_id,
-// $13 tags, $14 metadata, $15 state, $16 seq, $17 now, $18 finished_at;
-// history $19-$25; tasks $26-$34.
-const createRunSQL = `WITH r AS (
+// The history columns of writeUpdatesSQL and writeCreatesSQL, from $n:
+// run id, seq, kind, step, idx, attempt, name, data, error (see events);
+// $now is the time.
+func eventsSQL(n, now int) string {
+	return `INSERT INTO §events (run_id, seq, kind, step, idx, attempt, name, data, error, at)
+	SELECT x.run_id, x.seq, x.kind, x.step, x.idx, x.attempt, x.name, x.data::jsonb, x.error, $` + itoa(now) + `::timestamptz
+	FROM unnest($` + itoa(n) + `::text[], $` + itoa(n+1) + `::int8[], $` + itoa(n+2) + `::text[], $` + itoa(n+3) + `::text[], $` +
+		itoa(n+4) + `::int8[], $` + itoa(n+5) + `::int8[], $` + itoa(n+6) + `::text[], $` + itoa(n+7) + `::text[], $` + itoa(n+8) + `::text[])
+		AS x(run_id, seq, kind, step, idx, attempt, name, data, error)`
+}
+
+// The task columns, from $n: run id, queue, kind, workflow, version, step,
+// idx, attempt, payload, item, priority, ready_at (see tasks); $now is the
+// time. The rows
+// are inserted in the order of the arrays, so their ids ascend in that
+// order.
+func tasksSQL(n, now int) string {
+	return `INSERT INTO §tasks (run_id, queue, kind, workflow, version, step, idx, attempt, payload, item,
+		priority, ready_at, created_at)
+	SELECT x.run_id, x.queue, x.kind, x.workflow, x.version, x.step, x.idx, x.attempt, x.payload::jsonb,
+		x.item::jsonb, x.priority, x.ready_at, $` + itoa(now) + `::timestamptz
+	FROM unnest($` + itoa(n) + `::text[], $` + itoa(n+1) + `::text[], $` + itoa(n+2) + `::text[], $` + itoa(n+3) + `::text[], $` +
+		itoa(n+4) + `::int8[], $` + itoa(n+5) + `::text[], $` + itoa(n+6) + `::int8[], $` + itoa(n+7) + `::int8[], $` +
+		itoa(n+8) + `::text[], $` + itoa(n+9) + `::text[], $` + itoa(n+10) + `::int8[], $` + itoa(n+11) + `::timestamptz[])
+		WITH ORDINALITY AS x(run_id, queue, kind, workflow, version, step, idx, attempt, payload, item, priority, ready_at, n)`
+}
+
+func itoa(n int) string { return strconv.Itoa(n) }
+
+// writeUpdatesSQL writes the updates of a segment in one statement: it
+// deletes the fenced tasks ($1: the caller holds them locked and checked
+// their tokens), cancels the tasks that match ($2 run ids, $3 kinds, $4
+// steps, $5 indexes), updates the runs ($6-$14, one row per run: its last
+// state), appends the history ($16-$24) and enqueues tasks ($25-$36); $15
+// is now. The sub-statements share one snapshot, so the cancellations
+// never see the tasks the segment enqueues (the applier leaves a
+// cancellation that must see them to a later segment). It returns the
+// number of fenced tasks deleted (by their fence or by a cancellation,
+// whichever came first: a row deleted by one is skipped by the other) and
+// of runs updated (the caller
+// holds all of them locked: anything short is a bug), and the new task ids
+// in ascending order, which is the order of the arrays.
+var writeUpdatesSQL = `WITH f AS (
+	DELETE FROM §tasks WHERE id = ANY($1::int8[]) RETURNING id
+), c AS (
+	DELETE FROM §tasks t USING unnest($2::text[], $3::text[], $4::text[], $5::int8[]) AS m(run_id, kind, step, idx)
+	WHERE t.run_id = m.run_id AND (m.kind = '' OR t.kind = m.kind)
+		AND (m.step = '' OR t.step = m.step) AND (m.idx < 0 OR t.idx = m.idx)
+	RETURNING t.id
+), u AS (
+	UPDATE §runs r SET status = x.status, output = x.output::jsonb, error = x.error, state = x.state::jsonb,
+		published = x.published::jsonb, seq = x.seq, updated_at = $15::timestamptz,
+		finished_at = x.finished_at, unique_key = x.unique_key
+	FROM unnest($6::text[], $7::text[], $8::text[], $9::text[], $10::text[], $11::text[], $12::int8[],
+		$13::timestamptz[], $14::text[]) AS x(id, status, output, error, state, published, seq, finished_at, unique_key)
+	WHERE r.id = x.id RETURNING 1
+), e AS (
+	` + eventsSQL(16, 15) + `
+), t AS (
+	` + tasksSQL(25, 15) + `
+	ORDER BY x.n
+	RETURNING id
+)
+SELECT (SELECT count(*) FROM f) + (SELECT count(*) FROM c WHERE c.id IN (SELECT unnest($1::int8[]))),
+	(SELECT count(*) FROM u), ARRAY(SELECT id FROM t ORDER BY id)`
+
+// writeCreatesSQL inserts the runs of a segment with their history and
+// tasks in one statement: $1-$17 are the runs' columns (tags as a JSON
+// array), $18 now, $19-$27 the history, $28-$39 the tasks. ON CONFLICT DO
+// NOTHING covers both the primary key and the business-key index: a run
+// that conflicts (with a run of another transaction, or an earlier one of
+// the arrays) writes nothing, neither history nor tasks. It returns the
+// ids of the runs inserted, and the ids of the new tasks in ascending
+// order with their runs.
+var writeCreatesSQL = `WITH r AS (
 	INSERT INTO §runs (id, workflow, version, kind, status, input, output, error, business_id,
 		key_scope, unique_key, parent_id, tags, metadata, state, seq, created_at, updated_at, finished_at)
-	VALUES ($1, $2::text, $3::int8, $4, $5, $6::jsonb, $7::jsonb, $8, $9, $10, $11, $12, $13::text[],
-		$14::jsonb, $15::jsonb, $16, $17::timestamptz, $17::timestamptz, $18::timestamptz)
+	SELECT x.id, x.workflow, x.version, x.kind, x.status, x.input::jsonb, x.output::jsonb, x.error, x.business_id,
+		x.key_scope, x.unique_key, x.parent_id,
+		CASE WHEN x.tags IS NULL THEN '{}'::text[] ELSE ARRAY(SELECT json_array_elements_text(x.tags::json)) END,
+		x.metadata::jsonb, x.state::jsonb, x.seq, $18::timestamptz, $18::timestamptz, x.finished_at
+	FROM unnest($1::text[], $2::text[], $3::int8[], $4::text[], $5::text[], $6::text[], $7::text[], $8::text[],
+		$9::text[], $10::text[], $11::text[], $12::text[], $13::text[], $14::text[], $15::text[], $16::int8[],
+		$17::timestamptz[]) WITH ORDINALITY AS x(id, workflow, version, kind, status, input, output, error,
+		business_id, key_scope, unique_key, parent_id, tags, metadata, state, seq, finished_at, n)
+	ORDER BY x.n
 	ON CONFLICT DO NOTHING
 	RETURNING id
 ), e AS (
-	INSERT INTO §events (run_id, seq, kind, step, idx, attempt, name, data, error, at)
-	SELECT r.id, x.n, x.kind, x.step, x.idx, x.attempt, x.name, x.data::jsonb, x.error, $17::timestamptz
-	FROM r, unnest($19::text[], $20::text[], $21::int8[], $22::int8[], $23::text[], $24::text[], $25::text[])
-		WITH ORDINALITY AS x(kind, step, idx, attempt, name, data, error, n)
+	` + eventsSQL(19, 18) + `
+	WHERE x.run_id IN (SELECT id FROM r)
 ), t AS (
-	INSERT INTO §tasks (run_id, queue, kind, workflow, version, step, idx, attempt, payload, item,
-		priority, ready_at, created_at)
-	SELECT r.id, x.queue, x.kind, $2::text, $3::int8, x.step, x.idx, x.attempt, x.payload::jsonb,
-		x.item::jsonb, x.priority, x.ready_at, $17::timestamptz
-	FROM r, unnest($26::text[], $27::text[], $28::text[], $29::int8[], $30::int8[], $31::text[],
-		$32::text[], $33::int8[], $34::timestamptz[])
-		WITH ORDINALITY AS x(queue, kind, step, idx, attempt, payload, item, priority, ready_at, n)
+	` + tasksSQL(28, 18) + `
+	WHERE x.run_id IN (SELECT id FROM r)
 	ORDER BY x.n
-	RETURNING id
+	RETURNING id, run_id
 )
-SELECT (SELECT count(*) FROM r), ARRAY(SELECT id FROM t ORDER BY id)`
+SELECT ARRAY(SELECT id FROM r), ARRAY(SELECT id FROM t ORDER BY id), ARRAY(SELECT run_id FROM t ORDER BY id)`
 
-// updateRunSQL writes one change of a run in one statement: it deletes
-// the fenced task ($2, $3; NULL when unfenced), cancels the tasks that
-// match ($4-$6), updates the run ($7-$15), appends the history after seq
-// $16 ($17-$23) and enqueues tasks ($24 workflow, $25 version, $26-$34).
-// The sub-statements share one snapshot, so the cancellation never sees
-// the tasks the same change enqueues. It returns the number of fenced
-// tasks deleted and of runs updated (the caller holds both rows locked:
-// anything but 1 is a bug), and the new task ids in ascending order.
-const updateRunSQL = `WITH f AS (
-	DELETE FROM §tasks WHERE id = $2::int8 AND token = $3::int8 RETURNING 1
-), c AS (
-	DELETE FROM §tasks t USING unnest($4::text[], $5::text[], $6::int8[]) AS m(kind, step, idx)
-	WHERE t.run_id = $1 AND (m.kind = '' OR t.kind = m.kind) AND (m.step = '' OR t.step = m.step)
-		AND (m.idx < 0 OR t.idx = m.idx)
-), u AS (
-	UPDATE §runs SET status = $7, output = $8::jsonb, error = $9, state = $10::jsonb,
-		published = $11::jsonb, seq = $12, updated_at = $13::timestamptz,
-		finished_at = $14::timestamptz, unique_key = $15
-	WHERE id = $1 RETURNING 1
-), e AS (
-	INSERT INTO §events (run_id, seq, kind, step, idx, attempt, name, data, error, at)
-	SELECT $1, $16::int8 + x.n, x.kind, x.step, x.idx, x.attempt, x.name, x.data::jsonb, x.error, $13::timestamptz
-	FROM unnest($17::text[], $18::text[], $19::int8[], $20::int8[], $21::text[], $22::text[], $23::text[])
-		WITH ORDINALITY AS x(kind, step, idx, attempt, name, data, error, n)
-), t AS (
-	INSERT INTO §tasks (run_id, queue, kind, workflow, version, step, idx, attempt, payload, item,
-		priority, ready_at, created_at)
-	SELECT $1, x.queue, x.kind, $24::text, $25::int8, x.step, x.idx, x.attempt, x.payload::jsonb, x.item::jsonb,
-		x.priority, x.ready_at, $13::timestamptz
-	FROM unnest($26::text[], $27::text[], $28::text[], $29::int8[], $30::int8[], $31::text[],
-		$32::text[], $33::int8[], $34::timestamptz[])
-		WITH ORDINALITY AS x(queue, kind, step, idx, attempt, payload, item, priority, ready_at, n)
-	ORDER BY x.n
-	RETURNING id
-)
-SELECT (SELECT count(*) FROM f), (SELECT count(*) FROM u), ARRAY(SELECT id FROM t ORDER BY id)`
-
-// eventArgs are the seven history arrays of createRunSQL and updateRunSQL.
-func eventArgs(evs []store.NewEvent) []any {
-	n := len(evs)
-	kinds, steps, names, errs := make([]string, n), make([]string, n), make([]string, n), make([]string, n)
-	idx, attempts := make([]int64, n), make([]int64, n)
-	data := make([]*string, n)
-	for i, e := range evs {
-		kinds[i], steps[i], names[i], errs[i] = string(e.Kind), e.Step, e.Name, e.Error
-		idx[i], attempts[i] = int64(e.Index), int64(e.Attempt)
-		data[i] = jsonArg(e.Data)
+// tagsArg is a run's tags as a JSON array, or NULL for none.
+func tagsArg(tags []string) *string {
+	if len(tags) == 0 {
+		return nil
 	}
-	return []any{kinds, steps, idx, attempts, names, data, errs}
-}
-
-// taskArgs are the nine task arrays of createRunSQL and updateRunSQL,
-// with the ready times resolved (zero: now).
-func taskArgs(ts []store.NewTask, now time.Time) []any {
-	n := len(ts)
-	queues, kinds, steps := make([]string, n), make([]string, n), make([]string, n)
-	idx, attempts, prios := make([]int64, n), make([]int64, n), make([]int64, n)
-	payloads, items := make([]*string, n), make([]*string, n)
-	ready := make([]time.Time, n)
-	for i, t := range ts {
-		queues[i], kinds[i], steps[i] = t.Queue, string(t.Kind), t.Step
-		idx[i], attempts[i], prios[i] = int64(t.Index), int64(t.Attempt), int64(t.Priority)
-		payloads[i], items[i] = jsonArg(t.Payload), jsonArg(t.Item)
-		ready[i] = readyAt(t, now)
+	b, err := json.Marshal(tags)
+	if err != nil {
+		panic(err) // strings always marshal
 	}
-	return []any{queues, kinds, steps, idx, attempts, payloads, items, prios, ready}
+	s := string(b)
+	return &s
 }
 
 // readyAt is when a new task is ready: its ReadyAt, or now when zero.

@@ -186,9 +186,9 @@ func (s *Store) History(ctx context.Context, p *store.HistoryParams) ([]store.Ev
 }
 
 // PruneRuns deletes up to p.Limit runs that finished before
-// p.FinishedBefore, oldest first; their history and tasks go with them
-// (ON DELETE CASCADE). Runs that another transaction holds locked are
-// left for the next call.
+// p.FinishedBefore, the earliest created first, with their history and
+// tasks. Runs that another transaction holds locked are left for the next
+// call.
 func (s *Store) PruneRuns(ctx context.Context, p *store.PruneParams) (int, error) {
 	if err := s.check(); err != nil {
 		return 0, fmt.Errorf("prune runs: %w", err)
@@ -205,9 +205,25 @@ func (s *Store) PruneRuns(ctx context.Context, p *store.PruneParams) (int, error
 	}
 	var n int64
 	err := s.once(ctx, func(ctx context.Context) error {
-		tag, err := s.pool.Exec(ctx, s.q.prune, truncate(p.FinishedBefore), limit)
-		n = tag.RowsAffected()
-		return err
+		n = 0
+		return pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
+			if _, err := tx.Exec(ctx, applySettings); err != nil {
+				return err
+			}
+			rows, err := tx.Query(ctx, s.q.pruneLock, truncate(p.FinishedBefore), limit)
+			if err != nil {
+				return err
+			}
+			ids, err := pgx.CollectRows(rows, pgx.RowTo[string])
+			if err != nil || len(ids) == 0 {
+				return err
+			}
+			// A statement of its own: its snapshot, taken with the runs
+			// locked, sees every history entry and task written for them.
+			tag, err := tx.Exec(ctx, s.q.prune, ids)
+			n = tag.RowsAffected()
+			return err
+		})
 	})
 	if err != nil {
 		return 0, s.fail("prune runs", err)

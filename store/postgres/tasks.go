@@ -31,11 +31,32 @@ func (s *Store) ClaimTasks(ctx context.Context, p *store.ClaimParams) ([]*store.
 	// only when nothing was sent.
 	err := s.once(ctx, func(ctx context.Context) error {
 		sql, args := claimArgs(&s.q, p)
-		rows, err := s.pool.Query(ctx, sql, args...)
+		// One round trip. Should a statement fail, the pool drops the
+		// connection, left in a failed transaction.
+		b := &pgx.Batch{}
+		b.Queue("BEGIN")
+		b.Queue(applySettings)
+		b.Queue(claimSettings)
+		b.Queue(sql, args...)
+		b.Queue("COMMIT")
+		br := s.pool.SendBatch(ctx, b)
+		defer br.Close()
+		for range 3 {
+			if _, err := br.Exec(); err != nil {
+				return err
+			}
+		}
+		rows, err := br.Query()
 		if err != nil {
 			return err
 		}
-		out, err = collectTasks(rows)
+		if out, err = collectTasks(rows); err != nil {
+			return err
+		}
+		tag, err := br.Exec()
+		if err == nil && tag.String() != "COMMIT" {
+			err = fmt.Errorf("the transaction was rolled back (%s)", tag)
+		}
 		return err
 	})
 	if err != nil {
@@ -43,6 +64,21 @@ func (s *Store) ClaimTasks(ctx context.Context, p *store.ClaimParams) ([]*store.
 	}
 	return out, nil
 }
+
+// applySettings starts the transactions of Apply and ClaimTasks (as SET
+// LOCAL would). Their statements read and write rows by key, and their
+// plans must say so whatever the statistics: a queue table's are often
+// stale or, on a new table, missing, and a plan cached while a table was
+// small stays when it grows. The planner could then scan a whole table to
+// lock a few runs. (JIT, never worth it for these statements, would take
+// the disabled plans' costs for a reason to compile them.)
+const applySettings = "SELECT set_config('enable_seqscan', 'off', true), set_config('jit', 'off', true)"
+
+// claimSettings precede claims in their transaction. A claim must walk the
+// claim index in order and stop at its limit; the plan that reads every
+// ready task of the queue and sorts them costs as much as the queue is
+// long, yet the planner picks it whenever it believes the queue short.
+const claimSettings = "SELECT set_config('enable_sort', 'off', true)"
 
 func checkClaim(p *store.ClaimParams) error {
 	switch {

@@ -28,19 +28,28 @@ CREATE TABLE runs (
     created_at  timestamptz NOT NULL,
     updated_at  timestamptz NOT NULL,
     finished_at timestamptz
-) WITH (fillfactor = 85); -- room for HOT updates of the run row
+) WITH (fillfactor = 50);
+-- Each change of a run rewrites its row. When no indexed column changes
+-- (finished_at is not indexed for that reason: PruneRuns walks
+-- runs_created), the update is HOT: the new version goes in the same page
+-- and no index is touched, provided the page has room for it. The runs of
+-- a page were mostly created together, and change together, in one
+-- transaction: hence room for a new version of every row.
 
 -- Partial indexes leave out the (many) runs without a value.
 CREATE UNIQUE INDEX runs_unique_key ON runs (unique_key) WHERE unique_key IS NOT NULL;
--- ListRuns walks these newest first; FindRun uses runs_business.
+-- ListRuns walks these newest first; FindRun uses runs_business; PruneRuns
+-- walks runs_created oldest first (a run finishes after it starts).
 CREATE INDEX runs_created ON runs (created_at, id);
 CREATE INDEX runs_workflow ON runs (workflow, created_at, id);
 CREATE INDEX runs_business ON runs (business_id, created_at, id) WHERE business_id IS NOT NULL;
--- PruneRuns.
-CREATE INDEX runs_finished ON runs (finished_at) WHERE finished_at IS NOT NULL;
 
+-- The history and the tasks of a run name it without a foreign key: the
+-- store writes them only with the run locked (or created in the same
+-- statement), and PruneRuns deletes them with it. A foreign key would cost
+-- a lookup and a lock of the run per row written.
 CREATE TABLE events (
-    run_id  text COLLATE "C" NOT NULL REFERENCES runs (id) ON DELETE CASCADE,
+    run_id  text COLLATE "C" NOT NULL,
     seq     bigint NOT NULL,
     kind    text NOT NULL,
     step    text NOT NULL DEFAULT '',
@@ -57,7 +66,7 @@ CREATE TABLE tasks (
     -- An identity never hands out an id twice, so a lease (id, token)
     -- never names a later task.
     id          bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
-    run_id      text COLLATE "C" NOT NULL REFERENCES runs (id) ON DELETE CASCADE,
+    run_id      text COLLATE "C" NOT NULL,
     queue       text COLLATE "C" NOT NULL,
     kind        text NOT NULL,
     workflow    text NOT NULL,
@@ -75,16 +84,20 @@ CREATE TABLE tasks (
     lease_until timestamptz,
     claims      bigint NOT NULL DEFAULT 0,
     created_at  timestamptz NOT NULL
-) WITH (fillfactor = 85);
+) WITH (fillfactor = 50);
 
 -- No indexed column changes when a task is claimed, heartbeats or is
 -- released, so those updates are HOT: they rewrite the row in its page and
--- touch no index (hence also the fillfactor).
+-- touch no index, provided the page has room. A claim leases many tasks
+-- that were enqueued together, so the fillfactor leaves room for a new
+-- version of every row of a page. (Claims that are not HOT would also add
+-- index entries among the dead ones at the head of the queue, keeping
+-- later claims from marking those dead: each claim would visit them all.)
 -- ClaimTasks walks a queue in claim order and stops after its limit.
 CREATE INDEX tasks_claim ON tasks (queue, priority DESC, ready_at, id);
 -- NextReady: the earliest ready time of unleased tasks, and the earliest
 -- expiry of leased ones among those ready before it (a lease ends after
 -- its task's ready time, so no other can be earlier).
 CREATE INDEX tasks_ready ON tasks (queue, ready_at);
--- Cancel, and the cascade from runs.
+-- Cancel, and PruneRuns.
 CREATE INDEX tasks_run ON tasks (run_id, kind, step);
