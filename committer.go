@@ -21,7 +21,7 @@ import (
 // transaction that completes the step.
 type committer struct {
 	c     *Client
-	reqs  chan *commitReq
+	reqs  chan []*commitReq // a group is never split between transactions
 	kick  chan struct{}
 	stop  chan struct{}
 	done  chan struct{}
@@ -62,12 +62,27 @@ type claimReq struct {
 
 func newCommitter(c *Client) *committer {
 	return &committer{
-		c: c, reqs: make(chan *commitReq, 1024), kick: make(chan struct{}, 1),
+		c: c, reqs: make(chan []*commitReq, 1024), kick: make(chan struct{}, 1),
 		stop: make(chan struct{}), done: make(chan struct{}), claims: map[string]*claimReq{},
 	}
 }
 
-func (m *committer) run() { m.start.Do(func() { go m.loop() }) }
+// run starts the commit loops: one, or as many as the store can apply at
+// once (store.ConcurrentApplier). They share the queue of changes, so a
+// slow commit does not hold up the next batch.
+func (m *committer) run() {
+	m.start.Do(func() {
+		n := 1
+		if ca, ok := m.c.cfg.Store.(store.ConcurrentApplier); ok {
+			n = max(1, ca.ApplyConcurrency())
+		}
+		var wg sync.WaitGroup
+		for range n {
+			wg.Go(m.loop)
+		}
+		go func() { wg.Wait(); close(m.done) }()
+	})
+}
 
 // submit applies one change and waits for its result.
 func (m *committer) submit(ctx context.Context, ch store.Change) (*commitReq, error) {
@@ -88,7 +103,7 @@ func (m *committer) submitHandoff(ctx context.Context, ch store.Change, queue st
 		}
 	}
 	select {
-	case m.reqs <- r:
+	case m.reqs <- []*commitReq{r}:
 	case <-m.stop:
 		return nil, ErrClosed
 	case <-ctx.Done():
@@ -104,13 +119,20 @@ func (m *committer) submitHandoff(ctx context.Context, ch store.Change, queue st
 }
 
 // submitAll queues many changes, in order, and waits for all of them.
+// Each group of up to MaxCommitBatch changes goes into one transaction, in
+// order, so that which of two conflicting starts wins does not depend on
+// how concurrent commit loops split them.
 func (m *committer) submitAll(ctx context.Context, chs []store.Change) ([]*commitReq, error) {
 	m.run()
 	reqs := make([]*commitReq, len(chs))
 	for i, ch := range chs {
-		r := &commitReq{change: ch, done: make(chan struct{})}
+		reqs[i] = &commitReq{change: ch, done: make(chan struct{})}
+	}
+	size := m.c.cfg.MaxCommitBatch
+	for i := 0; i < len(reqs); i += size {
+		group := reqs[i:min(i+size, len(reqs))]
 		select {
-		case m.reqs <- r:
+		case m.reqs <- group:
 		case <-m.stop:
 			for _, q := range reqs[:i] {
 				<-q.done
@@ -122,7 +144,6 @@ func (m *committer) submitAll(ctx context.Context, chs []store.Change) ([]*commi
 			}
 			return nil, ctx.Err()
 		}
-		reqs[i] = r
 	}
 	for _, r := range reqs {
 		<-r.done
@@ -174,21 +195,20 @@ func (m *committer) takeClaims() []*claimReq {
 }
 
 func (m *committer) loop() {
-	defer close(m.done)
 	max := m.c.cfg.MaxCommitBatch
 	batch := make([]*commitReq, 0, max)
 	for {
 		batch = batch[:0]
 		select {
-		case r := <-m.reqs:
-			batch = append(batch, r)
+		case g := <-m.reqs:
+			batch = append(batch, g...)
 		case <-m.kick:
 		case <-m.stop:
 			// Apply what was queued before stopping; fail standing claims.
 			for {
 				select {
-				case r := <-m.reqs:
-					m.apply([]*commitReq{r}, nil)
+				case g := <-m.reqs:
+					m.apply(g, nil)
 				default:
 					for _, cr := range m.takeClaims() {
 						cr.err = ErrClosed
@@ -201,8 +221,8 @@ func (m *committer) loop() {
 	drain:
 		for len(batch) < max {
 			select {
-			case r := <-m.reqs:
-				batch = append(batch, r)
+			case g := <-m.reqs:
+				batch = append(batch, g...)
 			default:
 				break drain
 			}

@@ -381,3 +381,10 @@ type Notifier interface {
 	// when ctx ends.
 	Listen(ctx context.Context, fn func(queue string)) error
 }
+
+// ConcurrentApplier is implemented by stores that apply several batches at
+// once to advantage (PostgreSQL, over a pool of connections). Runtimes run
+// that many commit loops; other stores get one.
+type ConcurrentApplier interface {
+	ApplyConcurrency() int
+}

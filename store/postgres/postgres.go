@@ -155,6 +155,8 @@ type Store struct {
 	// suspect is when (Unix nanoseconds) the pool stops checking its
 	// connections before use; see noteFailure.
 	suspect *atomic.Int64
+	// applyConc is how many Apply calls a runtime should run at once.
+	applyConc int
 
 	// ctx ends when the store is closed: it stops Listen.
 	ctx       context.Context
@@ -216,6 +218,7 @@ func open(ctx context.Context, cfg *Config, tune func(*pgxpool.Config)) (*Store,
 	s := &Store{
 		pool: pool, conn: pcfg.ConnConfig, schema: c.Schema, channel: channelName(c.Schema),
 		timeout: c.Timeout, q: newQueries(c.Schema), suspect: suspect,
+		applyConc: max(1, c.MaxConns/4),
 	}
 	s.ctx, s.stop = context.WithCancel(context.Background())
 	return s, nil
@@ -507,3 +510,11 @@ func checkMigrated(ctx context.Context, cc *pgx.ConnConfig, schema string) error
 	}
 	return nil
 }
+
+var _ store.ConcurrentApplier = (*Store)(nil)
+
+// ApplyConcurrency tells runtimes to run a quarter of the pool's
+// connections' worth of Apply calls at once (4 by default): rows are locked
+// in id order, so concurrent batches do not deadlock, and one commit's
+// fsync overlaps the next batch's work.
+func (s *Store) ApplyConcurrency() int { return s.applyConc }
