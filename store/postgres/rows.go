@@ -106,14 +106,6 @@ func fromNull(t *time.Time) time.Time {
 	return t.UTC()
 }
 
-// nullTime stores the zero time as NULL.
-func nullTime(t time.Time) any {
-	if t.IsZero() {
-		return nil
-	}
-	return t
-}
-
 // truncate rounds t down to what the database keeps (microseconds), in
 // UTC.
 func truncate(t time.Time) time.Time {
