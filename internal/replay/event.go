@@ -9,20 +9,21 @@ import (
 	"github.com/hephaestus-go/hephaestus/hephtype"
 )
 
-// Event kinds a code-first workflow needs that hephtype does not define
-// (yet). Every other kind is a hephtype.EventKind; activities use the step
-// kinds, since the runtime executes them as step tasks.
+// Event kinds particular to code-first workflows, named here for the
+// replay core; they are hephtype's. Every other kind is a
+// hephtype.EventKind too; activities use the step kinds, since the runtime
+// executes them as step tasks.
 const (
 	// EventDecision opens the output of one activation: the events after
 	// it, up to the next event the runtime wrote, are the activation's
 	// commands. Its Data carries the activation time.
-	EventDecision hephtype.EventKind = "decision"
+	EventDecision = hephtype.EventDecision
 	// EventChildFailed reports that a child workflow failed or was
 	// cancelled.
-	EventChildFailed hephtype.EventKind = "child_failed"
+	EventChildFailed = hephtype.EventChildFailed
 	// EventChildCancelled records that the workflow asked the runtime to
 	// cancel a child (it does so when it ends with children still open).
-	EventChildCancelled hephtype.EventKind = "child_cancelled"
+	EventChildCancelled = hephtype.EventChildCancelled
 )
 
 // Event is one entry of a workflow's history. The runtime stores it as a
