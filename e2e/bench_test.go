@@ -125,22 +125,45 @@ func runBenchmarks(b *testing.B, open func(b *testing.B) store.Store) {
 func benchThroughput(b *testing.B, open func(b *testing.B) store.Store) {
 	c := benchClient(b, open)
 	ctx := context.Background()
-	const runs, callers = 1000, 50
+	loadTest(b, "runs/s", func(i int) error {
+		r, err := c.Run(ctx, "one", i, nil)
+		if err == nil && r.Status != heph.StatusCompleted {
+			err = fmt.Errorf("run %s is %s: %s", r.ID, r.Status, r.Error)
+		}
+		return err
+	})
+}
+
+func benchLatency(b *testing.B, open func(b *testing.B) store.Store, name string, n int) {
+	c := benchClient(b, open)
+	ctx := context.Background()
+	latencyTest(b, n, func() error {
+		r, err := c.Run(ctx, name, 1, nil)
+		if err == nil && r.Status != heph.StatusCompleted {
+			err = fmt.Errorf("run %s is %s: %s", r.ID, r.Status, r.Error)
+		}
+		return err
+	})
+}
+
+// loadTest is workload (a): 1,000 calls of fn from 50 concurrent callers,
+// b.N times; it reports calls per second under unit.
+func loadTest(b *testing.B, unit string, fn func(i int) error) {
+	const calls, callers = 1000, 50
 	b.ResetTimer()
 	start := time.Now()
 	for range b.N {
 		var wg sync.WaitGroup
-		next := make(chan int, runs)
-		for i := range runs {
+		next := make(chan int, calls)
+		for i := range calls {
 			next <- i
 		}
 		close(next)
 		for range callers {
 			wg.Go(func() {
 				for i := range next {
-					r, err := c.Run(ctx, "one", i, nil)
-					if err != nil || r.Status != heph.StatusCompleted {
-						b.Errorf("run: %v %v", err, r)
+					if err := fn(i); err != nil {
+						b.Error(err)
 						return
 					}
 				}
@@ -148,15 +171,15 @@ func benchThroughput(b *testing.B, open func(b *testing.B) store.Store) {
 		}
 		wg.Wait()
 	}
-	b.ReportMetric(float64(runs*b.N)/time.Since(start).Seconds(), "runs/s")
+	b.ReportMetric(float64(calls*b.N)/time.Since(start).Seconds(), unit)
 }
 
-func benchLatency(b *testing.B, open func(b *testing.B) store.Store, name string, n int) {
-	c := benchClient(b, open)
-	ctx := context.Background()
-	// Warm up: the first runs pay for connections and statement caches.
+// latencyTest times n sequential calls of fn, b.N times, after a warm-up
+// (the first calls pay for connections and statement caches), and reports
+// the p50, p90 and p99 in milliseconds.
+func latencyTest(b *testing.B, n int, fn func() error) {
 	for range 5 {
-		if _, err := c.Run(ctx, name, 1, nil); err != nil {
+		if err := fn(); err != nil {
 			b.Fatal(err)
 		}
 	}
@@ -165,9 +188,8 @@ func benchLatency(b *testing.B, open func(b *testing.B) store.Store, name string
 	for range b.N {
 		for range n {
 			t0 := time.Now()
-			r, err := c.Run(ctx, name, 1, nil)
-			if err != nil || r.Status != heph.StatusCompleted {
-				b.Fatalf("run: %v %v", err, r)
+			if err := fn(); err != nil {
+				b.Fatal(err)
 			}
 			lat = append(lat, time.Since(t0))
 		}

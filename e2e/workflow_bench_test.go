@@ -2,10 +2,8 @@ package e2e_test
 
 import (
 	"context"
-	"slices"
-	"sync"
+	"fmt"
 	"testing"
-	"time"
 
 	heph "github.com/hephaestus-go/hephaestus"
 	"github.com/hephaestus-go/hephaestus/internal/pgtest"
@@ -88,57 +86,23 @@ func runWorkflowBenchmarks(b *testing.B, open func(b *testing.B) store.Store) {
 func benchWfThroughput(b *testing.B, open func(b *testing.B) store.Store) {
 	c := benchWfClient(b, open)
 	ctx := context.Background()
-	const runs, callers = 1000, 50
-	b.ResetTimer()
-	start := time.Now()
-	for range b.N {
-		var wg sync.WaitGroup
-		next := make(chan int, runs)
-		for i := range runs {
-			next <- i
+	loadTest(b, "workflows/s", func(i int) error {
+		out, err := heph.ExecuteWorkflow(ctx, c, benchOne, i, nil)
+		if err == nil && out != i+1 {
+			err = fmt.Errorf("workflow returned %d, want %d", out, i+1)
 		}
-		close(next)
-		for range callers {
-			wg.Go(func() {
-				for i := range next {
-					out, err := heph.ExecuteWorkflow(ctx, c, benchOne, i, nil)
-					if err != nil || out != i+1 {
-						b.Errorf("workflow: %d, %v", out, err)
-						return
-					}
-				}
-			})
-		}
-		wg.Wait()
-	}
-	b.ReportMetric(float64(runs*b.N)/time.Since(start).Seconds(), "workflows/s")
+		return err
+	})
 }
 
 func benchWfLatency(b *testing.B, open func(b *testing.B) store.Store, def *workflow.Definition[int, int], n, want int) {
 	c := benchWfClient(b, open)
 	ctx := context.Background()
-	for range 5 { // warm up
-		if _, err := heph.ExecuteWorkflow(ctx, c, def, 1, nil); err != nil {
-			b.Fatal(err)
+	latencyTest(b, n, func() error {
+		out, err := heph.ExecuteWorkflow(ctx, c, def, 1, nil)
+		if err == nil && out != want {
+			err = fmt.Errorf("workflow returned %d, want %d", out, want)
 		}
-	}
-	var lat []time.Duration
-	b.ResetTimer()
-	for range b.N {
-		for range n {
-			t0 := time.Now()
-			out, err := heph.ExecuteWorkflow(ctx, c, def, 1, nil)
-			if err != nil || out != want {
-				b.Fatalf("workflow: %d, %v", out, err)
-			}
-			lat = append(lat, time.Since(t0))
-		}
-	}
-	slices.Sort(lat)
-	pct := func(p float64) float64 {
-		return float64(lat[int(p*float64(len(lat)-1))].Microseconds()) / 1000
-	}
-	b.ReportMetric(pct(0.5), "p50-ms")
-	b.ReportMetric(pct(0.9), "p90-ms")
-	b.ReportMetric(pct(0.99), "p99-ms")
+		return err
+	})
 }
