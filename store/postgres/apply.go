@@ -838,7 +838,7 @@ func (a *applier) planCreate(i int, n *store.NewRun) (*op, store.ChangeResult) {
 	if r.Status.Terminal() {
 		r.FinishedAt = a.now
 	}
-	if err := validateTasks(n.Tasks); err != nil {
+	if err := store.CheckTasks(n.Tasks); err != nil {
 		return nil, refused(fmt.Errorf("create run %s: %w", r.ID, err))
 	}
 	meta, err := metadataArg(r.Metadata)
@@ -898,37 +898,14 @@ func (a *applier) planUpdate(i int, c *store.Change) (*op, store.ChangeResult) {
 	if u == nil {
 		u = &store.Update{}
 	}
-	if u.Status != "" && !u.Status.Valid() {
-		return nil, refused(fmt.Errorf("update run %s: unknown status %q", run.ID, u.Status))
-	}
-	if err := validateTasks(u.Tasks); err != nil {
+	if err := u.Check(); err != nil {
 		return nil, refused(fmt.Errorf("update run %s: %w", run.ID, err))
 	}
 
-	next := *run
-	if u.Status != "" {
-		next.Status = u.Status
-	}
-	if u.State != nil {
-		next.State = orNil(u.State)
-	}
-	if u.Output != nil {
-		next.Output = orNil(u.Output)
-	}
-	if u.Error != "" {
-		next.Error = u.Error
-	}
-	if u.Published != nil {
-		next.Published = orNil(u.Published)
-	}
-	next.Seq = run.Seq + int64(len(u.History))
-	next.UpdatedAt = a.now
-	if next.Status.Terminal() && next.FinishedAt.IsZero() {
-		next.FinishedAt = a.now
-	}
+	next := u.Next(run, a.now)
 	newKey := st.key
 	var frees *string
-	if newKey != nil && next.KeyScope == businesskey.ScopeActive && next.Status.Terminal() {
+	if newKey != nil && store.FreesKey(next.KeyScope, next) {
 		frees, newKey = newKey, nil
 	}
 	o := &op{i: i, id: run.ID, run: &next, key: newKey, frees: frees, seq: run.Seq, fence: c.Fence,
@@ -967,18 +944,6 @@ func newTasks(r *store.Run, ts []store.NewTask, now time.Time) []*store.Task {
 		}
 	}
 	return out
-}
-
-func validateTasks(ts []store.NewTask) error {
-	for i, t := range ts {
-		if t.Queue == "" {
-			return fmt.Errorf("task %d: queue is empty", i)
-		}
-		if t.Kind == "" {
-			return fmt.Errorf("task %d: kind is empty", i)
-		}
-	}
-	return nil
 }
 
 // orNil returns nil for an empty JSON value, as the database stores it.

@@ -153,7 +153,7 @@ func (a *applier) create(n *store.NewRun) (store.ChangeResult, error) {
 	if r.Status.Terminal() {
 		r.FinishedAt = a.now
 	}
-	if err := validateTasks(n.Tasks); err != nil {
+	if err := store.CheckTasks(n.Tasks); err != nil {
 		return refused(fmt.Errorf("create run %s: %w", r.ID, err))
 	}
 	tags, err := tagsArg(r.Tags)
@@ -327,36 +327,13 @@ func (a *applier) update(c *store.Change) (store.ChangeResult, error) {
 	if u == nil {
 		u = &store.Update{}
 	}
-	if u.Status != "" && !u.Status.Valid() {
-		return a.refuse(c, run.ID, fmt.Errorf("update run %s: unknown status %q", run.ID, u.Status))
-	}
-	if err := validateTasks(u.Tasks); err != nil {
+	if err := u.Check(); err != nil {
 		return a.refuse(c, run.ID, fmt.Errorf("update run %s: %w", run.ID, err))
 	}
 
-	next := *run
-	if u.Status != "" {
-		next.Status = u.Status
-	}
-	if u.State != nil {
-		next.State = orNil(u.State)
-	}
-	if u.Output != nil {
-		next.Output = orNil(u.Output)
-	}
-	if u.Error != "" {
-		next.Error = u.Error
-	}
-	if u.Published != nil {
-		next.Published = orNil(u.Published)
-	}
-	next.Seq = run.Seq + int64(len(u.History))
-	next.UpdatedAt = a.now
-	if next.Status.Terminal() && next.FinishedAt.IsZero() {
-		next.FinishedAt = a.now
-	}
+	next := u.Next(run, a.now)
 	newKey := st.key
-	if newKey != nil && next.KeyScope == businesskey.ScopeActive && next.Status.Terminal() {
+	if newKey != nil && store.FreesKey(next.KeyScope, next) {
 		newKey = nil
 	}
 
@@ -418,18 +395,6 @@ func (a *applier) update(c *store.Change) (store.ChangeResult, error) {
 	}
 	a.setChanged(&runState{run: *cloneRun(&next), key: newKey, rowid: st.rowid})
 	return store.ChangeResult{Run: &next, Tasks: a.insertTasks(&next, u.Tasks)}, nil
-}
-
-func validateTasks(ts []store.NewTask) error {
-	for i, t := range ts {
-		if t.Queue == "" {
-			return fmt.Errorf("task %d: queue is empty", i)
-		}
-		if t.Kind == "" {
-			return fmt.Errorf("task %d: kind is empty", i)
-		}
-	}
-	return nil
 }
 
 // insertEvents appends evs to a run's history after seq. The rows are
