@@ -22,8 +22,6 @@ import (
 	"strconv"
 	"strings"
 	"unicode/utf8"
-
-	"github.com/google/uuid"
 )
 
 // Separator joins the parts of an id.
@@ -49,28 +47,45 @@ func (s Scope) Valid() bool {
 // random source wrap the reader's error instead.)
 var ErrInvalid = errors.New("invalid business key")
 
-// ValidateKey checks a key name: one or more of [a-z0-9].
+// Limits of key names and values, the same on every backend: they keep a
+// business id (with its workflow's name) well inside what the stores index.
+const (
+	// MaxKeyLen bounds a key name, in bytes.
+	MaxKeyLen = 64
+	// MaxValueLen bounds a value, in bytes.
+	MaxValueLen = 200
+)
+
+// ValidateKey checks a key name: one to MaxKeyLen of [a-z0-9].
 func ValidateKey(key string) error {
 	if key == "" {
 		return fmt.Errorf("%w: the key name is empty; use lower-case letters and digits, e.g. \"orderid\"", ErrInvalid)
 	}
-	if i := badChar(key); i >= 0 {
+	if len(key) > MaxKeyLen {
+		return fmt.Errorf("%w: key name %.20q… is %d bytes long; the limit is %d", ErrInvalid, key, len(key), MaxKeyLen)
+	}
+	if i := badKeyChar(key); i >= 0 {
 		return fmt.Errorf("%w: key name %q has %s at position %d; use only lower-case letters a-z and digits 0-9", ErrInvalid, key, charAt(key, i), i)
 	}
 	return nil
 }
 
-// ValidateValue checks a business value: one or more of [a-z0-9], or a UUID
-// in its canonical lower-case 8-4-4-4-12 form.
+// ValidateValue checks a business value: one to MaxValueLen bytes of
+// letters, digits, '.', '_' and '-' ("order-42", "ORD-1", "user_7", a
+// UUID). ':' is not allowed: "::" separates the parts of an id.
 func ValidateValue(value string) error {
 	if value == "" {
-		return fmt.Errorf("%w: the value is empty; pass lower-case letters and digits or a UUID", ErrInvalid)
+		return fmt.Errorf("%w: the value is empty; pass letters, digits, '.', '_' or '-' (such as \"order-42\"), or a UUID", ErrInvalid)
 	}
-	if isUUID(value) {
-		return nil
+	if len(value) > MaxValueLen {
+		return fmt.Errorf("%w: value %.20q… is %d bytes long; the limit is %d bytes", ErrInvalid, value, len(value), MaxValueLen)
 	}
-	if i := badChar(value); i >= 0 {
-		return fmt.Errorf("%w: value %q has %s at position %d; use only lower-case letters a-z and digits 0-9, or a lower-case UUID", ErrInvalid, value, charAt(value, i), i)
+	if i := badValueChar(value); i >= 0 {
+		hint := "use only letters, digits, '.', '_' and '-'"
+		if value[i] == ':' {
+			hint += " (\"::\" is reserved: it separates the parts of a business id)"
+		}
+		return fmt.Errorf("%w: value %q has %s at position %d; %s", ErrInvalid, value, charAt(value, i), i, hint)
 	}
 	return nil
 }
@@ -147,7 +162,7 @@ func isSuffix(s string) bool {
 }
 
 // charAt quotes the character that starts at byte i of s. Every byte
-// before i is ASCII (see badChar), so i is also its position in runes.
+// before i is ASCII (see badKeyChar), so i is also its position in runes.
 func charAt(s string, i int) string {
 	r, size := utf8.DecodeRuneInString(s[i:])
 	if r == utf8.RuneError && size <= 1 {
@@ -156,8 +171,8 @@ func charAt(s string, i int) string {
 	return strconv.QuoteRune(r)
 }
 
-// badChar returns the index of the first byte outside [a-z0-9], or -1.
-func badChar(s string) int {
+// badKeyChar returns the index of the first byte outside [a-z0-9], or -1.
+func badKeyChar(s string) int {
 	for i := 0; i < len(s); i++ {
 		c := s[i]
 		if (c < 'a' || c > 'z') && (c < '0' || c > '9') {
@@ -167,10 +182,14 @@ func badChar(s string) int {
 	return -1
 }
 
-func isUUID(s string) bool {
-	if len(s) != 36 || strings.ToLower(s) != s {
-		return false
+// badValueChar returns the index of the first byte outside
+// [A-Za-z0-9._-], or -1.
+func badValueChar(s string) int {
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if (c < 'a' || c > 'z') && (c < 'A' || c > 'Z') && (c < '0' || c > '9') && c != '.' && c != '_' && c != '-' {
+			return i
+		}
 	}
-	_, err := uuid.Parse(s)
-	return err == nil
+	return -1
 }

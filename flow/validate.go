@@ -10,6 +10,7 @@ import (
 	"strings"
 
 	"github.com/hephaestus-go/hephaestus/businesskey"
+	"github.com/hephaestus-go/hephaestus/hephtype"
 	"github.com/hephaestus-go/hephaestus/internal/engine"
 )
 
@@ -83,6 +84,11 @@ func ValidationErrors(err error) []*ValidationError {
 
 var nameRE = regexp.MustCompile(`^[A-Za-z][A-Za-z0-9_.-]*$`)
 
+// validName: names of flows, steps, queues, keys and events start with a
+// letter, go on with letters, digits, '_', '-' or '.', and are at most
+// hephtype.MaxNameLen bytes long.
+func validName(s string) bool { return len(s) <= hephtype.MaxNameLen && nameRE.MatchString(s) }
+
 type checker struct {
 	b    *Builder
 	errs []*ValidationError
@@ -131,8 +137,8 @@ func (b *Builder) Build() (*Flow, error) {
 
 func (c *checker) flowOptions() {
 	b := c.b
-	if !nameRE.MatchString(b.name) {
-		c.add(RuleInvalidName, "", nil, "flow name %q is not valid: start with a letter, then letters, digits, '_', '-' or '.'", b.name)
+	if !validName(b.name) {
+		c.add(RuleInvalidName, "", nil, "flow name %q is not valid: start with a letter, then letters, digits, '_', '-' or '.', at most 200 bytes", b.name)
 	}
 	if b.version < 1 {
 		c.add(RuleInvalidOption, "", nil, "version is %d; it must be a positive integer", b.version)
@@ -184,8 +190,8 @@ func (c *checker) stepOptions(what, step string, d *stepDef) {
 	if d.timeout != nil && *d.timeout <= 0 {
 		c.add(RuleInvalidOption, d.at, steps, "%s: Timeout is %s; it must be positive", what, *d.timeout)
 	}
-	if d.queue != nil && !nameRE.MatchString(*d.queue) {
-		c.add(RuleInvalidOption, d.at, steps, "%s: queue name %q is not valid: start with a letter, then letters, digits, '_', '-' or '.'", what, *d.queue)
+	if d.queue != nil && !validName(*d.queue) {
+		c.add(RuleInvalidOption, d.at, steps, "%s: queue name %q is not valid: start with a letter, then letters, digits, '_', '-' or '.', at most 200 bytes", what, *d.queue)
 	}
 	if d.waitTimeout < 0 {
 		c.add(RuleInvalidOption, d.at, steps, "%s: Waits timeout is %s; use 0 for no timeout or a positive duration", what, d.waitTimeout)
@@ -204,8 +210,8 @@ func (c *checker) stepNames() map[string]*stepDef {
 	for _, d := range b.steps {
 		what := fmt.Sprintf("step %q", d.name)
 		switch {
-		case !nameRE.MatchString(d.name):
-			c.add(RuleInvalidName, d.at, []string{d.name}, "step name %q is not valid: start with a letter, then letters, digits, '_', '-' or '.'", d.name)
+		case !validName(d.name):
+			c.add(RuleInvalidName, d.at, []string{d.name}, "step name %q is not valid: start with a letter, then letters, digits, '_', '-' or '.', at most 200 bytes", d.name)
 		case d.name == Done || d.name == "input":
 			c.add(RuleInvalidName, d.at, []string{d.name}, "step name %q is reserved; choose another name", d.name)
 		}
@@ -216,8 +222,8 @@ func (c *checker) stepNames() map[string]*stepDef {
 		byName[d.name] = d
 		key := d.contextKey()
 		switch {
-		case d.keySet && !nameRE.MatchString(key):
-			c.add(RuleInvalidName, d.at, []string{d.name}, "step %q: context key %q is not valid: start with a letter, then letters, digits, '_', '-' or '.'", d.name, key)
+		case d.keySet && !validName(key):
+			c.add(RuleInvalidName, d.at, []string{d.name}, "step %q: context key %q is not valid: start with a letter, then letters, digits, '_', '-' or '.', at most 200 bytes", d.name, key)
 		case key == "input":
 			c.add(RuleDuplicateKey, d.at, []string{d.name}, "step %q: context key \"input\" is reserved for the run input; set another with flow.Key", d.name)
 		}
@@ -236,8 +242,8 @@ func (c *checker) stepNames() map[string]*stepDef {
 		seen := map[string]bool{}
 		for _, e := range d.events {
 			switch {
-			case !nameRE.MatchString(e):
-				c.add(RuleInvalidName, d.at, []string{d.name}, "step %q: event name %q is not valid: start with a letter, then letters, digits, '_', '-' or '.'", d.name, e)
+			case !validName(e):
+				c.add(RuleInvalidName, d.at, []string{d.name}, "step %q: event name %q is not valid: start with a letter, then letters, digits, '_', '-' or '.', at most 200 bytes", d.name, e)
 			case e == EventFailed || e == EventTimeout:
 				c.add(RuleInvalidName, d.at, []string{d.name}, "step %q: event %q is built in and must not be declared: route it with an edge (%q comes from flow.Waits with a timeout)", d.name, e, EventTimeout)
 			case seen[e]:

@@ -111,3 +111,7 @@ const (
 	KindFlow     RunKind = "flow"     // a DAG flow (Go-defined or a document)
 	KindWorkflow RunKind = "workflow" // a code-first workflow replayed from history
 )
+
+// MaxNameLen bounds, in bytes, the names of flows, workflows, steps,
+// activities, queues and events, on every backend.
+const MaxNameLen = 200
