@@ -83,7 +83,11 @@ func (c *Client) Start(ctx context.Context) error {
 			defer w.loops.Done()
 			// Hints from other processes: wake the queue's loop, which
 			// claims at once.
-			err := n.Listen(svcCtx, c.wake)
+			err := n.Listen(svcCtx, func(n store.Notification) {
+				if n.Queue != "" {
+					c.wake(n.Queue)
+				}
+			})
 			if err != nil && svcCtx.Err() == nil {
 				c.cfg.Logger.Error("listen for task notifications", slog.Any("err", err))
 			}

@@ -38,6 +38,10 @@ var (
 	ErrLeaseLost = errors.New("task lease lost")
 	// ErrClosed: the store was closed.
 	ErrClosed = errors.New("store closed")
+	// ErrDuplicateChange: the change's Key is in the run's history
+	// already: the change was applied before (a retried commit, a request
+	// sent twice) and is not applied again.
+	ErrDuplicateChange = errors.New("change applied already")
 )
 
 // DuplicateRunError reports a business-key conflict.
@@ -62,7 +66,14 @@ type Store interface {
 	// in one transaction, then the claims (which may lease tasks the
 	// changes just created). It returns one result per change and one task
 	// list per claim, in order; the error is for failures of the store
-	// itself, after which nothing was applied.
+	// itself, after which nothing was applied — unless the transaction's
+	// COMMIT was sent, its answer lost with the connection, and the store
+	// could not learn whether it happened (or it did, but the results were
+	// lost with it). A backend learns the outcome when it can (PostgreSQL
+	// asks the server). Callers may retry a failed Apply only with changes
+	// that are idempotent: fenced (a retry finds the task gone), keyed
+	// (Change.Key), creates (ErrRunExists), or decided from the stored
+	// run so that a second application is refused.
 	Apply(ctx context.Context, p *ApplyParams) (*ApplyResult, error)
 
 	// GetRun returns a run by id, or ErrRunNotFound.
@@ -92,9 +103,28 @@ type Store interface {
 	NextReady(ctx context.Context, p *NextReadyParams) (time.Time, bool, error)
 
 	// PruneRuns deletes finished runs (completed, failed, cancelled or
-	// continued) that finished before a time, with their history and
-	// tasks. It never deletes a run that is pending, running or waiting.
+	// continued) that finished before a time, with their history. It never
+	// deletes a run that is pending, running or waiting, nor a finished
+	// run that still has tasks: work the run left to do (starting the run
+	// that continues it, reporting to its parent, cancelling its
+	// children) keeps it until that work is done.
 	PruneRuns(ctx context.Context, p *PruneParams) (int, error)
+
+	// StrandedTasks returns tasks of a queue that no worker of a given
+	// set can run: claimable at p.Now (unleased, or their lease expired),
+	// ready before p.ReadyBefore, with a Handler that is not empty and not
+	// in p.Served. Oldest ready first (then by id), at most p.Limit.
+	StrandedTasks(ctx context.Context, p *StrandedParams) ([]*Task, error)
+
+	// RegisterWorker records a live worker, or refreshes its record: it
+	// counts as live until w.ExpiresAt. The record's ID is the key.
+	RegisterWorker(ctx context.Context, w *Worker) error
+	// RemoveWorker deletes a worker's record (it stopped). Removing a
+	// worker that has none is not an error.
+	RemoveWorker(ctx context.Context, id string) error
+	// ListWorkers returns the workers live at p.Now (ExpiresAt after it),
+	// by ID. Expired records may be deleted on the way.
+	ListWorkers(ctx context.Context, p *ListWorkersParams) ([]*Worker, error)
 
 	// Close releases the store's resources.
 	Close() error
@@ -121,12 +151,32 @@ type Run struct {
 	State json.RawMessage
 	// Published is state a code-first workflow publishes for queries.
 	Published json.RawMessage
+	// Condition says why an active run does not progress, when the
+	// runtime knows (zero otherwise).
+	Condition Condition
 	// Seq is the sequence number of the last history entry.
 	Seq        int64
 	CreatedAt  time.Time
 	UpdatedAt  time.Time
 	FinishedAt time.Time
 }
+
+// Condition is what keeps an active run from progressing, as the runtime
+// recorded it: the decision of a workflow keeps failing, no live worker can
+// run one of its tasks … The zero Condition means nothing is known to be
+// wrong.
+type Condition struct {
+	// Code names the condition: a short lower-case word, such as
+	// "decision_failing" or "unserved".
+	Code string `json:"code,omitempty"`
+	// Message is the last error, for people.
+	Message string `json:"message,omitempty"`
+	// Since is when the condition was first recorded.
+	Since time.Time `json:"since,omitzero"`
+}
+
+// IsZero reports whether c records nothing.
+func (c Condition) IsZero() bool { return c.Code == "" && c.Message == "" }
 
 // Event is a stored history entry.
 type Event struct {
@@ -139,7 +189,10 @@ type Event struct {
 	Name    string // the emitted event, signal name, marker id …
 	Data    json.RawMessage
 	Error   string
-	At      time.Time
+	// Key is the idempotency key of the change that appended the entry
+	// (Change.Key), on the first entry of that change only.
+	Key string
+	At  time.Time
 }
 
 // NewEvent is a history entry to append; the store numbers it.
@@ -179,6 +232,13 @@ type Task struct {
 	Item     json.RawMessage
 	Priority int
 	ReadyAt  time.Time
+	// Handler names what a worker must have to run the task (set by the
+	// runtime, opaque to the store): claims that list Handlers skip tasks
+	// whose Handler is not among them. Empty: any worker can run it.
+	Handler string
+	// Details are the heartbeat details last recorded for the task
+	// (HeartbeatParams.Details), or those it was created with.
+	Details json.RawMessage
 	// Lease, when claimed.
 	Owner      string
 	Token      int64
@@ -209,6 +269,10 @@ type NewTask struct {
 	Item     json.RawMessage
 	Priority int
 	ReadyAt  time.Time
+	// Handler: see Task.Handler.
+	Handler string
+	// Details: see Task.Details (a retry carries its predecessor's).
+	Details json.RawMessage
 }
 
 // TaskMatch selects tasks of a run to cancel: every task of the kind (all
@@ -242,15 +306,26 @@ type ApplyResult struct {
 // Change is one atomic state change: the creation of a run, or an update
 // of an existing run decided from its current state.
 type Change struct {
-	// Create inserts a new run (RunID and Decide are ignored).
+	// Create inserts a new run (RunID, Decide and Key are ignored).
 	Create *NewRun
 
 	// RunID names the run to update.
 	RunID string
 	// Fence, when set, is the lease of the task being completed: the change
 	// is refused with ErrLeaseLost unless the task still exists with this
-	// token, and the task is deleted with the change.
+	// token, and the task is deleted with the change. The task may belong
+	// to another run than the one changed (a child reporting to its
+	// parent). A Create may be fenced too: the run is created only while
+	// the lease is held, and the task is deleted with the creation (a
+	// create refused for another reason leaves the task as it is).
 	Fence *Lease
+	// Key, when set, makes the change idempotent within its run: the
+	// change is refused with ErrDuplicateChange, writing nothing, if the
+	// run's history holds an entry with this key; otherwise the key is
+	// stored on the first history entry the change appends (a change that
+	// appends none records no key). A lost lease is reported before a
+	// duplicate key. At most 200 bytes.
+	Key string
 	// Decide receives the run as stored and returns what to write. An error
 	// refuses the change (it is returned in the result, nothing is
 	// written). It may be called more than once and must have no effects
@@ -289,10 +364,14 @@ type Update struct {
 	Output    json.RawMessage
 	Error     string
 	Published json.RawMessage
+	// Condition, when not nil, replaces the run's condition (a zero
+	// Condition clears it).
+	Condition *Condition
 	History   []NewEvent
 	Tasks     []NewTask
 	// Cancel deletes matching tasks of the run (queued or leased: a leased
-	// task's holder then loses its lease).
+	// task's holder then loses its lease; stores that notify tell the
+	// holder's process, see Notifier).
 	Cancel []TaskMatch
 }
 
@@ -345,7 +424,10 @@ type HistoryParams struct {
 
 // ClaimParams asks for tasks.
 type ClaimParams struct {
-	Queues   []string
+	Queues []string
+	// Handlers, when not nil, restricts the claim to tasks whose Handler
+	// is empty or one of these: a worker claims only what it can run.
+	Handlers []string
 	Owner    string
 	Limit    int
 	LeaseFor time.Duration
@@ -356,11 +438,48 @@ type ClaimParams struct {
 type HeartbeatParams struct {
 	Leases []Lease
 	Until  time.Time
+	// Details, by task id, are recorded on the tasks of leases still held
+	// (Task.Details); tasks not named keep theirs.
+	Details map[int64]json.RawMessage
 }
 
 // NextReadyParams asks when a task of the queues is next claimable.
 type NextReadyParams struct {
 	Queues []string
+	// Handlers restricts the tasks considered, as ClaimParams.Handlers.
+	Handlers []string
+}
+
+// StrandedParams selects the tasks StrandedTasks returns.
+type StrandedParams struct {
+	Queue string
+	// Served are the handlers some live worker of the queue has.
+	Served      []string
+	ReadyBefore time.Time
+	Now         time.Time
+	// Limit defaults to 100.
+	Limit int
+}
+
+// Worker is the record of a live worker process (a Client with workers).
+type Worker struct {
+	ID string
+	// Queues it claims from, and the Handlers it has (see Task.Handler).
+	Queues   []string
+	Handlers []string
+	// Host and PID tell people where it runs.
+	Host      string
+	PID       int
+	StartedAt time.Time
+	// SeenAt is when it last refreshed its record; it counts as live
+	// until ExpiresAt.
+	SeenAt    time.Time
+	ExpiresAt time.Time
+}
+
+// ListWorkersParams selects the live workers.
+type ListWorkersParams struct {
+	Now time.Time
 }
 
 // PruneParams selects finished runs to delete.
@@ -371,15 +490,25 @@ type PruneParams struct {
 }
 
 // Notifier is implemented by stores that tell other processes when tasks
-// become ready (PostgreSQL: LISTEN/NOTIFY). Notifications are hints: one
-// may be lost or late, so runtimes keep polling underneath, and a lost
+// become ready, and when leased tasks were cancelled (PostgreSQL:
+// LISTEN/NOTIFY). Notifications are hints: one may be lost or late, so
+// runtimes keep polling and heartbeating underneath, and a lost
 // notification costs latency, never correctness.
 type Notifier interface {
-	// Listen calls fn with the name of a queue whenever a commit (of any
-	// process) made tasks of that queue ready, until ctx ends. It
-	// reconnects by itself after connection failures and returns only
-	// when ctx ends.
-	Listen(ctx context.Context, fn func(queue string)) error
+	// Listen calls fn with a Notification whenever a commit (of any
+	// process) made tasks of a queue ready, or cancelled leased tasks of
+	// a run, until ctx ends. It reconnects by itself after connection
+	// failures and returns only when ctx ends.
+	Listen(ctx context.Context, fn func(Notification)) error
+}
+
+// Notification is one hint from a Notifier: exactly one field is set.
+type Notification struct {
+	// Queue: tasks of this queue became ready.
+	Queue string
+	// RunID: a commit deleted leased tasks of this run (Update.Cancel):
+	// the processes running them should check their leases now.
+	RunID string
 }
 
 // ConcurrentApplier is implemented by stores that apply several batches at

@@ -2,6 +2,7 @@ package store
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"time"
 
@@ -15,6 +16,17 @@ func (u *Update) Check() error {
 		return fmt.Errorf("unknown status %q", u.Status)
 	}
 	return CheckTasks(u.Tasks)
+}
+
+// MaxKeyLen bounds Change.Key, on every backend.
+const MaxKeyLen = 200
+
+// CheckKey reports a Change.Key that is too long.
+func CheckKey(key string) error {
+	if len(key) > MaxKeyLen {
+		return fmt.Errorf("key is %d bytes long; the limit is %d", len(key), MaxKeyLen)
+	}
+	return nil
 }
 
 // CheckTasks reports a task without a queue or kind.
@@ -50,6 +62,14 @@ func (u *Update) Next(run *Run, now time.Time) Run {
 	if u.Published != nil {
 		next.Published = orNil(u.Published)
 	}
+	if u.Condition != nil {
+		next.Condition = *u.Condition
+		if next.Condition.IsZero() {
+			next.Condition = Condition{}
+		} else if next.Condition.Since.IsZero() {
+			next.Condition.Since = now
+		}
+	}
 	next.Seq = run.Seq + int64(len(u.History))
 	next.UpdatedAt = now
 	if next.Status.Terminal() && next.FinishedAt.IsZero() {
@@ -69,4 +89,32 @@ func orNil(b json.RawMessage) json.RawMessage {
 		return nil
 	}
 	return b
+}
+
+// Check reports a Worker that cannot be recorded: it needs an ID and an
+// expiry.
+func (w *Worker) Check() error {
+	switch {
+	case w.ID == "":
+		return errors.New("ID is empty")
+	case w.ExpiresAt.IsZero():
+		return fmt.Errorf("worker %s: ExpiresAt is zero", w.ID)
+	}
+	return nil
+}
+
+// Check reports StrandedParams that cannot be served, and returns the
+// limit to use (100 when Limit is 0).
+func (p *StrandedParams) Check() (limit int, err error) {
+	switch {
+	case p.Limit < 0:
+		return 0, fmt.Errorf("Limit must not be negative, got %d", p.Limit)
+	case p.Now.IsZero():
+		return 0, errors.New("Now is zero")
+	case p.ReadyBefore.IsZero():
+		return 0, errors.New("ReadyBefore is zero")
+	case p.Limit == 0:
+		return 100, nil
+	}
+	return p.Limit, nil
 }

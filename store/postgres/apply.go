@@ -6,7 +6,9 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"slices"
+	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
@@ -17,7 +19,7 @@ import (
 )
 
 // applyAttempts bounds the transactions one Apply runs when the earlier
-// ones failed before their COMMIT was sent (deadlock, broken connection).
+// ones did not commit (deadlock, broken connection).
 const applyAttempts = 4
 
 var (
@@ -25,6 +27,13 @@ var (
 	// errFallback: the pipelined batch went wrong; undo it and apply the
 	// changes one by one.
 	errFallback = errors.New("fall back to one change at a time")
+	// errCommittedUnread: the transaction committed, but the connection
+	// failed before the results of its writes or claims were read: the
+	// changes are applied, and their results (ids of new tasks, leased
+	// tasks) are not known.
+	errCommittedUnread = errors.New("committed, but its results were lost")
+	// errRolledBack: COMMIT answered that the transaction rolled back.
+	errRolledBack = errors.New("the transaction was rolled back")
 )
 
 // Apply performs the changes in one transaction (group commit); see the
@@ -52,14 +61,31 @@ func (s *Store) Apply(ctx context.Context, p *store.ApplyParams) (*store.ApplyRe
 	defer cancel()
 	backoff := 10 * time.Millisecond
 	for attempt := 1; ; attempt++ {
-		res, sent, err := s.applyOnce(ctx, p, claims)
+		res, lost, err := s.applyOnce(ctx, p, claims)
 		if err == nil {
 			return res, nil
 		}
-		// A transaction whose COMMIT was never sent did not commit: run it
-		// again after a failure that may pass. Once COMMIT is sent, the
-		// outcome is unknown: never again.
-		if sent || attempt == applyAttempts || !transient(err) || ctx.Err() != nil || s.check() != nil {
+		if errors.Is(err, errCommittedUnread) {
+			return nil, fmt.Errorf("apply: %w", err)
+		}
+		if lost != nil {
+			// COMMIT was sent and its answer lost: the database tells.
+			s.noteFailure(err)
+			switch s.commitStatus(ctx, lost) {
+			case "committed":
+				if lost.res != nil {
+					return lost.res, nil
+				}
+				return nil, fmt.Errorf("apply: %w: %w", errCommittedUnread, err)
+			case "aborted":
+				// As a failure before COMMIT: run the transaction again.
+			default:
+				return nil, s.fail("apply", fmt.Errorf("outcome unknown: %w", err))
+			}
+		}
+		// A transaction that did not commit runs again after a failure
+		// that may pass.
+		if attempt == applyAttempts || (lost == nil && !transient(err)) || ctx.Err() != nil || s.check() != nil {
 			return nil, s.fail("apply", err)
 		}
 		s.noteFailure(err)
@@ -70,12 +96,12 @@ func (s *Store) Apply(ctx context.Context, p *store.ApplyParams) (*store.ApplyRe
 	}
 }
 
-// applyOnce runs one transaction. sent reports whether its COMMIT was
-// sent, after which a failure leaves the outcome unknown.
-func (s *Store) applyOnce(ctx context.Context, p *store.ApplyParams, claims []store.ClaimParams) (_ *store.ApplyResult, sent bool, _ error) {
+// applyOnce runs one transaction. When its COMMIT was sent and the answer
+// lost, it returns the error with what is needed to learn the outcome.
+func (s *Store) applyOnce(ctx context.Context, p *store.ApplyParams, claims []store.ClaimParams) (*store.ApplyResult, *lostCommit, error) {
 	pc, err := s.pool.Acquire(ctx)
 	if err != nil {
-		return nil, false, err
+		return nil, nil, err
 	}
 	conn := pc.Conn()
 	defer func() {
@@ -92,6 +118,74 @@ func (s *Store) applyOnce(ctx context.Context, p *store.ApplyParams, claims []st
 	}()
 	a := &applier{s: s, conn: conn, p: p, claims: claims, now: truncate(p.Now)}
 	return a.run(ctx)
+}
+
+// lostCommit is a transaction whose COMMIT was sent and whose answer was
+// lost.
+type lostCommit struct {
+	xid int64              // txid_current(); 0 when it was not read
+	pid uint32             // the backend that ran it
+	res *store.ApplyResult // its results, when all of them were read
+}
+
+// applyBegin starts the transaction of an Apply with changes: the settings
+// of applySettings, and the transaction's id, which tells its outcome
+// should the answer to COMMIT be lost. (It gives the transaction an id,
+// which one that writes nothing would not take: an Apply of claims only,
+// which the runtime sends while idle, does without, and a lost COMMIT
+// answer leaves its outcome unknown; its leases, if any, expire.)
+const applyBegin = "SELECT set_config('enable_seqscan', 'off', true), set_config('jit', 'off', true), txid_current()"
+
+// statusSQL tells the outcome of a transaction; terminateSQL ends the
+// backend $1 if it still runs transaction $2 (a txid, whose low 32 bits
+// are the xid).
+const (
+	statusSQL    = "SELECT txid_status($1)"
+	terminateSQL = `SELECT pg_terminate_backend(pid) FROM pg_stat_activity
+		WHERE pid = $1::int4 AND backend_xid = ($2::int8 % 4294967296)::text::xid`
+)
+
+// commitStatus asks the database, on another connection, whether the
+// transaction of l committed: it returns "committed", "aborted", or "" when
+// it cannot tell in time (Config.Timeout, whatever ctx says: the outcome
+// matters more than the caller's patience). A transaction in progress
+// belongs to a backend that has not yet noticed that its client is gone;
+// it may be dying, or be cut off from its client, holding its locks for as
+// long as TCP takes to tell it. After a second of this the backend is
+// terminated, which settles the outcome: committed if the commit got
+// through, else aborted.
+func (s *Store) commitStatus(ctx context.Context, l *lostCommit) string {
+	if l.xid == 0 {
+		return ""
+	}
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), s.timeout)
+	defer cancel()
+	start, terminated := time.Now(), false
+	backoff := 5 * time.Millisecond
+	for {
+		var status *string
+		err := s.pool.QueryRow(ctx, statusSQL, l.xid).Scan(&status)
+		switch {
+		case err == nil && status == nil:
+			return "" // too old to tell, which a transaction this recent is not
+		case err == nil && *status != "in progress":
+			return *status
+		case err == nil && !terminated && time.Since(start) >= time.Second:
+			if _, err = s.pool.Exec(ctx, terminateSQL, int64(l.pid), l.xid); err == nil {
+				terminated = true
+			}
+		}
+		if err != nil {
+			if !transient(err) || s.check() != nil {
+				return ""
+			}
+			s.noteFailure(err)
+		}
+		if !sleep(ctx, jitter(backoff)) {
+			return ""
+		}
+		backoff = min(2*backoff, 250*time.Millisecond)
+	}
 }
 
 // applier runs the changes of one Apply inside its transaction.
@@ -126,12 +220,21 @@ type applier struct {
 	runs map[string]*runState
 	gone map[int64]bool // fenced tasks deleted by earlier changes
 	seg  segment        // writes not sent yet
-	// commitSent: COMMIT was queued with the writes; committed: it
-	// succeeded.
-	commitSent, committed bool
-	results               []store.ChangeResult
-	claimed               [][]*store.Task
-	pl                    pipeline
+	// keys are the keys of the keyed changes found in the history as
+	// locked, by run; recorded, those that the changes so far recorded.
+	keys, recorded map[string]map[string]bool
+
+	// xid is the transaction's id (txid_current), once read; pid its
+	// backend's.
+	xid int64
+	pid uint32
+	// commitSent: COMMIT was sent; committed: it succeeded. read: every
+	// result of the writes and claims was read. unread: a transaction whose
+	// COMMIT was sent could not make sense of them.
+	commitSent, committed, read, unread bool
+	results                             []store.ChangeResult
+	claimed                             [][]*store.Task
+	pl                                  pipeline
 }
 
 type runState struct {
@@ -163,9 +266,13 @@ type op struct {
 	fence  *store.Lease
 	cancel []store.TaskMatch
 	events []store.NewEvent
-	res    store.ChangeResult
-	effect func()    // applies the change to the in-memory state
-	prev   *runState // a create's entry before it
+	cond   *string // an update's condition, as JSON
+	ckey   string  // the change's key, recorded on its first entry
+	// fenceRun is the run of the task that fences a create.
+	fenceRun string
+	res      store.ChangeResult
+	effect   func()    // applies the change to the in-memory state
+	prev     *runState // a create's entry before it
 	// A create read back.
 	inserted bool
 	// retry: a create whose conflict vanished before it could be named.
@@ -178,11 +285,16 @@ type segment struct {
 	creates map[string]bool // run ids the segment creates
 	keys    map[string]bool // business keys its creates take
 	tasksOf map[string]bool // runs its updates enqueue tasks for
+	// The tasks that fence its creates (whose outcome is not known yet),
+	// and their runs.
+	fences    map[int64]bool
+	fenceRuns map[string]bool
 }
 
 func (g *segment) add(o *op) {
 	if g.creates == nil {
 		g.creates, g.keys, g.tasksOf = map[string]bool{}, map[string]bool{}, map[string]bool{}
+		g.fences, g.fenceRuns = map[int64]bool{}, map[string]bool{}
 	}
 	g.ops = append(g.ops, o)
 	switch {
@@ -190,6 +302,10 @@ func (g *segment) add(o *op) {
 		g.creates[o.id] = true
 		if o.key != nil {
 			g.keys[*o.key] = true
+		}
+		if o.fence != nil {
+			g.fences[o.fence.TaskID] = true
+			g.fenceRuns[o.fenceRun] = true
 		}
 	case len(o.res.Tasks) > 0:
 		g.tasksOf[o.id] = true
@@ -199,50 +315,105 @@ func (g *segment) add(o *op) {
 // conflicts reports whether update o must wait for the segment to be
 // written: it frees a key a create of the segment takes (the create came
 // first, so it must meet the key held), or it cancels tasks of a run that
-// the segment enqueues tasks for (the cancellation must see them).
+// the segment enqueues tasks for (the cancellation must see them) or whose
+// task fences a create of the segment (the create came first, so it must
+// meet its fence held: the statement of the updates runs first).
 func (g *segment) conflicts(o *op) bool {
-	return (o.frees != nil && g.keys[*o.frees]) || (len(o.cancel) > 0 && g.tasksOf[o.id])
+	return (o.frees != nil && g.keys[*o.frees]) || (len(o.cancel) > 0 && (g.tasksOf[o.id] || g.fenceRuns[o.id]))
 }
 
-func (a *applier) run(ctx context.Context) (*store.ApplyResult, bool, error) {
+func (a *applier) run(ctx context.Context) (*store.ApplyResult, *lostCommit, error) {
 	for {
 		if err := a.begin(ctx); err != nil {
-			return nil, false, err
+			return nil, nil, err
 		}
 		err := a.applyAll(ctx)
 		switch {
-		case a.committed && err != nil:
-			return nil, true, err
 		case a.committed:
-			return &store.ApplyResult{Changes: a.results, Claimed: a.claimed}, true, nil
+			// COMMIT went with the writes and succeeded: an error can only
+			// have come after its answer.
+			return a.outcome(err)
 		case errors.Is(err, errFallback) && !a.slow:
 			// A statement failed (so COMMIT, if sent, was skipped): undo
 			// everything and start again, one change at a time.
 			if _, err := a.conn.Exec(ctx, "ROLLBACK"); err != nil {
-				return nil, false, err
+				return nil, nil, err
 			}
 			a.slow = true
 			continue
-		case a.commitSent && err != nil && !serverError(err):
-			// COMMIT went with the writes, and no answer came back.
-			return nil, true, fmt.Errorf("commit: %w", err)
+		case err != nil && a.commitSent && commitUnknown(err):
+			// COMMIT went with the writes, and its answer was lost.
+			return nil, a.lost(), fmt.Errorf("commit: %w", err)
 		case err != nil:
-			return nil, false, err
+			return nil, nil, err
 		}
 		break
 	}
 	for _, q := range a.notifications() {
 		a.pl.exec("SELECT pg_notify($1, $2)", a.s.channel, q)
 	}
+	a.read = true
 	a.pl.commit(&a.committed)
-	// From here on a failure leaves the outcome unknown; ctx no longer
-	// cancels (the bound of Config.Timeout remains).
+	a.commitSent = true
+	// From here on ctx no longer cancels (the bound of Config.Timeout
+	// remains): an answer lost leaves the outcome to be found out.
 	cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), a.s.timeout)
 	defer cancel()
-	if err := a.pl.send(cctx, a.conn); err != nil {
-		return nil, true, fmt.Errorf("commit: %w", err)
+	err := a.pl.send(cctx, a.conn)
+	switch {
+	case a.committed:
+		return a.outcome(nil)
+	case commitUnknown(err):
+		return nil, a.lost(), fmt.Errorf("commit: %w", err)
+	default:
+		// The server refused a notification or COMMIT: nothing committed.
+		return nil, nil, fmt.Errorf("commit: %w", err)
 	}
-	return &store.ApplyResult{Changes: a.results, Claimed: a.claimed}, true, nil
+}
+
+// outcome is what Apply returns for a committed transaction: its results,
+// unless they could not be read.
+func (a *applier) outcome(err error) (*store.ApplyResult, *lostCommit, error) {
+	if a.unread {
+		return nil, nil, fmt.Errorf("%w: %w", errCommittedUnread, err)
+	}
+	return &store.ApplyResult{Changes: a.results, Claimed: a.claimed}, nil, nil
+}
+
+// lost describes the transaction whose COMMIT answer was lost.
+func (a *applier) lost() *lostCommit {
+	l := &lostCommit{xid: a.xid, pid: a.pid}
+	if a.read && !a.unread {
+		l.res = &store.ApplyResult{Changes: a.results, Claimed: a.claimed}
+	}
+	return l
+}
+
+// commitUnknown reports whether err, the failure of a pipeline that held
+// COMMIT, leaves its outcome unknown. When the server answered a statement
+// before COMMIT with an error, it skipped the rest of the pipeline, COMMIT
+// included (a session terminated there had not reached COMMIT either: the
+// answers come in order); when COMMIT failed with an ERROR or answered
+// ROLLBACK, nothing committed; nor when nothing was sent. Any other
+// failure (the connection broke, a FATAL error in place of COMMIT's answer,
+// a result that could not be read) may have come after the commit.
+func commitUnknown(err error) bool {
+	if errors.Is(err, errRolledBack) || pgconn.SafeToRetry(err) {
+		return false
+	}
+	var oe *opError
+	var pe *pgconn.PgError
+	switch {
+	case errors.As(err, &oe) && !oe.commit:
+		return !errors.As(oe.err, &pe)
+	case errors.As(err, &pe):
+		sev := pe.SeverityUnlocalized
+		if sev == "" {
+			sev = pe.Severity
+		}
+		return sev == "FATAL" || sev == "PANIC"
+	}
+	return true
 }
 
 // notifications are the queues to wake other processes for: those of
@@ -303,23 +474,41 @@ func serverError(err error) bool {
 
 // begin starts the transaction and locks the runs that updates name and
 // the tasks that fences name, in id order (so that concurrent Applies
-// cannot deadlock on them). The writes that follow run in the same
-// (sub)transaction as the locks: a write to a row locked by a parent
-// transaction would cost a MultiXact per row.
+// cannot deadlock on them), and reads the keys of keyed changes that the
+// history of their runs holds (a statement after the locks: under READ
+// COMMITTED it sees what the previous holders of the locks committed). The
+// writes that follow run in the same (sub)transaction as the locks: a
+// write to a row locked by a parent transaction would cost a MultiXact per
+// row.
 func (a *applier) begin(ctx context.Context) error {
-	a.commitSent, a.committed = false, false
+	a.commitSent, a.committed, a.read, a.unread, a.xid = false, false, false, false, 0
+	a.pid = a.conn.PgConn().PID()
 	a.pl.exec("BEGIN ISOLATION LEVEL READ COMMITTED")
-	a.pl.exec(applySettings)
+	if len(a.p.Changes) > 0 {
+		a.pl.queryRow(func(row pgx.Row) error {
+			var seqscan, jit string
+			return row.Scan(&seqscan, &jit, &a.xid)
+		}, applyBegin)
+	} else {
+		a.pl.exec(applySettings)
+	}
 	var ids []string
 	var fences []int64
+	var keyRuns, keys []string
 	seen := map[string]bool{}
 	for _, c := range a.p.Changes {
-		if c.Create == nil && !seen[c.RunID] {
+		if c.Fence != nil {
+			fences = append(fences, c.Fence.TaskID)
+		}
+		if c.Create != nil {
+			continue
+		}
+		if !seen[c.RunID] {
 			seen[c.RunID] = true
 			ids = append(ids, c.RunID)
 		}
-		if c.Create == nil && c.Fence != nil {
-			fences = append(fences, c.Fence.TaskID)
+		if lookupKey(c.Key) {
+			keyRuns, keys = append(keyRuns, c.RunID), append(keys, c.Key)
 		}
 	}
 	a.loaded = make(map[string]*runState, len(ids))
@@ -357,10 +546,40 @@ func (a *applier) begin(ctx context.Context) error {
 			return rows.Err()
 		}, a.s.q.loadFenced, fences)
 	}
-	if len(ids) == 0 {
+	a.keys = map[string]map[string]bool{}
+	if len(keys) > 0 {
+		a.pl.query(a.readKeys, a.s.q.loadKeys, keyRuns, keys)
+	}
+	if len(ids) == 0 && len(fences) == 0 {
 		return nil // nothing to wait for: the writes go in the same round trip
 	}
 	return a.pl.send(ctx, a.conn)
+}
+
+// lookupKey reports whether a change's key is worth looking up: one that
+// text cannot hold would fail the statement (the change that carries it is
+// refused when it writes it), and one that is too long is refused at once.
+func lookupKey(key string) bool {
+	return key != "" && len(key) <= store.MaxKeyLen && utf8.ValidString(key) && !strings.Contains(key, "\x00")
+}
+
+// readKeys reads the rows of loadKeys into a.keys.
+func (a *applier) readKeys(rows pgx.Rows) error {
+	for rows.Next() {
+		var run, key string
+		if err := rows.Scan(&run, &key); err != nil {
+			return err
+		}
+		addKey(a.keys, run, key)
+	}
+	return rows.Err()
+}
+
+func addKey(m map[string]map[string]bool, run, key string) {
+	if m[run] == nil {
+		m[run] = map[string]bool{}
+	}
+	m[run][key] = true
 }
 
 // applyAll applies every change, then the claims. In the fast mode the
@@ -374,6 +593,7 @@ func (a *applier) applyAll(ctx context.Context) error {
 		a.runs[id] = st
 	}
 	a.gone = map[int64]bool{}
+	a.recorded = map[string]map[string]bool{}
 	a.seg = segment{}
 	a.results = make([]store.ChangeResult, len(a.p.Changes))
 	var ops []*op
@@ -402,6 +622,7 @@ func (a *applier) applyAll(ctx context.Context) error {
 	// Unless a create may meet a conflict, whose holder must then be
 	// looked up in the transaction, COMMIT goes with the writes.
 	if !slices.ContainsFunc(w.ops, func(o *op) bool { return o.create }) {
+		a.pl.mark(&a.read)
 		for _, q := range a.predictNotifications(ops) {
 			a.pl.exec("SELECT pg_notify($1, $2)", a.s.channel, q)
 		}
@@ -412,13 +633,13 @@ func (a *applier) applyAll(ctx context.Context) error {
 		defer cancel()
 		ctx = cctx
 	}
-	if err := a.settle(ctx, w); err != nil {
-		return err
+	err := a.settle(ctx, w)
+	if err == nil || a.read {
+		for _, o := range ops {
+			a.results[o.i] = o.res
+		}
 	}
-	for _, o := range ops {
-		a.results[o.i] = o.res
-	}
-	return nil
+	return err
 }
 
 // change plans change i and adds its writes to the segment (in the slow
@@ -430,8 +651,9 @@ func (a *applier) change(ctx context.Context, i int) (*op, error) {
 	if c.Create != nil {
 		id = c.Create.ID
 	}
-	// The outcome of a create of this run decides this change.
-	if a.seg.creates[id] {
+	// The outcome of a create of this run, or of one fenced by the same
+	// task, decides this change.
+	if a.seg.creates[id] || (c.Fence != nil && a.seg.fences[c.Fence.TaskID]) {
 		if err := a.flush(ctx); err != nil {
 			return nil, err
 		}
@@ -491,6 +713,10 @@ func (a *applier) change(ctx context.Context, i int) (*op, error) {
 				verb = "create"
 			}
 			o.res = store.ChangeResult{Err: fmt.Errorf("%s run %s: %w", verb, o.id, oe.err)}
+			if keyTaken(oe.err) {
+				// A transaction the locks did not keep out recorded the key.
+				o.res.Err = fmt.Errorf("update run %s: key %q: %w", o.id, o.ckey, store.ErrDuplicateChange)
+			}
 			return o, nil
 		default:
 			return nil, err
@@ -498,7 +724,8 @@ func (a *applier) change(ctx context.Context, i int) (*op, error) {
 	}
 }
 
-// load locks and reads one run.
+// load locks and reads one run, and the keys of the keyed changes of the
+// batch that its history holds.
 func (a *applier) load(ctx context.Context, id string) error {
 	st := &runState{}
 	a.pl.query(func(rows pgx.Rows) error {
@@ -511,11 +738,28 @@ func (a *applier) load(ctx context.Context, id string) error {
 		}
 		return rows.Err()
 	}, a.s.q.loadRuns, []string{id})
+	var keyRuns, keys []string
+	for _, c := range a.p.Changes {
+		if c.Create == nil && c.RunID == id && lookupKey(c.Key) {
+			keyRuns, keys = append(keyRuns, id), append(keys, c.Key)
+		}
+	}
+	if len(keys) > 0 {
+		delete(a.keys, id)
+		a.pl.query(a.readKeys, a.s.q.loadKeys, keyRuns, keys)
+	}
 	if err := a.pl.send(ctx, a.conn); err != nil {
 		return err
 	}
 	a.runs[id] = st
 	return nil
+}
+
+// keyTaken reports whether err is the violation of events_key: a change
+// key recorded twice in a run.
+func keyTaken(err error) bool {
+	var pe *pgconn.PgError
+	return errors.As(err, &pe) && pe.Code == "23505" && pe.ConstraintName == "events_key"
 }
 
 // flush sends the segment's writes, with whatever else is queued, and
@@ -546,13 +790,14 @@ func (a *applier) write() *written {
 	if len(updates) > 0 {
 		args := a.updateArgs(updates, w)
 		a.pl.writeRow(func(row pgx.Row) error {
-			return row.Scan(&w.fencesDeleted, &w.runsUpdated, &w.updTaskIDs)
+			var notified int64
+			return row.Scan(&w.fencesDeleted, &w.runsUpdated, &w.updTaskIDs, &notified)
 		}, a.s.q.writeUpdates, args...)
 	}
 	if len(creates) > 0 {
 		args := a.createArgs(creates)
 		a.pl.writeRow(func(row pgx.Row) error {
-			return row.Scan(&w.created, &w.crTaskIDs, &w.crTaskRuns)
+			return row.Scan(&w.created, &w.crTaskIDs, &w.crTaskRuns, &w.crFencesDeleted)
 		}, a.s.q.writeCreates, args...)
 	}
 	return w
@@ -560,23 +805,45 @@ func (a *applier) write() *written {
 
 // written is a segment sent, and what its statements return.
 type written struct {
-	ops                        []*op
-	fences, runs               int64 // expected counts
-	fencesDeleted, runsUpdated int64
-	updTaskIDs, crTaskIDs      []int64
-	created, crTaskRuns        []string
+	ops                                         []*op
+	fences, runs                                int64 // expected counts
+	fencesDeleted, runsUpdated, crFencesDeleted int64
+	updTaskIDs, crTaskIDs                       []int64
+	created, crTaskRuns                         []string
 }
 
 // settle sends the pipeline and reads back the outcome of the changes of
-// w. Creates that met a conflict learn who holds the id.
+// w. Creates that met a conflict learn who holds the id. When the
+// pipeline holds COMMIT and the connection fails after the results of the
+// writes and claims were read, it makes sense of them all the same, and
+// returns the failure: the caller then learns whether the transaction
+// committed.
 func (a *applier) settle(ctx context.Context, w *written) error {
-	if err := a.pl.send(ctx, a.conn); err != nil {
+	err := a.pl.send(ctx, a.conn)
+	if err != nil && !a.read {
 		var oe *opError
-		if !a.slow && errors.As(err, &oe) && oe.write && !transient(oe.err) {
+		// A write the server refused: the transaction, COMMIT included,
+		// went no further.
+		if !a.slow && errors.As(err, &oe) && oe.write && serverError(oe.err) && !transient(oe.err) {
 			return errFallback
 		}
 		return err
 	}
+	if perr := a.process(ctx, w); perr != nil {
+		if a.commitSent {
+			a.unread = true
+		}
+		if err != nil {
+			return err
+		}
+		return perr
+	}
+	return err
+}
+
+// process reads back the outcome of the changes of w from what their
+// statements returned.
+func (a *applier) process(ctx context.Context, w *written) error {
 	if len(w.ops) == 0 {
 		return nil
 	}
@@ -620,6 +887,15 @@ func (a *applier) settle(ctx context.Context, w *written) error {
 	if next != len(w.updTaskIDs) {
 		return fmt.Errorf("%d task ids for %d tasks", len(w.updTaskIDs), next)
 	}
+	var crFences int64
+	for _, o := range w.ops {
+		if o.create && o.inserted && o.fence != nil {
+			crFences++
+		}
+	}
+	if w.crFencesDeleted != crFences {
+		return fmt.Errorf("tasks changed under their locks: %d of %d tasks that fence creates deleted", w.crFencesDeleted, crFences)
+	}
 	if len(conflicts) == 0 {
 		return nil
 	}
@@ -636,6 +912,7 @@ func (a *applier) settle(ctx context.Context, w *written) error {
 		switch h := found[k]; {
 		case h.same != nil:
 			o.res = refused(fmt.Errorf("create run %s: %w", o.id, errRunExists))
+			a.restore(o)
 			a.runs[o.id] = &runState{unknown: true}
 		case h.other != nil:
 			o.res = refused(&store.DuplicateRunError{BusinessID: o.run.BusinessID, ExistingRunID: *h.other})
@@ -651,7 +928,8 @@ func (a *applier) settle(ctx context.Context, w *written) error {
 	return nil
 }
 
-// restore undoes the in-memory effect of a create that did not happen.
+// restore undoes the in-memory effect of a create that did not happen:
+// its run, and its fence, which it left held.
 func (a *applier) restore(o *op) {
 	if a.slow {
 		return // the effect was not applied
@@ -660,6 +938,9 @@ func (a *applier) restore(o *op) {
 		delete(a.runs, o.id)
 	} else {
 		a.runs[o.id] = o.prev
+	}
+	if o.fence != nil {
+		delete(a.gone, o.fence.TaskID)
 	}
 }
 
@@ -689,19 +970,20 @@ func (a *applier) updateArgs(ops []*op, w *written) []any {
 			last[o.id] = len(order)
 			order = append(order, o)
 		}
-		ev.add(o.id, o.seq, o.events)
+		ev.add(o.id, o.seq, o.events, o.ckey)
 		tk.add(o.run, o.res.Tasks)
 	}
 	n := len(order)
 	ids, statuses, errs := make([]string, n), make([]string, n), make([]string, n)
 	outputs, states, published, keys := make([]*string, n), make([]*string, n), make([]*string, n), make([]*string, n)
+	conds := make([]*string, n)
 	seqs := make([]int64, n)
 	finished := make([]*time.Time, n)
 	for k, o := range order {
 		r := o.run
 		ids[k], statuses[k], errs[k] = r.ID, string(r.Status), r.Error
 		outputs[k], states[k], published[k], keys[k] = jsonArg(r.Output), jsonArg(r.State), jsonArg(r.Published), o.key
-		seqs[k] = r.Seq
+		seqs[k], conds[k] = r.Seq, o.cond
 		if !r.FinishedAt.IsZero() {
 			t := r.FinishedAt
 			finished[k] = &t
@@ -709,9 +991,10 @@ func (a *applier) updateArgs(ops []*op, w *written) []any {
 	}
 	w.fences, w.runs = int64(len(fids)), int64(n)
 	args := []any{nonNil(fids), nonNil(cruns), nonNil(ckinds), nonNil(csteps), nonNil(cidx),
-		ids, statuses, outputs, errs, states, published, seqs, finished, keys, a.now}
+		ids, statuses, outputs, errs, states, published, seqs, finished, keys, conds, a.now}
 	args = append(args, ev.args()...)
-	return append(args, tk.args()...)
+	args = append(args, tk.args()...)
+	return append(args, a.s.cancels)
 }
 
 // createArgs are the arguments of writeCreates for the creates of a
@@ -724,9 +1007,14 @@ func (a *applier) createArgs(ops []*op) []any {
 	inputs, outputs, businessIDs, keys := make([]*string, n), make([]*string, n), make([]*string, n), make([]*string, n)
 	tags, metas, states := make([]*string, n), make([]*string, n), make([]*string, n)
 	finished := make([]*time.Time, n)
+	var fruns []string
+	var fids []int64
 	var ev events
 	var tk tasks
 	for k, o := range ops {
+		if o.fence != nil {
+			fruns, fids = append(fruns, o.id), append(fids, o.fence.TaskID)
+		}
 		r := o.run
 		ids[k], workflows[k], kinds[k], statuses[k], errs[k] = r.ID, r.Workflow, string(r.Kind), string(r.Status), r.Error
 		scopes[k], parents[k] = string(r.KeyScope), r.ParentID
@@ -737,42 +1025,48 @@ func (a *applier) createArgs(ops []*op) []any {
 			t := r.FinishedAt
 			finished[k] = &t
 		}
-		ev.add(r.ID, 0, o.events)
+		ev.add(r.ID, 0, o.events, "")
 		tk.add(r, o.res.Tasks)
 	}
 	args := []any{ids, workflows, versions, kinds, statuses, inputs, outputs, errs, businessIDs, scopes, keys,
 		parents, tags, metas, states, seqs, finished, a.now}
 	args = append(args, ev.args()...)
-	return append(args, tk.args()...)
+	args = append(args, tk.args()...)
+	return append(args, nonNil(fruns), nonNil(fids))
 }
 
 // events are the columns of history entries to insert.
 type events struct {
 	runs, kinds, steps, names, errs []string
 	seqs, idx, attempts             []int64
-	data                            []*string
+	data, keys                      []*string
 }
 
-// add appends the entries of a run after seq.
-func (e *events) add(runID string, seq int64, evs []store.NewEvent) {
+// add appends the entries of a run after seq; the first carries key.
+func (e *events) add(runID string, seq int64, evs []store.NewEvent, key string) {
 	for k, v := range evs {
 		e.runs, e.seqs, e.kinds, e.steps = append(e.runs, runID), append(e.seqs, seq+int64(k)+1), append(e.kinds, string(v.Kind)), append(e.steps, v.Step)
 		e.idx, e.attempts, e.names = append(e.idx, int64(v.Index)), append(e.attempts, int64(v.Attempt)), append(e.names, v.Name)
 		e.data, e.errs = append(e.data, jsonArg(v.Data)), append(e.errs, v.Error)
+		var kp *string
+		if k == 0 && key != "" {
+			kp = &key
+		}
+		e.keys = append(e.keys, kp)
 	}
 }
 
 func (e *events) args() []any {
 	return []any{nonNil(e.runs), nonNil(e.seqs), nonNil(e.kinds), nonNil(e.steps), nonNil(e.idx), nonNil(e.attempts),
-		nonNil(e.names), nonNil(e.data), nonNil(e.errs)}
+		nonNil(e.names), nonNil(e.data), nonNil(e.errs), nonNil(e.keys)}
 }
 
 // tasks are the columns of tasks to insert.
 type tasks struct {
-	runs, queues, kinds, workflows, steps []string
-	versions, idx, attempts, prios        []int64
-	payloads, items                       []*string
-	ready                                 []time.Time
+	runs, queues, kinds, workflows, steps, handlers []string
+	versions, idx, attempts, prios                  []int64
+	payloads, items, details                        []*string
+	ready                                           []time.Time
 }
 
 func (t *tasks) add(r *store.Run, ts []*store.Task) {
@@ -780,12 +1074,14 @@ func (t *tasks) add(r *store.Run, ts []*store.Task) {
 		t.runs, t.queues, t.kinds, t.workflows = append(t.runs, r.ID), append(t.queues, n.Queue), append(t.kinds, string(n.Kind)), append(t.workflows, r.Workflow)
 		t.steps, t.versions, t.idx, t.attempts = append(t.steps, n.Step), append(t.versions, int64(r.Version)), append(t.idx, int64(n.Index)), append(t.attempts, int64(n.Attempt))
 		t.prios, t.payloads, t.items, t.ready = append(t.prios, int64(n.Priority)), append(t.payloads, jsonArg(n.Payload)), append(t.items, jsonArg(n.Item)), append(t.ready, n.ReadyAt)
+		t.handlers, t.details = append(t.handlers, n.Handler), append(t.details, jsonArg(n.Details))
 	}
 }
 
 func (t *tasks) args() []any {
 	return []any{nonNil(t.runs), nonNil(t.queues), nonNil(t.kinds), nonNil(t.workflows), nonNil(t.versions),
-		nonNil(t.steps), nonNil(t.idx), nonNil(t.attempts), nonNil(t.payloads), nonNil(t.items), nonNil(t.prios), nonNil(t.ready)}
+		nonNil(t.steps), nonNil(t.idx), nonNil(t.attempts), nonNil(t.payloads), nonNil(t.items), nonNil(t.prios), nonNil(t.ready),
+		nonNil(t.handlers), nonNil(t.details)}
 }
 
 // nonNil makes a nil slice empty: pgx sends a nil slice as NULL, and
@@ -802,14 +1098,25 @@ func nonNil[T any](s []T) []T {
 func (a *applier) plan(i int) (*op, store.ChangeResult) {
 	c := &a.p.Changes[i]
 	if c.Create != nil {
-		return a.planCreate(i, c.Create)
+		return a.planCreate(i, c.Create, c.Fence)
 	}
 	return a.planUpdate(i, c)
 }
 
-func (a *applier) planCreate(i int, n *store.NewRun) (*op, store.ChangeResult) {
+// holds reports whether the lease l still holds, as far as this
+// transaction knows: its task is locked with this token, and no earlier
+// change deleted it.
+func (a *applier) holds(l *store.Lease) bool {
+	ft, ok := a.fenced[l.TaskID]
+	return ok && !a.gone[l.TaskID] && ft.owned && ft.token == l.Token
+}
+
+func (a *applier) planCreate(i int, n *store.NewRun, fence *store.Lease) (*op, store.ChangeResult) {
 	if n.ID == "" {
 		return nil, refused(errors.New("create run: id is empty"))
+	}
+	if fence != nil && !a.holds(fence) {
+		return nil, refused(fmt.Errorf("create run %s: task %d: %w", n.ID, fence.TaskID, store.ErrLeaseLost))
 	}
 	r := &store.Run{
 		ID: n.ID, Workflow: n.Workflow, Version: n.Version, Kind: n.Kind, Status: n.Status,
@@ -850,8 +1157,16 @@ func (a *applier) planCreate(i int, n *store.NewRun) (*op, store.ChangeResult) {
 	}
 	key := uniqueKey(r)
 	o := &op{i: i, create: true, id: r.ID, run: r, key: key, meta: meta, events: n.History, prev: a.runs[r.ID],
-		res: store.ChangeResult{Run: r, Tasks: newTasks(r, n.Tasks, a.now)}}
-	o.effect = func() { a.runs[r.ID] = &runState{run: r, key: key} }
+		fence: fence, res: store.ChangeResult{Run: r, Tasks: newTasks(r, n.Tasks, a.now)}}
+	if fence != nil {
+		o.fenceRun = a.fenced[fence.TaskID].runID
+	}
+	o.effect = func() {
+		a.runs[r.ID] = &runState{run: r, key: key}
+		if fence != nil {
+			a.gone[fence.TaskID] = true
+		}
+	}
 	return o, store.ChangeResult{}
 }
 
@@ -884,10 +1199,17 @@ func (a *applier) planUpdate(i int, c *store.Change) (*op, store.ChangeResult) {
 		return nil, refused(fmt.Errorf("update run %s: %w", c.RunID, store.ErrRunNotFound))
 	}
 	run := st.run
-	if c.Fence != nil {
-		ft, ok := a.fenced[c.Fence.TaskID]
-		if !ok || a.gone[c.Fence.TaskID] || !ft.owned || ft.token != c.Fence.Token || ft.runID != run.ID {
-			return nil, refused(fmt.Errorf("update run %s: task %d: %w", run.ID, c.Fence.TaskID, store.ErrLeaseLost))
+	// The task that fences the change may be of any run (a child reporting
+	// to its parent).
+	if c.Fence != nil && !a.holds(c.Fence) {
+		return nil, refused(fmt.Errorf("update run %s: task %d: %w", run.ID, c.Fence.TaskID, store.ErrLeaseLost))
+	}
+	if c.Key != "" {
+		if err := store.CheckKey(c.Key); err != nil {
+			return nil, refused(fmt.Errorf("update run %s: %w", run.ID, err))
+		}
+		if a.keys[run.ID][c.Key] || a.recorded[run.ID][c.Key] {
+			return nil, refused(fmt.Errorf("update run %s: key %q: %w", run.ID, c.Key, store.ErrDuplicateChange))
 		}
 	}
 	given := *run // Decide may scribble on its copy
@@ -903,16 +1225,27 @@ func (a *applier) planUpdate(i int, c *store.Change) (*op, store.ChangeResult) {
 	}
 
 	next := u.Next(run, a.now)
+	next.Condition.Since = truncate(next.Condition.Since)
+	cond, err := conditionArg(next.Condition)
+	if err != nil {
+		return nil, refused(fmt.Errorf("update run %s: condition: %w", run.ID, err))
+	}
 	newKey := st.key
 	var frees *string
 	if newKey != nil && store.FreesKey(next.KeyScope, next) {
 		frees, newKey = newKey, nil
 	}
 	o := &op{i: i, id: run.ID, run: &next, key: newKey, frees: frees, seq: run.Seq, fence: c.Fence,
-		cancel: u.Cancel, events: u.History,
+		cancel: u.Cancel, events: u.History, cond: cond,
 		res: store.ChangeResult{Run: &next, Tasks: newTasks(&next, u.Tasks, a.now)}}
+	if len(u.History) > 0 {
+		o.ckey = c.Key // a change that appends nothing records no key
+	}
 	o.effect = func() {
 		a.runs[run.ID] = &runState{run: &next, key: newKey}
+		if o.ckey != "" {
+			addKey(a.recorded, run.ID, o.ckey)
+		}
 		if c.Fence != nil {
 			a.gone[c.Fence.TaskID] = true
 		}
@@ -940,7 +1273,7 @@ func newTasks(r *store.Run, ts []store.NewTask, now time.Time) []*store.Task {
 			RunID: r.ID, Queue: n.Queue, Kind: n.Kind, Workflow: r.Workflow,
 			Version: r.Version, Step: n.Step, Index: n.Index, Attempt: n.Attempt,
 			Payload: orNil(n.Payload), Item: orNil(n.Item), Priority: n.Priority, ReadyAt: readyAt(n, now),
-			CreatedAt: now,
+			Handler: n.Handler, Details: orNil(n.Details), CreatedAt: now,
 		}
 	}
 	return out
@@ -956,15 +1289,17 @@ func orNil(b []byte) []byte {
 
 // pipeline queues statements and sends them in one round trip.
 type pipeline struct {
-	b     pgx.Batch
-	read  []func(pgx.BatchResults) error
-	write []bool // whether each statement writes changes
+	b        pgx.Batch
+	read     []func(pgx.BatchResults) error
+	write    []bool // whether each statement writes changes
+	commitAt int    // 1 + the index of COMMIT; 0 when none is queued
 }
 
 // opError is the failure of one statement of a pipeline.
 type opError struct {
-	write bool // the statement writes changes
-	err   error
+	write  bool // the statement writes changes
+	commit bool // the statement is COMMIT
+	err    error
 }
 
 func (e *opError) Error() string { return e.err.Error() }
@@ -985,11 +1320,28 @@ func (p *pipeline) commit(done *bool) {
 	p.add(false, func(br pgx.BatchResults) error {
 		tag, err := br.Exec()
 		if err == nil && tag.String() != "COMMIT" {
-			err = fmt.Errorf("the transaction was rolled back (%s)", tag)
+			err = fmt.Errorf("%w (%s)", errRolledBack, tag)
 		}
 		*done = err == nil
 		return err
 	}, "COMMIT")
+	p.commitAt = len(p.read)
+}
+
+// mark sets *done once the results of every statement queued so far have
+// been read.
+func (p *pipeline) mark(done *bool) {
+	if len(p.read) == 0 {
+		*done = true
+		return
+	}
+	k := len(p.read) - 1
+	last := p.read[k]
+	p.read[k] = func(br pgx.BatchResults) error {
+		err := last(br)
+		*done = err == nil
+		return err
+	}
 }
 
 func (p *pipeline) queryRow(scan func(pgx.Row) error, sql string, args ...any) {
@@ -1022,7 +1374,7 @@ func (p *pipeline) send(ctx context.Context, conn *pgx.Conn) error {
 	var err error
 	for i, read := range p.read {
 		if err = read(br); err != nil {
-			err = &opError{write: p.write[i], err: err}
+			err = &opError{write: p.write[i], commit: i+1 == p.commitAt, err: err}
 			break
 		}
 	}

@@ -7,6 +7,8 @@ import (
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
+
+	"github.com/hephaestus-go/hephaestus/store"
 )
 
 // Reconnection backoff of Listen, and how often an idle listening
@@ -17,14 +19,16 @@ const (
 	listenPing       = 30 * time.Second
 )
 
-// Listen calls fn with the queue of every notification that a commit of
-// any process sent on the store's channel, until ctx ends or the store is
-// closed. It holds a connection of its own, outside the pool. When the
-// connection fails it connects again, waiting between attempts with a
-// capped exponential backoff and jitter; notifications sent meanwhile are
-// lost, which costs latency, never correctness (workers poll too). fn runs
-// on Listen's goroutine: it should return quickly.
-func (s *Store) Listen(ctx context.Context, fn func(queue string)) error {
+// Listen calls fn with every notification that a commit of any process
+// sent on the store's channels, until ctx ends or the store is closed: a
+// queue that got ready tasks (Channel), a run whose leased tasks were
+// cancelled (CancelChannel). It holds a connection of its own, outside the
+// pool, that listens on both. When the connection fails it connects again,
+// waiting between attempts with a capped exponential backoff and jitter;
+// notifications sent meanwhile are lost, which costs latency, never
+// correctness (workers poll and heartbeat too). fn runs on Listen's
+// goroutine: it should return quickly.
+func (s *Store) Listen(ctx context.Context, fn func(store.Notification)) error {
 	s.mu.Lock()
 	if s.closed.Load() {
 		s.mu.Unlock()
@@ -58,7 +62,7 @@ func (s *Store) Listen(ctx context.Context, fn func(queue string)) error {
 
 // listen connects, listens and delivers notifications until the
 // connection fails or ctx ends. connected is called once listening.
-func (s *Store) listen(ctx context.Context, fn func(queue string), connected func()) error {
+func (s *Store) listen(ctx context.Context, fn func(store.Notification), connected func()) error {
 	cc := s.conn.Copy()
 	if cc.RuntimeParams["application_name"] == "hephaestus" {
 		cc.RuntimeParams["application_name"] = "hephaestus-listen"
@@ -72,7 +76,8 @@ func (s *Store) listen(ctx context.Context, fn func(queue string), connected fun
 		defer cancel()
 		_ = conn.Close(cctx)
 	}()
-	if _, err := conn.Exec(ctx, "LISTEN "+pgx.Identifier{s.channel}.Sanitize()); err != nil {
+	listen := "LISTEN " + pgx.Identifier{s.channel}.Sanitize() + "; LISTEN " + pgx.Identifier{s.cancels}.Sanitize()
+	if _, err := conn.Exec(ctx, listen); err != nil {
 		return err
 	}
 	connected()
@@ -84,7 +89,12 @@ func (s *Store) listen(ctx context.Context, fn func(queue string), connected fun
 		cancel()
 		switch {
 		case err == nil:
-			fn(n.Payload)
+			switch n.Channel {
+			case s.channel:
+				fn(store.Notification{Queue: n.Payload})
+			case s.cancels:
+				fn(store.Notification{RunID: n.Payload})
+			}
 			continue
 		case ctx.Err() != nil:
 			return ctx.Err()

@@ -8,29 +8,34 @@ import (
 	"testing"
 	"time"
 
+	"github.com/hephaestus-go/hephaestus/hephtype"
 	"github.com/hephaestus-go/hephaestus/internal/pgtest"
 	"github.com/hephaestus-go/hephaestus/store"
 	"github.com/hephaestus-go/hephaestus/store/postgres"
 )
 
-// listener runs Listen on s and records the queues it hears of.
+// listener runs Listen on s and records the queues and runs it hears
+// of.
 type listener struct {
 	mu    sync.Mutex
-	heard []string
-	ch    chan string
+	heard []store.Notification
+	ch    chan store.Notification
 	done  chan error
 }
 
 func listen(t *testing.T, s *postgres.Store) *listener {
 	t.Helper()
-	l := &listener{ch: make(chan string, 1000), done: make(chan error, 1)}
+	l := &listener{ch: make(chan store.Notification, 1000), done: make(chan error, 1)}
 	ctx, cancel := context.WithCancel(context.Background())
 	go func() {
-		l.done <- s.Listen(ctx, func(q string) {
+		l.done <- s.Listen(ctx, func(n store.Notification) {
+			if (n.Queue == "") == (n.RunID == "") {
+				t.Errorf("notification %+v: want exactly one field set", n)
+			}
 			l.mu.Lock()
-			l.heard = append(l.heard, q)
+			l.heard = append(l.heard, n)
 			l.mu.Unlock()
-			l.ch <- q
+			l.ch <- n
 		})
 	}()
 	t.Cleanup(func() {
@@ -55,8 +60,8 @@ func (l *listener) await(t *testing.T, s store.Store, queue string) {
 		create(t, s, newRun(fmt.Sprintf("%s-%d", queue, n), task(queue, time.Time{})))
 		for {
 			select {
-			case q := <-l.ch:
-				if q == queue {
+			case n := <-l.ch:
+				if n.Queue == queue {
 					return
 				}
 				continue
@@ -70,11 +75,15 @@ func (l *listener) await(t *testing.T, s store.Store, queue string) {
 }
 
 func (l *listener) count(queue string) int {
+	return l.countOf(store.Notification{Queue: queue})
+}
+
+func (l *listener) countOf(want store.Notification) int {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	n := 0
-	for _, q := range l.heard {
-		if q == queue {
+	for _, h := range l.heard {
+		if h == want {
 			n++
 		}
 	}
@@ -145,4 +154,59 @@ func TestListenReconnects(t *testing.T) {
 	// Killing everything, the pool's sessions too, does no lasting harm.
 	kill(t, admin)
 	l.await(t, a, "after-all")
+}
+
+// A commit whose cancellations delete leased tasks names their run on the
+// cancel channel, once per run; one that deletes only unleased tasks, or
+// a task it completes (its fence), does not.
+func TestNotifyCancelledLeases(t *testing.T) {
+	t.Parallel()
+	dsn := pgtest.DSN(t)
+	a := open(t, &postgres.Config{DSN: dsn})
+	b := open(t, &postgres.Config{DSN: dsn})
+	if a.CancelChannel() != "heph_lost" {
+		t.Fatalf("cancel channel %q", a.CancelChannel())
+	}
+	l := listen(t, b)
+	l.await(t, a, "first")
+
+	create(t, a, newRun("leased", task("lq", now), task("lq", now)), newRun("unleased", task("uq", now)),
+		newRun("done", task("dq", now)), newRun("other", task("oq", now)))
+	claim(t, a, "lq", 2)
+	doneLease := claim(t, a, "dq", 1)[0].Lease()
+	otherTask := claim(t, a, "oq", 1)[0]
+	cancelAll := func(*store.Run) (*store.Update, error) {
+		return &store.Update{Status: hephtype.StatusCancelled, Cancel: []store.TaskMatch{{Index: -1}}}, nil
+	}
+	res := apply(t, a, &store.ApplyParams{Changes: []store.Change{
+		{RunID: "leased", Decide: cancelAll},
+		{RunID: "unleased", Decide: cancelAll},
+		{RunID: "done", Fence: &doneLease, Decide: cancelAll}, // its leased task is its fence
+	}})
+	for i, r := range res.Changes {
+		if r.Err != nil {
+			t.Fatalf("change %d: %v", i, r.Err)
+		}
+	}
+	// A released task is not leased.
+	if err := a.ReleaseTasks(t.Context(), []store.Lease{otherTask.Lease()}); err != nil {
+		t.Fatal(err)
+	}
+	apply(t, a, &store.ApplyParams{Changes: []store.Change{{RunID: "other", Decide: cancelAll}}})
+
+	deadline := time.After(20 * time.Second)
+	for l.countOf(store.Notification{RunID: "leased"}) == 0 {
+		select {
+		case <-l.ch:
+		case <-deadline:
+			t.Fatal("no notification for the run whose leased tasks were cancelled")
+		}
+	}
+	// Notifications of one session arrive in commit order.
+	l.await(t, a, "marker")
+	for run, want := range map[string]int{"leased": 1, "unleased": 0, "done": 0, "other": 0} {
+		if got := l.countOf(store.Notification{RunID: run}); got != want {
+			t.Errorf("%d notifications for run %s, want %d", got, run, want)
+		}
+	}
 }

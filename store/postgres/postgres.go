@@ -13,48 +13,79 @@
 // commit). It locks the rows of the runs it updates (SELECT … ORDER BY id
 // FOR UPDATE, so concurrent Applies of many processes on one run
 // serialize, and in an order that cannot deadlock) and the tasks their
-// fences name, in one round trip. It then checks the fences and calls the
-// Decide functions in memory, and writes the changes set-based, whatever
-// their number: one statement deletes the fenced tasks, cancels tasks,
-// updates the runs (each once, to its last state), appends the history and
-// enqueues the tasks of all the updates; another inserts all the new runs
-// with their history and tasks (ON CONFLICT DO NOTHING: a run whose id or
-// business key is taken writes nothing). Consecutive changes that depend on
-// each other in a way these statements would not keep (an update of a run
-// created earlier in the batch, a cancellation of tasks enqueued earlier in
-// the batch, a business key freed after a create that takes it) are split
-// into successive pairs of statements. The writes, the claims, the
-// notifications and COMMIT go as one pipeline: an Apply takes two round
-// trips. When the last writes create runs, COMMIT waits for a third, so
-// that the holders of taken business keys can be looked up first. A
-// refused change (lease lost, run not found, Decide error, duplicate
-// business id) writes nothing. Should a statement fail anyway (say, JSON
-// that jsonb refuses), the transaction is rolled back and the changes are
-// applied again one by one, each in a savepoint of its own, so that only
-// the failing change is refused.
+// fences name (a fence may name a task of any run, and may fence a create),
+// and reads the idempotency keys (Change.Key) of its keyed changes that
+// the history of their runs holds, in one round trip: the key lookup
+// follows the locks, so it sees what their previous holders committed. It
+// then checks the fences and keys and calls the Decide functions in
+// memory, and writes the changes set-based, whatever their number: one
+// statement deletes the fenced tasks, cancels tasks, updates the runs
+// (each once, to its last state), appends the history (a change's key on
+// its first entry) and enqueues the tasks of all the updates; another
+// inserts all the new runs with their history and tasks, and deletes the
+// tasks that fence them (ON CONFLICT DO NOTHING: a run whose id or
+// business key is taken writes nothing and leaves its fence). Consecutive
+// changes that depend on each other in a way these statements would not
+// keep (an update of a run created earlier in the batch, a cancellation of
+// tasks enqueued earlier in the batch or of a task that fences an earlier
+// create, a change fenced by the task of an earlier create, a business key
+// freed after a create that takes it) are split into successive pairs of
+// statements. The writes, the claims, the notifications and COMMIT go as
+// one pipeline: an Apply takes two round trips. When the last writes
+// create runs, COMMIT waits for a third, so that the holders of taken
+// business keys can be looked up first. A refused change (lease lost,
+// duplicate key, run not found, Decide error, duplicate business id)
+// writes nothing. Should a statement fail anyway (say, JSON that jsonb
+// refuses), the transaction is rolled back and the changes are applied
+// again one by one, each in a savepoint of its own, so that only the
+// failing change is refused.
 //
 // The transaction disables sequential scans (and, for claims, sorts): its
 // statements reach rows by key, and their plans must not depend on
 // statistics, which for a queue are often stale or missing.
 //
+// # The outcome of a commit
+//
 // A transaction that fails before its COMMIT is sent, or one of whose
-// statements the server refused (it then skips the COMMIT that follows in
-// the pipeline), did not commit; Apply runs it again (Decide functions may
-// be called more than once) after deadlocks and connection failures, a few
-// times. When COMMIT was sent and no answer came back, the outcome is
-// unknown: Apply then returns the error and never retries, so a change is
-// never applied twice; the runtime's fencing makes the retry of a
-// completion that did commit a harmless no-op.
+// statements the server refused (it then skips the rest of the pipeline,
+// COMMIT included), did not commit; Apply runs it again (Decide functions
+// may be called more than once) after deadlocks and connection failures, a
+// few times. When COMMIT was sent and its answer was lost with the
+// connection, Apply finds out: the first round trip of a transaction with
+// changes also reads its id (txid_current(), at no cost in round trips),
+// and Apply asks txid_status of it on another connection. A transaction
+// that committed is reported as applied, with its results, which are
+// complete when every answer before COMMIT's was read (or else Apply
+// returns an error that says the changes committed but their results were
+// lost, and does not run them again); one that was aborted runs again, as
+// above. One still in progress belongs to a backend that has not noticed
+// yet that its client is gone: Apply asks again, and after a second
+// terminates that backend (if it still runs the transaction), which
+// settles the outcome. When the database does not answer within
+// Config.Timeout, the outcome stays unknown and Apply returns the error
+// without running the changes again, so that a change is never applied
+// twice; the runtime's fencing and keys make the retry of a change that
+// did commit a harmless no-op. (An Apply of claims alone, which the
+// runtime sends while idle, takes no transaction id: that would cost it a
+// commit record; the outcome of its lost COMMIT stays unknown, and the
+// leases it may have taken expire.)
 //
 // # Notifications
 //
 // A commit that enqueued tasks ready at once (and did not lease them
 // itself) sends pg_notify(channel, queue) once per queue, delivered at
 // commit; Listen (store.Notifier) receives them on a connection of its
-// own. The channel is the schema's name followed by "_tasks". (When COMMIT
-// goes with the writes, before the claims' outcome is known, a queue is
-// notified when it gets more ready tasks than the claims of the commit may
-// lease.)
+// own. The channel is the schema's name followed by "_tasks" (Channel).
+// (When COMMIT goes with the writes, before the claims' outcome is known, a
+// queue is notified when it gets more ready tasks than the claims of the
+// commit may lease.) A commit whose cancellations (Update.Cancel) deleted
+// leased tasks, that is tasks with an owner (a holder whose lease expired
+// may still be running its task), sends the run's id on a second channel,
+// the schema's name followed by "_lost" (CancelChannel), once per run:
+// the statement that cancels tasks notifies from what it deleted, so a
+// commit that cancels no leased task pays nothing. The task that fences a
+// change is its holder's to complete, and is not notified. Listen listens
+// on both channels.
 //
 // # JSON
 //
@@ -149,7 +180,8 @@ type Store struct {
 	pool    *pgxpool.Pool
 	conn    *pgx.ConnConfig // for Listen
 	schema  string
-	channel string
+	channel string // tasks ready, by queue
+	cancels string // leased tasks cancelled, by run
 	timeout time.Duration
 	q       queries
 	// suspect is when (Unix nanoseconds) the pool stops checking its
@@ -217,7 +249,7 @@ func open(ctx context.Context, cfg *Config, tune func(*pgxpool.Config)) (*Store,
 	}
 	s := &Store{
 		pool: pool, conn: pcfg.ConnConfig, schema: c.Schema, channel: channelName(c.Schema),
-		timeout: c.Timeout, q: newQueries(c.Schema), suspect: suspect,
+		cancels: cancelChannelName(c.Schema), timeout: c.Timeout, q: newQueries(c.Schema), suspect: suspect,
 		applyConc: max(1, c.MaxConns/4),
 	}
 	s.ctx, s.stop = context.WithCancel(context.Background())
@@ -274,8 +306,13 @@ func validSchema(s string) error {
 	return nil
 }
 
-// channelName is the notification channel of a schema.
+// channelName is the channel of a schema's notifications of ready tasks.
 func channelName(schema string) string { return schema + "_tasks" }
+
+// cancelChannelName is the channel of a schema's notifications of
+// cancelled leased tasks. (A channel name has at most 63 bytes, and a
+// schema's 57: hence short suffixes.)
+func cancelChannelName(schema string) string { return schema + "_lost" }
 
 func poolConfig(c *Config) (*pgxpool.Config, error) {
 	pcfg, err := pgxpool.ParseConfig(c.DSN)
@@ -303,8 +340,13 @@ func redact(err error) error {
 	return errors.New("invalid connection string")
 }
 
-// Channel returns the name of the channel the store notifies on.
+// Channel returns the name of the channel the store notifies ready tasks
+// on (the payload is the queue).
 func (s *Store) Channel() string { return s.channel }
+
+// CancelChannel returns the name of the channel the store notifies
+// cancelled leased tasks on (the payload is the run's id).
+func (s *Store) CancelChannel() string { return s.cancels }
 
 // Schema returns the schema that holds the store's tables.
 func (s *Store) Schema() string { return s.schema }

@@ -184,8 +184,9 @@ func TestSchemaHonoured(t *testing.T) {
 	dsn := pgtest.DSN(t)
 	a := open(t, &postgres.Config{DSN: dsn, Schema: "tenant_a"})
 	b := open(t, &postgres.Config{DSN: dsn, Schema: "tenant_b"})
-	if a.Schema() != "tenant_a" || a.Channel() != "tenant_a_tasks" || b.Channel() != "tenant_b_tasks" {
-		t.Fatalf("schema %q, channels %q and %q", a.Schema(), a.Channel(), b.Channel())
+	if a.Schema() != "tenant_a" || a.Channel() != "tenant_a_tasks" || b.Channel() != "tenant_b_tasks" ||
+		a.CancelChannel() != "tenant_a_lost" || b.CancelChannel() != "tenant_b_lost" {
+		t.Fatalf("schema %q, channels %q, %q, %q and %q", a.Schema(), a.Channel(), b.Channel(), a.CancelChannel(), b.CancelChannel())
 	}
 	create(t, a, newRun("only-in-a", task("q", now)))
 	if _, err := b.GetRun(t.Context(), "only-in-a"); !errors.Is(err, store.ErrRunNotFound) {
@@ -195,7 +196,7 @@ func TestSchemaHonoured(t *testing.T) {
 		t.Fatalf("claim in the other schema: %v, %v", ts, err)
 	}
 	got := tables(t, connect(t, dsn))
-	want := []string{"events", migrate.Table, "runs", "tasks"}
+	want := []string{"events", migrate.Table, "runs", "tasks", "workers"}
 	slices.Sort(want)
 	for _, schema := range []string{"tenant_a", "tenant_b"} {
 		if !slices.Equal(got[schema], want) {
@@ -233,8 +234,8 @@ func TestConcurrentMigrations(t *testing.T) {
 	if err == nil {
 		versions, err = pgx.CollectRows(rows, pgx.RowTo[int])
 	}
-	if err != nil || len(versions) != 1 || versions[0] != 1 {
-		t.Fatalf("applied versions %v, %v; want [1]", versions, err)
+	if want := []int{1, 2}; err != nil || !slices.Equal(versions, want) {
+		t.Fatalf("applied versions %v, %v; want %v", versions, err, want)
 	}
 }
 
@@ -299,7 +300,15 @@ func TestMigrationsUpDownStatus(t *testing.T) {
 	if st := status(t, cfg); st[len(st)-1].Applied {
 		t.Fatalf("status after down: %+v", st)
 	}
-	if got := tables(t, connect(t, dsn))["mig"]; len(ms) == 1 && !slices.Equal(got, []string{migrate.Table}) {
+	// The others too, newest first.
+	err = postgres.WithMigrationLock(t.Context(), cfg, func(ctx context.Context, conn *sql.Conn) (err error) {
+		reverted, err = migrate.Down(ctx, conn, postgres.Migrations(), migrate.Postgres, len(ms)-1)
+		return err
+	})
+	if err != nil || len(reverted) != len(ms)-1 {
+		t.Fatalf("down the rest: %v, %v", reverted, err)
+	}
+	if got := tables(t, connect(t, dsn))["mig"]; !slices.Equal(got, []string{migrate.Table}) {
 		t.Fatalf("tables after down: %v", got)
 	}
 	if _, err := postgres.Open(t.Context(), skip); err == nil {
@@ -538,7 +547,7 @@ func TestCloseStopsListen(t *testing.T) {
 		t.Fatal(err)
 	}
 	done := make(chan error, 1)
-	go func() { done <- s.Listen(context.Background(), func(string) {}) }()
+	go func() { done <- s.Listen(context.Background(), func(store.Notification) {}) }()
 	s.Close()
 	select {
 	case err := <-done:
@@ -548,7 +557,7 @@ func TestCloseStopsListen(t *testing.T) {
 	case <-time.After(10 * time.Second):
 		t.Fatal("Listen still runs after Close")
 	}
-	if err := s.Listen(context.Background(), func(string) {}); !errors.Is(err, store.ErrClosed) {
+	if err := s.Listen(context.Background(), func(store.Notification) {}); !errors.Is(err, store.ErrClosed) {
 		t.Fatalf("Listen on a closed store: %v", err)
 	}
 }
@@ -703,5 +712,107 @@ func TestBatchKeepsChangeOrder(t *testing.T) {
 	}
 	if _, err := s.GetRun(t.Context(), "dup"); !errors.Is(err, store.ErrRunNotFound) {
 		t.Errorf("GetRun(dup): %v", err)
+	}
+}
+
+// A fenced create refused for its business key leaves its fence to the
+// changes after it in the batch; one that succeeds takes it away from
+// them; a cancellation after a fenced create does not undo it.
+func TestFencedCreatesInBatch(t *testing.T) {
+	t.Parallel()
+	s := open(t, &postgres.Config{DSN: pgtest.DSN(t)})
+	holder := newRun("holder")
+	holder.BusinessID = "k::1"
+	create(t, s, holder, newRun("p", task("q", now), task("q", now)))
+	ts := claim(t, s, "q", 2)
+	l1, l2 := ts[0].Lease(), ts[1].Lease()
+	dup := newRun("dup")
+	dup.BusinessID = "k::1"
+	mark := func(*store.Run) (*store.Update, error) {
+		return &store.Update{History: []store.NewEvent{{Kind: hephtype.EventMarker}}}, nil
+	}
+	res := apply(t, s, &store.ApplyParams{Changes: []store.Change{
+		{Create: dup, Fence: &l1},               // refused: k::1 is held; l1 stays
+		{Create: newRun("c1"), Fence: &l1},      // takes l1
+		{Create: newRun("c2"), Fence: &l1},      // l1 is gone
+		{Create: newRun("holder"), Fence: &l2},  // refused: the id exists; l2 stays
+		{RunID: "p", Fence: &l2, Decide: mark},  // completes with l2
+		{Create: newRun("c3"), Fence: &l2},      // l2 is gone
+		{RunID: "p", Decide: mark, Key: "once"}, // keyed
+		{RunID: "p", Decide: mark, Key: "once"}, // duplicate
+		{Create: newRun("c4"), Fence: &l1},      // still gone
+	}})
+	var de *store.DuplicateRunError
+	checks := []func(error) bool{
+		func(err error) bool { return errors.As(err, &de) && de.ExistingRunID == "holder" },
+		func(err error) bool { return err == nil },
+		func(err error) bool { return errors.Is(err, store.ErrLeaseLost) },
+		func(err error) bool { return errors.Is(err, store.ErrRunExists) },
+		func(err error) bool { return err == nil },
+		func(err error) bool { return errors.Is(err, store.ErrLeaseLost) },
+		func(err error) bool { return err == nil },
+		func(err error) bool { return errors.Is(err, store.ErrDuplicateChange) },
+		func(err error) bool { return errors.Is(err, store.ErrLeaseLost) },
+	}
+	for i, ok := range checks {
+		if !ok(res.Changes[i].Err) {
+			t.Errorf("change %d: %v", i, res.Changes[i].Err)
+		}
+	}
+	for id, want := range map[string]bool{"c1": true, "c2": false, "c3": false, "c4": false, "dup": false} {
+		_, err := s.GetRun(t.Context(), id)
+		if got := err == nil; got != want {
+			t.Errorf("GetRun(%s): %v", id, err)
+		}
+	}
+	if r, err := s.GetRun(t.Context(), "p"); err != nil || r.Seq != 2 {
+		t.Errorf("p = %+v, %v; want 2 entries", r, err)
+	}
+	if lost, err := s.Heartbeat(t.Context(), &store.HeartbeatParams{Leases: []store.Lease{l1, l2}, Until: now.Add(time.Hour)}); err != nil || len(lost) != 2 {
+		t.Errorf("heartbeat of the fences: lost %v, %v; want both", lost, err)
+	}
+}
+
+// Keys hold when a statement's failure sends the batch down the slow path
+// (one change at a time), and a key that text cannot hold refuses its
+// change alone.
+func TestKeysOneChangeAtATime(t *testing.T) {
+	t.Parallel()
+	s := open(t, &postgres.Config{DSN: pgtest.DSN(t)})
+	create(t, s, newRun("a"), newRun("b"))
+	mark := func(name string) func(*store.Run) (*store.Update, error) {
+		return func(*store.Run) (*store.Update, error) {
+			return &store.Update{History: []store.NewEvent{{Kind: hephtype.EventMarker, Name: name}},
+				Condition: &store.Condition{Code: "c", Message: name}}, nil
+		}
+	}
+	res := apply(t, s, &store.ApplyParams{Changes: []store.Change{
+		{RunID: "a", Key: "k1", Decide: mark("1")},
+		{RunID: "b", Decide: func(*store.Run) (*store.Update, error) { return &store.Update{Output: []byte(`[oops`)}, nil }},
+		{RunID: "a", Key: "k1", Decide: mark("2")},
+		{RunID: "a", Key: "nul\x00", Decide: mark("3")},
+		{RunID: "a", Key: "bad\xff", Decide: mark("4")},
+		{RunID: "b", Key: "k1", Decide: mark("5")},
+	}})
+	for i, want := range []error{nil, errors.New("any"), store.ErrDuplicateChange, errors.New("any"), errors.New("any"), nil} {
+		err := res.Changes[i].Err
+		switch {
+		case want == nil && err != nil, want != nil && err == nil:
+			t.Errorf("change %d: %v, want %v", i, err, want)
+		case errors.Is(want, store.ErrDuplicateChange) && !errors.Is(err, want):
+			t.Errorf("change %d: %v, want %v", i, err, want)
+		}
+	}
+	evs, err := s.History(t.Context(), &store.HistoryParams{RunID: "a"})
+	if err != nil || len(evs) != 1 || evs[0].Key != "k1" || evs[0].Name != "1" {
+		t.Fatalf("history of a = %+v, %v", evs, err)
+	}
+	if r, err := s.GetRun(t.Context(), "a"); err != nil || r.Condition.Message != "1" || !r.Condition.Since.Equal(now.Truncate(time.Microsecond)) {
+		t.Fatalf("a = %+v, %v", r, err)
+	}
+	// In a later batch, the fast path finds the key stored.
+	res = apply(t, s, &store.ApplyParams{Changes: []store.Change{{RunID: "a", Key: "k1", Decide: mark("6")}}})
+	if !errors.Is(res.Changes[0].Err, store.ErrDuplicateChange) {
+		t.Fatalf("key again: %v", res.Changes[0].Err)
 	}
 }

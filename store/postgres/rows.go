@@ -14,9 +14,10 @@ import (
 
 // The columns read by scanRun, scanTask and scanEvent, in order.
 const (
-	runCols   = "id, workflow, version, kind, status, input, output, error, business_id, key_scope, parent_id, tags, metadata, state, published, seq, created_at, updated_at, finished_at"
-	taskCols  = "id, run_id, queue, kind, workflow, version, step, idx, attempt, payload, item, priority, ready_at, owner, token, lease_until, claims, created_at"
-	eventCols = "run_id, seq, kind, step, idx, attempt, name, data, error, at"
+	runCols    = "id, workflow, version, kind, status, input, output, error, business_id, key_scope, parent_id, tags, metadata, state, published, condition, seq, created_at, updated_at, finished_at"
+	taskCols   = "id, run_id, queue, kind, workflow, version, step, idx, attempt, payload, item, priority, ready_at, handler, details, owner, token, lease_until, claims, created_at"
+	eventCols  = "run_id, seq, kind, step, idx, attempt, name, data, error, key, at"
+	workerCols = "id, queues, handlers, host, pid, started_at, seen_at, expires_at"
 )
 
 type scanner interface{ Scan(dest ...any) error }
@@ -28,13 +29,14 @@ func scanRun(sc scanner, extra ...any) (*store.Run, error) {
 		kind, status, scope  string
 		input, output, state []byte
 		published, meta      []byte
+		condition            []byte
 		tags                 []string
 		created, updated     time.Time
 		finished             *time.Time
 		businessID           *string
 	)
 	dest := []any{&r.ID, &r.Workflow, &r.Version, &kind, &status, &input, &output, &r.Error,
-		&businessID, &scope, &r.ParentID, &tags, &meta, &state, &published, &r.Seq,
+		&businessID, &scope, &r.ParentID, &tags, &meta, &state, &published, &condition, &r.Seq,
 		&created, &updated, &finished}
 	if err := sc.Scan(append(dest, extra...)...); err != nil {
 		return nil, err
@@ -54,6 +56,12 @@ func scanRun(sc scanner, extra ...any) (*store.Run, error) {
 			return nil, fmt.Errorf("run %s: metadata: %w", r.ID, err)
 		}
 	}
+	if len(condition) > 0 {
+		if err := json.Unmarshal(condition, &r.Condition); err != nil {
+			return nil, fmt.Errorf("run %s: condition: %w", r.ID, err)
+		}
+		r.Condition.Since = r.Condition.Since.UTC()
+	}
 	r.CreatedAt = created.UTC()
 	r.UpdatedAt = updated.UTC()
 	r.FinishedAt = fromNull(finished)
@@ -65,17 +73,18 @@ func scanTask(sc scanner) (*store.Task, error) {
 		t              store.Task
 		kind           string
 		payload, item  []byte
+		details        []byte
 		owner          *string
 		ready, created time.Time
 		leaseUntil     *time.Time
 	)
 	err := sc.Scan(&t.ID, &t.RunID, &t.Queue, &kind, &t.Workflow, &t.Version, &t.Step, &t.Index,
-		&t.Attempt, &payload, &item, &t.Priority, &ready, &owner, &t.Token, &leaseUntil, &t.Claims, &created)
+		&t.Attempt, &payload, &item, &t.Priority, &ready, &t.Handler, &details, &owner, &t.Token, &leaseUntil, &t.Claims, &created)
 	if err != nil {
 		return nil, err
 	}
 	t.Kind = store.TaskKind(kind)
-	t.Payload, t.Item = payload, item
+	t.Payload, t.Item, t.Details = payload, item, details
 	if owner != nil {
 		t.Owner = *owner
 	}
@@ -90,13 +99,37 @@ func scanEvent(sc scanner) (store.Event, error) {
 		e    store.Event
 		kind string
 		data []byte
+		key  *string
 		at   time.Time
 	)
-	err := sc.Scan(&e.RunID, &e.Seq, &kind, &e.Step, &e.Index, &e.Attempt, &e.Name, &data, &e.Error, &at)
+	err := sc.Scan(&e.RunID, &e.Seq, &kind, &e.Step, &e.Index, &e.Attempt, &e.Name, &data, &e.Error, &key, &at)
 	e.Kind = hephtype.EventKind(kind)
+	if key != nil {
+		e.Key = *key
+	}
 	e.Data = data
 	e.At = at.UTC()
 	return e, err
+}
+
+func scanWorker(sc scanner) (*store.Worker, error) {
+	var (
+		w                      store.Worker
+		started, seen, expires time.Time
+		pid                    int64
+	)
+	if err := sc.Scan(&w.ID, &w.Queues, &w.Handlers, &w.Host, &pid, &started, &seen, &expires); err != nil {
+		return nil, err
+	}
+	if len(w.Queues) == 0 {
+		w.Queues = nil
+	}
+	if len(w.Handlers) == 0 {
+		w.Handlers = nil
+	}
+	w.PID = int(pid)
+	w.StartedAt, w.SeenAt, w.ExpiresAt = started.UTC(), seen.UTC(), expires.UTC()
+	return &w, nil
 }
 
 func fromNull(t *time.Time) time.Time {
@@ -137,6 +170,19 @@ func metadataArg(m map[string]json.RawMessage) (*string, error) {
 	return &s, nil
 }
 
+// conditionArg is a run's condition as JSON, or NULL when there is none.
+func conditionArg(c store.Condition) (*string, error) {
+	if c.IsZero() {
+		return nil, nil
+	}
+	b, err := json.Marshal(c)
+	if err != nil {
+		return nil, err // a time out of JSON's range
+	}
+	s := string(b)
+	return &s, nil
+}
+
 // nullString stores "" as NULL.
 func nullString(s string) *string {
 	if s == "" {
@@ -148,10 +194,11 @@ func nullString(s string) *string {
 // queries holds the statements of a store, with its schema's name in
 // them.
 type queries struct {
-	loadRuns, loadFenced, writeCreates, writeUpdates, lookup string
-	claimOne, claimMany, heartbeat, release, nextReady       string
-	getRun, findRun, runExists, history, pruneLock, prune    string
-	listRuns                                                 string // up to the WHERE clause
+	loadRuns, loadFenced, loadKeys, writeCreates, writeUpdates, lookup string
+	claimOne, claimMany, heartbeat, release, nextReady, stranded       string
+	getRun, findRun, runExists, history, pruneLock, prune              string
+	registerWorker, removeWorker, listWorkers                          string
+	listRuns                                                           string // up to the WHERE clause
 }
 
 func newQueries(schema string) queries {
@@ -160,39 +207,75 @@ func newQueries(schema string) queries {
 		loadRuns: s("SELECT " + runCols + ", unique_key FROM §runs WHERE id = ANY($1::text[]) ORDER BY id FOR UPDATE"),
 		loadFenced: s(`SELECT id, run_id, token, owner IS NOT NULL, kind, step, idx FROM §tasks
 			WHERE id = ANY($1::int8[]) ORDER BY id FOR UPDATE`),
+		// The keys of keyed changes ($1 runs, $2 keys) already in the
+		// history, through events_key.
+		loadKeys: s(`SELECT e.run_id, e.key FROM unnest($1::text[], $2::text[]) AS x(run_id, key)
+			JOIN §events e ON e.run_id = x.run_id AND e.key = x.key WHERE e.key IS NOT NULL`),
 		writeCreates: s(writeCreatesSQL),
 		writeUpdates: s(writeUpdatesSQL),
 		lookup:       s("SELECT (SELECT id FROM §runs WHERE id = $1), (SELECT id FROM §runs WHERE unique_key = $2)"),
 		claimOne:     s(claimSQL("queue = $1")),
 		claimMany:    s(claimSQL("queue = ANY($1::text[])")),
-		heartbeat:    s(leaseSQL("lease_until = $3")),
+		heartbeat:    s(heartbeatSQL),
 		release:      s(leaseSQL("owner = NULL, lease_until = NULL")),
 		nextReady: s(`SELECT min(least(r.t, l.t)) FROM unnest($1::text[]) AS q(name)
-			CROSS JOIN LATERAL (SELECT min(ready_at) FROM §tasks WHERE queue = q.name AND owner IS NULL) AS r(t)
+			CROSS JOIN LATERAL (SELECT min(ready_at) FROM §tasks WHERE queue = q.name AND owner IS NULL
+				AND ` + handlerCond("$2") + `) AS r(t)
 			CROSS JOIN LATERAL (SELECT min(lease_until) FROM §tasks WHERE queue = q.name AND owner IS NOT NULL
-				AND ready_at < coalesce(r.t, 'infinity')) AS l(t)`),
+				AND ready_at < coalesce(r.t, 'infinity') AND ` + handlerCond("$2") + `) AS l(t)`),
+		// Claimable at $3 (ready, and unleased or its lease expired), ready
+		// before $2, with a handler that is not empty and not among $4.
+		stranded: s(`SELECT ` + taskCols + ` FROM §tasks
+			WHERE queue = $1 AND ready_at < $2 AND ready_at <= $3 AND (lease_until IS NULL OR lease_until <= $3)
+				AND handler <> '' AND handler <> ALL($4::text[])
+			ORDER BY ready_at, id LIMIT $5`),
 		getRun:    s("SELECT " + runCols + " FROM §runs WHERE id = $1"),
 		findRun:   s("SELECT " + runCols + " FROM §runs WHERE business_id = $1 AND ($2 = '' OR workflow = $2) ORDER BY created_at DESC, id DESC LIMIT 1"),
 		runExists: s("SELECT EXISTS (SELECT 1 FROM §runs WHERE id = $1)"),
 		history:   s("SELECT " + eventCols + " FROM §events WHERE run_id = $1 AND seq > $2 ORDER BY seq LIMIT $3"),
-		pruneLock: s(`SELECT id FROM §runs WHERE created_at < $1 AND finished_at < $1
+		// Finished runs without tasks (tasks_run tells): a run's tasks are
+		// work it left to do.
+		pruneLock: s(`SELECT id FROM §runs r WHERE created_at < $1 AND finished_at < $1
 			AND status IN ('completed', 'failed', 'cancelled', 'continued')
+			AND NOT EXISTS (SELECT 1 FROM §tasks t WHERE t.run_id = r.id)
 			ORDER BY created_at LIMIT $2 FOR UPDATE SKIP LOCKED`),
-		prune: s(`WITH e AS (DELETE FROM §events WHERE run_id = ANY($1::text[])),
-			t AS (DELETE FROM §tasks WHERE run_id = ANY($1::text[]))
-			DELETE FROM §runs WHERE id = ANY($1::text[])`),
+		// Those of the locked runs $1 that still have no task (the snapshot
+		// of this statement, taken with them locked, sees every task
+		// written for them), with their history.
+		prune: s(`WITH d AS (
+				SELECT x.id FROM unnest($1::text[]) AS x(id) WHERE NOT EXISTS (SELECT 1 FROM §tasks t WHERE t.run_id = x.id)
+			), e AS (DELETE FROM §events WHERE run_id IN (SELECT id FROM d))
+			DELETE FROM §runs WHERE id IN (SELECT id FROM d)`),
+		registerWorker: s(`INSERT INTO §workers (` + workerCols + `) VALUES ($1, $2, $3, $4, $5, $6, $7, $8)
+			ON CONFLICT (id) DO UPDATE SET queues = excluded.queues, handlers = excluded.handlers, host = excluded.host,
+				pid = excluded.pid, started_at = excluded.started_at, seen_at = excluded.seen_at, expires_at = excluded.expires_at`),
+		removeWorker: s("DELETE FROM §workers WHERE id = $1"),
+		// Records expired for an hour go: a process whose clock runs ahead
+		// does not delete the records of live workers.
+		listWorkers: s(`WITH gone AS (DELETE FROM §workers WHERE expires_at < $1::timestamptz - interval '1 hour')
+			SELECT ` + workerCols + ` FROM §workers WHERE expires_at > $1 ORDER BY id`),
 		listRuns: s("SELECT " + runCols + " FROM §runs"),
 	}
 }
 
+// handlerCond keeps the tasks that the handlers in the array parameter p
+// can run: all when p is NULL (a nil list), else those whose handler is
+// empty or in the list.
+func handlerCond(p string) string {
+	return "(" + p + "::text[] IS NULL OR handler = '' OR handler = ANY(" + p + "::text[]))"
+}
+
 // claimSQL leases up to $5 tasks of the queues selected by queueCond (over
-// $1) to owner $2 until $3, at time $4. Rows locked by others (being
-// claimed, or fenced by an Apply) are skipped, never waited for. A task's
-// token grows by one at every claim, so its tokens never repeat.
+// $1) that the handlers $6 can run to owner $2 until $3, at time $4. Rows
+// locked by others (being claimed, or fenced by an Apply) are skipped,
+// never waited for. A task's token grows by one at every claim, so its
+// tokens never repeat. The handlers filter the rows the walk of
+// tasks_claim meets; they do not change the walk.
 func claimSQL(queueCond string) string {
 	return `WITH picked AS (
 		SELECT id FROM §tasks
 		WHERE ` + queueCond + ` AND ready_at <= $4 AND (lease_until IS NULL OR lease_until <= $4)
+			AND ` + handlerCond("$6") + `
 		ORDER BY priority DESC, ready_at, id LIMIT $5
 		FOR UPDATE SKIP LOCKED)
 	UPDATE §tasks t SET owner = $2, token = t.token + 1, lease_until = $3, claims = t.claims + 1
@@ -211,6 +294,17 @@ func leaseSQL(set string) string {
 	UPDATE §tasks t SET ` + set + ` FROM held WHERE t.id = held.id RETURNING t.id`
 }
 
+// heartbeatSQL is leaseSQL that extends the leases to $3 and records the
+// details ($4 task ids, $5 details as text) of those it names.
+var heartbeatSQL = `WITH held AS (
+		SELECT t.id FROM §tasks t JOIN unnest($1::int8[], $2::int8[]) AS l(id, token)
+			ON t.id = l.id AND t.token = l.token
+		WHERE t.owner IS NOT NULL ORDER BY t.id FOR UPDATE OF t)
+	UPDATE §tasks t SET lease_until = $3,
+		details = CASE WHEN d.id IS NULL THEN t.details ELSE d.details::jsonb END
+	FROM held LEFT JOIN unnest($4::int8[], $5::text[]) AS d(id, details) ON d.id = held.id
+	WHERE t.id = held.id RETURNING t.id`
+
 func prefixed(p, cols string) string {
 	parts := strings.Split(cols, ", ")
 	for i := range parts {
@@ -219,31 +313,38 @@ func prefixed(p, cols string) string {
 	return strings.Join(parts, ", ")
 }
 
+// unnest is the list of array parameters from $n, one per type.
+func unnest(n int, types ...string) string {
+	parts := make([]string, len(types))
+	for i, t := range types {
+		parts[i] = "$" + itoa(n+i) + "::" + t + "[]"
+	}
+	return strings.Join(parts, ", ")
+}
+
 // The history columns of writeUpdatesSQL and writeCreatesSQL, from $n:
-// run id, seq, kind, step, idx, attempt, name, data, error (see events);
-// $now is the time.
+// run id, seq, kind, step, idx, attempt, name, data, error, key (see
+// events); $now is the time.
 func eventsSQL(n, now int) string {
-	return `INSERT INTO §events (run_id, seq, kind, step, idx, attempt, name, data, error, at)
-	SELECT x.run_id, x.seq, x.kind, x.step, x.idx, x.attempt, x.name, x.data::jsonb, x.error, $` + itoa(now) + `::timestamptz
-	FROM unnest($` + itoa(n) + `::text[], $` + itoa(n+1) + `::int8[], $` + itoa(n+2) + `::text[], $` + itoa(n+3) + `::text[], $` +
-		itoa(n+4) + `::int8[], $` + itoa(n+5) + `::int8[], $` + itoa(n+6) + `::text[], $` + itoa(n+7) + `::text[], $` + itoa(n+8) + `::text[])
-		AS x(run_id, seq, kind, step, idx, attempt, name, data, error)`
+	return `INSERT INTO §events (run_id, seq, kind, step, idx, attempt, name, data, error, key, at)
+	SELECT x.run_id, x.seq, x.kind, x.step, x.idx, x.attempt, x.name, x.data::jsonb, x.error, x.key, $` + itoa(now) + `::timestamptz
+	FROM unnest(` + unnest(n, "text", "int8", "text", "text", "int8", "int8", "text", "text", "text", "text") + `)
+		AS x(run_id, seq, kind, step, idx, attempt, name, data, error, key)`
 }
 
 // The task columns, from $n: run id, queue, kind, workflow, version, step,
-// idx, attempt, payload, item, priority, ready_at (see tasks); $now is the
-// time. The rows
-// are inserted in the order of the arrays, so their ids ascend in that
-// order.
+// idx, attempt, payload, item, priority, ready_at, handler, details (see
+// tasks); $now is the time. The rows are inserted in the order of the
+// arrays, so their ids ascend in that order.
 func tasksSQL(n, now int) string {
 	return `INSERT INTO §tasks (run_id, queue, kind, workflow, version, step, idx, attempt, payload, item,
-		priority, ready_at, created_at)
+		priority, ready_at, handler, details, created_at)
 	SELECT x.run_id, x.queue, x.kind, x.workflow, x.version, x.step, x.idx, x.attempt, x.payload::jsonb,
-		x.item::jsonb, x.priority, x.ready_at, $` + itoa(now) + `::timestamptz
-	FROM unnest($` + itoa(n) + `::text[], $` + itoa(n+1) + `::text[], $` + itoa(n+2) + `::text[], $` + itoa(n+3) + `::text[], $` +
-		itoa(n+4) + `::int8[], $` + itoa(n+5) + `::text[], $` + itoa(n+6) + `::int8[], $` + itoa(n+7) + `::int8[], $` +
-		itoa(n+8) + `::text[], $` + itoa(n+9) + `::text[], $` + itoa(n+10) + `::int8[], $` + itoa(n+11) + `::timestamptz[])
-		WITH ORDINALITY AS x(run_id, queue, kind, workflow, version, step, idx, attempt, payload, item, priority, ready_at, n)`
+		x.item::jsonb, x.priority, x.ready_at, x.handler, x.details::jsonb, $` + itoa(now) + `::timestamptz
+	FROM unnest(` + unnest(n, "text", "text", "text", "text", "int8", "text", "int8", "int8", "text", "text", "int8",
+		"timestamptz", "text", "text") + `)
+		WITH ORDINALITY AS x(run_id, queue, kind, workflow, version, step, idx, attempt, payload, item, priority,
+			ready_at, handler, details, n)`
 }
 
 func itoa(n int) string { return strconv.Itoa(n) }
@@ -251,48 +352,54 @@ func itoa(n int) string { return strconv.Itoa(n) }
 // writeUpdatesSQL writes the updates of a segment in one statement: it
 // deletes the fenced tasks ($1: the caller holds them locked and checked
 // their tokens), cancels the tasks that match ($2 run ids, $3 kinds, $4
-// steps, $5 indexes), updates the runs ($6-$14, one row per run: its last
-// state), appends the history ($16-$24) and enqueues tasks ($25-$36); $15
+// steps, $5 indexes), updates the runs ($6-$15, one row per run: its last
+// state), appends the history ($17-$26) and enqueues tasks ($27-$40); $16
 // is now. The sub-statements share one snapshot, so the cancellations
 // never see the tasks the segment enqueues (the applier leaves a
 // cancellation that must see them to a later segment). It returns the
 // number of fenced tasks deleted (by their fence or by a cancellation,
 // whichever came first: a row deleted by one is skipped by the other) and
-// of runs updated (the caller
-// holds all of them locked: anything short is a bug), and the new task ids
-// in ascending order, which is the order of the arrays.
+// of runs updated (the caller holds all of them locked: anything short is
+// a bug), the new task ids in ascending order, which is the order of the
+// arrays, and the number of runs whose leased tasks the cancellations
+// deleted: each is notified on channel $41 (at commit; the fenced tasks,
+// which their holders complete, do not count). A commit that cancels no
+// leased task calls no pg_notify.
 var writeUpdatesSQL = `WITH f AS (
 	DELETE FROM §tasks WHERE id = ANY($1::int8[]) RETURNING id
 ), c AS (
 	DELETE FROM §tasks t USING unnest($2::text[], $3::text[], $4::text[], $5::int8[]) AS m(run_id, kind, step, idx)
 	WHERE t.run_id = m.run_id AND (m.kind = '' OR t.kind = m.kind)
 		AND (m.step = '' OR t.step = m.step) AND (m.idx < 0 OR t.idx = m.idx)
-	RETURNING t.id
+	RETURNING t.id, t.run_id, t.owner IS NOT NULL AS leased
 ), u AS (
 	UPDATE §runs r SET status = x.status, output = x.output::jsonb, error = x.error, state = x.state::jsonb,
-		published = x.published::jsonb, seq = x.seq, updated_at = $15::timestamptz,
+		published = x.published::jsonb, condition = x.condition::jsonb, seq = x.seq, updated_at = $16::timestamptz,
 		finished_at = x.finished_at, unique_key = x.unique_key
-	FROM unnest($6::text[], $7::text[], $8::text[], $9::text[], $10::text[], $11::text[], $12::int8[],
-		$13::timestamptz[], $14::text[]) AS x(id, status, output, error, state, published, seq, finished_at, unique_key)
+	FROM unnest(` + unnest(6, "text", "text", "text", "text", "text", "text", "int8", "timestamptz", "text", "text") + `)
+		AS x(id, status, output, error, state, published, seq, finished_at, unique_key, condition)
 	WHERE r.id = x.id RETURNING 1
 ), e AS (
-	` + eventsSQL(16, 15) + `
+	` + eventsSQL(17, 16) + `
 ), t AS (
-	` + tasksSQL(25, 15) + `
+	` + tasksSQL(27, 16) + `
 	ORDER BY x.n
 	RETURNING id
 )
-SELECT (SELECT count(*) FROM f) + (SELECT count(*) FROM c WHERE c.id IN (SELECT unnest($1::int8[]))),
-	(SELECT count(*) FROM u), ARRAY(SELECT id FROM t ORDER BY id)`
+SELECT (SELECT count(*) FROM f) + (SELECT count(*) FROM c WHERE c.id = ANY($1::int8[])),
+	(SELECT count(*) FROM u), ARRAY(SELECT id FROM t ORDER BY id),
+	(SELECT count(pg_notify($41, x.run_id)) FROM (SELECT DISTINCT run_id FROM c WHERE leased AND c.id <> ALL($1::int8[])) AS x)`
 
 // writeCreatesSQL inserts the runs of a segment with their history and
 // tasks in one statement: $1-$17 are the runs' columns (tags as a JSON
-// array), $18 now, $19-$27 the history, $28-$39 the tasks. ON CONFLICT DO
-// NOTHING covers both the primary key and the business-key index: a run
-// that conflicts (with a run of another transaction, or an earlier one of
-// the arrays) writes nothing, neither history nor tasks. It returns the
-// ids of the runs inserted, and the ids of the new tasks in ascending
-// order with their runs.
+// array), $18 now, $19-$28 the history, $29-$42 the tasks, and $43-$44 the
+// fences of creates (run ids and task ids: the caller holds the tasks
+// locked and checked their tokens). ON CONFLICT DO NOTHING covers both
+// the primary key and the business-key index: a run that conflicts (with a
+// run of another transaction, or an earlier one of the arrays) writes
+// nothing, neither history nor tasks, and leaves its fence. It returns the
+// ids of the runs inserted, the ids of the new tasks in ascending order
+// with their runs, and the number of fenced tasks deleted.
 var writeCreatesSQL = `WITH r AS (
 	INSERT INTO §runs (id, workflow, version, kind, status, input, output, error, business_id,
 		key_scope, unique_key, parent_id, tags, metadata, state, seq, created_at, updated_at, finished_at)
@@ -307,16 +414,21 @@ var writeCreatesSQL = `WITH r AS (
 	ORDER BY x.n
 	ON CONFLICT DO NOTHING
 	RETURNING id
+), f AS (
+	DELETE FROM §tasks t USING unnest($43::text[], $44::int8[]) AS x(run_id, id)
+	WHERE t.id = x.id AND x.run_id IN (SELECT id FROM r)
+	RETURNING t.id
 ), e AS (
 	` + eventsSQL(19, 18) + `
 	WHERE x.run_id IN (SELECT id FROM r)
 ), t AS (
-	` + tasksSQL(28, 18) + `
+	` + tasksSQL(29, 18) + `
 	WHERE x.run_id IN (SELECT id FROM r)
 	ORDER BY x.n
 	RETURNING id, run_id
 )
-SELECT ARRAY(SELECT id FROM r), ARRAY(SELECT id FROM t ORDER BY id), ARRAY(SELECT run_id FROM t ORDER BY id)`
+SELECT ARRAY(SELECT id FROM r), ARRAY(SELECT id FROM t ORDER BY id), ARRAY(SELECT run_id FROM t ORDER BY id),
+	(SELECT count(*) FROM f)`
 
 // tagsArg is a run's tags as a JSON array, or NULL for none.
 func tagsArg(tags []string) *string {

@@ -186,9 +186,9 @@ func (s *Store) History(ctx context.Context, p *store.HistoryParams) ([]store.Ev
 }
 
 // PruneRuns deletes up to p.Limit runs that finished before
-// p.FinishedBefore, the earliest created first, with their history and
-// tasks. Runs that another transaction holds locked are left for the next
-// call.
+// p.FinishedBefore and have no task left, the earliest created first,
+// with their history. Runs that another transaction holds locked are left
+// for the next call.
 func (s *Store) PruneRuns(ctx context.Context, p *store.PruneParams) (int, error) {
 	if err := s.check(); err != nil {
 		return 0, fmt.Errorf("prune runs: %w", err)

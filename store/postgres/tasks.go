@@ -96,13 +96,14 @@ func checkClaim(p *store.ClaimParams) error {
 
 // claimArgs is the claim statement for p and its arguments. One queue
 // gets a plan that walks the claim index in order and stops at the limit.
+// Nil handlers go as NULL (no filter), an empty list as an empty array.
 func claimArgs(q *queries, p *store.ClaimParams) (string, []any) {
 	now := truncate(p.Now)
 	until := truncate(p.Now.Add(p.LeaseFor))
 	if len(p.Queues) == 1 {
-		return q.claimOne, []any{p.Queues[0], p.Owner, until, now, p.Limit}
+		return q.claimOne, []any{p.Queues[0], p.Owner, until, now, p.Limit, p.Handlers}
 	}
-	return q.claimMany, []any{p.Queues, p.Owner, until, now, p.Limit}
+	return q.claimMany, []any{p.Queues, p.Owner, until, now, p.Limit, p.Handlers}
 }
 
 // collectTasks reads tasks in claim order (RETURNING has none).
@@ -131,7 +132,8 @@ func collectTasks(rows pgx.Rows) ([]*store.Task, error) {
 	return out, nil
 }
 
-// Heartbeat extends the leases still held to p.Until.
+// Heartbeat extends the leases still held to p.Until, and records the
+// details p names on their tasks.
 func (s *Store) Heartbeat(ctx context.Context, p *store.HeartbeatParams) ([]int64, error) {
 	if err := s.check(); err != nil {
 		return nil, fmt.Errorf("heartbeat: %w", err)
@@ -142,7 +144,11 @@ func (s *Store) Heartbeat(ctx context.Context, p *store.HeartbeatParams) ([]int6
 	if p.Until.IsZero() {
 		return nil, errors.New("heartbeat: Until is zero")
 	}
-	lost, err := s.leases(ctx, s.q.heartbeat, p.Leases, truncate(p.Until))
+	ids, details := []int64{}, []*string{}
+	for id, d := range p.Details {
+		ids, details = append(ids, id), append(details, jsonArg(d))
+	}
+	lost, err := s.leases(ctx, s.q.heartbeat, p.Leases, truncate(p.Until), ids, details)
 	if err != nil {
 		return nil, s.fail("heartbeat", err)
 	}
@@ -192,7 +198,8 @@ func (s *Store) leases(ctx context.Context, sql string, leases []store.Lease, ex
 	return lost, nil
 }
 
-// NextReady returns when a task of the queues is next claimable.
+// NextReady returns when a task of the queues that p.Handlers can run is
+// next claimable.
 func (s *Store) NextReady(ctx context.Context, p *store.NextReadyParams) (time.Time, bool, error) {
 	if err := s.check(); err != nil {
 		return time.Time{}, false, fmt.Errorf("next ready: %w", err)
@@ -202,7 +209,7 @@ func (s *Store) NextReady(ctx context.Context, p *store.NextReadyParams) (time.T
 	}
 	var next *time.Time
 	err := s.idempotent(ctx, func(ctx context.Context) error {
-		return s.pool.QueryRow(ctx, s.q.nextReady, p.Queues).Scan(&next)
+		return s.pool.QueryRow(ctx, s.q.nextReady, p.Queues, p.Handlers).Scan(&next)
 	})
 	if err != nil {
 		return time.Time{}, false, s.fail("next ready", err)
@@ -211,4 +218,29 @@ func (s *Store) NextReady(ctx context.Context, p *store.NextReadyParams) (time.T
 		return time.Time{}, false, nil
 	}
 	return next.UTC(), true, nil
+}
+
+// StrandedTasks returns claimable tasks of a queue that no handler of
+// p.Served can run, oldest ready first.
+func (s *Store) StrandedTasks(ctx context.Context, p *store.StrandedParams) ([]*store.Task, error) {
+	if err := s.check(); err != nil {
+		return nil, fmt.Errorf("stranded tasks: %w", err)
+	}
+	limit, err := p.Check()
+	if err != nil {
+		return nil, fmt.Errorf("stranded tasks: %w", err)
+	}
+	var out []*store.Task
+	err = s.idempotent(ctx, func(ctx context.Context) error {
+		rows, err := s.pool.Query(ctx, s.q.stranded, p.Queue, truncate(p.ReadyBefore), truncate(p.Now), nonNil(p.Served), limit)
+		if err != nil {
+			return err
+		}
+		out, err = pgx.CollectRows(rows, func(row pgx.CollectableRow) (*store.Task, error) { return scanTask(row) })
+		return err
+	})
+	if err != nil {
+		return nil, s.fail("stranded tasks", err)
+	}
+	return out, nil
 }

@@ -20,10 +20,14 @@ var errRunExists = store.ErrRunExists
 // Apply performs the changes in one write transaction (group commit).
 //
 // A change writes nothing until it is accepted: Decide sees the run as
-// stored, and the change's first write, the deletion of the fenced task,
-// matches the task only while its lease is held. So a refused change needs
-// no savepoint to be undone alone, and an error after a change's first
-// write is a failure of the store, which rolls the whole transaction back.
+// stored, a change's idempotency key is looked up before it writes, and
+// the first write of an update, the deletion of the fenced task, matches
+// the task only while its lease is held. A fenced create reads its fence
+// first and deletes it once the run is inserted (the writer is alone in
+// the transaction, so the lease cannot go in between). So a refused change
+// needs no savepoint to be undone alone, and an error after a change's
+// first write is a failure of the store, which rolls the whole transaction
+// back.
 func (s *Store) Apply(ctx context.Context, p *store.ApplyParams) (*store.ApplyResult, error) {
 	if err := s.check(); err != nil {
 		return nil, fmt.Errorf("apply: %w", err)
@@ -106,6 +110,9 @@ type applier struct {
 	// changed holds the runs this Apply created or updated, as they will
 	// be stored; they go to the cache once the transaction commits.
 	changed map[string]*runState
+	// keys holds the idempotency keys this Apply recorded, by run: their
+	// history entries wait in events.
+	keys map[runKey]struct{}
 
 	events []pendingEvent
 	tasks  []*store.Task // without ids until flushTasks
@@ -115,14 +122,26 @@ type applier struct {
 // having written nothing; the error is a failure of the store.
 func (a *applier) change(c *store.Change) (store.ChangeResult, error) {
 	if c.Create != nil {
-		return a.create(c.Create)
+		return a.create(c.Create, c.Fence)
 	}
 	return a.update(c)
 }
 
 func refused(err error) (store.ChangeResult, error) { return store.ChangeResult{Err: err}, nil }
 
-func (a *applier) create(n *store.NewRun) (store.ChangeResult, error) {
+// create inserts a new run. A fenced create checks its fence first (a
+// lost lease is reported before anything else), and deletes it once the
+// run is inserted: a create refused for another reason leaves it.
+func (a *applier) create(n *store.NewRun, fence *store.Lease) (store.ChangeResult, error) {
+	if fence != nil {
+		held, err := a.fenceHeld(fence)
+		if err != nil {
+			return store.ChangeResult{}, err
+		}
+		if !held {
+			return refused(fmt.Errorf("create run %s: task %d: %w", n.ID, fence.TaskID, store.ErrLeaseLost))
+		}
+	}
 	if n.ID == "" {
 		return refused(errors.New("create run: id is empty"))
 	}
@@ -216,12 +235,17 @@ func (a *applier) create(n *store.NewRun) (store.ChangeResult, error) {
 	if err != nil {
 		return store.ChangeResult{}, fmt.Errorf("insert run: %w", err)
 	}
+	if fence != nil {
+		if err := a.deleteFence(fence); err != nil {
+			return store.ChangeResult{}, err
+		}
+	}
 	st := &runState{run: *cloneRun(r), key: key, rowid: rowid}
 	if err := st.storedForm(tags, meta); err != nil {
 		return store.ChangeResult{}, fmt.Errorf("insert run: %w", err)
 	}
 	a.setChanged(st)
-	a.insertEvents(r.ID, 0, n.History)
+	a.insertEvents(r.ID, 0, n.History, "")
 	return store.ChangeResult{Run: r, Tasks: a.insertTasks(r, n.Tasks)}, nil
 }
 
@@ -268,7 +292,7 @@ func (a *applier) run(id string) (*runState, error) {
 	if err != nil {
 		return nil, err
 	}
-	st := &runState{run: *run, rowid: vInt(w.dest[0]), key: w.dest[numRunCols+1]}
+	st := &runState{run: *run, rowid: vInt(w.dest[0]), key: w.dest[numRunCols+1], cond: w.dest[numRunCols]}
 	a.w.runs.put(id, st) // as committed: no change of this Apply touched it
 	return st, nil
 }
@@ -284,17 +308,9 @@ func (a *applier) setChanged(st *runState) {
 // the change was fenced: a lost lease comes first.
 func (a *applier) refuse(c *store.Change, runID string, err error) (store.ChangeResult, error) {
 	if c.Fence != nil {
-		w := a.w
-		w.arg(c.Fence.TaskID)
-		w.arg(c.Fence.Token)
-		w.arg(runID)
-		rows, qerr := w.query(qFenceHeld)
-		if qerr != nil {
-			return store.ChangeResult{}, fmt.Errorf("check fence: %w", qerr)
-		}
-		held, qerr := w.row(rows, 1)
-		if qerr != nil {
-			return store.ChangeResult{}, fmt.Errorf("check fence: %w", qerr)
+		held, ferr := a.fenceHeld(c.Fence)
+		if ferr != nil {
+			return store.ChangeResult{}, ferr
 		}
 		if !held {
 			return refused(fmt.Errorf("update run %s: task %d: %w", runID, c.Fence.TaskID, store.ErrLeaseLost))
@@ -303,11 +319,82 @@ func (a *applier) refuse(c *store.Change, runID string, err error) (store.Change
 	return refused(err)
 }
 
-// update decides a change from the run as stored and writes it. Decide
-// runs before the fence is checked: the fenced task is deleted by a
-// statement that matches it only while the lease is held, so the check
-// and the first write are one. A change refused by Decide checks the
-// fence by a read, so that a lost lease is still what it reports.
+// fenceHeld tells whether the lease l is held: its task exists, leased
+// with its token. The task may be of any run.
+func (a *applier) fenceHeld(l *store.Lease) (bool, error) {
+	w := a.w
+	w.arg(l.TaskID)
+	w.arg(l.Token)
+	rows, err := w.query(qFenceHeld)
+	if err != nil {
+		return false, fmt.Errorf("check fence: %w", err)
+	}
+	held, err := w.row(rows, 1)
+	if err != nil {
+		return false, fmt.Errorf("check fence: %w", err)
+	}
+	return held, nil
+}
+
+// deleteFence deletes the task of a lease known to be held.
+func (a *applier) deleteFence(l *store.Lease) error {
+	n, err := a.fence(l)
+	if err != nil {
+		return err
+	}
+	if n != 1 {
+		return fmt.Errorf("fence: task %d: the lease went within the transaction", l.TaskID)
+	}
+	return nil
+}
+
+// fence deletes the task of the lease l if the lease is held, and returns
+// the number of tasks it deleted (0 or 1).
+func (a *applier) fence(l *store.Lease) (int64, error) {
+	w := a.w
+	w.arg(l.TaskID)
+	w.arg(l.Token)
+	res, err := w.exec(qFence)
+	if err != nil {
+		return 0, fmt.Errorf("fence: %w", err)
+	}
+	n, err := res.RowsAffected()
+	if err != nil {
+		return 0, fmt.Errorf("fence: %w", err)
+	}
+	return n, nil
+}
+
+// runKey is an idempotency key of a run.
+type runKey struct{ runID, key string }
+
+// keySeen tells whether the history of run runID holds key, as stored or
+// as an earlier change of this Apply recorded it.
+func (a *applier) keySeen(runID, key string) (bool, error) {
+	if _, ok := a.keys[runKey{runID, key}]; ok {
+		return true, nil
+	}
+	w := a.w
+	w.arg(runID)
+	w.arg(key)
+	rows, err := w.query(qKeySeen)
+	if err != nil {
+		return false, fmt.Errorf("look up key: %w", err)
+	}
+	seen, err := w.row(rows, 1)
+	if err != nil {
+		return false, fmt.Errorf("look up key: %w", err)
+	}
+	return seen, nil
+}
+
+// update decides a change from the run as stored and writes it. A keyed
+// change first looks its key up, and is refused as a duplicate without
+// calling Decide. Decide runs before the fence is checked: the fenced
+// task is deleted by a statement that matches it only while the lease is
+// held, so the check and the first write are one. A change refused before
+// that (by its key, by Decide) checks the fence by a read, so that a lost
+// lease is still what it reports.
 func (a *applier) update(c *store.Change) (store.ChangeResult, error) {
 	if c.Decide == nil {
 		return refused(fmt.Errorf("update run %s: no Decide function", c.RunID))
@@ -320,6 +407,18 @@ func (a *applier) update(c *store.Change) (store.ChangeResult, error) {
 		return refused(fmt.Errorf("update run %s: %w", c.RunID, store.ErrRunNotFound))
 	}
 	run := &st.run
+	if c.Key != "" {
+		if err := store.CheckKey(c.Key); err != nil {
+			return a.refuse(c, run.ID, fmt.Errorf("update run %s: %w", run.ID, err))
+		}
+		seen, err := a.keySeen(run.ID, c.Key)
+		if err != nil {
+			return store.ChangeResult{}, err
+		}
+		if seen {
+			return a.refuse(c, run.ID, fmt.Errorf("update run %s: key %q: %w", run.ID, c.Key, store.ErrDuplicateChange))
+		}
+	}
 	u, err := c.Decide(cloneRun(run)) // Decide may scribble on its copy
 	if err != nil {
 		return a.refuse(c, run.ID, err)
@@ -336,18 +435,18 @@ func (a *applier) update(c *store.Change) (store.ChangeResult, error) {
 	if newKey != nil && store.FreesKey(next.KeyScope, next) {
 		newKey = nil
 	}
+	cond := st.cond
+	if u.Condition != nil {
+		cond, next.Condition, err = conditionArg(next.Condition)
+		if err != nil {
+			return a.refuse(c, run.ID, fmt.Errorf("update run %s: %w", run.ID, err))
+		}
+	}
 
 	w := a.w
 	if c.Fence != nil {
-		w.arg(c.Fence.TaskID)
-		w.arg(c.Fence.Token)
-		w.arg(run.ID)
-		res, err := w.exec(qFence)
-		if err != nil {
-			return store.ChangeResult{}, fmt.Errorf("fence: %w", err)
-		}
-		if n, err := res.RowsAffected(); err != nil {
-			return store.ChangeResult{}, fmt.Errorf("fence: %w", err)
+		if n, err := a.fence(c.Fence); err != nil {
+			return store.ChangeResult{}, err
 		} else if n == 0 {
 			return refused(fmt.Errorf("update run %s: task %d: %w", run.ID, c.Fence.TaskID, store.ErrLeaseLost))
 		}
@@ -358,6 +457,7 @@ func (a *applier) update(c *store.Change) (store.ChangeResult, error) {
 	w.arg(next.Error)
 	w.arg(jsonArg(next.State))
 	w.arg(jsonArg(next.Published))
+	w.arg(cond)
 	w.arg(next.Seq)
 	w.arg(a.nowUS)
 	w.arg(nullMicros(next.FinishedAt))
@@ -376,7 +476,7 @@ func (a *applier) update(c *store.Change) (store.ChangeResult, error) {
 		// behind SQLite's back.)
 		return store.ChangeResult{}, fmt.Errorf("update run %s: row %d not found", run.ID, st.rowid)
 	}
-	a.insertEvents(run.ID, run.Seq, u.History)
+	a.insertEvents(run.ID, run.Seq, u.History, c.Key)
 	if len(u.Cancel) > 0 && a.pendingTasksOf(run.ID) {
 		// Earlier changes of the batch enqueued tasks of the run: they
 		// are cancelled too.
@@ -393,15 +493,27 @@ func (a *applier) update(c *store.Change) (store.ChangeResult, error) {
 			return store.ChangeResult{}, fmt.Errorf("cancel tasks: %w", err)
 		}
 	}
-	a.setChanged(&runState{run: *cloneRun(&next), key: newKey, rowid: st.rowid})
+	a.setChanged(&runState{run: *cloneRun(&next), key: newKey, cond: cond, rowid: st.rowid})
 	return store.ChangeResult{Run: &next, Tasks: a.insertTasks(&next, u.Tasks)}, nil
 }
 
-// insertEvents appends evs to a run's history after seq. The rows are
-// written by flushEvents: no change reads the history.
-func (a *applier) insertEvents(runID string, seq int64, evs []store.NewEvent) {
+// insertEvents appends evs to a run's history after seq, the first with
+// the change's idempotency key (if any). The rows are written by
+// flushEvents: no change reads the history (keySeen reads a.keys for the
+// keys of this Apply).
+func (a *applier) insertEvents(runID string, seq int64, evs []store.NewEvent, key string) {
+	if len(evs) == 0 {
+		return
+	}
+	if key != "" {
+		if a.keys == nil {
+			a.keys = make(map[runKey]struct{})
+		}
+		a.keys[runKey{runID, key}] = struct{}{}
+	}
 	for i := range evs {
-		a.events = append(a.events, pendingEvent{runID: runID, seq: seq + int64(i) + 1, e: &evs[i]})
+		a.events = append(a.events, pendingEvent{runID: runID, seq: seq + int64(i) + 1, e: &evs[i], key: key})
+		key = ""
 	}
 }
 
@@ -409,6 +521,7 @@ type pendingEvent struct {
 	runID string
 	seq   int64
 	e     *store.NewEvent
+	key   string // "" for none
 }
 
 // flushEvents writes the pending history entries, maxRows per statement.
@@ -431,6 +544,7 @@ func (a *applier) flushEvents() error {
 			w.arg(jsonArg(e.Data))
 			w.arg(e.Error)
 			w.arg(a.nowUS)
+			w.arg(nullString(p.key))
 		}
 		st, err := w.insertStmt(insertEvents, len(chunk))
 		if err == nil {
@@ -462,7 +576,7 @@ func (a *applier) insertTasks(r *store.Run, ts []store.NewTask) []*store.Task {
 			RunID: r.ID, Queue: n.Queue, Kind: n.Kind, Workflow: r.Workflow,
 			Version: r.Version, Step: n.Step, Index: n.Index, Attempt: n.Attempt,
 			Payload: orNil(n.Payload), Item: orNil(n.Item), Priority: n.Priority, ReadyAt: ready,
-			CreatedAt: a.now,
+			Handler: n.Handler, Details: orNil(n.Details), CreatedAt: a.now,
 		}
 	}
 	a.tasks = append(a.tasks, out...)
@@ -490,6 +604,8 @@ func (a *applier) flushTasks() error {
 			w.arg(jsonArg(t.Item))
 			w.arg(int64(t.Priority))
 			w.arg(micros(t.ReadyAt))
+			w.arg(t.Handler)
+			w.arg(jsonArg(t.Details))
 			w.arg(a.nowUS)
 		}
 		st, err := w.insertStmt(insertTasks, len(chunk))

@@ -25,6 +25,7 @@ import (
 type runState struct {
 	run   store.Run
 	key   any // the unique_key column: nil or a string
+	cond  any // the condition column: nil or a string (run.Condition as stored)
 	rowid int64
 }
 

@@ -31,14 +31,21 @@ const (
 	qUpdateRun
 	qFence
 	qFenceHeld
+	qKeySeen
 	qDataVersion
 	qCancelTask
 	qClaimOne
 	qClaimMany
+	qClaimOneHandlers
+	qClaimManyHandlers
 	qLease
 	qHeartbeat
+	qHeartbeatDetails
 	qReleaseTask
 	qPrune
+	qExpireWorkers
+	qRegisterWorker
+	qRemoveWorker
 	numQueries
 )
 
@@ -56,22 +63,35 @@ var queries = [numQueries]string{
 	// By rowid (from the run's read or the cache): one b-tree search
 	// fewer than by id. The id is checked too, at no cost.
 	qUpdateRun: `UPDATE runs SET status = ?, output = ?, error = ?, state = ?, published = ?,
-		seq = ?, updated_at = ?, finished_at = ?, unique_key = ? WHERE rowid = ? AND id = ?`,
-	// The lease (task ?1, token ?2) of a task of run ?3 is held.
-	qFence:       "DELETE FROM tasks WHERE id = ?1 AND token = ?2 AND run_id = ?3 AND owner IS NOT NULL",
-	qFenceHeld:   "SELECT 1 FROM tasks WHERE id = ?1 AND token = ?2 AND run_id = ?3 AND owner IS NOT NULL",
+		condition = ?, seq = ?, updated_at = ?, finished_at = ?, unique_key = ? WHERE rowid = ? AND id = ?`,
+	// The lease (task ?1, token ?2) is held. The task may be of any run.
+	qFence:     "DELETE FROM tasks WHERE id = ?1 AND token = ?2 AND owner IS NOT NULL",
+	qFenceHeld: "SELECT 1 FROM tasks WHERE id = ?1 AND token = ?2 AND owner IS NOT NULL",
+	// The history of run ?1 holds key ?2 (events_key).
+	qKeySeen:     "SELECT 1 FROM events WHERE run_id = ?1 AND key = ?2",
 	qDataVersion: "PRAGMA data_version",
 	qCancelTask: `DELETE FROM tasks WHERE run_id = ?1
 		AND (?2 = '' OR kind = ?2) AND (?3 = '' OR step = ?3) AND (?4 < 0 OR idx = ?4)`,
-	qClaimOne:    claimQuery("queue = ?1"),
-	qClaimMany:   claimQuery("queue IN (SELECT value FROM json_each(?1))"),
-	qLease:       "UPDATE tasks SET owner = ?, token = token + 1, lease_until = ?, claims = claims + 1 WHERE id = ?",
-	qHeartbeat:   "UPDATE tasks SET lease_until = ? WHERE id = ? AND token = ? AND owner IS NOT NULL",
-	qReleaseTask: "UPDATE tasks SET owner = NULL, lease_until = NULL WHERE id = ? AND token = ? AND owner IS NOT NULL",
+	qClaimOne:          claimQuery(queueOne, ""),
+	qClaimMany:         claimQuery(queueMany, ""),
+	qClaimOneHandlers:  claimQuery(queueOne, handlerIn("?4")),
+	qClaimManyHandlers: claimQuery(queueMany, handlerIn("?4")),
+	qLease:             "UPDATE tasks SET owner = ?, token = token + 1, lease_until = ?, claims = claims + 1 WHERE id = ?",
+	qHeartbeat:         "UPDATE tasks SET lease_until = ? WHERE id = ? AND token = ? AND owner IS NOT NULL",
+	qHeartbeatDetails:  "UPDATE tasks SET lease_until = ?, details = ? WHERE id = ? AND token = ? AND owner IS NOT NULL",
+	qReleaseTask:       "UPDATE tasks SET owner = NULL, lease_until = NULL WHERE id = ? AND token = ? AND owner IS NOT NULL",
+	// A finished run with tasks left has work to do (tasks_run).
 	qPrune: `DELETE FROM runs WHERE id IN (
 		SELECT id FROM runs WHERE finished_at < ?
 		AND status IN ('completed', 'failed', 'cancelled', 'continued')
+		AND NOT EXISTS (SELECT 1 FROM tasks WHERE tasks.run_id = runs.id)
 		ORDER BY finished_at LIMIT ?)`,
+	qExpireWorkers: "DELETE FROM workers WHERE expires_at <= ?",
+	qRegisterWorker: `INSERT INTO workers (id, queues, handlers, host, pid, started_at, seen_at, expires_at)
+		VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)
+		ON CONFLICT (id) DO UPDATE SET queues = ?2, handlers = ?3, host = ?4, pid = ?5,
+		started_at = ?6, seen_at = ?7, expires_at = ?8`,
+	qRemoveWorker: "DELETE FROM workers WHERE id = ?",
 }
 
 // Multi-row inserts: one statement per change (or per chunk of rows)
@@ -88,10 +108,10 @@ const maxRows = 32
 var insertHeads = [numInserts]string{
 	insertEvents: "INSERT INTO events (" + eventCols + ") VALUES ",
 	insertTasks: `INSERT INTO tasks (run_id, queue, kind, workflow, version, step, idx, attempt,
-		payload, item, priority, ready_at, created_at) VALUES `,
+		payload, item, priority, ready_at, handler, details, created_at) VALUES `,
 }
 
-var insertWidths = [numInserts]int{insertEvents: 10, insertTasks: 13}
+var insertWidths = [numInserts]int{insertEvents: 11, insertTasks: 15}
 
 func insertQuery(kind, rows int) string {
 	var b strings.Builder

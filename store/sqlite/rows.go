@@ -11,15 +11,16 @@ import (
 	"github.com/hephaestus-go/hephaestus/store"
 )
 
-// The columns read by scanRun (and runFromValues), taskFromValues and
-// scanEvent, in order.
+// The columns read by scanRun (and runFromValues), taskFromValues,
+// scanEvent and scanWorker, in order.
 const (
-	runCols   = "id, workflow, version, kind, status, input, output, error, business_id, key_scope, parent_id, tags, metadata, state, published, seq, created_at, updated_at, finished_at"
-	taskCols  = "id, run_id, queue, kind, workflow, version, step, idx, attempt, payload, item, priority, ready_at, owner, token, lease_until, claims, created_at"
-	eventCols = "run_id, seq, kind, step, idx, attempt, name, data, error, at"
+	runCols    = "id, workflow, version, kind, status, input, output, error, business_id, key_scope, parent_id, tags, metadata, state, published, seq, created_at, updated_at, finished_at, condition"
+	taskCols   = "id, run_id, queue, kind, workflow, version, step, idx, attempt, payload, item, priority, ready_at, owner, token, lease_until, claims, created_at, handler, details"
+	eventCols  = "run_id, seq, kind, step, idx, attempt, name, data, error, at, key"
+	workerCols = "id, queues, handlers, host, pid, started_at, seen_at, expires_at"
 
-	numRunCols  = 19
-	numTaskCols = 18
+	numRunCols  = 20
+	numTaskCols = 20
 )
 
 type scanner interface{ Scan(dest ...any) error }
@@ -33,11 +34,11 @@ func scanRun(sc scanner) (*store.Run, error) {
 		published, tags, meta []byte
 		created, updated      int64
 		finished              *int64
-		businessID            *string
+		businessID, cond      *string
 	)
 	dest := []any{&r.ID, &r.Workflow, &r.Version, &kind, &status, &input, &output, &r.Error,
 		&businessID, &scope, &r.ParentID, &tags, &meta, &state, &published, &r.Seq,
-		&created, &updated, &finished}
+		&created, &updated, &finished, &cond}
 	if err := sc.Scan(dest...); err != nil {
 		return nil, err
 	}
@@ -61,6 +62,12 @@ func scanRun(sc scanner) (*store.Run, error) {
 			return nil, fmt.Errorf("run %s: metadata: %w", r.ID, err)
 		}
 	}
+	if cond != nil {
+		var err error
+		if r.Condition, err = parseCondition(*cond); err != nil {
+			return nil, fmt.Errorf("run %s: %w", r.ID, err)
+		}
+	}
 	r.CreatedAt = fromMicros(created)
 	r.UpdatedAt = fromMicros(updated)
 	r.FinishedAt = fromNullMicros(finished)
@@ -73,12 +80,83 @@ func scanEvent(sc scanner) (store.Event, error) {
 		kind string
 		data []byte
 		at   int64
+		key  *string
 	)
-	err := sc.Scan(&e.RunID, &e.Seq, &kind, &e.Step, &e.Index, &e.Attempt, &e.Name, &data, &e.Error, &at)
+	err := sc.Scan(&e.RunID, &e.Seq, &kind, &e.Step, &e.Index, &e.Attempt, &e.Name, &data, &e.Error, &at, &key)
 	e.Kind = hephtype.EventKind(kind)
 	e.Data = data
 	e.At = fromMicros(at)
+	if key != nil {
+		e.Key = *key
+	}
 	return e, err
+}
+
+// scanWorker reads workerCols.
+func scanWorker(sc scanner) (*store.Worker, error) {
+	var (
+		w                        store.Worker
+		queues, handlers         string
+		started, seen, expiresAt int64
+	)
+	if err := sc.Scan(&w.ID, &queues, &handlers, &w.Host, &w.PID, &started, &seen, &expiresAt); err != nil {
+		return nil, err
+	}
+	var err error
+	if w.Queues, err = parseList(queues); err != nil {
+		return nil, fmt.Errorf("worker %s: queues: %w", w.ID, err)
+	}
+	if w.Handlers, err = parseList(handlers); err != nil {
+		return nil, fmt.Errorf("worker %s: handlers: %w", w.ID, err)
+	}
+	w.StartedAt, w.SeenAt, w.ExpiresAt = fromMicros(started), fromMicros(seen), fromMicros(expiresAt)
+	return &w, nil
+}
+
+// parseList reads a JSON array of strings; an empty one is nil.
+func parseList(s string) ([]string, error) {
+	if s == "" || s == "[]" {
+		return nil, nil
+	}
+	var l []string
+	if err := json.Unmarshal([]byte(s), &l); err != nil {
+		return nil, err
+	}
+	if len(l) == 0 {
+		l = nil
+	}
+	return l, nil
+}
+
+// conditionArg returns the condition column for c (NULL when c is zero),
+// and c as a read of that column returns it: Since in UTC, to the
+// microsecond.
+func conditionArg(c store.Condition) (any, store.Condition, error) {
+	if c.IsZero() {
+		return nil, store.Condition{}, nil
+	}
+	c.Since = truncate(c.Since)
+	b, err := json.Marshal(c)
+	if err != nil {
+		return nil, store.Condition{}, fmt.Errorf("condition: %w", err)
+	}
+	stored, err := parseCondition(string(b))
+	if err != nil {
+		return nil, store.Condition{}, err
+	}
+	return string(b), stored, nil
+}
+
+// parseCondition reads the condition column.
+func parseCondition(s string) (store.Condition, error) {
+	var c store.Condition
+	if err := json.Unmarshal([]byte(s), &c); err != nil {
+		return store.Condition{}, fmt.Errorf("condition: %w", err)
+	}
+	if !c.Since.IsZero() {
+		c.Since = c.Since.UTC()
+	}
+	return c, nil
 }
 
 func micros(t time.Time) int64 { return t.UnixMicro() }
@@ -202,6 +280,12 @@ func runFromValues(v []driver.Value) (*store.Run, error) {
 			return nil, fmt.Errorf("run %s: metadata: %w", r.ID, err)
 		}
 	}
+	if cond, ok := v[19].(string); ok {
+		var err error
+		if r.Condition, err = parseCondition(cond); err != nil {
+			return nil, fmt.Errorf("run %s: %w", r.ID, err)
+		}
+	}
 	return r, nil
 }
 
@@ -212,6 +296,6 @@ func taskFromValues(v []driver.Value) *store.Task {
 		Workflow: vString(v[4]), Version: int(vInt(v[5])), Step: vString(v[6]), Index: int(vInt(v[7])),
 		Attempt: int(vInt(v[8])), Payload: vJSON(v[9]), Item: vJSON(v[10]), Priority: int(vInt(v[11])),
 		ReadyAt: vTime(v[12]), Owner: vString(v[13]), Token: vInt(v[14]), LeaseUntil: vTime(v[15]),
-		Claims: int(vInt(v[16])), CreatedAt: vTime(v[17]),
+		Claims: int(vInt(v[16])), CreatedAt: vTime(v[17]), Handler: vString(v[18]), Details: vJSON(v[19]),
 	}
 }

@@ -14,7 +14,9 @@ import (
 
 // readStmts are prepared on the reader pool.
 type readStmts struct {
-	getRun, findRun, runExists, history, nextReady *sql.Stmt
+	getRun, findRun, runExists, history   *sql.Stmt
+	nextReady, nextReadyHandlers, strands *sql.Stmt
+	listWorkers                           *sql.Stmt
 }
 
 func (r *readStmts) set() stmtSet {
@@ -23,12 +25,10 @@ func (r *readStmts) set() stmtSet {
 		{&r.findRun, "SELECT " + runCols + " FROM runs WHERE business_id = ? AND (? = '' OR workflow = ?) ORDER BY created_at DESC, id DESC LIMIT 1"},
 		{&r.runExists, "SELECT 1 FROM runs WHERE id = ?"},
 		{&r.history, "SELECT " + eventCols + " FROM events WHERE run_id = ? AND seq > ? ORDER BY seq LIMIT ?"},
-		{&r.nextReady, `SELECT min(t) FROM (
-			SELECT min(ready_at) AS t FROM tasks
-				WHERE queue IN (SELECT value FROM json_each(?1)) AND owner IS NULL
-			UNION ALL
-			SELECT min(lease_until) AS t FROM tasks
-				WHERE queue IN (SELECT value FROM json_each(?1)) AND owner IS NOT NULL)`},
+		{&r.nextReady, nextReadyQuery("")},
+		{&r.nextReadyHandlers, nextReadyQuery(handlerIn("?2"))},
+		{&r.strands, strandedQuery},
+		{&r.listWorkers, "SELECT " + workerCols + " FROM workers WHERE expires_at > ? ORDER BY id"},
 	}
 }
 
@@ -201,8 +201,8 @@ func (s *Store) History(ctx context.Context, p *store.HistoryParams) ([]store.Ev
 }
 
 // PruneRuns deletes up to p.Limit runs that finished before
-// p.FinishedBefore, oldest first; their history and tasks go with them
-// (ON DELETE CASCADE).
+// p.FinishedBefore and have no tasks left, oldest first; their history
+// goes with them (ON DELETE CASCADE).
 func (s *Store) PruneRuns(ctx context.Context, p *store.PruneParams) (int, error) {
 	if err := s.check(); err != nil {
 		return 0, fmt.Errorf("prune runs: %w", err)

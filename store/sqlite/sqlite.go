@@ -12,10 +12,14 @@
 //
 // Apply commits all its changes in one transaction (group commit). A
 // change is refused, if at all, before it writes anything, so a refused
-// change needs no savepoint to be undone alone. Decide functions run while
-// that transaction holds the writer: they must not call the store. A
-// task's lease token grows by one at every claim, so tokens never repeat
-// for a task, even with several processes on one file.
+// change needs no savepoint to be undone alone: its fence (a lease on a
+// task of any run) and its idempotency key are checked before it writes,
+// the key against the run's history (an index holds the keyed entries)
+// and against the keys the earlier changes of the Apply recorded. Decide
+// functions run while that transaction holds the writer: they must not
+// call the store. A task's lease token grows by one at every claim, so
+// tokens never repeat for a task, even with several processes on one
+// file.
 //
 // The writer runs its statements on the driver connection directly and
 // keeps the runs it changed last in memory, so that the next change of a

@@ -14,15 +14,44 @@ import (
 
 // claimQuery selects up to ?3 claimable tasks of the queues selected by
 // queueCond (over ?1) at time ?2, in claim order: ready, and nobody holds
-// a live lease on them.
+// a live lease on them. handlerCond, when not empty, restricts them
+// further (over ?4).
 //
 // The limit is written "?3 + 0": with a bare "LIMIT ?" the planner takes
 // the bound value into account, so SQLite prepares the statement again on
-// every call with a new limit — a fifth of the CPU of a busy worker.
-func claimQuery(queueCond string) string {
+// every call with a new limit — a fifth of the CPU of a busy worker. For
+// the same reason lists (of queues, of handlers) are bound as one JSON
+// array read with json_each, so that a statement's text does not depend
+// on their length.
+func claimQuery(queueCond, handlerCond string) string {
+	if handlerCond != "" {
+		handlerCond = " AND " + handlerCond
+	}
 	return `SELECT ` + taskCols + ` FROM tasks
-		WHERE ` + queueCond + ` AND ready_at <= ?2 AND (lease_until IS NULL OR lease_until <= ?2)
+		WHERE ` + queueCond + ` AND ready_at <= ?2 AND (lease_until IS NULL OR lease_until <= ?2)` + handlerCond + `
 		ORDER BY priority DESC, ready_at, id LIMIT ?3 + 0`
+}
+
+// Conditions of claimQuery and nextReadyQuery.
+const (
+	queueOne  = "queue = ?1"
+	queueMany = "queue IN (SELECT value FROM json_each(?1))"
+)
+
+// handlerIn is the condition that the task's handler is empty or in the
+// JSON array bound to param: see store.ClaimParams.Handlers.
+func handlerIn(param string) string {
+	return "(handler = '' OR handler IN (SELECT value FROM json_each(" + param + ")))"
+}
+
+// jsonList is a list bound as one JSON array (never "null": json_each
+// reads that as one NULL value).
+func jsonList(l []string) (string, error) {
+	if len(l) == 0 {
+		return "[]", nil
+	}
+	b, err := json.Marshal(l)
+	return string(b), err
 }
 
 // ClaimTasks leases up to p.Limit ready tasks.
@@ -70,18 +99,34 @@ func claim(w *wconn, p *store.ClaimParams) ([]*store.Task, error) {
 	if len(p.Queues) == 0 {
 		return nil, nil
 	}
+	// One of four statements: one queue or many, any handler or some.
 	q, queues := qClaimOne, p.Queues[0]
 	if len(p.Queues) > 1 {
-		b, err := json.Marshal(p.Queues)
-		if err != nil {
+		var err error
+		if queues, err = jsonList(p.Queues); err != nil {
 			return nil, err
 		}
-		q, queues = qClaimMany, string(b)
+		q = qClaimMany
+	}
+	var handlers string
+	if p.Handlers != nil {
+		var err error
+		if handlers, err = jsonList(p.Handlers); err != nil {
+			return nil, err
+		}
+		if q == qClaimOne {
+			q = qClaimOneHandlers
+		} else {
+			q = qClaimManyHandlers
+		}
 	}
 	now := micros(p.Now)
 	w.arg(queues)
 	w.arg(now)
 	w.arg(int64(p.Limit))
+	if p.Handlers != nil {
+		w.arg(handlers)
+	}
 	rows, err := w.query(q)
 	if err != nil {
 		return nil, err
@@ -115,7 +160,8 @@ func claim(w *wconn, p *store.ClaimParams) ([]*store.Task, error) {
 	return out, nil
 }
 
-// Heartbeat extends the leases still held to p.Until.
+// Heartbeat extends the leases still held to p.Until, and records the
+// details p names on their tasks.
 func (s *Store) Heartbeat(ctx context.Context, p *store.HeartbeatParams) ([]int64, error) {
 	if err := s.check(); err != nil {
 		return nil, fmt.Errorf("heartbeat: %w", err)
@@ -128,7 +174,14 @@ func (s *Store) Heartbeat(ctx context.Context, p *store.HeartbeatParams) ([]int6
 	}
 	var lost []int64
 	until := micros(p.Until)
-	err := s.leases(ctx, qHeartbeat, p.Leases, &until, func(l store.Lease) {
+	err := s.leases(ctx, p.Leases, func(w *wconn, l store.Lease) int {
+		w.arg(until)
+		if d, ok := p.Details[l.TaskID]; ok {
+			w.arg(jsonArg(d))
+			return qHeartbeatDetails
+		}
+		return qHeartbeat
+	}, func(l store.Lease) {
 		lost = append(lost, l.TaskID)
 	})
 	if err != nil {
@@ -145,15 +198,17 @@ func (s *Store) ReleaseTasks(ctx context.Context, leases []store.Lease) error {
 	if len(leases) == 0 {
 		return nil
 	}
-	if err := s.leases(ctx, qReleaseTask, leases, nil, func(store.Lease) {}); err != nil {
+	release := func(*wconn, store.Lease) int { return qReleaseTask }
+	if err := s.leases(ctx, leases, release, func(store.Lease) {}); err != nil {
 		return s.fail("release tasks", err)
 	}
 	return nil
 }
 
-// leases runs q([until,] task id, token) for each lease in one
-// transaction and calls lost for those it matched no row for.
-func (s *Store) leases(ctx context.Context, q int, leases []store.Lease, until *int64, lost func(store.Lease)) error {
+// leases runs a statement for each lease in one transaction and calls
+// lost for those it matched no row for. stmt collects the statement's
+// leading arguments and returns it; the task id and token follow.
+func (s *Store) leases(ctx context.Context, leases []store.Lease, stmt func(w *wconn, l store.Lease) int, lost func(store.Lease)) error {
 	var missed []store.Lease
 	err := s.withWriter(ctx, func(w *wconn) error {
 		missed = missed[:0]
@@ -162,9 +217,7 @@ func (s *Store) leases(ctx context.Context, q int, leases []store.Lease, until *
 				if err := ctx.Err(); err != nil {
 					return err
 				}
-				if until != nil {
-					w.arg(*until)
-				}
+				q := stmt(w, l)
 				w.arg(l.TaskID)
 				w.arg(l.Token)
 				res, err := w.exec(q)
@@ -191,6 +244,21 @@ func (s *Store) leases(ctx context.Context, q int, leases []store.Lease, until *
 	return nil
 }
 
+// nextReadyQuery returns the earliest ready time of the unleased tasks of
+// the queues in the JSON array ?1 and the earliest lease expiry of the
+// leased ones; handlerCond, when not empty, restricts the tasks.
+func nextReadyQuery(handlerCond string) string {
+	if handlerCond != "" {
+		handlerCond = " AND " + handlerCond
+	}
+	return `SELECT min(t) FROM (
+			SELECT min(ready_at) AS t FROM tasks
+				WHERE ` + queueMany + ` AND owner IS NULL` + handlerCond + `
+			UNION ALL
+			SELECT min(lease_until) AS t FROM tasks
+				WHERE ` + queueMany + ` AND owner IS NOT NULL` + handlerCond + `)`
+}
+
 // NextReady returns when a task of the queues is next claimable.
 func (s *Store) NextReady(ctx context.Context, p *store.NextReadyParams) (time.Time, bool, error) {
 	if err := s.check(); err != nil {
@@ -199,16 +267,79 @@ func (s *Store) NextReady(ctx context.Context, p *store.NextReadyParams) (time.T
 	if len(p.Queues) == 0 {
 		return time.Time{}, false, nil
 	}
-	b, err := json.Marshal(p.Queues)
+	queues, err := jsonList(p.Queues)
 	if err != nil {
 		return time.Time{}, false, fmt.Errorf("next ready: %w", err)
 	}
 	var next *int64
-	if err := s.r.nextReady.QueryRowContext(ctx, string(b)).Scan(&next); err != nil {
+	if p.Handlers == nil {
+		err = s.r.nextReady.QueryRowContext(ctx, queues).Scan(&next)
+	} else {
+		var handlers string
+		if handlers, err = jsonList(p.Handlers); err != nil {
+			return time.Time{}, false, fmt.Errorf("next ready: %w", err)
+		}
+		err = s.r.nextReadyHandlers.QueryRowContext(ctx, queues, handlers).Scan(&next)
+	}
+	if err != nil {
 		return time.Time{}, false, s.fail("next ready", err)
 	}
 	if next == nil {
 		return time.Time{}, false, nil
 	}
 	return fromMicros(*next), true, nil
+}
+
+// strandedQuery selects up to ?5 tasks of queue ?1 ready before ?2,
+// claimable at ?3, whose handler is neither empty nor in the JSON array
+// ?4, oldest ready first. It walks the queue's entries of tasks_claim
+// (ready_at is in the index, so tasks not yet ready cost no row read) and
+// sorts what it keeps: a scan of the queue, which the runtime makes once
+// a minute, rather than an index that every task write would pay for.
+const strandedQuery = `SELECT ` + taskCols + ` FROM tasks
+	WHERE queue = ?1 AND ready_at < ?2 AND ready_at <= ?3 AND (lease_until IS NULL OR lease_until <= ?3)
+	AND handler <> '' AND handler NOT IN (SELECT value FROM json_each(?4))
+	ORDER BY ready_at, id LIMIT ?5`
+
+// StrandedTasks returns claimable tasks of a queue that no handler of
+// p.Served can run.
+func (s *Store) StrandedTasks(ctx context.Context, p *store.StrandedParams) ([]*store.Task, error) {
+	if err := s.check(); err != nil {
+		return nil, fmt.Errorf("stranded tasks: %w", err)
+	}
+	limit, err := p.Check()
+	if err != nil {
+		return nil, fmt.Errorf("stranded tasks: %w", err)
+	}
+	served, err := jsonList(p.Served)
+	if err != nil {
+		return nil, fmt.Errorf("stranded tasks: %w", err)
+	}
+	rows, err := s.r.strands.QueryContext(ctx, p.Queue, micros(p.ReadyBefore), micros(p.Now), served, limit)
+	if err != nil {
+		return nil, s.fail("stranded tasks", err)
+	}
+	defer rows.Close()
+	var out []*store.Task
+	vals := make([]any, numTaskCols)
+	ptrs := make([]any, numTaskCols)
+	for i := range vals {
+		ptrs[i] = &vals[i]
+	}
+	dest := make([]driver.Value, numTaskCols)
+	for rows.Next() {
+		// Scanned into *any, the values are the driver's (TEXT as string,
+		// INTEGER as int64, NULL as nil), as taskFromValues reads them.
+		if err := rows.Scan(ptrs...); err != nil {
+			return nil, s.fail("stranded tasks", err)
+		}
+		for i, v := range vals {
+			dest[i] = v
+		}
+		out = append(out, taskFromValues(dest))
+	}
+	if err := rows.Err(); err != nil {
+		return nil, s.fail("stranded tasks", err)
+	}
+	return out, nil
 }

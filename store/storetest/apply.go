@@ -137,10 +137,12 @@ func testFencing(t *testing.T, h *harness) {
 	}
 	lease := claimed[0].Lease()
 
-	// A lease on another run's task does not fence this run.
+	// A stale token of another run's task does not fence this run (a
+	// held one does: see FenceOtherRun).
 	otherLease := h.claim(at(0), "w", 1, time.Minute, "q2")[0].Lease()
+	otherLease.Token++
 	r := h.update(at(time.Second), "f", &otherLease, &store.Update{History: []store.NewEvent{{Kind: hephtype.EventMarker}}})
-	wantErr(t, "fence with another run's task", r.Err, store.ErrLeaseLost)
+	wantErr(t, "fence with another run's stale task", r.Err, store.ErrLeaseLost)
 
 	// The right token completes and deletes the task.
 	r = h.update(at(2*time.Second), "f", &lease, &store.Update{History: []store.NewEvent{{Kind: hephtype.EventStepCompleted, Step: "a"}}})

@@ -28,6 +28,8 @@
 //     picks the newest run in the same order.
 //   - Close may be called twice; the other methods then fail with
 //     store.ErrClosed.
+//   - A Change.Key is checked against the run's history as stored and
+//     against the earlier changes of the same Apply.
 //
 // Times are fixed (a base time plus offsets passed as Now): nothing in the
 // suite sleeps or reads the clock.
@@ -89,6 +91,15 @@ func Run(t *testing.T, newStore func(t *testing.T) store.Store) {
 		{"ConcurrentClaims", testConcurrentClaims},
 		{"ConcurrentStarts", testConcurrentStarts},
 		{"ConcurrentUpdates", testConcurrentUpdates},
+		{"ChangeKey", testChangeKey},
+		{"FenceOtherRun", testFenceOtherRun},
+		{"FencedCreate", testFencedCreate},
+		{"Handlers", testHandlers},
+		{"HeartbeatDetails", testHeartbeatDetails},
+		{"Condition", testCondition},
+		{"PruneKeepsWork", testPruneKeepsWork},
+		{"StrandedTasks", testStrandedTasks},
+		{"Workers", testWorkers},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
