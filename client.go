@@ -8,6 +8,7 @@ import (
 	"reflect"
 	"slices"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/google/uuid"
@@ -31,8 +32,9 @@ type Client struct {
 	waitMu  sync.Mutex
 	waiters map[string][]chan *store.Run
 
-	runMu   sync.Mutex
-	running map[string]*runningTask // by runID/step/index
+	leases *leaseKeeper
+	// handlers are what this process can run (Task.Handler), for claims.
+	handlers atomic.Pointer[[]string]
 
 	wakeMu    sync.Mutex
 	wakes     map[string]chan struct{}
@@ -52,9 +54,11 @@ func New(cfg *Config) (*Client, error) {
 	if err != nil {
 		return nil, fmt.Errorf("hephaestus: %w", err)
 	}
-	cl := &Client{cfg: c, waiters: map[string][]chan *store.Run{}, running: map[string]*runningTask{}, wakes: map[string]chan struct{}{}, nextReady: map[string]time.Time{}}
+	cl := &Client{cfg: c, waiters: map[string][]chan *store.Run{}, wakes: map[string]chan struct{}{}, nextReady: map[string]time.Time{}}
 	cl.commit = newCommitter(cl)
+	cl.leases = newLeaseKeeper(cl)
 	cl.wf = newWfRuntime(&c)
+	cl.updateHandlers()
 	for q := range c.Queues {
 		cl.wakes[q] = make(chan struct{}, 1)
 	}
@@ -74,6 +78,7 @@ func (c *Client) Register(flows ...*flow.Flow) error {
 			return err
 		}
 	}
+	c.updateHandlers()
 	return nil
 }
 
@@ -156,6 +161,9 @@ func (c *Client) newRun(flowName string, input any, opts *StartOptions) (*store.
 	raw, err := encodeInput(f, input)
 	if err != nil {
 		return nil, nil, err
+	}
+	if err := c.checkInput(raw, "the input"); err != nil {
+		return nil, nil, fmt.Errorf("start %q: %w", flowName, err)
 	}
 	key, scope := f.BusinessKey()
 	var bid string
@@ -349,6 +357,9 @@ func (c *Client) ResumeRun(ctx context.Context, runID, event string, opts *Resum
 	if err != nil {
 		return fmt.Errorf("resume run %s: %w: payload does not encode as JSON: %w", runID, ErrInvalidInput, err)
 	}
+	if err := c.checkInput(payload, "the resume payload"); err != nil {
+		return fmt.Errorf("resume run %s: %w", runID, err)
+	}
 	now := c.cfg.Clock.Now()
 	decide := func(run *store.Run) (*store.Update, error) {
 		step := opts.Step
@@ -367,7 +378,10 @@ func (c *Client) ResumeRun(ctx context.Context, runID, event string, opts *Resum
 		}
 		return c.decideWith(engine.Resume{Step: step, Event: event, Payload: payload}, now, true)(run)
 	}
-	_, err = c.commit.submit(ctx, store.Change{RunID: runID, Decide: decide})
+	_, err = c.commit.submit(ctx, store.Change{RunID: runID, Key: "resume:" + newID(), Decide: decide})
+	if errors.Is(err, store.ErrDuplicateChange) {
+		err = nil // applied by an earlier attempt of this call's commit
+	}
 	if err != nil {
 		return fmt.Errorf("resume run %s: %w", runID, err)
 	}
@@ -401,12 +415,17 @@ func (c *Client) CancelRun(ctx context.Context, runID, reason string) error {
 		reason = "cancelled"
 	}
 	decide := c.decideWith(engine.Cancel{Reason: reason}, c.cfg.Clock.Now(), true)
-	r, err := c.commit.submit(ctx, store.Change{RunID: runID, Decide: func(run *store.Run) (*store.Update, error) {
+	// Keyed: a commit retried after its outcome was lost cancels once,
+	// and reports success.
+	r, err := c.commit.submit(ctx, store.Change{RunID: runID, Key: "cancel:" + newID(), Decide: func(run *store.Run) (*store.Update, error) {
 		if run.Kind == hephtype.KindWorkflow {
 			return cancelWorkflowUpdate(run, reason)
 		}
 		return decide(run)
 	}})
+	if errors.Is(err, store.ErrDuplicateChange) {
+		err = nil
+	}
 	if err != nil {
 		return fmt.Errorf("cancel run %s: %w", runID, err)
 	}

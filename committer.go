@@ -242,6 +242,8 @@ func (m *committer) apply(batch []*commitReq, claims []*claimReq) {
 	cfg := &m.c.cfg
 	now := cfg.Clock.Now()
 	params := &store.ApplyParams{Changes: changes, Now: now}
+	// Workers claim only the tasks they can run.
+	handlers := m.c.claimHandlers()
 	// Hand-offs claim first, one claim per queue for all of them: a worker
 	// that just finished a step keeps its slot busy with a successor rather
 	// than leaving it to the pool.
@@ -269,7 +271,7 @@ func (m *committer) apply(batch []*commitReq, claims []*claimReq) {
 			limit += cr.n
 		}
 		params.Claims = append(params.Claims, store.ClaimParams{
-			Queues: []string{q}, Owner: cfg.WorkerID, Limit: limit, LeaseFor: cfg.LeaseDuration, Now: now,
+			Queues: []string{q}, Handlers: handlers, Owner: cfg.WorkerID, Limit: limit, LeaseFor: cfg.LeaseDuration, Now: now,
 		})
 	}
 	var rest []*claimReq
@@ -277,16 +279,22 @@ func (m *committer) apply(batch []*commitReq, claims []*claimReq) {
 		if standing[cr.queue] == nil {
 			rest = append(rest, cr)
 			params.Claims = append(params.Claims, store.ClaimParams{
-				Queues: []string{cr.queue}, Owner: cfg.WorkerID, Limit: cr.n, LeaseFor: cfg.LeaseDuration, Now: now,
+				Queues: []string{cr.queue}, Handlers: handlers, Owner: cfg.WorkerID, Limit: cr.n, LeaseFor: cfg.LeaseDuration, Now: now,
 			})
 		}
 	}
 	res, err := cfg.Store.Apply(context.Background(), params)
-	// A store error means nothing was applied (or, when a commit's outcome
-	// was lost with its connection, possibly everything). Trying again is
-	// safe either way: completions are fenced by their lease, updates are
-	// decided afresh from the run as stored, and a create that did commit
-	// is refused as a duplicate id.
+	// A store error means nothing was applied, or — when a COMMIT's answer
+	// was lost with its connection and the store could not learn its
+	// outcome — possibly everything. Trying again is safe either way, for
+	// every kind of change (docs/architecture.md lists them): completions
+	// and operations are fenced by their task's lease (the retry of one
+	// that committed finds the task gone: ErrLeaseLost, and the worker
+	// drops it); decisions are checked against the sequence number they
+	// read (the retry is refused, and the decision made afresh from the
+	// stored history); signals, resumes, cancellations and a child's
+	// report carry an idempotency key (ErrDuplicateChange: applied
+	// already); a create names its run id (ErrRunExists: read back below).
 	retried := false
 	for attempt := 1; err != nil && attempt <= commitRetries && !errors.Is(err, store.ErrClosed); attempt++ {
 		retried = true

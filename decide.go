@@ -38,6 +38,7 @@ func encodeState(s *engine.State) json.RawMessage {
 // translate turns an engine decision into what the store writes.
 func translate(f *flow.Flow, d *engine.Decision, now time.Time) *store.Update {
 	u := &store.Update{Status: d.State.Status, State: encodeState(d.State)}
+	handler := flowHandler(f.Name(), f.Version())
 	for _, h := range d.History {
 		u.History = append(u.History, store.NewEvent{
 			Kind: h.Kind, Step: h.Step, Index: h.Index, Attempt: h.Attempt, Name: h.Event, Data: h.Data, Error: h.Error,
@@ -49,16 +50,24 @@ func translate(f *flow.Flow, d *engine.Decision, now time.Time) *store.Update {
 			spec, _ := f.Step(c.Step)
 			ready := now
 			if c.Retry {
-				ready = now.Add(spec.Retry.Backoff(c.Attempt, rand.Float64()))
+				backoff := spec.Retry.Backoff(c.Attempt, rand.Float64())
+				ready = now.Add(backoff)
+				// The history tells the backoff chosen.
+				for i := range u.History {
+					if h := &u.History[i]; h.Kind == hephtype.EventStepRetrying && h.Step == c.Step && (c.Index < 0 || h.Index == c.Index) && h.Attempt == c.Attempt {
+						h.Data = mustJSON(retryData{Backoff: backoff, ReadyAt: ready.UTC()})
+					}
+				}
 			}
 			u.Tasks = append(u.Tasks, store.NewTask{
 				Queue: spec.Queue, Kind: store.TaskStep, Step: c.Step, Index: c.Index, Attempt: c.Attempt,
-				Payload: c.Input, Item: c.Item, Priority: spec.Priority, ReadyAt: ready,
+				Payload: c.Input, Item: c.Item, Priority: spec.Priority, ReadyAt: ready, Handler: handler,
 			})
 		case engine.StartTimer:
 			spec, _ := f.Step(c.Step)
 			u.Tasks = append(u.Tasks, store.NewTask{
 				Queue: spec.Queue, Kind: store.TaskTimer, Step: c.Step, Index: -1, Priority: spec.Priority, ReadyAt: now.Add(c.After),
+				Handler: handler,
 			})
 		case engine.CancelTimer:
 			u.Cancel = append(u.Cancel, store.TaskMatch{Kind: store.TaskTimer, Step: c.Step, Index: -1})
@@ -101,6 +110,10 @@ func (c *Client) decideWith(ev engine.Event, now time.Time, strict bool) func(ru
 			}
 			return nil, err
 		}
-		return translate(f, d, now), nil
+		u := translate(f, d, now)
+		if !run.Condition.IsZero() && len(u.History) > 0 {
+			u.Condition = &store.Condition{} // the run moves again
+		}
+		return u, nil
 	}
 }

@@ -162,9 +162,12 @@ func opTask(queue, op string, index int, payload any) store.NewTask {
 	return t
 }
 
-func decisionTask(queue string, attempt int, ready time.Time) store.NewTask {
-	return store.NewTask{Queue: queue, Kind: store.TaskDecision, Index: -1, Attempt: attempt, ReadyAt: ready}
+func decisionTask(queue, workflow string, attempt int, ready time.Time) store.NewTask {
+	return store.NewTask{Queue: queue, Kind: store.TaskDecision, Index: -1, Attempt: attempt, ReadyAt: ready, Handler: workflowHandler(workflow)}
 }
+
+// errNoChange refuses a change that would write nothing new.
+var errNoChange = errors.New("nothing to change")
 
 // decisionUpdate turns a decision into what the store writes: the events
 // delivered with it (extra, not yet stored), the decision's history,
@@ -244,7 +247,7 @@ func activityTask(defQueue string, c replay.ScheduleActivity) store.NewTask {
 	if q == "" {
 		q = defQueue
 	}
-	return store.NewTask{Queue: q, Kind: taskActivity, Step: c.Name, Index: c.Seq, Attempt: 1, Payload: mustJSON(p)}
+	return store.NewTask{Queue: q, Kind: taskActivity, Step: c.Name, Index: c.Seq, Attempt: 1, Payload: mustJSON(p), Handler: activityHandler(c.Name)}
 }
 
 // runSpec describes a workflow run to create.
@@ -261,6 +264,10 @@ type runSpec struct {
 	// extra events reach the first activation with run_started (the
 	// signal of signal-with-start).
 	extra []replay.Event
+	// fence, when set, is the lease of the task that creates the run (a
+	// child's start, a continuation): the run is created only while it is
+	// held, and the task is deleted with the creation.
+	fence *store.Lease
 }
 
 // createWorkflowRun creates a run. When the workflow is registered here
@@ -299,16 +306,17 @@ func (c *Client) createWorkflowRun(ctx context.Context, spec *runSpec) (*store.R
 		for _, e := range events {
 			nr.History = append(nr.History, toStored(e))
 		}
-		nr.Tasks = []store.NewTask{decisionTask(st.Queue, 1, time.Time{})}
+		nr.Tasks = []store.NewTask{decisionTask(st.Queue, spec.workflow, 1, time.Time{})}
 	}
 	nr.State = st.encode()
-	changes := []store.Change{{Create: nr}}
+	changes := []store.Change{{Create: nr, Fence: spec.fence}}
 	if published != nil {
-		// NewRun has no published state: set it in the same batch unless a
-		// later decision published already.
+		// NewRun has no published state: set it in the same batch, unless
+		// the run is not the one just created (its creation was refused)
+		// or a later decision published already.
 		changes = append(changes, store.Change{RunID: spec.id, Decide: func(run *store.Run) (*store.Update, error) {
-			if len(run.Published) > 0 {
-				return &store.Update{}, nil
+			if len(run.Published) > 0 || run.Seq != int64(len(nr.History)) {
+				return nil, errNoChange
 			}
 			return &store.Update{Published: published}, nil
 		}})
@@ -357,6 +365,10 @@ type delivery struct {
 	// strict: a finished run is an error (ErrRunFinished) rather than a
 	// stale delivery that writes nothing.
 	strict bool
+	// key makes the delivery idempotent (store.Change.Key): a signal's id,
+	// the child that reports. A delivery whose key the run has seen fails
+	// with store.ErrDuplicateChange and writes nothing.
+	key string
 }
 
 // deliver appends events to a run. When this process has the workflow (and
@@ -370,7 +382,7 @@ func (c *Client) deliver(ctx context.Context, d *delivery) ([]*store.Task, error
 		e := c.wf.sticky.lock(d.runID)
 		cached := e.inst != nil
 		if cached || d.replay {
-			in := &decideInput{runID: d.runID, workflow: d.workflow, fence: d.fence, handoff: d.handoff, extra: d.events}
+			in := &decideInput{runID: d.runID, workflow: d.workflow, fence: d.fence, key: d.key, handoff: d.handoff, extra: d.events}
 			res, err := c.decideLocked(ctx, e, fn, in)
 			claimed = append(claimed, res.claimed...)
 			if errors.Is(err, errConflict) && cached && d.replay {
@@ -383,7 +395,7 @@ func (c *Client) deliver(ctx context.Context, d *delivery) ([]*store.Task, error
 			switch {
 			case err == nil:
 				return claimed, nil
-			case errors.Is(err, store.ErrLeaseLost), errors.Is(err, store.ErrRunNotFound), ctx.Err() != nil:
+			case errors.Is(err, store.ErrLeaseLost), errors.Is(err, store.ErrRunNotFound), errors.Is(err, store.ErrDuplicateChange), ctx.Err() != nil:
 				return claimed, err
 			}
 			var nde *NonDeterminismError
@@ -413,7 +425,7 @@ func handoffIf(queue string, claimed []*store.Task) string {
 // appendChange appends a delivery's events and makes sure a decision task
 // will see them.
 func (c *Client) appendChange(d *delivery) store.Change {
-	return store.Change{RunID: d.runID, Fence: d.fence, Decide: func(run *store.Run) (*store.Update, error) {
+	return store.Change{RunID: d.runID, Fence: d.fence, Key: d.key, Decide: func(run *store.Run) (*store.Update, error) {
 		if run.Kind != hephtype.KindWorkflow {
 			return nil, fmt.Errorf("%w: run %s is a %s, not a workflow", ErrInvalidInput, run.ID, run.Kind)
 		}
@@ -434,7 +446,7 @@ func (c *Client) appendChange(d *delivery) store.Change {
 		if !st.Pending {
 			st.Pending = true
 			u.State = st.encode()
-			u.Tasks = []store.NewTask{decisionTask(st.Queue, 1, time.Time{})}
+			u.Tasks = []store.NewTask{decisionTask(st.Queue, run.Workflow, 1, time.Time{})}
 		}
 		return u, nil
 	}}
@@ -445,7 +457,9 @@ type decideInput struct {
 	runID    string
 	workflow string
 	fence    *store.Lease
-	handoff  string
+	// key: see delivery.key.
+	key     string
+	handoff string
 	// extra are events not stored yet, delivered to this activation and
 	// written before its decision.
 	extra   []replay.Event
@@ -529,7 +543,7 @@ func (c *Client) decideLocked(ctx context.Context, e *stickyEntry, fn replay.Fun
 // decisionChange commits a decision made from the history up to seq base:
 // it is refused with errConflict if the run has moved on.
 func (c *Client) decisionChange(in *decideInput, base int64, dec *replay.Decision) store.Change {
-	return store.Change{RunID: in.runID, Fence: in.fence, Decide: func(run *store.Run) (*store.Update, error) {
+	return store.Change{RunID: in.runID, Fence: in.fence, Key: in.key, Decide: func(run *store.Run) (*store.Update, error) {
 		if run.Kind != hephtype.KindWorkflow {
 			return nil, fmt.Errorf("%w: run %s is a %s, not a workflow", ErrInvalidInput, run.ID, run.Kind)
 		}
@@ -547,6 +561,9 @@ func (c *Client) decisionChange(in *decideInput, base int64, dec *replay.Decisio
 		if in.task && st.Pending {
 			st.Pending = false
 			u.State = st.encode()
+		}
+		if !run.Condition.IsZero() && len(dec.History) > 0 {
+			u.Condition = &store.Condition{} // it decides again: whatever held it up is over
 		}
 		return u, nil
 	}}
@@ -572,6 +589,8 @@ func (c *Client) afterDecision(runID string, dec *replay.Decision) {
 func (c *Client) runDecision(ctx context.Context, t *store.Task, handoff string) ([]*store.Task, error) {
 	fn, ok := c.wf.reg.workflow(t.Workflow)
 	if !ok {
+		// Claims ask only for registered workflows (Task.Handler): only a
+		// task enqueued without a handler gets here.
 		err := fmt.Errorf("%w: %q is not registered in this process (worker %s)", ErrWorkflowNotFound, t.Workflow, c.cfg.WorkerID)
 		c.retryDecision(t, err)
 		return nil, err
@@ -604,9 +623,14 @@ func (c *Client) runDecision(ctx context.Context, t *store.Task, handoff string)
 		return claimed, nil
 	case errors.Is(err, ErrRunFinished):
 		// Nothing to decide any more: the task goes.
-		_, err = c.commit.submit(ctx, store.Change{RunID: t.RunID, Fence: &lease, Decide: func(*store.Run) (*store.Update, error) {
+		_, err = c.commit.submit(context.Background(), store.Change{RunID: t.RunID, Fence: &lease, Decide: func(*store.Run) (*store.Update, error) {
 			return &store.Update{}, nil
 		}})
+		return claimed, err
+	case ctx.Err() != nil:
+		// The lease was lost or is about to end, or the worker stops: the
+		// decision is not at fault, and whoever claims the task next makes
+		// it.
 		return claimed, err
 	}
 	c.retryDecision(t, err)
@@ -623,11 +647,17 @@ func (c *Client) retryDecision(t *store.Task, cause error) {
 	c.emit(Event{Kind: DecisionFailed, RunID: t.RunID, Workflow: t.Workflow, Attempt: t.Attempt, Queue: t.Queue, TaskID: t.ID, Duration: backoff, Err: cause})
 	lease := t.Lease()
 	ready := c.cfg.Clock.Now().Add(backoff)
+	msg := fmt.Sprintf("the decision failed %d time(s) and is tried again at %s: %v", t.Attempt, ready.UTC().Format(time.RFC3339), cause)
 	_, err := c.commit.submit(context.Background(), store.Change{RunID: t.RunID, Fence: &lease, Decide: func(run *store.Run) (*store.Update, error) {
 		if run.Status.Terminal() {
 			return &store.Update{}, nil
 		}
-		return &store.Update{Tasks: []store.NewTask{decisionTask(t.Queue, t.Attempt+1, ready)}}, nil
+		// The run shows why it does not progress (GetRun, ListRuns).
+		cond := &store.Condition{Code: ConditionDecisionFailing, Message: msg}
+		if run.Condition.Code == cond.Code {
+			cond.Since = run.Condition.Since
+		}
+		return &store.Update{Condition: cond, Tasks: []store.NewTask{decisionTask(t.Queue, t.Workflow, t.Attempt+1, ready)}}, nil
 	}})
 	if err != nil && !errors.Is(err, store.ErrLeaseLost) {
 		c.cfg.Logger.Warn("reschedule workflow decision", slog.String("run", t.RunID), slog.Any("err", err))

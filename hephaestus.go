@@ -120,7 +120,14 @@ type Config struct {
 	WorkerID string
 	// Clock is the source of time. Defaults to the system clock.
 	Clock clock.Clock
-	// Logger receives the runtime's logs. Defaults to discarding them.
+	// MaxPayloadSize bounds, in bytes, every JSON payload the runtime
+	// stores: run inputs, signal payloads, update arguments, resume
+	// payloads, step and activity outputs, heartbeat details (see
+	// ErrPayloadTooLarge). The same on every backend. Defaults to 2 MiB.
+	MaxPayloadSize int
+	// Logger receives the runtime's logs: failed commits, failing
+	// decisions, lost leases, tasks no worker can run. Defaults to
+	// slog.Default() (standard error, unless the program set another).
 	Logger *slog.Logger
 }
 
@@ -170,6 +177,7 @@ func (c *Config) withDefaults() (Config, error) {
 	def("RetentionInterval", &cfg.RetentionInterval, time.Hour)
 	def("DecisionRetryBackoff", &cfg.DecisionRetryBackoff, time.Second)
 	defInt("StickyCacheSize", &cfg.StickyCacheSize, 1024)
+	defInt("MaxPayloadSize", &cfg.MaxPayloadSize, 2<<20)
 	if cfg.WorkflowQueue == "" {
 		cfg.WorkflowQueue = "default"
 	}
@@ -186,7 +194,7 @@ func (c *Config) withDefaults() (Config, error) {
 		cfg.Clock = clock.Real{}
 	}
 	if cfg.Logger == nil {
-		cfg.Logger = slog.New(slog.DiscardHandler)
+		cfg.Logger = slog.Default()
 	}
 	return cfg, errors.Join(errs...)
 }

@@ -52,3 +52,16 @@ func (r *registry) get(name string, version int) (*flow.Flow, error) {
 	}
 	return f, nil
 }
+
+// handlers returns the handler of every registered flow version.
+func (r *registry) handlers() []string {
+	r.mu.RLock()
+	defer r.mu.RUnlock()
+	var out []string
+	for name, vs := range r.flows {
+		for v := range vs {
+			out = append(out, flowHandler(name, v))
+		}
+	}
+	return out
+}

@@ -22,6 +22,24 @@ const (
 	StatusCancelled = hephtype.StatusCancelled
 )
 
+// Condition says why an active run does not progress, when the runtime
+// knows: its Code is one of the Condition… constants, its Message the
+// last error. The zero Condition means nothing is known to be wrong. The
+// condition is cleared when the run progresses again.
+type Condition = store.Condition
+
+// The condition codes.
+const (
+	// ConditionDecisionFailing: the workflow's decision keeps failing
+	// (non-deterministic code, a panic in replay); it is retried with
+	// backoff until code that works is registered.
+	ConditionDecisionFailing = "decision_failing"
+	// ConditionUnserved: a task of the run has waited longer than a lease
+	// period and no live worker of its queue can run it: none has its
+	// flow version, workflow or activity registered.
+	ConditionUnserved = "unserved"
+)
+
 // Run is a run as stored.
 type Run struct {
 	ID         string
@@ -34,6 +52,8 @@ type Run struct {
 	BusinessID string
 	Tags       []string
 	Metadata   map[string]json.RawMessage
+	// Condition says why the run does not progress, if the runtime knows.
+	Condition Condition
 	// Steps is each step's state, in the flow's declaration order.
 	Steps      []StepState
 	CreatedAt  time.Time
@@ -75,7 +95,7 @@ func (c *Client) toRun(r *store.Run) *Run {
 	}
 	out := &Run{
 		ID: r.ID, Flow: r.Workflow, Version: r.Version, Status: r.Status, Input: r.Input, Output: r.Output,
-		Error: r.Error, BusinessID: r.BusinessID, Tags: r.Tags, Metadata: r.Metadata,
+		Error: r.Error, BusinessID: r.BusinessID, Tags: r.Tags, Metadata: r.Metadata, Condition: r.Condition,
 		CreatedAt: r.CreatedAt, UpdatedAt: r.UpdatedAt, FinishedAt: r.FinishedAt,
 	}
 	var s struct {

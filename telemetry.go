@@ -30,6 +30,10 @@ const (
 	// *NonDeterminismError, a workflow not registered here); it is
 	// retried after Duration.
 	DecisionFailed EventKind = "decision.failed"
+	// RunCondition: a run does not progress, and the runtime recorded why
+	// on the run (Condition names it, Err is the message): no live worker
+	// can run one of its tasks, or its decision keeps failing.
+	RunCondition EventKind = "run.condition"
 )
 
 // Event is a telemetry event: something the runtime did. Fields that do
@@ -49,7 +53,9 @@ type Event struct {
 	Duration time.Duration
 	// Count is a number that goes with the event (runs pruned …).
 	Count int
-	Err   error
+	// Condition is the code of a RunCondition event.
+	Condition string
+	Err       error
 }
 
 // hooks delivers telemetry events to subscribers.

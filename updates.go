@@ -72,6 +72,9 @@ func (c *Client) UpdateWorkflow(ctx context.Context, runID, name string, args an
 	if err != nil {
 		return nil, fmt.Errorf("update %q of run %s: %w: arguments %w", name, runID, ErrInvalidInput, err)
 	}
+	if err := c.checkInput(raw, "the update's arguments"); err != nil {
+		return nil, fmt.Errorf("update %q of run %s: %w", name, runID, err)
+	}
 	id := ""
 	if opts != nil {
 		id = opts.ID

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"log/slog"
 	"math/rand/v2"
+	"strconv"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -19,8 +20,10 @@ import (
 
 // runWorkflowTask executes a task of a code-first workflow run and commits
 // its outcome. Like runTask, it returns a task of the same queue claimed by
-// that commit for this slot, if any.
-func (c *Client) runWorkflowTask(w *workers, t *store.Task) *store.Task {
+// that commit for this slot, if any. ctx ends when the task's lease is
+// lost, cannot be confirmed in time, or the worker shuts down.
+func (c *Client) runWorkflowTask(ctx context.Context, w *workers, h *heldTask) *store.Task {
+	t := h.task
 	start := c.cfg.Clock.Now()
 	info := Event{RunID: t.RunID, Workflow: t.Workflow, Version: t.Version, Step: t.Step, Index: t.Index, Attempt: t.Attempt, Queue: t.Queue, TaskID: t.ID}
 	info.Kind = TaskStarted
@@ -29,14 +32,13 @@ func (c *Client) runWorkflowTask(w *workers, t *store.Task) *store.Task {
 	if w.claimCtx.Err() != nil {
 		handoff = "" // stopping: claim nothing more
 	}
-	ctx := context.Background()
 	var claimed []*store.Task
 	var err error
 	switch t.Kind {
 	case store.TaskDecision:
 		claimed, err = c.runDecision(ctx, t, handoff)
 	case taskActivity:
-		claimed, err = c.runActivity(w, t, handoff)
+		claimed, err = c.runActivity(ctx, h, handoff)
 	case taskWorkflowTimer:
 		lease := t.Lease()
 		claimed, err = c.deliver(ctx, &delivery{runID: t.RunID, workflow: t.Workflow, fence: &lease, handoff: handoff,
@@ -53,11 +55,15 @@ func (c *Client) runWorkflowTask(w *workers, t *store.Task) *store.Task {
 		}
 	}
 	if err != nil {
+		if cause := context.Cause(ctx); cause != nil {
+			err = fmt.Errorf("%w (%w)", err, cause)
+		}
 		if errors.Is(err, errShutdown) {
 			_ = c.cfg.Store.ReleaseTasks(context.Background(), []store.Lease{t.Lease()})
 		}
 		level := slog.LevelWarn
-		if !errors.Is(err, store.ErrLeaseLost) && !errors.Is(err, store.ErrRunNotFound) && !errors.Is(err, ErrRunFinished) && !errors.Is(err, errShutdown) && !errors.Is(err, errRunCancelled) {
+		if !errors.Is(err, store.ErrLeaseLost) && !errors.Is(err, store.ErrRunNotFound) && !errors.Is(err, ErrRunFinished) &&
+			!errors.Is(err, errShutdown) && !errors.Is(err, errRunCancelled) && !errors.Is(err, errLeaseLost) && !errors.Is(err, errLeaseExpiring) {
 			level = slog.LevelError
 		}
 		c.cfg.Logger.Log(ctx, level, "workflow task", slog.String("kind", string(t.Kind)), slog.Int64("task", t.ID), slog.String("run", t.RunID), slog.String("step", t.Step), slog.Any("err", err))
@@ -75,32 +81,23 @@ var errHeartbeatTimeout = errors.New("heartbeat timeout")
 // runActivity runs one attempt of an activity. Its outcome goes to the
 // workflow with the decision it causes (deliver), or, when the attempt
 // failed and may be retried, becomes a new attempt after a backoff.
-func (c *Client) runActivity(w *workers, t *store.Task, handoff string) ([]*store.Task, error) {
+func (c *Client) runActivity(ctx context.Context, h *heldTask, handoff string) ([]*store.Task, error) {
+	t := h.task
+	start := c.cfg.Clock.Now()
 	var p activityPayload
 	if err := json.Unmarshal(t.Payload, &p); err != nil {
-		return c.activityOutcome(t, p, handoff, nil, flow.NonRetryable(fmt.Errorf("activity %q: bad task payload: %w", t.Step, err)), flow.RetryPolicy{})
+		return c.activityOutcome(h, start, p, handoff, nil, flow.NonRetryable(fmt.Errorf("activity %q: bad task payload: %w", t.Step, err)), flow.RetryPolicy{})
 	}
 	policy := flow.RetryPolicy{MaxAttempts: p.MaxAttempts, InitialBackoff: p.Initial, MaxBackoff: p.MaxBackoff, Multiplier: p.Multiplier, Jitter: p.Jitter}
 	act, ok := c.wf.reg.activity(t.Step)
 	if !ok {
-		// Another process serving the queue may have it: a retryable failure.
-		return c.activityOutcome(t, p, handoff, nil, fmt.Errorf("activity %q is not registered in this process (worker %s)", t.Step, c.cfg.WorkerID), policy)
+		// Claims ask only for registered activities (Task.Handler): only
+		// a task enqueued without a handler gets here. Another process
+		// serving the queue may have it: a retryable failure.
+		return c.activityOutcome(h, start, p, handoff, nil, fmt.Errorf("activity %q is not registered in this process (worker %s)", t.Step, c.cfg.WorkerID), policy)
 	}
 	policy.NonRetryable = act.Options().RetryPolicy.NonRetryable
 
-	ctx, cancel := context.WithCancelCause(w.stepCtx)
-	defer cancel(nil)
-	key := taskKey(t.RunID, t.Step, t.Index)
-	c.runMu.Lock()
-	c.running[key] = &runningTask{task: t, cancel: cancel}
-	c.runMu.Unlock()
-	defer func() {
-		c.runMu.Lock()
-		if rt := c.running[key]; rt != nil && rt.task == t {
-			delete(c.running, key)
-		}
-		c.runMu.Unlock()
-	}()
 	timeout := p.StartToClose
 	if timeout <= 0 {
 		timeout = flow.DefaultTimeout
@@ -132,16 +129,28 @@ func (c *Client) runActivity(w *workers, t *store.Task, handoff string) ([]*stor
 	info := &replay.ActivityInfo{
 		RunID: t.RunID, Workflow: t.Workflow, Seq: t.Index, Name: t.Step, Attempt: t.Attempt,
 		IdempotencyKey: fmt.Sprintf("%s/%d", t.RunID, t.Index),
-		Heartbeat:      func(any) { lastBeat.Store(c.cfg.Clock.Now().UnixNano()) },
+		Details:        t.Details,
+		Heartbeat: func(details any) {
+			lastBeat.Store(c.cfg.Clock.Now().UnixNano())
+			if details == nil {
+				return
+			}
+			b, err := json.Marshal(details)
+			if err != nil || c.checkPayload(b, "heartbeat details") != nil {
+				c.cfg.Logger.Warn("activity heartbeat details dropped: they do not encode as JSON or are too large",
+					slog.String("run", t.RunID), slog.String("activity", t.Step), slog.Any("err", err))
+				return
+			}
+			c.leases.record(h, b)
+		},
 	}
 	ev := Event{RunID: t.RunID, Workflow: t.Workflow, Version: t.Version, Step: t.Step, Index: t.Index, Attempt: t.Attempt, Queue: t.Queue, TaskID: t.ID}
 	ev.Kind = StepStarted
 	c.emit(ev)
-	begin := c.cfg.Clock.Now()
 	out, err := act.Invoke(replay.WithActivityInfo(actx, info), p.Input)
 	close(stopWatch)
 	watch.Wait()
-	ev.Duration = c.cfg.Clock.Now().Sub(begin)
+	ev.Duration = c.cfg.Clock.Now().Sub(start)
 	if cause := context.Cause(ctx); cause != nil {
 		// Cancelled run, lost lease or shutdown: drop the result.
 		ev.Kind, ev.Err = StepFailed, cause
@@ -154,24 +163,35 @@ func (c *Client) runActivity(w *workers, t *store.Task, handoff string) ([]*stor
 	case errors.Is(tctx.Err(), context.DeadlineExceeded):
 		err = fmt.Errorf("activity %q timed out after %s: %w", t.Step, timeout, context.DeadlineExceeded)
 	}
+	if err == nil {
+		if perr := c.checkPayload(out, "output of activity "+strconv.Quote(t.Step)); perr != nil {
+			err = flow.NonRetryable(perr)
+		}
+	}
 	if err != nil {
 		ev.Kind, ev.Err = StepFailed, err
 	} else {
 		ev.Kind = StepCompleted
 	}
 	c.emit(ev)
-	return c.activityOutcome(t, p, handoff, out, err, policy)
+	return c.activityOutcome(h, start, p, handoff, out, err, policy)
 }
 
-// activityOutcome commits the outcome of an activity attempt.
-func (c *Client) activityOutcome(t *store.Task, p activityPayload, handoff string, out json.RawMessage, err error, policy flow.RetryPolicy) ([]*store.Task, error) {
+// activityOutcome commits the outcome of an activity attempt, after the
+// attempt's step_started entry.
+func (c *Client) activityOutcome(h *heldTask, start time.Time, p activityPayload, handoff string, out json.RawMessage, err error, policy flow.RetryPolicy) ([]*store.Task, error) {
+	t := h.task
 	lease := t.Lease()
+	started := fromStoredNew(c.startedEvent(t, start, "", t.Index))
+	started.Name = t.Step
 	d := &delivery{runID: t.RunID, workflow: t.Workflow, fence: &lease, handoff: handoff, replay: true}
 	if err == nil {
 		if len(out) == 0 {
 			out = json.RawMessage("null")
 		}
-		d.events = []replay.Event{replay.ActivityCompleted(t.Index, t.Step, out)}
+		done := replay.ActivityCompleted(t.Index, t.Step, out)
+		done.Attempt = t.Attempt
+		d.events = []replay.Event{started, done}
 		return c.deliver(context.Background(), d)
 	}
 	attempts := policy.MaxAttempts
@@ -179,22 +199,41 @@ func (c *Client) activityOutcome(t *store.Task, p activityPayload, handoff strin
 		attempts = flow.DefaultRetryPolicy.MaxAttempts
 	}
 	if t.Attempt < attempts && policy.Retryable(err) {
-		return nil, c.retryActivity(t, p, err, policy)
+		return nil, c.retryActivity(h, started, err, policy)
 	}
-	d.events = []replay.Event{replay.ActivityFailed(t.Index, t.Step, t.Attempt, err.Error())}
+	d.events = []replay.Event{started, replay.ActivityFailed(t.Index, t.Step, t.Attempt, err.Error())}
 	return c.deliver(context.Background(), d)
+}
+
+// fromStoredNew is fromStored for an entry not yet stored.
+func fromStoredNew(e store.NewEvent) replay.Event {
+	return fromStored(store.Event{Kind: e.Kind, Step: e.Step, Index: e.Index, Attempt: e.Attempt, Name: e.Name, Data: e.Data, Error: e.Error})
+}
+
+// retryData is the Data of a step_retrying entry: how long the runtime
+// waits before the next attempt, and when that attempt is due.
+type retryData struct {
+	Backoff time.Duration `json:"backoff"`
+	ReadyAt time.Time     `json:"ready_at"`
 }
 
 // retryActivity replaces a failed attempt by the next one, after the
 // policy's backoff, and records the failure (step_retrying, which replay
-// skips). A cached instance of the run is told of the event, so that the
-// next decision need not read the history.
-func (c *Client) retryActivity(t *store.Task, p activityPayload, cause error, policy flow.RetryPolicy) error {
+// skips, with the backoff chosen) after the attempt's step_started. The
+// next attempt carries the heartbeat details this one recorded last. A
+// cached instance of the run is told of the events, so that the next
+// decision need not read the history.
+func (c *Client) retryActivity(h *heldTask, started replay.Event, cause error, policy flow.RetryPolicy) error {
+	t := h.task
 	now := c.cfg.Clock.Now()
-	ev := replay.Event{Kind: hephtype.EventStepRetrying, ID: t.Index, Name: t.Step, Attempt: t.Attempt + 1, Error: cause.Error()}
+	backoff := policy.Backoff(t.Attempt+1, rand.Float64())
+	ready := now.Add(backoff)
+	ev := replay.Event{Kind: hephtype.EventStepRetrying, ID: t.Index, Name: t.Step, Attempt: t.Attempt + 1, Error: cause.Error(),
+		Data: mustJSON(retryData{Backoff: backoff, ReadyAt: ready.UTC()})}
 	next := store.NewTask{
 		Queue: t.Queue, Kind: taskActivity, Step: t.Step, Index: t.Index, Attempt: t.Attempt + 1,
-		Payload: t.Payload, Priority: t.Priority, ReadyAt: now.Add(policy.Backoff(t.Attempt+1, rand.Float64())),
+		Payload: t.Payload, Priority: t.Priority, ReadyAt: ready, Handler: activityHandler(t.Step),
+		Details: c.leases.lastDetails(h),
 	}
 	e := c.wf.sticky.lock(t.RunID)
 	defer c.wf.sticky.unlock(e)
@@ -209,11 +248,11 @@ func (c *Client) retryActivity(t *store.Task, p activityPayload, cause error, po
 		if run.Status.Terminal() {
 			return &store.Update{}, nil
 		}
-		return &store.Update{History: []store.NewEvent{toStored(ev)}, Tasks: []store.NewTask{next}}, nil
+		return &store.Update{History: []store.NewEvent{toStored(started), toStored(ev)}, Tasks: []store.NewTask{next}}, nil
 	}})
 	if e.inst != nil {
 		if err == nil && seen.Load() == base {
-			if rerr := e.inst.Replay([]replay.Event{ev}); rerr != nil {
+			if rerr := e.inst.Replay([]replay.Event{started, ev}); rerr != nil {
 				e.drop()
 			}
 		} else {
@@ -223,73 +262,100 @@ func (c *Client) retryActivity(t *store.Task, p activityPayload, cause error, po
 	return err
 }
 
-// runOp carries out a workflow operation task, then deletes it. Operations
-// are idempotent: a task that runs again (its worker died) does no harm.
+// runOp carries out a workflow operation task. Each is exactly once: the
+// change it makes is fenced by the task's lease (creating a child or the
+// run that continues this one, reporting to the parent), or is idempotent
+// and followed by the task's fenced completion (cancelling children). A
+// lost lease only means that someone else does the work, or did it: it
+// never leads to a compensating action.
 func (c *Client) runOp(ctx context.Context, t *store.Task) error {
 	var err error
+	done := false // the operation's own change deleted the task
 	switch t.Step {
 	case opStartChild:
-		err = c.opStartChild(ctx, t)
+		done, err = c.opStartChild(ctx, t)
 	case opCancelChild:
 		err = c.cancelChain(ctx, childID(t.RunID, t.Index), "the parent run ended")
 	case opReportParent:
-		err = c.opReportParent(ctx, t)
+		done, err = c.opReportParent(ctx, t)
 	case opContinue:
-		err = c.opContinue(ctx, t)
+		done, err = c.opContinue(ctx, t)
 	case opCancelChildren:
 		err = c.opCancelChildren(ctx, t)
 	default:
 		err = fmt.Errorf("unknown workflow operation %q", t.Step)
 	}
 	lease := t.Lease()
-	if err != nil {
+	switch {
+	case errors.Is(err, store.ErrLeaseLost):
+		// Cancelled with its run, done by another worker after this one's
+		// lease lapsed, or done by this very attempt (a commit whose
+		// outcome was lost, then retried): nothing to do.
+		c.cfg.Logger.Debug("workflow operation: lease lost", slog.String("op", t.Step), slog.String("run", t.RunID), slog.Any("err", err))
+		return nil
+	case err != nil:
+		if ctx.Err() != nil {
+			return err // the lease is going: another worker takes over
+		}
 		// Try again after a backoff.
 		ready := c.cfg.Clock.Now().Add(min(time.Second<<min(t.Attempt, 8), time.Minute))
-		_, cerr := c.commit.submit(ctx, store.Change{RunID: t.RunID, Fence: &lease, Decide: func(*store.Run) (*store.Update, error) {
+		_, cerr := c.commit.submit(context.Background(), store.Change{RunID: t.RunID, Fence: &lease, Decide: func(*store.Run) (*store.Update, error) {
 			n := opTask(t.Queue, t.Step, t.Index, nil)
 			n.Payload, n.Attempt, n.ReadyAt = t.Payload, t.Attempt+1, ready
 			return &store.Update{Tasks: []store.NewTask{n}}, nil
 		}})
+		if errors.Is(cerr, store.ErrLeaseLost) {
+			cerr = nil
+		}
 		return errors.Join(err, cerr)
+	case done:
+		return nil
 	}
-	_, err = c.commit.submit(ctx, store.Change{RunID: t.RunID, Fence: &lease, Decide: func(*store.Run) (*store.Update, error) {
+	_, err = c.commit.submit(context.Background(), store.Change{RunID: t.RunID, Fence: &lease, Decide: func(*store.Run) (*store.Update, error) {
 		return &store.Update{}, nil
 	}})
-	if errors.Is(err, store.ErrLeaseLost) && t.Step == opStartChild {
-		// The parent ended (and cancelled this task) while the child was
-		// being created: the child must not outlive it.
-		return c.cancelChain(ctx, childID(t.RunID, t.Index), "the parent run ended")
+	if errors.Is(err, store.ErrLeaseLost) {
+		return nil // the work is idempotent: whoever holds the task now finishes it
 	}
 	return err
 }
 
-func (c *Client) opStartChild(ctx context.Context, t *store.Task) error {
+// opStartChild creates the child run, fenced by the task: the child exists
+// if and only if the task was completed by its creation, so a parent that
+// ended meanwhile (its tasks cancelled) gets no child, and a child is
+// never created twice. done tells that the creation deleted the task.
+func (c *Client) opStartChild(ctx context.Context, t *store.Task) (done bool, err error) {
 	var p childPayload
 	if err := json.Unmarshal(t.Payload, &p); err != nil {
-		return fmt.Errorf("start child: bad payload: %w", err)
+		return false, fmt.Errorf("start child: bad payload: %w", err)
 	}
 	id := childID(t.RunID, t.Index)
-	_, err := c.createWorkflowRun(ctx, &runSpec{id: id, workflow: p.Workflow, input: p.Input, parent: t.RunID, parentSeq: t.Index})
-	if err != nil {
-		if _, gerr := c.cfg.Store.GetRun(ctx, id); gerr == nil {
-			return nil // created by an earlier attempt
-		}
-		return fmt.Errorf("start child %q: %w", p.Workflow, err)
+	lease := t.Lease()
+	_, err = c.createWorkflowRun(ctx, &runSpec{id: id, workflow: p.Workflow, input: p.Input, parent: t.RunID, parentSeq: t.Index, fence: &lease})
+	switch {
+	case err == nil:
+		return true, nil
+	case errors.Is(err, store.ErrRunExists):
+		return false, nil // created before the task had a fence: complete it
+	case errors.Is(err, store.ErrLeaseLost):
+		return false, err
 	}
-	return nil
+	return false, fmt.Errorf("start child %q: %w", p.Workflow, err)
 }
 
-func (c *Client) opReportParent(ctx context.Context, t *store.Task) error {
+// opReportParent tells the parent how its child ended, in a change of the
+// parent fenced by the child's task and keyed by the child: reported once.
+func (c *Client) opReportParent(ctx context.Context, t *store.Task) (done bool, err error) {
 	var p reportPayload
 	if err := json.Unmarshal(t.Payload, &p); err != nil {
-		return fmt.Errorf("report to parent: bad payload: %w", err)
+		return false, fmt.Errorf("report to parent: bad payload: %w", err)
 	}
 	parent, err := c.cfg.Store.GetRun(ctx, p.Parent)
 	if errors.Is(err, store.ErrRunNotFound) {
-		return nil // pruned
+		return false, nil // pruned
 	}
 	if err != nil {
-		return err
+		return false, err
 	}
 	ev := replay.ChildCompleted(p.Seq, p.Workflow, p.Output)
 	if p.Status != hephtype.StatusCompleted {
@@ -299,39 +365,47 @@ func (c *Client) opReportParent(ctx context.Context, t *store.Task) error {
 		}
 		ev = replay.ChildFailed(p.Seq, p.Workflow, msg)
 	}
-	_, err = c.deliver(ctx, &delivery{runID: parent.ID, workflow: parent.Workflow, events: []replay.Event{ev}, replay: true})
-	if errors.Is(err, store.ErrRunNotFound) {
-		return nil
+	lease := t.Lease()
+	_, err = c.deliver(ctx, &delivery{runID: parent.ID, workflow: parent.Workflow, fence: &lease, key: "child:" + strconv.Itoa(p.Seq),
+		events: []replay.Event{ev}, replay: true})
+	switch {
+	case err == nil:
+		return true, nil
+	case errors.Is(err, store.ErrRunNotFound), errors.Is(err, store.ErrDuplicateChange):
+		return false, nil // the parent is gone, or knows already: complete the task
 	}
-	return err
+	return false, err
 }
 
-func (c *Client) opContinue(ctx context.Context, t *store.Task) error {
+// opContinue creates the run that continues this one, fenced by the task.
+func (c *Client) opContinue(ctx context.Context, t *store.Task) (done bool, err error) {
 	old, err := c.cfg.Store.GetRun(ctx, t.RunID)
 	if err != nil {
-		return err
+		return false, err
 	}
 	st, err := loadWfState(old)
 	if err != nil {
-		return err
+		return false, err
 	}
-	id := continuedID(old.ID)
+	lease := t.Lease()
 	spec := &runSpec{
-		id: id, workflow: old.Workflow, input: old.Output, businessID: old.BusinessID, scope: old.KeyScope,
-		tags: old.Tags, metadata: old.Metadata, parent: st.Parent, parentSeq: st.ParentSeq,
+		id: continuedID(old.ID), workflow: old.Workflow, input: old.Output, businessID: old.BusinessID, scope: old.KeyScope,
+		tags: old.Tags, metadata: old.Metadata, parent: st.Parent, parentSeq: st.ParentSeq, fence: &lease,
 	}
-	if _, err := c.createWorkflowRun(ctx, spec); err != nil {
-		if _, gerr := c.cfg.Store.GetRun(ctx, id); gerr == nil {
-			return nil
-		}
-		if errors.Is(err, ErrDuplicateRun) {
-			// Another run took the workflow id meanwhile: the chain ends.
-			c.cfg.Logger.Warn("continue as new: the workflow id is taken", slog.String("run", old.ID), slog.Any("err", err))
-			return nil
-		}
-		return fmt.Errorf("continue run %s as new: %w", old.ID, err)
+	_, err = c.createWorkflowRun(ctx, spec)
+	switch {
+	case err == nil:
+		return true, nil
+	case errors.Is(err, store.ErrLeaseLost):
+		return false, err
+	case errors.Is(err, store.ErrRunExists):
+		return false, nil
+	case errors.Is(err, ErrDuplicateRun):
+		// Another run took the workflow id meanwhile: the chain ends.
+		c.cfg.Logger.Warn("continue as new: the workflow id is taken", slog.String("run", old.ID), slog.Any("err", err))
+		return false, nil
 	}
-	return nil
+	return false, fmt.Errorf("continue run %s as new: %w", old.ID, err)
 }
 
 func (c *Client) opCancelChildren(ctx context.Context, t *store.Task) error {

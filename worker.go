@@ -2,23 +2,19 @@ package hephaestus
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
 	"math/rand/v2"
+	"strconv"
 	"sync"
 	"time"
 
 	"github.com/hephaestus-go/hephaestus/flow"
+	"github.com/hephaestus-go/hephaestus/hephtype"
 	"github.com/hephaestus-go/hephaestus/internal/engine"
 	"github.com/hephaestus-go/hephaestus/store"
-)
-
-// Causes of a step context's cancellation, told apart when the step ends.
-var (
-	errRunCancelled = errors.New("the run was cancelled or finished")
-	errLeaseLost    = errors.New("the task's lease was lost")
-	errShutdown     = errors.New("the worker is shutting down")
 )
 
 // workers is the set of goroutines that Start runs.
@@ -32,15 +28,6 @@ type workers struct {
 	loops        sync.WaitGroup // heartbeat, notifications, retention
 	tasks        sync.WaitGroup // running tasks
 	stopServices context.CancelFunc
-}
-
-type runningTask struct {
-	task   *store.Task
-	cancel context.CancelCauseFunc
-}
-
-func taskKey(runID, step string, index int) string {
-	return fmt.Sprintf("%s/%s/%d", runID, step, index)
 }
 
 // Start starts the workers of the configured queues, the heartbeat of
@@ -75,17 +62,26 @@ func (c *Client) Start(ctx context.Context) error {
 	w.loops.Add(1)
 	go func() {
 		defer w.loops.Done()
-		c.heartbeatLoop(svcCtx)
+		c.leases.run(svcCtx)
+	}()
+	w.loops.Add(1)
+	go func() {
+		defer w.loops.Done()
+		c.maintain(svcCtx)
 	}()
 	if n, ok := c.cfg.Store.(store.Notifier); ok {
 		w.loops.Add(1)
 		go func() {
 			defer w.loops.Done()
 			// Hints from other processes: wake the queue's loop, which
-			// claims at once.
+			// claims at once; check the leases of a run whose tasks were
+			// cancelled, so that its running code stops now.
 			err := n.Listen(svcCtx, func(n store.Notification) {
-				if n.Queue != "" {
+				switch {
+				case n.Queue != "":
 					c.wake(n.Queue)
+				case n.RunID != "":
+					c.leases.hint(n.RunID)
 				}
 			})
 			if err != nil && svcCtx.Err() == nil {
@@ -229,7 +225,7 @@ func (c *Client) claimLoop(w *workers, queue string, concurrency int) {
 		wait := jitter(poll)
 		if lookAhead {
 			// Tasks due later (timers, retries, other processes' work).
-			if next, ok, err := c.cfg.Store.NextReady(w.claimCtx, &store.NextReadyParams{Queues: []string{queue}}); err == nil && ok {
+			if next, ok, err := c.cfg.Store.NextReady(w.claimCtx, &store.NextReadyParams{Queues: []string{queue}, Handlers: c.claimHandlers()}); err == nil && ok {
 				c.noteReady(queue, next)
 			}
 			lookAhead = false
@@ -308,9 +304,16 @@ func (c *Client) release(tasks []*store.Task) {
 
 // runTask executes one claimed task and commits its outcome. It returns a
 // task of the same queue claimed by that commit for this slot, if any.
+// Whatever its kind, the task's lease is held (heartbeated) while it runs,
+// and its context ends when the lease is lost or cannot be confirmed in
+// time, when its run is cancelled, or at shutdown.
 func (c *Client) runTask(w *workers, t *store.Task) *store.Task {
+	ctx, cancel := context.WithCancelCause(w.stepCtx)
+	defer cancel(nil)
+	h := c.leases.hold(t, cancel)
+	defer c.leases.release(h)
 	if isWorkflowTask(t.Kind) {
-		return c.runWorkflowTask(w, t)
+		return c.runWorkflowTask(ctx, w, h)
 	}
 	start := c.cfg.Clock.Now()
 	c.emit(Event{Kind: TaskStarted, RunID: t.RunID, Workflow: t.Workflow, Version: t.Version, Step: t.Step, Index: t.Index, Attempt: t.Attempt, Queue: t.Queue, TaskID: t.ID})
@@ -320,7 +323,7 @@ func (c *Client) runTask(w *workers, t *store.Task) *store.Task {
 	case store.TaskTimer:
 		ev = engine.TimerFired{Step: t.Step}
 	case store.TaskStep:
-		ev, cause = c.runStep(w, t)
+		ev, cause = c.runStep(ctx, h)
 	default:
 		ev = nil
 		cause = fmt.Errorf("task kind %q is not handled by this version", t.Kind)
@@ -339,7 +342,31 @@ func (c *Client) runTask(w *workers, t *store.Task) *store.Task {
 	if w.claimCtx.Err() != nil {
 		handoff = "" // stopping: claim nothing more
 	}
-	r, err := c.commit.submitHandoff(context.Background(), store.Change{RunID: t.RunID, Fence: &lease, Decide: c.decideWith(ev, c.cfg.Clock.Now(), false)}, handoff)
+	decide := c.decideWith(ev, c.cfg.Clock.Now(), false)
+	var started *store.NewEvent
+	if t.Kind == store.TaskStep {
+		// Indexed as the engine's step entries: 0 for a step, the element
+		// for a map step.
+		se := c.startedEvent(t, start, t.Step, max(t.Index, 0))
+		started = &se
+	}
+	details := c.leases.lastDetails(h)
+	r, err := c.commit.submitHandoff(context.Background(), store.Change{RunID: t.RunID, Fence: &lease, Decide: func(run *store.Run) (*store.Update, error) {
+		u, err := decide(run)
+		if err != nil || len(u.History) == 0 {
+			return u, err // stale: nothing to tell
+		}
+		if started != nil {
+			u.History = append([]store.NewEvent{*started}, u.History...)
+		}
+		// A retry of the step reads the details this attempt recorded.
+		for i := range u.Tasks {
+			if n := &u.Tasks[i]; n.Kind == store.TaskStep && n.Step == t.Step && n.Index == t.Index && len(details) > 0 {
+				n.Details = details
+			}
+		}
+		return u, nil
+	}}, handoff)
 	var next *store.Task
 	if r != nil && len(r.claimed) > 0 {
 		next = r.claimed[0]
@@ -361,29 +388,37 @@ func (c *Client) runTask(w *workers, t *store.Task) *store.Task {
 	return next
 }
 
+// startedData is the Data of a step_started history entry: which worker
+// ran the attempt, when it started, and how often the task was claimed (a
+// claim after the first is a re-execution: an earlier claim's lease was
+// lost, or its worker gave the task back at shutdown).
+type startedData struct {
+	Worker    string    `json:"worker"`
+	StartedAt time.Time `json:"started_at"`
+	Claim     int       `json:"claim"`
+	// Reexecution: an earlier claim of this attempt ran (or began) and
+	// lost its lease or was given back; its result, if any, was dropped.
+	Reexecution bool `json:"reexecution,omitempty"`
+}
+
+// startedEvent is the step_started entry of a task's attempt, written with
+// the attempt's outcome in the same commit.
+func (c *Client) startedEvent(t *store.Task, at time.Time, step string, index int) store.NewEvent {
+	return store.NewEvent{Kind: hephtype.EventStepStarted, Step: step, Index: index, Attempt: t.Attempt,
+		Data: mustJSON(startedData{Worker: c.cfg.WorkerID, StartedAt: at.UTC(), Claim: t.Claims, Reexecution: t.Claims > 1})}
+}
+
 // runStep runs step code for a task and returns the engine event it led
 // to, or nil and the reason the result must be dropped.
-func (c *Client) runStep(w *workers, t *store.Task) (engine.Event, error) {
+func (c *Client) runStep(ctx context.Context, h *heldTask) (engine.Event, error) {
+	t := h.task
 	f, err := c.flows.get(t.Workflow, t.Version)
 	if err != nil {
-		// Every process that serves a queue must register the flows (and
-		// versions) that use it.
+		// Claims ask only for the registered versions (Task.Handler), so
+		// only a task enqueued without a handler gets here.
 		return c.stepFailure(t, fmt.Errorf("this worker cannot run step %q: %w", t.Step, err), false), nil
 	}
 	spec, _ := f.Step(t.Step)
-	ctx, cancel := context.WithCancelCause(w.stepCtx)
-	defer cancel(nil)
-	key := taskKey(t.RunID, t.Step, t.Index)
-	c.runMu.Lock()
-	c.running[key] = &runningTask{task: t, cancel: cancel}
-	c.runMu.Unlock()
-	defer func() {
-		c.runMu.Lock()
-		if rt := c.running[key]; rt != nil && rt.task == t {
-			delete(c.running, key)
-		}
-		c.runMu.Unlock()
-	}()
 	tctx, tcancel := context.WithTimeout(ctx, spec.Timeout)
 	defer tcancel()
 	start := c.cfg.Clock.Now()
@@ -394,6 +429,18 @@ func (c *Client) runStep(w *workers, t *store.Task) (engine.Event, error) {
 		RunID: t.RunID, Step: t.Step, Index: t.Index, Attempt: t.Attempt,
 		IdempotencyKey: fmt.Sprintf("%s/%s/%d", t.RunID, t.Step, t.Index),
 		Input:          t.Payload, Item: t.Item,
+		Details: t.Details,
+		Heartbeat: func(details any) error {
+			b, err := json.Marshal(details)
+			if err != nil {
+				return fmt.Errorf("heartbeat details of step %q do not encode as JSON: %w", t.Step, err)
+			}
+			if err := c.checkPayload(b, "heartbeat details of step "+strconv.Quote(t.Step)); err != nil {
+				return err
+			}
+			c.leases.record(h, b)
+			return nil
+		},
 	})
 	info.Duration = c.cfg.Clock.Now().Sub(start)
 	if cause := context.Cause(ctx); cause != nil {
@@ -403,6 +450,11 @@ func (c *Client) runStep(w *workers, t *store.Task) (engine.Event, error) {
 	}
 	if err == nil && tctx.Err() != nil {
 		err = tctx.Err()
+	}
+	if err == nil {
+		if perr := c.checkPayload(out.Output, "output of step "+strconv.Quote(t.Step)); perr != nil {
+			err = flow.NonRetryable(perr)
+		}
 	}
 	if err != nil {
 		retry := spec.Retry.Retryable(err)
@@ -434,61 +486,12 @@ func (c *Client) stepFailure(t *store.Task, err error, retryable bool) engine.Ev
 	return engine.StepFailed{Step: t.Step, Attempt: t.Attempt, Error: err.Error(), Retryable: retryable}
 }
 
-// cancelLocal cancels step code running here whose task a commit
-// cancelled.
+// cancelLocal cancels code running here whose task a commit cancelled.
 func (c *Client) cancelLocal(runID string, m store.TaskMatch) {
 	if m.Kind == store.TaskTimer {
 		return
 	}
-	c.runMu.Lock()
-	defer c.runMu.Unlock()
-	for _, rt := range c.running {
-		t := rt.task
-		if t.RunID == runID && (m.Step == "" || m.Step == t.Step) && (m.Index < 0 || m.Index == t.Index) {
-			rt.cancel(errRunCancelled)
-		}
-	}
-}
-
-// heartbeatLoop extends the leases of running tasks, and cancels the code
-// of those whose lease was lost (the task was cancelled, or another worker
-// took it over after this one stalled).
-func (c *Client) heartbeatLoop(ctx context.Context) {
-	for {
-		select {
-		case <-c.cfg.Clock.After(c.cfg.HeartbeatInterval):
-		case <-ctx.Done():
-			return
-		}
-		c.runMu.Lock()
-		leases := make([]store.Lease, 0, len(c.running))
-		for _, rt := range c.running {
-			leases = append(leases, rt.task.Lease())
-		}
-		c.runMu.Unlock()
-		if len(leases) == 0 {
-			continue
-		}
-		lost, err := c.cfg.Store.Heartbeat(ctx, &store.HeartbeatParams{Leases: leases, Until: c.cfg.Clock.Now().Add(c.cfg.LeaseDuration)})
-		if err != nil {
-			c.cfg.Logger.Error("heartbeat", slog.Any("err", err))
-			continue
-		}
-		if len(lost) == 0 {
-			continue
-		}
-		gone := map[int64]bool{}
-		for _, id := range lost {
-			gone[id] = true
-		}
-		c.runMu.Lock()
-		for _, rt := range c.running {
-			if gone[rt.task.ID] {
-				rt.cancel(errLeaseLost)
-			}
-		}
-		c.runMu.Unlock()
-	}
+	c.leases.cancelMatching(runID, m)
 }
 
 // retentionLoop prunes finished runs older than Config.Retention.

@@ -79,6 +79,21 @@ func (r *wfRegistry) workflow(name string) (replay.Func, bool) {
 	return fn, ok
 }
 
+// handlers returns the handlers of the registered workflows and
+// activities.
+func (r *wfRegistry) handlers() []string {
+	r.mu.RLock()
+	defer r.mu.RUnlock()
+	out := make([]string, 0, len(r.funcs)+len(r.activities))
+	for name := range r.funcs {
+		out = append(out, workflowHandler(name))
+	}
+	for name := range r.activities {
+		out = append(out, activityHandler(name))
+	}
+	return out
+}
+
 func (r *wfRegistry) activity(name string) (Activity, bool) {
 	r.mu.RLock()
 	defer r.mu.RUnlock()
@@ -99,6 +114,10 @@ func (c *Client) RegisterWorkflows(ws ...Workflow) error {
 			r.mu.Unlock()
 			return errors.New("hephaestus: RegisterWorkflows: a workflow needs a name")
 		}
+		if len(w.Name()) > hephtype.MaxNameLen {
+			r.mu.Unlock()
+			return fmt.Errorf("hephaestus: RegisterWorkflows: workflow name %.20q… is %d bytes long; the limit is %d", w.Name(), len(w.Name()), hephtype.MaxNameLen)
+		}
 		if r.workflows == nil {
 			r.workflows, r.funcs = map[string]Workflow{}, map[string]replay.Func{}
 		}
@@ -108,6 +127,7 @@ func (c *Client) RegisterWorkflows(ws ...Workflow) error {
 	r.mu.Unlock()
 	// Cached instances run the code they were made with.
 	c.wf.evictAll()
+	c.updateHandlers()
 	return nil
 }
 
@@ -117,25 +137,31 @@ func (c *Client) RegisterWorkflows(ws ...Workflow) error {
 func (c *Client) RegisterActivities(as ...Activity) error {
 	r := &c.wf.reg
 	r.mu.Lock()
-	defer r.mu.Unlock()
 	for _, a := range as {
 		if a == nil || a.Name() == "" {
+			r.mu.Unlock()
 			return errors.New("hephaestus: RegisterActivities: an activity needs a name")
+		}
+		if len(a.Name()) > hephtype.MaxNameLen {
+			r.mu.Unlock()
+			return fmt.Errorf("hephaestus: RegisterActivities: activity name %.20q… is %d bytes long; the limit is %d", a.Name(), len(a.Name()), hephtype.MaxNameLen)
 		}
 		if r.activities == nil {
 			r.activities = map[string]Activity{}
 		}
 		r.activities[a.Name()] = a
 	}
+	r.mu.Unlock()
+	c.updateHandlers()
 	return nil
 }
 
 // WorkflowOptions are the optional parameters of starting a workflow.
 type WorkflowOptions struct {
-	// ID is the workflow id: a business value ([a-z0-9]+ or a UUID) that
-	// names the workflow across its runs (continue-as-new keeps it). At
-	// most one run per workflow and ID is active at a time. Empty means
-	// none.
+	// ID is the workflow id: a business value (letters, digits, '.', '_'
+	// and '-', at most 200 bytes: "order-42", a UUID) that names the
+	// workflow across its runs (continue-as-new keeps it). At most one run
+	// per workflow and ID is active at a time. Empty means none.
 	ID string
 	// Tags are stored on the run.
 	Tags []string
@@ -188,6 +214,9 @@ func (c *Client) startWorkflow(ctx context.Context, name string, input any, opts
 	raw, err := encodeJSON(input)
 	if err != nil {
 		return nil, fmt.Errorf("start workflow %q: %w: input %w", name, ErrInvalidInput, err)
+	}
+	if err := c.checkInput(raw, "the input"); err != nil {
+		return nil, fmt.Errorf("start workflow %q: %w", name, err)
 	}
 	spec := &runSpec{id: newID(), workflow: name, input: raw, tags: slices.Clone(opts.Tags), scope: businesskey.ScopeNone}
 	if opts.ID != "" {
@@ -308,6 +337,12 @@ func (c *Client) SignalWorkflow(ctx context.Context, runID, name string, payload
 	if err != nil {
 		return fmt.Errorf("signal %q to run %s: %w: payload %w", name, runID, ErrInvalidInput, err)
 	}
+	if err := c.checkInput(raw, "the signal's payload"); err != nil {
+		return fmt.Errorf("signal %q to run %s: %w", name, runID, err)
+	}
+	// The signal's id, assigned as it is accepted: the run records it once
+	// however often its commit is tried.
+	key := "signal:" + newID()
 	for {
 		r, err := c.cfg.Store.GetRun(ctx, runID)
 		if err != nil {
@@ -319,7 +354,10 @@ func (c *Client) SignalWorkflow(ctx context.Context, runID, name string, payload
 		if r.Kind != hephtype.KindWorkflow {
 			return fmt.Errorf("signal %q to run %s: %w: it is a %s, not a workflow", name, r.ID, ErrInvalidInput, r.Kind)
 		}
-		_, err = c.deliver(ctx, &delivery{runID: r.ID, workflow: r.Workflow, events: []replay.Event{replay.SignalReceived(name, raw)}, strict: true})
+		_, err = c.deliver(ctx, &delivery{runID: r.ID, workflow: r.Workflow, events: []replay.Event{replay.SignalReceived(name, raw)}, strict: true, key: key})
+		if errors.Is(err, store.ErrDuplicateChange) {
+			return nil // delivered by an earlier attempt of this call (a commit retried after its outcome was lost)
+		}
 		if errors.Is(err, ErrRunFinished) && r.ID != runID {
 			continue // the successor itself continued meanwhile
 		}
@@ -343,13 +381,17 @@ func (c *Client) SignalWithStart(ctx context.Context, name, id, signal string, p
 		o = *opts
 	}
 	o.ID = id
+	if err := c.checkInput(raw, "the signal's payload"); err != nil {
+		return nil, fmt.Errorf("signal-with-start %q: %w", name, err)
+	}
 	ev := replay.SignalReceived(signal, raw)
+	key := "signal:" + newID()
 	for attempt := 0; ; attempt++ {
 		r, err := c.findWorkflow(ctx, name, id)
 		switch {
 		case err == nil && !r.Status.Terminal():
-			_, err = c.deliver(ctx, &delivery{runID: r.ID, workflow: r.Workflow, events: []replay.Event{ev}, strict: true})
-			if err == nil {
+			_, err = c.deliver(ctx, &delivery{runID: r.ID, workflow: r.Workflow, events: []replay.Event{ev}, strict: true, key: key})
+			if err == nil || errors.Is(err, store.ErrDuplicateChange) {
 				return c.toRun(r), nil
 			}
 			if !errors.Is(err, ErrRunFinished) {

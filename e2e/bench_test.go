@@ -11,6 +11,7 @@ import (
 	"time"
 
 	heph "github.com/hephaestus-go/hephaestus"
+	"github.com/hephaestus-go/hephaestus/e2e"
 	"github.com/hephaestus-go/hephaestus/flow"
 	"github.com/hephaestus-go/hephaestus/internal/pgtest"
 	"github.com/hephaestus-go/hephaestus/store"
@@ -49,7 +50,7 @@ func benchFlows() []*flow.Flow {
 
 func benchClient(b *testing.B, open func(b *testing.B) store.Store) *heph.Client {
 	st := open(b)
-	c, err := heph.New(&heph.Config{Store: st, Queues: map[string]int{"default": 64}})
+	c, err := heph.New(&heph.Config{Store: st, Queues: map[string]int{"default": 64}, Logger: e2e.QuietLogger()})
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -16,6 +16,7 @@ import (
 	"time"
 
 	heph "github.com/hephaestus-go/hephaestus"
+	"github.com/hephaestus-go/hephaestus/e2e"
 	"github.com/hephaestus-go/hephaestus/flow"
 	"github.com/hephaestus-go/hephaestus/hephtype"
 	"github.com/hephaestus-go/hephaestus/internal/pgtest"
@@ -111,7 +112,7 @@ func TestMultiProcess(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer st.Close()
-	starter, err := heph.New(&heph.Config{Store: st})
+	starter, err := heph.New(&heph.Config{Store: st, Logger: e2e.QuietLogger()})
 	if err != nil {
 		t.Fatal(err)
 	}

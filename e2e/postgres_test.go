@@ -2,9 +2,13 @@ package e2e_test
 
 import (
 	"context"
+	"errors"
 	"testing"
+	"time"
 
+	heph "github.com/hephaestus-go/hephaestus"
 	"github.com/hephaestus-go/hephaestus/e2e"
+	"github.com/hephaestus-go/hephaestus/flow"
 	"github.com/hephaestus-go/hephaestus/internal/pgtest"
 	"github.com/hephaestus-go/hephaestus/store"
 	"github.com/hephaestus-go/hephaestus/store/postgres"
@@ -30,3 +34,71 @@ func postgresBackend() e2e.Backend {
 }
 
 func TestPostgres(t *testing.T) { e2e.Run(t, postgresBackend()) }
+
+// Cancellation reaches step code that runs in another process promptly, by
+// a notification: the heartbeat, the fallback, comes only every hour here.
+func TestPostgresCrossProcessCancel(t *testing.T) {
+	dsn := pgtest.DSN(t)
+	open := func() store.Store {
+		st, err := postgres.Open(context.Background(), &postgres.Config{DSN: dsn})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { _ = st.Close() })
+		return st
+	}
+	started := make(chan struct{})
+	observed := make(chan error, 1)
+	build := func() *flow.Flow {
+		fb := flow.New("remote_cancel")
+		flow.Step(fb, "long", func(ctx context.Context, in any) (string, error) {
+			close(started)
+			<-ctx.Done()
+			observed <- ctx.Err()
+			return "", ctx.Err()
+		}, flow.Timeout(2*time.Hour))
+		return fb.MustBuild()
+	}
+	worker, err := heph.New(&heph.Config{Store: open(), LeaseDuration: 2 * time.Hour, HeartbeatInterval: time.Hour, Logger: e2e.QuietLogger()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := worker.Register(build()); err != nil {
+		t.Fatal(err)
+	}
+	if err := worker.Start(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = worker.Stop(context.Background()) })
+	// The other process: a client without workers.
+	front, err := heph.New(&heph.Config{Store: open(), Logger: e2e.QuietLogger()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = front.Stop(context.Background()) })
+	if err := front.Register(build()); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	r, err := front.StartRun(ctx, "remote_cancel", nil, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-started:
+	case <-ctx.Done():
+		t.Fatal("the step never started")
+	}
+	if err := front.CancelRun(ctx, r.ID, "stop"); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case err := <-observed:
+		if !errors.Is(err, context.Canceled) {
+			t.Fatalf("the step's context ended with %v", err)
+		}
+	case <-ctx.Done():
+		t.Fatal("the cancellation did not reach the step in the other process (its next heartbeat is an hour away)")
+	}
+}

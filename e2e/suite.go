@@ -8,7 +8,9 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"log/slog"
 	"maps"
+	"os"
 	"slices"
 	"strings"
 	"sync"
@@ -17,6 +19,7 @@ import (
 	"time"
 
 	heph "github.com/hephaestus-go/hephaestus"
+	"github.com/hephaestus-go/hephaestus/clock"
 	"github.com/hephaestus-go/hephaestus/flow"
 	"github.com/hephaestus-go/hephaestus/hephtype"
 	"github.com/hephaestus-go/hephaestus/store"
@@ -32,10 +35,7 @@ type Backend struct {
 
 // Run runs the whole suite on b.
 func Run(t *testing.T, b Backend) {
-	tests := []struct {
-		name string
-		fn   func(t *testing.T, b Backend)
-	}{
+	runAll(t, b, []subtest{
 		{"FanOutFanIn", testFanOutFanIn},
 		{"BranchThenJoin", testBranchThenJoin},
 		{"Map", testMap},
@@ -62,7 +62,18 @@ func Run(t *testing.T, b Backend) {
 		{"IdempotencyKey", testIdempotencyKey},
 		{"BulkStart", testBulkStart},
 		{"Workflows", testWorkflows},
-	}
+		{"ExactlyOnce", testExactlyOnce},
+	})
+}
+
+// subtest is one test of the suite.
+type subtest struct {
+	name string
+	fn   func(t *testing.T, b Backend)
+}
+
+// runAll runs tests on b, each as a parallel subtest.
+func runAll(t *testing.T, b Backend, tests []subtest) {
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
@@ -89,7 +100,7 @@ func newEnv(t *testing.T, b Backend, mod func(*heph.Config), flows ...*flow.Flow
 
 func startClient(t *testing.T, st store.Store, mod func(*heph.Config), flows ...*flow.Flow) *heph.Client {
 	t.Helper()
-	cfg := &heph.Config{Store: st, Queues: map[string]int{"default": 8}, PollInterval: 50 * time.Millisecond}
+	cfg := &heph.Config{Store: st, Queues: map[string]int{"default": 8}, PollInterval: 50 * time.Millisecond, Logger: QuietLogger()}
 	if mod != nil {
 		mod(cfg)
 	}
@@ -105,6 +116,15 @@ func startClient(t *testing.T, st store.Store, mod func(*heph.Config), flows ...
 	}
 	t.Cleanup(func() { _ = c.Stop(context.Background()) })
 	return c
+}
+
+// QuietLogger is the clients' logger: quiet, unless HEPH_TEST_LOG is set
+// (then standard error, at debug level).
+func QuietLogger() *slog.Logger {
+	if os.Getenv("HEPH_TEST_LOG") != "" {
+		return slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelDebug}))
+	}
+	return slog.New(slog.DiscardHandler)
 }
 
 func ctxT(t *testing.T) context.Context {
@@ -457,7 +477,7 @@ func testStepTimeoutThenRetry(t *testing.T, b Backend) {
 			return "", ctx.Err()
 		}
 		return "fast", nil
-	}, flow.Timeout(100*time.Millisecond), flow.Retry(fastRetry))
+	}, flow.Timeout(time.Second), flow.Retry(fastRetry)) // the second attempt returns at once: far within it
 	e := newEnv(t, b, nil, fb.MustBuild())
 	r := e.run("slow", nil, nil)
 	wantStatus(t, r, heph.StatusCompleted)
@@ -468,7 +488,7 @@ func testStepTimeoutThenRetry(t *testing.T, b Backend) {
 			failed = append(failed, ev.Error)
 		}
 	}
-	if len(failed) != 1 || !strings.Contains(failed[0], "timed out after 100ms") {
+	if len(failed) != 1 || !strings.Contains(failed[0], "timed out after 1s") {
 		t.Errorf("failures %q, want one timeout", failed)
 	}
 }
@@ -909,24 +929,57 @@ func testManyConcurrentRuns(t *testing.T, b Backend) {
 	}
 }
 
+// A step that runs for several lease periods keeps its lease by
+// heartbeats, and runs once. Time is a fake clock, moved by the test one
+// heartbeat interval at a time, each time once the store confirmed the
+// heartbeat before: no wall-clock margin is involved.
 func testHeartbeat(t *testing.T, b Backend) {
 	var calls atomic.Int32
+	started := make(chan struct{}, 2)
+	release := make(chan struct{})
 	fb := flow.New("long")
 	flow.Step(fb, "long", func(ctx context.Context, in any) (int32, error) {
 		n := calls.Add(1)
-		// Outlive the lease several times over; heartbeats keep it.
+		started <- struct{}{}
 		select {
-		case <-time.After(time.Second):
+		case <-release:
 		case <-ctx.Done():
 			return 0, ctx.Err()
 		}
 		return n, nil
-	})
-	e := newEnv(t, b, func(c *heph.Config) {
-		c.LeaseDuration, c.HeartbeatInterval = 200*time.Millisecond, 50*time.Millisecond
+	}, flow.Timeout(time.Hour))
+	st, reopen := b.New(t)
+	beats := make(chan int, 100)
+	fs := &faultStore{Store: st, heartbeat: func(ctx context.Context, p *store.HeartbeatParams) ([]int64, error) {
+		lost, err := st.Heartbeat(ctx, p)
+		if err == nil {
+			beats <- len(p.Leases)
+		}
+		return lost, err
+	}}
+	fc := clock.NewFake(time.Now())
+	e := &env{t: t, st: st, reopen: reopen}
+	e.c = startClient(t, fs, func(c *heph.Config) {
+		c.Clock, c.LeaseDuration, c.HeartbeatInterval = fc, 3*time.Second, time.Second
 	}, fb.MustBuild())
-	r := e.run("long", nil, nil)
-	wantStatus(t, r, heph.StatusCompleted)
+	ctx := ctxT(t)
+	r, err := e.c.StartRun(ctx, "long", nil, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	<-started
+	// Ten heartbeat intervals: over three lease periods.
+	for i := range 10 {
+		fc.Advance(time.Second)
+		select {
+		case <-beats:
+		case <-ctx.Done():
+			t.Fatalf("heartbeat %d never came", i+1)
+		}
+	}
+	close(release)
+	got := e.waitStatus(r.ID, heph.StatusCompleted)
+	wantJSON(t, got.Output, `{"long":1}`)
 	if calls.Load() != 1 {
 		t.Errorf("the step ran %d times; heartbeats should have kept its lease", calls.Load())
 	}

@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	heph "github.com/hephaestus-go/hephaestus"
+	"github.com/hephaestus-go/hephaestus/e2e"
 	"github.com/hephaestus-go/hephaestus/internal/pgtest"
 	"github.com/hephaestus-go/hephaestus/store"
 	"github.com/hephaestus-go/hephaestus/store/postgres"
@@ -43,7 +44,7 @@ var (
 
 func benchWfClient(b *testing.B, open func(b *testing.B) store.Store) *heph.Client {
 	st := open(b)
-	c, err := heph.New(&heph.Config{Store: st, Queues: map[string]int{"default": 64}})
+	c, err := heph.New(&heph.Config{Store: st, Queues: map[string]int{"default": 64}, Logger: e2e.QuietLogger()})
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -259,7 +259,7 @@ func testWfUpdateFails(t *testing.T, b Backend) {
 func testWfSignalStorm(t *testing.T, b Backend) {
 	e := newWfEnv(t, b, nil, wfs(Counter))
 	ctx := ctxT(t)
-	front, err := heph.New(&heph.Config{Store: e.st, Queues: map[string]int{"other": 1}})
+	front, err := heph.New(&heph.Config{Store: e.st, Queues: map[string]int{"other": 1}, Logger: QuietLogger()})
 	if err != nil {
 		t.Fatal(err)
 	}

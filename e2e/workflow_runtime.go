@@ -194,6 +194,10 @@ func testWfNonDeterminism(t *testing.T, b Backend) {
 	if run.Status.Terminal() {
 		t.Fatalf("the run is %s", run.Status)
 	}
+	// The run shows why it does not progress, with the last error.
+	if run.Condition.Code != heph.ConditionDecisionFailing || !strings.Contains(run.Condition.Message, `schedule activity #1 "other"`) || run.Condition.Since.IsZero() {
+		t.Fatalf("condition %+v, want decision_failing with the non-determinism", run.Condition)
+	}
 	if err := c2.Stop(ctx); err != nil {
 		t.Fatal(err)
 	}
@@ -204,6 +208,9 @@ func testWfNonDeterminism(t *testing.T, b Backend) {
 	out, err := heph.GetWorkflow(c3, fixed, r.ID).Get(ctx)
 	if err != nil || out != "12" {
 		t.Fatalf("output %q, %v; want 12", out, err)
+	}
+	if run, err := c3.GetRun(ctx, r.ID); err != nil || !run.Condition.IsZero() {
+		t.Fatalf("condition after the fix: %+v, %v; want none", run.Condition, err)
 	}
 }
 
@@ -413,7 +420,9 @@ func testWfHeartbeatTimeout(t *testing.T, b Backend) {
 		}
 		return "done", nil
 	}).WithOptions(workflow.ActivityOptions{
-		HeartbeatTimeout: 60 * time.Millisecond,
+		// Far above the 20 ms between the second attempt's heartbeats, so
+		// that a busy machine does not time it out too.
+		HeartbeatTimeout: time.Second,
 		RetryPolicy:      flow.RetryPolicy{MaxAttempts: 3, InitialBackoff: time.Millisecond},
 	})
 	wf := workflow.New("heartbeats", func(ctx workflow.Context, _ struct{}) (string, error) {
@@ -530,7 +539,7 @@ func testWfExportAndReplay(t *testing.T, b Backend) {
 func testWfOtherProcess(t *testing.T, b Backend) {
 	e := newWfEnv(t, b, nil, wfs(ShoppingCart), Charge, Refund, SendReceipt)
 	ctx := ctxT(t)
-	front, err := heph.New(&heph.Config{Store: e.st, Queues: map[string]int{"other": 1}, PollInterval: 50 * time.Millisecond})
+	front, err := heph.New(&heph.Config{Store: e.st, Queues: map[string]int{"other": 1}, PollInterval: 50 * time.Millisecond, Logger: QuietLogger()})
 	if err != nil {
 		t.Fatal(err)
 	}

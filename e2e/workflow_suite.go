@@ -15,6 +15,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	heph "github.com/hephaestus-go/hephaestus"
+	"github.com/hephaestus-go/hephaestus/clock"
 	"github.com/hephaestus-go/hephaestus/hephtype"
 	"github.com/hephaestus-go/hephaestus/store"
 	"github.com/hephaestus-go/hephaestus/workflow"
@@ -22,10 +23,7 @@ import (
 
 // testWorkflows runs the code-first workflow tests.
 func testWorkflows(t *testing.T, b Backend) {
-	tests := []struct {
-		name string
-		fn   func(t *testing.T, b Backend)
-	}{
+	runAll(t, b, []subtest{
 		{"Onboarding", testWfOnboarding},
 		{"Counter", testWfCounter},
 		{"ShoppingCart", testWfShoppingCart},
@@ -53,13 +51,7 @@ func testWorkflows(t *testing.T, b Backend) {
 		{"DecisionInAnotherProcess", testWfOtherProcess},
 		{"TwoWorkerClients", testWfTwoWorkers},
 		{"ChildContinuesAndOrphans", testWfChildChain},
-	}
-	for _, tc := range tests {
-		t.Run(tc.name, func(t *testing.T) {
-			t.Parallel()
-			tc.fn(t, b)
-		})
-	}
+	})
 }
 
 // newWfEnv is newEnv for workflows: a client with workers that has ws and
@@ -74,7 +66,7 @@ func newWfEnv(t *testing.T, b Backend, mod func(*heph.Config), ws []heph.Workflo
 
 func startWfClient(t *testing.T, st store.Store, mod func(*heph.Config), ws []heph.Workflow, as ...heph.Activity) *heph.Client {
 	t.Helper()
-	cfg := &heph.Config{Store: st, Queues: map[string]int{"default": 16}, PollInterval: 50 * time.Millisecond}
+	cfg := &heph.Config{Store: st, Queues: map[string]int{"default": 16}, PollInterval: 50 * time.Millisecond, Logger: QuietLogger()}
 	if mod != nil {
 		mod(cfg)
 	}
@@ -174,8 +166,8 @@ func testWfOnboarding(t *testing.T, b Backend) {
 	if got, _ := heph.Query[OnboardingStatus](ctx, e.c, r.ID); got.Step != "done" {
 		t.Fatalf("status %+v, want done", got)
 	}
-	want := []string{"run_started", "decision", "step_scheduled", "step_completed", "decision", "step_scheduled",
-		"step_completed", "decision", "run_completed"}
+	want := []string{"run_started", "decision", "step_scheduled", "step_started", "step_completed", "decision", "step_scheduled",
+		"step_started", "step_completed", "decision", "run_completed"}
 	if diff := cmp.Diff(want, kinds(e.history(r.ID))); diff != "" {
 		t.Fatalf("history (-want +got):\n%s", diff)
 	}
@@ -393,7 +385,10 @@ func testWfInventory(t *testing.T, b Backend) {
 }
 
 func testWfEventCollector(t *testing.T, b Backend) {
-	e := newWfEnv(t, b, nil, wfs(EventCollector), BatchInsert)
+	// Time is a fake clock: a phase times out when the test says so, never
+	// before its signals arrive, however busy the machine.
+	fc := clock.NewFake(time.Now())
+	e := newWfEnv(t, b, func(c *heph.Config) { c.Clock = fc }, wfs(EventCollector), BatchInsert)
 	ctx := ctxT(t)
 	in := CollectorInput{Timeout: 300 * time.Millisecond, Generations: 3}
 	r, err := heph.StartWorkflow(ctx, e.c, EventCollector, in, &heph.WorkflowOptions{ID: "collector1"})
@@ -406,9 +401,19 @@ func testWfEventCollector(t *testing.T, b Backend) {
 			t.Fatal(err)
 		}
 	}
+	waitFor(t, "both events in the history", func() bool {
+		return count(e.history(first), hephtype.EventSignalReceived, "") == 2
+	})
 	// Nothing stops the first phase: its timeout fires, the events are
 	// inserted and the run continues as new with the same workflow id.
+	fc.Advance(in.Timeout + time.Millisecond) // past the timer, which the store keeps to the microsecond
 	e.waitStatus(first, hephtype.StatusContinued)
+	// The run that carries it on is created by a task of its own; the
+	// runtime's wait for it polls on the (fake) clock, so wait here.
+	waitFor(t, "the second run", func() bool {
+		l, err := e.c.ListRuns(ctx, &heph.ListOptions{Flow: EventCollector.Name()})
+		return err == nil && len(l.Runs) == 2
+	})
 	h := e.history(first)
 	if n := count(h, hephtype.EventTimerFired, ""); n != 1 {
 		t.Fatalf("%d timer_fired events, want 1", n)
@@ -431,6 +436,10 @@ func testWfEventCollector(t *testing.T, b Backend) {
 	if n := count(e.history(second.ID), hephtype.EventTimerCancelled, ""); n != 1 {
 		t.Fatalf("%d timer_cancelled events in the second run, want 1", n)
 	}
+	waitFor(t, "the third run", func() bool {
+		l, err := e.c.ListRuns(ctx, &heph.ListOptions{Flow: EventCollector.Name()})
+		return err == nil && len(l.Runs) == 3
+	})
 	third, err := e.c.FindWorkflow(ctx, EventCollector.Name(), "collector1")
 	if err != nil {
 		t.Fatal(err)

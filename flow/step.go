@@ -139,6 +139,13 @@ type Call struct {
 	Input json.RawMessage
 	// Item is the element, for a map step.
 	Item json.RawMessage
+	// Details are the heartbeat details the previous attempt (or an
+	// earlier execution of this one, whose worker lost its lease) recorded
+	// last: step code reads them with HeartbeatDetails to resume work.
+	Details json.RawMessage
+	// Heartbeat, when set, receives what step code passes to
+	// RecordHeartbeat; the runtime stores it with the task's lease.
+	Heartbeat func(details any) error
 
 	parsed   map[string]json.RawMessage
 	parseErr error
@@ -180,6 +187,40 @@ func CallInfo(ctx context.Context) (Info, bool) {
 		return Info{}, false
 	}
 	return Info{RunID: c.RunID, Step: c.Step, Index: c.Index, Attempt: c.Attempt, IdempotencyKey: c.IdempotencyKey}, true
+}
+
+// RecordHeartbeat records progress of a long step: the details (any
+// JSON-encodable value) are stored with the task at its next heartbeat, and
+// the next attempt of the step reads them with HeartbeatDetails, so that it
+// can resume where this one stopped. It returns an error when the details
+// do not encode, or outside step code. Leases are extended by the runtime
+// whether or not step code calls it.
+func RecordHeartbeat(ctx context.Context, details any) error {
+	c, ok := ctx.Value(callKey{}).(*Call)
+	if !ok {
+		return errors.New("flow.RecordHeartbeat: not called from step code")
+	}
+	if c.Heartbeat == nil {
+		return nil
+	}
+	return c.Heartbeat(details)
+}
+
+// HeartbeatDetails decodes the heartbeat details that an earlier attempt
+// of the running step recorded last (RecordHeartbeat). ok is false when
+// there are none.
+func HeartbeatDetails[T any](ctx context.Context) (v T, ok bool, err error) {
+	c, found := ctx.Value(callKey{}).(*Call)
+	if !found {
+		return v, false, errors.New("flow.HeartbeatDetails: not called from step code")
+	}
+	if len(c.Details) == 0 {
+		return v, false, nil
+	}
+	if err := json.Unmarshal(c.Details, &v); err != nil {
+		return v, false, fmt.Errorf("step %q: heartbeat details do not decode into %T: %w", c.Step, v, err)
+	}
+	return v, true, nil
 }
 
 // Output decodes the output of the step with the given context key from the

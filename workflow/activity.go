@@ -3,6 +3,7 @@ package workflow
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"time"
 
@@ -145,10 +146,30 @@ func GetActivityInfo(ctx context.Context) (info ActivityInfo, ok bool) {
 }
 
 // RecordHeartbeat tells the runtime, from activity code, that the attempt
-// is alive (extending its lease, resetting its heartbeat timeout) and
-// what progress it made. Outside activity code it does nothing.
+// is alive (resetting its heartbeat timeout) and what progress it made:
+// the details (any JSON-encodable value) are stored with the task at its
+// next heartbeat, and the next attempt reads them with HeartbeatDetails.
+// Outside activity code it does nothing. (The runtime extends the lease of
+// a running attempt whether or not it heartbeats.)
 func RecordHeartbeat(ctx context.Context, details any) {
 	if i, ok := replay.ActivityInfoFrom(ctx); ok && i.Heartbeat != nil {
 		i.Heartbeat(details)
 	}
+}
+
+// HeartbeatDetails decodes the heartbeat details that an earlier attempt of
+// the running activity (or an earlier execution of this attempt, whose
+// worker lost its lease) recorded last. ok is false when there are none.
+func HeartbeatDetails[T any](ctx context.Context) (v T, ok bool, err error) {
+	i, found := replay.ActivityInfoFrom(ctx)
+	if !found {
+		return v, false, errors.New("workflow.HeartbeatDetails: not called from activity code")
+	}
+	if len(i.Details) == 0 {
+		return v, false, nil
+	}
+	if err := json.Unmarshal(i.Details, &v); err != nil {
+		return v, false, fmt.Errorf("activity %q: heartbeat details do not decode into %T: %w", i.Name, v, err)
+	}
+	return v, true, nil
 }

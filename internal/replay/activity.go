@@ -23,6 +23,8 @@ type ActivityInfo struct {
 	// Heartbeat, when set, receives the details of each heartbeat: the
 	// runtime extends the attempt's lease and keeps the last details.
 	Heartbeat func(details any)
+	// Details are the heartbeat details an earlier attempt recorded last.
+	Details json.RawMessage
 }
 
 type activityKey struct{}

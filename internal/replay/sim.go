@@ -528,11 +528,18 @@ func (r *SimRun) runActivity(ctx context.Context, c ScheduleActivity) Event {
 	if maxAttempts == 0 {
 		maxAttempts = flow.DefaultRetryPolicy.MaxAttempts
 	}
+	var details json.RawMessage // the last heartbeat's, for the next attempt
 	for attempt := 1; ; attempt++ {
 		info := &ActivityInfo{
 			RunID: r.id, Workflow: r.workflow, Seq: c.Seq, Name: c.Name, Attempt: attempt,
 			IdempotencyKey: fmt.Sprintf("%s/%d", r.id, c.Seq),
-			Heartbeat:      func(d any) { r.heartbeats = append(r.heartbeats, d) },
+			Details:        details,
+			Heartbeat: func(d any) {
+				r.heartbeats = append(r.heartbeats, d)
+				if b, err := json.Marshal(d); err == nil {
+					details = b
+				}
+			},
 		}
 		var out json.RawMessage
 		var err error
@@ -540,7 +547,9 @@ func (r *SimRun) runActivity(ctx context.Context, c ScheduleActivity) Event {
 			err = perr
 		}
 		if err == nil {
-			return ActivityCompleted(c.Seq, c.Name, out)
+			ev := ActivityCompleted(c.Seq, c.Name, out)
+			ev.Attempt = attempt
+			return ev
 		}
 		if attempt >= maxAttempts || !p.Retryable(err) {
 			return ActivityFailed(c.Seq, c.Name, attempt, err.Error())

@@ -1,0 +1,311 @@
+package hephaestus
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"log/slog"
+	"sync"
+	"time"
+
+	"github.com/hephaestus-go/hephaestus/store"
+)
+
+// Causes of a task context's cancellation, told apart when the task ends.
+var (
+	errRunCancelled = errors.New("the run was cancelled or finished")
+	errLeaseLost    = errors.New("the task's lease was lost")
+	errShutdown     = errors.New("the worker is shutting down")
+	// errLeaseExpiring: the worker could not confirm the task's lease in
+	// time, and stops the task before another worker may claim it.
+	errLeaseExpiring = errors.New("the task's lease could not be extended in time; the task was stopped before it expires so that no other worker runs it at the same time")
+)
+
+// leaseKeeper holds the leases of every task this process runs, whatever
+// its kind (steps, activities, decisions, timers, operations): it extends
+// them (heartbeats), records heartbeat details, and cancels a task's
+// context when its lease is lost, when a commit elsewhere cancelled it, or
+// when the lease could not be confirmed and is about to expire. So in
+// normal operation two workers never run one task at once: a worker that
+// cannot reach the store stops its tasks a margin before their leases
+// end, and only then may another claim them.
+type leaseKeeper struct {
+	c *Client
+
+	mu    sync.Mutex
+	tasks map[int64]*heldTask // by task id
+	// hints are runs whose tasks a commit elsewhere cancelled: their
+	// leases are checked at once.
+	hints map[string]bool
+	poke  chan struct{}
+}
+
+// heldTask is a task this process runs.
+type heldTask struct {
+	task   *store.Task
+	cancel context.CancelCauseFunc
+	// until is the end of the lease as the store last confirmed it.
+	until time.Time
+	// details: the last heartbeat details the task recorded; pending:
+	// they have not reached the store yet.
+	details json.RawMessage
+	pending bool
+	// stopped: the context was cancelled for the lease.
+	stopped bool
+}
+
+func newLeaseKeeper(c *Client) *leaseKeeper {
+	return &leaseKeeper{c: c, tasks: map[int64]*heldTask{}, hints: map[string]bool{}, poke: make(chan struct{}, 1)}
+}
+
+// margin is how long before its lease ends a task that could not extend it
+// is stopped.
+func (k *leaseKeeper) margin() time.Duration { return k.c.cfg.LeaseDuration / 5 }
+
+// hold registers a task that starts running; cancel cancels its context.
+// The previous attempt's heartbeat details come with the task.
+func (k *leaseKeeper) hold(t *store.Task, cancel context.CancelCauseFunc) *heldTask {
+	h := &heldTask{task: t, cancel: cancel, until: t.LeaseUntil, details: t.Details}
+	if h.until.IsZero() {
+		h.until = k.c.cfg.Clock.Now().Add(k.c.cfg.LeaseDuration)
+	}
+	k.mu.Lock()
+	k.tasks[t.ID] = h
+	k.mu.Unlock()
+	k.wake()
+	return h
+}
+
+// release forgets a task that ended.
+func (k *leaseKeeper) release(h *heldTask) {
+	k.mu.Lock()
+	if k.tasks[h.task.ID] == h {
+		delete(k.tasks, h.task.ID)
+	}
+	k.mu.Unlock()
+}
+
+// record keeps heartbeat details of a running task; the next heartbeat
+// writes them.
+func (k *leaseKeeper) record(h *heldTask, details json.RawMessage) {
+	k.mu.Lock()
+	h.details, h.pending = details, true
+	k.mu.Unlock()
+}
+
+// lastDetails returns the task's last heartbeat details.
+func (k *leaseKeeper) lastDetails(h *heldTask) json.RawMessage {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	return h.details
+}
+
+// cancelMatching cancels the tasks of a run running here that m matches
+// (a commit of this process cancelled them).
+func (k *leaseKeeper) cancelMatching(runID string, m store.TaskMatch) {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	for _, h := range k.tasks {
+		t := h.task
+		if t.RunID == runID && (m.Kind == "" || m.Kind == t.Kind) && (m.Step == "" || m.Step == t.Step) && (m.Index < 0 || m.Index == t.Index) {
+			h.cancel(errRunCancelled)
+		}
+	}
+}
+
+// hint asks for the leases of a run's tasks to be checked now: a commit of
+// another process cancelled some of them.
+func (k *leaseKeeper) hint(runID string) {
+	k.mu.Lock()
+	held := false
+	for _, h := range k.tasks {
+		if h.task.RunID == runID {
+			held = true
+			break
+		}
+	}
+	if held {
+		k.hints[runID] = true
+	}
+	k.mu.Unlock()
+	if held {
+		k.wake()
+	}
+}
+
+func (k *leaseKeeper) wake() {
+	select {
+	case k.poke <- struct{}{}:
+	default:
+	}
+}
+
+// beat is one heartbeat call and what it covered.
+type beat struct {
+	until   time.Time
+	held    []*heldTask
+	details map[*heldTask]json.RawMessage
+	lost    []int64
+	err     error
+}
+
+// run extends leases every HeartbeatInterval, checks the runs it is hinted
+// at, and stops tasks whose lease it could not confirm in time, until ctx
+// ends. One heartbeat call is in flight at a time; the watchdog does not
+// wait for it (a call that hangs must not let a lease lapse unnoticed).
+func (k *leaseKeeper) run(ctx context.Context) {
+	cfg := &k.c.cfg
+	nextBeat := cfg.Clock.Now().Add(cfg.HeartbeatInterval)
+	var inflight chan *beat
+	for {
+		now := cfg.Clock.Now()
+		wait := nextBeat.Sub(now)
+		if d, ok := k.nextDeadline(); ok {
+			wait = min(wait, d.Sub(now))
+		}
+		select {
+		case <-cfg.Clock.After(wait): // at once when due already
+		case <-k.poke:
+		case b := <-inflight:
+			inflight = nil
+			k.settle(b)
+		case <-ctx.Done():
+			if inflight != nil {
+				<-inflight
+			}
+			return
+		}
+		now = cfg.Clock.Now()
+		k.expire(now)
+		if inflight != nil {
+			continue
+		}
+		var runs map[string]bool
+		if !now.Before(nextBeat) {
+			nextBeat = now.Add(cfg.HeartbeatInterval)
+			k.mu.Lock()
+			clear(k.hints) // every lease is checked now
+			k.mu.Unlock()
+		} else {
+			k.mu.Lock()
+			if len(k.hints) == 0 {
+				k.mu.Unlock()
+				continue
+			}
+			runs, k.hints = k.hints, map[string]bool{}
+			k.mu.Unlock()
+		}
+		if b := k.collect(now, runs); b != nil {
+			inflight = make(chan *beat, 1)
+			go func(ch chan *beat) {
+				k.send(ctx, b)
+				ch <- b
+			}(inflight)
+		}
+	}
+}
+
+// collect gathers the leases to extend: all, or those of runs.
+func (k *leaseKeeper) collect(now time.Time, runs map[string]bool) *beat {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	b := &beat{until: now.Add(k.c.cfg.LeaseDuration)}
+	for _, h := range k.tasks {
+		if h.stopped || (runs != nil && !runs[h.task.RunID]) {
+			continue
+		}
+		b.held = append(b.held, h)
+		if h.pending {
+			if b.details == nil {
+				b.details = map[*heldTask]json.RawMessage{}
+			}
+			b.details[h] = h.details
+		}
+	}
+	if len(b.held) == 0 {
+		return nil
+	}
+	return b
+}
+
+func (k *leaseKeeper) send(ctx context.Context, b *beat) {
+	p := &store.HeartbeatParams{Leases: make([]store.Lease, len(b.held)), Until: b.until}
+	for i, h := range b.held {
+		p.Leases[i] = h.task.Lease()
+	}
+	for h, d := range b.details {
+		if p.Details == nil {
+			p.Details = map[int64]json.RawMessage{}
+		}
+		p.Details[h.task.ID] = d
+	}
+	// A call may not outlast the leases it extends.
+	bctx, cancel := context.WithTimeout(ctx, k.c.cfg.LeaseDuration)
+	defer cancel()
+	b.lost, b.err = k.c.cfg.Store.Heartbeat(bctx, p)
+}
+
+// settle applies the outcome of a heartbeat.
+func (k *leaseKeeper) settle(b *beat) {
+	if b.err != nil {
+		if !errors.Is(b.err, context.Canceled) {
+			k.c.cfg.Logger.Warn("heartbeat failed; tasks whose lease cannot be confirmed are stopped before it ends", slog.Int("tasks", len(b.held)), slog.Any("err", b.err))
+		}
+		return
+	}
+	gone := map[int64]bool{}
+	for _, id := range b.lost {
+		gone[id] = true
+	}
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	for _, h := range b.held {
+		if gone[h.task.ID] {
+			h.stopped = true
+			h.cancel(errLeaseLost)
+			continue
+		}
+		if b.until.After(h.until) {
+			h.until = b.until
+		}
+		if d, ok := b.details[h]; ok && h.pending && string(h.details) == string(d) {
+			h.pending = false
+		}
+	}
+}
+
+// nextDeadline returns the earliest time a held task must be stopped if its
+// lease is not confirmed before.
+func (k *leaseKeeper) nextDeadline() (time.Time, bool) {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	var first time.Time
+	for _, h := range k.tasks {
+		if h.stopped {
+			continue
+		}
+		if d := h.until.Add(-k.margin()); first.IsZero() || d.Before(first) {
+			first = d
+		}
+	}
+	return first, !first.IsZero()
+}
+
+// expire stops the tasks whose lease ends within the margin.
+func (k *leaseKeeper) expire(now time.Time) {
+	k.mu.Lock()
+	var stopped []*heldTask
+	for _, h := range k.tasks {
+		if !h.stopped && !now.Before(h.until.Add(-k.margin())) {
+			h.stopped = true
+			h.cancel(errLeaseExpiring)
+			stopped = append(stopped, h)
+		}
+	}
+	k.mu.Unlock()
+	for _, h := range stopped {
+		t := h.task
+		k.c.cfg.Logger.Warn("stopping a task whose lease could not be extended", slog.Int64("task", t.ID), slog.String("run", t.RunID),
+			slog.String("kind", string(t.Kind)), slog.String("step", t.Step), slog.Time("lease_until", h.until))
+	}
+}
