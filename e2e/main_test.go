@@ -33,5 +33,13 @@ func TestMain(m *testing.M) {
 		}
 		os.Exit(0)
 	}
+	// The chaos tests run it as their worker processes.
+	if spec := os.Getenv(chaosEnv); spec != "" {
+		if err := chaosChild(spec); err != nil {
+			fmt.Fprintln(os.Stderr, "chaos child:", err)
+			os.Exit(1)
+		}
+		os.Exit(0)
+	}
 	goleak.VerifyTestMain(m)
 }
