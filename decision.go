@@ -659,7 +659,11 @@ func (c *Client) retryDecision(t *store.Task, cause error) {
 		}
 		return &store.Update{Condition: cond, Tasks: []store.NewTask{decisionTask(t.Queue, t.Workflow, t.Attempt+1, ready)}}, nil
 	}})
-	if err != nil && !errors.Is(err, store.ErrLeaseLost) {
+	switch {
+	case err == nil:
+		c.emit(Event{Kind: RunCondition, RunID: t.RunID, Workflow: t.Workflow, Version: t.Version, Queue: t.Queue, TaskID: t.ID,
+			Attempt: t.Attempt, Condition: ConditionDecisionFailing, Err: cause})
+	case !errors.Is(err, store.ErrLeaseLost):
 		c.cfg.Logger.Warn("reschedule workflow decision", slog.String("run", t.RunID), slog.Any("err", err))
 	}
 }

@@ -38,6 +38,9 @@ type leaseKeeper struct {
 	// leases are checked at once.
 	hints map[string]bool
 	poke  chan struct{}
+	// wakeAt is when the loop next wakes by itself: a task whose deadline
+	// comes sooner pokes it.
+	wakeAt time.Time
 }
 
 // heldTask is a task this process runs.
@@ -71,8 +74,11 @@ func (k *leaseKeeper) hold(t *store.Task, cancel context.CancelCauseFunc) *heldT
 	}
 	k.mu.Lock()
 	k.tasks[t.ID] = h
+	soon := h.until.Add(-k.margin()).Before(k.wakeAt)
 	k.mu.Unlock()
-	k.wake()
+	if soon {
+		k.wake()
+	}
 	return h
 }
 
@@ -163,6 +169,9 @@ func (k *leaseKeeper) run(ctx context.Context) {
 		if d, ok := k.nextDeadline(); ok {
 			wait = min(wait, d.Sub(now))
 		}
+		k.mu.Lock()
+		k.wakeAt = now.Add(wait)
+		k.mu.Unlock()
 		select {
 		case <-cfg.Clock.After(wait): // at once when due already
 		case <-k.poke:

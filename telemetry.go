@@ -31,8 +31,9 @@ const (
 	// retried after Duration.
 	DecisionFailed EventKind = "decision.failed"
 	// RunCondition: a run does not progress, and the runtime recorded why
-	// on the run (Condition names it, Err is the message): no live worker
-	// can run one of its tasks, or its decision keeps failing.
+	// on the run (Condition names it, Err says why): no live worker can run
+	// one of its tasks (ConditionUnserved), or its decision keeps failing
+	// (ConditionDecisionFailing, after each failed attempt).
 	RunCondition EventKind = "run.condition"
 )
 
