@@ -65,8 +65,15 @@ func translate(f *flow.Flow, d *engine.Decision, now time.Time) *store.Update {
 			})
 		case engine.StartTimer:
 			spec, _ := f.Step(c.Step)
+			fireAt := roundUpMicro(now.Add(c.After))
+			// The history tells when the timer is due.
+			for i := range u.History {
+				if h := &u.History[i]; h.Kind == hephtype.EventTimerStarted && h.Step == c.Step {
+					h.Data = mustJSON(timerData{After: c.After.String(), FireAt: fireAt.UTC()})
+				}
+			}
 			u.Tasks = append(u.Tasks, store.NewTask{
-				Queue: spec.Queue, Kind: store.TaskTimer, Step: c.Step, Index: -1, Priority: spec.Priority, ReadyAt: now.Add(c.After),
+				Queue: spec.Queue, Kind: store.TaskTimer, Step: c.Step, Index: -1, Priority: spec.Priority, ReadyAt: fireAt,
 				Handler: handler,
 			})
 		case engine.CancelTimer:
@@ -85,6 +92,22 @@ func translate(f *flow.Flow, d *engine.Decision, now time.Time) *store.Update {
 		}
 	}
 	return u
+}
+
+// timerData is the Data of a flow's timer_started entry.
+type timerData struct {
+	After  string    `json:"after"`
+	FireAt time.Time `json:"fire_at"`
+}
+
+// roundUpMicro rounds t up to the microsecond, the precision of the
+// stores: a timer never fires before its time.
+func roundUpMicro(t time.Time) time.Time {
+	r := t.Truncate(time.Microsecond)
+	if r.Before(t) {
+		r = r.Add(time.Microsecond)
+	}
+	return r
 }
 
 // decideWith returns a Decide function that applies ev to a flow run. A

@@ -190,12 +190,7 @@ func decisionUpdate(runID, workflow string, st *wfState, dec *replay.Decision, e
 			}
 		case replay.StartTimer:
 			if !terminal {
-				// Stores keep microseconds: round up, so that a timer never
-				// fires before its time.
-				ready := c.FireAt.Truncate(time.Microsecond)
-				if ready.Before(c.FireAt) {
-					ready = ready.Add(time.Microsecond)
-				}
+				ready := roundUpMicro(c.FireAt)
 				u.Tasks = append(u.Tasks, store.NewTask{Queue: st.Queue, Kind: taskWorkflowTimer, Index: c.Seq, Attempt: 1, ReadyAt: ready})
 			}
 		case replay.CancelTimer:
