@@ -27,6 +27,11 @@ type committer struct {
 	done  chan struct{}
 	once  sync.Once
 	start sync.Once
+	// sending is held (read) by submitters while they queue changes, and
+	// taken by close before it stops the loops: a change is queued before
+	// the loops stop (and applied by them), or refused with ErrClosed.
+	sending sync.RWMutex
+	closed  bool
 
 	mu     sync.Mutex
 	claims map[string]*claimReq // standing claims by queue
@@ -102,13 +107,18 @@ func (m *committer) submitHandoff(ctx context.Context, ch store.Change, queue st
 			return u, err
 		}
 	}
+	m.sending.RLock()
+	if m.closed {
+		m.sending.RUnlock()
+		return nil, ErrClosed
+	}
 	select {
 	case m.reqs <- []*commitReq{r}:
-	case <-m.stop:
-		return nil, ErrClosed
 	case <-ctx.Done():
+		m.sending.RUnlock()
 		return nil, ctx.Err()
 	}
+	m.sending.RUnlock()
 	// Once queued, a change is applied even if ctx ends: wait for it so the
 	// caller never mistakes a committed change for a lost one.
 	<-r.done
@@ -129,22 +139,28 @@ func (m *committer) submitAll(ctx context.Context, chs []store.Change) ([]*commi
 		reqs[i] = &commitReq{change: ch, done: make(chan struct{})}
 	}
 	size := m.c.cfg.MaxCommitBatch
+	m.sending.RLock()
 	for i := 0; i < len(reqs); i += size {
 		group := reqs[i:min(i+size, len(reqs))]
-		select {
-		case m.reqs <- group:
-		case <-m.stop:
+		var err error
+		if m.closed {
+			err = ErrClosed
+		} else {
+			select {
+			case m.reqs <- group:
+			case <-ctx.Done():
+				err = ctx.Err()
+			}
+		}
+		if err != nil {
+			m.sending.RUnlock()
 			for _, q := range reqs[:i] {
 				<-q.done
 			}
-			return nil, ErrClosed
-		case <-ctx.Done():
-			for _, q := range reqs[:i] {
-				<-q.done
-			}
-			return nil, ctx.Err()
+			return nil, err
 		}
 	}
+	m.sending.RUnlock()
 	for _, r := range reqs {
 		<-r.done
 	}
@@ -365,6 +381,9 @@ func (m *committer) apply(batch []*commitReq, claims []*claimReq) {
 // close stops the loop after applying what is queued.
 func (m *committer) close() {
 	m.once.Do(func() {
+		m.sending.Lock() // waits for changes being queued
+		m.closed = true
+		m.sending.Unlock()
 		close(m.stop)
 		m.start.Do(func() { close(m.done) })
 	})

@@ -62,3 +62,37 @@ func TestCommitRetryAfterLostOutcome(t *testing.T) {
 		t.Fatalf("runs stored: %+v, want exactly run %s", l.Runs, r.ID)
 	}
 }
+
+// A change submitted after Stop is refused with ErrClosed; it used to
+// wait forever when it won the race into the queue of stopped loops.
+func TestSubmitAfterStop(t *testing.T) {
+	ctx := context.Background()
+	st, err := sqlite.Open(ctx, &sqlite.Config{Memory: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	b := flow.New("job")
+	flow.Step(b, "s", func(ctx context.Context, in int) (int, error) { return in, nil })
+	for range 50 {
+		c, err := heph.New(&heph.Config{Store: st})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := c.Register(b.MustBuild()); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := c.StartRun(ctx, "job", 1, nil); err != nil {
+			t.Fatal(err)
+		}
+		if err := c.Stop(ctx); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := c.StartRun(ctx, "job", 2, nil); !errors.Is(err, heph.ErrClosed) {
+			t.Fatalf("StartRun after Stop: %v, want ErrClosed", err)
+		}
+		if _, err := c.StartRuns(ctx, "job", []heph.StartRequest{{Input: 3}}); !errors.Is(err, heph.ErrClosed) {
+			t.Fatalf("StartRuns after Stop: %v, want ErrClosed", err)
+		}
+	}
+}

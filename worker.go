@@ -231,7 +231,16 @@ func (c *Client) claimLoop(w *workers, queue string, concurrency int) {
 			lookAhead = false
 		}
 		if next, ok := c.localReady(queue); ok {
-			wait = min(wait, max(next.Sub(c.cfg.Clock.Now()), time.Millisecond))
+			d := next.Sub(c.cfg.Clock.Now())
+			if d <= 0 {
+				// Due already (the clock moved while this loop was busy):
+				// claim now rather than sleep; a fake clock would not wake
+				// the loop again.
+				c.clearReady(queue)
+				claimNow = true
+				continue
+			}
+			wait = min(wait, d)
 		}
 		cr := c.commit.claim(queue, n, false)
 		select {
