@@ -8,6 +8,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/hephaestus-go/hephaestus/clock"
 	"github.com/hephaestus-go/hephaestus/store"
 )
 
@@ -164,16 +165,15 @@ func (k *leaseKeeper) run(ctx context.Context) {
 	nextBeat := cfg.Clock.Now().Add(cfg.HeartbeatInterval)
 	var inflight chan *beat
 	for {
-		now := cfg.Clock.Now()
-		wait := nextBeat.Sub(now)
-		if d, ok := k.nextDeadline(); ok {
-			wait = min(wait, d.Sub(now))
+		wakeAt := nextBeat
+		if d, ok := k.nextDeadline(); ok && d.Before(wakeAt) {
+			wakeAt = d
 		}
 		k.mu.Lock()
-		k.wakeAt = now.Add(wait)
+		k.wakeAt = wakeAt
 		k.mu.Unlock()
 		select {
-		case <-cfg.Clock.After(wait): // at once when due already
+		case <-clock.Until(cfg.Clock, wakeAt): // at once when due already
 		case <-k.poke:
 		case b := <-inflight:
 			inflight = nil
@@ -184,7 +184,7 @@ func (k *leaseKeeper) run(ctx context.Context) {
 			}
 			return
 		}
-		now = cfg.Clock.Now()
+		now := cfg.Clock.Now()
 		k.expire(now)
 		if inflight != nil {
 			continue

@@ -12,6 +12,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/hephaestus-go/hephaestus/clock"
 	"github.com/hephaestus-go/hephaestus/flow"
 	"github.com/hephaestus-go/hephaestus/hephtype"
 	"github.com/hephaestus-go/hephaestus/internal/replay"
@@ -113,13 +114,13 @@ func (c *Client) runActivity(ctx context.Context, h *heldTask, handoff string) (
 	if p.Heartbeat > 0 {
 		watch.Go(func() {
 			for {
-				wait := time.Duration(lastBeat.Load()+int64(p.Heartbeat)) - time.Duration(c.cfg.Clock.Now().UnixNano())
-				if wait <= 0 {
+				due := time.Unix(0, lastBeat.Load()).Add(p.Heartbeat)
+				if !due.After(c.cfg.Clock.Now()) {
 					hbcancel(errHeartbeatTimeout)
 					return
 				}
 				select {
-				case <-c.cfg.Clock.After(wait):
+				case <-clock.Until(c.cfg.Clock, due):
 				case <-stopWatch:
 					return
 				}

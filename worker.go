@@ -11,6 +11,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/hephaestus-go/hephaestus/clock"
 	"github.com/hephaestus-go/hephaestus/flow"
 	"github.com/hephaestus-go/hephaestus/hephtype"
 	"github.com/hephaestus-go/hephaestus/internal/engine"
@@ -222,7 +223,8 @@ func (c *Client) claimLoop(w *workers, queue string, concurrency int) {
 				continue
 			}
 		}
-		wait := jitter(poll)
+		now := c.cfg.Clock.Now()
+		wakeAt := now.Add(jitter(poll))
 		if lookAhead {
 			// Tasks due later (timers, retries, other processes' work).
 			if next, ok, err := c.cfg.Store.NextReady(w.claimCtx, &store.NextReadyParams{Queues: []string{queue}, Handlers: c.claimHandlers()}); err == nil && ok {
@@ -231,8 +233,7 @@ func (c *Client) claimLoop(w *workers, queue string, concurrency int) {
 			lookAhead = false
 		}
 		if next, ok := c.localReady(queue); ok {
-			d := next.Sub(c.cfg.Clock.Now())
-			if d <= 0 {
+			if !next.After(c.cfg.Clock.Now()) {
 				// Due already (the clock moved while this loop was busy):
 				// claim now rather than sleep; a fake clock would not wake
 				// the loop again.
@@ -240,7 +241,9 @@ func (c *Client) claimLoop(w *workers, queue string, concurrency int) {
 				claimNow = true
 				continue
 			}
-			wait = min(wait, d)
+			if next.Before(wakeAt) {
+				wakeAt = next
+			}
 		}
 		cr := c.commit.claim(queue, n, false)
 		select {
@@ -250,7 +253,7 @@ func (c *Client) claimLoop(w *workers, queue string, concurrency int) {
 			continue
 		case <-wake:
 			claimNow = true
-		case <-c.cfg.Clock.After(wait):
+		case <-clock.Until(c.cfg.Clock, wakeAt):
 			claimNow, lookAhead = true, true
 			c.clearReady(queue)
 			poll = min(poll*2, c.cfg.PollInterval)

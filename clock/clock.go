@@ -18,6 +18,21 @@ type Clock interface {
 	After(d time.Duration) <-chan time.Time
 }
 
+// Until returns a channel that receives the time once the clock reaches
+// t: at once when t has passed. Prefer it to After(t.Sub(c.Now())) when
+// the deadline is a point in time: a Fake clock then fires it on the
+// Advance that reaches t, even one that comes between reading the time and
+// registering the wait (which After, relative to the time it registers
+// at, would push one step later).
+func Until(c Clock, t time.Time) <-chan time.Time {
+	if u, ok := c.(interface {
+		Until(time.Time) <-chan time.Time
+	}); ok {
+		return u.Until(t)
+	}
+	return c.After(t.Sub(c.Now()))
+}
+
 // Real is the system clock.
 type Real struct{}
 
@@ -61,6 +76,19 @@ func (f *Fake) After(d time.Duration) <-chan time.Time {
 		return ch
 	}
 	f.waiters = append(f.waiters, waiter{at: f.now.Add(d), ch: ch})
+	return ch
+}
+
+// Until returns a channel that receives once the clock reaches t.
+func (f *Fake) Until(t time.Time) <-chan time.Time {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	ch := make(chan time.Time, 1)
+	if !t.After(f.now) {
+		ch <- f.now
+		return ch
+	}
+	f.waiters = append(f.waiters, waiter{at: t, ch: ch})
 	return ch
 }
 

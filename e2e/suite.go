@@ -114,8 +114,18 @@ func startClient(t *testing.T, st store.Store, mod func(*heph.Config), flows ...
 	if err := c.Start(context.Background()); err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { _ = c.Stop(context.Background()) })
+	t.Cleanup(func() { stopClient(c) })
 	return c
+}
+
+// stopClient stops a test's client. The wait for its running steps is
+// bounded in real time too: a client on a fake clock would otherwise wait
+// for a ShutdownTimeout that never comes if a failed test left a step
+// blocked.
+func stopClient(c *heph.Client) {
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	_ = c.Stop(ctx)
 }
 
 // QuietLogger is the clients' logger: quiet, unless HEPH_TEST_LOG is set
@@ -962,6 +972,8 @@ func testHeartbeat(t *testing.T, b Backend) {
 	e.c = startClient(t, fs, func(c *heph.Config) {
 		c.Clock, c.LeaseDuration, c.HeartbeatInterval = fc, 3*time.Second, time.Second
 	}, fb.MustBuild())
+	var releaseOnce sync.Once
+	t.Cleanup(func() { releaseOnce.Do(func() { close(release) }) }) // before Stop, should the test fail
 	ctx := ctxT(t)
 	r, err := e.c.StartRun(ctx, "long", nil, nil)
 	if err != nil {
@@ -977,7 +989,7 @@ func testHeartbeat(t *testing.T, b Backend) {
 			t.Fatalf("heartbeat %d never came", i+1)
 		}
 	}
-	close(release)
+	releaseOnce.Do(func() { close(release) })
 	got := e.waitStatus(r.ID, heph.StatusCompleted)
 	wantJSON(t, got.Output, `{"long":1}`)
 	if calls.Load() != 1 {

@@ -83,7 +83,7 @@ func startWfClient(t *testing.T, st store.Store, mod func(*heph.Config), ws []he
 	if err := c.Start(context.Background()); err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { _ = c.Stop(context.Background()) })
+	t.Cleanup(func() { stopClient(c) })
 	return c
 }
 
