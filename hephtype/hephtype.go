@@ -115,3 +115,15 @@ const (
 // MaxNameLen bounds, in bytes, the names of flows, workflows, steps,
 // activities, queues and events, on every backend.
 const MaxNameLen = 200
+
+// The codes of a run's condition (why an active run does not progress).
+const (
+	// ConditionDecisionFailing: the workflow's decision keeps failing
+	// (non-deterministic code, a panic in replay); it is retried with
+	// backoff until code that works is registered.
+	ConditionDecisionFailing = "decision_failing"
+	// ConditionUnserved: a task of the run has waited longer than a lease
+	// period and no live worker of its queue can run it: none has its
+	// flow version, workflow or activity registered.
+	ConditionUnserved = "unserved"
+)

@@ -211,9 +211,18 @@ type TaskKind string
 
 // The task kinds.
 const (
-	TaskStep     TaskKind = "step"     // run a step (or a map element, or an activity)
-	TaskTimer    TaskKind = "timer"    // deliver a timer at its ready time
+	TaskStep     TaskKind = "step"     // run a step of a flow (or a map element)
+	TaskTimer    TaskKind = "timer"    // deliver a flow's timer at its ready time
 	TaskDecision TaskKind = "decision" // advance a code-first workflow
+	// TaskActivity runs one attempt of a workflow's activity: Step is the
+	// activity, Index the sequence number of its command.
+	TaskActivity TaskKind = "activity"
+	// TaskWorkflowTimer fires a workflow's timer, started as command Index.
+	TaskWorkflowTimer TaskKind = "workflow_timer"
+	// TaskWorkflowOp carries out an operation of a workflow on other runs
+	// (Step says which): starting or cancelling a child, reporting to the
+	// parent, starting the run that continues this one.
+	TaskWorkflowOp TaskKind = "workflow_op"
 )
 
 // Task is a unit of work in a queue.
@@ -457,6 +466,10 @@ type StrandedParams struct {
 	Served      []string
 	ReadyBefore time.Time
 	Now         time.Time
+	// PerRun returns only the oldest stranded task of each run, so that
+	// Limit counts runs: one run with many stranded tasks (a map step)
+	// does not hide the others.
+	PerRun bool
 	// Limit defaults to 100.
 	Limit int
 }

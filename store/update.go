@@ -118,3 +118,14 @@ func (p *StrandedParams) Check() (limit int, err error) {
 	}
 	return p.Limit, nil
 }
+
+// RoundUpMicro rounds t up to the microsecond, the precision of the
+// stores: a task made ready at the result is never claimed before t (a
+// timer never fires early).
+func RoundUpMicro(t time.Time) time.Time {
+	r := t.Truncate(time.Microsecond)
+	if r.Before(t) {
+		r = r.Add(time.Microsecond)
+	}
+	return r
+}

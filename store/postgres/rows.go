@@ -196,6 +196,7 @@ func nullString(s string) *string {
 type queries struct {
 	loadRuns, loadFenced, loadKeys, writeCreates, writeUpdates, lookup string
 	claimOne, claimMany, heartbeat, release, nextReady, stranded       string
+	strandedPerRun                                                     string
 	getRun, findRun, runExists, history, pruneLock, prune              string
 	registerWorker, removeWorker, listWorkers                          string
 	listRuns                                                           string // up to the WHERE clause
@@ -228,6 +229,11 @@ func newQueries(schema string) queries {
 		stranded: s(`SELECT ` + taskCols + ` FROM §tasks
 			WHERE queue = $1 AND ready_at < $2 AND ready_at <= $3 AND (lease_until IS NULL OR lease_until <= $3)
 				AND handler <> '' AND handler <> ALL($4::text[])
+			ORDER BY ready_at, id LIMIT $5`),
+		strandedPerRun: s(`SELECT ` + taskCols + ` FROM (SELECT DISTINCT ON (run_id) ` + taskCols + ` FROM §tasks
+			WHERE queue = $1 AND ready_at < $2 AND ready_at <= $3 AND (lease_until IS NULL OR lease_until <= $3)
+				AND handler <> '' AND handler <> ALL($4::text[])
+			ORDER BY run_id, ready_at, id) oldest
 			ORDER BY ready_at, id LIMIT $5`),
 		getRun:    s("SELECT " + runCols + " FROM §runs WHERE id = $1"),
 		findRun:   s("SELECT " + runCols + " FROM §runs WHERE business_id = $1 AND ($2 = '' OR workflow = $2) ORDER BY created_at DESC, id DESC LIMIT 1"),

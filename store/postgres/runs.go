@@ -61,6 +61,9 @@ func (s *Store) ListRuns(ctx context.Context, p *store.ListRunsParams) (*store.R
 	if err := s.check(); err != nil {
 		return nil, fmt.Errorf("list runs: %w", err)
 	}
+	if p == nil {
+		p = &store.ListRunsParams{}
+	}
 	limit := p.Limit
 	switch {
 	case limit < 0:

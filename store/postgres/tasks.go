@@ -232,7 +232,11 @@ func (s *Store) StrandedTasks(ctx context.Context, p *store.StrandedParams) ([]*
 	}
 	var out []*store.Task
 	err = s.idempotent(ctx, func(ctx context.Context) error {
-		rows, err := s.pool.Query(ctx, s.q.stranded, p.Queue, truncate(p.ReadyBefore), truncate(p.Now), nonNil(p.Served), limit)
+		q := s.q.stranded
+		if p.PerRun {
+			q = s.q.strandedPerRun
+		}
+		rows, err := s.pool.Query(ctx, q, p.Queue, truncate(p.ReadyBefore), truncate(p.Now), nonNil(p.Served), limit)
 		if err != nil {
 			return err
 		}

@@ -16,7 +16,7 @@ import (
 type readStmts struct {
 	getRun, findRun, runExists, history   *sql.Stmt
 	nextReady, nextReadyHandlers, strands *sql.Stmt
-	listWorkers                           *sql.Stmt
+	strandsPerRun, listWorkers            *sql.Stmt
 }
 
 func (r *readStmts) set() stmtSet {
@@ -28,6 +28,7 @@ func (r *readStmts) set() stmtSet {
 		{&r.nextReady, nextReadyQuery("")},
 		{&r.nextReadyHandlers, nextReadyQuery(handlerIn("?2"))},
 		{&r.strands, strandedQuery},
+		{&r.strandsPerRun, strandedPerRunQuery},
 		{&r.listWorkers, "SELECT " + workerCols + " FROM workers WHERE expires_at > ? ORDER BY id"},
 	}
 }
@@ -74,6 +75,9 @@ func (s *Store) FindRun(ctx context.Context, p *store.FindRunParams) (*store.Run
 func (s *Store) ListRuns(ctx context.Context, p *store.ListRunsParams) (*store.RunPage, error) {
 	if err := s.check(); err != nil {
 		return nil, fmt.Errorf("list runs: %w", err)
+	}
+	if p == nil {
+		p = &store.ListRunsParams{}
 	}
 	limit := p.Limit
 	switch {

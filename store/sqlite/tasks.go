@@ -296,10 +296,15 @@ func (s *Store) NextReady(ctx context.Context, p *store.NextReadyParams) (time.T
 // (ready_at is in the index, so tasks not yet ready cost no row read) and
 // sorts what it keeps: a scan of the queue, which the runtime makes once
 // a minute, rather than an index that every task write would pay for.
-const strandedQuery = `SELECT ` + taskCols + ` FROM tasks
-	WHERE queue = ?1 AND ready_at < ?2 AND ready_at <= ?3 AND (lease_until IS NULL OR lease_until <= ?3)
-	AND handler <> '' AND handler NOT IN (SELECT value FROM json_each(?4))
-	ORDER BY ready_at, id LIMIT ?5`
+const strandedWhere = `queue = ?1 AND ready_at < ?2 AND ready_at <= ?3 AND (lease_until IS NULL OR lease_until <= ?3)
+	AND handler <> '' AND handler NOT IN (SELECT value FROM json_each(?4))`
+
+const strandedQuery = `SELECT ` + taskCols + ` FROM tasks WHERE ` + strandedWhere + ` ORDER BY ready_at, id LIMIT ?5`
+
+// strandedPerRunQuery keeps the oldest stranded task of each run.
+const strandedPerRunQuery = `SELECT ` + taskCols + ` FROM (SELECT ` + taskCols + `,
+	ROW_NUMBER() OVER (PARTITION BY run_id ORDER BY ready_at, id) AS nth FROM tasks WHERE ` + strandedWhere + `)
+	WHERE nth = 1 ORDER BY ready_at, id LIMIT ?5`
 
 // StrandedTasks returns claimable tasks of a queue that no handler of
 // p.Served can run.
@@ -315,7 +320,11 @@ func (s *Store) StrandedTasks(ctx context.Context, p *store.StrandedParams) ([]*
 	if err != nil {
 		return nil, fmt.Errorf("stranded tasks: %w", err)
 	}
-	rows, err := s.r.strands.QueryContext(ctx, p.Queue, micros(p.ReadyBefore), micros(p.Now), served, limit)
+	stmt := s.r.strands
+	if p.PerRun {
+		stmt = s.r.strandsPerRun
+	}
+	rows, err := stmt.QueryContext(ctx, p.Queue, micros(p.ReadyBefore), micros(p.Now), served, limit)
 	if err != nil {
 		return nil, s.fail("stranded tasks", err)
 	}

@@ -313,6 +313,10 @@ func testCondition(t *testing.T, h *harness) {
 	diff(t, "condition read back", want, h.get("c").Condition)
 	page := h.list(store.ListRunsParams{})
 	diff(t, "condition in ListRuns", want, page.Runs[0].Condition)
+	// Nil parameters are no parameters, not a panic.
+	if all, err := h.s.ListRuns(t.Context(), nil); err != nil || len(all.Runs) != 1 {
+		t.Fatalf("ListRuns(nil) = %v, %v; want the one run", all, err)
+	}
 	// A nil Condition keeps it; an explicit Since is kept.
 	h.mustUpdate(at(2*time.Second), "c", nil, &store.Update{History: marker("x")})
 	diff(t, "condition after an update that does not name one", want, h.get("c").Condition)
@@ -397,6 +401,15 @@ func testStrandedTasks(t *testing.T, h *harness) {
 	// lease expired.
 	diff(t, "stranded tasks once the lease expired", []string{"leased", "older", "served", "old", "young"},
 		get(store.StrandedParams{Queue: "sq", ReadyBefore: at(time.Hour), Now: at(3 * time.Hour)}))
+	// PerRun: the oldest of each run, Limit counting runs, so that a run
+	// with many stranded tasks hides no other.
+	h.create(at(0), withTasks(newRun("s2"), mk("late", "flow:a@2", at(10*time.Minute)), mk("later", "flow:a@2", at(20*time.Minute))))
+	diff(t, "stranded tasks, one per run", []string{"older", "late"},
+		get(store.StrandedParams{Queue: "sq", Served: served, ReadyBefore: at(time.Hour), Now: at(time.Hour), PerRun: true}))
+	diff(t, "stranded tasks, one per run, with a limit of 2 runs", []string{"leased", "late"},
+		get(store.StrandedParams{Queue: "sq", ReadyBefore: at(time.Hour), Now: at(3 * time.Hour), PerRun: true, Limit: 2}))
+	diff(t, "stranded tasks of two runs without PerRun, limit 3", []string{"leased", "older", "served"},
+		get(store.StrandedParams{Queue: "sq", ReadyBefore: at(time.Hour), Now: at(3 * time.Hour), Limit: 3}))
 }
 
 func testWorkers(t *testing.T, h *harness) {
