@@ -5,45 +5,41 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"reflect"
 	"slices"
-	"sync"
 	"sync/atomic"
 	"time"
 
 	"github.com/google/uuid"
 
-	"github.com/hephaestus-go/hephaestus/businesskey"
 	"github.com/hephaestus-go/hephaestus/flow"
 	"github.com/hephaestus-go/hephaestus/hephtype"
-	"github.com/hephaestus-go/hephaestus/internal/engine"
+	"github.com/hephaestus-go/hephaestus/internal/commit"
+	"github.com/hephaestus-go/hephaestus/internal/flowrt"
+	"github.com/hephaestus-go/hephaestus/internal/maintenance"
+	"github.com/hephaestus-go/hephaestus/internal/telemetry"
+	"github.com/hephaestus-go/hephaestus/internal/wfrt"
+	"github.com/hephaestus-go/hephaestus/internal/worker"
 	"github.com/hephaestus-go/hephaestus/store"
 )
 
 // Client starts, inspects and steers runs, and (after Start) runs the
 // workers of its queues. It is safe for concurrent use.
+//
+// A Client composes the runtime services (internal/...): the committer
+// (group commit), the worker pool (claims, leases, wake-ups, drain), the
+// flow runtime, the workflow runtime, maintenance (retention, the worker
+// registry) and telemetry. It holds no loop of its own.
 type Client struct {
 	cfg    Config
-	flows  registry
-	wf     *wfRuntime
-	commit *committer
-	hooks  hooks
+	hub    *telemetry.Hub
+	commit *commit.Committer
+	pool   *worker.Pool
+	flows  *flowrt.Runtime
+	wf     *wfrt.Runtime
+	maint  *maintenance.Service
 
-	waitMu  sync.Mutex
-	waiters map[string][]chan *store.Run
-
-	leases *leaseKeeper
 	// handlers are what this process can run (Task.Handler), for claims.
 	handlers atomic.Pointer[[]string]
-
-	wakeMu    sync.Mutex
-	wakes     map[string]chan struct{}
-	nextReady map[string]time.Time // earliest known future ready time by queue
-
-	lifeMu  sync.Mutex
-	started bool
-	stopped bool
-	workers *workers
 }
 
 // New returns a Client for cfg. It starts no goroutine: call Start to run
@@ -54,15 +50,91 @@ func New(cfg *Config) (*Client, error) {
 	if err != nil {
 		return nil, fmt.Errorf("hephaestus: %w", err)
 	}
-	cl := &Client{cfg: c, waiters: map[string][]chan *store.Run{}, wakes: map[string]chan struct{}{}, nextReady: map[string]time.Time{}}
-	cl.commit = newCommitter(cl)
-	cl.leases = newLeaseKeeper(cl)
-	cl.wf = newWfRuntime(&c)
-	cl.updateHandlers()
-	for q := range c.Queues {
-		cl.wakes[q] = make(chan struct{}, 1)
+	cl := &Client{cfg: c, hub: telemetry.New(c.Clock)}
+	cl.commit = commit.New(&commit.Config{
+		Store: c.Store, Clock: c.Clock, Logger: c.Logger, Telemetry: cl.hub, WorkerID: c.WorkerID,
+		LeaseDuration: c.LeaseDuration, MaxCommitBatch: c.MaxCommitBatch, Handlers: cl.claimHandlers,
+		AfterCommit: func(batch []*commit.Request, claimed map[int64]bool, now time.Time) {
+			cl.pool.AfterCommit(batch, claimed, now)
+		},
+	})
+	cl.flows = flowrt.New(&flowrt.Config{
+		Store: c.Store, Clock: c.Clock, Logger: c.Logger, Telemetry: cl.hub, Committer: cl.commit,
+		WorkerID: c.WorkerID, MaxPayloadSize: c.MaxPayloadSize, Registered: cl.updateHandlers,
+	})
+	cl.wf = wfrt.New(&wfrt.Config{
+		Store: c.Store, Clock: c.Clock, Logger: c.Logger, Telemetry: cl.hub, Committer: cl.commit,
+		Release: func(ts []*store.Task) { cl.pool.Release(ts) }, CancelRun: cl.CancelRun,
+		WorkerID: c.WorkerID, WorkflowQueue: c.WorkflowQueue, StickyCacheSize: c.StickyCacheSize,
+		DecisionRetryBackoff: c.DecisionRetryBackoff, MinPollInterval: c.MinPollInterval, PollInterval: c.PollInterval,
+		MaxPayloadSize: c.MaxPayloadSize, Registered: cl.updateHandlers,
+	})
+	exec := worker.Kinds{store.TaskStep: cl.flows, store.TaskTimer: cl.flows}
+	for _, k := range wfrt.Kinds {
+		exec[k] = cl.wf
 	}
+	cl.pool = worker.New(&worker.Config{
+		Store: c.Store, Clock: c.Clock, Logger: c.Logger, Telemetry: cl.hub, Committer: cl.commit, Executor: exec,
+		Handlers: cl.claimHandlers, Queues: c.Queues, ClaimBatch: c.ClaimBatch, LeaseDuration: c.LeaseDuration,
+		HeartbeatInterval: c.HeartbeatInterval, MinPollInterval: c.MinPollInterval, PollInterval: c.PollInterval,
+		ShutdownTimeout: c.ShutdownTimeout,
+	})
+	cl.maint = maintenance.New(&maintenance.Config{
+		Store: c.Store, Clock: c.Clock, Logger: c.Logger, Telemetry: cl.hub, Committer: cl.commit, WorkerID: c.WorkerID,
+		Queues: c.Queues, Handlers: cl.claimHandlers, LeaseDuration: c.LeaseDuration,
+		Retention: c.Retention, RetentionInterval: c.RetentionInterval,
+	})
+	cl.updateHandlers()
 	return cl, nil
+}
+
+// Start starts the workers of the configured queues, the heartbeat of
+// their leases and the maintenance services (retention, the worker
+// registry). It returns at once; Stop ends them. Calling Start twice is a
+// no-op.
+func (c *Client) Start(ctx context.Context) error {
+	if err := c.pool.Start(ctx); err != nil {
+		return err
+	}
+	c.maint.Start(ctx)
+	return nil
+}
+
+// Stop shuts the client down gracefully: it stops claiming tasks, lets
+// running steps finish for up to Config.ShutdownTimeout (or until ctx
+// ends), then cancels the rest (their tasks run again elsewhere once their
+// leases expire), commits what is pending and returns. Safe to call twice
+// and before Start.
+func (c *Client) Stop(ctx context.Context) error {
+	c.pool.Stop(ctx)
+	c.maint.Stop()
+	c.commit.Close()
+	c.wf.Close()
+	return nil
+}
+
+// Prune deletes the finished runs older than Config.Retention now, and
+// returns how many it deleted. It does nothing when Retention is 0.
+func (c *Client) Prune(ctx context.Context) (int, error) { return c.maint.Prune(ctx) }
+
+// updateHandlers recomputes what this process can run, after a
+// registration.
+func (c *Client) updateHandlers() {
+	if c.flows == nil || c.wf == nil {
+		return // during New
+	}
+	hs := c.flows.Handlers()
+	hs = append(hs, c.wf.Handlers()...)
+	slices.Sort(hs)
+	c.handlers.Store(&hs)
+}
+
+// claimHandlers is the non-nil list of handlers claims ask for.
+func (c *Client) claimHandlers() []string {
+	if p := c.handlers.Load(); p != nil && *p != nil {
+		return *p
+	}
+	return []string{}
 }
 
 // Register makes flows known to the client. Register every version that
@@ -74,11 +146,10 @@ func (c *Client) Register(flows ...*flow.Flow) error {
 		if f == nil {
 			return errors.New("hephaestus: Register: nil flow")
 		}
-		if err := c.flows.add(f); err != nil {
+		if err := c.flows.Register(f); err != nil {
 			return err
 		}
 	}
-	c.updateHandlers()
 	return nil
 }
 
@@ -98,16 +169,18 @@ type StartOptions struct {
 // StartRun starts a run of the named flow with input (encoded as JSON) and
 // returns it as stored, without waiting for it to progress.
 func (c *Client) StartRun(ctx context.Context, flowName string, input any, opts *StartOptions) (*Run, error) {
-	nr, f, err := c.newRun(flowName, input, opts)
+	r, err := c.flows.Start(ctx, flowName, input, opts.internal())
 	if err != nil {
 		return nil, err
 	}
-	r, err := c.commit.submit(ctx, store.Change{Create: nr})
-	if err != nil {
-		return nil, fmt.Errorf("start %q: %w", flowName, err)
+	return c.toRun(r), nil
+}
+
+func (o *StartOptions) internal() *flowrt.StartOptions {
+	if o == nil {
+		return nil
 	}
-	c.emit(Event{Kind: RunStarted, RunID: nr.ID, Workflow: f.Name(), Version: f.Version()})
-	return c.toRun(r.res.Run), nil
+	return &flowrt.StartOptions{BusinessValue: o.BusinessValue, Version: o.Version, Tags: o.Tags, Metadata: o.Metadata}
 }
 
 // StartRequest is one run for StartRuns.
@@ -122,112 +195,19 @@ type StartRequest struct {
 // the store refuses (a business-key conflict) leave a nil in the result,
 // and the error joins the reasons, each naming its request's index.
 func (c *Client) StartRuns(ctx context.Context, flowName string, reqs []StartRequest) ([]*Run, error) {
-	changes := make([]store.Change, len(reqs))
-	var f *flow.Flow
+	in := make([]flowrt.StartRequest, len(reqs))
 	for i, rq := range reqs {
-		nr, fl, err := c.newRun(flowName, rq.Input, rq.Options)
-		if err != nil {
-			return nil, fmt.Errorf("request %d: %w", i, err)
-		}
-		f = fl
-		changes[i] = store.Change{Create: nr}
+		in[i] = flowrt.StartRequest{Input: rq.Input, Options: rq.Options.internal()}
 	}
-	results, err := c.commit.submitAll(ctx, changes)
-	if err != nil {
-		return nil, fmt.Errorf("start %q: %w", flowName, err)
+	stored, err := c.flows.StartMany(ctx, flowName, in)
+	if stored == nil {
+		return nil, err
 	}
-	runs := make([]*Run, len(reqs))
-	var errs []error
-	for i, r := range results {
-		if r.err != nil {
-			errs = append(errs, fmt.Errorf("start %q, request %d: %w", flowName, i, r.err))
-			continue
-		}
-		runs[i] = c.toRun(r.res.Run)
-		c.emit(Event{Kind: RunStarted, RunID: runs[i].ID, Workflow: f.Name(), Version: f.Version()})
+	runs := make([]*Run, len(stored))
+	for i, r := range stored {
+		runs[i] = c.toRun(r)
 	}
-	return runs, errors.Join(errs...)
-}
-
-// newRun checks a start request and builds the run to create.
-func (c *Client) newRun(flowName string, input any, opts *StartOptions) (*store.NewRun, *flow.Flow, error) {
-	if opts == nil {
-		opts = &StartOptions{}
-	}
-	f, err := c.flows.get(flowName, opts.Version)
-	if err != nil {
-		return nil, nil, err
-	}
-	raw, err := encodeInput(f, input)
-	if err != nil {
-		return nil, nil, err
-	}
-	if err := c.checkInput(raw, "the input"); err != nil {
-		return nil, nil, fmt.Errorf("start %q: %w", flowName, err)
-	}
-	key, scope := f.BusinessKey()
-	var bid string
-	switch {
-	case key != "":
-		if bid, err = businesskey.New(key, opts.BusinessValue, scope, nil); err != nil {
-			return nil, nil, fmt.Errorf("start %q: %w: %w", flowName, ErrInvalidInput, err)
-		}
-	case opts.BusinessValue != "":
-		return nil, nil, fmt.Errorf("start %q: %w: the flow declares no business key, so BusinessValue must be empty", flowName, ErrInvalidInput)
-	}
-	meta := f.Metadata()
-	for k, v := range opts.Metadata {
-		b, err := json.Marshal(v)
-		if err != nil || k == "" {
-			return nil, nil, fmt.Errorf("start %q: %w: metadata %q is not a JSON value", flowName, ErrInvalidInput, k)
-		}
-		meta[k] = b
-	}
-	tags := f.Tags()
-	for _, t := range opts.Tags {
-		if !slices.Contains(tags, t) {
-			tags = append(tags, t)
-		}
-	}
-	d := engine.Start(f.Graph(), raw)
-	u := translate(f, d, c.cfg.Clock.Now())
-	nr := &store.NewRun{
-		ID: newID(), Workflow: f.Name(), Version: f.Version(), Kind: hephtype.KindFlow,
-		Status: u.Status, Input: raw, BusinessID: bid, KeyScope: scope, Tags: tags, Metadata: meta,
-		State: u.State, Output: u.Output, Error: u.Error, History: u.History, Tasks: u.Tasks,
-	}
-	if bid == "" {
-		nr.KeyScope = businesskey.ScopeNone
-	}
-	return nr, f, nil
-}
-
-func encodeInput(f *flow.Flow, input any) (json.RawMessage, error) {
-	var raw json.RawMessage
-	switch v := input.(type) {
-	case json.RawMessage:
-		raw = v
-	case []byte:
-		raw = v
-	default:
-		b, err := json.Marshal(input)
-		if err != nil {
-			return nil, fmt.Errorf("start %q: %w: input does not encode as JSON: %w", f.Name(), ErrInvalidInput, err)
-		}
-		raw = b
-	}
-	if len(raw) == 0 {
-		raw = json.RawMessage("null")
-	}
-	if !json.Valid(raw) {
-		return nil, fmt.Errorf("start %q: %w: input is not valid JSON", f.Name(), ErrInvalidInput)
-	}
-	if t := f.InputType(); t != nil {
-		if err := json.Unmarshal(raw, reflect.New(t).Interface()); err != nil {
-			return nil, fmt.Errorf("start %q: %w: input does not decode into %s: %w", f.Name(), ErrInvalidInput, t, err)
-		}
-	}
-	return raw, nil
+	return runs, err
 }
 
 // Run starts a run and waits until it finishes (see WaitRun).
@@ -243,48 +223,11 @@ func (c *Client) Run(ctx context.Context, flowName string, input any, opts *Star
 // returns it. A run that waits for a resume keeps WaitRun waiting; bound
 // it with ctx.
 func (c *Client) WaitRun(ctx context.Context, runID string) (*Run, error) {
-	ch := make(chan *store.Run, 1)
-	c.waitMu.Lock()
-	c.waiters[runID] = append(c.waiters[runID], ch)
-	c.waitMu.Unlock()
-	defer c.unwait(runID, ch)
-	poll := 10 * time.Millisecond
-	for {
-		r, err := c.cfg.Store.GetRun(ctx, runID)
-		if err != nil {
-			return nil, err
-		}
-		if r.Status.Terminal() {
-			return c.toRun(r), nil
-		}
-		// Local completions arrive on ch at once; the poll catches runs
-		// finished by other processes.
-		select {
-		case r := <-ch:
-			return c.toRun(r), nil
-		case <-c.cfg.Clock.After(poll):
-			poll = min(poll*2, c.cfg.PollInterval)
-		case <-ctx.Done():
-			return nil, ctx.Err()
-		}
+	r, err := c.commit.WaitRun(ctx, runID, c.cfg.PollInterval)
+	if err != nil {
+		return nil, err
 	}
-}
-
-func (c *Client) unwait(runID string, ch chan *store.Run) {
-	c.waitMu.Lock()
-	defer c.waitMu.Unlock()
-	ws := c.waiters[runID]
-	for i, w := range ws {
-		if w == ch {
-			ws = append(ws[:i], ws[i+1:]...)
-			break
-		}
-	}
-	if len(ws) == 0 {
-		delete(c.waiters, runID)
-	} else {
-		c.waiters[runID] = ws
-	}
+	return c.toRun(r), nil
 }
 
 // GetRun returns a run by id.
@@ -357,54 +300,7 @@ func (c *Client) ResumeRun(ctx context.Context, runID, event string, opts *Resum
 	if err != nil {
 		return fmt.Errorf("resume run %s: %w: payload does not encode as JSON: %w", runID, ErrInvalidInput, err)
 	}
-	if err := c.checkInput(payload, "the resume payload"); err != nil {
-		return fmt.Errorf("resume run %s: %w", runID, err)
-	}
-	now := c.cfg.Clock.Now()
-	decide := func(run *store.Run) (*store.Update, error) {
-		step := opts.Step
-		if step == "" {
-			s, err := loadState(run)
-			if err != nil {
-				return nil, err
-			}
-			f, err := c.flows.get(run.Workflow, run.Version)
-			if err != nil {
-				return nil, err
-			}
-			if step, err = waitingStep(f, s); err != nil {
-				return nil, err
-			}
-		}
-		return c.decideWith(engine.Resume{Step: step, Event: event, Payload: payload}, now, true)(run)
-	}
-	_, err = c.commit.submit(ctx, store.Change{RunID: runID, Key: "resume:" + newID(), Decide: decide})
-	if errors.Is(err, store.ErrDuplicateChange) {
-		err = nil // applied by an earlier attempt of this call's commit
-	}
-	if err != nil {
-		return fmt.Errorf("resume run %s: %w", runID, err)
-	}
-	return nil
-}
-
-func waitingStep(f *flow.Flow, s *engine.State) (string, error) {
-	if s.Status.Terminal() {
-		return "", fmt.Errorf("%w (status %s)", ErrRunFinished, s.Status)
-	}
-	var waiting []string
-	for i, st := range s.Steps {
-		if st.Status == hephtype.StepWaiting {
-			waiting = append(waiting, f.Graph().Steps[i].Name)
-		}
-	}
-	switch len(waiting) {
-	case 0:
-		return "", fmt.Errorf("%w: no step of the run is waiting (run is %s)", ErrNotWaiting, s.Status)
-	case 1:
-		return waiting[0], nil
-	}
-	return "", fmt.Errorf("%w: several steps are waiting (%v); name one in ResumeOptions.Step", ErrNotWaiting, waiting)
+	return c.flows.Resume(ctx, runID, opts.Step, event, payload)
 }
 
 // CancelRun cancels a run: running step code sees its context cancelled,
@@ -414,24 +310,14 @@ func (c *Client) CancelRun(ctx context.Context, runID, reason string) error {
 	if reason == "" {
 		reason = "cancelled"
 	}
-	decide := c.decideWith(engine.Cancel{Reason: reason}, c.cfg.Clock.Now(), true)
-	// Keyed: a commit retried after its outcome was lost cancels once,
-	// and reports success.
-	r, err := c.commit.submit(ctx, store.Change{RunID: runID, Key: "cancel:" + newID(), Decide: func(run *store.Run) (*store.Update, error) {
-		if run.Kind == hephtype.KindWorkflow {
-			return cancelWorkflowUpdate(run, reason)
-		}
-		return decide(run)
-	}})
-	if errors.Is(err, store.ErrDuplicateChange) {
-		err = nil
-	}
+	run, err := c.flows.Cancel(ctx, runID, reason, func(run *store.Run) (*store.Update, error) {
+		return wfrt.CancelUpdate(run, reason)
+	})
 	if err != nil {
-		return fmt.Errorf("cancel run %s: %w", runID, err)
+		return err
 	}
-	if run := r.res.Run; run != nil && run.Kind == hephtype.KindWorkflow {
-		c.wf.sticky.evict(runID)
-		c.wf.updates.notifyRun(runID, updateOutcome{ended: run.Status})
+	if run != nil && run.Kind == hephtype.KindWorkflow {
+		c.wf.Cancelled(run)
 	}
 	return nil
 }
@@ -446,64 +332,6 @@ func (c *Client) History(ctx context.Context, runID string) ([]HistoryEvent, err
 		return nil, fmt.Errorf("history of run %s: %w", runID, err)
 	}
 	return h, nil
-}
-
-// afterCommit runs after a batch commits: it wakes local workers for new
-// tasks, cancels local step code whose task was cancelled, wakes waiters of
-// finished runs and emits telemetry.
-func (c *Client) afterCommit(batch []*commitReq, claimed map[int64]bool, now time.Time) {
-	for _, r := range batch {
-		if r.err != nil || r.res.Run == nil {
-			continue
-		}
-		for _, t := range r.res.Tasks {
-			switch {
-			case claimed[t.ID]:
-				// Leased by this very commit: nobody needs waking.
-			case t.ReadyAt.After(now):
-				c.noteReady(t.Queue, t.ReadyAt)
-			default:
-				c.wake(t.Queue)
-			}
-		}
-		run := r.res.Run
-		if r.update != nil {
-			for _, m := range r.update.Cancel {
-				c.cancelLocal(run.ID, m)
-			}
-		}
-		if run.Status.Terminal() && (r.change.Create != nil || (r.update != nil && r.update.Status.Terminal())) {
-			c.waitMu.Lock()
-			for _, ch := range c.waiters[run.ID] {
-				select {
-				case ch <- run:
-				default:
-				}
-			}
-			c.waitMu.Unlock()
-			kind := map[hephtype.RunStatus]EventKind{
-				hephtype.StatusCompleted: RunCompleted, hephtype.StatusFailed: RunFailed, hephtype.StatusCancelled: RunCancelled,
-				hephtype.StatusContinued: RunContinued,
-			}[run.Status]
-			var err error
-			if run.Error != "" {
-				err = errors.New(run.Error)
-			}
-			c.emit(Event{Kind: kind, RunID: run.ID, Workflow: run.Workflow, Version: run.Version, Duration: run.UpdatedAt.Sub(run.CreatedAt), Err: err})
-		}
-	}
-}
-
-func (c *Client) wake(queue string) {
-	c.wakeMu.Lock()
-	ch := c.wakes[queue]
-	c.wakeMu.Unlock()
-	if ch != nil {
-		select {
-		case ch <- struct{}{}:
-		default:
-		}
-	}
 }
 
 func newID() string { return uuid.Must(uuid.NewV7()).String() }

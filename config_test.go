@@ -6,6 +6,7 @@ import (
 	"log/slog"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/hephaestus-go/hephaestus/store/sqlite"
 )
@@ -28,5 +29,23 @@ func TestDefaultLoggerWritesSomewhere(t *testing.T) {
 	c.cfg.Logger.Error("a failing decision")
 	if !strings.Contains(buf.String(), "a failing decision") {
 		t.Fatalf("the default logger wrote %q; want the program's default logger", buf.String())
+	}
+}
+
+// The watchdog stops a task LeaseDuration/5 before a lease it could not
+// extend ends, so a heartbeat interval above half the lease would stop
+// healthy tasks before their first heartbeat: it is refused.
+func TestHeartbeatIntervalAtMostHalfTheLease(t *testing.T) {
+	st, err := sqlite.Open(context.Background(), &sqlite.Config{Memory: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	_, err = New(&Config{Store: st, LeaseDuration: 30 * time.Second, HeartbeatInterval: 25 * time.Second})
+	if err == nil || !strings.Contains(err.Error(), "HeartbeatInterval 25s must be at most half of LeaseDuration 30s") {
+		t.Fatalf("New with a 25s heartbeat for a 30s lease: %v, want the limit explained", err)
+	}
+	if _, err := New(&Config{Store: st, LeaseDuration: 30 * time.Second, HeartbeatInterval: 15 * time.Second}); err != nil {
+		t.Fatalf("New with half the lease: %v", err)
 	}
 }

@@ -35,19 +35,22 @@ import (
 	"time"
 
 	"github.com/hephaestus-go/hephaestus/clock"
+	"github.com/hephaestus-go/hephaestus/internal/commit"
 	"github.com/hephaestus-go/hephaestus/internal/engine"
+	"github.com/hephaestus-go/hephaestus/internal/flowrt"
+	"github.com/hephaestus-go/hephaestus/internal/limits"
 	"github.com/hephaestus-go/hephaestus/store"
 )
 
 // Errors that callers branch on.
 var (
 	// ErrFlowNotFound: no flow of that name (or version) is registered.
-	ErrFlowNotFound = errors.New("flow not found")
+	ErrFlowNotFound = flowrt.ErrFlowNotFound
 	// ErrFlowConflict: a flow was registered twice with the same name and
 	// version but a different shape.
-	ErrFlowConflict = errors.New("flow registered twice with a different shape")
+	ErrFlowConflict = flowrt.ErrFlowConflict
 	// ErrInvalidInput: the run input (or a resume payload) does not fit.
-	ErrInvalidInput = errors.New("invalid input")
+	ErrInvalidInput = limits.ErrInvalidInput
 	// ErrRunNotFound: no run has that id (or business value).
 	ErrRunNotFound = store.ErrRunNotFound
 	// ErrDuplicateRun: the business id is taken within its scope.
@@ -61,7 +64,14 @@ var (
 	// ErrRunFinished: the run is completed, failed or cancelled.
 	ErrRunFinished = engine.ErrRunFinished
 	// ErrClosed: the client was stopped.
-	ErrClosed = errors.New("client stopped")
+	ErrClosed = commit.ErrClosed
+	// ErrPayloadTooLarge: a payload (a run input, a signal's payload, an
+	// update's arguments, a resume payload, a step's or activity's output,
+	// heartbeat details) is larger than Config.MaxPayloadSize. Inputs that
+	// callers pass fail with it (and ErrInvalidInput) before anything is
+	// written; an output that is too large fails its step or activity for
+	// good, since retrying would produce it again.
+	ErrPayloadTooLarge = limits.ErrPayloadTooLarge
 )
 
 // Config configures a Client. Only Store is required.
@@ -79,7 +89,7 @@ type Config struct {
 	// 30 seconds.
 	LeaseDuration time.Duration
 	// HeartbeatInterval is how often running tasks' leases are extended.
-	// Defaults to a third of LeaseDuration.
+	// Defaults to a third of LeaseDuration; at most half of it.
 	HeartbeatInterval time.Duration
 	// MinPollInterval and PollInterval bound the adaptive poll of an idle
 	// worker, which looks for due tasks it was not told about (tasks of
@@ -177,15 +187,15 @@ func (c *Config) withDefaults() (Config, error) {
 	def("RetentionInterval", &cfg.RetentionInterval, time.Hour)
 	def("DecisionRetryBackoff", &cfg.DecisionRetryBackoff, time.Second)
 	defInt("StickyCacheSize", &cfg.StickyCacheSize, 1024)
-	defInt("MaxPayloadSize", &cfg.MaxPayloadSize, 2<<20)
+	defInt("MaxPayloadSize", &cfg.MaxPayloadSize, limits.DefaultPayloadSize)
 	if cfg.WorkflowQueue == "" {
 		cfg.WorkflowQueue = "default"
 	}
 	if cfg.Retention < 0 {
 		errs = append(errs, fmt.Errorf("Config.Retention is %s; it must not be negative", cfg.Retention))
 	}
-	if cfg.HeartbeatInterval >= cfg.LeaseDuration && cfg.LeaseDuration > 0 {
-		errs = append(errs, fmt.Errorf("Config.HeartbeatInterval %s must be shorter than LeaseDuration %s", cfg.HeartbeatInterval, cfg.LeaseDuration))
+	if cfg.HeartbeatInterval > cfg.LeaseDuration/2 && cfg.LeaseDuration > 0 {
+		errs = append(errs, fmt.Errorf("Config.HeartbeatInterval %s must be at most half of LeaseDuration %s: a task whose lease was not extended is stopped LeaseDuration/5 before the lease ends, so a heartbeat must reach the store well before that", cfg.HeartbeatInterval, cfg.LeaseDuration))
 	}
 	if cfg.WorkerID == "" {
 		cfg.WorkerID = newID()[24:]

@@ -33,11 +33,11 @@ const (
 	// ConditionDecisionFailing: the workflow's decision keeps failing
 	// (non-deterministic code, a panic in replay); it is retried with
 	// backoff until code that works is registered.
-	ConditionDecisionFailing = "decision_failing"
+	ConditionDecisionFailing = hephtype.ConditionDecisionFailing
 	// ConditionUnserved: a task of the run has waited longer than a lease
 	// period and no live worker of its queue can run it: none has its
 	// flow version, workflow or activity registered.
-	ConditionUnserved = "unserved"
+	ConditionUnserved = hephtype.ConditionUnserved
 )
 
 // Run is a run as stored.
@@ -107,7 +107,7 @@ func (c *Client) toRun(r *store.Run) *Run {
 		} `json:"steps"`
 	}
 	var names []string
-	if f, err := c.flows.get(r.Workflow, r.Version); err == nil {
+	if f, err := c.flows.Flow(r.Workflow, r.Version); err == nil {
 		for _, st := range f.Graph().Steps {
 			names = append(names, st.Name)
 		}

@@ -1,8 +1,9 @@
 package hephaestus
 
 import (
-	"sync"
 	"time"
+
+	"github.com/hephaestus-go/hephaestus/internal/telemetry"
 )
 
 // EventKind names a telemetry event.
@@ -59,39 +60,15 @@ type Event struct {
 	Err       error
 }
 
-// hooks delivers telemetry events to subscribers.
-type hooks struct {
-	mu   sync.RWMutex
-	next int
-	subs map[int]func(Event)
-}
-
 // Subscribe registers fn to receive every telemetry event, synchronously
 // from the goroutine that produced it: fn must be fast and must not block.
 // The returned function unsubscribes.
 func (c *Client) Subscribe(fn func(Event)) (unsubscribe func()) {
-	h := &c.hooks
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	if h.subs == nil {
-		h.subs = map[int]func(Event){}
-	}
-	id := h.next
-	h.next++
-	h.subs[id] = fn
-	return func() {
-		h.mu.Lock()
-		defer h.mu.Unlock()
-		delete(h.subs, id)
-	}
-}
-
-func (c *Client) emit(e Event) {
-	e.Time = c.cfg.Clock.Now()
-	h := &c.hooks
-	h.mu.RLock()
-	defer h.mu.RUnlock()
-	for _, fn := range h.subs {
-		fn(e)
-	}
+	return c.hub.Subscribe(func(e telemetry.Event) {
+		fn(Event{
+			Kind: EventKind(e.Kind), Time: e.Time, RunID: e.RunID, Workflow: e.Workflow, Version: e.Version,
+			Step: e.Step, Index: e.Index, Attempt: e.Attempt, Queue: e.Queue, TaskID: e.TaskID,
+			Duration: e.Duration, Count: e.Count, Condition: e.Condition, Err: e.Err,
+		})
+	})
 }

@@ -5,13 +5,10 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"math/rand/v2"
-	"slices"
-	"sync"
 
-	"github.com/hephaestus-go/hephaestus/businesskey"
 	"github.com/hephaestus-go/hephaestus/hephtype"
 	"github.com/hephaestus-go/hephaestus/internal/replay"
+	"github.com/hephaestus-go/hephaestus/internal/wfrt"
 	"github.com/hephaestus-go/hephaestus/store"
 	"github.com/hephaestus-go/hephaestus/workflow"
 )
@@ -34,7 +31,7 @@ import (
 // Errors of code-first workflows that callers branch on.
 var (
 	// ErrWorkflowNotFound: no workflow of that name is registered.
-	ErrWorkflowNotFound = errors.New("workflow not found")
+	ErrWorkflowNotFound = wfrt.ErrWorkflowNotFound
 	// ErrUpdateNotAccepted: no phase of the workflow accepts the update
 	// now (the run is not in a phase with a handler for it, or has ended).
 	// Nothing was written.
@@ -64,70 +61,20 @@ type Activity interface {
 	Options() workflow.ActivityOptions
 }
 
-// wfRegistry holds the registered workflows and activities.
-type wfRegistry struct {
-	mu         sync.RWMutex
-	workflows  map[string]Workflow
-	funcs      map[string]replay.Func
-	activities map[string]Activity
-}
-
-func (r *wfRegistry) workflow(name string) (replay.Func, bool) {
-	r.mu.RLock()
-	defer r.mu.RUnlock()
-	fn, ok := r.funcs[name]
-	return fn, ok
-}
-
-// handlers returns the handlers of the registered workflows and
-// activities.
-func (r *wfRegistry) handlers() []string {
-	r.mu.RLock()
-	defer r.mu.RUnlock()
-	out := make([]string, 0, len(r.funcs)+len(r.activities))
-	for name := range r.funcs {
-		out = append(out, workflowHandler(name))
-	}
-	for name := range r.activities {
-		out = append(out, activityHandler(name))
-	}
-	return out
-}
-
-func (r *wfRegistry) activity(name string) (Activity, bool) {
-	r.mu.RLock()
-	defer r.mu.RUnlock()
-	a, ok := r.activities[name]
-	return a, ok
-}
-
 // RegisterWorkflows makes workflows known to the client: it can then start
 // them and decide their runs. Every process that serves the workflows'
 // queue (Config.WorkflowQueue) must register them. Registering a workflow
 // again replaces its code: that is how a fixed version takes over runs
 // whose decisions failed.
 func (c *Client) RegisterWorkflows(ws ...Workflow) error {
-	r := &c.wf.reg
-	r.mu.Lock()
 	for _, w := range ws {
-		if w == nil || w.Name() == "" {
-			r.mu.Unlock()
+		if w == nil {
 			return errors.New("hephaestus: RegisterWorkflows: a workflow needs a name")
 		}
-		if len(w.Name()) > hephtype.MaxNameLen {
-			r.mu.Unlock()
-			return fmt.Errorf("hephaestus: RegisterWorkflows: workflow name %.20q… is %d bytes long; the limit is %d", w.Name(), len(w.Name()), hephtype.MaxNameLen)
+		if err := c.wf.RegisterWorkflow(w.Name(), w.Func()); err != nil {
+			return fmt.Errorf("hephaestus: RegisterWorkflows: %w", err)
 		}
-		if r.workflows == nil {
-			r.workflows, r.funcs = map[string]Workflow{}, map[string]replay.Func{}
-		}
-		r.workflows[w.Name()] = w
-		r.funcs[w.Name()] = w.Func()
 	}
-	r.mu.Unlock()
-	// Cached instances run the code they were made with.
-	c.wf.evictAll()
-	c.updateHandlers()
 	return nil
 }
 
@@ -135,24 +82,14 @@ func (c *Client) RegisterWorkflows(ws ...Workflow) error {
 // process runs the activities of the queues it serves; each must be
 // registered there.
 func (c *Client) RegisterActivities(as ...Activity) error {
-	r := &c.wf.reg
-	r.mu.Lock()
 	for _, a := range as {
-		if a == nil || a.Name() == "" {
-			r.mu.Unlock()
+		if a == nil {
 			return errors.New("hephaestus: RegisterActivities: an activity needs a name")
 		}
-		if len(a.Name()) > hephtype.MaxNameLen {
-			r.mu.Unlock()
-			return fmt.Errorf("hephaestus: RegisterActivities: activity name %.20q… is %d bytes long; the limit is %d", a.Name(), len(a.Name()), hephtype.MaxNameLen)
+		if err := c.wf.RegisterActivity(a); err != nil {
+			return fmt.Errorf("hephaestus: RegisterActivities: %w", err)
 		}
-		if r.activities == nil {
-			r.activities = map[string]Activity{}
-		}
-		r.activities[a.Name()] = a
 	}
-	r.mu.Unlock()
-	c.updateHandlers()
 	return nil
 }
 
@@ -168,10 +105,6 @@ type WorkflowOptions struct {
 	// Metadata is stored on the run.
 	Metadata map[string]any
 }
-
-// workflowKey is the business key of workflow ids: a run of workflow w
-// with ID v has the business id "id::v", unique per workflow.
-const workflowKey = "id"
 
 // WorkflowError is the failure of a workflow run: the error its function
 // returned (or panicked with), as the history recorded it.
@@ -200,131 +133,29 @@ func (e *CanceledError) Error() string {
 // decided in the same transaction as the creation, so the run's first
 // activities are queued when StartWorkflow returns.
 func (c *Client) StartWorkflow(ctx context.Context, name string, input any, opts *WorkflowOptions) (*Run, error) {
-	r, err := c.startWorkflow(ctx, name, input, opts, nil)
+	r, err := c.wf.StartWorkflow(ctx, name, input, opts.internal())
 	if err != nil {
 		return nil, err
 	}
 	return c.toRun(r), nil
 }
 
-func (c *Client) startWorkflow(ctx context.Context, name string, input any, opts *WorkflowOptions, signal *replay.Event) (*store.Run, error) {
-	if opts == nil {
-		opts = &WorkflowOptions{}
+func (o *WorkflowOptions) internal() *wfrt.StartOptions {
+	if o == nil {
+		return nil
 	}
-	raw, err := encodeJSON(input)
-	if err != nil {
-		return nil, fmt.Errorf("start workflow %q: %w: input %w", name, ErrInvalidInput, err)
-	}
-	if err := c.checkInput(raw, "the input"); err != nil {
-		return nil, fmt.Errorf("start workflow %q: %w", name, err)
-	}
-	spec := &runSpec{id: newID(), workflow: name, input: raw, tags: slices.Clone(opts.Tags), scope: businesskey.ScopeNone}
-	if opts.ID != "" {
-		bid, err := businesskey.Build(workflowKey, opts.ID)
-		if err != nil {
-			return nil, fmt.Errorf("start workflow %q: %w: WorkflowOptions.ID: %w", name, ErrInvalidInput, err)
-		}
-		spec.businessID, spec.scope = bid, businesskey.ScopeActive
-	}
-	if len(opts.Metadata) > 0 {
-		spec.metadata = map[string]json.RawMessage{}
-		for k, v := range opts.Metadata {
-			b, err := json.Marshal(v)
-			if err != nil || k == "" {
-				return nil, fmt.Errorf("start workflow %q: %w: metadata %q is not a JSON value", name, ErrInvalidInput, k)
-			}
-			spec.metadata[k] = b
-		}
-	}
-	if signal != nil {
-		spec.extra = []replay.Event{*signal}
-	}
-	if _, ok := c.wf.reg.workflow(name); !ok {
-		return nil, fmt.Errorf("start workflow %q: %w: register it with RegisterWorkflows", name, ErrWorkflowNotFound)
-	}
-	r, err := c.createWorkflowRun(ctx, spec)
-	if err != nil {
-		return nil, fmt.Errorf("start workflow %q: %w", name, err)
-	}
-	return r, nil
-}
-
-// encodeJSON encodes v, passing json.RawMessage and []byte through.
-func encodeJSON(v any) (json.RawMessage, error) {
-	var raw json.RawMessage
-	switch v := v.(type) {
-	case json.RawMessage:
-		raw = v
-	case []byte:
-		raw = v
-	default:
-		b, err := json.Marshal(v)
-		if err != nil {
-			return nil, fmt.Errorf("does not encode as JSON: %w", err)
-		}
-		raw = b
-	}
-	if len(raw) == 0 {
-		return json.RawMessage("null"), nil
-	}
-	if !json.Valid(raw) {
-		return nil, errors.New("is not valid JSON")
-	}
-	return raw, nil
+	return &wfrt.StartOptions{ID: o.ID, Tags: o.Tags, Metadata: o.Metadata}
 }
 
 // FindWorkflow returns the current run of a workflow id: the newest run of
 // the workflow with that id, followed through continue-as-new to the run
 // that carries it on.
 func (c *Client) FindWorkflow(ctx context.Context, name, id string) (*Run, error) {
-	r, err := c.findWorkflow(ctx, name, id)
+	r, err := c.wf.FindWorkflow(ctx, name, id)
 	if err != nil {
 		return nil, err
 	}
 	return c.toRun(r), nil
-}
-
-func (c *Client) findWorkflow(ctx context.Context, name, id string) (*store.Run, error) {
-	bid, err := businesskey.Build(workflowKey, id)
-	if err != nil {
-		return nil, fmt.Errorf("find workflow %q id %q: %w: %w", name, id, ErrInvalidInput, err)
-	}
-	r, err := c.cfg.Store.FindRun(ctx, &store.FindRunParams{Workflow: name, BusinessID: bid})
-	if err != nil {
-		return nil, fmt.Errorf("find workflow %q id %q: %w", name, id, err)
-	}
-	return c.currentRun(ctx, r)
-}
-
-// currentRun follows a continued run to its successor, waiting a little
-// for a successor that is being created.
-func (c *Client) currentRun(ctx context.Context, r *store.Run) (*store.Run, error) {
-	for r.Status == hephtype.StatusContinued {
-		next, err := c.waitForRun(ctx, continuedID(r.ID))
-		if err != nil {
-			return nil, fmt.Errorf("run %s continued as new: %w", r.ID, err)
-		}
-		r = next
-	}
-	return r, nil
-}
-
-// waitForRun reads a run that a task is about to create (the successor of
-// a continued run, a child), polling until it exists.
-func (c *Client) waitForRun(ctx context.Context, id string) (*store.Run, error) {
-	poll := c.cfg.MinPollInterval / 5
-	for {
-		r, err := c.cfg.Store.GetRun(ctx, id)
-		if err == nil || !errors.Is(err, store.ErrRunNotFound) {
-			return r, err
-		}
-		select {
-		case <-c.cfg.Clock.After(poll):
-			poll = min(poll*2, c.cfg.PollInterval)
-		case <-ctx.Done():
-			return nil, fmt.Errorf("run %s: %w (waiting for it to be created)", id, ctx.Err())
-		}
-	}
 }
 
 // SignalWorkflow sends a signal to a workflow run. Signals are buffered in
@@ -333,85 +164,18 @@ func (c *Client) waitForRun(ctx context.Context, id string) (*store.Run, error) 
 // run that continued as new goes to the run that carries it on; a signal
 // to a finished run fails with ErrRunFinished.
 func (c *Client) SignalWorkflow(ctx context.Context, runID, name string, payload any) error {
-	raw, err := encodeJSON(payload)
-	if err != nil {
-		return fmt.Errorf("signal %q to run %s: %w: payload %w", name, runID, ErrInvalidInput, err)
-	}
-	if err := c.checkInput(raw, "the signal's payload"); err != nil {
-		return fmt.Errorf("signal %q to run %s: %w", name, runID, err)
-	}
-	// The signal's id, assigned as it is accepted: the run records it once
-	// however often its commit is tried.
-	key := "signal:" + newID()
-	for {
-		r, err := c.cfg.Store.GetRun(ctx, runID)
-		if err != nil {
-			return fmt.Errorf("signal %q to run %s: %w", name, runID, err)
-		}
-		if r, err = c.currentRun(ctx, r); err != nil {
-			return fmt.Errorf("signal %q: %w", name, err)
-		}
-		if r.Kind != hephtype.KindWorkflow {
-			return fmt.Errorf("signal %q to run %s: %w: it is a %s, not a workflow", name, r.ID, ErrInvalidInput, r.Kind)
-		}
-		_, err = c.deliver(ctx, &delivery{runID: r.ID, workflow: r.Workflow, events: []replay.Event{replay.SignalReceived(name, raw)}, strict: true, key: key})
-		if errors.Is(err, store.ErrDuplicateChange) {
-			return nil // delivered by an earlier attempt of this call (a commit retried after its outcome was lost)
-		}
-		if errors.Is(err, ErrRunFinished) && r.ID != runID {
-			continue // the successor itself continued meanwhile
-		}
-		if err != nil {
-			return fmt.Errorf("signal %q to run %s: %w", name, r.ID, err)
-		}
-		return nil
-	}
+	return c.wf.SignalWorkflow(ctx, runID, name, payload)
 }
 
 // SignalWithStart signals the active run of a workflow id, starting one
 // first (with input) if there is none; a new run receives the signal in its
 // first activation. It returns the run that got the signal.
 func (c *Client) SignalWithStart(ctx context.Context, name, id, signal string, payload, input any, opts *WorkflowOptions) (*Run, error) {
-	raw, err := encodeJSON(payload)
+	r, err := c.wf.SignalWithStart(ctx, name, id, signal, payload, input, opts.internal())
 	if err != nil {
-		return nil, fmt.Errorf("signal-with-start %q: %w: payload %w", name, ErrInvalidInput, err)
+		return nil, err
 	}
-	o := WorkflowOptions{}
-	if opts != nil {
-		o = *opts
-	}
-	o.ID = id
-	if err := c.checkInput(raw, "the signal's payload"); err != nil {
-		return nil, fmt.Errorf("signal-with-start %q: %w", name, err)
-	}
-	ev := replay.SignalReceived(signal, raw)
-	key := "signal:" + newID()
-	for attempt := 0; ; attempt++ {
-		r, err := c.findWorkflow(ctx, name, id)
-		switch {
-		case err == nil && !r.Status.Terminal():
-			_, err = c.deliver(ctx, &delivery{runID: r.ID, workflow: r.Workflow, events: []replay.Event{ev}, strict: true, key: key})
-			if err == nil || errors.Is(err, store.ErrDuplicateChange) {
-				return c.toRun(r), nil
-			}
-			if !errors.Is(err, ErrRunFinished) {
-				return nil, fmt.Errorf("signal-with-start %q id %q: %w", name, id, err)
-			}
-		case err == nil || errors.Is(err, store.ErrRunNotFound):
-			r, err := c.startWorkflow(ctx, name, input, &o, &ev)
-			if err == nil {
-				return c.toRun(r), nil
-			}
-			if !errors.Is(err, ErrDuplicateRun) {
-				return nil, err
-			}
-		default:
-			return nil, err
-		}
-		if attempt >= 10 {
-			return nil, fmt.Errorf("signal-with-start %q id %q: the run kept changing under the request", name, id)
-		}
-	}
+	return c.toRun(r), nil
 }
 
 // QueryWorkflow returns the state the workflow run published last
@@ -420,41 +184,18 @@ func (c *Client) SignalWithStart(ctx context.Context, name, id, signal string, p
 // runs an activity or waits. A run that continued as new is followed to
 // the run that carries it on.
 func (c *Client) QueryWorkflow(ctx context.Context, runID string) (json.RawMessage, error) {
-	r, err := c.cfg.Store.GetRun(ctx, runID)
-	if err != nil {
-		return nil, fmt.Errorf("query run %s: %w", runID, err)
-	}
-	if r.Status == hephtype.StatusContinued {
-		if next, err := c.cfg.Store.GetRun(ctx, continuedID(r.ID)); err == nil {
-			if next, err = c.currentRun(ctx, next); err == nil {
-				r = next
-			}
-		}
-	}
-	if len(r.Published) == 0 {
-		return json.RawMessage("null"), nil
-	}
-	return r.Published, nil
+	return c.wf.QueryWorkflow(ctx, runID)
 }
 
 // WorkflowResult waits until the workflow run ends, following
 // continue-as-new to the run that ends the chain, and returns that run: its
 // Output when completed, or its Error.
 func (c *Client) WorkflowResult(ctx context.Context, runID string) (*Run, error) {
-	for {
-		r, err := c.WaitRun(ctx, runID)
-		if err != nil {
-			return nil, err
-		}
-		if r.Status != hephtype.StatusContinued {
-			return r, nil
-		}
-		next, err := c.waitForRun(ctx, continuedID(r.ID))
-		if err != nil {
-			return nil, err
-		}
-		runID = next.ID
+	r, err := c.wf.Result(ctx, runID)
+	if err != nil {
+		return nil, err
 	}
+	return c.toRun(r), nil
 }
 
 // resultError turns a finished run into the error its caller sees.
@@ -495,7 +236,7 @@ func (c *Client) ExportHistory(ctx context.Context, runID string) ([]byte, error
 	}
 	x := HistoryExport{RunID: r.ID, Workflow: r.Workflow, Events: make([]ExportedEvent, len(h))}
 	for i, e := range h {
-		x.Events[i] = ExportedEvent{Seq: e.Seq, Event: fromStored(e)}
+		x.Events[i] = ExportedEvent{Seq: e.Seq, Event: wfrt.FromStored(e)}
 	}
 	b, err := json.MarshalIndent(x, "", "  ")
 	if err != nil {
@@ -601,16 +342,4 @@ func Update[R any](ctx context.Context, c *Client, runID, name string, args any,
 		return v, fmt.Errorf("update %q of run %s: decode reply: %w", name, runID, err)
 	}
 	return v, nil
-}
-
-// newSeed draws the seed of a run's deterministic random source.
-func newSeed() uint64 { return rand.Uint64() }
-
-// isWorkflowTask reports whether a task belongs to a code-first workflow.
-func isWorkflowTask(k store.TaskKind) bool {
-	switch k {
-	case store.TaskDecision, taskActivity, taskWorkflowTimer, taskWorkflowOp:
-		return true
-	}
-	return false
 }

@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"slices"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -26,6 +27,9 @@ import (
 //	(b) Latency: start-to-result of a one-step run, 100 sequential runs.
 //	(c) Chain: start-to-result of a 10-step sequential chain.
 //	(d) Map: wall time of a run with one 100-element map step.
+//	(e) Jobs: 5,000 one-step runs inserted in batches of 1,000
+//	    (StartRuns) and processed by 100 workers, from the first insert
+//	    to the last completion: jobs/s.
 //
 // Each reports its figure with b.ReportMetric; run with -count 3 and take
 // the median.
@@ -121,6 +125,51 @@ func runBenchmarks(b *testing.B, open func(b *testing.B) store.Store) {
 	b.Run("b_latency", func(b *testing.B) { benchLatency(b, open, "one", 100) })
 	b.Run("c_chain10", func(b *testing.B) { benchLatency(b, open, "chain", 50) })
 	b.Run("d_map100", func(b *testing.B) { benchMap(b, open) })
+	b.Run("e_jobs", func(b *testing.B) { benchJobs(b, open) })
+}
+
+func benchJobs(b *testing.B, open func(b *testing.B) store.Store) {
+	const jobs, batch = 5000, 1000
+	var rate float64
+	for range b.N {
+		st := open(b)
+		c, err := heph.New(&heph.Config{Store: st, Queues: map[string]int{"default": 100}, Logger: e2e.QuietLogger()})
+		if err != nil {
+			b.Fatal(err)
+		}
+		if err := c.Register(benchFlows()...); err != nil {
+			b.Fatal(err)
+		}
+		var done atomic.Int64
+		all := make(chan struct{})
+		c.Subscribe(func(e heph.Event) {
+			if e.Kind == heph.RunCompleted && done.Add(1) == jobs {
+				close(all)
+			}
+		})
+		ctx := context.Background()
+		if err := c.Start(ctx); err != nil {
+			b.Fatal(err)
+		}
+		start := time.Now()
+		for i := 0; i < jobs; i += batch {
+			reqs := make([]heph.StartRequest, batch)
+			for k := range reqs {
+				reqs[k] = heph.StartRequest{Input: i + k}
+			}
+			if _, err := c.StartRuns(ctx, "one", reqs); err != nil {
+				b.Fatal(err)
+			}
+		}
+		select {
+		case <-all:
+		case <-time.After(10 * time.Minute):
+			b.Fatalf("%d of %d jobs completed", done.Load(), jobs)
+		}
+		rate += float64(jobs) / time.Since(start).Seconds()
+		_ = c.Stop(ctx)
+	}
+	b.ReportMetric(rate/float64(b.N), "jobs/s")
 }
 
 func benchThroughput(b *testing.B, open func(b *testing.B) store.Store) {

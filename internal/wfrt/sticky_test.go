@@ -1,4 +1,4 @@
-package hephaestus
+package wfrt
 
 import (
 	"encoding/json"

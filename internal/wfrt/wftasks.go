@@ -1,4 +1,4 @@
-package hephaestus
+package wfrt
 
 import (
 	"context"
@@ -15,66 +15,33 @@ import (
 	"github.com/hephaestus-go/hephaestus/clock"
 	"github.com/hephaestus-go/hephaestus/flow"
 	"github.com/hephaestus-go/hephaestus/hephtype"
+	"github.com/hephaestus-go/hephaestus/internal/engine"
+	"github.com/hephaestus-go/hephaestus/internal/limits"
 	"github.com/hephaestus-go/hephaestus/internal/replay"
+	"github.com/hephaestus-go/hephaestus/internal/telemetry"
+	"github.com/hephaestus-go/hephaestus/internal/worker"
 	"github.com/hephaestus-go/hephaestus/store"
 )
 
-// runWorkflowTask executes a task of a code-first workflow run and commits
-// its outcome. Like runTask, it returns a task of the same queue claimed by
-// that commit for this slot, if any. ctx ends when the task's lease is
-// lost, cannot be confirmed in time, or the worker shuts down.
-func (c *Client) runWorkflowTask(ctx context.Context, w *workers, h *heldTask) *store.Task {
-	t := h.task
-	start := c.cfg.Clock.Now()
-	info := Event{RunID: t.RunID, Workflow: t.Workflow, Version: t.Version, Step: t.Step, Index: t.Index, Attempt: t.Attempt, Queue: t.Queue, TaskID: t.ID}
-	info.Kind = TaskStarted
-	c.emit(info)
-	handoff := t.Queue
-	if w.claimCtx.Err() != nil {
-		handoff = "" // stopping: claim nothing more
-	}
-	var claimed []*store.Task
-	var err error
+// Execute runs a task of a code-first workflow run and commits its
+// outcome: the worker pool's in-process executor of workflow tasks. ctx
+// ends when the task's lease is lost, cannot be confirmed in time, or the
+// worker shuts down.
+func (c *Runtime) Execute(ctx context.Context, h *worker.Held, handoff string) ([]*store.Task, error) {
+	t := h.Task()
 	switch t.Kind {
 	case store.TaskDecision:
-		claimed, err = c.runDecision(ctx, t, handoff)
-	case taskActivity:
-		claimed, err = c.runActivity(ctx, h, handoff)
-	case taskWorkflowTimer:
+		return c.runDecision(ctx, t, handoff)
+	case store.TaskActivity:
+		return c.runActivity(ctx, h, handoff)
+	case store.TaskWorkflowTimer:
 		lease := t.Lease()
-		claimed, err = c.deliver(ctx, &delivery{runID: t.RunID, workflow: t.Workflow, fence: &lease, handoff: handoff,
+		return c.deliver(ctx, &delivery{runID: t.RunID, workflow: t.Workflow, fence: &lease, handoff: handoff,
 			events: []replay.Event{replay.TimerFired(t.Index)}, replay: true})
-	case taskWorkflowOp:
-		err = c.runOp(ctx, t)
+	case store.TaskWorkflowOp:
+		return nil, c.runOp(ctx, t)
 	}
-	var next *store.Task
-	for _, ct := range claimed {
-		if next == nil && ct.Queue == t.Queue && w.claimCtx.Err() == nil {
-			next = ct
-		} else {
-			c.release([]*store.Task{ct})
-		}
-	}
-	if err != nil {
-		if cause := context.Cause(ctx); cause != nil {
-			err = fmt.Errorf("%w (%w)", err, cause)
-		}
-		if errors.Is(err, errShutdown) {
-			_ = c.cfg.Store.ReleaseTasks(context.Background(), []store.Lease{t.Lease()})
-		}
-		level := slog.LevelWarn
-		if !errors.Is(err, store.ErrLeaseLost) && !errors.Is(err, store.ErrRunNotFound) && !errors.Is(err, ErrRunFinished) &&
-			!errors.Is(err, errShutdown) && !errors.Is(err, errRunCancelled) && !errors.Is(err, errLeaseLost) && !errors.Is(err, errLeaseExpiring) {
-			level = slog.LevelError
-		}
-		c.cfg.Logger.Log(ctx, level, "workflow task", slog.String("kind", string(t.Kind)), slog.Int64("task", t.ID), slog.String("run", t.RunID), slog.String("step", t.Step), slog.Any("err", err))
-		info.Kind, info.Err = TaskFailed, err
-		c.emit(info)
-		return next
-	}
-	info.Kind, info.Duration = TaskCompleted, c.cfg.Clock.Now().Sub(start)
-	c.emit(info)
-	return next
+	return nil, fmt.Errorf("task kind %q is not a workflow task", t.Kind)
 }
 
 var errHeartbeatTimeout = errors.New("heartbeat timeout")
@@ -82,15 +49,15 @@ var errHeartbeatTimeout = errors.New("heartbeat timeout")
 // runActivity runs one attempt of an activity. Its outcome goes to the
 // workflow with the decision it causes (deliver), or, when the attempt
 // failed and may be retried, becomes a new attempt after a backoff.
-func (c *Client) runActivity(ctx context.Context, h *heldTask, handoff string) ([]*store.Task, error) {
-	t := h.task
+func (c *Runtime) runActivity(ctx context.Context, h *worker.Held, handoff string) ([]*store.Task, error) {
+	t := h.Task()
 	start := c.cfg.Clock.Now()
 	var p activityPayload
 	if err := json.Unmarshal(t.Payload, &p); err != nil {
 		return c.activityOutcome(h, start, p, handoff, nil, flow.NonRetryable(fmt.Errorf("activity %q: bad task payload: %w", t.Step, err)), flow.RetryPolicy{})
 	}
 	policy := flow.RetryPolicy{MaxAttempts: p.MaxAttempts, InitialBackoff: p.Initial, MaxBackoff: p.MaxBackoff, Multiplier: p.Multiplier, Jitter: p.Jitter}
-	act, ok := c.wf.reg.activity(t.Step)
+	act, ok := c.reg.activity(t.Step)
 	if !ok {
 		// Claims ask only for registered activities (Task.Handler): only
 		// a task enqueued without a handler gets here. Another process
@@ -137,25 +104,25 @@ func (c *Client) runActivity(ctx context.Context, h *heldTask, handoff string) (
 				return
 			}
 			b, err := json.Marshal(details)
-			if err != nil || c.checkPayload(b, "heartbeat details") != nil {
+			if err != nil || limits.Payload(b, c.cfg.MaxPayloadSize, "heartbeat details") != nil {
 				c.cfg.Logger.Warn("activity heartbeat details dropped: they do not encode as JSON or are too large",
 					slog.String("run", t.RunID), slog.String("activity", t.Step), slog.Any("err", err))
 				return
 			}
-			c.leases.record(h, b)
+			h.RecordDetails(b)
 		},
 	}
-	ev := Event{RunID: t.RunID, Workflow: t.Workflow, Version: t.Version, Step: t.Step, Index: t.Index, Attempt: t.Attempt, Queue: t.Queue, TaskID: t.ID}
-	ev.Kind = StepStarted
-	c.emit(ev)
+	ev := telemetry.Event{RunID: t.RunID, Workflow: t.Workflow, Version: t.Version, Step: t.Step, Index: t.Index, Attempt: t.Attempt, Queue: t.Queue, TaskID: t.ID}
+	ev.Kind = telemetry.StepStarted
+	c.cfg.Telemetry.Emit(ev)
 	out, err := act.Invoke(replay.WithActivityInfo(actx, info), p.Input)
 	close(stopWatch)
 	watch.Wait()
 	ev.Duration = c.cfg.Clock.Now().Sub(start)
 	if cause := context.Cause(ctx); cause != nil {
 		// Cancelled run, lost lease or shutdown: drop the result.
-		ev.Kind, ev.Err = StepFailed, cause
-		c.emit(ev)
+		ev.Kind, ev.Err = telemetry.StepFailed, cause
+		c.cfg.Telemetry.Emit(ev)
 		return nil, cause
 	}
 	switch {
@@ -165,25 +132,25 @@ func (c *Client) runActivity(ctx context.Context, h *heldTask, handoff string) (
 		err = fmt.Errorf("activity %q timed out after %s: %w", t.Step, timeout, context.DeadlineExceeded)
 	}
 	if err == nil {
-		if perr := c.checkPayload(out, "output of activity "+strconv.Quote(t.Step)); perr != nil {
+		if perr := limits.Payload(out, c.cfg.MaxPayloadSize, "output of activity "+strconv.Quote(t.Step)); perr != nil {
 			err = flow.NonRetryable(perr)
 		}
 	}
 	if err != nil {
-		ev.Kind, ev.Err = StepFailed, err
+		ev.Kind, ev.Err = telemetry.StepFailed, err
 	} else {
-		ev.Kind = StepCompleted
+		ev.Kind = telemetry.StepCompleted
 	}
-	c.emit(ev)
+	c.cfg.Telemetry.Emit(ev)
 	return c.activityOutcome(h, start, p, handoff, out, err, policy)
 }
 
 // activityOutcome commits the outcome of an activity attempt, after the
 // attempt's step_started entry.
-func (c *Client) activityOutcome(h *heldTask, start time.Time, p activityPayload, handoff string, out json.RawMessage, err error, policy flow.RetryPolicy) ([]*store.Task, error) {
-	t := h.task
+func (c *Runtime) activityOutcome(h *worker.Held, start time.Time, p activityPayload, handoff string, out json.RawMessage, err error, policy flow.RetryPolicy) ([]*store.Task, error) {
+	t := h.Task()
 	lease := t.Lease()
-	started := fromStoredNew(c.startedEvent(t, start, "", t.Index))
+	started := fromStoredNew(worker.Started(c.cfg.WorkerID, t, start, "", t.Index))
 	started.Name = t.Step
 	d := &delivery{runID: t.RunID, workflow: t.Workflow, fence: &lease, handoff: handoff, replay: true}
 	if err == nil {
@@ -211,40 +178,33 @@ func fromStoredNew(e store.NewEvent) replay.Event {
 	return fromStored(store.Event{Kind: e.Kind, Step: e.Step, Index: e.Index, Attempt: e.Attempt, Name: e.Name, Data: e.Data, Error: e.Error})
 }
 
-// retryData is the Data of a step_retrying entry: how long the runtime
-// waits before the next attempt, and when that attempt is due.
-type retryData struct {
-	Backoff time.Duration `json:"backoff"`
-	ReadyAt time.Time     `json:"ready_at"`
-}
-
 // retryActivity replaces a failed attempt by the next one, after the
 // policy's backoff, and records the failure (step_retrying, which replay
 // skips, with the backoff chosen) after the attempt's step_started. The
 // next attempt carries the heartbeat details this one recorded last. A
 // cached instance of the run is told of the events, so that the next
 // decision need not read the history.
-func (c *Client) retryActivity(h *heldTask, started replay.Event, cause error, policy flow.RetryPolicy) error {
-	t := h.task
+func (c *Runtime) retryActivity(h *worker.Held, started replay.Event, cause error, policy flow.RetryPolicy) error {
+	t := h.Task()
 	now := c.cfg.Clock.Now()
 	backoff := policy.Backoff(t.Attempt+1, rand.Float64())
 	ready := now.Add(backoff)
 	ev := replay.Event{Kind: hephtype.EventStepRetrying, ID: t.Index, Name: t.Step, Attempt: t.Attempt + 1, Error: cause.Error(),
-		Data: mustJSON(retryData{Backoff: backoff, ReadyAt: ready.UTC()})}
+		Data: worker.MustJSON(worker.RetryData{Backoff: backoff, ReadyAt: ready.UTC()})}
 	next := store.NewTask{
-		Queue: t.Queue, Kind: taskActivity, Step: t.Step, Index: t.Index, Attempt: t.Attempt + 1,
-		Payload: t.Payload, Priority: t.Priority, ReadyAt: ready, Handler: activityHandler(t.Step),
-		Details: c.leases.lastDetails(h),
+		Queue: t.Queue, Kind: store.TaskActivity, Step: t.Step, Index: t.Index, Attempt: t.Attempt + 1,
+		Payload: t.Payload, Priority: t.Priority, ReadyAt: ready, Handler: store.ActivityHandler(t.Step),
+		Details: h.Details(),
 	}
-	e := c.wf.sticky.lock(t.RunID)
-	defer c.wf.sticky.unlock(e)
+	e := c.sticky.lock(t.RunID)
+	defer c.sticky.unlock(e)
 	base := int64(-1)
 	if e.inst != nil {
 		base = int64(e.inst.Len())
 	}
 	var seen atomic.Int64
 	lease := t.Lease()
-	_, err := c.commit.submit(context.Background(), store.Change{RunID: t.RunID, Fence: &lease, Decide: func(run *store.Run) (*store.Update, error) {
+	_, err := c.cfg.Committer.Submit(context.Background(), store.Change{RunID: t.RunID, Fence: &lease, Decide: func(run *store.Run) (*store.Update, error) {
 		seen.Store(run.Seq)
 		if run.Status.Terminal() {
 			return &store.Update{}, nil
@@ -269,7 +229,7 @@ func (c *Client) retryActivity(h *heldTask, started replay.Event, cause error, p
 // and followed by the task's fenced completion (cancelling children). A
 // lost lease only means that someone else does the work, or did it: it
 // never leads to a compensating action.
-func (c *Client) runOp(ctx context.Context, t *store.Task) error {
+func (c *Runtime) runOp(ctx context.Context, t *store.Task) error {
 	var err error
 	done := false // the operation's own change deleted the task
 	switch t.Step {
@@ -300,7 +260,7 @@ func (c *Client) runOp(ctx context.Context, t *store.Task) error {
 		}
 		// Try again after a backoff.
 		ready := c.cfg.Clock.Now().Add(min(time.Second<<min(t.Attempt, 8), time.Minute))
-		_, cerr := c.commit.submit(context.Background(), store.Change{RunID: t.RunID, Fence: &lease, Decide: func(*store.Run) (*store.Update, error) {
+		_, cerr := c.cfg.Committer.Submit(context.Background(), store.Change{RunID: t.RunID, Fence: &lease, Decide: func(*store.Run) (*store.Update, error) {
 			n := opTask(t.Queue, t.Step, t.Index, nil)
 			n.Payload, n.Attempt, n.ReadyAt = t.Payload, t.Attempt+1, ready
 			return &store.Update{Tasks: []store.NewTask{n}}, nil
@@ -312,7 +272,7 @@ func (c *Client) runOp(ctx context.Context, t *store.Task) error {
 	case done:
 		return nil
 	}
-	_, err = c.commit.submit(context.Background(), store.Change{RunID: t.RunID, Fence: &lease, Decide: func(*store.Run) (*store.Update, error) {
+	_, err = c.cfg.Committer.Submit(context.Background(), store.Change{RunID: t.RunID, Fence: &lease, Decide: func(*store.Run) (*store.Update, error) {
 		return &store.Update{}, nil
 	}})
 	if errors.Is(err, store.ErrLeaseLost) {
@@ -325,7 +285,7 @@ func (c *Client) runOp(ctx context.Context, t *store.Task) error {
 // if and only if the task was completed by its creation, so a parent that
 // ended meanwhile (its tasks cancelled) gets no child, and a child is
 // never created twice. done tells that the creation deleted the task.
-func (c *Client) opStartChild(ctx context.Context, t *store.Task) (done bool, err error) {
+func (c *Runtime) opStartChild(ctx context.Context, t *store.Task) (done bool, err error) {
 	var p childPayload
 	if err := json.Unmarshal(t.Payload, &p); err != nil {
 		return false, fmt.Errorf("start child: bad payload: %w", err)
@@ -346,7 +306,7 @@ func (c *Client) opStartChild(ctx context.Context, t *store.Task) (done bool, er
 
 // opReportParent tells the parent how its child ended, in a change of the
 // parent fenced by the child's task and keyed by the child: reported once.
-func (c *Client) opReportParent(ctx context.Context, t *store.Task) (done bool, err error) {
+func (c *Runtime) opReportParent(ctx context.Context, t *store.Task) (done bool, err error) {
 	var p reportPayload
 	if err := json.Unmarshal(t.Payload, &p); err != nil {
 		return false, fmt.Errorf("report to parent: bad payload: %w", err)
@@ -379,7 +339,7 @@ func (c *Client) opReportParent(ctx context.Context, t *store.Task) (done bool, 
 }
 
 // opContinue creates the run that continues this one, fenced by the task.
-func (c *Client) opContinue(ctx context.Context, t *store.Task) (done bool, err error) {
+func (c *Runtime) opContinue(ctx context.Context, t *store.Task) (done bool, err error) {
 	old, err := c.cfg.Store.GetRun(ctx, t.RunID)
 	if err != nil {
 		return false, err
@@ -401,7 +361,7 @@ func (c *Client) opContinue(ctx context.Context, t *store.Task) (done bool, err 
 		return false, err
 	case errors.Is(err, store.ErrRunExists):
 		return false, nil
-	case errors.Is(err, ErrDuplicateRun):
+	case errors.Is(err, store.ErrDuplicateRun):
 		// Another run took the workflow id meanwhile: the chain ends.
 		c.cfg.Logger.Warn("continue as new: the workflow id is taken", slog.String("run", old.ID), slog.Any("err", err))
 		return false, nil
@@ -409,7 +369,7 @@ func (c *Client) opContinue(ctx context.Context, t *store.Task) (done bool, err 
 	return false, fmt.Errorf("continue run %s as new: %w", old.ID, err)
 }
 
-func (c *Client) opCancelChildren(ctx context.Context, t *store.Task) error {
+func (c *Runtime) opCancelChildren(ctx context.Context, t *store.Task) error {
 	h, err := c.cfg.Store.History(ctx, &store.HistoryParams{RunID: t.RunID})
 	if err != nil {
 		return err
@@ -432,9 +392,9 @@ func (c *Client) opCancelChildren(ctx context.Context, t *store.Task) error {
 
 // cancelChain cancels a workflow run, or the run that carries it on if it
 // continued as new. A run that does not exist or has ended is left alone.
-func (c *Client) cancelChain(ctx context.Context, runID, reason string) error {
+func (c *Runtime) cancelChain(ctx context.Context, runID, reason string) error {
 	for successor := false; ; successor = true {
-		err := c.CancelRun(ctx, runID, reason)
+		err := c.cfg.CancelRun(ctx, runID, reason)
 		switch {
 		case err == nil:
 			return nil
@@ -445,12 +405,12 @@ func (c *Client) cancelChain(ctx context.Context, runID, reason string) error {
 			// The run that continues a cancelled one is being created:
 			// wait for it (its creation is a task of its own).
 			wctx, cancel := context.WithTimeout(ctx, 10*time.Second)
-			_, werr := c.waitForRun(wctx, runID)
+			_, werr := c.WaitForRun(wctx, runID)
 			cancel()
 			if werr != nil {
 				return fmt.Errorf("cancel the run that continues as new: %w", werr)
 			}
-		case errors.Is(err, ErrRunFinished):
+		case errors.Is(err, engine.ErrRunFinished):
 			r, gerr := c.cfg.Store.GetRun(ctx, runID)
 			if gerr != nil || r.Status != hephtype.StatusContinued {
 				return nil

@@ -1,4 +1,4 @@
-package hephaestus
+package flowrt
 
 import (
 	"encoding/json"
@@ -10,6 +10,7 @@ import (
 	"github.com/hephaestus-go/hephaestus/flow"
 	"github.com/hephaestus-go/hephaestus/hephtype"
 	"github.com/hephaestus-go/hephaestus/internal/engine"
+	"github.com/hephaestus-go/hephaestus/internal/worker"
 	"github.com/hephaestus-go/hephaestus/store"
 )
 
@@ -38,7 +39,7 @@ func encodeState(s *engine.State) json.RawMessage {
 // translate turns an engine decision into what the store writes.
 func translate(f *flow.Flow, d *engine.Decision, now time.Time) *store.Update {
 	u := &store.Update{Status: d.State.Status, State: encodeState(d.State)}
-	handler := flowHandler(f.Name(), f.Version())
+	handler := store.FlowHandler(f.Name(), f.Version())
 	for _, h := range d.History {
 		u.History = append(u.History, store.NewEvent{
 			Kind: h.Kind, Step: h.Step, Index: h.Index, Attempt: h.Attempt, Name: h.Event, Data: h.Data, Error: h.Error,
@@ -55,7 +56,7 @@ func translate(f *flow.Flow, d *engine.Decision, now time.Time) *store.Update {
 				// The history tells the backoff chosen.
 				for i := range u.History {
 					if h := &u.History[i]; h.Kind == hephtype.EventStepRetrying && h.Step == c.Step && (c.Index < 0 || h.Index == c.Index) && h.Attempt == c.Attempt {
-						h.Data = mustJSON(retryData{Backoff: backoff, ReadyAt: ready.UTC()})
+						h.Data = worker.MustJSON(worker.RetryData{Backoff: backoff, ReadyAt: ready.UTC()})
 					}
 				}
 			}
@@ -65,11 +66,11 @@ func translate(f *flow.Flow, d *engine.Decision, now time.Time) *store.Update {
 			})
 		case engine.StartTimer:
 			spec, _ := f.Step(c.Step)
-			fireAt := roundUpMicro(now.Add(c.After))
+			fireAt := store.RoundUpMicro(now.Add(c.After))
 			// The history tells when the timer is due.
 			for i := range u.History {
 				if h := &u.History[i]; h.Kind == hephtype.EventTimerStarted && h.Step == c.Step {
-					h.Data = mustJSON(timerData{After: c.After.String(), FireAt: fireAt.UTC()})
+					h.Data = worker.MustJSON(timerData{After: c.After.String(), FireAt: fireAt.UTC()})
 				}
 			}
 			u.Tasks = append(u.Tasks, store.NewTask{
@@ -100,25 +101,15 @@ type timerData struct {
 	FireAt time.Time `json:"fire_at"`
 }
 
-// roundUpMicro rounds t up to the microsecond, the precision of the
-// stores: a timer never fires before its time.
-func roundUpMicro(t time.Time) time.Time {
-	r := t.Truncate(time.Microsecond)
-	if r.Before(t) {
-		r = r.Add(time.Microsecond)
-	}
-	return r
-}
-
 // decideWith returns a Decide function that applies ev to a flow run. A
 // stale event (a late or duplicate report) writes nothing but lets the
 // change commit, so the fenced task is still removed.
-func (c *Client) decideWith(ev engine.Event, now time.Time, strict bool) func(run *store.Run) (*store.Update, error) {
+func (r *Runtime) decideWith(ev engine.Event, now time.Time, strict bool) func(run *store.Run) (*store.Update, error) {
 	return func(run *store.Run) (*store.Update, error) {
 		if run.Kind != hephtype.KindFlow {
 			return nil, fmt.Errorf("run %s is a %s, not a flow", run.ID, run.Kind)
 		}
-		f, err := c.flows.get(run.Workflow, run.Version)
+		f, err := r.Flow(run.Workflow, run.Version)
 		if err != nil {
 			return nil, err
 		}

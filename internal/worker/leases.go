@@ -1,4 +1,4 @@
-package hephaestus
+package worker
 
 import (
 	"context"
@@ -14,12 +14,17 @@ import (
 
 // Causes of a task context's cancellation, told apart when the task ends.
 var (
-	errRunCancelled = errors.New("the run was cancelled or finished")
-	errLeaseLost    = errors.New("the task's lease was lost")
-	errShutdown     = errors.New("the worker is shutting down")
-	// errLeaseExpiring: the worker could not confirm the task's lease in
+	// ErrRunCancelled: a commit cancelled the task (its run was cancelled
+	// or ended).
+	ErrRunCancelled = errors.New("the run was cancelled or finished")
+	// ErrLeaseLost: the store no longer holds the task's lease for this
+	// worker.
+	ErrLeaseLost = errors.New("the task's lease was lost")
+	// ErrShutdown: the pool stops; the task is given back.
+	ErrShutdown = errors.New("the worker is shutting down")
+	// ErrLeaseExpiring: the worker could not confirm the task's lease in
 	// time, and stops the task before another worker may claim it.
-	errLeaseExpiring = errors.New("the task's lease could not be extended in time; the task was stopped before it expires so that no other worker runs it at the same time")
+	ErrLeaseExpiring = errors.New("the task's lease could not be extended in time; the task was stopped before it expires so that no other worker runs it at the same time")
 )
 
 // leaseKeeper holds the leases of every task this process runs, whatever
@@ -31,10 +36,10 @@ var (
 // cannot reach the store stops its tasks a margin before their leases
 // end, and only then may another claim them.
 type leaseKeeper struct {
-	c *Client
+	cfg *Config
 
 	mu    sync.Mutex
-	tasks map[int64]*heldTask // by task id
+	tasks map[int64]*Held // by task id
 	// hints are runs whose tasks a commit elsewhere cancelled: their
 	// leases are checked at once.
 	hints map[string]bool
@@ -44,8 +49,9 @@ type leaseKeeper struct {
 	wakeAt time.Time
 }
 
-// heldTask is a task this process runs.
-type heldTask struct {
+// Held is a task this process runs, and its lease: what an executor gets.
+type Held struct {
+	keeper *leaseKeeper
 	task   *store.Task
 	cancel context.CancelCauseFunc
 	// until is the end of the lease as the store last confirmed it.
@@ -58,24 +64,24 @@ type heldTask struct {
 	stopped bool
 }
 
-func newLeaseKeeper(c *Client) *leaseKeeper {
-	return &leaseKeeper{c: c, tasks: map[int64]*heldTask{}, hints: map[string]bool{}, poke: make(chan struct{}, 1)}
+func newLeaseKeeper(cfg *Config) *leaseKeeper {
+	return &leaseKeeper{cfg: cfg, tasks: map[int64]*Held{}, hints: map[string]bool{}, poke: make(chan struct{}, 1)}
 }
 
 // margin is how long before its lease ends a task that could not extend it
 // is stopped.
-func (k *leaseKeeper) margin() time.Duration { return k.c.cfg.LeaseDuration / 5 }
+func (k *leaseKeeper) margin() time.Duration { return k.cfg.LeaseDuration / 5 }
 
 // hold registers a task that starts running; cancel cancels its context.
 // The previous attempt's heartbeat details come with the task.
-func (k *leaseKeeper) hold(t *store.Task, cancel context.CancelCauseFunc) *heldTask {
-	h := &heldTask{task: t, cancel: cancel, until: t.LeaseUntil, details: t.Details}
+func (k *leaseKeeper) hold(t *store.Task, cancel context.CancelCauseFunc) *Held {
+	h := &Held{keeper: k, task: t, cancel: cancel, until: t.LeaseUntil, details: t.Details}
 	if h.until.IsZero() {
-		h.until = k.c.cfg.Clock.Now().Add(k.c.cfg.LeaseDuration)
+		h.until = k.cfg.Clock.Now().Add(k.cfg.LeaseDuration)
 	}
 	k.mu.Lock()
 	k.tasks[t.ID] = h
-	soon := h.until.Add(-k.margin()).Before(k.wakeAt)
+	soon := k.wakeAt.IsZero() || h.until.Add(-k.margin()).Before(k.wakeAt)
 	k.mu.Unlock()
 	if soon {
 		k.wake()
@@ -84,7 +90,7 @@ func (k *leaseKeeper) hold(t *store.Task, cancel context.CancelCauseFunc) *heldT
 }
 
 // release forgets a task that ended.
-func (k *leaseKeeper) release(h *heldTask) {
+func (k *leaseKeeper) release(h *Held) {
 	k.mu.Lock()
 	if k.tasks[h.task.ID] == h {
 		delete(k.tasks, h.task.ID)
@@ -92,18 +98,24 @@ func (k *leaseKeeper) release(h *heldTask) {
 	k.mu.Unlock()
 }
 
-// record keeps heartbeat details of a running task; the next heartbeat
-// writes them.
-func (k *leaseKeeper) record(h *heldTask, details json.RawMessage) {
-	k.mu.Lock()
+// Task is the task, as claimed: its Lease() is the fencing token of
+// every change that completes it.
+func (h *Held) Task() *store.Task { return h.task }
+
+// RecordDetails keeps heartbeat details of the running task; the next
+// heartbeat writes them, and a retry of the task reads them
+// (store.Task.Details).
+func (h *Held) RecordDetails(details json.RawMessage) {
+	h.keeper.mu.Lock()
 	h.details, h.pending = details, true
-	k.mu.Unlock()
+	h.keeper.mu.Unlock()
 }
 
-// lastDetails returns the task's last heartbeat details.
-func (k *leaseKeeper) lastDetails(h *heldTask) json.RawMessage {
-	k.mu.Lock()
-	defer k.mu.Unlock()
+// Details returns the task's last heartbeat details: recorded by this
+// attempt, or else those the task was claimed with.
+func (h *Held) Details() json.RawMessage {
+	h.keeper.mu.Lock()
+	defer h.keeper.mu.Unlock()
 	return h.details
 }
 
@@ -115,7 +127,7 @@ func (k *leaseKeeper) cancelMatching(runID string, m store.TaskMatch) {
 	for _, h := range k.tasks {
 		t := h.task
 		if t.RunID == runID && (m.Kind == "" || m.Kind == t.Kind) && (m.Step == "" || m.Step == t.Step) && (m.Index < 0 || m.Index == t.Index) {
-			h.cancel(errRunCancelled)
+			h.cancel(ErrRunCancelled)
 		}
 	}
 }
@@ -150,8 +162,8 @@ func (k *leaseKeeper) wake() {
 // beat is one heartbeat call and what it covered.
 type beat struct {
 	until   time.Time
-	held    []*heldTask
-	details map[*heldTask]json.RawMessage
+	held    []*Held
+	details map[*Held]json.RawMessage
 	lost    []int64
 	err     error
 }
@@ -161,19 +173,30 @@ type beat struct {
 // ends. One heartbeat call is in flight at a time; the watchdog does not
 // wait for it (a call that hangs must not let a lease lapse unnoticed).
 func (k *leaseKeeper) run(ctx context.Context) {
-	cfg := &k.c.cfg
+	cfg := k.cfg
 	nextBeat := cfg.Clock.Now().Add(cfg.HeartbeatInterval)
 	var inflight chan *beat
 	for {
 		wakeAt := nextBeat
-		if d, ok := k.nextDeadline(); ok && d.Before(wakeAt) {
-			wakeAt = d
+		if inflight != nil && !nextBeat.After(cfg.Clock.Now()) {
+			// A beat is due but the last one is still in flight: wait for
+			// it (or a deadline), not for a time that has passed.
+			wakeAt = time.Time{}
 		}
 		k.mu.Lock()
+		if d, ok := k.nextDeadlineLocked(); ok && (wakeAt.IsZero() || d.Before(wakeAt)) {
+			wakeAt = d
+		}
+		// Set under the lock that hold takes: a task held from now on sees
+		// this wake time and pokes the loop if its deadline is sooner.
 		k.wakeAt = wakeAt
 		k.mu.Unlock()
+		var timer <-chan time.Time // nil: no time to wake at
+		if !wakeAt.IsZero() {
+			timer = clock.Until(cfg.Clock, wakeAt) // at once when due already
+		}
 		select {
-		case <-clock.Until(cfg.Clock, wakeAt): // at once when due already
+		case <-timer:
 		case <-k.poke:
 		case b := <-inflight:
 			inflight = nil
@@ -218,7 +241,7 @@ func (k *leaseKeeper) run(ctx context.Context) {
 func (k *leaseKeeper) collect(now time.Time, runs map[string]bool) *beat {
 	k.mu.Lock()
 	defer k.mu.Unlock()
-	b := &beat{until: now.Add(k.c.cfg.LeaseDuration)}
+	b := &beat{until: now.Add(k.cfg.LeaseDuration)}
 	for _, h := range k.tasks {
 		if h.stopped || (runs != nil && !runs[h.task.RunID]) {
 			continue
@@ -226,7 +249,7 @@ func (k *leaseKeeper) collect(now time.Time, runs map[string]bool) *beat {
 		b.held = append(b.held, h)
 		if h.pending {
 			if b.details == nil {
-				b.details = map[*heldTask]json.RawMessage{}
+				b.details = map[*Held]json.RawMessage{}
 			}
 			b.details[h] = h.details
 		}
@@ -249,16 +272,16 @@ func (k *leaseKeeper) send(ctx context.Context, b *beat) {
 		p.Details[h.task.ID] = d
 	}
 	// A call may not outlast the leases it extends.
-	bctx, cancel := context.WithTimeout(ctx, k.c.cfg.LeaseDuration)
+	bctx, cancel := context.WithTimeout(ctx, k.cfg.LeaseDuration)
 	defer cancel()
-	b.lost, b.err = k.c.cfg.Store.Heartbeat(bctx, p)
+	b.lost, b.err = k.cfg.Store.Heartbeat(bctx, p)
 }
 
 // settle applies the outcome of a heartbeat.
 func (k *leaseKeeper) settle(b *beat) {
 	if b.err != nil {
 		if !errors.Is(b.err, context.Canceled) {
-			k.c.cfg.Logger.Warn("heartbeat failed; tasks whose lease cannot be confirmed are stopped before it ends", slog.Int("tasks", len(b.held)), slog.Any("err", b.err))
+			k.cfg.Logger.Warn("heartbeat failed; tasks whose lease cannot be confirmed are stopped before it ends", slog.Int("tasks", len(b.held)), slog.Any("err", b.err))
 		}
 		return
 	}
@@ -271,7 +294,7 @@ func (k *leaseKeeper) settle(b *beat) {
 	for _, h := range b.held {
 		if gone[h.task.ID] {
 			h.stopped = true
-			h.cancel(errLeaseLost)
+			h.cancel(ErrLeaseLost)
 			continue
 		}
 		if b.until.After(h.until) {
@@ -283,11 +306,9 @@ func (k *leaseKeeper) settle(b *beat) {
 	}
 }
 
-// nextDeadline returns the earliest time a held task must be stopped if its
+// nextDeadlineLocked returns the earliest time a held task must be stopped if its
 // lease is not confirmed before.
-func (k *leaseKeeper) nextDeadline() (time.Time, bool) {
-	k.mu.Lock()
-	defer k.mu.Unlock()
+func (k *leaseKeeper) nextDeadlineLocked() (time.Time, bool) {
 	var first time.Time
 	for _, h := range k.tasks {
 		if h.stopped {
@@ -303,18 +324,18 @@ func (k *leaseKeeper) nextDeadline() (time.Time, bool) {
 // expire stops the tasks whose lease ends within the margin.
 func (k *leaseKeeper) expire(now time.Time) {
 	k.mu.Lock()
-	var stopped []*heldTask
+	var stopped []*Held
 	for _, h := range k.tasks {
 		if !h.stopped && !now.Before(h.until.Add(-k.margin())) {
 			h.stopped = true
-			h.cancel(errLeaseExpiring)
+			h.cancel(ErrLeaseExpiring)
 			stopped = append(stopped, h)
 		}
 	}
 	k.mu.Unlock()
 	for _, h := range stopped {
 		t := h.task
-		k.c.cfg.Logger.Warn("stopping a task whose lease could not be extended", slog.Int64("task", t.ID), slog.String("run", t.RunID),
+		k.cfg.Logger.Warn("stopping a task whose lease could not be extended", slog.Int64("task", t.ID), slog.String("run", t.RunID),
 			slog.String("kind", string(t.Kind)), slog.String("step", t.Step), slog.Time("lease_until", h.until))
 	}
 }

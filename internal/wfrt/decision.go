@@ -1,4 +1,4 @@
-package hephaestus
+package wfrt
 
 import (
 	"context"
@@ -13,26 +13,15 @@ import (
 
 	"github.com/hephaestus-go/hephaestus/businesskey"
 	"github.com/hephaestus-go/hephaestus/hephtype"
+	"github.com/hephaestus-go/hephaestus/internal/engine"
+	"github.com/hephaestus-go/hephaestus/internal/limits"
 	"github.com/hephaestus-go/hephaestus/internal/replay"
+	"github.com/hephaestus-go/hephaestus/internal/telemetry"
+	"github.com/hephaestus-go/hephaestus/internal/worker"
 	"github.com/hephaestus-go/hephaestus/store"
 )
 
-// Task kinds of code-first workflow runs, beside store.TaskDecision (make
-// the run's next decision). Stores treat kinds as opaque strings.
-const (
-	// taskActivity runs one attempt of an activity: Step is the activity,
-	// Index the sequence number of its ScheduleActivity, Payload an
-	// activityPayload.
-	taskActivity store.TaskKind = "activity"
-	// taskWorkflowTimer fires the timer started as command Index.
-	taskWorkflowTimer store.TaskKind = "workflow_timer"
-	// taskWorkflowOp carries out an operation on other runs (Step says
-	// which): starting or cancelling a child, reporting to the parent,
-	// starting the run that continues this one.
-	taskWorkflowOp store.TaskKind = "workflow_op"
-)
-
-// The operations of taskWorkflowOp tasks.
+// The operations of store.TaskWorkflowOp tasks.
 const (
 	opStartChild     = "start_child"     // Index: the StartChild's seq; Payload: childPayload
 	opCancelChild    = "cancel_child"    // Index: the StartChild's seq
@@ -44,21 +33,6 @@ const (
 // errConflict refuses a decision whose run changed since its history was
 // read: the decision is dropped and made again from the new history.
 var errConflict = errors.New("the run's history changed since the decision read it")
-
-// wfRuntime is the code-first workflow part of a Client.
-type wfRuntime struct {
-	reg     wfRegistry
-	sticky  *stickyCache
-	updates updateWaiters
-}
-
-func newWfRuntime(cfg *Config) *wfRuntime {
-	return &wfRuntime{sticky: newStickyCache(cfg.StickyCacheSize)}
-}
-
-// evictAll drops every cached instance: they run the code they were made
-// with, and a workflow was registered (again).
-func (w *wfRuntime) evictAll() { w.sticky.closeAll() }
 
 // wfState is what a workflow run keeps in store.Run.State. Like any run
 // state it is a cache of what the history says, plus the bookkeeping of
@@ -94,13 +68,7 @@ func (s *wfState) encode() json.RawMessage { return mustJSON(s) }
 
 const defaultQueue = "default"
 
-func mustJSON(v any) json.RawMessage {
-	b, err := json.Marshal(v)
-	if err != nil {
-		panic(fmt.Sprintf("hephaestus: encode %T: %v", v, err))
-	}
-	return b
-}
+func mustJSON(v any) json.RawMessage { return worker.MustJSON(v) }
 
 // toStored and fromStored map replay events to history rows and back:
 // the event's ID is the row's Index and its Ref the row's Step.
@@ -155,7 +123,7 @@ type reportPayload struct {
 }
 
 func opTask(queue, op string, index int, payload any) store.NewTask {
-	t := store.NewTask{Queue: queue, Kind: taskWorkflowOp, Step: op, Index: index, Attempt: 1}
+	t := store.NewTask{Queue: queue, Kind: store.TaskWorkflowOp, Step: op, Index: index, Attempt: 1}
 	if payload != nil {
 		t.Payload = mustJSON(payload)
 	}
@@ -163,7 +131,7 @@ func opTask(queue, op string, index int, payload any) store.NewTask {
 }
 
 func decisionTask(queue, workflow string, attempt int, ready time.Time) store.NewTask {
-	return store.NewTask{Queue: queue, Kind: store.TaskDecision, Index: -1, Attempt: attempt, ReadyAt: ready, Handler: workflowHandler(workflow)}
+	return store.NewTask{Queue: queue, Kind: store.TaskDecision, Index: -1, Attempt: attempt, ReadyAt: ready, Handler: store.WorkflowHandler(workflow)}
 }
 
 // errNoChange refuses a change that would write nothing new.
@@ -190,11 +158,11 @@ func decisionUpdate(runID, workflow string, st *wfState, dec *replay.Decision, e
 			}
 		case replay.StartTimer:
 			if !terminal {
-				ready := roundUpMicro(c.FireAt)
-				u.Tasks = append(u.Tasks, store.NewTask{Queue: st.Queue, Kind: taskWorkflowTimer, Index: c.Seq, Attempt: 1, ReadyAt: ready})
+				ready := store.RoundUpMicro(c.FireAt)
+				u.Tasks = append(u.Tasks, store.NewTask{Queue: st.Queue, Kind: store.TaskWorkflowTimer, Index: c.Seq, Attempt: 1, ReadyAt: ready})
 			}
 		case replay.CancelTimer:
-			u.Cancel = append(u.Cancel, store.TaskMatch{Kind: taskWorkflowTimer, Index: c.Seq})
+			u.Cancel = append(u.Cancel, store.TaskMatch{Kind: store.TaskWorkflowTimer, Index: c.Seq})
 		case replay.StartChild:
 			if !terminal {
 				u.Tasks = append(u.Tasks, opTask(st.Queue, opStartChild, c.Seq, childPayload{Workflow: c.Workflow, Input: c.Input}))
@@ -242,7 +210,7 @@ func activityTask(defQueue string, c replay.ScheduleActivity) store.NewTask {
 	if q == "" {
 		q = defQueue
 	}
-	return store.NewTask{Queue: q, Kind: taskActivity, Step: c.Name, Index: c.Seq, Attempt: 1, Payload: mustJSON(p), Handler: activityHandler(c.Name)}
+	return store.NewTask{Queue: q, Kind: store.TaskActivity, Step: c.Name, Index: c.Seq, Attempt: 1, Payload: mustJSON(p), Handler: store.ActivityHandler(c.Name)}
 }
 
 // runSpec describes a workflow run to create.
@@ -269,7 +237,7 @@ type runSpec struct {
 // its first activation is decided at once and written with the run (its
 // instance stays in the sticky cache); otherwise the run gets a decision
 // task for a process that has the workflow.
-func (c *Client) createWorkflowRun(ctx context.Context, spec *runSpec) (*store.Run, error) {
+func (c *Runtime) createWorkflowRun(ctx context.Context, spec *runSpec) (*store.Run, error) {
 	now := c.cfg.Clock.Now()
 	st := &wfState{Queue: c.cfg.WorkflowQueue, Parent: spec.parent, ParentSeq: spec.parentSeq}
 	events := append([]replay.Event{replay.Started(spec.workflow, spec.input, newSeed(), now)}, spec.extra...)
@@ -282,7 +250,7 @@ func (c *Client) createWorkflowRun(ctx context.Context, spec *runSpec) (*store.R
 	}
 	var inst *replay.Instance
 	var published json.RawMessage
-	if fn, ok := c.wf.reg.workflow(spec.workflow); ok {
+	if fn, ok := c.reg.workflow(spec.workflow); ok {
 		var err error
 		if inst, err = replay.New(&replay.Config{Workflow: fn, RunID: spec.id, Logger: c.cfg.Logger}); err != nil {
 			return nil, err
@@ -320,11 +288,11 @@ func (c *Client) createWorkflowRun(ctx context.Context, spec *runSpec) (*store.R
 	if inst != nil {
 		// Hold the run's entry until the outcome is known, so that its
 		// first activity's outcome is decided with this instance.
-		e = c.wf.sticky.lock(spec.id)
+		e = c.sticky.lock(spec.id)
 	}
-	reqs, err := c.commit.submitAll(ctx, changes)
+	reqs, err := c.cfg.Committer.SubmitAll(ctx, changes)
 	if err == nil {
-		err = reqs[0].err
+		err = reqs[0].Err
 	}
 	if e != nil {
 		e.drop()
@@ -333,13 +301,13 @@ func (c *Client) createWorkflowRun(ctx context.Context, spec *runSpec) (*store.R
 		} else {
 			inst.Close()
 		}
-		c.wf.sticky.unlock(e)
+		c.sticky.unlock(e)
 	}
 	if err != nil {
 		return nil, err
 	}
-	c.emit(Event{Kind: RunStarted, RunID: spec.id, Workflow: spec.workflow, Version: 1})
-	return reqs[0].res.Run, nil
+	c.cfg.Telemetry.Emit(telemetry.Event{Kind: telemetry.RunStarted, RunID: spec.id, Workflow: spec.workflow, Version: 1})
+	return reqs[0].Res.Run, nil
 }
 
 // delivery is a batch of events that happened outside a workflow run, to
@@ -357,7 +325,7 @@ type delivery struct {
 	// decide at once (workers delivering outcomes); otherwise leave the
 	// decision to a decision task (clients sending signals).
 	replay bool
-	// strict: a finished run is an error (ErrRunFinished) rather than a
+	// strict: a finished run is an error (engine.ErrRunFinished) rather than a
 	// stale delivery that writes nothing.
 	strict bool
 	// key makes the delivery idempotent (store.Change.Key): a signal's id,
@@ -371,10 +339,10 @@ type delivery struct {
 // cause and commits both in one transaction; otherwise, or when that
 // decision fails, it appends the events with a decision task. It returns
 // the tasks claimed for the caller's slot.
-func (c *Client) deliver(ctx context.Context, d *delivery) ([]*store.Task, error) {
+func (c *Runtime) deliver(ctx context.Context, d *delivery) ([]*store.Task, error) {
 	var claimed []*store.Task
-	if fn, ok := c.wf.reg.workflow(d.workflow); ok && (d.replay || c.wf.sticky.has(d.runID)) {
-		e := c.wf.sticky.lock(d.runID)
+	if fn, ok := c.reg.workflow(d.workflow); ok && (d.replay || c.sticky.has(d.runID)) {
+		e := c.sticky.lock(d.runID)
 		cached := e.inst != nil
 		if cached || d.replay {
 			in := &decideInput{runID: d.runID, workflow: d.workflow, fence: d.fence, key: d.key, handoff: d.handoff, extra: d.events}
@@ -386,25 +354,25 @@ func (c *Client) deliver(ctx context.Context, d *delivery) ([]*store.Task, error
 				res, err = c.decideLocked(ctx, e, fn, in)
 				claimed = append(claimed, res.claimed...)
 			}
-			c.wf.sticky.unlock(e)
+			c.sticky.unlock(e)
 			switch {
 			case err == nil:
 				return claimed, nil
 			case errors.Is(err, store.ErrLeaseLost), errors.Is(err, store.ErrRunNotFound), errors.Is(err, store.ErrDuplicateChange), ctx.Err() != nil:
 				return claimed, err
 			}
-			var nde *NonDeterminismError
+			var nde *replay.NonDeterminismError
 			if errors.As(err, &nde) {
 				// The decision task reports it, with backoff.
 				c.cfg.Logger.Debug("workflow decision failed; leaving it to a decision task", slog.String("run", d.runID), slog.Any("err", err))
 			}
 		} else {
-			c.wf.sticky.unlock(e)
+			c.sticky.unlock(e)
 		}
 	}
-	r, err := c.commit.submitHandoff(ctx, c.appendChange(d), handoffIf(d.handoff, claimed))
+	r, err := c.cfg.Committer.SubmitHandoff(ctx, c.appendChange(d), handoffIf(d.handoff, claimed))
 	if r != nil {
-		claimed = append(claimed, r.claimed...)
+		claimed = append(claimed, r.Claimed...)
 	}
 	return claimed, err
 }
@@ -419,14 +387,14 @@ func handoffIf(queue string, claimed []*store.Task) string {
 
 // appendChange appends a delivery's events and makes sure a decision task
 // will see them.
-func (c *Client) appendChange(d *delivery) store.Change {
+func (c *Runtime) appendChange(d *delivery) store.Change {
 	return store.Change{RunID: d.runID, Fence: d.fence, Key: d.key, Decide: func(run *store.Run) (*store.Update, error) {
 		if run.Kind != hephtype.KindWorkflow {
-			return nil, fmt.Errorf("%w: run %s is a %s, not a workflow", ErrInvalidInput, run.ID, run.Kind)
+			return nil, fmt.Errorf("%w: run %s is a %s, not a workflow", limits.ErrInvalidInput, run.ID, run.Kind)
 		}
 		if run.Status.Terminal() {
 			if d.strict {
-				return nil, fmt.Errorf("%w (status %s)", ErrRunFinished, run.Status)
+				return nil, fmt.Errorf("%w (status %s)", engine.ErrRunFinished, run.Status)
 			}
 			return &store.Update{}, nil // stale: the run ended meanwhile
 		}
@@ -478,7 +446,7 @@ type decideResult struct {
 // decideLocked makes one decision of a run with the instance of its sticky
 // entry e, which the caller holds locked, and commits it. A refused commit
 // (errConflict, a lost lease) or a failed decision drops the instance.
-func (c *Client) decideLocked(ctx context.Context, e *stickyEntry, fn replay.Func, in *decideInput) (*decideResult, error) {
+func (c *Runtime) decideLocked(ctx context.Context, e *stickyEntry, fn replay.Func, in *decideInput) (*decideResult, error) {
 	res := &decideResult{}
 	read := in.read || e.inst == nil
 	if e.inst == nil {
@@ -501,7 +469,7 @@ func (c *Client) decideLocked(ctx context.Context, e *stickyEntry, fn replay.Fun
 		for _, x := range h {
 			if x.Kind == hephtype.EventRunCancelled {
 				e.drop()
-				return res, fmt.Errorf("%w (status %s)", ErrRunFinished, hephtype.StatusCancelled)
+				return res, fmt.Errorf("%w (status %s)", engine.ErrRunFinished, hephtype.StatusCancelled)
 			}
 			evs = append(evs, fromStored(x))
 		}
@@ -517,9 +485,9 @@ func (c *Client) decideLocked(ctx context.Context, e *stickyEntry, fn replay.Fun
 	if len(dec.History) == 0 && len(in.extra) == 0 && !in.task && in.fence == nil {
 		return res, nil // nothing happened: rejected updates, nothing new
 	}
-	r, err := c.commit.submitHandoff(ctx, c.decisionChange(in, base, dec), in.handoff)
+	r, err := c.cfg.Committer.SubmitHandoff(ctx, c.decisionChange(in, base, dec), in.handoff)
 	if r != nil {
-		res.claimed = r.claimed
+		res.claimed = r.Claimed
 	}
 	if err != nil {
 		if len(dec.History) > 0 || len(in.extra) > 0 {
@@ -537,13 +505,13 @@ func (c *Client) decideLocked(ctx context.Context, e *stickyEntry, fn replay.Fun
 
 // decisionChange commits a decision made from the history up to seq base:
 // it is refused with errConflict if the run has moved on.
-func (c *Client) decisionChange(in *decideInput, base int64, dec *replay.Decision) store.Change {
+func (c *Runtime) decisionChange(in *decideInput, base int64, dec *replay.Decision) store.Change {
 	return store.Change{RunID: in.runID, Fence: in.fence, Key: in.key, Decide: func(run *store.Run) (*store.Update, error) {
 		if run.Kind != hephtype.KindWorkflow {
-			return nil, fmt.Errorf("%w: run %s is a %s, not a workflow", ErrInvalidInput, run.ID, run.Kind)
+			return nil, fmt.Errorf("%w: run %s is a %s, not a workflow", limits.ErrInvalidInput, run.ID, run.Kind)
 		}
 		if run.Status.Terminal() {
-			return nil, fmt.Errorf("%w (status %s)", ErrRunFinished, run.Status)
+			return nil, fmt.Errorf("%w (status %s)", engine.ErrRunFinished, run.Status)
 		}
 		if run.Seq != base {
 			return nil, fmt.Errorf("%w: run %s is at event %d, the decision read up to %d", errConflict, run.ID, run.Seq, base)
@@ -566,14 +534,14 @@ func (c *Client) decisionChange(in *decideInput, base int64, dec *replay.Decisio
 
 // afterDecision tells this process's waiting update callers about a
 // committed decision.
-func (c *Client) afterDecision(runID string, dec *replay.Decision) {
+func (c *Runtime) afterDecision(runID string, dec *replay.Decision) {
 	for _, cmd := range dec.Commands {
 		if cu, ok := cmd.(replay.CompleteUpdate); ok {
-			c.wf.updates.notify(runID, cu.UpdateID, updateOutcome{result: cu.Result, errMsg: cu.Error, done: true})
+			c.updates.notify(runID, cu.UpdateID, updateOutcome{result: cu.Result, errMsg: cu.Error, done: true})
 		}
 	}
 	if dec.Status.Terminal() {
-		c.wf.updates.notifyRun(runID, updateOutcome{ended: dec.Status})
+		c.updates.notifyRun(runID, updateOutcome{ended: dec.Status})
 	}
 }
 
@@ -581,8 +549,8 @@ func (c *Client) afterDecision(runID string, dec *replay.Decision) {
 // deterministic, the workflow is not registered here, the history does
 // not replay) is tried again later with backoff: the run waits, and goes
 // on once a process with working code decides.
-func (c *Client) runDecision(ctx context.Context, t *store.Task, handoff string) ([]*store.Task, error) {
-	fn, ok := c.wf.reg.workflow(t.Workflow)
+func (c *Runtime) runDecision(ctx context.Context, t *store.Task, handoff string) ([]*store.Task, error) {
+	fn, ok := c.reg.workflow(t.Workflow)
 	if !ok {
 		// Claims ask only for registered workflows (Task.Handler): only a
 		// task enqueued without a handler gets here.
@@ -593,7 +561,7 @@ func (c *Client) runDecision(ctx context.Context, t *store.Task, handoff string)
 	lease := t.Lease()
 	in := &decideInput{runID: t.RunID, workflow: t.Workflow, fence: &lease, handoff: handoff, read: true, task: true}
 	var claimed []*store.Task
-	e := c.wf.sticky.lock(t.RunID)
+	e := c.sticky.lock(t.RunID)
 	var err error
 	for attempt := 0; ; attempt++ {
 		var res *decideResult
@@ -604,7 +572,7 @@ func (c *Client) runDecision(ctx context.Context, t *store.Task, handoff string)
 			break
 		}
 	}
-	c.wf.sticky.unlock(e)
+	c.sticky.unlock(e)
 	switch {
 	case err == nil:
 		return claimed, nil
@@ -614,11 +582,11 @@ func (c *Client) runDecision(ctx context.Context, t *store.Task, handoff string)
 		// The run keeps changing under the decision (a burst of signals,
 		// say): give the task back to be tried again at once.
 		c.cfg.Logger.Warn("workflow decision keeps conflicting; trying again", slog.String("run", t.RunID), slog.Any("err", err))
-		c.release([]*store.Task{t})
+		c.cfg.Release([]*store.Task{t})
 		return claimed, nil
-	case errors.Is(err, ErrRunFinished):
+	case errors.Is(err, engine.ErrRunFinished):
 		// Nothing to decide any more: the task goes.
-		_, err = c.commit.submit(context.Background(), store.Change{RunID: t.RunID, Fence: &lease, Decide: func(*store.Run) (*store.Update, error) {
+		_, err = c.cfg.Committer.Submit(context.Background(), store.Change{RunID: t.RunID, Fence: &lease, Decide: func(*store.Run) (*store.Update, error) {
 			return &store.Update{}, nil
 		}})
 		return claimed, err
@@ -634,21 +602,21 @@ func (c *Client) runDecision(ctx context.Context, t *store.Task, handoff string)
 
 // retryDecision replaces a failed decision task by one that runs after a
 // backoff, and reports the failure.
-func (c *Client) retryDecision(t *store.Task, cause error) {
+func (c *Runtime) retryDecision(t *store.Task, cause error) {
 	backoff := c.cfg.DecisionRetryBackoff << min(max(t.Attempt-1, 0), 20)
 	backoff = min(backoff, maxDecisionBackoff)
 	c.cfg.Logger.Error("workflow decision failed; it is retried later", slog.String("run", t.RunID), slog.String("workflow", t.Workflow),
 		slog.Int("attempt", t.Attempt), slog.Duration("retry_in", backoff), slog.Any("err", cause))
-	c.emit(Event{Kind: DecisionFailed, RunID: t.RunID, Workflow: t.Workflow, Attempt: t.Attempt, Queue: t.Queue, TaskID: t.ID, Duration: backoff, Err: cause})
+	c.cfg.Telemetry.Emit(telemetry.Event{Kind: telemetry.DecisionFailed, RunID: t.RunID, Workflow: t.Workflow, Attempt: t.Attempt, Queue: t.Queue, TaskID: t.ID, Duration: backoff, Err: cause})
 	lease := t.Lease()
 	ready := c.cfg.Clock.Now().Add(backoff)
 	msg := fmt.Sprintf("the decision failed %d time(s) and is tried again at %s: %v", t.Attempt, ready.UTC().Format(time.RFC3339), cause)
-	_, err := c.commit.submit(context.Background(), store.Change{RunID: t.RunID, Fence: &lease, Decide: func(run *store.Run) (*store.Update, error) {
+	_, err := c.cfg.Committer.Submit(context.Background(), store.Change{RunID: t.RunID, Fence: &lease, Decide: func(run *store.Run) (*store.Update, error) {
 		if run.Status.Terminal() {
 			return &store.Update{}, nil
 		}
 		// The run shows why it does not progress (GetRun, ListRuns).
-		cond := &store.Condition{Code: ConditionDecisionFailing, Message: msg}
+		cond := &store.Condition{Code: hephtype.ConditionDecisionFailing, Message: msg}
 		if run.Condition.Code == cond.Code {
 			cond.Since = run.Condition.Since
 		}
@@ -656,8 +624,8 @@ func (c *Client) retryDecision(t *store.Task, cause error) {
 	}})
 	switch {
 	case err == nil:
-		c.emit(Event{Kind: RunCondition, RunID: t.RunID, Workflow: t.Workflow, Version: t.Version, Queue: t.Queue, TaskID: t.ID,
-			Attempt: t.Attempt, Condition: ConditionDecisionFailing, Err: cause})
+		c.cfg.Telemetry.Emit(telemetry.Event{Kind: telemetry.RunCondition, RunID: t.RunID, Workflow: t.Workflow, Version: t.Version, Queue: t.Queue, TaskID: t.ID,
+			Attempt: t.Attempt, Condition: hephtype.ConditionDecisionFailing, Err: cause})
 	case !errors.Is(err, store.ErrLeaseLost):
 		c.cfg.Logger.Warn("reschedule workflow decision", slog.String("run", t.RunID), slog.Any("err", err))
 	}
@@ -670,7 +638,7 @@ const maxDecisionBackoff = 5 * time.Minute
 // go, its open children are cancelled and its parent is told.
 func cancelWorkflowUpdate(run *store.Run, reason string) (*store.Update, error) {
 	if run.Status.Terminal() {
-		return nil, fmt.Errorf("%w (status %s)", ErrRunFinished, run.Status)
+		return nil, fmt.Errorf("%w (status %s)", engine.ErrRunFinished, run.Status)
 	}
 	st, err := loadWfState(run)
 	if err != nil {

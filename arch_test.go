@@ -1,0 +1,91 @@
+package hephaestus_test
+
+import (
+	"os/exec"
+	"strings"
+	"testing"
+)
+
+const module = "github.com/hephaestus-go/hephaestus"
+
+// runtimePkgs are the runtime services: they sit between the public root
+// and the pure cores.
+var runtimePkgs = []string{
+	module + "/internal/commit",
+	module + "/internal/worker",
+	module + "/internal/flowrt",
+	module + "/internal/wfrt",
+	module + "/internal/maintenance",
+	module + "/internal/telemetry",
+	module + "/internal/limits",
+}
+
+// pureCores decide without I/O; they know nothing of the runtime.
+var pureCores = []string{module + "/internal/engine", module + "/internal/replay", module + "/flow", module + "/workflow", module + "/hephtype"}
+
+// importViolations applies the direction rules to an import graph
+// (package → its imports, module packages only): nothing below the root
+// imports the root; a pure core or the store seam imports no runtime
+// service.
+func importViolations(graph map[string][]string) []string {
+	var out []string
+	isAny := func(p string, set []string) bool {
+		for _, s := range set {
+			if p == s {
+				return true
+			}
+		}
+		return false
+	}
+	for pkg, imports := range graph {
+		below := isAny(pkg, runtimePkgs) || isAny(pkg, pureCores) || strings.HasPrefix(pkg, module+"/store")
+		for _, imp := range imports {
+			switch {
+			case below && imp == module:
+				out = append(out, pkg+" imports the root package")
+			case (isAny(pkg, pureCores) || strings.HasPrefix(pkg, module+"/store")) && isAny(imp, runtimePkgs):
+				out = append(out, pkg+" (a pure core or the store seam) imports the runtime package "+imp)
+			}
+		}
+	}
+	return out
+}
+
+// Dependencies point one way: public root → runtime services → pure cores
+// and the store seam.
+func TestImportDirection(t *testing.T) {
+	out, err := exec.Command("go", "list", "-f", `{{.ImportPath}}{{range .Imports}} {{.}}{{end}}`, "./...").Output()
+	if err != nil {
+		t.Fatalf("go list: %v", err)
+	}
+	graph := map[string][]string{}
+	for _, line := range strings.Split(strings.TrimSpace(string(out)), "\n") {
+		f := strings.Fields(line)
+		if len(f) == 0 {
+			continue
+		}
+		graph[f[0]] = nil
+		for _, imp := range f[1:] {
+			if strings.HasPrefix(imp, module) {
+				graph[f[0]] = append(graph[f[0]], imp)
+			}
+		}
+	}
+	for _, p := range append(append([]string{}, runtimePkgs...), pureCores...) {
+		if _, ok := graph[p]; !ok {
+			t.Errorf("package %s is not in the module: update the lists of this test", p)
+		}
+	}
+	for _, v := range importViolations(graph) {
+		t.Error(v)
+	}
+	// The rules do catch the edges they forbid.
+	bad := map[string][]string{
+		module + "/internal/worker": {module},
+		module + "/internal/engine": {module + "/internal/wfrt"},
+		module + "/store/sqlite":    {module + "/internal/commit"},
+	}
+	if n := len(importViolations(bad)); n != 3 {
+		t.Fatalf("the rules found %d of 3 forbidden edges", n)
+	}
+}

@@ -1,0 +1,559 @@
+// Package commit is the runtime's group commit: every state change of a
+// run (a start, a step's outcome, a decision, a signal, a cancellation)
+// and every claim of tasks goes through one Committer, which applies all
+// that is queued while the previous transaction commits in the next one.
+//
+// It owns the commit loops, the retry of a batch whose transaction failed
+// (safe for every kind of change: see docs/architecture.md, "Exactly
+// once"), the standing and hand-off claims that ride in those
+// transactions, and the callers waiting for a run to end (WaitRun). It may
+// not decide anything about a run: the Decide functions of the changes do,
+// inside the transaction. It knows nothing of flows, workflows or workers;
+// after each commit it tells the AfterCommit hook (the worker pool) which
+// tasks were created, cancelled and claimed.
+package commit
+
+import (
+	"context"
+	"errors"
+	"log/slog"
+	"sync"
+	"time"
+
+	"github.com/hephaestus-go/hephaestus/clock"
+	"github.com/hephaestus-go/hephaestus/hephtype"
+	"github.com/hephaestus-go/hephaestus/internal/telemetry"
+	"github.com/hephaestus-go/hephaestus/store"
+)
+
+// ErrClosed: the committer was closed (re-exported as
+// hephaestus.ErrClosed).
+var ErrClosed = errors.New("client stopped")
+
+// Config configures a Committer.
+type Config struct {
+	Store          store.Store
+	Clock          clock.Clock
+	Logger         *slog.Logger
+	Telemetry      *telemetry.Hub
+	WorkerID       string
+	LeaseDuration  time.Duration
+	MaxCommitBatch int
+	// Handlers returns what this process can run (store.Task.Handler):
+	// claims ask only for those tasks.
+	Handlers func() []string
+	// AfterCommit, when set, is called after each committed batch with
+	// the tasks that batch claimed (by id), before the batch's callers
+	// are told.
+	AfterCommit func(batch []*Request, claimed map[int64]bool, now time.Time)
+}
+
+// Committer applies state changes in groups: while one transaction
+// commits, the next changes queue up and go together in the following one.
+// With a single writer (SQLite) this turns a commit per change into a
+// commit per batch, at no added latency when the system is idle.
+//
+// Claims go through the committer too. A queue whose worker has free slots
+// leaves a standing claim; the next transaction leases ready tasks for it
+// after applying its changes, so a step's successor is claimed in the very
+// transaction that completes the step.
+type Committer struct {
+	cfg   Config
+	reqs  chan []*Request // a group is never split between transactions
+	kick  chan struct{}
+	stop  chan struct{}
+	done  chan struct{}
+	once  sync.Once
+	start sync.Once
+	// sending is held (read) by submitters while they queue changes, and
+	// taken by close before it stops the loops: a change is queued before
+	// the loops stop (and applied by them), or refused with ErrClosed.
+	sending sync.RWMutex
+	closed  bool
+
+	mu     sync.Mutex
+	claims map[string]*Claim // standing claims by queue
+
+	waitMu  sync.Mutex
+	waiters map[string][]chan *store.Run // callers of WaitRun, by run
+}
+
+// commitRetries bounds how often a batch is tried again after a store
+// error (with backoff from 20 ms to 1.3 s, about 2.5 s in all).
+const commitRetries = 7
+
+// Request is a change submitted to the committer, and its outcome once
+// its transaction ran.
+type Request struct {
+	Change store.Change
+	// Handoff, when set, claims up to one task of that queue in the same
+	// transaction: the worker that completes a step runs its successor
+	// without another round trip.
+	Handoff string
+	// Claimed are the tasks the hand-off claimed.
+	Claimed []*store.Task
+	// Update is the last Update that Decide returned, for post-commit work.
+	Update *store.Update
+	Res    store.ChangeResult
+	Err    error
+	done   chan struct{}
+}
+
+// Claim asks for up to N tasks of a queue; the committer fills Tasks (or
+// Err) and closes Done once the transaction that served it has committed.
+type Claim struct {
+	Queue string
+	N     int
+	Tasks []*store.Task
+	Err   error
+	done  chan struct{}
+}
+
+// Done is closed once a transaction served the claim.
+func (r *Claim) Done() <-chan struct{} { return r.done }
+
+// New returns a Committer; its loops start with the first submission.
+func New(cfg *Config) *Committer {
+	m := &Committer{
+		cfg: *cfg, reqs: make(chan []*Request, 1024), kick: make(chan struct{}, 1),
+		stop: make(chan struct{}), done: make(chan struct{}), claims: map[string]*Claim{},
+		waiters: map[string][]chan *store.Run{},
+	}
+	if m.cfg.Clock == nil {
+		m.cfg.Clock = clock.Real{}
+	}
+	if m.cfg.Logger == nil {
+		m.cfg.Logger = slog.Default()
+	}
+	if m.cfg.Telemetry == nil {
+		m.cfg.Telemetry = telemetry.New(m.cfg.Clock)
+	}
+	if m.cfg.MaxCommitBatch <= 0 {
+		m.cfg.MaxCommitBatch = 512
+	}
+	if m.cfg.Handlers == nil {
+		m.cfg.Handlers = func() []string { return []string{} }
+	}
+	return m
+}
+
+// run starts the commit loops: one, or as many as the store can apply at
+// once (store.ConcurrentApplier). They share the queue of changes, so a
+// slow commit does not hold up the next batch.
+func (m *Committer) run() {
+	m.start.Do(func() {
+		n := 1
+		if ca, ok := m.cfg.Store.(store.ConcurrentApplier); ok {
+			n = max(1, ca.ApplyConcurrency())
+		}
+		var wg sync.WaitGroup
+		for range n {
+			wg.Go(m.loop)
+		}
+		go func() { wg.Wait(); close(m.done) }()
+	})
+}
+
+// newRequest wraps a change so that the request records the last Update
+// its Decide returned.
+func newRequest(ch store.Change, queue string) *Request {
+	r := &Request{Change: ch, Handoff: queue, done: make(chan struct{})}
+	if ch.Decide != nil {
+		decide := ch.Decide
+		r.Change.Decide = func(run *store.Run) (*store.Update, error) {
+			u, err := decide(run)
+			r.Update = u
+			return u, err
+		}
+	}
+	return r
+}
+
+// Submit applies one change and waits for its result.
+func (m *Committer) Submit(ctx context.Context, ch store.Change) (*Request, error) {
+	return m.SubmitHandoff(ctx, ch, "")
+}
+
+// SubmitHandoff is Submit that also claims a task of queue (when not
+// empty) in the same transaction, into the result's Claimed.
+func (m *Committer) SubmitHandoff(ctx context.Context, ch store.Change, queue string) (*Request, error) {
+	m.run()
+	r := newRequest(ch, queue)
+	m.sending.RLock()
+	if m.closed {
+		m.sending.RUnlock()
+		return nil, ErrClosed
+	}
+	select {
+	case m.reqs <- []*Request{r}:
+	case <-ctx.Done():
+		m.sending.RUnlock()
+		return nil, ctx.Err()
+	}
+	m.sending.RUnlock()
+	// Once queued, a change is applied even if ctx ends: wait for it so the
+	// caller never mistakes a committed change for a lost one.
+	<-r.done
+	if r.Err != nil {
+		return r, r.Err
+	}
+	return r, nil
+}
+
+// SubmitAll queues many changes, in order, and waits for all of them.
+// Each group of up to MaxCommitBatch changes goes into one transaction, in
+// order, so that which of two conflicting starts wins does not depend on
+// how concurrent commit loops split them.
+func (m *Committer) SubmitAll(ctx context.Context, chs []store.Change) ([]*Request, error) {
+	m.run()
+	reqs := make([]*Request, len(chs))
+	for i, ch := range chs {
+		reqs[i] = newRequest(ch, "")
+	}
+	size := m.cfg.MaxCommitBatch
+	m.sending.RLock()
+	for i := 0; i < len(reqs); i += size {
+		group := reqs[i:min(i+size, len(reqs))]
+		var err error
+		if m.closed {
+			err = ErrClosed
+		} else {
+			select {
+			case m.reqs <- group:
+			case <-ctx.Done():
+				err = ctx.Err()
+			}
+		}
+		if err != nil {
+			m.sending.RUnlock()
+			for _, q := range reqs[:i] {
+				<-q.done
+			}
+			return nil, err
+		}
+	}
+	m.sending.RUnlock()
+	for _, r := range reqs {
+		<-r.done
+	}
+	return reqs, nil
+}
+
+// Claim leaves a standing claim for up to n tasks of queue. When now is
+// set, a transaction runs for it at once even if no change is pending.
+func (m *Committer) Claim(queue string, n int, now bool) *Claim {
+	m.run()
+	r := &Claim{Queue: queue, N: n, done: make(chan struct{})}
+	m.sending.RLock()
+	defer m.sending.RUnlock()
+	if m.closed {
+		r.Err = ErrClosed
+		close(r.done)
+		return r
+	}
+	m.mu.Lock()
+	if old := m.claims[queue]; old != nil {
+		close(old.done) // replaced: served with nothing
+	}
+	m.claims[queue] = r
+	m.mu.Unlock()
+	if now {
+		select {
+		case m.kick <- struct{}{}:
+		default:
+		}
+	}
+	return r
+}
+
+// Withdraw removes a standing claim that no transaction has taken yet. It
+// returns false when a transaction took it: its Done channel will close.
+func (m *Committer) Withdraw(r *Claim) bool {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.claims[r.Queue] == r {
+		delete(m.claims, r.Queue)
+		return true
+	}
+	return false
+}
+
+func (m *Committer) takeClaims() []*Claim {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if len(m.claims) == 0 {
+		return nil
+	}
+	out := make([]*Claim, 0, len(m.claims))
+	for q, r := range m.claims {
+		out = append(out, r)
+		delete(m.claims, q)
+	}
+	return out
+}
+
+func (m *Committer) loop() {
+	max := m.cfg.MaxCommitBatch
+	batch := make([]*Request, 0, max)
+	for {
+		batch = batch[:0]
+		select {
+		case g := <-m.reqs:
+			batch = append(batch, g...)
+		case <-m.kick:
+		case <-m.stop:
+			// Apply what was queued before stopping; fail standing claims.
+			for {
+				select {
+				case g := <-m.reqs:
+					m.apply(g, nil)
+				default:
+					for _, cr := range m.takeClaims() {
+						cr.Err = ErrClosed
+						close(cr.done)
+					}
+					return
+				}
+			}
+		}
+	drain:
+		for len(batch) < max {
+			select {
+			case g := <-m.reqs:
+				batch = append(batch, g...)
+			default:
+				break drain
+			}
+		}
+		m.apply(batch, m.takeClaims())
+	}
+}
+
+func (m *Committer) apply(batch []*Request, claims []*Claim) {
+	if len(batch) == 0 && len(claims) == 0 {
+		return
+	}
+	changes := make([]store.Change, len(batch))
+	for i, r := range batch {
+		changes[i] = r.Change
+	}
+	cfg := &m.cfg
+	now := cfg.Clock.Now()
+	params := &store.ApplyParams{Changes: changes, Now: now}
+	// Workers claim only the tasks they can run.
+	handlers := cfg.Handlers()
+	// Hand-offs claim first, one claim per queue for all of them: a worker
+	// that just finished a step keeps its slot busy with a successor rather
+	// than leaving it to the pool.
+	var handQueues []string
+	handoffs := map[string][]*Request{}
+	for _, r := range batch {
+		if r.Handoff != "" {
+			if handoffs[r.Handoff] == nil {
+				handQueues = append(handQueues, r.Handoff)
+			}
+			handoffs[r.Handoff] = append(handoffs[r.Handoff], r)
+		}
+	}
+	// A standing claim of a queue that also has hand-offs rides in the same
+	// claim statement, after them.
+	standing := map[string]*Claim{}
+	for _, cr := range claims {
+		if handoffs[cr.Queue] != nil {
+			standing[cr.Queue] = cr
+		}
+	}
+	for _, q := range handQueues {
+		limit := len(handoffs[q])
+		if cr := standing[q]; cr != nil {
+			limit += cr.N
+		}
+		params.Claims = append(params.Claims, store.ClaimParams{
+			Queues: []string{q}, Handlers: handlers, Owner: cfg.WorkerID, Limit: limit, LeaseFor: cfg.LeaseDuration, Now: now,
+		})
+	}
+	var rest []*Claim
+	for _, cr := range claims {
+		if standing[cr.Queue] == nil {
+			rest = append(rest, cr)
+			params.Claims = append(params.Claims, store.ClaimParams{
+				Queues: []string{cr.Queue}, Handlers: handlers, Owner: cfg.WorkerID, Limit: cr.N, LeaseFor: cfg.LeaseDuration, Now: now,
+			})
+		}
+	}
+	res, err := cfg.Store.Apply(context.Background(), params)
+	// A store error means nothing was applied, or — when a COMMIT's answer
+	// was lost with its connection and the store could not learn its
+	// outcome — possibly everything. Trying again is safe either way, for
+	// every kind of change (docs/architecture.md lists them): completions
+	// and operations are fenced by their task's lease (the retry of one
+	// that committed finds the task gone: ErrLeaseLost, and the worker
+	// drops it); decisions are checked against the sequence number they
+	// read (the retry is refused, and the decision made afresh from the
+	// stored history); signals, resumes, cancellations and a child's
+	// report carry an idempotency key (ErrDuplicateChange: applied
+	// already); a create names its run id (ErrRunExists: read back below).
+	retried := false
+	for attempt := 1; err != nil && attempt <= commitRetries && !errors.Is(err, store.ErrClosed); attempt++ {
+		retried = true
+		cfg.Logger.Warn("commit failed; retrying", slog.Int("attempt", attempt), slog.Int("changes", len(batch)), slog.Any("err", err))
+		cfg.Telemetry.Emit(telemetry.Event{Kind: telemetry.CommitFailed, Count: len(batch), Err: err})
+		<-cfg.Clock.After(time.Duration(10<<attempt) * time.Millisecond)
+		res, err = cfg.Store.Apply(context.Background(), params)
+	}
+	if err == nil {
+		for i, q := range handQueues {
+			tasks := res.Claimed[i]
+			hs := handoffs[q]
+			for k := 0; k < len(tasks) && k < len(hs); k++ {
+				hs[k].Claimed = append(hs[k].Claimed, tasks[k])
+			}
+			if cr := standing[q]; cr != nil && len(tasks) > len(hs) {
+				cr.Tasks = tasks[len(hs):]
+			}
+		}
+		for i, cr := range rest {
+			cr.Tasks = res.Claimed[len(handQueues)+i]
+		}
+	}
+	for i, r := range batch {
+		if err != nil {
+			r.Err = err
+			continue
+		}
+		r.Res = res.Changes[i]
+		r.Err = res.Changes[i].Err
+		// A create whose first commit did happen, though its outcome was
+		// lost with the connection, finds its own run on the retry.
+		if retried && r.Change.Create != nil && errors.Is(r.Err, store.ErrRunExists) {
+			if run, gerr := cfg.Store.GetRun(context.Background(), r.Change.Create.ID); gerr == nil {
+				r.Res, r.Err = store.ChangeResult{Run: run}, nil
+			}
+		}
+	}
+	if err != nil {
+		for _, cr := range claims {
+			cr.Err = err
+		}
+	}
+	if err == nil {
+		claimed := map[int64]bool{}
+		for _, r := range batch {
+			for _, t := range r.Claimed {
+				claimed[t.ID] = true
+			}
+		}
+		for _, cr := range claims {
+			for _, t := range cr.Tasks {
+				claimed[t.ID] = true
+			}
+		}
+		if cfg.AfterCommit != nil {
+			cfg.AfterCommit(batch, claimed, now)
+		}
+		m.runsEnded(batch)
+	} else {
+		cfg.Logger.Error("commit failed", slog.Int("changes", len(batch)), slog.Any("err", err))
+	}
+	for _, r := range batch {
+		close(r.done)
+	}
+	for _, cr := range claims {
+		close(cr.done)
+	}
+}
+
+// Close stops the loops after applying what is queued; later submissions
+// fail with ErrClosed.
+func (m *Committer) Close() {
+	m.once.Do(func() {
+		m.sending.Lock() // waits for changes being queued
+		m.closed = true
+		m.sending.Unlock()
+		close(m.stop)
+		m.start.Do(func() { close(m.done) })
+	})
+	<-m.done
+}
+
+// runsEnded tells the callers waiting for the runs that this batch ended,
+// and emits the runs' end events.
+func (m *Committer) runsEnded(batch []*Request) {
+	for _, r := range batch {
+		run := r.Res.Run
+		if r.Err != nil || run == nil || !run.Status.Terminal() {
+			continue
+		}
+		if r.Change.Create == nil && (r.Update == nil || !r.Update.Status.Terminal()) {
+			continue // ended earlier: a stale change
+		}
+		m.waitMu.Lock()
+		for _, ch := range m.waiters[run.ID] {
+			select {
+			case ch <- run:
+			default:
+			}
+		}
+		m.waitMu.Unlock()
+		kind := map[hephtype.RunStatus]telemetry.Kind{
+			hephtype.StatusCompleted: telemetry.RunCompleted, hephtype.StatusFailed: telemetry.RunFailed,
+			hephtype.StatusCancelled: telemetry.RunCancelled, hephtype.StatusContinued: telemetry.RunContinued,
+		}[run.Status]
+		var err error
+		if run.Error != "" {
+			err = errors.New(run.Error)
+		}
+		m.cfg.Telemetry.Emit(telemetry.Event{Kind: kind, RunID: run.ID, Workflow: run.Workflow, Version: run.Version,
+			Duration: run.UpdatedAt.Sub(run.CreatedAt), Err: err})
+	}
+}
+
+// WaitRun waits until the run is completed, failed, cancelled or
+// continued, and returns it. Runs that a commit of this committer ends
+// are seen at once; the store is polled (from 10 ms, doubling up to
+// maxPoll) for runs that other processes end.
+func (m *Committer) WaitRun(ctx context.Context, runID string, maxPoll time.Duration) (*store.Run, error) {
+	ch := make(chan *store.Run, 1)
+	m.waitMu.Lock()
+	m.waiters[runID] = append(m.waiters[runID], ch)
+	m.waitMu.Unlock()
+	defer m.unwait(runID, ch)
+	if maxPoll <= 0 {
+		maxPoll = time.Second
+	}
+	poll := min(10*time.Millisecond, maxPoll)
+	for {
+		r, err := m.cfg.Store.GetRun(ctx, runID)
+		if err != nil {
+			return nil, err
+		}
+		if r.Status.Terminal() {
+			return r, nil
+		}
+		select {
+		case r := <-ch:
+			return r, nil
+		case <-m.cfg.Clock.After(poll):
+			poll = min(poll*2, maxPoll)
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		}
+	}
+}
+
+func (m *Committer) unwait(runID string, ch chan *store.Run) {
+	m.waitMu.Lock()
+	defer m.waitMu.Unlock()
+	ws := m.waiters[runID]
+	for i, w := range ws {
+		if w == ch {
+			ws = append(ws[:i], ws[i+1:]...)
+			break
+		}
+	}
+	if len(ws) == 0 {
+		delete(m.waiters, runID)
+	} else {
+		m.waiters[runID] = ws
+	}
+}

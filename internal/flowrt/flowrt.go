@@ -1,0 +1,542 @@
+// Package flowrt is the flow runtime: it runs DAG flows (package flow) on
+// the durable core. It turns starts, step outcomes, fired timers, resumes
+// and cancellations into engine events, applies them with the pure engine
+// (internal/engine) inside the run's transaction, and translates the
+// engine's decision into what the store writes: the run's state, history
+// and tasks.
+//
+// It owns the registry of flow versions, the encoding of a flow run's
+// state, and the in-process executor of flow tasks (steps, map elements
+// and timers), whose outcome it commits with a change fenced by the task's
+// lease. Complete commits an outcome computed elsewhere (a remote worker)
+// through the same fenced change. It may not claim tasks, hold leases or
+// run loops of its own (the worker pool does), and knows nothing of
+// code-first workflows: a cancellation of another kind of run is handed
+// to the caller's function.
+package flowrt
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"reflect"
+	"slices"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/google/uuid"
+
+	"github.com/hephaestus-go/hephaestus/businesskey"
+	"github.com/hephaestus-go/hephaestus/clock"
+	"github.com/hephaestus-go/hephaestus/flow"
+	"github.com/hephaestus-go/hephaestus/hephtype"
+	"github.com/hephaestus-go/hephaestus/internal/commit"
+	"github.com/hephaestus-go/hephaestus/internal/engine"
+	"github.com/hephaestus-go/hephaestus/internal/limits"
+	"github.com/hephaestus-go/hephaestus/internal/telemetry"
+	"github.com/hephaestus-go/hephaestus/internal/worker"
+	"github.com/hephaestus-go/hephaestus/store"
+)
+
+// Errors of the flow runtime (re-exported by the root package).
+var (
+	// ErrFlowNotFound: no flow of that name (or version) is registered.
+	ErrFlowNotFound = errors.New("flow not found")
+	// ErrFlowConflict: a flow was registered twice with the same name and
+	// version but a different shape.
+	ErrFlowConflict = errors.New("flow registered twice with a different shape")
+)
+
+// Config configures a Runtime.
+type Config struct {
+	Store          store.Store
+	Clock          clock.Clock
+	Logger         *slog.Logger
+	Telemetry      *telemetry.Hub
+	Committer      *commit.Committer
+	WorkerID       string
+	MaxPayloadSize int
+	// Registered is called after a registration changed what this
+	// process can run.
+	Registered func()
+}
+
+// Runtime runs flows.
+type Runtime struct {
+	cfg Config
+
+	mu    sync.RWMutex
+	flows map[string]map[int]*flow.Flow
+}
+
+// New returns a Runtime.
+func New(cfg *Config) *Runtime {
+	r := &Runtime{cfg: *cfg, flows: map[string]map[int]*flow.Flow{}}
+	if r.cfg.Clock == nil {
+		r.cfg.Clock = clock.Real{}
+	}
+	if r.cfg.Logger == nil {
+		r.cfg.Logger = slog.Default()
+	}
+	if r.cfg.Telemetry == nil {
+		r.cfg.Telemetry = telemetry.New(r.cfg.Clock)
+	}
+	if r.cfg.MaxPayloadSize <= 0 {
+		r.cfg.MaxPayloadSize = limits.DefaultPayloadSize
+	}
+	return r
+}
+
+// Register adds a flow version. Registering the same version again with
+// the same shape is a no-op; with a different shape it is
+// ErrFlowConflict.
+func (r *Runtime) Register(f *flow.Flow) error {
+	r.mu.Lock()
+	vs := r.flows[f.Name()]
+	if vs == nil {
+		vs = map[int]*flow.Flow{}
+		r.flows[f.Name()] = vs
+	}
+	if old, ok := vs[f.Version()]; ok && old.Shape() != f.Shape() {
+		r.mu.Unlock()
+		return fmt.Errorf("register flow %q version %d: %w; give the changed flow a new version", f.Name(), f.Version(), ErrFlowConflict)
+	}
+	vs[f.Version()] = f
+	r.mu.Unlock()
+	if r.cfg.Registered != nil {
+		r.cfg.Registered()
+	}
+	return nil
+}
+
+// Flow returns a registered version of a flow; version 0 means the latest.
+func (r *Runtime) Flow(name string, version int) (*flow.Flow, error) {
+	r.mu.RLock()
+	defer r.mu.RUnlock()
+	vs := r.flows[name]
+	if len(vs) == 0 {
+		return nil, fmt.Errorf("%w: %q is not registered", ErrFlowNotFound, name)
+	}
+	if version == 0 {
+		for v := range vs {
+			version = max(version, v)
+		}
+	}
+	f, ok := vs[version]
+	if !ok {
+		return nil, fmt.Errorf("%w: %q has no version %d registered", ErrFlowNotFound, name, version)
+	}
+	return f, nil
+}
+
+// Handlers returns the handler of every registered flow version.
+func (r *Runtime) Handlers() []string {
+	r.mu.RLock()
+	defer r.mu.RUnlock()
+	var out []string
+	for name, vs := range r.flows {
+		for v := range vs {
+			out = append(out, store.FlowHandler(name, v))
+		}
+	}
+	return out
+}
+
+// StartOptions are the optional parameters of a start.
+type StartOptions struct {
+	BusinessValue string
+	Version       int
+	Tags          []string
+	Metadata      map[string]any
+}
+
+// Start creates a run of the named flow and returns it as stored.
+func (r *Runtime) Start(ctx context.Context, flowName string, input any, opts *StartOptions) (*store.Run, error) {
+	nr, f, err := r.newRun(flowName, input, opts)
+	if err != nil {
+		return nil, err
+	}
+	res, err := r.cfg.Committer.Submit(ctx, store.Change{Create: nr})
+	if err != nil {
+		return nil, fmt.Errorf("start %q: %w", flowName, err)
+	}
+	r.cfg.Telemetry.Emit(telemetry.Event{Kind: telemetry.RunStarted, RunID: nr.ID, Workflow: f.Name(), Version: f.Version()})
+	return res.Res.Run, nil
+}
+
+// StartRequest is one run of StartMany.
+type StartRequest struct {
+	Input   any
+	Options *StartOptions
+}
+
+// StartMany creates many runs of a flow, committed together in batches.
+// Every request is checked first; if one is invalid, none is started. A
+// run the store refuses leaves a nil, and the error joins the reasons,
+// each naming its request's index.
+func (r *Runtime) StartMany(ctx context.Context, flowName string, reqs []StartRequest) ([]*store.Run, error) {
+	changes := make([]store.Change, len(reqs))
+	var f *flow.Flow
+	for i, rq := range reqs {
+		nr, fl, err := r.newRun(flowName, rq.Input, rq.Options)
+		if err != nil {
+			return nil, fmt.Errorf("request %d: %w", i, err)
+		}
+		f = fl
+		changes[i] = store.Change{Create: nr}
+	}
+	results, err := r.cfg.Committer.SubmitAll(ctx, changes)
+	if err != nil {
+		return nil, fmt.Errorf("start %q: %w", flowName, err)
+	}
+	runs := make([]*store.Run, len(reqs))
+	var errs []error
+	for i, res := range results {
+		if res.Err != nil {
+			errs = append(errs, fmt.Errorf("start %q, request %d: %w", flowName, i, res.Err))
+			continue
+		}
+		runs[i] = res.Res.Run
+		r.cfg.Telemetry.Emit(telemetry.Event{Kind: telemetry.RunStarted, RunID: runs[i].ID, Workflow: f.Name(), Version: f.Version()})
+	}
+	return runs, errors.Join(errs...)
+}
+
+// newRun checks a start request and builds the run to create.
+func (r *Runtime) newRun(flowName string, input any, opts *StartOptions) (*store.NewRun, *flow.Flow, error) {
+	if opts == nil {
+		opts = &StartOptions{}
+	}
+	f, err := r.Flow(flowName, opts.Version)
+	if err != nil {
+		return nil, nil, err
+	}
+	raw, err := encodeInput(f, input)
+	if err != nil {
+		return nil, nil, err
+	}
+	if err := limits.Input(raw, r.cfg.MaxPayloadSize, "the input"); err != nil {
+		return nil, nil, fmt.Errorf("start %q: %w", flowName, err)
+	}
+	key, scope := f.BusinessKey()
+	var bid string
+	switch {
+	case key != "":
+		if bid, err = businesskey.New(key, opts.BusinessValue, scope, nil); err != nil {
+			return nil, nil, fmt.Errorf("start %q: %w: %w", flowName, limits.ErrInvalidInput, err)
+		}
+	case opts.BusinessValue != "":
+		return nil, nil, fmt.Errorf("start %q: %w: the flow declares no business key, so BusinessValue must be empty", flowName, limits.ErrInvalidInput)
+	}
+	meta := f.Metadata()
+	for k, v := range opts.Metadata {
+		b, err := json.Marshal(v)
+		if err != nil || k == "" {
+			return nil, nil, fmt.Errorf("start %q: %w: metadata %q is not a JSON value", flowName, limits.ErrInvalidInput, k)
+		}
+		meta[k] = b
+	}
+	tags := f.Tags()
+	for _, t := range opts.Tags {
+		if !slices.Contains(tags, t) {
+			tags = append(tags, t)
+		}
+	}
+	d := engine.Start(f.Graph(), raw)
+	u := translate(f, d, r.cfg.Clock.Now())
+	nr := &store.NewRun{
+		ID: newID(), Workflow: f.Name(), Version: f.Version(), Kind: hephtype.KindFlow,
+		Status: u.Status, Input: raw, BusinessID: bid, KeyScope: scope, Tags: tags, Metadata: meta,
+		State: u.State, Output: u.Output, Error: u.Error, History: u.History, Tasks: u.Tasks,
+	}
+	if bid == "" {
+		nr.KeyScope = businesskey.ScopeNone
+	}
+	return nr, f, nil
+}
+
+func encodeInput(f *flow.Flow, input any) (json.RawMessage, error) {
+	raw, err := limits.JSON(input)
+	if err != nil {
+		return nil, fmt.Errorf("start %q: %w: input %w", f.Name(), limits.ErrInvalidInput, err)
+	}
+	if t := f.InputType(); t != nil {
+		if err := json.Unmarshal(raw, reflect.New(t).Interface()); err != nil {
+			return nil, fmt.Errorf("start %q: %w: input does not decode into %s: %w", f.Name(), limits.ErrInvalidInput, t, err)
+		}
+	}
+	return raw, nil
+}
+
+// Resume completes a waiting step of a run with an event the step
+// declares (step may be empty when exactly one step waits). The change is
+// keyed, so a commit retried after its outcome was lost resumes once.
+func (r *Runtime) Resume(ctx context.Context, runID, step, event string, payload json.RawMessage) error {
+	if err := limits.Input(payload, r.cfg.MaxPayloadSize, "the resume payload"); err != nil {
+		return fmt.Errorf("resume run %s: %w", runID, err)
+	}
+	now := r.cfg.Clock.Now()
+	decide := func(run *store.Run) (*store.Update, error) {
+		step := step
+		if step == "" {
+			s, err := loadState(run)
+			if err != nil {
+				return nil, err
+			}
+			f, err := r.Flow(run.Workflow, run.Version)
+			if err != nil {
+				return nil, err
+			}
+			if step, err = waitingStep(f, s); err != nil {
+				return nil, err
+			}
+		}
+		return r.decideWith(engine.Resume{Step: step, Event: event, Payload: payload}, now, true)(run)
+	}
+	_, err := r.cfg.Committer.Submit(ctx, store.Change{RunID: runID, Key: "resume:" + newID(), Decide: decide})
+	if errors.Is(err, store.ErrDuplicateChange) {
+		err = nil // applied by an earlier attempt of this call's commit
+	}
+	if err != nil {
+		return fmt.Errorf("resume run %s: %w", runID, err)
+	}
+	return nil
+}
+
+func waitingStep(f *flow.Flow, s *engine.State) (string, error) {
+	if s.Status.Terminal() {
+		return "", fmt.Errorf("%w (status %s)", engine.ErrRunFinished, s.Status)
+	}
+	var waiting []string
+	for i, st := range s.Steps {
+		if st.Status == hephtype.StepWaiting {
+			waiting = append(waiting, f.Graph().Steps[i].Name)
+		}
+	}
+	switch len(waiting) {
+	case 0:
+		return "", fmt.Errorf("%w: no step of the run is waiting (run is %s)", engine.ErrNotWaiting, s.Status)
+	case 1:
+		return waiting[0], nil
+	}
+	return "", fmt.Errorf("%w: several steps are waiting (%v); name one in ResumeOptions.Step", engine.ErrNotWaiting, waiting)
+}
+
+// Cancel cancels a run in a keyed change. A run that is not a flow is
+// cancelled by other (the workflow runtime's update), when given. It
+// returns the run as the change left it.
+func (r *Runtime) Cancel(ctx context.Context, runID, reason string, other func(*store.Run) (*store.Update, error)) (*store.Run, error) {
+	if reason == "" {
+		reason = "cancelled"
+	}
+	decide := r.decideWith(engine.Cancel{Reason: reason}, r.cfg.Clock.Now(), true)
+	// Keyed: a commit retried after its outcome was lost cancels once,
+	// and reports success.
+	res, err := r.cfg.Committer.Submit(ctx, store.Change{RunID: runID, Key: "cancel:" + newID(), Decide: func(run *store.Run) (*store.Update, error) {
+		if run.Kind != hephtype.KindFlow && other != nil {
+			return other(run)
+		}
+		return decide(run)
+	}})
+	if errors.Is(err, store.ErrDuplicateChange) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("cancel run %s: %w", runID, err)
+	}
+	return res.Res.Run, nil
+}
+
+func newID() string { return uuid.Must(uuid.NewV7()).String() }
+
+// Execute runs a flow task (a step, a map element or a timer) and commits
+// its outcome: the worker pool's in-process executor of flow tasks.
+func (r *Runtime) Execute(ctx context.Context, h *worker.Held, handoff string) ([]*store.Task, error) {
+	t := h.Task()
+	start := r.cfg.Clock.Now()
+	switch t.Kind {
+	case store.TaskTimer:
+		return r.commitEvent(t, engine.TimerFired{Step: t.Step}, nil, nil, handoff)
+	case store.TaskStep:
+	default:
+		return nil, fmt.Errorf("task kind %q is not a flow task", t.Kind)
+	}
+	out, err := r.runStep(ctx, h)
+	if err != nil {
+		// Shutdown, lost lease, cancelled run: the result is dropped; the
+		// task runs again once released or once its lease expires.
+		return nil, err
+	}
+	out.StartedAt = start
+	out.Details = h.Details()
+	return r.Complete(t, out, handoff)
+}
+
+// Outcome is what one attempt of a step produced.
+type Outcome struct {
+	// Event is the event the step emitted ("" is "ok"); Output its output.
+	Event  string
+	Output json.RawMessage
+	// Wait: the step waits to be resumed.
+	Wait bool
+	// Err, when not empty, failed the attempt; Retryable says whether the
+	// step's retry policy may try again.
+	Err       string
+	Retryable bool
+	// Details are the attempt's last heartbeat details: a retry reads
+	// them.
+	Details json.RawMessage
+	// StartedAt is when the attempt started (for its step_started entry);
+	// zero means the commit's time.
+	StartedAt time.Time
+}
+
+// Complete commits the outcome of a step task's attempt, fenced by the
+// task's lease (t.Lease(): its id, owner and claim token): the change is
+// applied only while that lease is held, and deletes the task. It is how
+// every executor ends a step, in this process or a remote one; a
+// completion that lost its lease (another worker claimed the task since)
+// fails with store.ErrLeaseLost and writes nothing. When handoff is not
+// empty the commit may claim tasks of that queue for the caller.
+func (r *Runtime) Complete(t *store.Task, o *Outcome, handoff string) ([]*store.Task, error) {
+	if t.Kind != store.TaskStep {
+		return nil, fmt.Errorf("task %d is a %s, not a step", t.ID, t.Kind)
+	}
+	if o.Err == "" {
+		if err := limits.Payload(o.Output, r.cfg.MaxPayloadSize, "output of step "+strconv.Quote(t.Step)); err != nil {
+			o = &Outcome{Err: err.Error(), Details: o.Details, StartedAt: o.StartedAt}
+		}
+	}
+	if o.Err == "" && !o.Wait && o.Details != nil {
+		if err := limits.Payload(o.Details, r.cfg.MaxPayloadSize, "heartbeat details of step "+strconv.Quote(t.Step)); err != nil {
+			o.Details = nil
+		}
+	}
+	var ev engine.Event
+	switch {
+	case o.Err != "":
+		ev = stepFailure(t, o.Err, o.Retryable)
+	case t.Index >= 0 && o.Wait:
+		ev = stepFailure(t, fmt.Sprintf("element %d of map step %q returned Wait", t.Index, t.Step), false)
+	case t.Index >= 0:
+		ev = engine.ItemCompleted{Step: t.Step, Index: t.Index, Attempt: t.Attempt, Output: o.Output}
+	case o.Wait:
+		ev = engine.StepWaiting{Step: t.Step, Attempt: t.Attempt}
+	default:
+		ev = engine.StepCompleted{Step: t.Step, Attempt: t.Attempt, Event: o.Event, Output: o.Output}
+	}
+	at := o.StartedAt
+	if at.IsZero() {
+		at = r.cfg.Clock.Now()
+	}
+	// Indexed as the engine's step entries: 0 for a step, the element for
+	// a map step.
+	started := worker.Started(r.cfg.WorkerID, t, at, t.Step, max(t.Index, 0))
+	return r.commitEvent(t, ev, &started, o.Details, handoff)
+}
+
+// commitEvent applies ev to the task's run in a change fenced by the
+// task's lease.
+func (r *Runtime) commitEvent(t *store.Task, ev engine.Event, started *store.NewEvent, details json.RawMessage, handoff string) ([]*store.Task, error) {
+	lease := t.Lease()
+	decide := r.decideWith(ev, r.cfg.Clock.Now(), false)
+	res, err := r.cfg.Committer.SubmitHandoff(context.Background(), store.Change{RunID: t.RunID, Fence: &lease, Decide: func(run *store.Run) (*store.Update, error) {
+		u, err := decide(run)
+		if err != nil || len(u.History) == 0 {
+			return u, err // stale: nothing to tell
+		}
+		if started != nil {
+			u.History = append([]store.NewEvent{*started}, u.History...)
+		}
+		// A retry of the step reads the details this attempt recorded.
+		for i := range u.Tasks {
+			if n := &u.Tasks[i]; n.Kind == store.TaskStep && n.Step == t.Step && n.Index == t.Index && len(details) > 0 {
+				n.Details = details
+			}
+		}
+		return u, nil
+	}}, handoff)
+	var claimed []*store.Task
+	if res != nil {
+		claimed = res.Claimed
+	}
+	if err != nil {
+		return claimed, fmt.Errorf("complete %s of run %s: %w", store.DescribeTask(t), t.RunID, err)
+	}
+	return claimed, nil
+}
+
+// runStep runs step code for a task and returns its outcome, or the
+// reason the result must be dropped.
+func (r *Runtime) runStep(ctx context.Context, h *worker.Held) (*Outcome, error) {
+	t := h.Task()
+	f, err := r.Flow(t.Workflow, t.Version)
+	if err != nil {
+		// Claims ask only for the registered versions (Task.Handler), so
+		// only a task enqueued without a handler gets here.
+		return &Outcome{Err: fmt.Sprintf("this worker cannot run step %q: %v", t.Step, err)}, nil
+	}
+	spec, _ := f.Step(t.Step)
+	tctx, tcancel := context.WithTimeout(ctx, spec.Timeout)
+	defer tcancel()
+	start := r.cfg.Clock.Now()
+	info := telemetry.Event{RunID: t.RunID, Workflow: t.Workflow, Version: t.Version, Step: t.Step, Index: t.Index, Attempt: t.Attempt, Queue: t.Queue, TaskID: t.ID}
+	info.Kind = telemetry.StepStarted
+	r.cfg.Telemetry.Emit(info)
+	out, err := f.Invoke(tctx, flow.Call{
+		RunID: t.RunID, Step: t.Step, Index: t.Index, Attempt: t.Attempt,
+		IdempotencyKey: fmt.Sprintf("%s/%s/%d", t.RunID, t.Step, t.Index),
+		Input:          t.Payload, Item: t.Item,
+		Details: t.Details,
+		Heartbeat: func(details any) error {
+			b, err := json.Marshal(details)
+			if err != nil {
+				return fmt.Errorf("heartbeat details of step %q do not encode as JSON: %w", t.Step, err)
+			}
+			if err := limits.Payload(b, r.cfg.MaxPayloadSize, "heartbeat details of step "+strconv.Quote(t.Step)); err != nil {
+				return err
+			}
+			h.RecordDetails(b)
+			return nil
+		},
+	})
+	info.Duration = r.cfg.Clock.Now().Sub(start)
+	if cause := context.Cause(ctx); cause != nil {
+		info.Kind, info.Err = telemetry.StepFailed, cause
+		r.cfg.Telemetry.Emit(info)
+		return nil, cause
+	}
+	if err == nil && tctx.Err() != nil {
+		err = tctx.Err()
+	}
+	if err == nil {
+		if perr := limits.Payload(out.Output, r.cfg.MaxPayloadSize, "output of step "+strconv.Quote(t.Step)); perr != nil {
+			err = flow.NonRetryable(perr)
+		}
+	}
+	if err != nil {
+		retry := spec.Retry.Retryable(err)
+		if errors.Is(tctx.Err(), context.DeadlineExceeded) {
+			err = fmt.Errorf("step %q timed out after %s: %w", t.Step, spec.Timeout, err)
+		}
+		info.Kind, info.Err = telemetry.StepFailed, err
+		r.cfg.Telemetry.Emit(info)
+		return &Outcome{Err: err.Error(), Retryable: retry}, nil
+	}
+	info.Kind = telemetry.StepCompleted
+	r.cfg.Telemetry.Emit(info)
+	return &Outcome{Event: out.Event, Output: out.Output, Wait: out.Wait}, nil
+}
+
+func stepFailure(t *store.Task, msg string, retryable bool) engine.Event {
+	if t.Index >= 0 {
+		return engine.ItemFailed{Step: t.Step, Index: t.Index, Attempt: t.Attempt, Error: msg, Retryable: retryable}
+	}
+	return engine.StepFailed{Step: t.Step, Attempt: t.Attempt, Error: msg, Retryable: retryable}
+}
+
+// Ensure Runtime is an executor.
+var _ worker.Executor = (*Runtime)(nil)

@@ -1,0 +1,264 @@
+// Package maintenance runs the background services of a process with
+// workers, beside the worker pool: the retention sweep (deleting finished
+// runs older than Config.Retention), the process's record in the store's
+// worker registry, and the check for tasks that no live worker can run
+// (marked on their runs as ConditionUnserved). The schedulers that later
+// issues add (cron, stalled-run reports) belong here too.
+//
+// It owns those loops and their timing. It may not run tasks, claim them,
+// or decide runs: its only writes are the store's maintenance calls
+// (PruneRuns, RegisterWorker, RemoveWorker) and the idempotent condition
+// marks, which go through the committer like every change of a run.
+package maintenance
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"slices"
+	"sync"
+	"time"
+
+	"github.com/hephaestus-go/hephaestus/clock"
+	"github.com/hephaestus-go/hephaestus/hephtype"
+	"github.com/hephaestus-go/hephaestus/internal/commit"
+	"github.com/hephaestus-go/hephaestus/internal/telemetry"
+	"github.com/hephaestus-go/hephaestus/internal/worker"
+	"github.com/hephaestus-go/hephaestus/store"
+)
+
+// Config configures a Service.
+type Config struct {
+	Store     store.Store
+	Clock     clock.Clock
+	Logger    *slog.Logger
+	Telemetry *telemetry.Hub
+	Committer *commit.Committer
+	WorkerID  string
+	// Queues this process serves (with their concurrency; 0: not served).
+	Queues map[string]int
+	// Handlers returns what this process can run.
+	Handlers      func() []string
+	LeaseDuration time.Duration
+	// Retention, when positive, deletes runs finished longer ago than
+	// this, every RetentionInterval.
+	Retention         time.Duration
+	RetentionInterval time.Duration
+}
+
+// Service runs the maintenance loops between Start and Stop.
+type Service struct {
+	cfg  Config
+	mu   sync.Mutex
+	stop context.CancelFunc
+	wg   sync.WaitGroup
+}
+
+// New returns a Service; it starts nothing until Start.
+func New(cfg *Config) *Service {
+	s := &Service{cfg: *cfg}
+	if s.cfg.Clock == nil {
+		s.cfg.Clock = clock.Real{}
+	}
+	if s.cfg.Logger == nil {
+		s.cfg.Logger = slog.Default()
+	}
+	if s.cfg.Telemetry == nil {
+		s.cfg.Telemetry = telemetry.New(s.cfg.Clock)
+	}
+	if s.cfg.Handlers == nil {
+		s.cfg.Handlers = func() []string { return []string{} }
+	}
+	if s.cfg.RetentionInterval <= 0 {
+		s.cfg.RetentionInterval = time.Hour
+	}
+	return s
+}
+
+// Start starts the loops; they run until Stop. A second call is a no-op.
+func (c *Service) Start(ctx context.Context) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.stop != nil {
+		return
+	}
+	ctx, c.stop = context.WithCancel(context.WithoutCancel(ctx))
+	c.wg.Go(func() { c.registry(ctx) })
+	if c.cfg.Retention > 0 {
+		c.wg.Go(func() { c.retention(ctx) })
+	}
+}
+
+// Stop ends the loops and waits for them (the worker's record is removed).
+func (c *Service) Stop() {
+	c.mu.Lock()
+	stop := c.stop
+	c.mu.Unlock()
+	if stop != nil {
+		stop()
+		c.wg.Wait()
+	}
+}
+
+// errNoChange refuses a change that would write nothing new.
+var errNoChange = errors.New("nothing to change")
+
+// retention prunes finished runs older than Retention.
+func (c *Service) retention(ctx context.Context) {
+	for {
+		n, err := c.Prune(ctx)
+		if err != nil && ctx.Err() == nil {
+			c.cfg.Logger.Error("retention", slog.Any("err", err))
+		}
+		if n > 0 {
+			c.cfg.Telemetry.Emit(telemetry.Event{Kind: telemetry.RetentionSwept, Count: n})
+		}
+		select {
+		case <-c.cfg.Clock.After(c.cfg.RetentionInterval):
+		case <-ctx.Done():
+			return
+		}
+	}
+}
+
+// Prune deletes the finished runs older than Retention now, and returns
+// how many it deleted. It does nothing when Retention is 0.
+func (c *Service) Prune(ctx context.Context) (int, error) {
+	if c.cfg.Retention <= 0 {
+		return 0, nil
+	}
+	total := 0
+	for {
+		n, err := c.cfg.Store.PruneRuns(ctx, &store.PruneParams{FinishedBefore: c.cfg.Clock.Now().Add(-c.cfg.Retention), Limit: 1000})
+		total += n
+		if err != nil {
+			return total, fmt.Errorf("prune runs: %w", err)
+		}
+		if n < 1000 {
+			return total, nil
+		}
+	}
+}
+
+// The worker registry: a process with workers keeps a record of itself in
+// the store (queues and handlers, refreshed every half lease period, live
+// for two), and once per lease period it looks for tasks of its queues
+// that no live worker can run (store.StrandedTasks) and marks their runs
+// with ConditionUnserved, so that such a run is visible in GetRun and
+// ListRuns, and through a RunCondition telemetry event, rather than
+// silently waiting. The marks are idempotent: every process may make them.
+
+// registry runs until ctx ends, then removes the worker's record.
+func (c *Service) registry(ctx context.Context) {
+	host, _ := os.Hostname()
+	w := &store.Worker{ID: c.cfg.WorkerID, Host: host, PID: os.Getpid(), StartedAt: c.cfg.Clock.Now()}
+	for q, n := range c.cfg.Queues {
+		if n > 0 {
+			w.Queues = append(w.Queues, q)
+		}
+	}
+	slices.Sort(w.Queues)
+	register := func() {
+		now := c.cfg.Clock.Now()
+		w.Handlers = slices.Clone(c.cfg.Handlers())
+		w.SeenAt, w.ExpiresAt = now, now.Add(2*c.cfg.LeaseDuration)
+		if err := c.cfg.Store.RegisterWorker(ctx, w); err != nil && ctx.Err() == nil {
+			c.cfg.Logger.Warn("register worker", slog.Any("err", err))
+		}
+	}
+	defer func() {
+		rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+		defer cancel()
+		if err := c.cfg.Store.RemoveWorker(rctx, w.ID); err != nil && !errors.Is(err, store.ErrClosed) {
+			c.cfg.Logger.Warn("remove worker record", slog.Any("err", err))
+		}
+	}()
+	register()
+	nextCheck := c.cfg.Clock.Now().Add(worker.Jitter(c.cfg.LeaseDuration))
+	for {
+		select {
+		case <-c.cfg.Clock.After(worker.Jitter(c.cfg.LeaseDuration / 2)):
+		case <-ctx.Done():
+			return
+		}
+		register()
+		if now := c.cfg.Clock.Now(); !now.Before(nextCheck) {
+			nextCheck = now.Add(worker.Jitter(c.cfg.LeaseDuration))
+			if err := c.markStranded(ctx); err != nil && ctx.Err() == nil {
+				c.cfg.Logger.Warn("look for tasks no worker can run", slog.Any("err", err))
+			}
+		}
+	}
+}
+
+// markStranded marks the runs of this worker's queues whose tasks have
+// waited for over a lease period with no live worker able to run them.
+func (c *Service) markStranded(ctx context.Context) error {
+	now := c.cfg.Clock.Now()
+	ws, err := c.cfg.Store.ListWorkers(ctx, &store.ListWorkersParams{Now: now})
+	if err != nil {
+		return err
+	}
+	served := map[string][]string{}
+	for _, w := range ws {
+		for _, q := range w.Queues {
+			served[q] = append(served[q], w.Handlers...)
+		}
+	}
+	var errs []error
+	for q, n := range c.cfg.Queues {
+		if n == 0 {
+			continue
+		}
+		ts, err := c.cfg.Store.StrandedTasks(ctx, &store.StrandedParams{
+			Queue: q, Served: append([]string{}, served[q]...), ReadyBefore: now.Add(-c.cfg.LeaseDuration), Now: now, PerRun: true, Limit: 100,
+		})
+		if err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		seen := map[string]bool{}
+		var changes []store.Change
+		var marks []*store.Task
+		for _, t := range ts {
+			if seen[t.RunID] {
+				continue
+			}
+			seen[t.RunID] = true
+			msg := fmt.Sprintf("no live worker of queue %q can run its %s: none has %s registered (ready since %s)",
+				q, store.DescribeTask(t), store.DescribeHandler(t.Handler), t.ReadyAt.UTC().Format(time.RFC3339))
+			changes = append(changes, store.Change{RunID: t.RunID, Decide: func(run *store.Run) (*store.Update, error) {
+				if run.Status.Terminal() || (run.Condition.Code == hephtype.ConditionUnserved && run.Condition.Message == msg) {
+					return nil, errNoChange
+				}
+				cond := &store.Condition{Code: hephtype.ConditionUnserved, Message: msg}
+				if run.Condition.Code == cond.Code {
+					cond.Since = run.Condition.Since
+				}
+				return &store.Update{Condition: cond}, nil
+			}})
+			marks = append(marks, t)
+		}
+		if len(changes) == 0 {
+			continue
+		}
+		rs, err := c.cfg.Committer.SubmitAll(ctx, changes)
+		if err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		for i, r := range rs {
+			if r.Err != nil {
+				continue
+			}
+			t := marks[i]
+			cerr := errors.New(r.Res.Run.Condition.Message)
+			c.cfg.Logger.Warn("a run waits for a worker that can run it", slog.String("run", t.RunID), slog.String("workflow", t.Workflow), slog.Any("err", cerr))
+			c.cfg.Telemetry.Emit(telemetry.Event{Kind: telemetry.RunCondition, RunID: t.RunID, Workflow: t.Workflow, Version: t.Version, Step: t.Step, Index: t.Index,
+				Queue: t.Queue, TaskID: t.ID, Condition: hephtype.ConditionUnserved, Err: cerr})
+		}
+	}
+	return errors.Join(errs...)
+}

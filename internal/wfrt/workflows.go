@@ -1,0 +1,469 @@
+// Package wfrt is the workflow runtime: it runs code-first workflows
+// (package workflow) on the durable core. A workflow run advances by
+// decisions: the runtime replays the workflow function over the run's
+// history (internal/replay) and turns the commands of the new activation
+// into what the store writes — activities become tasks, sleeps timer
+// tasks, children and continue-as-new runs created by operation tasks.
+//
+// Who decides: the worker that delivers an outcome (an activity's result,
+// a fired timer) decides at once, in the transaction that records the
+// outcome, when this process has the workflow registered; otherwise the
+// outcome is appended with a decision task that a process which has the
+// workflow picks up. A decision is committed only if the history did not
+// change since it was read (optimistic concurrency on the run's last
+// sequence number): a refused decision is dropped and made again.
+//
+// It owns the registry of workflows and activities, the sticky cache of
+// live instances, the deliveries of signals, timers, activity outcomes and
+// children's reports, updates and their waiting callers, the operation
+// tasks, and the in-process executor of workflow tasks. Every change it
+// makes is fenced by a task's lease, checked against the sequence number
+// its decision read, or keyed (docs/architecture.md, "Exactly once"). It
+// may not claim tasks, hold leases or run loops of its own (the worker
+// pool does), and knows nothing of flows.
+package wfrt
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"math/rand/v2"
+	"slices"
+	"sync"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/hephaestus-go/hephaestus/businesskey"
+	"github.com/hephaestus-go/hephaestus/clock"
+	"github.com/hephaestus-go/hephaestus/hephtype"
+	"github.com/hephaestus-go/hephaestus/internal/commit"
+	"github.com/hephaestus-go/hephaestus/internal/engine"
+	"github.com/hephaestus-go/hephaestus/internal/limits"
+	"github.com/hephaestus-go/hephaestus/internal/replay"
+	"github.com/hephaestus-go/hephaestus/internal/telemetry"
+	"github.com/hephaestus-go/hephaestus/store"
+	"github.com/hephaestus-go/hephaestus/workflow"
+)
+
+// Errors of code-first workflows (re-exported by the root package).
+var (
+	// ErrWorkflowNotFound: no workflow of that name is registered.
+	ErrWorkflowNotFound = errors.New("workflow not found")
+)
+
+// Activity is an activity as the runtime registers it.
+type Activity interface {
+	Name() string
+	Invoke(ctx context.Context, input json.RawMessage) (json.RawMessage, error)
+	Options() workflow.ActivityOptions
+}
+
+// Config configures a Runtime.
+type Config struct {
+	Store     store.Store
+	Clock     clock.Clock
+	Logger    *slog.Logger
+	Telemetry *telemetry.Hub
+	Committer *commit.Committer
+	// Release gives claimed tasks back (the worker pool's).
+	Release func([]*store.Task)
+	// CancelRun cancels a run (a child, a continued chain): the client's.
+	CancelRun            func(ctx context.Context, runID, reason string) error
+	WorkerID             string
+	WorkflowQueue        string
+	StickyCacheSize      int
+	DecisionRetryBackoff time.Duration
+	MinPollInterval      time.Duration
+	PollInterval         time.Duration
+	MaxPayloadSize       int
+	// Registered is called after a registration changed what this
+	// process can run.
+	Registered func()
+}
+
+// Runtime runs code-first workflows.
+type Runtime struct {
+	cfg     Config
+	reg     wfRegistry
+	sticky  *stickyCache
+	updates updateWaiters
+}
+
+// New returns a Runtime.
+func New(cfg *Config) *Runtime {
+	c := &Runtime{cfg: *cfg}
+	if c.cfg.Clock == nil {
+		c.cfg.Clock = clock.Real{}
+	}
+	if c.cfg.Logger == nil {
+		c.cfg.Logger = slog.Default()
+	}
+	if c.cfg.Telemetry == nil {
+		c.cfg.Telemetry = telemetry.New(c.cfg.Clock)
+	}
+	if c.cfg.WorkflowQueue == "" {
+		c.cfg.WorkflowQueue = defaultQueue
+	}
+	if c.cfg.StickyCacheSize <= 0 {
+		c.cfg.StickyCacheSize = 1024
+	}
+	if c.cfg.DecisionRetryBackoff <= 0 {
+		c.cfg.DecisionRetryBackoff = time.Second
+	}
+	if c.cfg.PollInterval <= 0 {
+		c.cfg.PollInterval = time.Second
+	}
+	if c.cfg.MinPollInterval <= 0 {
+		c.cfg.MinPollInterval = min(50*time.Millisecond, c.cfg.PollInterval)
+	}
+	if c.cfg.MaxPayloadSize <= 0 {
+		c.cfg.MaxPayloadSize = limits.DefaultPayloadSize
+	}
+	if c.cfg.Release == nil {
+		c.cfg.Release = func([]*store.Task) {}
+	}
+	c.sticky = newStickyCache(c.cfg.StickyCacheSize)
+	return c
+}
+
+// Close drops the cached instances.
+func (c *Runtime) Close() { c.sticky.close() }
+
+// wfRegistry holds the registered workflows and activities.
+type wfRegistry struct {
+	mu         sync.RWMutex
+	funcs      map[string]replay.Func
+	activities map[string]Activity
+}
+
+func (r *wfRegistry) workflow(name string) (replay.Func, bool) {
+	r.mu.RLock()
+	defer r.mu.RUnlock()
+	fn, ok := r.funcs[name]
+	return fn, ok
+}
+
+func (r *wfRegistry) activity(name string) (Activity, bool) {
+	r.mu.RLock()
+	defer r.mu.RUnlock()
+	a, ok := r.activities[name]
+	return a, ok
+}
+
+// Handlers returns the handlers of the registered workflows and
+// activities.
+func (c *Runtime) Handlers() []string {
+	r := &c.reg
+	r.mu.RLock()
+	defer r.mu.RUnlock()
+	out := make([]string, 0, len(r.funcs)+len(r.activities))
+	for name := range r.funcs {
+		out = append(out, store.WorkflowHandler(name))
+	}
+	for name := range r.activities {
+		out = append(out, store.ActivityHandler(name))
+	}
+	return out
+}
+
+// Has reports whether the workflow is registered.
+func (c *Runtime) Has(name string) bool {
+	_, ok := c.reg.workflow(name)
+	return ok
+}
+
+// RegisterWorkflow registers (or replaces) a workflow's code. Cached
+// instances, which run the code they were made with, are dropped.
+func (c *Runtime) RegisterWorkflow(name string, fn replay.Func) error {
+	if name == "" || fn == nil {
+		return errors.New("a workflow needs a name and a function")
+	}
+	if len(name) > hephtype.MaxNameLen {
+		return fmt.Errorf("workflow name %.20q… is %d bytes long; the limit is %d", name, len(name), hephtype.MaxNameLen)
+	}
+	r := &c.reg
+	r.mu.Lock()
+	if r.funcs == nil {
+		r.funcs = map[string]replay.Func{}
+	}
+	r.funcs[name] = fn
+	r.mu.Unlock()
+	c.sticky.closeAll()
+	if c.cfg.Registered != nil {
+		c.cfg.Registered()
+	}
+	return nil
+}
+
+// RegisterActivity registers (or replaces) an activity.
+func (c *Runtime) RegisterActivity(a Activity) error {
+	if a == nil || a.Name() == "" {
+		return errors.New("an activity needs a name")
+	}
+	if len(a.Name()) > hephtype.MaxNameLen {
+		return fmt.Errorf("activity name %.20q… is %d bytes long; the limit is %d", a.Name(), len(a.Name()), hephtype.MaxNameLen)
+	}
+	r := &c.reg
+	r.mu.Lock()
+	if r.activities == nil {
+		r.activities = map[string]Activity{}
+	}
+	r.activities[a.Name()] = a
+	r.mu.Unlock()
+	if c.cfg.Registered != nil {
+		c.cfg.Registered()
+	}
+	return nil
+}
+
+// StartOptions are the optional parameters of starting a workflow.
+type StartOptions struct {
+	ID       string
+	Tags     []string
+	Metadata map[string]any
+}
+
+// StartWorkflow starts a run of the registered workflow name with input
+// (encoded as JSON) and returns it as stored. The first activation is
+// decided in the same transaction as the creation, so the run's first
+// activities are queued when StartWorkflow returns.
+func (c *Runtime) StartWorkflow(ctx context.Context, name string, input any, opts *StartOptions) (*store.Run, error) {
+	return c.startWorkflow(ctx, name, input, opts, nil)
+}
+
+func (c *Runtime) startWorkflow(ctx context.Context, name string, input any, opts *StartOptions, signal *replay.Event) (*store.Run, error) {
+	if opts == nil {
+		opts = &StartOptions{}
+	}
+	raw, err := limits.JSON(input)
+	if err != nil {
+		return nil, fmt.Errorf("start workflow %q: %w: input %w", name, limits.ErrInvalidInput, err)
+	}
+	if err := limits.Input(raw, c.cfg.MaxPayloadSize, "the input"); err != nil {
+		return nil, fmt.Errorf("start workflow %q: %w", name, err)
+	}
+	spec := &runSpec{id: newID(), workflow: name, input: raw, tags: slices.Clone(opts.Tags), scope: businesskey.ScopeNone}
+	if opts.ID != "" {
+		bid, err := businesskey.Build(workflowKey, opts.ID)
+		if err != nil {
+			return nil, fmt.Errorf("start workflow %q: %w: WorkflowOptions.ID: %w", name, limits.ErrInvalidInput, err)
+		}
+		spec.businessID, spec.scope = bid, businesskey.ScopeActive
+	}
+	if len(opts.Metadata) > 0 {
+		spec.metadata = map[string]json.RawMessage{}
+		for k, v := range opts.Metadata {
+			b, err := json.Marshal(v)
+			if err != nil || k == "" {
+				return nil, fmt.Errorf("start workflow %q: %w: metadata %q is not a JSON value", name, limits.ErrInvalidInput, k)
+			}
+			spec.metadata[k] = b
+		}
+	}
+	if signal != nil {
+		spec.extra = []replay.Event{*signal}
+	}
+	if _, ok := c.reg.workflow(name); !ok {
+		return nil, fmt.Errorf("start workflow %q: %w: register it with RegisterWorkflows", name, ErrWorkflowNotFound)
+	}
+	r, err := c.createWorkflowRun(ctx, spec)
+	if err != nil {
+		return nil, fmt.Errorf("start workflow %q: %w", name, err)
+	}
+	return r, nil
+}
+
+// FindWorkflow returns the current run of a workflow id: the newest run of
+// the workflow with that id, followed through continue-as-new to the run
+// that carries it on.
+func (c *Runtime) FindWorkflow(ctx context.Context, name, id string) (*store.Run, error) {
+	bid, err := businesskey.Build(workflowKey, id)
+	if err != nil {
+		return nil, fmt.Errorf("find workflow %q id %q: %w: %w", name, id, limits.ErrInvalidInput, err)
+	}
+	r, err := c.cfg.Store.FindRun(ctx, &store.FindRunParams{Workflow: name, BusinessID: bid})
+	if err != nil {
+		return nil, fmt.Errorf("find workflow %q id %q: %w", name, id, err)
+	}
+	return c.CurrentRun(ctx, r)
+}
+
+// CurrentRun follows a continued run to its successor, waiting a little
+// for a successor that is being created.
+func (c *Runtime) CurrentRun(ctx context.Context, r *store.Run) (*store.Run, error) {
+	for r.Status == hephtype.StatusContinued {
+		next, err := c.WaitForRun(ctx, continuedID(r.ID))
+		if err != nil {
+			return nil, fmt.Errorf("run %s continued as new: %w", r.ID, err)
+		}
+		r = next
+	}
+	return r, nil
+}
+
+// WaitForRun reads a run that a task is about to create (the successor of
+// a continued run, a child), polling until it exists.
+func (c *Runtime) WaitForRun(ctx context.Context, id string) (*store.Run, error) {
+	poll := c.cfg.MinPollInterval / 5
+	for {
+		r, err := c.cfg.Store.GetRun(ctx, id)
+		if err == nil || !errors.Is(err, store.ErrRunNotFound) {
+			return r, err
+		}
+		select {
+		case <-c.cfg.Clock.After(poll):
+			poll = min(poll*2, c.cfg.PollInterval)
+		case <-ctx.Done():
+			return nil, fmt.Errorf("run %s: %w (waiting for it to be created)", id, ctx.Err())
+		}
+	}
+}
+
+// SignalWorkflow sends a signal to a workflow run. Signals are buffered in
+// the run's history and never lost: the workflow receives them in the
+// order they were sent (WaitSignal, or a phase's handlers). A signal to a
+// run that continued as new goes to the run that carries it on; a signal
+// to a finished run fails with engine.ErrRunFinished.
+func (c *Runtime) SignalWorkflow(ctx context.Context, runID, name string, payload any) error {
+	raw, err := limits.JSON(payload)
+	if err != nil {
+		return fmt.Errorf("signal %q to run %s: %w: payload %w", name, runID, limits.ErrInvalidInput, err)
+	}
+	if err := limits.Input(raw, c.cfg.MaxPayloadSize, "the signal's payload"); err != nil {
+		return fmt.Errorf("signal %q to run %s: %w", name, runID, err)
+	}
+	// The signal's id, assigned as it is accepted: the run records it once
+	// however often its commit is tried.
+	key := "signal:" + newID()
+	for {
+		r, err := c.cfg.Store.GetRun(ctx, runID)
+		if err != nil {
+			return fmt.Errorf("signal %q to run %s: %w", name, runID, err)
+		}
+		if r, err = c.CurrentRun(ctx, r); err != nil {
+			return fmt.Errorf("signal %q: %w", name, err)
+		}
+		if r.Kind != hephtype.KindWorkflow {
+			return fmt.Errorf("signal %q to run %s: %w: it is a %s, not a workflow", name, r.ID, limits.ErrInvalidInput, r.Kind)
+		}
+		_, err = c.deliver(ctx, &delivery{runID: r.ID, workflow: r.Workflow, events: []replay.Event{replay.SignalReceived(name, raw)}, strict: true, key: key})
+		if errors.Is(err, store.ErrDuplicateChange) {
+			return nil // delivered by an earlier attempt of this call (a commit retried after its outcome was lost)
+		}
+		if errors.Is(err, engine.ErrRunFinished) && r.ID != runID {
+			continue // the successor itself continued meanwhile
+		}
+		if err != nil {
+			return fmt.Errorf("signal %q to run %s: %w", name, r.ID, err)
+		}
+		return nil
+	}
+}
+
+// SignalWithStart signals the active run of a workflow id, starting one
+// first (with input) if there is none; a new run receives the signal in its
+// first activation. It returns the run that got the signal.
+func (c *Runtime) SignalWithStart(ctx context.Context, name, id, signal string, payload, input any, opts *StartOptions) (*store.Run, error) {
+	raw, err := limits.JSON(payload)
+	if err != nil {
+		return nil, fmt.Errorf("signal-with-start %q: %w: payload %w", name, limits.ErrInvalidInput, err)
+	}
+	o := StartOptions{}
+	if opts != nil {
+		o = *opts
+	}
+	o.ID = id
+	if err := limits.Input(raw, c.cfg.MaxPayloadSize, "the signal's payload"); err != nil {
+		return nil, fmt.Errorf("signal-with-start %q: %w", name, err)
+	}
+	ev := replay.SignalReceived(signal, raw)
+	key := "signal:" + newID()
+	for attempt := 0; ; attempt++ {
+		r, err := c.FindWorkflow(ctx, name, id)
+		switch {
+		case err == nil && !r.Status.Terminal():
+			_, err = c.deliver(ctx, &delivery{runID: r.ID, workflow: r.Workflow, events: []replay.Event{ev}, strict: true, key: key})
+			if err == nil || errors.Is(err, store.ErrDuplicateChange) {
+				return r, nil
+			}
+			if !errors.Is(err, engine.ErrRunFinished) {
+				return nil, fmt.Errorf("signal-with-start %q id %q: %w", name, id, err)
+			}
+		case err == nil || errors.Is(err, store.ErrRunNotFound):
+			r, err := c.startWorkflow(ctx, name, input, &o, &ev)
+			if err == nil {
+				return r, nil
+			}
+			if !errors.Is(err, store.ErrDuplicateRun) {
+				return nil, err
+			}
+		default:
+			return nil, err
+		}
+		if attempt >= 10 {
+			return nil, fmt.Errorf("signal-with-start %q id %q: the run kept changing under the request", name, id)
+		}
+	}
+}
+
+// QueryWorkflow returns the state the workflow run published last
+// (workflow.Publish), or JSON null if it published none. It reads the run
+// as stored: it never replays the workflow, and works while the workflow
+// runs an activity or waits. A run that continued as new is followed to
+// the run that carries it on.
+func (c *Runtime) QueryWorkflow(ctx context.Context, runID string) (json.RawMessage, error) {
+	r, err := c.cfg.Store.GetRun(ctx, runID)
+	if err != nil {
+		return nil, fmt.Errorf("query run %s: %w", runID, err)
+	}
+	if r.Status == hephtype.StatusContinued {
+		if next, err := c.cfg.Store.GetRun(ctx, continuedID(r.ID)); err == nil {
+			if next, err = c.CurrentRun(ctx, next); err == nil {
+				r = next
+			}
+		}
+	}
+	if len(r.Published) == 0 {
+		return json.RawMessage("null"), nil
+	}
+	return r.Published, nil
+}
+
+// ContinuedID is the id of the run that continues run as new.
+func ContinuedID(run string) string { return continuedID(run) }
+
+// FromStored maps a history row of a workflow run to its replay event.
+func FromStored(e store.Event) replay.Event { return fromStored(e) }
+
+// newSeed draws the seed of a run's deterministic random source.
+func newSeed() uint64 { return rand.Uint64() }
+
+func newID() string { return uuid.Must(uuid.NewV7()).String() }
+
+// Kinds are the task kinds this runtime executes.
+var Kinds = []store.TaskKind{store.TaskDecision, store.TaskActivity, store.TaskWorkflowTimer, store.TaskWorkflowOp}
+
+// workflowKey is the business key of workflow ids: a run of workflow w
+// with ID v has the business id "id::v", unique per workflow.
+const workflowKey = "id"
+
+// Result waits until the workflow run ends, following continue-as-new to
+// the run that ends the chain, and returns that run.
+func (c *Runtime) Result(ctx context.Context, runID string) (*store.Run, error) {
+	for {
+		r, err := c.cfg.Committer.WaitRun(ctx, runID, c.cfg.PollInterval)
+		if err != nil {
+			return nil, err
+		}
+		if r.Status != hephtype.StatusContinued {
+			return r, nil
+		}
+		next, err := c.WaitForRun(ctx, continuedID(r.ID))
+		if err != nil {
+			return nil, err
+		}
+		runID = next.ID
+	}
+}

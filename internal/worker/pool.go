@@ -1,0 +1,520 @@
+// Package worker is the runtime's worker pool: it claims the tasks of the
+// queues this process serves and hands each to an Executor, keeping the
+// task's lease while it runs.
+//
+// It owns the claim loops (immediate claims, standing claims served by the
+// next commit, hand-offs), the wake-ups (local commits, store
+// notifications, known ready times, the adaptive jittered poll), the lease
+// keeper (heartbeats, heartbeat details, the watchdog that stops a task
+// whose lease cannot be confirmed, cancellation of tasks a commit
+// cancelled) and the graceful drain on Stop. It may not decide anything
+// about a run nor write a change of its own: what a task does, and the
+// fenced change that completes it, belong to the executor (the flow and
+// workflow runtimes in process; a remote worker, through the same seam,
+// later). Its only writes are claims (through the committer), heartbeats
+// and the release of tasks it gives back.
+package worker
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"math/rand/v2"
+	"sync"
+	"time"
+
+	"github.com/hephaestus-go/hephaestus/clock"
+	"github.com/hephaestus-go/hephaestus/internal/commit"
+	"github.com/hephaestus-go/hephaestus/internal/telemetry"
+	"github.com/hephaestus-go/hephaestus/store"
+)
+
+// Executor runs claimed tasks: the seam between the pool and what a task
+// means. Execute runs the task h holds and commits its outcome with a
+// change fenced by the task's lease (h.Task().Lease()); ctx ends when the
+// lease is lost or cannot be confirmed in time, when the task is
+// cancelled, or when the pool shuts down (context.Cause tells which:
+// ErrLeaseLost, ErrLeaseExpiring, ErrRunCancelled, ErrShutdown). When
+// handoff is not empty the completing commit may claim tasks of that
+// queue for this slot: Execute returns them, and the pool runs the first
+// and gives back the rest. An error means the outcome was not committed
+// (the task runs again once its lease ends, or at once when ctx ended with
+// ErrShutdown: the pool gives it back).
+type Executor interface {
+	Execute(ctx context.Context, h *Held, handoff string) (claimed []*store.Task, err error)
+}
+
+// Kinds routes tasks to executors by kind.
+type Kinds map[store.TaskKind]Executor
+
+// Execute implements Executor.
+func (k Kinds) Execute(ctx context.Context, h *Held, handoff string) ([]*store.Task, error) {
+	e, ok := k[h.Task().Kind]
+	if !ok {
+		return nil, fmt.Errorf("task kind %q is not handled by this version", h.Task().Kind)
+	}
+	return e.Execute(ctx, h, handoff)
+}
+
+// Config configures a Pool. Zero durations and sizes take the defaults of
+// hephaestus.Config.
+type Config struct {
+	Store     store.Store
+	Clock     clock.Clock
+	Logger    *slog.Logger
+	Telemetry *telemetry.Hub
+	Committer *commit.Committer
+	Executor  Executor
+	// Handlers returns what this process can run: claims and look-aheads
+	// ask only for those tasks.
+	Handlers          func() []string
+	Queues            map[string]int
+	ClaimBatch        int
+	LeaseDuration     time.Duration
+	HeartbeatInterval time.Duration
+	MinPollInterval   time.Duration
+	PollInterval      time.Duration
+	ShutdownTimeout   time.Duration
+}
+
+// Pool runs the claim loops of the configured queues.
+type Pool struct {
+	cfg    Config
+	leases *leaseKeeper
+
+	wakeMu    sync.Mutex
+	wakes     map[string]chan struct{}
+	nextReady map[string]time.Time // earliest known future ready time by queue
+
+	lifeMu  sync.Mutex
+	started bool
+	stopped bool
+	run     *running
+}
+
+// running is the set of goroutines that Start runs.
+type running struct {
+	// stopClaim stops the claim loops; hardStop cancels running tasks.
+	stopClaim    context.CancelFunc
+	claimCtx     context.Context
+	hardStop     context.CancelCauseFunc
+	taskCtx      context.Context
+	claimLoops   sync.WaitGroup // one per queue
+	loops        sync.WaitGroup // leases, notifications
+	tasks        sync.WaitGroup // running tasks
+	stopServices context.CancelFunc
+}
+
+// New returns a Pool; it starts nothing until Start.
+func New(cfg *Config) *Pool {
+	p := &Pool{cfg: *cfg, wakes: map[string]chan struct{}{}, nextReady: map[string]time.Time{}}
+	if p.cfg.Clock == nil {
+		p.cfg.Clock = clock.Real{}
+	}
+	if p.cfg.Logger == nil {
+		p.cfg.Logger = slog.Default()
+	}
+	if p.cfg.Telemetry == nil {
+		p.cfg.Telemetry = telemetry.New(p.cfg.Clock)
+	}
+	if p.cfg.Handlers == nil {
+		p.cfg.Handlers = func() []string { return []string{} }
+	}
+	if p.cfg.ClaimBatch <= 0 {
+		p.cfg.ClaimBatch = 64
+	}
+	if p.cfg.LeaseDuration <= 0 {
+		p.cfg.LeaseDuration = 30 * time.Second
+	}
+	if p.cfg.HeartbeatInterval <= 0 {
+		p.cfg.HeartbeatInterval = p.cfg.LeaseDuration / 3
+	}
+	if p.cfg.PollInterval <= 0 {
+		p.cfg.PollInterval = time.Second
+	}
+	if p.cfg.MinPollInterval <= 0 {
+		p.cfg.MinPollInterval = min(50*time.Millisecond, p.cfg.PollInterval)
+	}
+	if p.cfg.ShutdownTimeout <= 0 {
+		p.cfg.ShutdownTimeout = 10 * time.Second
+	}
+	for q := range p.cfg.Queues {
+		p.wakes[q] = make(chan struct{}, 1)
+	}
+	p.leases = newLeaseKeeper(&p.cfg)
+	return p
+}
+
+// Start starts the claim loops, the lease keeper and the listener of
+// store notifications. It returns at once; Stop ends them. A second call
+// is a no-op; a call after Stop fails with commit.ErrClosed.
+func (p *Pool) Start(ctx context.Context) error {
+	p.lifeMu.Lock()
+	defer p.lifeMu.Unlock()
+	if p.stopped {
+		return commit.ErrClosed
+	}
+	if p.started {
+		return nil
+	}
+	p.started = true
+	w := &running{}
+	w.claimCtx, w.stopClaim = context.WithCancel(context.WithoutCancel(ctx))
+	w.taskCtx, w.hardStop = context.WithCancelCause(context.WithoutCancel(ctx))
+	svcCtx, stopSvc := context.WithCancel(context.WithoutCancel(ctx))
+	w.stopServices = stopSvc
+	p.run = w
+	for q, n := range p.cfg.Queues {
+		if n == 0 {
+			continue
+		}
+		w.claimLoops.Go(func() { p.claimLoop(w, q, n) })
+	}
+	w.loops.Go(func() { p.leases.run(svcCtx) })
+	if n, ok := p.cfg.Store.(store.Notifier); ok {
+		w.loops.Go(func() {
+			// Hints from other processes: wake the queue's loop, which
+			// claims at once; check the leases of a run whose tasks were
+			// cancelled, so that its running code stops now.
+			err := n.Listen(svcCtx, func(n store.Notification) {
+				switch {
+				case n.Queue != "":
+					p.wake(n.Queue)
+				case n.RunID != "":
+					p.leases.hint(n.RunID)
+				}
+			})
+			if err != nil && svcCtx.Err() == nil {
+				p.cfg.Logger.Error("listen for task notifications", slog.Any("err", err))
+			}
+		})
+	}
+	return nil
+}
+
+// Stop drains the pool: it stops claiming, lets running tasks finish for
+// up to ShutdownTimeout (or until ctx ends), then cancels the rest with
+// ErrShutdown (they are given back) and stops the lease keeper. Safe to
+// call twice and before Start.
+func (p *Pool) Stop(ctx context.Context) {
+	p.lifeMu.Lock()
+	if p.stopped {
+		p.lifeMu.Unlock()
+		return
+	}
+	p.stopped = true
+	w := p.run
+	p.lifeMu.Unlock()
+	if w == nil {
+		return
+	}
+	w.stopClaim()
+	// The claim loops start no task once they have returned.
+	w.claimLoops.Wait()
+	done := make(chan struct{})
+	go func() { w.tasks.Wait(); close(done) }()
+	select {
+	case <-done:
+	case <-p.cfg.Clock.After(p.cfg.ShutdownTimeout):
+	case <-ctx.Done():
+	}
+	w.hardStop(ErrShutdown)
+	<-done
+	w.stopServices()
+	w.loops.Wait()
+}
+
+// claimLoop keeps the slots of one queue busy. Claims go through the
+// committer: an immediate claim when slots are free, and, once the queue
+// is drained, a standing claim that the next transaction serves — so a
+// task created by a local commit is leased in that same commit. The loop
+// also wakes at the next known ready time (timers, retries), and at least
+// every PollInterval for work of other processes.
+func (p *Pool) claimLoop(w *running, queue string, concurrency int) {
+	p.cfg.Telemetry.Emit(telemetry.Event{Kind: telemetry.WorkerStarted, Queue: queue})
+	defer p.cfg.Telemetry.Emit(telemetry.Event{Kind: telemetry.WorkerStopped, Queue: queue})
+	slots := make(chan struct{}, concurrency)
+	free := make(chan struct{}, 1)
+	p.wakeMu.Lock()
+	wake := p.wakes[queue]
+	p.wakeMu.Unlock()
+	backoff := 10 * time.Millisecond
+	dispatch := func(tasks []*store.Task) {
+		for _, t := range tasks {
+			slots <- struct{}{}
+			w.tasks.Go(func() {
+				defer func() {
+					<-slots
+					select {
+					case free <- struct{}{}:
+					default:
+					}
+				}()
+				// A completion may hand the next task of the queue straight
+				// back to this slot.
+				for next := t; next != nil; {
+					next = p.runTask(w, next)
+				}
+			})
+		}
+	}
+	// settle waits for a claim a transaction has taken, and dispatches (or,
+	// when stopping, releases) what it leased.
+	settle := func(cr *commit.Claim) ([]*store.Task, error) {
+		<-cr.Done()
+		if w.claimCtx.Err() != nil {
+			p.Release(cr.Tasks)
+			return nil, w.claimCtx.Err()
+		}
+		dispatch(cr.Tasks)
+		return cr.Tasks, cr.Err
+	}
+	claimNow, lookAhead := true, true
+	poll := p.cfg.MinPollInterval
+	for {
+		if w.claimCtx.Err() != nil {
+			return
+		}
+		n := min(concurrency-len(slots), p.cfg.ClaimBatch)
+		if n == 0 {
+			select {
+			case <-free:
+				continue
+			case <-w.claimCtx.Done():
+				return
+			}
+		}
+		if claimNow {
+			tasks, err := settle(p.cfg.Committer.Claim(queue, n, true))
+			if w.claimCtx.Err() != nil {
+				return
+			}
+			if errors.Is(err, commit.ErrClosed) {
+				return // the committer was closed under the pool: nothing to claim with
+			}
+			if err != nil {
+				p.cfg.Logger.Error("claim tasks", slog.String("queue", queue), slog.Any("err", err))
+				p.cfg.Telemetry.Emit(telemetry.Event{Kind: telemetry.WorkerFailed, Queue: queue, Err: err})
+				select {
+				case <-p.cfg.Clock.After(backoff):
+				case <-w.claimCtx.Done():
+					return
+				}
+				backoff = min(backoff*2, p.cfg.PollInterval)
+				continue
+			}
+			backoff = 10 * time.Millisecond
+			if len(tasks) > 0 {
+				poll = p.cfg.MinPollInterval
+			}
+			// A full batch means there may be more; otherwise the queue is
+			// drained and the loop waits with a standing claim.
+			if claimNow = len(tasks) == n; claimNow {
+				continue
+			}
+		}
+		now := p.cfg.Clock.Now()
+		wakeAt := now.Add(Jitter(poll))
+		if lookAhead {
+			// Tasks due later (timers, retries, other processes' work).
+			if next, ok, err := p.cfg.Store.NextReady(w.claimCtx, &store.NextReadyParams{Queues: []string{queue}, Handlers: p.cfg.Handlers()}); err == nil && ok {
+				p.noteReady(queue, next)
+			}
+			lookAhead = false
+		}
+		if next, ok := p.localReady(queue); ok {
+			if !next.After(p.cfg.Clock.Now()) {
+				// Due already (the clock moved while this loop was busy):
+				// claim now rather than sleep; a fake clock would not wake
+				// the loop again.
+				p.clearReady(queue)
+				claimNow = true
+				continue
+			}
+			if next.Before(wakeAt) {
+				wakeAt = next
+			}
+		}
+		cr := p.cfg.Committer.Claim(queue, n, false)
+		select {
+		case <-cr.Done():
+			tasks, err := settle(cr)
+			if errors.Is(err, commit.ErrClosed) {
+				return
+			}
+			claimNow = len(tasks) == n
+			continue
+		case <-wake:
+			claimNow = true
+		case <-clock.Until(p.cfg.Clock, wakeAt):
+			claimNow, lookAhead = true, true
+			p.clearReady(queue)
+			poll = min(poll*2, p.cfg.PollInterval)
+		case <-w.claimCtx.Done():
+		}
+		if !p.cfg.Committer.Withdraw(cr) {
+			_, _ = settle(cr)
+		}
+	}
+}
+
+// Jitter spreads d over ±20%, so that idle workers of many processes do
+// not poll in step.
+func Jitter(d time.Duration) time.Duration {
+	return time.Duration(float64(d) * (0.8 + 0.4*rand.Float64()))
+}
+
+// AfterCommit is the committer's hook: it wakes the loops of queues that
+// got ready tasks (or notes when timers and retries become due), and
+// cancels the code running here of tasks the batch cancelled.
+func (p *Pool) AfterCommit(batch []*commit.Request, claimed map[int64]bool, now time.Time) {
+	for _, r := range batch {
+		if r.Err != nil || r.Res.Run == nil {
+			continue
+		}
+		for _, t := range r.Res.Tasks {
+			switch {
+			case claimed[t.ID]:
+				// Leased by this very commit: nobody needs waking.
+			case t.ReadyAt.After(now):
+				p.noteReady(t.Queue, t.ReadyAt)
+			default:
+				p.wake(t.Queue)
+			}
+		}
+		if r.Update != nil {
+			for _, m := range r.Update.Cancel {
+				if m.Kind != store.TaskTimer {
+					p.leases.cancelMatching(r.Res.Run.ID, m)
+				}
+			}
+		}
+	}
+}
+
+func (p *Pool) wake(queue string) {
+	p.wakeMu.Lock()
+	ch := p.wakes[queue]
+	p.wakeMu.Unlock()
+	if ch != nil {
+		select {
+		case ch <- struct{}{}:
+		default:
+		}
+	}
+}
+
+// noteReady records that a task of queue becomes ready at t, and wakes the
+// queue's loop if that is sooner than it planned to look.
+func (p *Pool) noteReady(queue string, t time.Time) {
+	p.wakeMu.Lock()
+	old, ok := p.nextReady[queue]
+	if !ok || t.Before(old) {
+		p.nextReady[queue] = t
+	}
+	p.wakeMu.Unlock()
+	if !ok || t.Before(old) {
+		p.wake(queue)
+	}
+}
+
+func (p *Pool) localReady(queue string) (time.Time, bool) {
+	p.wakeMu.Lock()
+	defer p.wakeMu.Unlock()
+	t, ok := p.nextReady[queue]
+	return t, ok
+}
+
+func (p *Pool) clearReady(queue string) {
+	p.wakeMu.Lock()
+	defer p.wakeMu.Unlock()
+	if t, ok := p.nextReady[queue]; ok && !t.After(p.cfg.Clock.Now()) {
+		delete(p.nextReady, queue)
+	}
+}
+
+// Release gives claimed tasks back unstarted.
+func (p *Pool) Release(tasks []*store.Task) {
+	if len(tasks) == 0 {
+		return
+	}
+	leases := make([]store.Lease, len(tasks))
+	for i, t := range tasks {
+		leases[i] = t.Lease()
+	}
+	if err := p.cfg.Store.ReleaseTasks(context.Background(), leases); err != nil {
+		p.cfg.Logger.Warn("release tasks", slog.Any("err", err))
+	}
+}
+
+// Expected reports errors that are part of normal operation for a task
+// whose outcome was not committed: its lease went, its run was cancelled
+// or is gone, the worker stops. They are logged as warnings, others as
+// errors.
+func Expected(err error) bool {
+	for _, e := range expected {
+		if errors.Is(err, e) {
+			return true
+		}
+	}
+	return false
+}
+
+var expected = []error{store.ErrLeaseLost, store.ErrRunNotFound, ErrShutdown, ErrRunCancelled, ErrLeaseLost, ErrLeaseExpiring}
+
+// ExpectErrors adds errors that Expected accepts (the runtimes' "run
+// finished"). Call it at init only.
+func ExpectErrors(errs ...error) { expected = append(expected, errs...) }
+
+// runTask runs one claimed task through the executor. It returns a task
+// of the same queue claimed by the task's completing commit for this slot,
+// if any. Whatever its kind, the task's lease is held (heartbeated) while
+// it runs, and its context ends when the lease is lost or cannot be
+// confirmed in time, when its run is cancelled, or at shutdown.
+func (p *Pool) runTask(w *running, t *store.Task) *store.Task {
+	ctx, cancel := context.WithCancelCause(w.taskCtx)
+	defer cancel(nil)
+	h := p.leases.hold(t, cancel)
+	defer p.leases.release(h)
+	start := p.cfg.Clock.Now()
+	info := telemetry.Event{RunID: t.RunID, Workflow: t.Workflow, Version: t.Version, Step: t.Step, Index: t.Index, Attempt: t.Attempt, Queue: t.Queue, TaskID: t.ID}
+	info.Kind = telemetry.TaskStarted
+	p.cfg.Telemetry.Emit(info)
+	handoff := t.Queue
+	if w.claimCtx.Err() != nil {
+		handoff = "" // stopping: claim nothing more
+	}
+	claimed, err := p.cfg.Executor.Execute(ctx, h, handoff)
+	var next *store.Task
+	var back []*store.Task
+	for _, ct := range claimed {
+		if next == nil && ct.Queue == t.Queue && w.claimCtx.Err() == nil {
+			next = ct
+		} else {
+			back = append(back, ct)
+		}
+	}
+	p.Release(back)
+	if err != nil {
+		if cause := context.Cause(ctx); cause != nil && !errors.Is(err, cause) {
+			err = fmt.Errorf("%w (%w)", err, cause)
+		}
+		if errors.Is(err, ErrShutdown) {
+			// Given back: it runs again at once elsewhere.
+			p.Release([]*store.Task{t})
+		}
+		level := slog.LevelError
+		if Expected(err) {
+			level = slog.LevelWarn
+		}
+		p.cfg.Logger.Log(context.Background(), level, "task", slog.String("kind", string(t.Kind)), slog.Int64("task", t.ID),
+			slog.String("run", t.RunID), slog.String("step", t.Step), slog.Any("err", err))
+		info.Kind, info.Err = telemetry.TaskFailed, err
+		p.cfg.Telemetry.Emit(info)
+		return next
+	}
+	info.Kind, info.Duration = telemetry.TaskCompleted, p.cfg.Clock.Now().Sub(start)
+	p.cfg.Telemetry.Emit(info)
+	return next
+}
