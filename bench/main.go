@@ -1,15 +1,27 @@
-// Command bench compares Hephaestus with River on the jobs workload: N
-// single-step jobs inserted in batches and processed by W workers, timed
-// from the first insert to the last completion, against one PostgreSQL
-// server in the same run.
+// Command bench runs Hephaestus side by side with its peers, in one run
+// against one PostgreSQL server, rounds interleaved so that every engine
+// meets the same machine:
 //
-//	cd bench && go run . -dsn postgres://postgres@127.0.0.1:5432/postgres?sslmode=disable
+//   - workloads (a), (b) and (c) of docs/benchmarks.md: Hephaestus flows,
+//     Hephaestus code-first workflows and DBOS Transact Go, on PostgreSQL
+//     and on SQLite (synchronous FULL unless -sqlite-sync says otherwise);
+//   - the jobs workload: Hephaestus and River, on PostgreSQL;
+//   - the raw references: one-row INSERT transactions on the same server
+//     with 1 and 8 clients, and one-row commits on a bare SQLite file.
 //
-// It has its own go.mod so that River never becomes a dependency of the
-// library. Each engine gets a fresh database per round, dropped after.
+// Run it from this directory:
+//
+//	go run . -workloads a,b,c,jobs -engines heph,dbos,river -rounds 3
+//
+// It has its own go.mod so that no peer ever becomes a dependency of the
+// library. Every engine gets a fresh database (or SQLite file) for each
+// workload and round, dropped after; the engines' order rotates from one
+// round to the next. At the end it prints the median of the rounds for
+// each engine and the ratios Hephaestus/peer.
 package main
 
 import (
+	"cmp"
 	"context"
 	"flag"
 	"fmt"
@@ -17,48 +29,129 @@ import (
 	"math/rand/v2"
 	"net/url"
 	"os"
+	"os/signal"
+	"path/filepath"
+	"runtime"
 	"runtime/pprof"
 	"slices"
-	"sort"
-	"sync"
-	"sync/atomic"
+	"strings"
 	"time"
 
 	"github.com/jackc/pgx/v5"
-	"github.com/jackc/pgx/v5/pgxpool"
-	"github.com/riverqueue/river"
-	"github.com/riverqueue/river/riverdriver/riverpgxv5"
-	"github.com/riverqueue/river/rivermigrate"
-
-	heph "github.com/hephaestus-go/hephaestus"
-	"github.com/hephaestus-go/hephaestus/flow"
-	"github.com/hephaestus-go/hephaestus/store/postgres"
 )
 
-type result struct {
-	engine string
-	jobs   int
-	wall   time.Duration
-	p50    time.Duration
-	p99    time.Duration
+// workload is one of the measured workloads.
+type workload struct {
+	key     string // its -workloads name
+	title   string // as printed
+	latency bool   // compared on p50, lower is better; otherwise on the rate
 }
 
-func (r result) String() string {
-	return fmt.Sprintf("%-12s %6d jobs  %8.0f jobs/s  wall %7.3fs  insert->done p50 %6.1fms p99 %6.1fms",
-		r.engine, r.jobs, float64(r.jobs)/r.wall.Seconds(), r.wall.Seconds(), ms(r.p50), ms(r.p99))
+var allWorkloads = []workload{
+	{key: "a", title: "(a) runs/s, 1,000 runs, 50 callers"},
+	{key: "b", title: "(b) one-step start-to-result ms, p50 / p90 / p99", latency: true},
+	{key: "c", title: "(c) 10-step chain start-to-result ms, p50 / p90 / p99", latency: true},
+	{key: "jobs", title: "jobs/s; insert-to-completion ms, p50 / p99"},
 }
 
-func ms(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
+// contestant is one engine, in one variant, on one backend.
+type contestant struct {
+	label   string // as printed: "Hephaestus flows", "DBOS", ...
+	engine  string // the -engines name that selects it
+	backend string
+	heph    bool // Hephaestus: the numerator of the ratios
+	// open sets it up for (a) to (c); nil if it does not take part.
+	open func(ctx context.Context, t target) (*caller, error)
+	// jobs runs the jobs workload; nil if it does not take part.
+	jobs func(ctx context.Context, dsn string, n, workers, batch int) (result, error)
+}
+
+func (c contestant) key() string { return c.label + " on " + c.backend }
+
+// contestants lists what the flags select, in a fixed order that each
+// round rotates.
+func contestants(engines, backends []string) []contestant {
+	var out []contestant
+	for _, b := range backends {
+		if slices.Contains(engines, "heph") {
+			out = append(out,
+				contestant{label: "Hephaestus flows", engine: "heph", backend: b, heph: true, open: openHephFlows},
+				contestant{label: "Hephaestus workflows", engine: "heph", backend: b, heph: true, open: openHephWorkflows})
+		}
+		if slices.Contains(engines, "dbos") {
+			out = append(out, contestant{label: "DBOS", engine: "dbos", backend: b, open: openDBOS})
+		}
+	}
+	if slices.Contains(backends, backendPostgres) {
+		if slices.Contains(engines, "heph") {
+			out = append(out, contestant{label: "Hephaestus", engine: "heph", backend: backendPostgres, heph: true, jobs: runHeph})
+		}
+		if slices.Contains(engines, "river") {
+			out = append(out, contestant{label: "River", engine: "river", backend: backendPostgres, jobs: runRiver})
+		}
+	}
+	return out
+}
+
+// takesPart reports whether c runs workload w.
+func (c contestant) takesPart(w workload) bool {
+	if w.key == "jobs" {
+		return c.jobs != nil
+	}
+	return c.open != nil
+}
+
+type options struct {
+	dsn                  string
+	jobs, workers, batch int
+	sqliteSync           string
+	sqliteDir            string
+}
 
 func main() {
-	dsn := flag.String("dsn", envOr("HEPH_TEST_POSTGRES", "postgres://postgres@127.0.0.1:5432/postgres?sslmode=disable"), "admin DSN of the PostgreSQL server")
-	jobs := flag.Int("jobs", 20000, "jobs per round")
-	workers := flag.Int("workers", 100, "workers")
-	batch := flag.Int("batch", 1000, "jobs per insert batch")
-	rounds := flag.Int("rounds", 3, "rounds per engine (the median is reported)")
-	engines := flag.String("engines", "heph,river", "engines to run: heph, river")
+	var o options
+	flag.StringVar(&o.dsn, "dsn", envOr("HEPH_TEST_POSTGRES", "postgres://postgres@127.0.0.1:5432/postgres?sslmode=disable"), "admin DSN of the PostgreSQL server")
+	flag.IntVar(&o.jobs, "jobs", 20000, "jobs per round (jobs workload)")
+	flag.IntVar(&o.workers, "workers", 100, "workers (jobs workload)")
+	flag.IntVar(&o.batch, "batch", 1000, "jobs per insert batch (jobs workload)")
+	rounds := flag.Int("rounds", 3, "rounds (the median is reported)")
+	engines := flag.String("engines", "heph,dbos,river", "engines to run: heph, dbos, river")
+	workloads := flag.String("workloads", "a,b,c,jobs", "workloads to run: a, b, c, jobs")
+	backends := flag.String("backends", "postgres,sqlite", "backends for (a) to (c): postgres, sqlite (jobs runs on postgres)")
+	flag.StringVar(&o.sqliteSync, "sqlite-sync", "FULL", "SQLite synchronous mode, for every engine: FULL or NORMAL")
+	flag.StringVar(&o.sqliteDir, "sqlite-dir", "", "directory for the SQLite files (default: the system's temporary directory)")
+	raw := flag.Duration("raw", 2*time.Second, "duration of each raw reference measurement per round (0: none)")
 	cpuprof := flag.String("cpuprofile", "", "write a CPU profile")
 	flag.Parse()
+
+	var ws []workload
+	for _, k := range splitComma(*workloads) {
+		i := slices.IndexFunc(allWorkloads, func(w workload) bool { return w.key == k })
+		if i < 0 {
+			log.Fatalf("unknown workload %q", k)
+		}
+		ws = append(ws, allWorkloads[i])
+	}
+	es, bs := splitComma(*engines), splitComma(*backends)
+	for _, e := range es {
+		if e != "heph" && e != "dbos" && e != "river" {
+			log.Fatalf("unknown engine %q", e)
+		}
+	}
+	for _, b := range bs {
+		if b != backendPostgres && b != backendSQLite {
+			log.Fatalf("unknown backend %q", b)
+		}
+	}
+	if *rounds < 1 {
+		log.Fatal("-rounds must be at least 1")
+	}
+	o.sqliteSync = strings.ToUpper(o.sqliteSync)
+	if o.sqliteSync != "FULL" && o.sqliteSync != "NORMAL" {
+		log.Fatalf("-sqlite-sync must be FULL or NORMAL, got %q", o.sqliteSync)
+	}
+	cs := contestants(es, bs)
+
 	if *cpuprof != "" {
 		f, err := os.Create(*cpuprof)
 		if err != nil {
@@ -67,196 +160,281 @@ func main() {
 		_ = pprof.StartCPUProfile(f)
 		defer pprof.StopCPUProfile()
 	}
-	ctx := context.Background()
-	all := map[string][]result{}
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
+	defer stop()
+
+	usePG := slices.Contains(bs, backendPostgres)
+	fmt.Printf("%s, %d CPUs, GOMAXPROCS %d; %s\n", runtime.Version(), runtime.NumCPU(), runtime.GOMAXPROCS(0), serverVersion(ctx, o.dsn, usePG))
+	fmt.Printf("load average at start: %s\n", loadAverage())
+
+	refs := map[string][]float64{}
+	all := map[string][]measure{} // by workload key + contestant key
 	for round := range *rounds {
-		for _, e := range splitComma(*engines) {
-			db, drop, err := freshDB(ctx, *dsn)
-			if err != nil {
-				log.Fatal(err)
-			}
-			var r result
-			switch e {
-			case "heph":
-				r, err = runHeph(ctx, db, *jobs, *workers, *batch)
-			case "river":
-				r, err = runRiver(ctx, db, *jobs, *workers, *batch)
-			default:
-				err = fmt.Errorf("unknown engine %q", e)
-			}
-			drop()
-			if err != nil {
-				log.Fatalf("%s: %v", e, err)
-			}
-			fmt.Printf("round %d  %s\n", round+1, r)
-			all[e] = append(all[e], r)
-		}
-	}
-	fmt.Println("median of", *rounds, "rounds:")
-	for _, e := range splitComma(*engines) {
-		rs := all[e]
-		sort.Slice(rs, func(i, j int) bool { return rs[i].wall < rs[j].wall })
-		fmt.Println("  ", rs[len(rs)/2])
-	}
-}
-
-// latencies records insert-to-completion times.
-type latencies struct {
-	mu       sync.Mutex
-	inserted map[string]time.Time
-	lat      []time.Duration
-}
-
-func (l *latencies) done(id string, at time.Time) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	if t, ok := l.inserted[id]; ok {
-		l.lat = append(l.lat, at.Sub(t))
-	}
-}
-
-func (l *latencies) pct(p float64) time.Duration {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	if len(l.lat) == 0 {
-		return 0
-	}
-	s := slices.Clone(l.lat)
-	slices.Sort(s)
-	return s[int(p*float64(len(s)-1))]
-}
-
-func runHeph(ctx context.Context, dsn string, n, workers, batch int) (result, error) {
-	st, err := postgres.Open(ctx, &postgres.Config{DSN: dsn, MaxConns: 16})
-	if err != nil {
-		return result{}, err
-	}
-	defer st.Close()
-	b := flow.New("job")
-	flow.Step(b, "work", func(ctx context.Context, in int) (int, error) { return in, nil })
-	c, err := heph.New(&heph.Config{Store: st, Queues: map[string]int{"default": workers}})
-	if err != nil {
-		return result{}, err
-	}
-	if err := c.Register(b.MustBuild()); err != nil {
-		return result{}, err
-	}
-	lat := &latencies{inserted: map[string]time.Time{}}
-	var completed atomic.Int64
-	all := make(chan struct{})
-	c.Subscribe(func(e heph.Event) {
-		if e.Kind == heph.RunCompleted {
-			lat.done(e.RunID, time.Now())
-			if completed.Add(1) == int64(n) {
-				close(all)
+		if *raw > 0 {
+			if err := measureRaw(ctx, o, *raw, usePG, slices.Contains(bs, backendSQLite), refs); err != nil {
+				log.Fatalf("raw reference: %v", err)
 			}
 		}
-	})
-	if err := c.Start(ctx); err != nil {
-		return result{}, err
-	}
-	defer func() { _ = c.Stop(ctx) }()
-	start := time.Now()
-	for i := 0; i < n; i += batch {
-		reqs := make([]heph.StartRequest, min(batch, n-i))
-		for k := range reqs {
-			reqs[k] = heph.StartRequest{Input: i + k}
+		for _, w := range ws {
+			var order []contestant
+			for _, c := range cs {
+				if c.takesPart(w) {
+					order = append(order, c)
+				}
+			}
+			if len(order) == 0 {
+				continue
+			}
+			r := round % len(order)
+			order = append(order[r:], order[:r]...)
+			for _, c := range order {
+				m, err := measureOne(ctx, o, w, c)
+				if err != nil {
+					log.Fatalf("%s, %s: %v", w.title, c.key(), err)
+				}
+				fmt.Printf("round %d  %-4s %-32s %s\n", round+1, w.key, c.key(), formatMeasure(w, m))
+				all[w.key+"|"+c.key()] = append(all[w.key+"|"+c.key()], m)
+			}
 		}
-		at := time.Now()
-		runs, err := c.StartRuns(ctx, "job", reqs)
+	}
+	fmt.Printf("load average at end: %s\n\n", loadAverage())
+	report(*rounds, o, ws, cs, refs, all)
+}
+
+// measureOne runs workload w once on c, in a fresh database or SQLite
+// file that is removed after.
+func measureOne(ctx context.Context, o options, w workload, c contestant) (measure, error) {
+	t := target{backend: c.backend, sync: o.sqliteSync}
+	switch c.backend {
+	case backendPostgres:
+		dsn, drop, err := freshDB(ctx, o.dsn)
 		if err != nil {
-			return result{}, err
+			return measure{}, err
 		}
-		lat.mu.Lock()
-		for _, r := range runs {
-			lat.inserted[r.ID] = at
+		defer drop()
+		t.where = dsn
+	case backendSQLite:
+		dir, err := os.MkdirTemp(o.sqliteDir, "heph-bench-")
+		if err != nil {
+			return measure{}, err
 		}
-		lat.mu.Unlock()
+		defer os.RemoveAll(dir)
+		t.where = filepath.Join(dir, "bench.db")
 	}
-	fmt.Fprintf(os.Stderr, "hephaestus: inserted in %v\n", time.Since(start))
-	<-all
-	return result{engine: "hephaestus", jobs: n, wall: time.Since(start), p50: lat.pct(0.5), p99: lat.pct(0.99)}, nil
+	if w.key == "jobs" {
+		r, err := c.jobs(ctx, t.where, o.jobs, o.workers, o.batch)
+		if err != nil {
+			return measure{}, err
+		}
+		return measure{rate: float64(r.jobs) / r.wall.Seconds(), p50: r.p50, p99: r.p99}, nil
+	}
+	cl, err := c.open(ctx, t)
+	if err != nil {
+		return measure{}, err
+	}
+	defer cl.close()
+	switch w.key {
+	case "a":
+		return throughput(ctx, cl.one)
+	case "b":
+		return latency(ctx, latencyRuns, cl.one)
+	default:
+		return latency(ctx, chainRuns, cl.chain)
+	}
 }
 
-type noopArgs struct {
-	N int `json:"n"`
+// Keys of the raw references.
+const (
+	refPG1     = "PostgreSQL one-row INSERT transactions/s, 1 client"
+	refPG8     = "PostgreSQL one-row INSERT transactions/s, 8 clients"
+	refSQLite  = "SQLite one-row commits/s (WAL, synchronous %s), 1 connection"
+	refClients = 8
+)
+
+// measureRaw measures the raw references for one round.
+func measureRaw(ctx context.Context, o options, d time.Duration, pg, lite bool, refs map[string][]float64) error {
+	if pg {
+		dsn, drop, err := freshDB(ctx, o.dsn)
+		if err != nil {
+			return err
+		}
+		one, err := rawPostgres(ctx, dsn, 1, d)
+		var eight float64
+		if err == nil {
+			eight, err = rawPostgres(ctx, dsn, refClients, d)
+		}
+		drop()
+		if err != nil {
+			return err
+		}
+		refs[refPG1] = append(refs[refPG1], one)
+		refs[refPG8] = append(refs[refPG8], eight)
+		fmt.Printf("raw  PostgreSQL one-row INSERT tx/s: 1 client %.0f, %d clients %.0f\n", one, refClients, eight)
+	}
+	if lite {
+		dir, err := os.MkdirTemp(o.sqliteDir, "heph-bench-raw-")
+		if err != nil {
+			return err
+		}
+		rate, err := rawSQLite(filepath.Join(dir, "raw.db"), o.sqliteSync, d)
+		_ = os.RemoveAll(dir)
+		if err != nil {
+			return err
+		}
+		k := fmt.Sprintf(refSQLite, o.sqliteSync)
+		refs[k] = append(refs[k], rate)
+		fmt.Printf("raw  SQLite %s one-row commits/s: %.0f\n", o.sqliteSync, rate)
+	}
+	return nil
 }
 
-func (noopArgs) Kind() string { return "noop" }
-
-type noopWorker struct {
-	river.WorkerDefaults[noopArgs]
-}
-
-func (noopWorker) Work(ctx context.Context, job *river.Job[noopArgs]) error { return nil }
-
-func runRiver(ctx context.Context, dsn string, n, workers, batch int) (result, error) {
-	pool, err := pgxpool.New(ctx, dsn)
-	if err != nil {
-		return result{}, err
-	}
-	defer pool.Close()
-	driver := riverpgxv5.New(pool)
-	mig, err := rivermigrate.New(driver, nil)
-	if err != nil {
-		return result{}, err
-	}
-	if _, err := mig.Migrate(ctx, rivermigrate.DirectionUp, nil); err != nil {
-		return result{}, err
-	}
-	ws := river.NewWorkers()
-	river.AddWorker(ws, &noopWorker{})
-	client, err := river.NewClient(driver, &river.Config{
-		Queues:            map[string]river.QueueConfig{river.QueueDefault: {MaxWorkers: workers}},
-		Workers:           ws,
-		FetchCooldown:     2 * time.Millisecond,
-		FetchPollInterval: 20 * time.Millisecond,
-	})
-	if err != nil {
-		return result{}, err
-	}
-	events, cancel := client.Subscribe(river.EventKindJobCompleted)
-	defer cancel()
-	lat := &latencies{inserted: map[string]time.Time{}}
-	all := make(chan struct{})
-	go func() {
-		done := 0
-		for ev := range events {
-			lat.done(fmt.Sprint(ev.Job.ID), time.Now())
-			if done++; done == n {
-				close(all)
-				return
+// report prints the medians of the rounds and the ratios Hephaestus/peer
+// as Markdown tables.
+func report(rounds int, o options, ws []workload, cs []contestant, refs map[string][]float64, all map[string][]measure) {
+	fmt.Printf("Median of %d rounds.\n\n", rounds)
+	if len(refs) > 0 {
+		fmt.Println("| raw reference | median | rounds |")
+		fmt.Println("|---|---|---|")
+		for _, k := range []string{refPG1, refPG8, fmt.Sprintf(refSQLite, o.sqliteSync)} {
+			if xs := refs[k]; len(xs) > 0 {
+				fmt.Printf("| %s | %s | %s |\n", k, thousands(median(xs)), joinRates(xs))
 			}
 		}
-	}()
-	if err := client.Start(ctx); err != nil {
-		return result{}, err
+		fmt.Println()
 	}
-	defer func() { _ = client.Stop(ctx) }()
-	start := time.Now()
-	for i := 0; i < n; i += batch {
-		params := make([]river.InsertManyParams, min(batch, n-i))
-		for k := range params {
-			params[k] = river.InsertManyParams{Args: noopArgs{N: i + k}}
+
+	fmt.Println("| workload | backend | engine | median | rounds |")
+	fmt.Println("|---|---|---|---|---|")
+	for _, w := range ws {
+		for _, c := range cs {
+			ms := all[w.key+"|"+c.key()]
+			if len(ms) == 0 {
+				continue
+			}
+			fmt.Printf("| %s | %s | %s | %s | %s |\n", w.title, c.backend, c.label, formatMeasure(w, medianMeasure(ms)), formatRounds(w, ms))
 		}
-		at := time.Now()
-		res, err := client.InsertMany(ctx, params)
-		if err != nil {
-			return result{}, err
-		}
-		lat.mu.Lock()
-		for _, r := range res {
-			lat.inserted[fmt.Sprint(r.Job.ID)] = at
-		}
-		lat.mu.Unlock()
 	}
-	fmt.Fprintf(os.Stderr, "river: inserted in %v\n", time.Since(start))
-	<-all
-	return result{engine: "river", jobs: n, wall: time.Since(start), p50: lat.pct(0.5), p99: lat.pct(0.99)}, nil
+	fmt.Println()
+
+	fmt.Println("Hephaestus/peer, of the medians: (a) and jobs compare rates (above 1: Hephaestus is faster),")
+	fmt.Println("(b) and (c) compare p50 latencies (below 1: Hephaestus is faster).")
+	fmt.Println()
+	fmt.Println("| workload | backend | Hephaestus | peer | Hephaestus/peer |")
+	fmt.Println("|---|---|---|---|---|")
+	for _, w := range ws {
+		for _, h := range cs {
+			hm := all[w.key+"|"+h.key()]
+			if !h.heph || len(hm) == 0 {
+				continue
+			}
+			for _, p := range cs {
+				pm := all[w.key+"|"+p.key()]
+				if p.heph || p.backend != h.backend || len(pm) == 0 {
+					continue
+				}
+				a, b := medianMeasure(hm), medianMeasure(pm)
+				name, ratio := "runs/s", a.rate/b.rate
+				if w.latency {
+					name, ratio = "p50", float64(a.p50)/float64(b.p50)
+				}
+				label := "(" + w.key + ") " + name
+				if w.key == "jobs" {
+					label = "jobs/s"
+				}
+				fmt.Printf("| %s | %s | %s | %s | %.2f |\n", label, h.backend, h.label, p.label, ratio)
+			}
+		}
+	}
 }
 
-// freshDB creates a database for one round and returns its DSN and a
-// function that drops it.
+// formatMeasure prints m as workload w reports it.
+func formatMeasure(w workload, m measure) string {
+	switch {
+	case w.key == "jobs":
+		return fmt.Sprintf("%s; %s / %s", thousands(m.rate), fmtMs(m.p50), fmtMs(m.p99))
+	case w.latency:
+		return fmt.Sprintf("%s / %s / %s", fmtMs(m.p50), fmtMs(m.p90), fmtMs(m.p99))
+	}
+	return thousands(m.rate)
+}
+
+// formatRounds prints the figure each round gave: the rate, or the p50.
+func formatRounds(w workload, ms []measure) string {
+	if w.latency {
+		parts := make([]string, len(ms))
+		for i, m := range ms {
+			parts[i] = fmtMs(m.p50)
+		}
+		return "p50 " + strings.Join(parts, " / ")
+	}
+	rates := make([]float64, len(ms))
+	for i, m := range ms {
+		rates[i] = m.rate
+	}
+	return joinRates(rates)
+}
+
+// medianMeasure takes the median of each figure separately.
+func medianMeasure(ms []measure) measure {
+	pick := func(f func(m measure) float64) float64 {
+		xs := make([]float64, len(ms))
+		for i, m := range ms {
+			xs[i] = f(m)
+		}
+		return median(xs)
+	}
+	dur := func(f func(m measure) time.Duration) time.Duration {
+		return time.Duration(pick(func(m measure) float64 { return float64(f(m)) }))
+	}
+	return measure{
+		rate: pick(func(m measure) float64 { return m.rate }),
+		p50:  dur(func(m measure) time.Duration { return m.p50 }),
+		p90:  dur(func(m measure) time.Duration { return m.p90 }),
+		p99:  dur(func(m measure) time.Duration { return m.p99 }),
+	}
+}
+
+func median(xs []float64) float64 {
+	s := slices.Clone(xs)
+	slices.SortFunc(s, cmp.Compare)
+	if n := len(s); n%2 == 0 {
+		return (s[n/2-1] + s[n/2]) / 2
+	}
+	return s[len(s)/2]
+}
+
+func joinRates(xs []float64) string {
+	parts := make([]string, len(xs))
+	for i, x := range xs {
+		parts[i] = thousands(x)
+	}
+	return strings.Join(parts, " / ")
+}
+
+// fmtMs prints a duration in milliseconds with three significant digits
+// or so.
+func fmtMs(d time.Duration) string {
+	switch v := ms(d); {
+	case v >= 100:
+		return fmt.Sprintf("%.0f", v)
+	case v >= 10:
+		return fmt.Sprintf("%.1f", v)
+	default:
+		return fmt.Sprintf("%.2f", v)
+	}
+}
+
+// thousands prints x rounded, with thousands separated by commas.
+func thousands(x float64) string {
+	s := fmt.Sprintf("%.0f", x)
+	for i := len(s) - 3; i > 0 && s[i-1] != '-'; i -= 3 {
+		s = s[:i] + "," + s[i:]
+	}
+	return s
+}
+
+// freshDB creates a database and returns its DSN and a function that drops
+// it (even after ctx is cancelled).
 func freshDB(ctx context.Context, admin string) (string, func(), error) {
 	conn, err := pgx.Connect(ctx, admin)
 	if err != nil {
@@ -269,28 +447,56 @@ func freshDB(ctx context.Context, admin string) (string, func(), error) {
 	}
 	u, err := url.Parse(admin)
 	if err != nil {
+		_, _ = conn.Exec(context.Background(), "DROP DATABASE "+name)
 		conn.Close(ctx)
 		return "", nil, err
 	}
 	u.Path = "/" + name
 	return u.String(), func() {
-		_, _ = conn.Exec(ctx, "DROP DATABASE "+name+" WITH (FORCE)")
-		conn.Close(ctx)
+		bg := context.Background()
+		if _, err := conn.Exec(bg, "DROP DATABASE "+name+" WITH (FORCE)"); err != nil {
+			log.Printf("drop database %s: %v", name, err)
+		}
+		conn.Close(bg)
 	}, nil
+}
+
+// serverVersion names the PostgreSQL server, if it is used.
+func serverVersion(ctx context.Context, dsn string, use bool) string {
+	if !use {
+		return "no PostgreSQL"
+	}
+	conn, err := pgx.Connect(ctx, dsn)
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer conn.Close(ctx)
+	var v string
+	if err := conn.QueryRow(ctx, "SHOW server_version").Scan(&v); err != nil {
+		log.Fatal(err)
+	}
+	return "PostgreSQL " + v
+}
+
+// loadAverage returns the system's load averages where /proc gives them.
+func loadAverage() string {
+	b, err := os.ReadFile("/proc/loadavg")
+	if err != nil {
+		return "unknown"
+	}
+	f := strings.Fields(string(b))
+	if len(f) < 3 {
+		return "unknown"
+	}
+	return strings.Join(f[:3], " ")
 }
 
 func splitComma(s string) []string {
 	var out []string
-	cur := ""
-	for _, r := range s + "," {
-		if r == ',' {
-			if cur != "" {
-				out = append(out, cur)
-			}
-			cur = ""
-			continue
+	for _, p := range strings.Split(s, ",") {
+		if p = strings.TrimSpace(p); p != "" {
+			out = append(out, p)
 		}
-		cur += string(r)
 	}
 	return out
 }

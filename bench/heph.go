@@ -1,0 +1,218 @@
+// Hephaestus in the side-by-side runs: flows and code-first workflows for
+// workloads (a) to (c), on PostgreSQL or SQLite, defined as in
+// e2e/bench_test.go and e2e/workflow_bench_test.go, and flows for the jobs
+// workload on PostgreSQL.
+
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"log/slog"
+	"os"
+	"sync/atomic"
+	"time"
+
+	heph "github.com/hephaestus-go/hephaestus"
+	"github.com/hephaestus-go/hephaestus/flow"
+	"github.com/hephaestus-go/hephaestus/store"
+	"github.com/hephaestus-go/hephaestus/store/postgres"
+	"github.com/hephaestus-go/hephaestus/store/sqlite"
+	"github.com/hephaestus-go/hephaestus/workflow"
+)
+
+// hephFlows returns the flows of (a) to (c): "one", a step returning its
+// input plus one, and "chain", ten steps each following the previous one.
+func hephFlows() []*flow.Flow {
+	one := flow.New("one")
+	flow.Step(one, "step", func(ctx context.Context, in int) (int, error) { return in + 1, nil })
+
+	chain := flow.New("chain")
+	for i := range 10 {
+		var opts []flow.StepOption
+		if i > 0 {
+			opts = append(opts, flow.DependsOn(fmt.Sprintf("s%d", i-1)))
+		}
+		flow.Step(chain, fmt.Sprintf("s%d", i), func(ctx context.Context, in int) (int, error) { return in, nil }, opts...)
+	}
+	return []*flow.Flow{one.MustBuild(), chain.MustBuild()}
+}
+
+// The code-first workflows of (a) to (c): one activity returning its input
+// plus one, and ten of them in sequence.
+var (
+	hephInc = workflow.NewActivity("inc", func(ctx context.Context, n int) (int, error) { return n + 1, nil })
+	hephOne = workflow.New("bench_one", func(ctx workflow.Context, n int) (int, error) {
+		return hephInc.Execute(ctx, n)
+	})
+	hephChain = workflow.New("bench_chain10", func(ctx workflow.Context, n int) (int, error) {
+		for range 10 {
+			var err error
+			if n, err = hephInc.Execute(ctx, n); err != nil {
+				return 0, err
+			}
+		}
+		return n, nil
+	})
+)
+
+// openHephStore opens the store t names: a fresh PostgreSQL database or a
+// new SQLite file with t's synchronous mode.
+func openHephStore(ctx context.Context, t target) (store.Store, error) {
+	switch t.backend {
+	case backendPostgres:
+		st, err := postgres.Open(ctx, &postgres.Config{DSN: t.where})
+		if err != nil {
+			return nil, err
+		}
+		return st, nil
+	case backendSQLite:
+		st, err := sqlite.Open(ctx, &sqlite.Config{Path: t.where, Synchronous: t.sync})
+		if err != nil {
+			return nil, err
+		}
+		return st, nil
+	}
+	return nil, fmt.Errorf("hephaestus: unknown backend %q", t.backend)
+}
+
+// startHeph starts a client on t with the default queue of the e2e
+// benchmarks (64 workers); register adds the definitions.
+func startHeph(ctx context.Context, t target, register func(c *heph.Client) error) (*heph.Client, func(), error) {
+	st, err := openHephStore(ctx, t)
+	if err != nil {
+		return nil, nil, err
+	}
+	c, err := heph.New(&heph.Config{Store: st, Queues: map[string]int{"default": 64}, Logger: slog.New(slog.DiscardHandler)})
+	if err == nil {
+		err = register(c)
+	}
+	if err == nil {
+		err = c.Start(ctx)
+	}
+	if err != nil {
+		_ = st.Close()
+		return nil, nil, err
+	}
+	return c, func() {
+		_ = c.Stop(context.Background())
+		_ = st.Close()
+	}, nil
+}
+
+// openHephFlows sets up Hephaestus flows for (a) to (c): each call is
+// Client.Run, which starts a run and waits for it to finish.
+func openHephFlows(ctx context.Context, t target) (*caller, error) {
+	c, stop, err := startHeph(ctx, t, func(c *heph.Client) error { return c.Register(hephFlows()...) })
+	if err != nil {
+		return nil, err
+	}
+	// A flow run's output holds the outputs of the steps that ended their
+	// paths, by step name.
+	run := func(ctx context.Context, name, last string, in, want int) error {
+		r, err := c.Run(ctx, name, in, nil)
+		if err != nil {
+			return err
+		}
+		if r.Status != heph.StatusCompleted {
+			return fmt.Errorf("run %s is %s: %s", r.ID, r.Status, r.Error)
+		}
+		var out map[string]int
+		if err := json.Unmarshal(r.Output, &out); err != nil || out[last] != want {
+			return fmt.Errorf("run %s returned %s, want %d", r.ID, r.Output, want)
+		}
+		return nil
+	}
+	return &caller{
+		one:   func(ctx context.Context, in int) error { return run(ctx, "one", "step", in, in+1) },
+		chain: func(ctx context.Context, in int) error { return run(ctx, "chain", "s9", in, in) },
+		close: stop,
+	}, nil
+}
+
+// openHephWorkflows sets up Hephaestus code-first workflows for (a) to (c):
+// each call is ExecuteWorkflow, which starts a workflow and waits for its
+// result.
+func openHephWorkflows(ctx context.Context, t target) (*caller, error) {
+	c, stop, err := startHeph(ctx, t, func(c *heph.Client) error {
+		if err := c.RegisterWorkflows(hephOne, hephChain); err != nil {
+			return err
+		}
+		return c.RegisterActivities(hephInc)
+	})
+	if err != nil {
+		return nil, err
+	}
+	run := func(ctx context.Context, def *workflow.Definition[int, int], in, want int) error {
+		out, err := heph.ExecuteWorkflow(ctx, c, def, in, nil)
+		if err == nil && out != want {
+			err = fmt.Errorf("%s returned %d, want %d", def.Name(), out, want)
+		}
+		return err
+	}
+	return &caller{
+		one:   func(ctx context.Context, in int) error { return run(ctx, hephOne, in, in+1) },
+		chain: func(ctx context.Context, in int) error { return run(ctx, hephChain, in, in+10) },
+		close: stop,
+	}, nil
+}
+
+// runHeph is the jobs workload on Hephaestus: n one-step runs started with
+// StartRuns in batches, worked by a default queue of the given size,
+// timed from the first insert to the last RunCompleted event.
+func runHeph(ctx context.Context, dsn string, n, workers, batch int) (result, error) {
+	st, err := postgres.Open(ctx, &postgres.Config{DSN: dsn, MaxConns: 16})
+	if err != nil {
+		return result{}, err
+	}
+	defer st.Close()
+	b := flow.New("job")
+	flow.Step(b, "work", func(ctx context.Context, in int) (int, error) { return in, nil })
+	c, err := heph.New(&heph.Config{Store: st, Queues: map[string]int{"default": workers}})
+	if err != nil {
+		return result{}, err
+	}
+	if err := c.Register(b.MustBuild()); err != nil {
+		return result{}, err
+	}
+	lat := &latencies{inserted: map[string]time.Time{}}
+	var completed atomic.Int64
+	all := make(chan struct{})
+	c.Subscribe(func(e heph.Event) {
+		if e.Kind == heph.RunCompleted {
+			lat.done(e.RunID, time.Now())
+			if completed.Add(1) == int64(n) {
+				close(all)
+			}
+		}
+	})
+	if err := c.Start(ctx); err != nil {
+		return result{}, err
+	}
+	defer func() { _ = c.Stop(ctx) }()
+	start := time.Now()
+	for i := 0; i < n; i += batch {
+		reqs := make([]heph.StartRequest, min(batch, n-i))
+		for k := range reqs {
+			reqs[k] = heph.StartRequest{Input: i + k}
+		}
+		at := time.Now()
+		runs, err := c.StartRuns(ctx, "job", reqs)
+		if err != nil {
+			return result{}, err
+		}
+		lat.mu.Lock()
+		for _, r := range runs {
+			lat.inserted[r.ID] = at
+		}
+		lat.mu.Unlock()
+	}
+	fmt.Fprintf(os.Stderr, "hephaestus: inserted in %v\n", time.Since(start))
+	select {
+	case <-all:
+	case <-ctx.Done():
+		return result{}, ctx.Err()
+	}
+	return result{engine: "hephaestus", jobs: n, wall: time.Since(start), p50: lat.pct(0.5), p99: lat.pct(0.99)}, nil
+}

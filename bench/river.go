@@ -1,0 +1,104 @@
+// River in the side-by-side runs: the jobs workload only, on PostgreSQL.
+// River is a job queue, not a workflow engine, so (a) to (c) have no River
+// counterpart.
+
+package main
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"time"
+
+	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/riverqueue/river"
+	"github.com/riverqueue/river/riverdriver/riverpgxv5"
+	"github.com/riverqueue/river/rivermigrate"
+)
+
+type noopArgs struct {
+	N int `json:"n"`
+}
+
+func (noopArgs) Kind() string { return "noop" }
+
+type noopWorker struct {
+	river.WorkerDefaults[noopArgs]
+}
+
+func (noopWorker) Work(ctx context.Context, job *river.Job[noopArgs]) error { return nil }
+
+// runRiver is the jobs workload on River: n no-op jobs inserted with
+// InsertMany in batches, worked by a default queue of the given size,
+// timed from the first insert to the last completion event.
+func runRiver(ctx context.Context, dsn string, n, workers, batch int) (result, error) {
+	pool, err := pgxpool.New(ctx, dsn)
+	if err != nil {
+		return result{}, err
+	}
+	defer pool.Close()
+	driver := riverpgxv5.New(pool)
+	mig, err := rivermigrate.New(driver, nil)
+	if err != nil {
+		return result{}, err
+	}
+	if _, err := mig.Migrate(ctx, rivermigrate.DirectionUp, nil); err != nil {
+		return result{}, err
+	}
+	ws := river.NewWorkers()
+	river.AddWorker(ws, &noopWorker{})
+	client, err := river.NewClient(driver, &river.Config{
+		Queues:            map[string]river.QueueConfig{river.QueueDefault: {MaxWorkers: workers}},
+		Workers:           ws,
+		FetchCooldown:     2 * time.Millisecond,
+		FetchPollInterval: 20 * time.Millisecond,
+	})
+	if err != nil {
+		return result{}, err
+	}
+	// A buffer for every completion: River drops the events that overflow
+	// a subscription's buffer (1,000 by default), and the count would
+	// never reach n.
+	events, cancel := client.SubscribeConfig(&river.SubscribeConfig{ChanSize: n, Kinds: []river.EventKind{river.EventKindJobCompleted}})
+	defer cancel()
+	lat := &latencies{inserted: map[string]time.Time{}}
+	all := make(chan struct{})
+	go func() {
+		done := 0
+		for ev := range events {
+			lat.done(fmt.Sprint(ev.Job.ID), time.Now())
+			if done++; done == n {
+				close(all)
+				return
+			}
+		}
+	}()
+	if err := client.Start(ctx); err != nil {
+		return result{}, err
+	}
+	defer func() { _ = client.Stop(ctx) }()
+	start := time.Now()
+	for i := 0; i < n; i += batch {
+		params := make([]river.InsertManyParams, min(batch, n-i))
+		for k := range params {
+			params[k] = river.InsertManyParams{Args: noopArgs{N: i + k}}
+		}
+		at := time.Now()
+		res, err := client.InsertMany(ctx, params)
+		if err != nil {
+			return result{}, err
+		}
+		lat.mu.Lock()
+		for _, r := range res {
+			lat.inserted[fmt.Sprint(r.Job.ID)] = at
+		}
+		lat.mu.Unlock()
+	}
+	fmt.Fprintf(os.Stderr, "river: inserted in %v\n", time.Since(start))
+	select {
+	case <-all:
+	case <-ctx.Done():
+		return result{}, ctx.Err()
+	}
+	return result{engine: "river", jobs: n, wall: time.Since(start), p50: lat.pct(0.5), p99: lat.pct(0.99)}, nil
+}
