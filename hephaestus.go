@@ -39,6 +39,7 @@ import (
 	"github.com/hephaestus-go/hephaestus/internal/engine"
 	"github.com/hephaestus-go/hephaestus/internal/flowrt"
 	"github.com/hephaestus-go/hephaestus/internal/limits"
+	"github.com/hephaestus-go/hephaestus/internal/worker"
 	"github.com/hephaestus-go/hephaestus/store"
 )
 
@@ -174,16 +175,16 @@ func (c *Config) withDefaults() (Config, error) {
 			errs = append(errs, fmt.Errorf("Config.%s is %d; it must not be negative", field, *v))
 		}
 	}
-	defInt("ClaimBatch", &cfg.ClaimBatch, 64)
+	defInt("ClaimBatch", &cfg.ClaimBatch, worker.DefaultClaimBatch)
 	defInt("MaxCommitBatch", &cfg.MaxCommitBatch, 512)
-	def("LeaseDuration", &cfg.LeaseDuration, 30*time.Second)
-	def("HeartbeatInterval", &cfg.HeartbeatInterval, cfg.LeaseDuration/3)
-	def("PollInterval", &cfg.PollInterval, time.Second)
-	def("MinPollInterval", &cfg.MinPollInterval, min(50*time.Millisecond, cfg.PollInterval))
+	def("LeaseDuration", &cfg.LeaseDuration, worker.DefaultLeaseDuration)
+	def("HeartbeatInterval", &cfg.HeartbeatInterval, worker.DefaultHeartbeatInterval(cfg.LeaseDuration))
+	def("PollInterval", &cfg.PollInterval, worker.DefaultPollInterval)
+	def("MinPollInterval", &cfg.MinPollInterval, min(worker.DefaultMinPollInterval, cfg.PollInterval))
 	if cfg.MinPollInterval > cfg.PollInterval {
 		errs = append(errs, fmt.Errorf("Config.MinPollInterval %s is above PollInterval %s", cfg.MinPollInterval, cfg.PollInterval))
 	}
-	def("ShutdownTimeout", &cfg.ShutdownTimeout, 10*time.Second)
+	def("ShutdownTimeout", &cfg.ShutdownTimeout, worker.DefaultShutdownTimeout)
 	def("RetentionInterval", &cfg.RetentionInterval, time.Hour)
 	def("DecisionRetryBackoff", &cfg.DecisionRetryBackoff, time.Second)
 	defInt("StickyCacheSize", &cfg.StickyCacheSize, 1024)

@@ -57,8 +57,21 @@ func (k Kinds) Execute(ctx context.Context, h *Held, handoff string) ([]*store.T
 	return e.Execute(ctx, h, handoff)
 }
 
-// Config configures a Pool. Zero durations and sizes take the defaults of
-// hephaestus.Config.
+// The defaults of the pool's settings, which hephaestus.Config documents
+// and applies too: one source for both.
+const (
+	DefaultClaimBatch      = 64
+	DefaultLeaseDuration   = 30 * time.Second
+	DefaultPollInterval    = time.Second
+	DefaultMinPollInterval = 50 * time.Millisecond // or PollInterval, if shorter
+	DefaultShutdownTimeout = 10 * time.Second
+)
+
+// DefaultHeartbeatInterval is the default heartbeat for a lease.
+func DefaultHeartbeatInterval(lease time.Duration) time.Duration { return lease / 3 }
+
+// Config configures a Pool. Zero durations and sizes take the defaults
+// above.
 type Config struct {
 	Store     store.Store
 	Clock     clock.Clock
@@ -122,22 +135,22 @@ func New(cfg *Config) *Pool {
 		p.cfg.Handlers = func() []string { return []string{} }
 	}
 	if p.cfg.ClaimBatch <= 0 {
-		p.cfg.ClaimBatch = 64
+		p.cfg.ClaimBatch = DefaultClaimBatch
 	}
 	if p.cfg.LeaseDuration <= 0 {
-		p.cfg.LeaseDuration = 30 * time.Second
+		p.cfg.LeaseDuration = DefaultLeaseDuration
 	}
 	if p.cfg.HeartbeatInterval <= 0 {
-		p.cfg.HeartbeatInterval = p.cfg.LeaseDuration / 3
+		p.cfg.HeartbeatInterval = DefaultHeartbeatInterval(p.cfg.LeaseDuration)
 	}
 	if p.cfg.PollInterval <= 0 {
-		p.cfg.PollInterval = time.Second
+		p.cfg.PollInterval = DefaultPollInterval
 	}
 	if p.cfg.MinPollInterval <= 0 {
-		p.cfg.MinPollInterval = min(50*time.Millisecond, p.cfg.PollInterval)
+		p.cfg.MinPollInterval = min(DefaultMinPollInterval, p.cfg.PollInterval)
 	}
 	if p.cfg.ShutdownTimeout <= 0 {
-		p.cfg.ShutdownTimeout = 10 * time.Second
+		p.cfg.ShutdownTimeout = DefaultShutdownTimeout
 	}
 	for q := range p.cfg.Queues {
 		p.wakes[q] = make(chan struct{}, 1)
