@@ -32,9 +32,18 @@ var (
 	// changes are applied, and their results (ids of new tasks, leased
 	// tasks) are not known.
 	errCommittedUnread = errors.New("committed, but its results were lost")
+	// errOutcomeUnknown: COMMIT was sent, its answer lost, and the database
+	// could not tell whether the transaction committed.
+	errOutcomeUnknown = errors.New("outcome unknown")
 	// errRolledBack: COMMIT answered that the transaction rolled back.
 	errRolledBack = errors.New("the transaction was rolled back")
+	// errStale: a guessed transaction found a row other than known; undo
+	// it and apply the changes again, reading the rows first.
+	errStale = errors.New("a row changed since it was last seen")
 )
+
+// staleCode is the SQLSTATE that fresh() raises.
+const staleCode = "HEPH1"
 
 // Apply performs the changes in one transaction (group commit); see the
 // package documentation for how.
@@ -59,9 +68,16 @@ func (s *Store) Apply(ctx context.Context, p *store.ApplyParams) (*store.ApplyRe
 	}
 	ctx, cancel := s.bound(ctx)
 	defer cancel()
+	// The first attempt guesses when this store knows every row the
+	// changes read; a later one has met a failure and reads them.
+	kruns, kleases, guess := s.known.covers(p)
 	backoff := 10 * time.Millisecond
 	for attempt := 1; ; attempt++ {
-		res, lost, err := s.applyOnce(ctx, p, claims)
+		var g *guessed
+		if guess && attempt == 1 {
+			g = &guessed{runs: kruns, leases: kleases}
+		}
+		res, lost, err := s.applyOnce(ctx, p, claims, g)
 		if err == nil {
 			return res, nil
 		}
@@ -80,7 +96,7 @@ func (s *Store) Apply(ctx context.Context, p *store.ApplyParams) (*store.ApplyRe
 			case "aborted":
 				// As a failure before COMMIT: run the transaction again.
 			default:
-				return nil, s.fail("apply", fmt.Errorf("outcome unknown: %w", err))
+				return nil, s.fail("apply", fmt.Errorf("%w: %w", errOutcomeUnknown, err))
 			}
 		}
 		// A transaction that did not commit runs again after a failure
@@ -98,7 +114,7 @@ func (s *Store) Apply(ctx context.Context, p *store.ApplyParams) (*store.ApplyRe
 
 // applyOnce runs one transaction. When its COMMIT was sent and the answer
 // lost, it returns the error with what is needed to learn the outcome.
-func (s *Store) applyOnce(ctx context.Context, p *store.ApplyParams, claims []store.ClaimParams) (*store.ApplyResult, *lostCommit, error) {
+func (s *Store) applyOnce(ctx context.Context, p *store.ApplyParams, claims []store.ClaimParams, g *guessed) (*store.ApplyResult, *lostCommit, error) {
 	pc, err := s.pool.Acquire(ctx)
 	if err != nil {
 		return nil, nil, err
@@ -116,8 +132,14 @@ func (s *Store) applyOnce(ctx context.Context, p *store.ApplyParams, claims []st
 		}
 		pc.Release()
 	}()
-	a := &applier{s: s, conn: conn, p: p, claims: claims, now: truncate(p.Now)}
+	a := &applier{s: s, conn: conn, p: p, claims: claims, now: truncate(p.Now), guess: g}
 	return a.run(ctx)
+}
+
+// guessed is what a guessing Apply takes the rows it would read to be.
+type guessed struct {
+	runs   map[string]knownRun
+	leases map[int64]fencedTask
 }
 
 // lostCommit is a transaction whose COMMIT was sent and whose answer was
@@ -134,7 +156,8 @@ type lostCommit struct {
 // which one that writes nothing would not take: an Apply of claims only,
 // which the runtime sends while idle, does without, and a lost COMMIT
 // answer leaves its outcome unknown; its leases, if any, expire.)
-const applyBegin = "SELECT set_config('enable_seqscan', 'off', true), set_config('jit', 'off', true), txid_current()"
+const applyBegin = "SELECT set_config('enable_seqscan', 'off', true), set_config('jit', 'off', true), " +
+	"set_config('plan_cache_mode', 'force_generic_plan', true), txid_current()"
 
 // statusSQL tells the outcome of a transaction; terminateSQL ends the
 // backend $1 if it still runs transaction $2 (a txid, whose low 32 bits
@@ -215,6 +238,12 @@ type applier struct {
 	fenced   map[int64]fencedTask
 	fencedOf map[string][]int64
 
+	// guess, when not nil, is what the rows the changes read are taken to
+	// be, without reading them: the transaction goes to the database in
+	// one round trip, its first statement checking the guess under the
+	// locks (queries.guard), and fails with errStale if it was wrong.
+	guess *guessed
+
 	// The state as the changes so far left it.
 	slow bool
 	runs map[string]*runState
@@ -242,6 +271,10 @@ type runState struct {
 	key *string    // its unique_key
 	// unknown: a run with this id exists, but it is not loaded.
 	unknown bool
+	// xmin is that of the row as read (see known); written: this
+	// transaction wrote it.
+	xmin    int64
+	written bool
 }
 
 type fencedTask struct {
@@ -333,6 +366,16 @@ func (a *applier) run(ctx context.Context) (*store.ApplyResult, *lostCommit, err
 			// COMMIT went with the writes and succeeded: an error can only
 			// have come after its answer.
 			return a.outcome(err)
+		case errors.Is(err, errStale) && a.guess != nil:
+			// The guess was wrong: nothing was written (the guard failed
+			// before the writes, or the creates' check after them, and the
+			// server skipped the rest, COMMIT included). Undo, and read.
+			if _, err := a.conn.Exec(ctx, "ROLLBACK"); err != nil {
+				return nil, nil, err
+			}
+			a.s.known.forgetGuess(a.guess)
+			a.guess = nil
+			continue
 		case errors.Is(err, errFallback) && !a.slow:
 			// A statement failed (so COMMIT, if sent, was skipped): undo
 			// everything and start again, one change at a time.
@@ -349,12 +392,10 @@ func (a *applier) run(ctx context.Context) (*store.ApplyResult, *lostCommit, err
 		}
 		break
 	}
-	for _, q := range a.notifications() {
-		a.pl.exec("SELECT pg_notify($1, $2)", a.s.channel, q)
-	}
 	a.read = true
 	a.pl.commit(&a.committed)
 	a.commitSent = true
+	a.notify(a.notifications())
 	// From here on ctx no longer cancels (the bound of Config.Timeout
 	// remains): an answer lost leaves the outcome to be found out.
 	cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), a.s.timeout)
@@ -377,7 +418,36 @@ func (a *applier) outcome(err error) (*store.ApplyResult, *lostCommit, error) {
 	if a.unread {
 		return nil, nil, fmt.Errorf("%w: %w", errCommittedUnread, err)
 	}
+	a.remember()
 	return &store.ApplyResult{Changes: a.results, Claimed: a.claimed}, nil, nil
+}
+
+// remember records in the store's known what the committed transaction
+// leaves: the runs as it wrote or read them (but not the finished ones,
+// which seldom change again), the leases it claimed, and not the tasks it
+// deleted. Runs written in the slow mode are forgotten: their rows carry
+// the id of a subtransaction.
+func (a *applier) remember() {
+	k := a.s.known
+	var forget []string
+	for id, st := range a.runs {
+		switch {
+		case st.run == nil || st.unknown || (st.written && (a.slow || a.xid == 0)) || st.run.Status.Terminal():
+			forget = append(forget, id)
+		case st.written:
+			k.putRun(st.run, st.key, xmin(a.xid))
+		case st.xmin != 0:
+			k.putRun(st.run, st.key, st.xmin)
+		}
+	}
+	gone := make([]int64, 0, len(a.gone))
+	for id := range a.gone {
+		gone = append(gone, id)
+	}
+	k.forget(forget, gone)
+	for _, ts := range a.claimed {
+		k.putLeases(ts)
+	}
 }
 
 // lost describes the transaction whose COMMIT answer was lost.
@@ -414,6 +484,24 @@ func commitUnknown(err error) bool {
 		return sev == "FATAL" || sev == "PANIC"
 	}
 	return true
+}
+
+// notify queues the notifications of queues after COMMIT, in the same
+// pipeline: they run in a transaction of their own, which PostgreSQL
+// commits when the pipeline ends. A transaction that notifies holds a lock
+// of the whole database's notification queue from its commit until it
+// ends; this one writes nothing, so it ends at once, where the transaction
+// of the changes would hold the lock until its commit is flushed to disk,
+// and so make every committing notifier wait for the others' flushes. Only
+// what committed is notified. (Should the connection fail between the two,
+// the notification is lost: listeners also poll.)
+func (a *applier) notify(queues []string) {
+	for _, q := range queues {
+		a.pl.add(false, func(br pgx.BatchResults) error {
+			_, _ = br.Exec() // the changes committed: a failure here is no failure of theirs
+			return nil
+		}, "SELECT pg_notify($1, $2)", a.s.channel, q)
+	}
 }
 
 // notifications are the queues to wake other processes for: those of
@@ -486,8 +574,8 @@ func (a *applier) begin(ctx context.Context) error {
 	a.pl.exec("BEGIN ISOLATION LEVEL READ COMMITTED")
 	if len(a.p.Changes) > 0 {
 		a.pl.queryRow(func(row pgx.Row) error {
-			var seqscan, jit string
-			return row.Scan(&seqscan, &jit, &a.xid)
+			var seqscan, jit, plans string
+			return row.Scan(&seqscan, &jit, &plans, &a.xid)
 		}, applyBegin)
 	} else {
 		a.pl.exec(applySettings)
@@ -512,18 +600,22 @@ func (a *applier) begin(ctx context.Context) error {
 		}
 	}
 	a.loaded = make(map[string]*runState, len(ids))
+	if a.guess != nil {
+		return a.guessRows(ids, fences, keyRuns, keys)
+	}
 	for _, id := range ids {
 		a.loaded[id] = &runState{}
 	}
 	if len(ids) > 0 {
 		a.pl.query(func(rows pgx.Rows) error {
 			for rows.Next() {
-				var key *string
-				r, err := scanRun(rows, &key)
+				st := &runState{}
+				r, err := scanRun(rows, &st.key, &st.xmin)
 				if err != nil {
 					return err
 				}
-				a.loaded[r.ID] = &runState{run: r, key: key}
+				st.run = r
+				a.loaded[r.ID] = st
 			}
 			return rows.Err()
 		}, a.s.q.loadRuns, ids)
@@ -554,6 +646,56 @@ func (a *applier) begin(ctx context.Context) error {
 		return nil // nothing to wait for: the writes go in the same round trip
 	}
 	return a.pl.send(ctx, a.conn)
+}
+
+// guessRows takes the runs ids and the tasks fences to be as the store
+// knows them, and the keys of keyed changes to be absent from their
+// histories, and queues the statement that checks it under the locks (the
+// locks that begin would take otherwise, in the same order).
+func (a *applier) guessRows(ids []string, fences []int64, keyRuns, keys []string) error {
+	xmins := make([]int64, len(ids))
+	for i, id := range ids {
+		kr := a.guess.runs[id]
+		a.loaded[id] = &runState{run: kr.run, key: kr.key, xmin: kr.xmin}
+		xmins[i] = kr.xmin
+	}
+	a.fenced = make(map[int64]fencedTask, len(fences))
+	a.fencedOf = make(map[string][]int64, len(fences))
+	tokens := make([]int64, len(fences))
+	for i, id := range fences {
+		ft := a.guess.leases[id]
+		if _, dup := a.fenced[id]; !dup {
+			a.fencedOf[ft.runID] = append(a.fencedOf[ft.runID], id)
+		}
+		a.fenced[id] = ft
+		tokens[i] = ft.token
+	}
+	a.keys = map[string]map[string]bool{}
+	if len(ids) == 0 && len(fences) == 0 && len(keys) == 0 {
+		return nil
+	}
+	// The guard locks each row once; a task that fences two changes is
+	// listed once.
+	slices.Sort(fences)
+	fences = slices.Compact(fences)
+	tokens = tokens[:0]
+	for _, id := range fences {
+		tokens = append(tokens, a.fenced[id].token)
+	}
+	a.pl.queryRow(func(row pgx.Row) error {
+		var ok bool
+		return staleErr(row.Scan(&ok))
+	}, a.s.q.guard, nonNil(ids), nonNil(xmins), nonNil(fences), nonNil(tokens), nonNil(keyRuns), nonNil(keys))
+	return nil
+}
+
+// staleErr marks the failure of fresh() as errStale.
+func staleErr(err error) error {
+	var pe *pgconn.PgError
+	if errors.As(err, &pe) && pe.Code == staleCode {
+		return fmt.Errorf("%w: %w", errStale, err)
+	}
+	return err
 }
 
 // lookupKey reports whether a change's key is worth looking up: one that
@@ -620,14 +762,13 @@ func (a *applier) applyAll(ctx context.Context) error {
 		}, sql, args...)
 	}
 	// Unless a create may meet a conflict, whose holder must then be
-	// looked up in the transaction, COMMIT goes with the writes.
-	if !slices.ContainsFunc(w.ops, func(o *op) bool { return o.create }) {
+	// looked up in the transaction, COMMIT goes with the writes; and when
+	// guessing, where a conflict fails the transaction (queries.created).
+	if a.guess != nil || !slices.ContainsFunc(w.ops, func(o *op) bool { return o.create }) {
 		a.pl.mark(&a.read)
-		for _, q := range a.predictNotifications(ops) {
-			a.pl.exec("SELECT pg_notify($1, $2)", a.s.channel, q)
-		}
 		a.pl.commit(&a.committed)
 		a.commitSent = true
+		a.notify(a.predictNotifications(ops))
 		// As in run: once COMMIT is sent, ctx no longer cancels.
 		cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), a.s.timeout)
 		defer cancel()
@@ -730,7 +871,7 @@ func (a *applier) load(ctx context.Context, id string) error {
 	st := &runState{}
 	a.pl.query(func(rows pgx.Rows) error {
 		for rows.Next() {
-			r, err := scanRun(rows, &st.key)
+			r, err := scanRun(rows, &st.key, &st.xmin)
 			if err != nil {
 				return err
 			}
@@ -799,6 +940,12 @@ func (a *applier) write() *written {
 		a.pl.writeRow(func(row pgx.Row) error {
 			return row.Scan(&w.created, &w.crTaskIDs, &w.crTaskRuns, &w.crFencesDeleted)
 		}, a.s.q.writeCreates, args...)
+		if a.guess != nil {
+			a.pl.queryRow(func(row pgx.Row) error {
+				var ok bool
+				return staleErr(row.Scan(&ok))
+			}, a.s.q.created, args[0])
+		}
 	}
 	return w
 }
@@ -1162,7 +1309,7 @@ func (a *applier) planCreate(i int, n *store.NewRun, fence *store.Lease) (*op, s
 		o.fenceRun = a.fenced[fence.TaskID].runID
 	}
 	o.effect = func() {
-		a.runs[r.ID] = &runState{run: r, key: key}
+		a.runs[r.ID] = &runState{run: r, key: key, written: true}
 		if fence != nil {
 			a.gone[fence.TaskID] = true
 		}
@@ -1242,7 +1389,7 @@ func (a *applier) planUpdate(i int, c *store.Change) (*op, store.ChangeResult) {
 		o.ckey = c.Key // a change that appends nothing records no key
 	}
 	o.effect = func() {
-		a.runs[run.ID] = &runState{run: &next, key: newKey}
+		a.runs[run.ID] = &runState{run: &next, key: newKey, written: true}
 		if o.ckey != "" {
 			addKey(a.recorded, run.ID, o.ckey)
 		}

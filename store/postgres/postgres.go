@@ -30,10 +30,31 @@
 // tasks enqueued earlier in the batch or of a task that fences an earlier
 // create, a change fenced by the task of an earlier create, a business key
 // freed after a create that takes it) are split into successive pairs of
-// statements. The writes, the claims, the notifications and COMMIT go as
-// one pipeline: an Apply takes two round trips. When the last writes
-// create runs, COMMIT waits for a third, so that the holders of taken
-// business keys can be looked up first. A refused change (lease lost,
+// statements. The writes, the claims and COMMIT go as one pipeline: an
+// Apply that reads takes two round trips. When the last writes create
+// runs, COMMIT waits for a third, so that the holders of taken business
+// keys can be looked up first.
+//
+// Most Applies need not read: the runs they update are as this store last
+// wrote them (a worker completes the step its previous commit enqueued),
+// and the tasks that fence them are the ones it claimed. The store keeps
+// those (a bounded cache, known.go): each run with the id of the
+// transaction that wrote its row (its xmin), each lease as claimed. An
+// Apply whose changes all have what they read there, and are each refused
+// when applied twice (a create, a fenced or a keyed change; see "The
+// outcome of a commit"), decides them against it and sends everything in
+// one round trip: its first statement locks the same rows in the same
+// order and checks, under the locks, that each run's xmin and each task's
+// token are as taken and that no key is in the history yet; a create that
+// meets a conflict fails the transaction too (the check after the creates
+// statement). A failed check raises SQLSTATE HEPH1 (function fresh(),
+// migration 0003), which skips the rest, COMMIT included; the Apply rolls
+// back and runs again the way that reads. A stale guess costs a round trip
+// and a rollback, never a wrong write. Measured on one-step completions,
+// the guess saves 8-10 % (docs/benchmarks.md): a round trip on a local
+// server is about 15 µs, a commit's flush about 200 µs.
+//
+// A refused change (lease lost,
 // duplicate key, run not found, Decide error, duplicate business id)
 // writes nothing. Should a statement fail anyway (say, JSON that jsonb
 // refuses), the transaction is rolled back and the changes are applied
@@ -42,7 +63,10 @@
 //
 // The transaction disables sequential scans (and, for claims, sorts): its
 // statements reach rows by key, and their plans must not depend on
-// statistics, which for a queue are often stale or missing.
+// statistics, which for a queue are often stale or missing. It also
+// forces generic plans: PostgreSQL would otherwise plan these statements
+// afresh for each execution's arrays, which costs more than running them
+// (about half of a one-step completion, before this was set).
 //
 // # The outcome of a commit
 //
@@ -51,9 +75,12 @@
 // COMMIT included), did not commit; Apply runs it again (Decide functions
 // may be called more than once) after deadlocks and connection failures, a
 // few times. When COMMIT was sent and its answer was lost with the
-// connection, Apply finds out: the first round trip of a transaction with
-// changes also reads its id (txid_current(), at no cost in round trips),
-// and Apply asks txid_status of it on another connection. A transaction
+// connection, Apply finds out: the first statements of a transaction with
+// changes also read its id (txid_current(), at no cost in round trips),
+// and Apply asks txid_status of it on another connection. (A guessed
+// transaction learns its id in the same answer as COMMIT's: when no answer
+// at all comes back, Apply fails with its outcome unknown, and leaves the
+// changes, each of which is refused if applied twice, to the caller.) A transaction
 // that committed is reported as applied, with its results, which are
 // complete when every answer before COMMIT's was read (or else Apply
 // returns an error that says the changes committed but their results were
@@ -73,8 +100,11 @@
 // # Notifications
 //
 // A commit that enqueued tasks ready at once (and did not lease them
-// itself) sends pg_notify(channel, queue) once per queue, delivered at
-// commit; Listen (store.Notifier) receives them on a connection of its
+// itself) sends pg_notify(channel, queue) once per queue, right after its
+// COMMIT in the same pipeline, in a transaction of its own that writes
+// nothing (a transaction that notifies holds a database-wide lock from its
+// commit to its end: held across the flush of a commit that writes, it
+// would queue every notifying commit behind the others' flushes); Listen (store.Notifier) receives them on a connection of its
 // own. The channel is the schema's name followed by "_tasks" (Channel).
 // (When COMMIT goes with the writes, before the claims' outcome is known, a
 // queue is notified when it gets more ready tasks than the claims of the
@@ -189,6 +219,9 @@ type Store struct {
 	suspect *atomic.Int64
 	// applyConc is how many Apply calls a runtime should run at once.
 	applyConc int
+	// known is what Apply takes the rows it writes to be, to write them
+	// without reading them first.
+	known *known
 
 	// ctx ends when the store is closed: it stops Listen.
 	ctx       context.Context
@@ -250,7 +283,7 @@ func open(ctx context.Context, cfg *Config, tune func(*pgxpool.Config)) (*Store,
 	s := &Store{
 		pool: pool, conn: pcfg.ConnConfig, schema: c.Schema, channel: channelName(c.Schema),
 		cancels: cancelChannelName(c.Schema), timeout: c.Timeout, q: newQueries(c.Schema), suspect: suspect,
-		applyConc: max(1, c.MaxConns/4),
+		applyConc: max(1, c.MaxConns/4), known: newKnown(),
 	}
 	s.ctx, s.stop = context.WithCancel(context.Background())
 	return s, nil

@@ -31,10 +31,11 @@ func (r *roundTrips) TraceBatchStart(ctx context.Context, _ *pgx.Conn, _ pgx.Tra
 func (r *roundTrips) TraceBatchQuery(context.Context, *pgx.Conn, pgx.TraceBatchQueryData) {}
 func (r *roundTrips) TraceBatchEnd(context.Context, *pgx.Conn, pgx.TraceBatchEndData)     {}
 
-// An Apply takes two round trips whatever the number of changes: lock and
-// read, then write, claim, notify and commit; an Apply of creates, whose
-// conflicts must be looked up before the commit, also two: write and
-// claim, then notify and commit.
+// An Apply takes one round trip whatever the number of changes when the
+// store knows the rows it changes (it wrote the runs and claimed the
+// tasks): guard, write, claim, notify and commit; and so does an Apply of
+// creates. One that must read them first takes two: lock and read, then
+// the rest.
 func TestApplyRoundTrips(t *testing.T) {
 	t.Parallel()
 	rt := &roundTrips{}
@@ -100,8 +101,59 @@ func TestApplyRoundTrips(t *testing.T) {
 	cycle(3) // prepares the statements on the one connection
 	for _, n := range []int{1, 10, 200} {
 		creates, completes := cycle(n)
-		if creates != 2 || completes != 2 {
-			t.Errorf("%d changes: %d round trips to create, %d to complete; want 2 and 2", n, creates, completes)
+		if creates != 1 || completes != 1 {
+			t.Errorf("%d changes: %d round trips to create, %d to complete; want 1 and 1", n, creates, completes)
 		}
+	}
+}
+
+// A guess found wrong costs its round trip and a rollback, then the two of
+// an Apply that reads; what that Apply read is known for the next one.
+func TestWrongGuessRoundTrips(t *testing.T) {
+	t.Parallel()
+	rt := &roundTrips{}
+	dsn := pgtest.DSN(t)
+	s, err := open(t.Context(), &Config{DSN: dsn, MaxConns: 1}, func(c *pgxpool.Config) { c.ConnConfig.Tracer = rt })
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	other, err := Open(t.Context(), &Config{DSN: dsn})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer other.Close()
+	now := time.Date(2031, 1, 1, 0, 0, 0, 0, time.UTC)
+	mark := func(s *Store, key string) int64 {
+		t.Helper()
+		before := rt.n.Load()
+		res, err := s.Apply(t.Context(), &store.ApplyParams{Now: now, Changes: []store.Change{{RunID: "r", Key: key,
+			Decide: func(*store.Run) (*store.Update, error) {
+				return &store.Update{History: []store.NewEvent{{Kind: hephtype.EventMarker, Name: key}}}, nil
+			}}}})
+		if err != nil || res.Changes[0].Err != nil {
+			t.Fatal(err, res.Changes[0].Err)
+		}
+		return rt.n.Load() - before
+	}
+	res, err := s.Apply(t.Context(), &store.ApplyParams{Now: now, Changes: []store.Change{{Create: &store.NewRun{
+		ID: "r", Workflow: "wf", Version: 1, Kind: hephtype.KindFlow}}}})
+	if err != nil || res.Changes[0].Err != nil {
+		t.Fatal(err, res.Changes[0].Err)
+	}
+	mark(s, "warm-1") // prepares the statements
+	if n := mark(s, "k1"); n != 1 {
+		t.Errorf("a change to a run this store wrote: %d round trips, want 1", n)
+	}
+	mark(other, "k2")
+	if n := mark(s, "k3"); n != 4 {
+		t.Errorf("a change to a run another store changed since: %d round trips, want 4 (guess, rollback, read, write)", n)
+	}
+	if n := mark(s, "k4"); n != 1 {
+		t.Errorf("the next change: %d round trips, want 1", n)
+	}
+	evs, err := s.History(t.Context(), &store.HistoryParams{RunID: "r"})
+	if err != nil || len(evs) != 5 {
+		t.Fatalf("history: %d entries, %v; want 5", len(evs), err)
 	}
 }

@@ -195,6 +195,7 @@ func nullString(s string) *string {
 // them.
 type queries struct {
 	loadRuns, loadFenced, loadKeys, writeCreates, writeUpdates, lookup string
+	guard, created                                                     string
 	claimOne, claimMany, heartbeat, release, nextReady, stranded       string
 	strandedPerRun                                                     string
 	getRun, findRun, runExists, history, pruneLock, prune              string
@@ -205,7 +206,27 @@ type queries struct {
 func newQueries(schema string) queries {
 	s := func(q string) string { return strings.ReplaceAll(q, "§", `"`+schema+`".`) }
 	return queries{
-		loadRuns: s("SELECT " + runCols + ", unique_key FROM §runs WHERE id = ANY($1::text[]) ORDER BY id FOR UPDATE"),
+		// xmin: the transaction that wrote the row; see known.
+		loadRuns: s("SELECT " + runCols + ", unique_key, xmin::text::int8 FROM §runs WHERE id = ANY($1::text[]) ORDER BY id FOR UPDATE"),
+		// The first statement of a guessed Apply (applier.guess): it locks
+		// the runs ($1, $2 their xmin as known) and the fencing tasks ($3,
+		// $4 their tokens) in the order loadRuns and loadFenced do, and
+		// fails unless each is as known, and no keyed change ($5 runs, $6
+		// keys) is in the history yet. Under READ COMMITTED a row updated
+		// while the statement waited for its lock is checked again in its
+		// new version.
+		guard: s(`SELECT §fresh(
+			(SELECT count(*) FROM (SELECT FROM §runs r JOIN unnest($1::text[], $2::int8[]) AS x(id, xmin) ON r.id = x.id
+				WHERE r.xmin::text::int8 = x.xmin ORDER BY r.id FOR UPDATE OF r) AS l) = cardinality($1::text[])
+			AND (SELECT count(*) FROM (SELECT FROM §tasks t JOIN unnest($3::int8[], $4::int8[]) AS x(id, token) ON t.id = x.id
+				WHERE t.token = x.token AND t.owner IS NOT NULL ORDER BY t.id FOR UPDATE OF t) AS l) = cardinality($3::int8[])
+			AND NOT EXISTS (SELECT FROM unnest($5::text[], $6::text[]) AS x(run_id, key)
+				JOIN §events e ON e.run_id = x.run_id AND e.key = x.key WHERE e.key IS NOT NULL))`),
+		// After the creates of a guessed Apply: fails unless this
+		// transaction inserted every run of $1 (writeCreates skips one that
+		// conflicts), so that COMMIT can go with the writes.
+		created: s(`SELECT §fresh((SELECT count(*) FROM §runs WHERE id = ANY($1::text[])
+			AND xmin = pg_current_xact_id()::xid) = cardinality($1::text[]))`),
 		loadFenced: s(`SELECT id, run_id, token, owner IS NOT NULL, kind, step, idx FROM §tasks
 			WHERE id = ANY($1::int8[]) ORDER BY id FOR UPDATE`),
 		// The keys of keyed changes ($1 runs, $2 keys) already in the

@@ -62,6 +62,7 @@ func (s *Store) ClaimTasks(ctx context.Context, p *store.ClaimParams) ([]*store.
 	if err != nil {
 		return nil, s.fail("claim tasks", err)
 	}
+	s.known.putLeases(out)
 	return out, nil
 }
 
@@ -72,7 +73,14 @@ func (s *Store) ClaimTasks(ctx context.Context, p *store.ClaimParams) ([]*store.
 // small stays when it grows. The planner could then scan a whole table to
 // lock a few runs. (JIT, never worth it for these statements, would take
 // the disabled plans' costs for a reason to compile them.)
-const applySettings = "SELECT set_config('enable_seqscan', 'off', true), set_config('jit', 'off', true)"
+//
+// And their plans are generic: made once per connection and statement, not
+// for each execution's arrays. The custom plans PostgreSQL otherwise makes
+// for statements with parameters cost more to plan than to run for these
+// (measured: about 450 µs of the 950 µs of a one-step completion; see
+// docs/benchmarks.md), and they gain nothing, every access being by key.
+const applySettings = "SELECT set_config('enable_seqscan', 'off', true), set_config('jit', 'off', true), " +
+	"set_config('plan_cache_mode', 'force_generic_plan', true)"
 
 // claimSettings precede claims in their transaction. A claim must walk the
 // claim index in order and stop at its limit; the plan that reads every
