@@ -216,3 +216,56 @@ func runHeph(ctx context.Context, dsn string, n, workers, batch int) (result, er
 	}
 	return result{engine: "hephaestus", jobs: n, wall: time.Since(start), p50: lat.pct(0.5), p99: lat.pct(0.99)}, nil
 }
+
+// fillHeph puts n finished one-step runs (of the jobs workload's flow) in
+// t's database, as a history for (a) to (c) to run beside.
+func fillHeph(ctx context.Context, t target, n int) error {
+	st, err := openHephStore(ctx, t)
+	if err != nil {
+		return err
+	}
+	defer st.Close()
+	b := flow.New("job")
+	flow.Step(b, "work", func(ctx context.Context, in int) (int, error) { return in, nil })
+	c, err := heph.New(&heph.Config{Store: st, Queues: map[string]int{"default": 100}, Logger: slog.New(slog.DiscardHandler)})
+	if err != nil {
+		return err
+	}
+	if err := c.Register(b.MustBuild()); err != nil {
+		return err
+	}
+	var completed atomic.Int64
+	all := make(chan struct{})
+	c.Subscribe(func(e heph.Event) {
+		if e.Kind == heph.RunCompleted && completed.Add(1) == int64(n) {
+			close(all)
+		}
+	})
+	if err := c.Start(ctx); err != nil {
+		return err
+	}
+	defer func() { _ = c.Stop(context.Background()) }()
+	for i := 0; i < n; i += 1000 {
+		reqs := make([]heph.StartRequest, min(1000, n-i))
+		for k := range reqs {
+			reqs[k] = heph.StartRequest{Input: i + k}
+		}
+		if _, err := c.StartRuns(ctx, "job", reqs); err != nil {
+			return err
+		}
+		// Keep the queue short, as a steady state would.
+		for completed.Load() < int64(i+len(reqs)-5000) {
+			select {
+			case <-ctx.Done():
+				return ctx.Err()
+			case <-time.After(10 * time.Millisecond):
+			}
+		}
+	}
+	select {
+	case <-all:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}

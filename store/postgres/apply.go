@@ -448,6 +448,7 @@ func (a *applier) remember() {
 	for _, ts := range a.claimed {
 		k.putLeases(ts)
 	}
+	a.s.tasksDeleted(len(gone))
 }
 
 // lost describes the transaction whose COMMIT answer was lost.

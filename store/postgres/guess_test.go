@@ -2,6 +2,7 @@ package postgres_test
 
 import (
 	"errors"
+	"fmt"
 	"testing"
 	"time"
 
@@ -122,5 +123,53 @@ func TestGuessedCreateConflict(t *testing.T) {
 	}
 	if _, err := a.GetRun(t.Context(), "again"); !errors.Is(err, store.ErrRunNotFound) {
 		t.Fatalf("GetRun(again): %v, want ErrRunNotFound", err)
+	}
+}
+
+// The store vacuums its task table once it deleted VacuumTasksEvery tasks,
+// autovacuum or not.
+func TestTasksVacuumed(t *testing.T) {
+	t.Parallel()
+	dsn := pgtest.DSN(t)
+	s := open(t, &postgres.Config{DSN: dsn, VacuumTasksEvery: 10})
+	admin := connect(t, dsn)
+	vacuums := func() int64 {
+		var n int64
+		if err := admin.QueryRow(t.Context(), "SELECT vacuum_count FROM pg_stat_user_tables WHERE schemaname = 'heph' AND relname = 'tasks'").Scan(&n); err != nil {
+			t.Fatal(err)
+		}
+		return n
+	}
+	if n := vacuums(); n != 0 {
+		t.Fatalf("tasks vacuumed %d times before any was deleted", n)
+	}
+	step := store.NewTask{Queue: "q", Kind: store.TaskStep, Step: "a", Index: -1}
+	for round := range 2 {
+		var runs []*store.NewRun
+		for i := range 6 {
+			runs = append(runs, newRun(fmt.Sprintf("r%d-%d", round, i), step))
+		}
+		create(t, s, runs...)
+		for _, tk := range claim(t, s, "q", 6) {
+			l := tk.Lease()
+			res := apply(t, s, &store.ApplyParams{Changes: []store.Change{{RunID: tk.RunID, Fence: &l,
+				Decide: func(*store.Run) (*store.Update, error) { return &store.Update{Status: hephtype.StatusCompleted}, nil }}}})
+			if err := res.Changes[0].Err; err != nil {
+				t.Fatal(err)
+			}
+		}
+		if round == 0 {
+			time.Sleep(100 * time.Millisecond) // a VACUUM started now would be seen below
+			if n := vacuums(); n != 0 {
+				t.Fatalf("tasks vacuumed %d times after 6 deletions, want none before 10", n)
+			}
+		}
+	}
+	deadline := time.Now().Add(time.Minute)
+	for vacuums() == 0 {
+		if time.Now().After(deadline) {
+			t.Fatal("the task table was not vacuumed within a minute of the 10th deletion")
+		}
+		time.Sleep(20 * time.Millisecond)
 	}
 }

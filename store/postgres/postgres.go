@@ -202,6 +202,15 @@ type Config struct {
 	// ConnectTimeout bounds the opening of a connection when the DSN does
 	// not set connect_timeout. Defaults to 10 seconds.
 	ConnectTimeout time.Duration
+	// VacuumTasksEvery is how many tasks this store deletes (completes,
+	// cancels) between two VACUUMs of the task table that it runs in the
+	// background. A queue table is all dead rows within minutes: each one
+	// left in its indexes is walked over by every claim, until a VACUUM
+	// removes it, and without one claims (and so every run) slow down as
+	// the history grows. Autovacuum does it too, when it is on and gets to
+	// it; the store does not rely on it. The VACUUM skips the table when
+	// another holds it (SKIP_LOCKED). Defaults to 20,000; -1 disables it.
+	VacuumTasksEvery int
 }
 
 // Store is a store.Store (and a store.Notifier) on PostgreSQL. Its methods
@@ -222,6 +231,13 @@ type Store struct {
 	// known is what Apply takes the rows it writes to be, to write them
 	// without reading them first.
 	known *known
+	// deleted counts the tasks deleted since the last VACUUM of the task
+	// table, which runs in the background (vacuuming) once it reaches
+	// vacuumEvery (0: never); bg waits for it on Close.
+	deleted     atomic.Int64
+	vacuumEvery int64
+	vacuuming   atomic.Bool
+	bg          sync.WaitGroup
 
 	// ctx ends when the store is closed: it stops Listen.
 	ctx       context.Context
@@ -283,7 +299,7 @@ func open(ctx context.Context, cfg *Config, tune func(*pgxpool.Config)) (*Store,
 	s := &Store{
 		pool: pool, conn: pcfg.ConnConfig, schema: c.Schema, channel: channelName(c.Schema),
 		cancels: cancelChannelName(c.Schema), timeout: c.Timeout, q: newQueries(c.Schema), suspect: suspect,
-		applyConc: max(1, c.MaxConns/4), known: newKnown(),
+		applyConc: max(1, c.MaxConns/4), known: newKnown(), vacuumEvery: int64(max(0, c.VacuumTasksEvery)),
 	}
 	s.ctx, s.stop = context.WithCancel(context.Background())
 	return s, nil
@@ -317,6 +333,12 @@ func (cfg *Config) withDefaults() (Config, error) {
 		errs = append(errs, fmt.Errorf("postgres: Config.Timeout must not be negative, got %v", c.Timeout))
 	case c.Timeout == 0:
 		c.Timeout = time.Minute
+	}
+	switch {
+	case c.VacuumTasksEvery < -1:
+		errs = append(errs, fmt.Errorf("postgres: Config.VacuumTasksEvery must be -1 (never) or more, got %d", c.VacuumTasksEvery))
+	case c.VacuumTasksEvery == 0:
+		c.VacuumTasksEvery = 20000
 	}
 	switch {
 	case c.ConnectTimeout < 0:
@@ -393,6 +415,7 @@ func (s *Store) Close() error {
 		s.mu.Unlock()
 		s.stop()
 		s.listeners.Wait()
+		s.bg.Wait()
 		s.pool.Close()
 	})
 	return nil
@@ -593,3 +616,27 @@ var _ store.ConcurrentApplier = (*Store)(nil)
 // in id order, so concurrent batches do not deadlock, and one commit's
 // fsync overlaps the next batch's work.
 func (s *Store) ApplyConcurrency() int { return s.applyConc }
+
+// tasksDeleted counts n tasks deleted and, once VacuumTasksEvery were,
+// starts a VACUUM of the task table in the background (one at a time).
+func (s *Store) tasksDeleted(n int) {
+	if s.vacuumEvery == 0 || n == 0 || s.deleted.Add(int64(n)) < s.vacuumEvery || !s.vacuuming.CompareAndSwap(false, true) {
+		return
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closed.Load() {
+		return
+	}
+	s.deleted.Store(0)
+	s.bg.Add(1)
+	go func() {
+		defer s.bg.Done()
+		defer s.vacuuming.Store(false)
+		ctx, cancel := context.WithTimeout(s.ctx, 10*time.Minute)
+		defer cancel()
+		// An error (the store closed, the table locked by another VACUUM,
+		// lost connection) leaves it to the next one.
+		_, _ = s.pool.Exec(ctx, s.q.vacuumTasks, pgx.QueryExecModeSimpleProtocol)
+	}()
+}
