@@ -209,7 +209,8 @@ type Config struct {
 	// removes it, and without one claims (and so every run) slow down as
 	// the history grows. Autovacuum does it too, when it is on and gets to
 	// it; the store does not rely on it. The VACUUM skips the table when
-	// another holds it (SKIP_LOCKED). Defaults to 20,000; -1 disables it.
+	// another holds it (SKIP_LOCKED), and does not truncate it (a queue
+	// grows back). Defaults to 20,000; -1 disables it.
 	VacuumTasksEvery int
 }
 

@@ -222,7 +222,9 @@ func newQueries(schema string) queries {
 				WHERE t.token = x.token AND t.owner IS NOT NULL ORDER BY t.id FOR UPDATE OF t) AS l) = cardinality($3::int8[])
 			AND NOT EXISTS (SELECT FROM unnest($5::text[], $6::text[]) AS x(run_id, key)
 				JOIN §events e ON e.run_id = x.run_id AND e.key = x.key WHERE e.key IS NOT NULL))`),
-		vacuumTasks: s("VACUUM (SKIP_LOCKED) §tasks"),
+		// Not TRUNCATE: a queue grows back, and truncating takes a lock
+		// that stops every claim while it waits for it.
+		vacuumTasks: s("VACUUM (SKIP_LOCKED, TRUNCATE false) §tasks"),
 		// After the creates of a guessed Apply: fails unless this
 		// transaction inserted every run of $1 (writeCreates skips one that
 		// conflicts), so that COMMIT can go with the writes.
