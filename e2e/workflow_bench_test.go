@@ -3,7 +3,9 @@ package e2e_test
 import (
 	"context"
 	"fmt"
+	"runtime"
 	"testing"
+	"time"
 
 	heph "github.com/hephaestus-go/hephaestus"
 	"github.com/hephaestus-go/hephaestus/e2e"
@@ -31,6 +33,9 @@ var (
 	benchOne = workflow.New("bench_one", func(ctx workflow.Context, n int) (int, error) {
 		return benchInc.Execute(ctx, n)
 	})
+	benchWait = workflow.New("bench_wait", func(ctx workflow.Context, n int) (int, error) {
+		return workflow.WaitSignal[int](ctx, "go")
+	})
 	benchChain = workflow.New("bench_chain10", func(ctx workflow.Context, n int) (int, error) {
 		for range 10 {
 			var err error
@@ -48,7 +53,7 @@ func benchWfClient(b *testing.B, open func(b *testing.B) store.Store) *heph.Clie
 	if err != nil {
 		b.Fatal(err)
 	}
-	if err := c.RegisterWorkflows(benchOne, benchChain); err != nil {
+	if err := c.RegisterWorkflows(benchOne, benchChain, benchWait); err != nil {
 		b.Fatal(err)
 	}
 	if err := c.RegisterActivities(benchInc); err != nil {
@@ -82,6 +87,48 @@ func runWorkflowBenchmarks(b *testing.B, open func(b *testing.B) store.Store) {
 	b.Run("a_throughput", func(b *testing.B) { benchWfThroughput(b, open) })
 	b.Run("b_latency", func(b *testing.B) { benchWfLatency(b, open, benchOne, 100, 2) })
 	b.Run("c_chain10", func(b *testing.B) { benchWfLatency(b, open, benchChain, 50, 11) })
+	b.Run("w_waiting_memory", func(b *testing.B) { benchWfWaiting(b, open) })
+}
+
+// benchWfWaiting reports the heap the process keeps per waiting run: 5,000
+// workflows that wait for a signal, each after its first decision.
+func benchWfWaiting(b *testing.B, open func(b *testing.B) store.Store) {
+	const n = 5000
+	var st store.Store
+	c := benchWfClient(b, func(b *testing.B) store.Store { st = open(b); return st })
+	ctx := context.Background()
+	// Every workflow has decided once when no task is left.
+	idle := func() bool {
+		_, any, err := st.NextReady(ctx, &store.NextReadyParams{Queues: []string{"default"}})
+		if err != nil {
+			b.Fatal(err)
+		}
+		return !any
+	}
+	heap := func() uint64 {
+		var m runtime.MemStats
+		runtime.GC()
+		runtime.GC()
+		runtime.ReadMemStats(&m)
+		return m.HeapAlloc
+	}
+	for b.Loop() {
+		before := heap()
+		for i := range n {
+			if _, err := heph.StartWorkflow(ctx, c, benchWait, i, nil); err != nil {
+				b.Fatal(err)
+			}
+		}
+		deadline := time.Now().Add(5 * time.Minute)
+		for !idle() {
+			if time.Now().After(deadline) {
+				b.Fatalf("%d workflows not all decided in 5 minutes", n)
+			}
+			time.Sleep(10 * time.Millisecond)
+		}
+		after := heap()
+		b.ReportMetric(float64(int64(after)-int64(before))/n, "heap-B/waiting-run")
+	}
 }
 
 func benchWfThroughput(b *testing.B, open func(b *testing.B) store.Store) {

@@ -271,9 +271,7 @@ type runState struct {
 	key *string    // its unique_key
 	// unknown: a run with this id exists, but it is not loaded.
 	unknown bool
-	// xmin is that of the row as read (see known); written: this
-	// transaction wrote it.
-	xmin    int64
+	// written: this transaction wrote it.
 	written bool
 }
 
@@ -423,21 +421,27 @@ func (a *applier) outcome(err error) (*store.ApplyResult, *lostCommit, error) {
 }
 
 // remember records in the store's known what the committed transaction
-// leaves: the runs as it wrote or read them (but not the finished ones,
-// which seldom change again), the leases it claimed, and not the tasks it
-// deleted. Runs written in the slow mode are forgotten: their rows carry
-// the id of a subtransaction.
+// leaves: the runs it wrote that are about to change again, because it
+// enqueued a task of theirs ready now (a run that waits, for a signal or a
+// timer, costs no memory here), the leases it claimed, and not the tasks
+// it deleted. Runs written in the slow mode are forgotten: their rows
+// carry the id of a subtransaction.
 func (a *applier) remember() {
 	k := a.s.known
+	busy := map[string]bool{}
+	for _, r := range a.results {
+		for _, t := range r.Tasks {
+			if r.Err == nil && !t.ReadyAt.After(a.now) {
+				busy[t.RunID] = true
+			}
+		}
+	}
 	var forget []string
 	for id, st := range a.runs {
-		switch {
-		case st.run == nil || st.unknown || (st.written && (a.slow || a.xid == 0)) || st.run.Status.Terminal():
-			forget = append(forget, id)
-		case st.written:
+		if st.written && busy[id] && !a.slow && a.xid != 0 && st.run != nil && !st.run.Status.Terminal() {
 			k.putRun(st.run, st.key, xmin(a.xid))
-		case st.xmin != 0:
-			k.putRun(st.run, st.key, st.xmin)
+		} else {
+			forget = append(forget, id)
 		}
 	}
 	gone := make([]int64, 0, len(a.gone))
@@ -611,7 +615,7 @@ func (a *applier) begin(ctx context.Context) error {
 		a.pl.query(func(rows pgx.Rows) error {
 			for rows.Next() {
 				st := &runState{}
-				r, err := scanRun(rows, &st.key, &st.xmin)
+				r, err := scanRun(rows, &st.key)
 				if err != nil {
 					return err
 				}
@@ -657,7 +661,7 @@ func (a *applier) guessRows(ids []string, fences []int64, keyRuns, keys []string
 	xmins := make([]int64, len(ids))
 	for i, id := range ids {
 		kr := a.guess.runs[id]
-		a.loaded[id] = &runState{run: kr.run, key: kr.key, xmin: kr.xmin}
+		a.loaded[id] = &runState{run: kr.run, key: kr.key}
 		xmins[i] = kr.xmin
 	}
 	a.fenced = make(map[int64]fencedTask, len(fences))
@@ -872,7 +876,7 @@ func (a *applier) load(ctx context.Context, id string) error {
 	st := &runState{}
 	a.pl.query(func(rows pgx.Rows) error {
 		for rows.Next() {
-			r, err := scanRun(rows, &st.key, &st.xmin)
+			r, err := scanRun(rows, &st.key)
 			if err != nil {
 				return err
 			}

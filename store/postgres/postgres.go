@@ -38,8 +38,10 @@
 // Most Applies need not read: the runs they update are as this store last
 // wrote them (a worker completes the step its previous commit enqueued),
 // and the tasks that fence them are the ones it claimed. The store keeps
-// those (a bounded cache, known.go): each run with the id of the
-// transaction that wrote its row (its xmin), each lease as claimed. An
+// those (a bounded cache, known.go): each run it wrote with a task ready
+// at once, with the id of the transaction that wrote its row (its xmin),
+// and each lease as claimed. (A run left waiting is not kept: waiting runs
+// cost no memory.) An
 // Apply whose changes all have what they read there, and are each refused
 // when applied twice (a create, a fenced or a keyed change; see "The
 // outcome of a commit"), decides them against it and sends everything in

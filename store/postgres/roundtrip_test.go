@@ -124,12 +124,18 @@ func TestWrongGuessRoundTrips(t *testing.T) {
 	}
 	defer other.Close()
 	now := time.Date(2031, 1, 1, 0, 0, 0, 0, time.UTC)
-	mark := func(s *Store, key string) int64 {
+	// A change that enqueues a task ready now, as one of a run in progress
+	// does; or, with wait, none, as one that leaves the run waiting.
+	mark := func(s *Store, key string, wait ...bool) int64 {
 		t.Helper()
 		before := rt.n.Load()
 		res, err := s.Apply(t.Context(), &store.ApplyParams{Now: now, Changes: []store.Change{{RunID: "r", Key: key,
 			Decide: func(*store.Run) (*store.Update, error) {
-				return &store.Update{History: []store.NewEvent{{Kind: hephtype.EventMarker, Name: key}}}, nil
+				u := &store.Update{History: []store.NewEvent{{Kind: hephtype.EventMarker, Name: key}}}
+				if len(wait) == 0 {
+					u.Tasks = []store.NewTask{{Queue: "q", Kind: store.TaskStep, Step: key, Index: -1}}
+				}
+				return u, nil
 			}}}})
 		if err != nil || res.Changes[0].Err != nil {
 			t.Fatal(err, res.Changes[0].Err)
@@ -152,8 +158,14 @@ func TestWrongGuessRoundTrips(t *testing.T) {
 	if n := mark(s, "k4"); n != 1 {
 		t.Errorf("the next change: %d round trips, want 1", n)
 	}
+	// A run left waiting (no task ready) is not kept: the change after
+	// reads it.
+	mark(s, "k5", true)
+	if n := mark(s, "k6"); n != 2 {
+		t.Errorf("a change to a run left waiting: %d round trips, want 2", n)
+	}
 	evs, err := s.History(t.Context(), &store.HistoryParams{RunID: "r"})
-	if err != nil || len(evs) != 5 {
-		t.Fatalf("history: %d entries, %v; want 5", len(evs), err)
+	if err != nil || len(evs) != 7 {
+		t.Fatalf("history: %d entries, %v; want 7", len(evs), err)
 	}
 }

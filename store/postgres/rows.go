@@ -206,8 +206,7 @@ type queries struct {
 func newQueries(schema string) queries {
 	s := func(q string) string { return strings.ReplaceAll(q, "§", `"`+schema+`".`) }
 	return queries{
-		// xmin: the transaction that wrote the row; see known.
-		loadRuns: s("SELECT " + runCols + ", unique_key, xmin::text::int8 FROM §runs WHERE id = ANY($1::text[]) ORDER BY id FOR UPDATE"),
+		loadRuns: s("SELECT " + runCols + ", unique_key FROM §runs WHERE id = ANY($1::text[]) ORDER BY id FOR UPDATE"),
 		// The first statement of a guessed Apply (applier.guess): it locks
 		// the runs ($1, $2 their xmin as known) and the fencing tasks ($3,
 		// $4 their tokens) in the order loadRuns and loadFenced do, and
