@@ -124,6 +124,7 @@ func TestConfigErrors(t *testing.T) {
 		{&postgres.Config{DSN: "host=x", MaxConns: -1}, "Config.MaxConns"},
 		{&postgres.Config{DSN: "host=x", Timeout: -time.Second}, "Config.Timeout"},
 		{&postgres.Config{DSN: "host=x", ConnectTimeout: -time.Second}, "Config.ConnectTimeout"},
+		{&postgres.Config{DSN: "host=x", VacuumTasksEvery: -2}, "Config.VacuumTasksEvery"},
 	} {
 		s, err := postgres.Open(t.Context(), tc.cfg)
 		if err == nil {
