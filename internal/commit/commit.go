@@ -119,15 +119,7 @@ func New(cfg *Config) *Committer {
 		stop: make(chan struct{}), done: make(chan struct{}), claims: map[string]*Claim{},
 		waiters: map[string][]chan *store.Run{},
 	}
-	if m.cfg.Clock == nil {
-		m.cfg.Clock = clock.Real{}
-	}
-	if m.cfg.Logger == nil {
-		m.cfg.Logger = slog.Default()
-	}
-	if m.cfg.Telemetry == nil {
-		m.cfg.Telemetry = telemetry.New(m.cfg.Clock)
-	}
+	telemetry.Defaults(&m.cfg.Clock, &m.cfg.Logger, &m.cfg.Telemetry)
 	if m.cfg.MaxCommitBatch <= 0 {
 		m.cfg.MaxCommitBatch = 512
 	}

@@ -75,15 +75,7 @@ type Runtime struct {
 // New returns a Runtime.
 func New(cfg *Config) *Runtime {
 	r := &Runtime{cfg: *cfg, flows: map[string]map[int]*flow.Flow{}}
-	if r.cfg.Clock == nil {
-		r.cfg.Clock = clock.Real{}
-	}
-	if r.cfg.Logger == nil {
-		r.cfg.Logger = slog.Default()
-	}
-	if r.cfg.Telemetry == nil {
-		r.cfg.Telemetry = telemetry.New(r.cfg.Clock)
-	}
+	telemetry.Defaults(&r.cfg.Clock, &r.cfg.Logger, &r.cfg.Telemetry)
 	if r.cfg.MaxPayloadSize <= 0 {
 		r.cfg.MaxPayloadSize = limits.DefaultPayloadSize
 	}

@@ -59,15 +59,7 @@ type Service struct {
 // New returns a Service; it starts nothing until Start.
 func New(cfg *Config) *Service {
 	s := &Service{cfg: *cfg}
-	if s.cfg.Clock == nil {
-		s.cfg.Clock = clock.Real{}
-	}
-	if s.cfg.Logger == nil {
-		s.cfg.Logger = slog.Default()
-	}
-	if s.cfg.Telemetry == nil {
-		s.cfg.Telemetry = telemetry.New(s.cfg.Clock)
-	}
+	telemetry.Defaults(&s.cfg.Clock, &s.cfg.Logger, &s.cfg.Telemetry)
 	if s.cfg.Handlers == nil {
 		s.cfg.Handlers = func() []string { return []string{} }
 	}

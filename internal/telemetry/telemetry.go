@@ -11,6 +11,7 @@
 package telemetry
 
 import (
+	"log/slog"
 	"sync"
 	"time"
 
@@ -99,5 +100,19 @@ func (h *Hub) Emit(e Event) {
 	defer h.mu.RUnlock()
 	for _, fn := range h.subs {
 		fn(e)
+	}
+}
+
+// Defaults fills what a runtime service's configuration leaves out: the
+// real clock, slog's default logger, and a hub of its own on that clock.
+func Defaults(c *clock.Clock, l **slog.Logger, h **Hub) {
+	if *c == nil {
+		*c = clock.Real{}
+	}
+	if *l == nil {
+		*l = slog.Default()
+	}
+	if *h == nil {
+		*h = New(*c)
 	}
 }

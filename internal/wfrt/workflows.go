@@ -94,15 +94,7 @@ type Runtime struct {
 // New returns a Runtime.
 func New(cfg *Config) *Runtime {
 	c := &Runtime{cfg: *cfg}
-	if c.cfg.Clock == nil {
-		c.cfg.Clock = clock.Real{}
-	}
-	if c.cfg.Logger == nil {
-		c.cfg.Logger = slog.Default()
-	}
-	if c.cfg.Telemetry == nil {
-		c.cfg.Telemetry = telemetry.New(c.cfg.Clock)
-	}
+	telemetry.Defaults(&c.cfg.Clock, &c.cfg.Logger, &c.cfg.Telemetry)
 	if c.cfg.WorkflowQueue == "" {
 		c.cfg.WorkflowQueue = defaultQueue
 	}

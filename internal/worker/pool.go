@@ -122,15 +122,7 @@ type running struct {
 // New returns a Pool; it starts nothing until Start.
 func New(cfg *Config) *Pool {
 	p := &Pool{cfg: *cfg, wakes: map[string]chan struct{}{}, nextReady: map[string]time.Time{}}
-	if p.cfg.Clock == nil {
-		p.cfg.Clock = clock.Real{}
-	}
-	if p.cfg.Logger == nil {
-		p.cfg.Logger = slog.Default()
-	}
-	if p.cfg.Telemetry == nil {
-		p.cfg.Telemetry = telemetry.New(p.cfg.Clock)
-	}
+	telemetry.Defaults(&p.cfg.Clock, &p.cfg.Logger, &p.cfg.Telemetry)
 	if p.cfg.Handlers == nil {
 		p.cfg.Handlers = func() []string { return []string{} }
 	}
