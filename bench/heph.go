@@ -167,13 +167,8 @@ func runHeph(ctx context.Context, dsn string, n, workers, batch int) (result, er
 		return result{}, err
 	}
 	defer st.Close()
-	b := flow.New("job")
-	flow.Step(b, "work", func(ctx context.Context, in int) (int, error) { return in, nil })
-	c, err := heph.New(&heph.Config{Store: st, Queues: map[string]int{"default": workers}})
+	c, err := jobClient(st, workers, nil)
 	if err != nil {
-		return result{}, err
-	}
-	if err := c.Register(b.MustBuild()); err != nil {
 		return result{}, err
 	}
 	lat := &latencies{inserted: map[string]time.Time{}}
@@ -225,13 +220,8 @@ func fillHeph(ctx context.Context, t target, n int) error {
 		return err
 	}
 	defer st.Close()
-	b := flow.New("job")
-	flow.Step(b, "work", func(ctx context.Context, in int) (int, error) { return in, nil })
-	c, err := heph.New(&heph.Config{Store: st, Queues: map[string]int{"default": 100}, Logger: slog.New(slog.DiscardHandler)})
+	c, err := jobClient(st, 100, slog.New(slog.DiscardHandler))
 	if err != nil {
-		return err
-	}
-	if err := c.Register(b.MustBuild()); err != nil {
 		return err
 	}
 	var completed atomic.Int64
@@ -268,4 +258,19 @@ func fillHeph(ctx context.Context, t target, n int) error {
 	case <-ctx.Done():
 		return ctx.Err()
 	}
+}
+
+// jobClient is a client on st with the jobs workload's one-step flow "job"
+// registered and a default queue of the given size (not started).
+func jobClient(st store.Store, workers int, logger *slog.Logger) (*heph.Client, error) {
+	b := flow.New("job")
+	flow.Step(b, "work", func(ctx context.Context, in int) (int, error) { return in, nil })
+	c, err := heph.New(&heph.Config{Store: st, Queues: map[string]int{"default": workers}, Logger: logger})
+	if err != nil {
+		return nil, err
+	}
+	if err := c.Register(b.MustBuild()); err != nil {
+		return nil, err
+	}
+	return c, nil
 }
