@@ -126,6 +126,9 @@ func (k *known) putLeases(ts []*store.Task) {
 
 // forget drops what is known of runs and tasks.
 func (k *known) forget(runs []string, tasks []int64) {
+	if len(runs) == 0 && len(tasks) == 0 {
+		return
+	}
 	k.mu.Lock()
 	defer k.mu.Unlock()
 	for _, id := range runs {
