@@ -296,9 +296,12 @@ type op struct {
 	seq    int64      // the run's seq before the change
 	fence  *store.Lease
 	cancel []store.TaskMatch
-	events []store.NewEvent
-	cond   *string // an update's condition, as JSON
-	ckey   string  // the change's key, recorded on its first entry
+	// The history entries it appends (a JSON array, see history.go) and
+	// how many.
+	entries string
+	n       int
+	cond    *string // an update's condition, as JSON
+	ckey    string  // the change's key, recorded on its first entry
 	// fenceRun is the run of the task that fences a create.
 	fenceRun string
 	res      store.ChangeResult
@@ -901,11 +904,11 @@ func (a *applier) load(ctx context.Context, id string) error {
 	return nil
 }
 
-// keyTaken reports whether err is the violation of events_key: a change
+// keyTaken reports whether err is the violation of history_key: a change
 // key recorded twice in a run.
 func keyTaken(err error) bool {
 	var pe *pgconn.PgError
-	return errors.As(err, &pe) && pe.Code == "23505" && pe.ConstraintName == "events_key"
+	return errors.As(err, &pe) && pe.Code == "23505" && pe.ConstraintName == "history_key"
 }
 
 // flush sends the segment's writes, with whatever else is queued, and
@@ -1107,7 +1110,7 @@ func (a *applier) updateArgs(ops []*op, w *written) []any {
 	// A run updated twice ends with the last state.
 	last := map[string]int{}
 	var order []*op
-	var ev events
+	var ev groups
 	var tk tasks
 	for _, o := range ops {
 		if o.fence != nil {
@@ -1122,7 +1125,7 @@ func (a *applier) updateArgs(ops []*op, w *written) []any {
 			last[o.id] = len(order)
 			order = append(order, o)
 		}
-		ev.add(o.id, o.seq, o.events, o.ckey)
+		ev.add(o.id, o.seq, o.n, o.ckey, o.entries)
 		tk.add(o.run, o.res.Tasks)
 	}
 	n := len(order)
@@ -1161,7 +1164,7 @@ func (a *applier) createArgs(ops []*op) []any {
 	finished := make([]*time.Time, n)
 	var fruns []string
 	var fids []int64
-	var ev events
+	var ev groups
 	var tk tasks
 	for k, o := range ops {
 		if o.fence != nil {
@@ -1177,7 +1180,7 @@ func (a *applier) createArgs(ops []*op) []any {
 			t := r.FinishedAt
 			finished[k] = &t
 		}
-		ev.add(r.ID, 0, o.events, "")
+		ev.add(r.ID, 0, o.n, "", o.entries)
 		tk.add(r, o.res.Tasks)
 	}
 	args := []any{ids, workflows, versions, kinds, statuses, inputs, outputs, errs, businessIDs, scopes, keys,
@@ -1185,32 +1188,6 @@ func (a *applier) createArgs(ops []*op) []any {
 	args = append(args, ev.args()...)
 	args = append(args, tk.args()...)
 	return append(args, nonNil(fruns), nonNil(fids))
-}
-
-// events are the columns of history entries to insert.
-type events struct {
-	runs, kinds, steps, names, errs []string
-	seqs, idx, attempts             []int64
-	data, keys                      []*string
-}
-
-// add appends the entries of a run after seq; the first carries key.
-func (e *events) add(runID string, seq int64, evs []store.NewEvent, key string) {
-	for k, v := range evs {
-		e.runs, e.seqs, e.kinds, e.steps = append(e.runs, runID), append(e.seqs, seq+int64(k)+1), append(e.kinds, string(v.Kind)), append(e.steps, v.Step)
-		e.idx, e.attempts, e.names = append(e.idx, int64(v.Index)), append(e.attempts, int64(v.Attempt)), append(e.names, v.Name)
-		e.data, e.errs = append(e.data, jsonArg(v.Data)), append(e.errs, v.Error)
-		var kp *string
-		if k == 0 && key != "" {
-			kp = &key
-		}
-		e.keys = append(e.keys, kp)
-	}
-}
-
-func (e *events) args() []any {
-	return []any{nonNil(e.runs), nonNil(e.seqs), nonNil(e.kinds), nonNil(e.steps), nonNil(e.idx), nonNil(e.attempts),
-		nonNil(e.names), nonNil(e.data), nonNil(e.errs), nonNil(e.keys)}
 }
 
 // tasks are the columns of tasks to insert.
@@ -1308,7 +1285,11 @@ func (a *applier) planCreate(i int, n *store.NewRun, fence *store.Lease) (*op, s
 		return nil, refused(fmt.Errorf("create run %s: %w", r.ID, errRunExists))
 	}
 	key := uniqueKey(r)
-	o := &op{i: i, create: true, id: r.ID, run: r, key: key, meta: meta, events: n.History, prev: a.runs[r.ID],
+	entries, err := encodeEntries(r.ID, 0, n.History)
+	if err != nil {
+		return nil, refused(fmt.Errorf("create run %s: %w", r.ID, err))
+	}
+	o := &op{i: i, create: true, id: r.ID, run: r, key: key, meta: meta, entries: entries, n: len(n.History), prev: a.runs[r.ID],
 		fence: fence, res: store.ChangeResult{Run: r, Tasks: newTasks(r, n.Tasks, a.now)}}
 	if fence != nil {
 		o.fenceRun = a.fenced[fence.TaskID].runID
@@ -1387,8 +1368,12 @@ func (a *applier) planUpdate(i int, c *store.Change) (*op, store.ChangeResult) {
 	if newKey != nil && store.FreesKey(next.KeyScope, next) {
 		frees, newKey = newKey, nil
 	}
+	entries, err := encodeEntries(run.ID, run.Seq, u.History)
+	if err != nil {
+		return nil, refused(fmt.Errorf("update run %s: %w", run.ID, err))
+	}
 	o := &op{i: i, id: run.ID, run: &next, key: newKey, frees: frees, seq: run.Seq, fence: c.Fence,
-		cancel: u.Cancel, events: u.History, cond: cond,
+		cancel: u.Cancel, entries: entries, n: len(u.History), cond: cond,
 		res: store.ChangeResult{Run: &next, Tasks: newTasks(&next, u.Tasks, a.now)}}
 	if len(u.History) > 0 {
 		o.ckey = c.Key // a change that appends nothing records no key

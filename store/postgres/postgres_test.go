@@ -197,7 +197,7 @@ func TestSchemaHonoured(t *testing.T) {
 		t.Fatalf("claim in the other schema: %v, %v", ts, err)
 	}
 	got := tables(t, connect(t, dsn))
-	want := []string{"events", migrate.Table, "runs", "tasks", "workers"}
+	want := []string{"history", migrate.Table, "runs", "tasks", "workers"}
 	slices.Sort(want)
 	for _, schema := range []string{"tenant_a", "tenant_b"} {
 		if !slices.Equal(got[schema], want) {
@@ -235,7 +235,7 @@ func TestConcurrentMigrations(t *testing.T) {
 	if err == nil {
 		versions, err = pgx.CollectRows(rows, pgx.RowTo[int])
 	}
-	if want := []int{1, 2, 3}; err != nil || !slices.Equal(versions, want) {
+	if want := []int{1, 2, 3, 4}; err != nil || !slices.Equal(versions, want) {
 		t.Fatalf("applied versions %v, %v; want %v", versions, err, want)
 	}
 }
@@ -347,18 +347,24 @@ func TestFailingChangeRefusedAlone(t *testing.T) {
 				return &store.Update{Output: []byte(`[oops`)}, nil
 			}},
 			{Create: nul},
+			{RunID: "u2", Decide: func(*store.Run) (*store.Update, error) {
+				return &store.Update{History: []store.NewEvent{{Kind: hephtype.EventMarker, Name: "bad", Data: []byte(`{"x":`)}}}, nil
+			}},
 			{RunID: "u2", Decide: mark("after")},
 			{Create: newRun("after")},
 		},
 		Claims: []store.ClaimParams{{Queues: []string{"q2"}, Owner: "w", Limit: 5, LeaseFor: time.Minute}},
 	})
-	for i, wantErr := range []bool{false, false, true, true, true, false, false} {
+	for i, wantErr := range []bool{false, false, true, true, true, true, false, false} {
 		if got := res.Changes[i].Err != nil; got != wantErr {
 			t.Errorf("change %d: error %v, want an error: %v", i, res.Changes[i].Err, wantErr)
 		}
 	}
 	if err := res.Changes[2].Err; err == nil || !strings.Contains(err.Error(), "create run bad") {
 		t.Errorf("refused create: %v", err)
+	}
+	if err := res.Changes[5].Err; err == nil || !strings.Contains(err.Error(), "update run u2: history entry") {
+		t.Errorf("refused history entry: %v", err)
 	}
 	for _, id := range []string{"before", "after"} {
 		if _, err := s.GetRun(t.Context(), id); err != nil {

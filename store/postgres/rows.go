@@ -14,10 +14,10 @@ import (
 
 // The columns read by scanRun, scanTask and scanEvent, in order.
 const (
-	runCols    = "id, workflow, version, kind, status, input, output, error, business_id, key_scope, parent_id, tags, metadata, state, published, condition, seq, created_at, updated_at, finished_at"
-	taskCols   = "id, run_id, queue, kind, workflow, version, step, idx, attempt, payload, item, priority, ready_at, handler, details, owner, token, lease_until, claims, created_at"
-	eventCols  = "run_id, seq, kind, step, idx, attempt, name, data, error, key, at"
-	workerCols = "id, queues, handlers, host, pid, started_at, seen_at, expires_at"
+	runCols     = "id, workflow, version, kind, status, input, output, error, business_id, key_scope, parent_id, tags, metadata, state, published, condition, seq, created_at, updated_at, finished_at"
+	taskCols    = "id, run_id, queue, kind, workflow, version, step, idx, attempt, payload, item, priority, ready_at, handler, details, owner, token, lease_until, claims, created_at"
+	historyCols = "run_id, seq, n, key, at, entries"
+	workerCols  = "id, queues, handlers, host, pid, started_at, seen_at, expires_at"
 )
 
 type scanner interface{ Scan(dest ...any) error }
@@ -92,24 +92,6 @@ func scanTask(sc scanner) (*store.Task, error) {
 	t.LeaseUntil = fromNull(leaseUntil)
 	t.CreatedAt = created.UTC()
 	return &t, nil
-}
-
-func scanEvent(sc scanner) (store.Event, error) {
-	var (
-		e    store.Event
-		kind string
-		data []byte
-		key  *string
-		at   time.Time
-	)
-	err := sc.Scan(&e.RunID, &e.Seq, &kind, &e.Step, &e.Index, &e.Attempt, &e.Name, &data, &e.Error, &key, &at)
-	e.Kind = hephtype.EventKind(kind)
-	if key != nil {
-		e.Key = *key
-	}
-	e.Data = data
-	e.At = at.UTC()
-	return e, err
 }
 
 func scanWorker(sc scanner) (*store.Worker, error) {
@@ -220,7 +202,7 @@ func newQueries(schema string) queries {
 			AND (SELECT count(*) FROM (SELECT FROM §tasks t JOIN unnest($3::int8[], $4::int8[]) AS x(id, token) ON t.id = x.id
 				WHERE t.token = x.token AND t.owner IS NOT NULL ORDER BY t.id FOR UPDATE OF t) AS l) = cardinality($3::int8[])
 			AND NOT EXISTS (SELECT FROM unnest($5::text[], $6::text[]) AS x(run_id, key)
-				JOIN §events e ON e.run_id = x.run_id AND e.key = x.key WHERE e.key IS NOT NULL))`),
+				JOIN §history h ON h.run_id = x.run_id AND h.key = x.key WHERE h.key IS NOT NULL))`),
 		// Not TRUNCATE: a queue grows back, and truncating takes a lock
 		// that stops every claim while it waits for it.
 		vacuumTasks: s("VACUUM (SKIP_LOCKED, TRUNCATE false) §tasks"),
@@ -232,9 +214,9 @@ func newQueries(schema string) queries {
 		loadFenced: s(`SELECT id, run_id, token, owner IS NOT NULL, kind, step, idx FROM §tasks
 			WHERE id = ANY($1::int8[]) ORDER BY id FOR UPDATE`),
 		// The keys of keyed changes ($1 runs, $2 keys) already in the
-		// history, through events_key.
-		loadKeys: s(`SELECT e.run_id, e.key FROM unnest($1::text[], $2::text[]) AS x(run_id, key)
-			JOIN §events e ON e.run_id = x.run_id AND e.key = x.key WHERE e.key IS NOT NULL`),
+		// history, through history_key.
+		loadKeys: s(`SELECT h.run_id, h.key FROM unnest($1::text[], $2::text[]) AS x(run_id, key)
+			JOIN §history h ON h.run_id = x.run_id AND h.key = x.key WHERE h.key IS NOT NULL`),
 		writeCreates: s(writeCreatesSQL),
 		writeUpdates: s(writeUpdatesSQL),
 		lookup:       s("SELECT (SELECT id FROM §runs WHERE id = $1), (SELECT id FROM §runs WHERE unique_key = $2)"),
@@ -261,7 +243,9 @@ func newQueries(schema string) queries {
 		getRun:    s("SELECT " + runCols + " FROM §runs WHERE id = $1"),
 		findRun:   s("SELECT " + runCols + " FROM §runs WHERE business_id = $1 AND ($2 = '' OR workflow = $2) ORDER BY created_at DESC, id DESC LIMIT 1"),
 		runExists: s("SELECT EXISTS (SELECT 1 FROM §runs WHERE id = $1)"),
-		history:   s("SELECT " + eventCols + " FROM §events WHERE run_id = $1 AND seq > $2 ORDER BY seq LIMIT $3"),
+		// The rows holding entries after $2 (a row holds seq .. seq+n-1);
+		// each holds at least one, so $3 rows hold the first $3 entries.
+		history: s("SELECT " + historyCols + " FROM §history WHERE run_id = $1 AND seq + n > $2 + 1 ORDER BY seq LIMIT $3"),
 		// Finished runs without tasks (tasks_run tells): a run's tasks are
 		// work it left to do.
 		pruneLock: s(`SELECT id FROM §runs r WHERE created_at < $1 AND finished_at < $1
@@ -273,7 +257,7 @@ func newQueries(schema string) queries {
 		// written for them), with their history.
 		prune: s(`WITH d AS (
 				SELECT x.id FROM unnest($1::text[]) AS x(id) WHERE NOT EXISTS (SELECT 1 FROM §tasks t WHERE t.run_id = x.id)
-			), e AS (DELETE FROM §events WHERE run_id IN (SELECT id FROM d))
+			), e AS (DELETE FROM §history WHERE run_id IN (SELECT id FROM d))
 			DELETE FROM §runs WHERE id IN (SELECT id FROM d)`),
 		registerWorker: s(`INSERT INTO §workers (` + workerCols + `) VALUES ($1, $2, $3, $4, $5, $6, $7, $8)
 			ON CONFLICT (id) DO UPDATE SET queues = excluded.queues, handlers = excluded.handlers, host = excluded.host,
@@ -351,14 +335,13 @@ func unnest(n int, types ...string) string {
 	return strings.Join(parts, ", ")
 }
 
-// The history columns of writeUpdatesSQL and writeCreatesSQL, from $n:
-// run id, seq, kind, step, idx, attempt, name, data, error, key (see
-// events); $now is the time.
-func eventsSQL(n, now int) string {
-	return `INSERT INTO §events (run_id, seq, kind, step, idx, attempt, name, data, error, key, at)
-	SELECT x.run_id, x.seq, x.kind, x.step, x.idx, x.attempt, x.name, x.data::jsonb, x.error, x.key, $` + itoa(now) + `::timestamptz
-	FROM unnest(` + unnest(n, "text", "int8", "text", "text", "int8", "int8", "text", "text", "text", "text") + `)
-		AS x(run_id, seq, kind, step, idx, attempt, name, data, error, key)`
+// The history rows of writeUpdatesSQL and writeCreatesSQL, from $n: run
+// id, first seq, number of entries, key, entries (see history.go); $now is
+// the time.
+func historySQL(n, now int) string {
+	return `INSERT INTO §history (seq, at, n, run_id, key, entries)
+	SELECT x.seq, $` + itoa(now) + `::timestamptz, x.n, x.run_id, x.key, x.entries
+	FROM unnest(` + unnest(n, "text", "int8", "int4", "text", "text") + `) AS x(run_id, seq, n, key, entries)`
 }
 
 // The task columns, from $n: run id, queue, kind, workflow, version, step,
@@ -382,7 +365,7 @@ func itoa(n int) string { return strconv.Itoa(n) }
 // deletes the fenced tasks ($1: the caller holds them locked and checked
 // their tokens), cancels the tasks that match ($2 run ids, $3 kinds, $4
 // steps, $5 indexes), updates the runs ($6-$15, one row per run: its last
-// state), appends the history ($17-$26) and enqueues tasks ($27-$40); $16
+// state), appends the history ($17-$21) and enqueues tasks ($22-$35); $16
 // is now. The sub-statements share one snapshot, so the cancellations
 // never see the tasks the segment enqueues (the applier leaves a
 // cancellation that must see them to a later segment). It returns the
@@ -391,7 +374,7 @@ func itoa(n int) string { return strconv.Itoa(n) }
 // of runs updated (the caller holds all of them locked: anything short is
 // a bug), the new task ids in ascending order, which is the order of the
 // arrays, and the number of runs whose leased tasks the cancellations
-// deleted: each is notified on channel $41 (at commit; the fenced tasks,
+// deleted: each is notified on channel $36 (at commit; the fenced tasks,
 // which their holders complete, do not count). A commit that cancels no
 // leased task calls no pg_notify.
 var writeUpdatesSQL = `WITH f AS (
@@ -409,19 +392,19 @@ var writeUpdatesSQL = `WITH f AS (
 		AS x(id, status, output, error, state, published, seq, finished_at, unique_key, condition)
 	WHERE r.id = x.id RETURNING 1
 ), e AS (
-	` + eventsSQL(17, 16) + `
+	` + historySQL(17, 16) + `
 ), t AS (
-	` + tasksSQL(27, 16) + `
+	` + tasksSQL(22, 16) + `
 	ORDER BY x.n
 	RETURNING id
 )
 SELECT (SELECT count(*) FROM f) + (SELECT count(*) FROM c WHERE c.id = ANY($1::int8[])),
 	(SELECT count(*) FROM u), ARRAY(SELECT id FROM t ORDER BY id),
-	(SELECT count(pg_notify($41, x.run_id)) FROM (SELECT DISTINCT run_id FROM c WHERE leased AND c.id <> ALL($1::int8[])) AS x)`
+	(SELECT count(pg_notify($36, x.run_id)) FROM (SELECT DISTINCT run_id FROM c WHERE leased AND c.id <> ALL($1::int8[])) AS x)`
 
 // writeCreatesSQL inserts the runs of a segment with their history and
 // tasks in one statement: $1-$17 are the runs' columns (tags as a JSON
-// array), $18 now, $19-$28 the history, $29-$42 the tasks, and $43-$44 the
+// array), $18 now, $19-$23 the history, $24-$37 the tasks, and $38-$39 the
 // fences of creates (run ids and task ids: the caller holds the tasks
 // locked and checked their tokens). ON CONFLICT DO NOTHING covers both
 // the primary key and the business-key index: a run that conflicts (with a
@@ -444,14 +427,14 @@ var writeCreatesSQL = `WITH r AS (
 	ON CONFLICT DO NOTHING
 	RETURNING id
 ), f AS (
-	DELETE FROM §tasks t USING unnest($43::text[], $44::int8[]) AS x(run_id, id)
+	DELETE FROM §tasks t USING unnest($38::text[], $39::int8[]) AS x(run_id, id)
 	WHERE t.id = x.id AND x.run_id IN (SELECT id FROM r)
 	RETURNING t.id
 ), e AS (
-	` + eventsSQL(19, 18) + `
+	` + historySQL(19, 18) + `
 	WHERE x.run_id IN (SELECT id FROM r)
 ), t AS (
-	` + tasksSQL(29, 18) + `
+	` + tasksSQL(24, 18) + `
 	WHERE x.run_id IN (SELECT id FROM r)
 	ORDER BY x.n
 	RETURNING id, run_id

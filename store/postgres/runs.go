@@ -173,7 +173,18 @@ func (s *Store) History(ctx context.Context, p *store.HistoryParams) ([]store.Ev
 		if err != nil {
 			return err
 		}
-		out, err = pgx.CollectRows(rows, func(row pgx.CollectableRow) (store.Event, error) { return scanEvent(row) })
+		out = out[:0]
+		var (
+			runID, entries string
+			seq, n         int64
+			key            *string
+			at             time.Time
+		)
+		_, err = pgx.ForEachRow(rows, []any{&runID, &seq, &n, &key, &at, &entries}, func() error {
+			var err error
+			out, err = expandRow(out, runID, seq, n, key, at.UTC(), entries, p.AfterSeq)
+			return err
+		})
 		if err != nil || len(out) > 0 {
 			return err
 		}
@@ -184,6 +195,9 @@ func (s *Store) History(ctx context.Context, p *store.HistoryParams) ([]store.Ev
 	}
 	if !exists {
 		return nil, fmt.Errorf("history %s: %w", p.RunID, store.ErrRunNotFound)
+	}
+	if p.Limit > 0 && len(out) > p.Limit {
+		out = out[:p.Limit]
 	}
 	return out, nil
 }
