@@ -45,6 +45,7 @@ type workload struct {
 	key     string // its -workloads name
 	title   string // as printed
 	latency bool   // compared on p50, lower is better; otherwise on the rate
+	lower   bool   // a figure that is better lower (bytes), compared as it is
 }
 
 var allWorkloads = []workload{
@@ -52,6 +53,7 @@ var allWorkloads = []workload{
 	{key: "b", title: "(b) one-step start-to-result ms, p50 / p90 / p99", latency: true},
 	{key: "c", title: "(c) 10-step chain start-to-result ms, p50 / p90 / p99", latency: true},
 	{key: "jobs", title: "jobs/s; insert-to-completion ms, p50 / p99"},
+	{key: "bytes", title: "bytes on disk per finished one-step run (10,000 runs, then VACUUM)", lower: true},
 }
 
 // contestant is one engine, in one variant, on one backend.
@@ -95,8 +97,11 @@ func contestants(engines, backends []string) []contestant {
 
 // takesPart reports whether c runs workload w.
 func (c contestant) takesPart(w workload) bool {
-	if w.key == "jobs" {
+	switch w.key {
+	case "jobs":
 		return c.jobs != nil
+	case "bytes": // what a PostgreSQL database keeps
+		return c.open != nil && c.backend == backendPostgres
 	}
 	return c.open != nil
 }
@@ -118,7 +123,7 @@ func main() {
 	flag.IntVar(&o.history, "history", 0, "finished one-step runs to put in Hephaestus's database before (a) to (c), untimed")
 	rounds := flag.Int("rounds", 3, "rounds (the median is reported)")
 	engines := flag.String("engines", "heph,dbos,river", "engines to run: heph, dbos, river")
-	workloads := flag.String("workloads", "a,b,c,jobs", "workloads to run: a, b, c, jobs")
+	workloads := flag.String("workloads", "a,b,c,jobs", "workloads to run: a, b, c, jobs, bytes")
 	backends := flag.String("backends", "postgres,sqlite", "backends for (a) to (c): postgres, sqlite (jobs runs on postgres)")
 	flag.StringVar(&o.sqliteSync, "sqlite-sync", "FULL", "SQLite synchronous mode, for every engine: FULL or NORMAL")
 	flag.StringVar(&o.sqliteDir, "sqlite-dir", "", "directory for the SQLite files (default: the system's temporary directory)")
@@ -243,6 +248,8 @@ func measureOne(ctx context.Context, o options, w workload, c contestant) (measu
 	}
 	defer cl.close()
 	switch w.key {
+	case "bytes":
+		return bytesPerRun(ctx, t.where, cl.one)
 	case "a":
 		return throughput(ctx, cl.one)
 	case "b":
@@ -326,7 +333,8 @@ func report(rounds int, o options, ws []workload, cs []contestant, refs map[stri
 	fmt.Println()
 
 	fmt.Println("Hephaestus/peer, of the medians: (a) and jobs compare rates (above 1: Hephaestus is faster),")
-	fmt.Println("(b) and (c) compare p50 latencies (below 1: Hephaestus is faster).")
+	fmt.Println("(b) and (c) compare p50 latencies (below 1: Hephaestus is faster), bytes the bytes on disk")
+	fmt.Println("per finished run (below 1: Hephaestus keeps less).")
 	fmt.Println()
 	fmt.Println("| workload | backend | Hephaestus | peer | Hephaestus/peer |")
 	fmt.Println("|---|---|---|---|---|")
@@ -347,8 +355,11 @@ func report(rounds int, o options, ws []workload, cs []contestant, refs map[stri
 					name, ratio = "p50", float64(a.p50)/float64(b.p50)
 				}
 				label := "(" + w.key + ") " + name
-				if w.key == "jobs" {
+				switch w.key {
+				case "jobs":
 					label = "jobs/s"
+				case "bytes":
+					label = "bytes per run"
 				}
 				fmt.Printf("| %s | %s | %s | %s | %.2f |\n", label, h.backend, h.label, p.label, ratio)
 			}
@@ -363,6 +374,8 @@ func formatMeasure(w workload, m measure) string {
 		return fmt.Sprintf("%s; %s / %s", thousands(m.rate), fmtMs(m.p50), fmtMs(m.p99))
 	case w.latency:
 		return fmt.Sprintf("%s / %s / %s", fmtMs(m.p50), fmtMs(m.p90), fmtMs(m.p99))
+	case w.lower && m.detail != "":
+		return thousands(m.rate) + " (" + m.detail + ")"
 	}
 	return thousands(m.rate)
 }

@@ -10,6 +10,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -55,6 +56,7 @@ type caller struct {
 type measure struct {
 	rate          float64
 	p50, p90, p99 time.Duration
+	detail        string // what makes up the figure, where it says
 }
 
 // throughput is (a): throughputRuns calls of fn shared by throughputCallers
@@ -246,3 +248,91 @@ func (l *latencies) pct(p float64) time.Duration {
 }
 
 func ms(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
+
+// bytesRuns is the number of runs the bytes workload leaves in the
+// database.
+const bytesRuns = 10000
+
+// bytesPerRun is the bytes workload: the growth of the database at dsn,
+// every table and index with its TOAST, over bytesRuns calls of fn
+// (throughputCallers at a time), measured after a VACUUM of the database
+// both before and after, per call. The detail names the relations that
+// grew most, with their bytes per call.
+func bytesPerRun(ctx context.Context, dsn string, fn func(ctx context.Context, in int) error) (measure, error) {
+	conn, err := pgx.Connect(ctx, dsn)
+	if err != nil {
+		return measure{}, err
+	}
+	defer conn.Close(context.Background())
+	sizes := func() (map[string]int64, error) {
+		if _, err := conn.Exec(ctx, "VACUUM"); err != nil {
+			return nil, err
+		}
+		rows, err := conn.Query(ctx, `SELECT n.nspname || '.' || c.relname, pg_relation_size(c.oid)
+			FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace
+			WHERE c.relkind IN ('r', 'i', 't', 'p') AND n.nspname NOT IN ('pg_catalog', 'information_schema')
+				AND n.nspname NOT LIKE 'pg_temp%' AND n.nspname NOT LIKE 'pg_toast_temp%'`)
+		if err != nil {
+			return nil, err
+		}
+		out := map[string]int64{}
+		var name string
+		var size int64
+		_, err = pgx.ForEachRow(rows, []any{&name, &size}, func() error { out[name] = size; return nil })
+		return out, err
+	}
+	for i := range warmupCalls {
+		if err := fn(ctx, i); err != nil {
+			return measure{}, err
+		}
+	}
+	before, err := sizes()
+	if err != nil {
+		return measure{}, err
+	}
+	next := make(chan int, bytesRuns)
+	for i := range bytesRuns {
+		next <- i
+	}
+	close(next)
+	var (
+		wg     sync.WaitGroup
+		failed atomic.Pointer[error]
+	)
+	for range throughputCallers {
+		wg.Go(func() {
+			for i := range next {
+				if err := fn(ctx, i); err != nil {
+					failed.CompareAndSwap(nil, &err)
+					return
+				}
+			}
+		})
+	}
+	wg.Wait()
+	if err := failed.Load(); err != nil {
+		return measure{}, *err
+	}
+	after, err := sizes()
+	if err != nil {
+		return measure{}, err
+	}
+	type grown struct {
+		name  string
+		bytes int64
+	}
+	var total int64
+	var gs []grown
+	for name, size := range after {
+		if d := size - before[name]; d != 0 {
+			total += d
+			gs = append(gs, grown{name, d})
+		}
+	}
+	slices.SortFunc(gs, func(a, b grown) int { return int(b.bytes - a.bytes) })
+	var parts []string
+	for _, g := range gs[:min(len(gs), 4)] {
+		parts = append(parts, fmt.Sprintf("%s %d", g.name, g.bytes/bytesRuns))
+	}
+	return measure{rate: float64(total) / bytesRuns, detail: strings.Join(parts, ", ")}, nil
+}
