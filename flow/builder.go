@@ -15,6 +15,7 @@ import (
 
 	"github.com/hephaestus-go/hephaestus/businesskey"
 	"github.com/hephaestus-go/hephaestus/internal/engine"
+	"github.com/hephaestus-go/hephaestus/internal/flowgraph"
 )
 
 // Reserved names.
@@ -296,9 +297,17 @@ func (f *Flow) Edges() []Edge { return slices.Clone(f.edges) }
 // version must have the same shape.
 func (f *Flow) Shape() string { return f.shape }
 
-// Graph returns the compiled graph that the engine executes. It is meant
-// for runtimes in this module.
-func (f *Flow) Graph() *engine.Graph { return f.graph }
+// The runtimes of this module reach the compiled graph through package
+// internal/flowgraph, so that no internal type is part of flow's API.
+func init() {
+	flowgraph.Register(func(v any) (*engine.Graph, bool) {
+		f, ok := v.(*Flow)
+		if !ok || f == nil || f.graph == nil {
+			return nil, false
+		}
+		return f.graph, true
+	})
+}
 
 // MustBuild is Build for package-level variables: it panics with the
 // validation errors.

@@ -572,7 +572,7 @@ func TestValidFlows(t *testing.T) {
 	for name, tc := range flows {
 		t.Run(name, func(t *testing.T) {
 			f := tc.mk()
-			if f.Shape() == "" || f.Graph() == nil || len(f.Steps()) == 0 {
+			if f.Shape() == "" || f.Mermaid() == "" || len(f.Steps()) == 0 {
 				t.Fatalf("flow %q is incomplete: shape %q, %d steps", f.Name(), f.Shape(), len(f.Steps()))
 			}
 			run, err := hephtest.RunFlow(context.Background(), f, tc.input)

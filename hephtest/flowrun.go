@@ -21,6 +21,7 @@ import (
 	"github.com/hephaestus-go/hephaestus/flow"
 	"github.com/hephaestus-go/hephaestus/hephtype"
 	"github.com/hephaestus-go/hephaestus/internal/engine"
+	"github.com/hephaestus-go/hephaestus/internal/flowgraph"
 )
 
 // FlowRun is a run of a flow held in memory.
@@ -68,7 +69,7 @@ func RunFlow(ctx context.Context, f *flow.Flow, input any) (*FlowRun, error) {
 		return nil, fmt.Errorf("hephtest: input does not encode as JSON: %w", err)
 	}
 	r := &FlowRun{flow: f, timers: map[string]bool{}, Calls: map[string]int{}}
-	r.take(engine.Start(f.Graph(), raw))
+	r.take(engine.Start(flowgraph.Of(f), raw))
 	return r, r.drive(ctx)
 }
 
@@ -95,7 +96,7 @@ type StepResult struct {
 
 // Step returns the named step's state.
 func (r *FlowRun) Step(name string) (StepResult, bool) {
-	i, ok := r.flow.Graph().Lookup(name)
+	i, ok := flowgraph.Of(r.flow).Lookup(name)
 	if !ok {
 		return StepResult{}, false
 	}
@@ -134,7 +135,7 @@ func (r *FlowRun) FireTimer(ctx context.Context, step string) error {
 func (r *FlowRun) Cancel(reason string) error { return r.apply(engine.Cancel{Reason: reason}) }
 
 func (r *FlowRun) apply(ev engine.Event) error {
-	d, err := engine.Apply(r.flow.Graph(), r.state, ev)
+	d, err := engine.Apply(flowgraph.Of(r.flow), r.state, ev)
 	if err != nil {
 		return err
 	}

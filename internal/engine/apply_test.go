@@ -11,6 +11,7 @@ import (
 	"github.com/hephaestus-go/hephaestus/flow"
 	"github.com/hephaestus-go/hephaestus/hephtype"
 	"github.com/hephaestus-go/hephaestus/internal/engine"
+	"github.com/hephaestus-go/hephaestus/internal/flowgraph"
 )
 
 func raw(s string) json.RawMessage { return json.RawMessage(s) }
@@ -899,7 +900,7 @@ func TestFlowCompiledGraph(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	g := f.Graph()
+	g := flowgraph.Of(f)
 	r, d := startRun(t, g, `{"id":"42"}`)
 	expect(t, d, []string{`schedule validate #1 in={"input":{"id":"42"}}`}, []string{`run_started data={"id":"42"}`, `step_scheduled validate a=1`})
 	d = r.apply(engine.StepCompleted{Step: "validate", Attempt: 1, Event: "valid", Output: raw(`{"id":"42"}`)})
