@@ -105,6 +105,9 @@ type stepDef struct {
 	overSet   bool
 	overStep  string
 	overField string
+
+	reads    []string
+	readsSet bool
 }
 
 func (d *stepDef) contextKey() string {
@@ -217,6 +220,7 @@ type Flow struct {
 	inputType reflect.Type
 	steps     []*stepDef
 	byName    map[string]*stepDef
+	byKey     map[string]*stepDef
 	specs     []StepSpec
 	edges     []Edge
 	graph     *engine.Graph
@@ -240,6 +244,9 @@ type StepSpec struct {
 	// input), and MapField the selected field, if any.
 	MapSource string
 	MapField  string
+	// Reads lists the steps whose outputs the step's context holds, when
+	// it declares them with the Reads option; nil means every ancestor.
+	Reads []string
 }
 
 // Edge is one resolved edge of the flow: From emitting Event leads to To
@@ -325,6 +332,9 @@ func (b *Builder) resolve(d *stepDef) StepSpec {
 		Name: d.name, Key: d.contextKey(), Kind: d.kind,
 		DependsOn: slices.Clone(d.deps), Waits: d.waits, WaitTimeout: d.waitTimeout,
 		Timeout: DefaultTimeout, Queue: DefaultQueue,
+	}
+	if d.readsSet {
+		s.Reads = append([]string{}, d.reads...)
 	}
 	s.Retry = DefaultRetryPolicy
 	if b.defaults.retry != nil {

@@ -32,6 +32,7 @@ const (
 	RuleCycle            Rule = "cycle"
 	RuleUnreachable      Rule = "unreachable"
 	RuleMapSource        Rule = "map-source"
+	RuleNotAncestor      Rule = "not-ancestor"
 	RuleNoConvergence    Rule = "no-convergence"
 	RuleInvalidMetadata  Rule = "invalid-metadata"
 	RuleInvalidBusinessK Rule = "invalid-business-key"
@@ -122,6 +123,7 @@ func (b *Builder) Build() (*Flow, error) {
 	acyclic := c.cycles(succ)
 	c.reachable(roots, succ)
 	mapSrc := c.mapSources(byName, edges)
+	c.reads(byName, edges, acyclic)
 	if acyclic && doneTerminated {
 		c.convergence(byName, edges, succ)
 	}
@@ -171,8 +173,8 @@ func (c *checker) flowOptions() {
 		}
 	}
 	d := &b.defaults
-	if d.depsSet || d.eventsSet || d.keySet || d.waitsSet || d.overSet {
-		c.add(RuleInvalidOption, "", nil, "Defaults accepts only Retry, Timeout, Queue and Priority; DependsOn, Events, Key, Waits and Over belong to single steps")
+	if d.depsSet || d.eventsSet || d.keySet || d.waitsSet || d.overSet || d.readsSet {
+		c.add(RuleInvalidOption, "", nil, "Defaults accepts only Retry, Timeout, Queue and Priority; DependsOn, Events, Key, Waits, Over and Reads belong to single steps")
 	}
 	c.stepOptions("flow defaults", "", d)
 }
@@ -527,11 +529,7 @@ func (c *checker) mapSources(byName map[string]*stepDef, edges []edgeDecl) map[s
 		} else {
 			s := byName[source]
 			what = fmt.Sprintf("the output of %q", source)
-			if s.kind == KindMap {
-				t = reflect.SliceOf(s.outType)
-			} else {
-				t = s.outType
-			}
+			t = s.outType // a map step's is the array of results
 		}
 		if field != "" {
 			what = fmt.Sprintf("field %q of %s", field, what)
@@ -542,6 +540,47 @@ func (c *checker) mapSources(byName map[string]*stepDef, edges []edgeDecl) map[s
 		}
 	}
 	return src
+}
+
+// reads checks the steps each step declares it reads: each must be a step
+// of the flow from which a path of edges leads to the reader, or the read
+// could never succeed.
+func (c *checker) reads(byName map[string]*stepDef, edges []edgeDecl, acyclic bool) {
+	preds := map[string][]string{}
+	for _, e := range edges {
+		for _, t := range e.to {
+			if t != Done && !slices.Contains(preds[t], e.from) {
+				preds[t] = append(preds[t], e.from)
+			}
+		}
+	}
+	for _, d := range c.b.steps {
+		if !d.readsSet || byName[d.name] != d {
+			continue
+		}
+		var anc map[string]bool
+		if acyclic {
+			anc = map[string]bool{}
+			var walk func(string)
+			walk = func(n string) {
+				for _, p := range preds[n] {
+					if !anc[p] {
+						anc[p] = true
+						walk(p)
+					}
+				}
+			}
+			walk(d.name)
+		}
+		for _, r := range d.reads {
+			switch {
+			case byName[r] == nil:
+				c.add(RuleUnknownStep, d.at, []string{d.name, r}, "step %q reads %q, which is not a step of the flow%s", d.name, r, suggestOrFix(r, byName))
+			case anc != nil && !anc[r]:
+				c.add(RuleNotAncestor, d.at, []string{d.name, r}, "step %q reads the output of step %q, which is not an ancestor of %q: no path of edges leads from %q to %q, so its output is never in the context of %q; add an edge or DependsOn on the way from %q to %q, or drop it from Reads", d.name, r, d.name, r, d.name, d.name, r, d.name)
+			}
+		}
+	}
 }
 
 // fieldType returns the type of the JSON field name of t, or nil when it is
@@ -718,7 +757,10 @@ func (b *Builder) compile(byName map[string]*stepDef, edges []edgeDecl, roots []
 	f := &Flow{
 		name: b.name, version: b.version, key: b.key, scope: b.scope,
 		tags: slices.Clone(b.tags), start: b.start, inputType: b.inputType,
-		steps: b.steps, byName: byName, metadata: map[string]json.RawMessage{},
+		steps: b.steps, byName: byName, byKey: map[string]*stepDef{}, metadata: map[string]json.RawMessage{},
+	}
+	for _, d := range byName {
+		f.byKey[d.contextKey()] = d
 	}
 	for k, v := range b.metadata {
 		f.metadata[k], _ = json.Marshal(v)
@@ -742,6 +784,14 @@ func (b *Builder) compile(byName map[string]*stepDef, edges []edgeDecl, roots []
 		}
 		if s := mapSrc[d.name]; s != "" {
 			gs.MapSource = idx[s]
+		}
+		if d.readsSet {
+			gs.ReadsDeclared = true
+			for _, r := range d.reads {
+				if !slices.Contains(gs.Reads, idx[r]) {
+					gs.Reads = append(gs.Reads, idx[r])
+				}
+			}
 		}
 		g.Steps[i] = gs
 	}
