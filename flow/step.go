@@ -195,11 +195,14 @@ func CallInfo(ctx context.Context) (Info, bool) {
 }
 
 // RecordHeartbeat records progress of a long step: the details (any
-// JSON-encodable value) are stored with the task at its next heartbeat, and
-// the next attempt of the step reads them with HeartbeatDetails, so that it
-// can resume where this one stopped. It returns an error when the details
-// do not encode, or outside step code. Leases are extended by the runtime
-// whether or not step code calls it.
+// JSON-encodable value; the last call wins) are stored with the task at its
+// next heartbeat and when the attempt ends, and the next attempt of the
+// step (of the element, for a map step) reads them with HeartbeatDetails,
+// so that it can resume where this one stopped, even after a crash of this
+// worker. hephtest.RunFlow passes them to the next attempt in memory. It
+// returns an error when the details do not encode or exceed the payload
+// limit, or outside step code. Leases are extended by the runtime whether
+// or not step code calls it.
 func RecordHeartbeat(ctx context.Context, details any) error {
 	c, ok := ctx.Value(callKey{}).(*Call)
 	if !ok {
@@ -442,8 +445,10 @@ func Queue(name string) StepOption { return func(s *stepDef) { s.queue = &name }
 func Priority(p int) StepOption { return func(s *stepDef) { s.priority = &p } }
 
 // Waits declares that the step may return Wait. A positive timeout delivers
-// the event "timeout" when the step has waited that long; the step then
-// declares "timeout" and must route it.
+// the event "timeout" when the step has waited that long: "timeout" is then
+// one of the step's events without being declared (do not list it in
+// Events; Build reports it if you do), and the flow must route it with an
+// Edge on EventTimeout.
 func Waits(timeout time.Duration) StepOption {
 	return func(s *stepDef) { s.waits = true; s.waitTimeout = timeout; s.waitsSet = true }
 }

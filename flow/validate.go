@@ -39,7 +39,8 @@ const (
 )
 
 // ValidationError is one problem Build found. Build joins all of them with
-// errors.Join; use errors.As or AsValidationErrors to inspect them.
+// errors.Join; use ValidationErrors (or errors.As for the first) to inspect
+// them.
 type ValidationError struct {
 	Flow string
 	Rule Rule
@@ -103,7 +104,8 @@ func (c *checker) add(rule Rule, at string, steps []string, format string, args 
 // found, joined: cycles (with their path), steps unreachable from the
 // start, edges on undeclared events, declared events without an edge,
 // duplicate step names and context keys, dependencies on missing steps,
-// map steps over values that are not arrays, fan-outs that never converge
+// map steps over values that are not arrays, Reads of steps that are not
+// ancestors, fan-outs that never converge
 // in a flow that ends in Done, bad options, and a flow with no steps.
 func (b *Builder) Build() (*Flow, error) {
 	if b == nil {

@@ -30,6 +30,7 @@ type FlowRun struct {
 	state   *engine.State
 	queue   []engine.ScheduleStep
 	timers  map[string]bool
+	details map[string]json.RawMessage // last heartbeat details, by step/index
 	history []HistoryEntry
 	// Calls counts step invocations by step name (elements of map steps
 	// included).
@@ -68,7 +69,7 @@ func RunFlow(ctx context.Context, f *flow.Flow, input any) (*FlowRun, error) {
 	if err != nil {
 		return nil, fmt.Errorf("hephtest: input does not encode as JSON: %w", err)
 	}
-	r := &FlowRun{flow: f, timers: map[string]bool{}, Calls: map[string]int{}}
+	r := &FlowRun{flow: f, timers: map[string]bool{}, details: map[string]json.RawMessage{}, Calls: map[string]int{}}
 	r.take(engine.Start(flowgraph.Of(f), raw))
 	return r, r.drive(ctx)
 }
@@ -188,6 +189,17 @@ func (r *FlowRun) drive(ctx context.Context) error {
 		out, err := r.flow.Invoke(ctx, flow.Call{
 			RunID: "hephtest", Step: s.Step, Index: s.Index, Attempt: s.Attempt,
 			IdempotencyKey: key, Input: s.Input, Item: s.Item,
+			// As the durable runtime does, the next attempt reads the
+			// details this one recorded last.
+			Details: r.details[key],
+			Heartbeat: func(details any) error {
+				b, err := json.Marshal(details)
+				if err != nil {
+					return fmt.Errorf("heartbeat details of step %q do not encode as JSON: %w", s.Step, err)
+				}
+				r.details[key] = b
+				return nil
+			},
 		})
 		var ev engine.Event
 		switch {
