@@ -237,3 +237,30 @@ func TestOutputBadKeys(t *testing.T) {
 		t.Fatal(run.Err())
 	}
 }
+
+// Over names any ancestor as a map step's source, not only a direct
+// dependency; a step that does not lead to the map step is a build error.
+func TestMapOverAncestor(t *testing.T) {
+	b := flow.New("over")
+	flow.Step(b, "list", func(ctx context.Context, n int) ([]int, error) { return []int{n, n + 1}, nil })
+	flow.Step(b, "log", func(ctx context.Context, n int) (string, error) { return "logged", nil }, flow.DependsOn("list"))
+	flow.Map(b, "double", func(ctx context.Context, x int) (int, error) { return 2 * x, nil },
+		flow.DependsOn("log"), flow.Over("list", ""))
+	run, err := hephtest.RunFlow(context.Background(), b.MustBuild(), 4)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if string(run.Output()) != `{"double":[8,10]}` {
+		t.Fatalf("output %s (%s)", run.Output(), run.Err())
+	}
+
+	bad := flow.New("over")
+	flow.Step(bad, "list", func(ctx context.Context, n int) ([]int, error) { return nil, nil })
+	flow.Step(bad, "other", func(ctx context.Context, n int) (int, error) { return 0, nil })
+	flow.Map(bad, "double", func(ctx context.Context, x int) (int, error) { return x, nil },
+		flow.DependsOn("other"), flow.Over("list", ""))
+	_, err = bad.Build()
+	if errs := flow.ValidationErrors(err); len(errs) != 1 || errs[0].Rule != flow.RuleMapSource || !strings.Contains(err.Error(), `map step "double" iterates over "list", which does not lead to it`) {
+		t.Errorf("map over a step that does not lead to it: %v", err)
+	}
+}

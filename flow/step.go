@@ -465,7 +465,8 @@ func Reads(steps ...string) StepOption {
 }
 
 // Over sets a map step's source: the output of the named step (one of its
-// dependencies), or the run input when step is empty; field, when set,
+// ancestors: a step from which a path of edges leads to it), or the run
+// input when step is empty; field, when set,
 // selects that field of the source object.
 func Over(step, field string) StepOption {
 	return func(s *stepDef) { s.overSet = true; s.overStep = step; s.overField = field }

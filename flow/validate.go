@@ -124,8 +124,12 @@ func (b *Builder) Build() (*Flow, error) {
 	roots := c.roots(byName, edges)
 	acyclic := c.cycles(succ)
 	c.reachable(roots, succ)
-	mapSrc := c.mapSources(byName, edges)
-	c.reads(byName, edges, acyclic)
+	var anc map[string]map[string]bool
+	if acyclic {
+		anc = ancestors(edges)
+	}
+	mapSrc := c.mapSources(byName, edges, anc)
+	c.reads(byName, anc)
 	if acyclic && doneTerminated {
 		c.convergence(byName, edges, succ)
 	}
@@ -495,7 +499,7 @@ func (c *checker) reachable(roots []string, succ map[string][]string) {
 
 // mapSources resolves each map step's source and checks it where the Go
 // types tell. It returns the source step of each map step ("" = input).
-func (c *checker) mapSources(byName map[string]*stepDef, edges []edgeDecl) map[string]string {
+func (c *checker) mapSources(byName map[string]*stepDef, edges []edgeDecl, anc map[string]map[string]bool) map[string]string {
 	preds := map[string][]string{}
 	for _, e := range edges {
 		for _, t := range e.to {
@@ -513,7 +517,17 @@ func (c *checker) mapSources(byName map[string]*stepDef, edges []edgeDecl) map[s
 		switch {
 		case d.overSet:
 			source = d.overStep
-			if source != "" && !slices.Contains(preds[d.name], source) {
+			if source == "" {
+				break
+			}
+			if byName[source] == nil {
+				c.add(RuleMapSource, d.at, []string{d.name, source}, "map step %q iterates over %q, which is not a step of the flow%s", d.name, source, suggestOrFix(source, byName))
+				continue
+			}
+			// Any ancestor: its output is in the map step's context. With a
+			// cycle (reported elsewhere) only a direct predecessor is sure.
+			leads := slices.Contains(preds[d.name], source) || (anc != nil && anc[d.name][source])
+			if !leads {
 				c.add(RuleMapSource, d.at, []string{d.name, source}, "map step %q iterates over %q, which does not lead to it; add DependsOn(%q) or an edge from %q", d.name, source, source, source)
 				continue
 			}
@@ -544,10 +558,9 @@ func (c *checker) mapSources(byName map[string]*stepDef, edges []edgeDecl) map[s
 	return src
 }
 
-// reads checks the steps each step declares it reads: each must be a step
-// of the flow from which a path of edges leads to the reader, or the read
-// could never succeed.
-func (c *checker) reads(byName map[string]*stepDef, edges []edgeDecl, acyclic bool) {
+// ancestors maps each step to the steps from which a path of edges leads
+// to it. The edges must be acyclic.
+func ancestors(edges []edgeDecl) map[string]map[string]bool {
 	preds := map[string][]string{}
 	for _, e := range edges {
 		for _, t := range e.to {
@@ -556,29 +569,41 @@ func (c *checker) reads(byName map[string]*stepDef, edges []edgeDecl, acyclic bo
 			}
 		}
 	}
+	anc := map[string]map[string]bool{}
+	var of func(n string) map[string]bool
+	of = func(n string) map[string]bool {
+		if a, ok := anc[n]; ok {
+			return a
+		}
+		a := map[string]bool{}
+		for _, p := range preds[n] {
+			a[p] = true
+			for q := range of(p) {
+				a[q] = true
+			}
+		}
+		anc[n] = a
+		return a
+	}
+	for n := range preds {
+		of(n)
+	}
+	return anc
+}
+
+// reads checks the steps each step declares it reads: each must be a step
+// of the flow from which a path of edges leads to the reader, or the read
+// could never succeed. anc is nil when the flow has a cycle.
+func (c *checker) reads(byName map[string]*stepDef, anc map[string]map[string]bool) {
 	for _, d := range c.b.steps {
 		if !d.readsSet || byName[d.name] != d {
 			continue
-		}
-		var anc map[string]bool
-		if acyclic {
-			anc = map[string]bool{}
-			var walk func(string)
-			walk = func(n string) {
-				for _, p := range preds[n] {
-					if !anc[p] {
-						anc[p] = true
-						walk(p)
-					}
-				}
-			}
-			walk(d.name)
 		}
 		for _, r := range d.reads {
 			switch {
 			case byName[r] == nil:
 				c.add(RuleUnknownStep, d.at, []string{d.name, r}, "step %q reads %q, which is not a step of the flow%s", d.name, r, suggestOrFix(r, byName))
-			case anc != nil && !anc[r]:
+			case anc != nil && !anc[d.name][r]:
 				c.add(RuleNotAncestor, d.at, []string{d.name, r}, "step %q reads the output of step %q, which is not an ancestor of %q: no path of edges leads from %q to %q, so its output is never in the context of %q; add an edge or DependsOn on the way from %q to %q, or drop it from Reads", d.name, r, d.name, r, d.name, d.name, r, d.name)
 			}
 		}

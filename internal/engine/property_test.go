@@ -139,13 +139,8 @@ func genGraph(t *rapid.T) (g *engine.Graph, codeEvents [][]string, waits []bool)
 		if !g.Steps[j].Map || len(preds[j]) == 0 {
 			continue
 		}
-		var from []int
-		for _, p := range preds[j] {
-			if !slices.Contains(from, p.from) {
-				from = append(from, p.from)
-			}
-		}
-		// Over the input, or over one of the steps that lead to it.
+		// Over the input, or over any step that leads to it (an ancestor).
+		from := ancestorsOf(preds, j)
 		k := rapid.IntRange(0, len(from)).Draw(t, "mapSource")
 		if k < len(from) {
 			src := from[k]
