@@ -30,7 +30,8 @@
 // ancestor, and the context holds only those outputs.
 //
 // Map runs its function once per element of a JSON array — the output of
-// its one dependency, or the run input, or a field of either (Over) — in
+// its one dependency, or the run input, or of another ancestor (Over), or a
+// field of one of these — in
 // parallel, each element with its own retries; the output is the array of
 // results in input order, and Map's StepRef reads it as []Out.
 //
