@@ -23,13 +23,13 @@ const (
 	// Done is the edge target that ends a path of the flow.
 	Done = "done"
 	// EventOK is the default event of a step.
-	EventOK = engine.EventOK
+	EventOK = "ok"
 	// EventTimeout is delivered to a waiting step whose timeout expires.
-	EventTimeout = engine.EventTimeout
+	EventTimeout = "timeout"
 	// EventFailed is the event of a step that failed after its retries. An
 	// edge on it routes the failure (to compensation, say) instead of
 	// failing the run; the step's output is then {"error": "<message>"}.
-	EventFailed = engine.EventFailed
+	EventFailed = "failed"
 )
 
 // KeyScope is the uniqueness scope of a flow's business key.

@@ -62,11 +62,64 @@ func Leaks(dir string) ([]string, error) {
 		return nil, fmt.Errorf("%s holds no Go package", dir)
 	}
 	conf := types.Config{Importer: importer.ForCompiler(fset, "source", nil)}
-	pkg, err := conf.Check(files[0].Name.Name, fset, files, nil)
+	info := &types.Info{Uses: map[*ast.Ident]types.Object{}}
+	pkg, err := conf.Check(files[0].Name.Name, fset, files, info)
 	if err != nil {
 		return nil, fmt.Errorf("type-check %s: %w", dir, err)
 	}
-	return exportedLeaks(pkg), nil
+	out := append(exportedLeaks(pkg), valueLeaks(pkg, files, info)...)
+	slices.Sort(out)
+	return slices.Compact(out), nil
+}
+
+// valueLeaks reports exported constants and variables whose declaration,
+// which go doc prints, names an internal package (EventOK =
+// engine.EventOK): users see a name they cannot import even where the type
+// is a plain string.
+func valueLeaks(pkg *types.Package, files []*ast.File, info *types.Info) []string {
+	var out []string
+	for _, f := range files {
+		for _, decl := range f.Decls {
+			gd, ok := decl.(*ast.GenDecl)
+			if !ok || (gd.Tok != token.CONST && gd.Tok != token.VAR) {
+				continue
+			}
+			for _, spec := range gd.Specs {
+				vs := spec.(*ast.ValueSpec)
+				var exported []string
+				for _, n := range vs.Names {
+					if n.IsExported() {
+						exported = append(exported, n.Name)
+					}
+				}
+				if len(exported) == 0 {
+					continue
+				}
+				var exprs []ast.Node
+				for _, v := range vs.Values {
+					exprs = append(exprs, v)
+				}
+				if vs.Type != nil {
+					exprs = append(exprs, vs.Type)
+				}
+				for _, e := range exprs {
+					ast.Inspect(e, func(n ast.Node) bool {
+						id, ok := n.(*ast.Ident)
+						if !ok {
+							return true
+						}
+						if pn, ok := info.Uses[id].(*types.PkgName); ok && isInternal(pn.Imported()) {
+							for _, name := range exported {
+								out = append(out, fmt.Sprintf("%s.%s: declared with %s", pkg.Name(), name, pn.Imported().Path()))
+							}
+						}
+						return true
+					})
+				}
+			}
+		}
+	}
+	return out
 }
 
 // exportedLeaks walks the exported objects of pkg.

@@ -16,10 +16,13 @@ func TestLeaksFindsEveryKind(t *testing.T) {
 	want := []string{
 		"leaky.(*Struct).Method: " + e + "Event",
 		"leaky.Alias: " + e + "State",
+		"leaky.Built: declared with github.com/hephaestus-go/hephaestus/internal/engine",
 		"leaky.Embeds.History: " + e + "History",
 		"leaky.Func: " + e + "Graph",
 		"leaky.Iface.Do: " + e + "Command",
+		"leaky.Shown: declared with github.com/hephaestus-go/hephaestus/internal/engine",
 		"leaky.Struct.Field: " + e + "Step",
+		"leaky.Var: declared with github.com/hephaestus-go/hephaestus/internal/engine",
 		"leaky.Var: " + e + "Decision",
 	}
 	if !slices.Equal(got, want) {

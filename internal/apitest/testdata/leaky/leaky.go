@@ -40,6 +40,13 @@ func (s *Struct) unexported() engine.Event { return nil }
 
 func Public(s hephtype.RunStatus) error { return nil }
 
-const Event = engine.EventOK
+const Event = "ok"
+
+const hiddenEvent = engine.EventOK
+
+// Caught too: go doc prints the declaration.
+const Shown = engine.EventOK
+
+var Built, hiddenBuilt = len(engine.EventFailed), 0
 
 type Opaque struct{ g *engine.Graph }
