@@ -9,8 +9,9 @@ import (
 )
 
 // No exported identifier of package flow mentions a type users cannot
-// import (one of an internal package), so go doc shows none.
-func TestNoInternalTypes(t *testing.T) { apitest.NoInternalTypes(t, ".") }
+// import (one of an internal package), nor is declared with such a
+// package's name, so go doc shows none.
+func TestNoInternalTypes(t *testing.T) { apitest.NoInternalNames(t, ".") }
 
 // The reserved events are spelt in flow (go doc shows the literal) and
 // must stay those of the engine.

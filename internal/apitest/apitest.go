@@ -6,6 +6,10 @@
 // Apply it to a public package from one of its tests:
 //
 //	func TestNoInternalTypes(t *testing.T) { apitest.NoInternalTypes(t, ".") }
+//
+// NoInternalNames is stricter: it also refuses exported constants and
+// variables declared with an internal package's name (EventOK =
+// engine.EventOK), which go doc prints although their type is public.
 package apitest
 
 import (
@@ -36,15 +40,49 @@ func NoInternalTypes(t testing.TB, dir string) {
 	}
 }
 
+// NoInternalNames is NoInternalTypes that also fails t for each exported
+// constant or variable whose declaration names an internal package.
+func NoInternalNames(t testing.TB, dir string) {
+	t.Helper()
+	leaks, err := NameLeaks(dir)
+	if err != nil {
+		t.Fatalf("apitest: %v", err)
+	}
+	for _, l := range leaks {
+		t.Errorf("exported API mentions an internal package: %s", l)
+	}
+}
+
 // Leaks type-checks the package in dir (its non-test Go files, imports
 // resolved from source) and returns, sorted, one line per exported
 // identifier whose API mentions a type of an internal package:
 // "<identifier>: <import path>.<type>".
 func Leaks(dir string) ([]string, error) {
+	pkg, _, _, err := load(dir)
+	if err != nil {
+		return nil, err
+	}
+	return exportedLeaks(pkg), nil
+}
+
+// NameLeaks is Leaks plus one line per exported constant or variable whose
+// declaration names an internal package: "<identifier>: declared with
+// <import path>".
+func NameLeaks(dir string) ([]string, error) {
+	pkg, files, info, err := load(dir)
+	if err != nil {
+		return nil, err
+	}
+	out := append(exportedLeaks(pkg), valueLeaks(pkg, files, info)...)
+	slices.Sort(out)
+	return slices.Compact(out), nil
+}
+
+func load(dir string) (*types.Package, []*ast.File, *types.Info, error) {
 	fset := token.NewFileSet()
 	entries, err := os.ReadDir(dir)
 	if err != nil {
-		return nil, err
+		return nil, nil, nil, err
 	}
 	var files []*ast.File
 	for _, e := range entries {
@@ -54,22 +92,20 @@ func Leaks(dir string) ([]string, error) {
 		}
 		f, err := parser.ParseFile(fset, filepath.Join(dir, name), nil, parser.SkipObjectResolution)
 		if err != nil {
-			return nil, err
+			return nil, nil, nil, err
 		}
 		files = append(files, f)
 	}
 	if len(files) == 0 {
-		return nil, fmt.Errorf("%s holds no Go package", dir)
+		return nil, nil, nil, fmt.Errorf("%s holds no Go package", dir)
 	}
 	conf := types.Config{Importer: importer.ForCompiler(fset, "source", nil)}
 	info := &types.Info{Uses: map[*ast.Ident]types.Object{}}
 	pkg, err := conf.Check(files[0].Name.Name, fset, files, info)
 	if err != nil {
-		return nil, fmt.Errorf("type-check %s: %w", dir, err)
+		return nil, nil, nil, fmt.Errorf("type-check %s: %w", dir, err)
 	}
-	out := append(exportedLeaks(pkg), valueLeaks(pkg, files, info)...)
-	slices.Sort(out)
-	return slices.Compact(out), nil
+	return pkg, files, info, nil
 }
 
 // valueLeaks reports exported constants and variables whose declaration,

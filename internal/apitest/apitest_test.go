@@ -8,25 +8,35 @@ import (
 )
 
 func TestLeaksFindsEveryKind(t *testing.T) {
+	const e = "github.com/hephaestus-go/hephaestus/internal/engine"
+	types := []string{
+		"leaky.(*Struct).Method: " + e + ".Event",
+		"leaky.Alias: " + e + ".State",
+		"leaky.Embeds.History: " + e + ".History",
+		"leaky.Func: " + e + ".Graph",
+		"leaky.Iface.Do: " + e + ".Command",
+		"leaky.Struct.Field: " + e + ".Step",
+		"leaky.Var: " + e + ".Decision",
+	}
 	got, err := apitest.Leaks("testdata/leaky")
 	if err != nil {
 		t.Fatal(err)
 	}
-	const e = "github.com/hephaestus-go/hephaestus/internal/engine."
-	want := []string{
-		"leaky.(*Struct).Method: " + e + "Event",
-		"leaky.Alias: " + e + "State",
-		"leaky.Built: declared with github.com/hephaestus-go/hephaestus/internal/engine",
-		"leaky.Embeds.History: " + e + "History",
-		"leaky.Func: " + e + "Graph",
-		"leaky.Iface.Do: " + e + "Command",
-		"leaky.Shown: declared with github.com/hephaestus-go/hephaestus/internal/engine",
-		"leaky.Struct.Field: " + e + "Step",
-		"leaky.Var: declared with github.com/hephaestus-go/hephaestus/internal/engine",
-		"leaky.Var: " + e + "Decision",
+	if !slices.Equal(got, types) {
+		t.Errorf("Leaks:\n got %q\nwant %q", got, types)
 	}
-	if !slices.Equal(got, want) {
-		t.Errorf("Leaks:\n got %q\nwant %q", got, want)
+	names := append(slices.Clone(types),
+		"leaky.Built: declared with "+e,
+		"leaky.Shown: declared with "+e,
+		"leaky.Var: declared with "+e,
+	)
+	slices.Sort(names)
+	got, err = apitest.NameLeaks("testdata/leaky")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Equal(got, names) {
+		t.Errorf("NameLeaks:\n got %q\nwant %q", got, names)
 	}
 }
 
