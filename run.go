@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/hephaestus-go/hephaestus/hephtype"
+	"github.com/hephaestus-go/hephaestus/internal/flowgraph"
 	"github.com/hephaestus-go/hephaestus/store"
 )
 
@@ -108,7 +109,7 @@ func (c *Client) toRun(r *store.Run) *Run {
 	}
 	var names []string
 	if f, err := c.flows.Flow(r.Workflow, r.Version); err == nil {
-		for _, st := range f.Graph().Steps {
+		for _, st := range flowgraph.Of(f).Steps {
 			names = append(names, st.Name)
 		}
 	}

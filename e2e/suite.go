@@ -39,6 +39,7 @@ func Run(t *testing.T, b Backend) {
 		{"FanOutFanIn", testFanOutFanIn},
 		{"BranchThenJoin", testBranchThenJoin},
 		{"Map", testMap},
+		{"ReadNotAncestor", testReadNotAncestor},
 		{"WaitThenResume", testWaitThenResume},
 		{"WaitThenTimeout", testWaitThenTimeout},
 		{"RetriesThenSuccess", testRetriesThenSuccess},
@@ -324,23 +325,69 @@ func testBranchThenJoin(t *testing.T, b Backend) {
 
 func testMap(t *testing.T, b Backend) {
 	fb := flow.New("mapper")
-	flow.Step(fb, "list", func(ctx context.Context, n int) ([]int, error) {
+	list := flow.Step(fb, "list", func(ctx context.Context, n int) ([]int, error) {
 		out := make([]int, n)
 		for i := range out {
 			out[i] = i
 		}
 		return out, nil
 	})
-	flow.Map(fb, "square", func(ctx context.Context, x int) (int, error) { return x * x, nil }, flow.DependsOn("list"))
+	square := flow.Map(fb, "square", func(ctx context.Context, x int) (int, error) { return x * x, nil }, flow.DependsOn("list"))
+	// total reads the map step's array through its handle ([]int) and
+	// list, two hops back, through its own.
+	flow.Step(fb, "total", func(ctx context.Context, n int) (map[string]int, error) {
+		sq, err := square.Output(ctx)
+		if err != nil {
+			return nil, err
+		}
+		l, err := list.Output(ctx)
+		if err != nil {
+			return nil, err
+		}
+		sum := 0
+		for _, x := range sq {
+			sum += x
+		}
+		return map[string]int{"sum": sum, "count": len(l)}, nil
+	}, flow.DependsOn("square"))
 	e := newEnv(t, b, nil, fb.MustBuild())
 	r := e.run("mapper", 10, nil)
 	wantStatus(t, r, heph.StatusCompleted)
-	wantJSON(t, r.Output, `{"square":[0,1,4,9,16,25,36,49,64,81]}`)
+	wantJSON(t, r.Output, `{"total":{"count":10,"sum":285}}`)
+	if st, _ := r.Step("square"); string(st.Output) != `[0,1,4,9,16,25,36,49,64,81]` {
+		t.Errorf("square output %s", st.Output)
+	}
 	if n := count(e.history(r.ID), hephtype.EventItemCompleted, "square"); n != 10 {
 		t.Errorf("%d elements completed, want 10", n)
 	}
+	if st, _ := r.Step("total"); st.Attempt != 1 {
+		t.Errorf("total took %d attempts, want 1", st.Attempt)
+	}
 	r = e.run("mapper", 0, nil)
-	wantJSON(t, r.Output, `{"square":[]}`)
+	wantJSON(t, r.Output, `{"total":{"count":0,"sum":0}}`)
+}
+
+// testReadNotAncestor: a step that reads a sibling's output fails for good
+// on its first attempt, with an error naming both steps, on the durable
+// runtime as in memory.
+func testReadNotAncestor(t *testing.T, b Backend) {
+	fb := flow.New("siblings")
+	flow.Step(fb, "root", func(ctx context.Context, n int) (int, error) { return n, nil })
+	left := flow.Step(fb, "left", func(ctx context.Context, n int) (int, error) { return 1, nil }, flow.DependsOn("root"))
+	flow.Step(fb, "right", func(ctx context.Context, n int) (int, error) {
+		return left.Output(ctx)
+	}, flow.DependsOn("root"), flow.Retry(flow.RetryPolicy{MaxAttempts: 3, InitialBackoff: time.Millisecond}))
+	e := newEnv(t, b, nil, fb.MustBuild())
+	r := e.run("siblings", 1, nil)
+	wantStatus(t, r, heph.StatusFailed)
+	for _, want := range []string{`step "right" reads the output of step "left"`, "not an ancestor"} {
+		if !strings.Contains(r.Error, want) {
+			t.Errorf("run error %q does not say %q", r.Error, want)
+		}
+	}
+	if n := count(e.history(r.ID), hephtype.EventStepFailed, "right"); n != 1 {
+		t.Errorf("right failed %d times, want 1: the error is not retried", n)
+	}
 }
 
 func approvalFlow(name string, timeout time.Duration) *flow.Flow {

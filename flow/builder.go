@@ -15,6 +15,7 @@ import (
 
 	"github.com/hephaestus-go/hephaestus/businesskey"
 	"github.com/hephaestus-go/hephaestus/internal/engine"
+	"github.com/hephaestus-go/hephaestus/internal/flowgraph"
 )
 
 // Reserved names.
@@ -22,13 +23,13 @@ const (
 	// Done is the edge target that ends a path of the flow.
 	Done = "done"
 	// EventOK is the default event of a step.
-	EventOK = engine.EventOK
+	EventOK = "ok"
 	// EventTimeout is delivered to a waiting step whose timeout expires.
-	EventTimeout = engine.EventTimeout
+	EventTimeout = "timeout"
 	// EventFailed is the event of a step that failed after its retries. An
 	// edge on it routes the failure (to compensation, say) instead of
 	// failing the run; the step's output is then {"error": "<message>"}.
-	EventFailed = engine.EventFailed
+	EventFailed = "failed"
 )
 
 // KeyScope is the uniqueness scope of a flow's business key.
@@ -104,6 +105,9 @@ type stepDef struct {
 	overSet   bool
 	overStep  string
 	overField string
+
+	reads    []string
+	readsSet bool
 }
 
 func (d *stepDef) contextKey() string {
@@ -216,6 +220,7 @@ type Flow struct {
 	inputType reflect.Type
 	steps     []*stepDef
 	byName    map[string]*stepDef
+	byKey     map[string]*stepDef
 	specs     []StepSpec
 	edges     []Edge
 	graph     *engine.Graph
@@ -239,6 +244,9 @@ type StepSpec struct {
 	// input), and MapField the selected field, if any.
 	MapSource string
 	MapField  string
+	// Reads lists the steps whose outputs the step's context holds, when
+	// it declares them with the Reads option; nil means every ancestor.
+	Reads []string
 }
 
 // Edge is one resolved edge of the flow: From emitting Event leads to To
@@ -296,9 +304,17 @@ func (f *Flow) Edges() []Edge { return slices.Clone(f.edges) }
 // version must have the same shape.
 func (f *Flow) Shape() string { return f.shape }
 
-// Graph returns the compiled graph that the engine executes. It is meant
-// for runtimes in this module.
-func (f *Flow) Graph() *engine.Graph { return f.graph }
+// The runtimes of this module reach the compiled graph through package
+// internal/flowgraph, so that no internal type is part of flow's API.
+func init() {
+	flowgraph.Register(func(v any) (*engine.Graph, bool) {
+		f, ok := v.(*Flow)
+		if !ok || f == nil || f.graph == nil {
+			return nil, false
+		}
+		return f.graph, true
+	})
+}
 
 // MustBuild is Build for package-level variables: it panics with the
 // validation errors.
@@ -316,6 +332,9 @@ func (b *Builder) resolve(d *stepDef) StepSpec {
 		Name: d.name, Key: d.contextKey(), Kind: d.kind,
 		DependsOn: slices.Clone(d.deps), Waits: d.waits, WaitTimeout: d.waitTimeout,
 		Timeout: DefaultTimeout, Queue: DefaultQueue,
+	}
+	if d.readsSet {
+		s.Reads = append([]string{}, d.reads...)
 	}
 	s.Retry = DefaultRetryPolicy
 	if b.defaults.retry != nil {

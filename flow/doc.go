@@ -20,13 +20,20 @@
 //
 // A step reads the outputs of the steps before it, typed, through their
 // StepRef: charge.Output(ctx) returns a Payment. The step context holds the
-// run input and each completed predecessor's output under that step's key
-// (its name, or Key), so parallel branches never overwrite each other.
+// run input and the output of every completed ancestor (every step from
+// which a path of edges leads to the step, however many hops back) under
+// that step's key (its name, or Key), so parallel branches never overwrite
+// each other. Reading a step that does not lead to the reader, or an
+// ancestor skipped because its branch was not taken, is a permanent
+// *ReadError naming both steps (ErrNotAncestor, ErrSkipped). A step may
+// declare the steps it reads with Reads: Build then checks that each is an
+// ancestor, and the context holds only those outputs.
 //
 // Map runs its function once per element of a JSON array — the output of
-// its one dependency, or the run input, or a field of either (Over) — in
+// its one dependency, or the run input, or of another ancestor (Over), or a
+// field of one of these — in
 // parallel, each element with its own retries; the output is the array of
-// results in input order.
+// results in input order, and Map's StepRef reads it as []Out.
 //
 // A step declared with Waits may return Wait: the run then waits until it
 // is resumed from outside with one of the step's events and a payload
@@ -54,7 +61,7 @@
 //
 // Per step: Retry (a RetryPolicy: attempts, exponential backoff with
 // jitter, non-retryable errors — or wrap an error with NonRetryable),
-// Timeout, Queue, Priority, Key, Waits, Over. Builder.Defaults sets Retry,
+// Timeout, Queue, Priority, Key, Waits, Over, Reads. Builder.Defaults sets Retry,
 // Timeout, Queue and Priority for every step. The flow itself has a
 // Version, a BusinessKey (run ids "key::value", unique among active runs,
 // forever, or not at all), Tags and Metadata.
@@ -66,7 +73,8 @@
 // it: cycles (with their path), steps unreachable from the start, edges on
 // events a step does not declare, declared events without an edge,
 // duplicate step names or context keys, dependencies on missing steps, map
-// steps over values whose Go type is not an array, fan-outs whose branches
+// steps over values whose Go type is not an array, Reads of steps that are
+// not ancestors, fan-outs whose branches
 // never meet in a flow that ends in Done, bad options, and a flow with no
 // steps. MustBuild panics instead, for package-level variables.
 //

@@ -3,6 +3,7 @@ package flow_test
 import (
 	"context"
 	"fmt"
+	"time"
 
 	"github.com/hephaestus-go/hephaestus/flow"
 	"github.com/hephaestus-go/hephaestus/hephtest"
@@ -133,4 +134,21 @@ func ExampleBuilder_Build() {
 	// [missing-dependency] step "c" depends on "nope", which is not a step of the flow; declare the step or fix the name
 	// [start] every step has an incoming edge, so no step can start the run; name the first step with Start
 	// [cycle] cycle: a -> b -> c -> a; flows must be acyclic: remove one of these edges
+}
+
+// ValidationErrors lists every problem Build found, with its rule and the
+// steps at fault, so code can branch on them. A waiting step's "timeout"
+// is built in: declaring it is a build error, not a panic.
+func ExampleValidationErrors() {
+	b := flow.New("approval").Start("approve")
+	flow.EventStep(b, "approve", func(ctx context.Context, in any) (flow.Result[any], error) {
+		return flow.Wait[any](), nil
+	}, flow.Events("approved", flow.EventTimeout), flow.Waits(time.Hour))
+	b.Edge("approve", "approved", flow.Done).Edge("approve", flow.EventTimeout, flow.Done)
+	_, err := b.Build()
+	for _, e := range flow.ValidationErrors(err) {
+		fmt.Printf("[%s] %v: %s\n", e.Rule, e.Steps, e.Message)
+	}
+	// Output:
+	// [invalid-name] [approve]: step "approve": event "timeout" is built in and must not be declared: route it with an edge ("timeout" comes from flow.Waits with a timeout)
 }

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"reflect"
+	"slices"
 	"time"
 )
 
@@ -32,7 +33,8 @@ func Ok[Out any](out Out) Result[Out] { return Result[Out]{Event: EventOK, Outpu
 func Wait[Out any]() Result[Out] { return Result[Out]{wait: true} }
 
 // StepRef is a typed handle on a step: it names the step in edges and reads
-// its output, typed, from the context of the steps that follow it.
+// its output, typed, from the context of the steps that follow it. Out is
+// the type of the step's output: for a map step, the array of results.
 type StepRef[In, Out any] struct {
 	def *stepDef
 }
@@ -40,8 +42,9 @@ type StepRef[In, Out any] struct {
 // Name returns the step's name.
 func (r *StepRef[In, Out]) Name() string { return r.def.name }
 
-// Output returns this step's output as seen by the step now running, which
-// must follow it directly (its edge into the running step fired).
+// Output returns this step's output from the context of the step now
+// running, which it must precede: a path of edges leads from this step to
+// the running one (see Output for the errors).
 func (r *StepRef[In, Out]) Output(ctx context.Context) (Out, error) {
 	return Output[Out](ctx, r.def.contextKey())
 }
@@ -100,12 +103,13 @@ func EventStep[In, Out any](b *Builder, name string, fn func(ctx context.Context
 
 // Map adds a map step: its code runs once per element of a JSON array, in
 // parallel, each element with its own retries, and the step's output is the
-// array of results in input order. An empty array completes at once.
+// array of results in input order. An empty array completes at once. The
+// handle's Output is therefore typed []Out.
 //
 // The array is the output of the step's single dependency, or the run input
 // when it has none; the Over option names another source or a field.
-func Map[Item, Out any](b *Builder, name string, fn func(ctx context.Context, item Item) (Out, error), opts ...StepOption) *StepRef[Item, Out] {
-	def := b.addStep(name, KindMap, reflect.TypeFor[Item](), reflect.TypeFor[Out](), opts)
+func Map[Item, Out any](b *Builder, name string, fn func(ctx context.Context, item Item) (Out, error), opts ...StepOption) *StepRef[Item, []Out] {
+	def := b.addStep(name, KindMap, reflect.TypeFor[Item](), reflect.TypeFor[[]Out](), opts)
 	if fn == nil {
 		b.declErr(def, "the step function is nil; pass the function that runs the step")
 	}
@@ -120,7 +124,7 @@ func Map[Item, Out any](b *Builder, name string, fn func(ctx context.Context, it
 		}
 		return encode(name, EventOK, out)
 	}
-	return &StepRef[Item, Out]{def}
+	return &StepRef[Item, []Out]{def}
 }
 
 // Call is one invocation of step code, as a runtime makes it.
@@ -149,6 +153,7 @@ type Call struct {
 
 	parsed   map[string]json.RawMessage
 	parseErr error
+	flow     *Flow
 }
 
 func (c *Call) input() map[string]json.RawMessage {
@@ -190,11 +195,14 @@ func CallInfo(ctx context.Context) (Info, bool) {
 }
 
 // RecordHeartbeat records progress of a long step: the details (any
-// JSON-encodable value) are stored with the task at its next heartbeat, and
-// the next attempt of the step reads them with HeartbeatDetails, so that it
-// can resume where this one stopped. It returns an error when the details
-// do not encode, or outside step code. Leases are extended by the runtime
-// whether or not step code calls it.
+// JSON-encodable value; the last call wins) are stored with the task at its
+// next heartbeat and when the attempt ends, and the next attempt of the
+// step (of the element, for a map step) reads them with HeartbeatDetails,
+// so that it can resume where this one stopped, even after a crash of this
+// worker. hephtest.RunFlow passes them to the next attempt in memory. It
+// returns an error when the details do not encode or exceed the payload
+// limit, or outside step code. Leases are extended by the runtime whether
+// or not step code calls it.
 func RecordHeartbeat(ctx context.Context, details any) error {
 	c, ok := ctx.Value(callKey{}).(*Call)
 	if !ok {
@@ -223,19 +231,118 @@ func HeartbeatDetails[T any](ctx context.Context) (v T, ok bool, err error) {
 	return v, true, nil
 }
 
-// Output decodes the output of the step with the given context key from the
-// running step's input. Prefer StepRef.Output, which is typed by the step.
+// Output decodes the output of the step with the given context key (its
+// name, or Key) from the running step's context. Prefer StepRef.Output,
+// which is typed by the step.
+//
+// The context holds the run input and the output of every ancestor of the
+// running step that completed: every step from which a path of edges leads
+// to it, however many hops back (only the steps it names, when it declares
+// Reads). Reading any other step fails with a *ReadError that names both
+// steps and is NonRetryable, since no retry can change it: ErrNotAncestor
+// for a step that does not lead to the running one, ErrNotDeclared for a
+// step missing from its Reads, ErrUnknownKey for a key no step has, and
+// ErrSkipped for an ancestor that did not run because its path was not
+// taken (test for it with errors.Is to handle an optional branch).
 func Output[T any](ctx context.Context, key string) (T, error) {
 	var zero T
 	c, ok := ctx.Value(callKey{}).(*Call)
 	if !ok {
 		return zero, errors.New("flow.Output: not called from step code")
 	}
+	if key == "input" {
+		return zero, NonRetryable(fmt.Errorf("step %q: the key %q is the run input, not a step's output; read it with flow.RunInput", c.Step, key))
+	}
 	raw, ok := c.input()[key]
-	if !ok || key == "input" {
-		return zero, fmt.Errorf("step %q has no output of %q in its input: only the direct predecessors whose edge fired are there", c.Step, key)
+	if !ok {
+		return zero, NonRetryable(c.readError(key))
+	}
+	if err := c.flow.canRead(c.Step, key); err != nil {
+		// The document holds it (a task scheduled before a redeploy that
+		// changed the flow's shape under one version): still refuse.
+		return zero, NonRetryable(err)
 	}
 	return decode[T](raw, c.Step, fmt.Sprintf("output of %q", key))
+}
+
+// Errors of reading a step's output from the context; a *ReadError wraps
+// one of them.
+var (
+	// ErrNotAncestor: no path of edges leads from the step read to the
+	// reading step, so its output is never in the reader's context.
+	ErrNotAncestor = errors.New("not an ancestor of the reading step")
+	// ErrNotDeclared: the reading step declares Reads without the step
+	// read.
+	ErrNotDeclared = errors.New("not among the steps the reading step declares with Reads")
+	// ErrUnknownKey: no step of the flow has the context key read.
+	ErrUnknownKey = errors.New("no step of the flow has that context key")
+	// ErrSkipped: the step read is an ancestor that did not run in this
+	// run, because its path was not taken.
+	ErrSkipped = errors.New("skipped in this run: its path was not taken")
+)
+
+// ReadError reports a read of a step's output that cannot succeed. Step is
+// the reading step, Read the step read ("" when no step has Key), and Err
+// one of ErrNotAncestor, ErrNotDeclared, ErrUnknownKey and ErrSkipped.
+type ReadError struct {
+	Step string
+	Read string
+	Key  string
+	Err  error
+}
+
+func (e *ReadError) Error() string {
+	switch {
+	case e.Read == "":
+		return fmt.Sprintf("step %q reads the output of %q: %v", e.Step, e.Key, e.Err)
+	case errors.Is(e.Err, ErrNotAncestor):
+		return fmt.Sprintf("step %q reads the output of step %q, which is not an ancestor of %q: no path of edges leads from %q to %q, so its output is never in the context of %q; add an edge or DependsOn on the way from %q to %q, or read another step",
+			e.Step, e.Read, e.Step, e.Read, e.Step, e.Step, e.Read, e.Step)
+	case errors.Is(e.Err, ErrNotDeclared):
+		return fmt.Sprintf("step %q reads the output of step %q, which is not among the steps it declares with flow.Reads; add %q to them", e.Step, e.Read, e.Read)
+	case errors.Is(e.Err, ErrSkipped):
+		return fmt.Sprintf("step %q reads the output of step %q, which was skipped in this run (its path was not taken); check errors.Is(err, flow.ErrSkipped) to handle a branch that may not run", e.Step, e.Read)
+	}
+	return fmt.Sprintf("step %q reads the output of step %q: %v", e.Step, e.Read, e.Err)
+}
+
+func (e *ReadError) Unwrap() error { return e.Err }
+
+// readError explains why the context of the running step has no output
+// under key.
+func (c *Call) readError(key string) error {
+	if err := c.flow.canRead(c.Step, key); err != nil {
+		return err
+	}
+	if c.flow == nil {
+		return &ReadError{Step: c.Step, Key: key, Err: ErrUnknownKey}
+	}
+	return &ReadError{Step: c.Step, Read: c.flow.byKey[key].name, Key: key, Err: ErrSkipped}
+}
+
+// canRead returns the *ReadError that forbids step from reading the output
+// under key in every run, or nil.
+func (f *Flow) canRead(step, key string) error {
+	if f == nil {
+		return nil
+	}
+	read, ok := f.byKey[key]
+	if !ok {
+		return &ReadError{Step: step, Key: key, Err: ErrUnknownKey}
+	}
+	reader := f.byName[step]
+	if reader != nil && reader.readsSet {
+		if !slices.Contains(reader.reads, read.name) {
+			return &ReadError{Step: step, Read: read.name, Key: key, Err: ErrNotDeclared}
+		}
+		return nil
+	}
+	i, _ := f.graph.Lookup(step)
+	a, _ := f.graph.Lookup(read.name)
+	if !f.graph.IsAncestor(a, i) {
+		return &ReadError{Step: step, Read: read.name, Key: key, Err: ErrNotAncestor}
+	}
+	return nil
 }
 
 // RunInput decodes the run input from step code: useful in map steps, whose
@@ -299,6 +406,7 @@ func (f *Flow) Invoke(ctx context.Context, c Call) (out Outcome, err error) {
 			err = fmt.Errorf("step %q panicked: %v", c.Step, p)
 		}
 	}()
+	c.flow = f
 	return def.run(context.WithValue(ctx, callKey{}, &c), &c)
 }
 
@@ -337,14 +445,28 @@ func Queue(name string) StepOption { return func(s *stepDef) { s.queue = &name }
 func Priority(p int) StepOption { return func(s *stepDef) { s.priority = &p } }
 
 // Waits declares that the step may return Wait. A positive timeout delivers
-// the event "timeout" when the step has waited that long; the step then
-// declares "timeout" and must route it.
+// the event "timeout" when the step has waited that long: "timeout" is then
+// one of the step's events without being declared (do not list it in
+// Events; Build reports it if you do), and the flow must route it with an
+// Edge on EventTimeout.
 func Waits(timeout time.Duration) StepOption {
 	return func(s *stepDef) { s.waits = true; s.waitTimeout = timeout; s.waitsSet = true }
 }
 
+// Reads declares the steps whose outputs the step reads, each an ancestor
+// of it. Build reports a step named here that does not lead to this one,
+// and the step's context then holds only these outputs (and the run
+// input): cheaper than every ancestor's in a long flow, and a read of
+// another step fails with ErrNotDeclared. Reads() with no step leaves only
+// the run input. Without Reads, the context holds every completed
+// ancestor's output.
+func Reads(steps ...string) StepOption {
+	return func(d *stepDef) { d.reads = append(d.reads, steps...); d.readsSet = true }
+}
+
 // Over sets a map step's source: the output of the named step (one of its
-// dependencies), or the run input when step is empty; field, when set,
+// ancestors: a step from which a path of edges leads to it), or the run
+// input when step is empty; field, when set,
 // selects that field of the source object.
 func Over(step, field string) StepOption {
 	return func(s *stepDef) { s.overSet = true; s.overStep = step; s.overField = field }

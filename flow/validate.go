@@ -32,13 +32,15 @@ const (
 	RuleCycle            Rule = "cycle"
 	RuleUnreachable      Rule = "unreachable"
 	RuleMapSource        Rule = "map-source"
+	RuleNotAncestor      Rule = "not-ancestor"
 	RuleNoConvergence    Rule = "no-convergence"
 	RuleInvalidMetadata  Rule = "invalid-metadata"
 	RuleInvalidBusinessK Rule = "invalid-business-key"
 )
 
 // ValidationError is one problem Build found. Build joins all of them with
-// errors.Join; use errors.As or AsValidationErrors to inspect them.
+// errors.Join; use ValidationErrors (or errors.As for the first) to inspect
+// them.
 type ValidationError struct {
 	Flow string
 	Rule Rule
@@ -102,7 +104,8 @@ func (c *checker) add(rule Rule, at string, steps []string, format string, args 
 // found, joined: cycles (with their path), steps unreachable from the
 // start, edges on undeclared events, declared events without an edge,
 // duplicate step names and context keys, dependencies on missing steps,
-// map steps over values that are not arrays, fan-outs that never converge
+// map steps over values that are not arrays, Reads of steps that are not
+// ancestors, fan-outs that never converge
 // in a flow that ends in Done, bad options, and a flow with no steps.
 func (b *Builder) Build() (*Flow, error) {
 	if b == nil {
@@ -121,7 +124,12 @@ func (b *Builder) Build() (*Flow, error) {
 	roots := c.roots(byName, edges)
 	acyclic := c.cycles(succ)
 	c.reachable(roots, succ)
-	mapSrc := c.mapSources(byName, edges)
+	var anc map[string]map[string]bool
+	if acyclic {
+		anc = ancestors(edges)
+	}
+	mapSrc := c.mapSources(byName, edges, anc)
+	c.reads(byName, anc)
 	if acyclic && doneTerminated {
 		c.convergence(byName, edges, succ)
 	}
@@ -171,8 +179,8 @@ func (c *checker) flowOptions() {
 		}
 	}
 	d := &b.defaults
-	if d.depsSet || d.eventsSet || d.keySet || d.waitsSet || d.overSet {
-		c.add(RuleInvalidOption, "", nil, "Defaults accepts only Retry, Timeout, Queue and Priority; DependsOn, Events, Key, Waits and Over belong to single steps")
+	if d.depsSet || d.eventsSet || d.keySet || d.waitsSet || d.overSet || d.readsSet {
+		c.add(RuleInvalidOption, "", nil, "Defaults accepts only Retry, Timeout, Queue and Priority; DependsOn, Events, Key, Waits, Over and Reads belong to single steps")
 	}
 	c.stepOptions("flow defaults", "", d)
 }
@@ -491,7 +499,7 @@ func (c *checker) reachable(roots []string, succ map[string][]string) {
 
 // mapSources resolves each map step's source and checks it where the Go
 // types tell. It returns the source step of each map step ("" = input).
-func (c *checker) mapSources(byName map[string]*stepDef, edges []edgeDecl) map[string]string {
+func (c *checker) mapSources(byName map[string]*stepDef, edges []edgeDecl, anc map[string]map[string]bool) map[string]string {
 	preds := map[string][]string{}
 	for _, e := range edges {
 		for _, t := range e.to {
@@ -509,7 +517,17 @@ func (c *checker) mapSources(byName map[string]*stepDef, edges []edgeDecl) map[s
 		switch {
 		case d.overSet:
 			source = d.overStep
-			if source != "" && !slices.Contains(preds[d.name], source) {
+			if source == "" {
+				break
+			}
+			if byName[source] == nil {
+				c.add(RuleMapSource, d.at, []string{d.name, source}, "map step %q iterates over %q, which is not a step of the flow%s", d.name, source, suggestOrFix(source, byName))
+				continue
+			}
+			// Any ancestor: its output is in the map step's context. With a
+			// cycle (reported elsewhere) only a direct predecessor is sure.
+			leads := slices.Contains(preds[d.name], source) || (anc != nil && anc[d.name][source])
+			if !leads {
 				c.add(RuleMapSource, d.at, []string{d.name, source}, "map step %q iterates over %q, which does not lead to it; add DependsOn(%q) or an edge from %q", d.name, source, source, source)
 				continue
 			}
@@ -527,11 +545,7 @@ func (c *checker) mapSources(byName map[string]*stepDef, edges []edgeDecl) map[s
 		} else {
 			s := byName[source]
 			what = fmt.Sprintf("the output of %q", source)
-			if s.kind == KindMap {
-				t = reflect.SliceOf(s.outType)
-			} else {
-				t = s.outType
-			}
+			t = s.outType // a map step's is the array of results
 		}
 		if field != "" {
 			what = fmt.Sprintf("field %q of %s", field, what)
@@ -542,6 +556,58 @@ func (c *checker) mapSources(byName map[string]*stepDef, edges []edgeDecl) map[s
 		}
 	}
 	return src
+}
+
+// ancestors maps each step to the steps from which a path of edges leads
+// to it. The edges must be acyclic.
+func ancestors(edges []edgeDecl) map[string]map[string]bool {
+	preds := map[string][]string{}
+	for _, e := range edges {
+		for _, t := range e.to {
+			if t != Done && !slices.Contains(preds[t], e.from) {
+				preds[t] = append(preds[t], e.from)
+			}
+		}
+	}
+	anc := map[string]map[string]bool{}
+	var of func(n string) map[string]bool
+	of = func(n string) map[string]bool {
+		if a, ok := anc[n]; ok {
+			return a
+		}
+		a := map[string]bool{}
+		for _, p := range preds[n] {
+			a[p] = true
+			for q := range of(p) {
+				a[q] = true
+			}
+		}
+		anc[n] = a
+		return a
+	}
+	for n := range preds {
+		of(n)
+	}
+	return anc
+}
+
+// reads checks the steps each step declares it reads: each must be a step
+// of the flow from which a path of edges leads to the reader, or the read
+// could never succeed. anc is nil when the flow has a cycle.
+func (c *checker) reads(byName map[string]*stepDef, anc map[string]map[string]bool) {
+	for _, d := range c.b.steps {
+		if !d.readsSet || byName[d.name] != d {
+			continue
+		}
+		for _, r := range d.reads {
+			switch {
+			case byName[r] == nil:
+				c.add(RuleUnknownStep, d.at, []string{d.name, r}, "step %q reads %q, which is not a step of the flow%s", d.name, r, suggestOrFix(r, byName))
+			case anc != nil && !anc[d.name][r]:
+				c.add(RuleNotAncestor, d.at, []string{d.name, r}, "step %q reads the output of step %q, which is not an ancestor of %q: no path of edges leads from %q to %q, so its output is never in the context of %q; add an edge or DependsOn on the way from %q to %q, or drop it from Reads", d.name, r, d.name, r, d.name, d.name, r, d.name)
+			}
+		}
+	}
 }
 
 // fieldType returns the type of the JSON field name of t, or nil when it is
@@ -718,7 +784,10 @@ func (b *Builder) compile(byName map[string]*stepDef, edges []edgeDecl, roots []
 	f := &Flow{
 		name: b.name, version: b.version, key: b.key, scope: b.scope,
 		tags: slices.Clone(b.tags), start: b.start, inputType: b.inputType,
-		steps: b.steps, byName: byName, metadata: map[string]json.RawMessage{},
+		steps: b.steps, byName: byName, byKey: map[string]*stepDef{}, metadata: map[string]json.RawMessage{},
+	}
+	for _, d := range byName {
+		f.byKey[d.contextKey()] = d
 	}
 	for k, v := range b.metadata {
 		f.metadata[k], _ = json.Marshal(v)
@@ -742,6 +811,14 @@ func (b *Builder) compile(byName map[string]*stepDef, edges []edgeDecl, roots []
 		}
 		if s := mapSrc[d.name]; s != "" {
 			gs.MapSource = idx[s]
+		}
+		if d.readsSet {
+			gs.ReadsDeclared = true
+			for _, r := range d.reads {
+				if !slices.Contains(gs.Reads, idx[r]) {
+					gs.Reads = append(gs.Reads, idx[r])
+				}
+			}
 		}
 		g.Steps[i] = gs
 	}

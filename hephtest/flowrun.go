@@ -21,6 +21,7 @@ import (
 	"github.com/hephaestus-go/hephaestus/flow"
 	"github.com/hephaestus-go/hephaestus/hephtype"
 	"github.com/hephaestus-go/hephaestus/internal/engine"
+	"github.com/hephaestus-go/hephaestus/internal/flowgraph"
 )
 
 // FlowRun is a run of a flow held in memory.
@@ -29,6 +30,7 @@ type FlowRun struct {
 	state   *engine.State
 	queue   []engine.ScheduleStep
 	timers  map[string]bool
+	details map[string]json.RawMessage // last heartbeat details, by step/index
 	history []HistoryEntry
 	// Calls counts step invocations by step name (elements of map steps
 	// included).
@@ -67,8 +69,8 @@ func RunFlow(ctx context.Context, f *flow.Flow, input any) (*FlowRun, error) {
 	if err != nil {
 		return nil, fmt.Errorf("hephtest: input does not encode as JSON: %w", err)
 	}
-	r := &FlowRun{flow: f, timers: map[string]bool{}, Calls: map[string]int{}}
-	r.take(engine.Start(f.Graph(), raw))
+	r := &FlowRun{flow: f, timers: map[string]bool{}, details: map[string]json.RawMessage{}, Calls: map[string]int{}}
+	r.take(engine.Start(flowgraph.Of(f), raw))
 	return r, r.drive(ctx)
 }
 
@@ -95,7 +97,7 @@ type StepResult struct {
 
 // Step returns the named step's state.
 func (r *FlowRun) Step(name string) (StepResult, bool) {
-	i, ok := r.flow.Graph().Lookup(name)
+	i, ok := flowgraph.Of(r.flow).Lookup(name)
 	if !ok {
 		return StepResult{}, false
 	}
@@ -134,7 +136,7 @@ func (r *FlowRun) FireTimer(ctx context.Context, step string) error {
 func (r *FlowRun) Cancel(reason string) error { return r.apply(engine.Cancel{Reason: reason}) }
 
 func (r *FlowRun) apply(ev engine.Event) error {
-	d, err := engine.Apply(r.flow.Graph(), r.state, ev)
+	d, err := engine.Apply(flowgraph.Of(r.flow), r.state, ev)
 	if err != nil {
 		return err
 	}
@@ -187,6 +189,17 @@ func (r *FlowRun) drive(ctx context.Context) error {
 		out, err := r.flow.Invoke(ctx, flow.Call{
 			RunID: "hephtest", Step: s.Step, Index: s.Index, Attempt: s.Attempt,
 			IdempotencyKey: key, Input: s.Input, Item: s.Item,
+			// As the durable runtime does, the next attempt reads the
+			// details this one recorded last.
+			Details: r.details[key],
+			Heartbeat: func(details any) error {
+				b, err := json.Marshal(details)
+				if err != nil {
+					return fmt.Errorf("heartbeat details of step %q do not encode as JSON: %w", s.Step, err)
+				}
+				r.details[key] = b
+				return nil
+			},
 		})
 		var ev engine.Event
 		switch {

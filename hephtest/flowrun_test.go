@@ -398,3 +398,36 @@ func isSubsequence[T comparable](want, got []T) bool {
 	}
 	return i == len(want)
 }
+
+// Heartbeat details a failed attempt recorded reach the next attempt of the
+// same step (or element), as in the durable runtime.
+func TestRunFlowHeartbeatDetails(t *testing.T) {
+	b := flow.New("resume")
+	var seen []string
+	flow.Map(b, "each", func(ctx context.Context, x int) (int, error) {
+		info, _ := flow.CallInfo(ctx)
+		done, ok, err := flow.HeartbeatDetails[int](ctx)
+		if err != nil {
+			return 0, err
+		}
+		seen = append(seen, fmt.Sprintf("%d/%d:%v:%d", x, info.Attempt, ok, done))
+		if info.Attempt == 1 {
+			if err := flow.RecordHeartbeat(ctx, x*10); err != nil {
+				return 0, err
+			}
+			return 0, errors.New("crash after progress")
+		}
+		return done + 1, nil
+	}, flow.Retry(flow.RetryPolicy{MaxAttempts: 2}))
+	run, err := hephtest.RunFlow(context.Background(), b.MustBuild(), []int{1, 2})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if string(run.Output()) != `{"each":[11,21]}` {
+		t.Fatalf("output %s (%s)", run.Output(), run.Err())
+	}
+	want := []string{"1/1:false:0", "2/1:false:0", "1/2:true:10", "2/2:true:20"}
+	if !slices.Equal(seen, want) {
+		t.Errorf("attempts saw %v, want %v", seen, want)
+	}
+}

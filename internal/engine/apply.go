@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
-	"slices"
 	"strings"
 
 	"github.com/hephaestus-go/hephaestus/hephtype"
@@ -447,34 +446,28 @@ func (d *decider) mapSource(i int) ([]json.RawMessage, error) {
 	return items, nil
 }
 
-// input builds step i's input document: the run input and the output of
-// every predecessor whose edge into i fired.
+// input builds step i's input document: the run input and, by key, the
+// output of every step of its context (its ancestors, or the steps it
+// declares it reads) that completed. When a step becomes ready every
+// ancestor has finished, so the document does not change across retries.
+//
+// Cost: the document holds each completed ancestor's output once, so it is
+// at most the size of the run input plus every output in the run's state;
+// in a chain of n steps, step k copies k-1 outputs (the state itself, which
+// every decision decodes and encodes, holds all n).
 func (d *decider) input(i int) json.RawMessage {
-	step := &d.g.Steps[i]
-	type kv struct {
-		key string
-		val json.RawMessage
-	}
-	var deps []kv
-	st := &d.s.Steps[i]
-	for k, e := range step.In {
-		if st.In[k] == EdgeFired {
-			deps = append(deps, kv{d.g.Steps[e.From].Key, d.s.Steps[e.From].Output})
-		}
-	}
-	slices.SortFunc(deps, func(a, b kv) int { return strings.Compare(a.key, b.key) })
 	var buf bytes.Buffer
 	buf.WriteString(`{"input":`)
 	buf.Write(orNull(d.s.Input))
-	for k, dep := range deps {
-		if k > 0 && deps[k-1].key == dep.key {
-			continue
+	for _, j := range d.g.Steps[i].ctx {
+		if d.s.Steps[j].Status != hephtype.StepCompleted {
+			continue // skipped: its path was not taken
 		}
 		buf.WriteByte(',')
-		key, _ := json.Marshal(dep.key)
+		key, _ := json.Marshal(d.g.Steps[j].Key)
 		buf.Write(key)
 		buf.WriteByte(':')
-		buf.Write(orNull(dep.val))
+		buf.Write(orNull(d.s.Steps[j].Output))
 	}
 	buf.WriteByte('}')
 	return buf.Bytes()

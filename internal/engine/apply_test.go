@@ -11,6 +11,7 @@ import (
 	"github.com/hephaestus-go/hephaestus/flow"
 	"github.com/hephaestus-go/hephaestus/hephtype"
 	"github.com/hephaestus-go/hephaestus/internal/engine"
+	"github.com/hephaestus-go/hephaestus/internal/flowgraph"
 )
 
 func raw(s string) json.RawMessage { return json.RawMessage(s) }
@@ -82,10 +83,10 @@ func TestLinearChain(t *testing.T) {
 		[]string{`step_completed a a=1 ev=ok data={"v":1}`, `step_scheduled b a=1`})
 	wantStatus(t, r, hephtype.StatusRunning)
 
-	// c sees only its direct predecessor b, not a.
+	// c sees every completed ancestor: b and, two hops back, a.
 	d = r.apply(engine.StepCompleted{Step: "b", Attempt: 1, Event: "ok", Output: raw(`{"v":2}`)})
 	expect(t, d,
-		[]string{`schedule c #1 in={"input":"x","b":{"v":2}}`},
+		[]string{`schedule c #1 in={"input":"x","a":{"v":1},"b":{"v":2}}`},
 		[]string{`step_completed b a=1 ev=ok data={"v":2}`, `step_scheduled c a=1`})
 
 	d = r.apply(engine.StepCompleted{Step: "c", Attempt: 1, Output: raw(`{"v":3}`)})
@@ -101,6 +102,26 @@ func TestLinearChain(t *testing.T) {
 			t.Errorf("step %s = %+v, want completed with ok", name, st)
 		}
 	}
+}
+
+// A step that declares what it reads gets only those outputs, whatever
+// else completed before it; an empty declaration leaves the run input.
+func TestDeclaredReads(t *testing.T) {
+	g := newGraph(t).step("a").step("b").step("c", reads("a")).step("d", reads()).
+		edge("a", "ok", "b").edge("b", "ok", "c").edge("c", "ok", "d").edge("d", "ok", "done").build()
+	if !g.IsAncestor(0, 2) || !g.IsAncestor(1, 2) || g.IsAncestor(2, 1) || g.IsAncestor(2, 2) {
+		t.Errorf("IsAncestor: a and b lead to c, c leads to neither itself nor b")
+	}
+	r, _ := startRun(t, g, `"x"`)
+	r.apply(engine.StepCompleted{Step: "a", Attempt: 1, Output: raw(`1`)})
+	d := r.apply(engine.StepCompleted{Step: "b", Attempt: 1, Output: raw(`2`)})
+	expect(t, d,
+		[]string{`schedule c #1 in={"input":"x","a":1}`},
+		[]string{`step_completed b a=1 ev=ok data=2`, `step_scheduled c a=1`})
+	d = r.apply(engine.StepCompleted{Step: "c", Attempt: 1, Output: raw(`3`)})
+	expect(t, d,
+		[]string{`schedule d #1 in={"input":"x"}`},
+		[]string{`step_completed c a=1 ev=ok data=3`, `step_scheduled d a=1`})
 }
 
 func TestFanOutFanIn(t *testing.T) {
@@ -128,7 +149,7 @@ func TestFanOutFanIn(t *testing.T) {
 	// Both outputs, each under its predecessor's key.
 	d = r.apply(engine.StepCompleted{Step: "b", Attempt: 1, Output: raw(`"B"`)})
 	expect(t, d,
-		[]string{`schedule d #1 in={"input":{},"b":"B","charge":"C"}`},
+		[]string{`schedule d #1 in={"input":{},"a":1,"b":"B","charge":"C"}`},
 		[]string{`step_completed b a=1 ev=ok data="B"`, `step_scheduled d a=1`})
 
 	d = r.apply(engine.StepCompleted{Step: "d", Attempt: 1, Output: raw(`"D"`)})
@@ -157,10 +178,11 @@ func TestBranchDeadPathElimination(t *testing.T) {
 		t.Errorf("d.In = %v, want [open dead]", in)
 	}
 
-	// The join runs with only the live predecessor's output.
+	// The join sees the completed ancestors a and b; the skipped c and e are
+	// absent.
 	d = r.apply(engine.StepCompleted{Step: "b", Attempt: 1, Output: raw(`"B"`)})
 	expect(t, d,
-		[]string{`schedule d #1 in={"input":{"n":1},"b":"B"}`},
+		[]string{`schedule d #1 in={"input":{"n":1},"a":{"ok":true},"b":"B"}`},
 		[]string{`step_completed b a=1 ev=ok data="B"`, `step_scheduled d a=1`})
 
 	d = r.apply(engine.StepCompleted{Step: "d", Attempt: 1, Output: raw(`"D"`)})
@@ -308,7 +330,7 @@ func TestMapOverFieldOfDependency(t *testing.T) {
 	r.apply(engine.ItemCompleted{Step: "m", Index: 1, Attempt: 1, Output: raw(`"Q"`)})
 	d = r.apply(engine.ItemCompleted{Step: "m", Index: 0, Attempt: 1, Output: raw(`"P"`)})
 	expect(t, d,
-		[]string{`schedule n #1 in={"input":{"k":1},"m":["P","Q"]}`},
+		[]string{`schedule n #1 in={"input":{"k":1},"a":{"items":["p","q"],"n":2},"m":["P","Q"]}`},
 		[]string{`map_item_completed m a=1 data="P"`, `step_completed m a=1 ev=ok data=["P","Q"]`, `step_scheduled n a=1`})
 
 	for _, c := range []struct{ out, msg string }{
@@ -878,7 +900,7 @@ func TestFlowCompiledGraph(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	g := f.Graph()
+	g := flowgraph.Of(f)
 	r, d := startRun(t, g, `{"id":"42"}`)
 	expect(t, d, []string{`schedule validate #1 in={"input":{"id":"42"}}`}, []string{`run_started data={"id":"42"}`, `step_scheduled validate a=1`})
 	d = r.apply(engine.StepCompleted{Step: "validate", Attempt: 1, Event: "valid", Output: raw(`{"id":"42"}`)})
@@ -892,7 +914,7 @@ func TestFlowCompiledGraph(t *testing.T) {
 	r.apply(engine.StepCompleted{Step: "reserve", Attempt: 1, Output: raw(`{"warehouse":"north"}`)})
 	d = r.apply(engine.StepCompleted{Step: "charge", Attempt: 2, Output: raw(`{"charge_id":"ch_42"}`)})
 	expect(t, d,
-		[]string{`schedule ship #1 in={"input":{"id":"42"},"charge":{"charge_id":"ch_42"},"reserve":{"warehouse":"north"}}`},
+		[]string{`schedule ship #1 in={"input":{"id":"42"},"charge":{"charge_id":"ch_42"},"reserve":{"warehouse":"north"},"validate":{"id":"42"}}`},
 		[]string{`step_completed charge a=2 ev=ok data={"charge_id":"ch_42"}`, `step_scheduled ship a=1`})
 	d = r.apply(engine.StepCompleted{Step: "ship", Attempt: 1, Output: raw(`{"tracking":"north/ch_42"}`)})
 	expect(t, d, []string{`complete-run {"ship":{"tracking":"north/ch_42"}}`},

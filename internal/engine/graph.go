@@ -12,6 +12,10 @@
 //     one of them fired. An edge whose event was not emitted is dead. A step
 //     whose incoming edges are all dead is skipped, and its outgoing edges die
 //     with it (dead-path elimination), so branches and joins compose.
+//   - A step's input document holds the run input and the output of every
+//     ancestor that completed (every step from which a path of edges leads
+//     to it), by key: the context of the steps before it. A step that
+//     declares what it reads (Step.Reads) gets only those outputs.
 //   - A map step runs once per element of a JSON array and collects the
 //     results in input order; an empty array completes at once.
 //   - A step may wait; it is resumed from outside with an event, or its
@@ -24,6 +28,8 @@ package engine
 
 import (
 	"fmt"
+	"slices"
+	"strings"
 	"time"
 )
 
@@ -78,6 +84,17 @@ type Step struct {
 	Map       bool
 	MapSource int
 	MapField  string
+	// Reads, when ReadsDeclared, lists the steps whose outputs the step's
+	// input document holds (each an ancestor of the step). Otherwise the
+	// document holds the output of every ancestor that completed.
+	Reads         []int
+	ReadsDeclared bool
+
+	// ctx lists the steps whose outputs may enter the step's input
+	// document, ordered by key with duplicate keys dropped; anc is the set
+	// of the step's ancestors.
+	ctx []int
+	anc bitset
 }
 
 // EdgeSet is every edge leaving a step on one event.
@@ -96,8 +113,9 @@ type InEdge struct {
 	Event string
 }
 
-// Finish indexes the graph by name and fills the InPos back-references.
-// The flow package calls it once after building Steps, Out and Roots.
+// Finish indexes the graph by name, fills the InPos back-references and
+// computes each step's ancestors. The flow package calls it once after
+// building Steps, Out and Roots.
 func (g *Graph) Finish() {
 	g.index = make(map[string]int, len(g.Steps))
 	for i := range g.Steps {
@@ -117,6 +135,78 @@ func (g *Graph) Finish() {
 				g.Steps[to].In = append(g.Steps[to].In, InEdge{From: from, Event: es.Event})
 			}
 		}
+	}
+	g.ancestors()
+	for i := range g.Steps {
+		s := &g.Steps[i]
+		var ctx []int
+		if s.ReadsDeclared {
+			ctx = slices.Clone(s.Reads)
+		} else {
+			for j := range g.Steps {
+				if s.anc.has(j) {
+					ctx = append(ctx, j)
+				}
+			}
+		}
+		slices.SortStableFunc(ctx, func(a, b int) int { return strings.Compare(g.Steps[a].Key, g.Steps[b].Key) })
+		ctx = slices.CompactFunc(ctx, func(a, b int) bool { return g.Steps[a].Key == g.Steps[b].Key })
+		s.ctx = ctx
+	}
+}
+
+// ancestors fills each step's set of ancestors from the incoming edges.
+// The graph is trusted to be acyclic; a cycle would only make the sets
+// incomplete.
+func (g *Graph) ancestors() {
+	const (
+		todo = iota
+		busy
+		done
+	)
+	state := make([]uint8, len(g.Steps))
+	var visit func(i int)
+	visit = func(i int) {
+		state[i] = busy
+		a := newBitset(len(g.Steps))
+		for _, e := range g.Steps[i].In {
+			if state[e.From] == todo {
+				visit(e.From)
+			}
+			a.set(e.From)
+			a.or(g.Steps[e.From].anc)
+		}
+		g.Steps[i].anc = a
+		state[i] = done
+	}
+	for i := range g.Steps {
+		if state[i] == todo {
+			visit(i)
+		}
+	}
+}
+
+// IsAncestor reports whether a path of edges leads from step a to step i.
+func (g *Graph) IsAncestor(a, i int) bool {
+	return i >= 0 && i < len(g.Steps) && g.Steps[i].anc.has(a)
+}
+
+// Context returns the steps whose outputs step i's input document holds
+// when they completed, ordered by key: its ancestors, or the steps it
+// declares it reads.
+func (g *Graph) Context(i int) []int { return slices.Clone(g.Steps[i].ctx) }
+
+type bitset []uint64
+
+func newBitset(n int) bitset { return make(bitset, (n+63)/64) }
+
+func (b bitset) set(i int) { b[i/64] |= 1 << (i % 64) }
+
+func (b bitset) has(i int) bool { return i >= 0 && i/64 < len(b) && b[i/64]&(1<<(i%64)) != 0 }
+
+func (b bitset) or(c bitset) {
+	for k := range min(len(b), len(c)) {
+		b[k] |= c[k]
 	}
 }
 

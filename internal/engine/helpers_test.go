@@ -43,15 +43,24 @@ func mapOver(src, field string) stepOpt {
 	}
 }
 
+// reads declares the steps whose outputs the step reads.
+func reads(steps ...string) stepOpt {
+	return func(s *engine.Step, b *graphBuilder) {
+		s.ReadsDeclared = true
+		b.reads[s.Name] = steps
+	}
+}
+
 type graphBuilder struct {
 	t      testing.TB
 	g      engine.Graph
 	mapSrc map[string]string
+	reads  map[string][]string
 	roots  []string
 }
 
 func newGraph(t testing.TB) *graphBuilder {
-	return &graphBuilder{t: t, mapSrc: map[string]string{}}
+	return &graphBuilder{t: t, mapSrc: map[string]string{}, reads: map[string][]string{}}
 }
 
 func (b *graphBuilder) step(name string, opts ...stepOpt) *graphBuilder {
@@ -97,6 +106,11 @@ func (b *graphBuilder) build() *engine.Graph {
 	g := b.g
 	for name, src := range b.mapSrc {
 		g.Steps[b.index(name)].MapSource = b.index(src)
+	}
+	for name, steps := range b.reads {
+		for _, r := range steps {
+			g.Steps[b.index(name)].Reads = append(g.Steps[b.index(name)].Reads, b.index(r))
+		}
 	}
 	if b.roots != nil {
 		for _, r := range b.roots {

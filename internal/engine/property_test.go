@@ -139,13 +139,8 @@ func genGraph(t *rapid.T) (g *engine.Graph, codeEvents [][]string, waits []bool)
 		if !g.Steps[j].Map || len(preds[j]) == 0 {
 			continue
 		}
-		var from []int
-		for _, p := range preds[j] {
-			if !slices.Contains(from, p.from) {
-				from = append(from, p.from)
-			}
-		}
-		// Over the input, or over one of the steps that lead to it.
+		// Over the input, or over any step that leads to it (an ancestor).
+		from := ancestorsOf(preds, j)
 		k := rapid.IntRange(0, len(from)).Draw(t, "mapSource")
 		if k < len(from) {
 			src := from[k]
@@ -155,7 +150,27 @@ func genGraph(t *rapid.T) (g *engine.Graph, codeEvents [][]string, waits []bool)
 			}
 		}
 	}
+	// Some steps declare what they read: any subset of their ancestors.
+	for j := range g.Steps {
+		if rapid.IntRange(0, 3).Draw(t, "declaresReads") != 0 {
+			continue
+		}
+		anc := ancestorsOf(preds, j)
+		g.Steps[j].ReadsDeclared = true
+		for _, a := range anc {
+			if rapid.Bool().Draw(t, "reads") {
+				g.Steps[j].Reads = append(g.Steps[j].Reads, a)
+			}
+		}
+	}
 	g.Finish()
+	for j := range g.Steps {
+		for a := range g.Steps {
+			if want := slices.Contains(ancestorsOf(preds, j), a); g.IsAncestor(a, j) != want {
+				t.Fatalf("IsAncestor(%d, %d) = %v, want %v", a, j, !want, want)
+			}
+		}
+	}
 	return g, codeEvents, waits
 }
 
@@ -487,17 +502,25 @@ func (r *propRun) mapArray(j int) ([]json.RawMessage, bool) {
 }
 
 // checkInput checks a task's input document: the run input under "input"
-// plus the output of each predecessor whose edge fired, by key, and nothing
-// else.
+// plus, by key, the output of each step of the step's context that
+// completed, and nothing else. The context is every ancestor (computed
+// here from the edges), or the steps the step declares it reads.
 func (r *propRun) checkInput(j int, doc json.RawMessage) {
 	var got map[string]json.RawMessage
 	if err := json.Unmarshal(doc, &got); err != nil {
 		r.t.Fatalf("step %s: input %s is not a JSON object: %v", r.g.Steps[j].Name, doc, err)
 	}
+	// Every ancestor has finished when a step is scheduled, so its input
+	// document is final: it is the same for every attempt.
+	for _, a := range ancestorsOf(r.preds, j) {
+		if st := r.status[a]; st != hephtype.StepCompleted && st != hephtype.StepSkipped {
+			r.t.Fatalf("step %s scheduled while its ancestor %s is %s", r.g.Steps[j].Name, r.g.Steps[a].Name, st)
+		}
+	}
 	want := map[string]json.RawMessage{"input": r.input}
-	for _, p := range r.preds[j] {
-		if r.edge(p) == engine.EdgeFired {
-			want[r.g.Steps[p.from].Key] = orNull(r.output[p.from])
+	for _, a := range r.context(j) {
+		if r.status[a] == hephtype.StepCompleted {
+			want[r.g.Steps[a].Key] = orNull(r.output[a])
 		}
 	}
 	if len(got) != len(want) {
@@ -508,6 +531,37 @@ func (r *propRun) checkInput(j int, doc json.RawMessage) {
 			r.t.Fatalf("step %s: input[%q] = %s, want %s (input %s)", r.g.Steps[j].Name, k, g, v, doc)
 		}
 	}
+}
+
+// context returns the steps whose outputs step j's input document holds
+// when they completed: the steps it reads, when declared, or else every
+// ancestor.
+func (r *propRun) context(j int) []int {
+	if r.g.Steps[j].ReadsDeclared {
+		return r.g.Steps[j].Reads
+	}
+	return ancestorsOf(r.preds, j)
+}
+
+// ancestorsOf returns the steps from which a path of edges leads to j.
+func ancestorsOf(preds [][]pred, j int) []int {
+	seen := map[int]bool{}
+	var walk func(int)
+	walk = func(i int) {
+		for _, p := range preds[i] {
+			if !seen[p.from] {
+				seen[p.from] = true
+				walk(p.from)
+			}
+		}
+	}
+	walk(j)
+	var out []int
+	for a := range seen {
+		out = append(out, a)
+	}
+	slices.Sort(out)
+	return out
 }
 
 func keys(m map[string]json.RawMessage) []string {
@@ -937,6 +991,9 @@ func describe(g *engine.Graph) string {
 		}
 		if s.Map {
 			fmt.Fprintf(&b, " map(source=%d field=%q)", s.MapSource, s.MapField)
+		}
+		if s.ReadsDeclared {
+			fmt.Fprintf(&b, " reads=%v", s.Reads)
 		}
 		for _, es := range s.Out {
 			fmt.Fprintf(&b, " %s->%v", es.Event, es.To)

@@ -147,7 +147,8 @@ type ScheduleStep struct {
 	Attempt int
 	Retry   bool
 	// Input is the step's input document: {"input": <run input>,
-	// "<key>": <output>, …} with one entry per predecessor whose edge fired.
+	// "<key>": <output>, …} with one entry per completed step of the
+	// step's context (its ancestors, or the steps it declares it reads).
 	Input json.RawMessage
 	// Item is the element of a map step.
 	Item json.RawMessage

@@ -10,6 +10,7 @@ import (
 	"github.com/hephaestus-go/hephaestus/flow"
 	"github.com/hephaestus-go/hephaestus/hephtype"
 	"github.com/hephaestus-go/hephaestus/internal/engine"
+	"github.com/hephaestus-go/hephaestus/internal/flowgraph"
 	"github.com/hephaestus-go/hephaestus/internal/worker"
 	"github.com/hephaestus-go/hephaestus/store"
 )
@@ -117,7 +118,7 @@ func (r *Runtime) decideWith(ev engine.Event, now time.Time, strict bool) func(r
 		if err != nil {
 			return nil, err
 		}
-		d, err := engine.Apply(f.Graph(), s, ev)
+		d, err := engine.Apply(flowgraph.Of(f), s, ev)
 		if err != nil {
 			if !strict && errors.Is(err, engine.ErrStale) {
 				return &store.Update{}, nil

@@ -35,6 +35,7 @@ import (
 	"github.com/hephaestus-go/hephaestus/hephtype"
 	"github.com/hephaestus-go/hephaestus/internal/commit"
 	"github.com/hephaestus-go/hephaestus/internal/engine"
+	"github.com/hephaestus-go/hephaestus/internal/flowgraph"
 	"github.com/hephaestus-go/hephaestus/internal/limits"
 	"github.com/hephaestus-go/hephaestus/internal/telemetry"
 	"github.com/hephaestus-go/hephaestus/internal/worker"
@@ -237,7 +238,7 @@ func (r *Runtime) newRun(flowName string, input any, opts *StartOptions) (*store
 			tags = append(tags, t)
 		}
 	}
-	d := engine.Start(f.Graph(), raw)
+	d := engine.Start(flowgraph.Of(f), raw)
 	u := translate(f, d, r.cfg.Clock.Now())
 	nr := &store.NewRun{
 		ID: newID(), Workflow: f.Name(), Version: f.Version(), Kind: hephtype.KindFlow,
@@ -305,7 +306,7 @@ func waitingStep(f *flow.Flow, s *engine.State) (string, error) {
 	var waiting []string
 	for i, st := range s.Steps {
 		if st.Status == hephtype.StepWaiting {
-			waiting = append(waiting, f.Graph().Steps[i].Name)
+			waiting = append(waiting, flowgraph.Of(f).Steps[i].Name)
 		}
 	}
 	switch len(waiting) {
