@@ -20,8 +20,9 @@
 // then checks the fences and keys and calls the Decide functions in
 // memory, and writes the changes set-based, whatever their number: one
 // statement deletes the fenced tasks, cancels tasks, updates the runs
-// (each once, to its last state), appends the history (a change's key on
-// its first entry) and enqueues the tasks of all the updates; another
+// (each once, to its last state), appends the history (one row per
+// change: see "The history" below) and enqueues the tasks of all the
+// updates; another
 // inserts all the new runs with their history and tasks, and deletes the
 // tasks that fence them (ON CONFLICT DO NOTHING: a run whose id or
 // business key is taken writes nothing and leaves its fence). Consecutive
@@ -119,14 +120,30 @@
 // change is its holder's to complete, and is not notified. Listen listens
 // on both channels.
 //
+// # The history
+//
+// The entries one change appends to a run are one row of the history
+// table (migration 0004): a start's run_started and step_scheduled, a
+// completion's step_started, step_completed and what it schedules next
+// are written, read and deleted together, so each entry after a change's
+// first costs no heap tuple, primary-key entry or WAL record of its own. A
+// row holds the entries seq .. seq+n-1 as a JSON array (text: SQL never
+// looks inside it) of [kind, step, index, attempt, name, error, data?],
+// and the change's idempotency key, unique per run (history_key). History
+// reads the rows and returns the entries one by one. Measured with bench's
+// bytes workload: a finished one-step flow run went from 2,431 to 1,734
+// bytes, a workflow run from 2,782 to 1,675, and a job from 28 to 22 WAL
+// records (docs/benchmarks.md).
+//
 // # JSON
 //
-// JSON values (inputs, outputs, states, payloads, history data) are
-// stored as jsonb: they come back equal in value, not in bytes (keys
-// sorted, spaces added, duplicate keys collapsed). jsonb refuses the
-// escape \u0000 in strings, and text refuses NUL bytes: a change that
-// carries them is refused, with PostgreSQL's error, and the others of its
-// batch apply.
+// JSON values (inputs, outputs, states, payloads) are stored as jsonb:
+// they come back equal in value, not in bytes (keys sorted, spaces added,
+// duplicate keys collapsed). jsonb refuses the escape \u0000 in strings,
+// and text refuses NUL bytes: a change that carries them is refused, with
+// PostgreSQL's error, and the others of its batch apply. History data is
+// kept as written (a change whose entry data is not JSON is refused alone,
+// naming the entry).
 //
 // # Connection failures
 //
