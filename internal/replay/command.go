@@ -43,6 +43,9 @@ type ScheduleActivity struct {
 	Name    string
 	Input   json.RawMessage
 	Options ActivityOptions
+	// At is "dir/file.go:line" of the workflow code that issued it, for
+	// the history; empty on replay.
+	At string
 }
 
 // StartTimer asks the runtime to report TimerFired(Seq) once Duration has
@@ -51,6 +54,9 @@ type StartTimer struct {
 	Seq      int
 	Duration time.Duration
 	FireAt   time.Time
+	// At is "dir/file.go:line" of the workflow code that issued it, for
+	// the history; empty on replay.
+	At string
 }
 
 // CancelTimer disarms the timer started as command Seq.
@@ -124,10 +130,11 @@ func (FailWorkflow) isCommand()     {}
 func (ContinueAsNew) isCommand()    {}
 
 func (c ScheduleActivity) Event() Event {
-	return Event{Kind: hephtype.EventStepScheduled, ID: c.Seq, Name: c.Name, Data: c.Input}
+	ref := callRecord{Input: inputHash(c.Input), Queue: c.Options.Queue, At: c.At}.encode()
+	return Event{Kind: hephtype.EventStepScheduled, ID: c.Seq, Name: c.Name, Ref: ref, Data: c.Input}
 }
 func (c StartTimer) Event() Event {
-	return Event{Kind: hephtype.EventTimerStarted, ID: c.Seq, Data: mustJSON(timerData{Duration: c.Duration, FireAt: c.FireAt})}
+	return Event{Kind: hephtype.EventTimerStarted, ID: c.Seq, Data: mustJSON(timerData{Duration: c.Duration, FireAt: c.FireAt, At: c.At})}
 }
 func (c CancelTimer) Event() Event { return Event{Kind: hephtype.EventTimerCancelled, ID: c.Seq} }
 func (c RecordMarker) Event() Event {
