@@ -186,9 +186,10 @@ func (c FailWorkflow) String() string     { return "fail workflow: " + c.Error }
 func (c ContinueAsNew) String() string    { return "continue as new" }
 
 // sameCommand reports whether the recorded event rec records the command
-// that new records: same kind and the same identity. Arguments (activity
-// inputs, update arguments) may change between versions; the activity
-// name, the timer duration, the patch or the referenced command may not.
+// that new records: same kind and the same identity (the activity name,
+// the timer duration, the patch or the referenced command). Update
+// arguments may change between versions; an activity's input and queue
+// may not, which difference checks once the identity matches.
 func sameCommand(rec, ev Event) bool {
 	if rec.Kind != ev.Kind {
 		return false

@@ -573,11 +573,11 @@ func (in *Instance) recordRef(co *coroutine, cmd Command) {
 // match checks cmd against the recorded commands at the cursor, skipping
 // patch markers the code does not ask for, and consumes the match.
 func (in *Instance) match(co *coroutine, cmd Command) (Event, error) {
-	ev := cmd.Event()
+	ev := matchEvent(cmd)
 	for in.cursor < len(in.block) {
 		rec := in.block[in.cursor]
 		if sameCommand(rec, ev) {
-			if what, _, _ := difference(rec, ev); what != "" {
+			if what, _, _ := difference(rec, cmd); what != "" {
 				// The same command, with another input or queue.
 				return Event{}, in.mismatch(co, &rec, in.posOf(in.cursor), cmd)
 			}

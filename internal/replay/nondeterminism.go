@@ -8,8 +8,10 @@ import (
 	"errors"
 	"fmt"
 	"path"
+	"runtime"
 	"strconv"
 	"strings"
+	"sync"
 
 	"github.com/hephaestus-go/hephaestus/hephtype"
 )
@@ -130,7 +132,7 @@ func (in *Instance) nde(rec *Event, pos int, cmd Command, site, reason string) *
 		e.Command = describe(cmd)
 	}
 	if rec != nil && cmd != nil {
-		e.Changed, e.Old, e.New = difference(*rec, cmd.Event())
+		e.Changed, e.Old, e.New = difference(*rec, cmd)
 	}
 	return e
 }
@@ -245,13 +247,44 @@ func site() string {
 }
 
 // recordSite returns where the workflow code issues a command, for the
-// history: empty on replay, where the history already has it.
+// history ("dir/file.go:line"): empty on replay, where the history already
+// has it. It is callSite, with what it makes of each return address
+// cached: resolving frames is most of its cost, and a workflow issues its
+// commands from a few lines.
 func (in *Instance) recordSite() string {
 	if in.replaying {
 		return ""
 	}
-	file, line := callSite()
-	return shortSite(file, line)
+	var pcs [32]uintptr
+	n := runtime.Callers(2, pcs[:])
+	for _, pc := range pcs[:n] {
+		v, ok := siteCache.Load(pc)
+		if !ok {
+			v, _ = siteCache.LoadOrStore(pc, resolveSite(pc))
+		}
+		if s := v.(string); s != "" {
+			return s
+		}
+	}
+	return ""
+}
+
+// siteCache maps a return address to the short site of the first
+// workflow-code frame among its (inlined) frames, or "" when they are all
+// the library's.
+var siteCache sync.Map
+
+func resolveSite(pc uintptr) string {
+	frames := runtime.CallersFrames([]uintptr{pc})
+	for {
+		f, more := frames.Next()
+		if !isLibrary(f.Function) && f.File != "" {
+			return shortSite(f.File, f.Line)
+		}
+		if !more {
+			return ""
+		}
+	}
 }
 
 // recordedAt returns where the code issued a recorded command, when the
@@ -270,31 +303,40 @@ func recordedAt(e Event) string {
 	return ""
 }
 
-// difference compares a recorded command rec with the event ev of a new
-// command of the same kind: it names what changed and its values in the
+// difference compares a recorded command rec with a new command cmd: when
+// they are of the same kind it names what changed and its values in the
 // history and in the code, or returns "" when nothing that replay checks
 // changed. The input and queue of an activity are compared only when the
 // history recorded them.
-func difference(rec, ev Event) (what, old, new string) {
+func difference(rec Event, cmd Command) (what, old, new string) {
+	if c, ok := cmd.(ScheduleActivity); ok {
+		if rec.Kind != hephtype.EventStepScheduled {
+			return "", "", ""
+		}
+		if rec.Name != c.Name {
+			return "activity name", strconv.Quote(rec.Name), strconv.Quote(c.Name)
+		}
+		r, ok := decodeCall(rec.Ref)
+		if !ok {
+			return "", "", ""
+		}
+		// The recorded hash is that of the recorded input, which the
+		// store keeps as it was written: the same bytes need no hash.
+		if !bytes.Equal(rec.Data, c.Input) {
+			if h := inputHash(c.Input); h != r.Input {
+				return "input", "sha256:" + r.Input, "sha256:" + h
+			}
+		}
+		if r.Queue != c.Options.Queue {
+			return "queue", queueName(r.Queue), queueName(c.Options.Queue)
+		}
+		return "", "", ""
+	}
+	ev := cmd.Event()
 	if rec.Kind != ev.Kind {
 		return "", "", ""
 	}
 	switch ev.Kind {
-	case hephtype.EventStepScheduled:
-		if rec.Name != ev.Name {
-			return "activity name", strconv.Quote(rec.Name), strconv.Quote(ev.Name)
-		}
-		r, ok := decodeCall(rec.Ref)
-		n, _ := decodeCall(ev.Ref)
-		if !ok {
-			return "", "", ""
-		}
-		if r.Input != n.Input {
-			return "input", "sha256:" + r.Input, "sha256:" + n.Input
-		}
-		if r.Queue != n.Queue {
-			return "queue", queueName(r.Queue), queueName(n.Queue)
-		}
 	case hephtype.EventChildStarted:
 		if rec.Name != ev.Name {
 			return "child workflow", strconv.Quote(rec.Name), strconv.Quote(ev.Name)
@@ -343,3 +385,12 @@ type convertedError struct{ err, conv error }
 
 func (e *convertedError) Error() string   { return e.err.Error() }
 func (e *convertedError) Unwrap() []error { return []error{e.conv, e.err} }
+
+// matchEvent is cmd.Event() without what matching does not read: the call
+// record of an activity, whose input hash costs a canonical encoding.
+func matchEvent(cmd Command) Event {
+	if c, ok := cmd.(ScheduleActivity); ok {
+		return Event{Kind: hephtype.EventStepScheduled, ID: c.Seq, Name: c.Name, Data: c.Input}
+	}
+	return cmd.Event()
+}
