@@ -189,3 +189,43 @@ func TestNonDeterminismOldHistory(t *testing.T) {
 		t.Fatalf("error fields %+v", nde)
 	}
 }
+
+var (
+	kidA     = workflow.New("kid_a", func(ctx workflow.Context, n int) (int, error) { return n, nil })
+	kidB     = workflow.New("kid_b", func(ctx workflow.Context, n int) (int, error) { return -n, nil })
+	parentV1 = workflow.New("parent", func(ctx workflow.Context, n int) (int, error) {
+		m, err := kidA.ExecuteChild(ctx, n)
+		if err != nil {
+			return 0, err
+		}
+		return m, workflow.Sleep(ctx, time.Hour)
+	})
+	parentV2 = workflow.New("parent", func(ctx workflow.Context, n int) (int, error) {
+		here("parentV2", 1)
+		m, err := kidB.ExecuteChild(ctx, n)
+		if err != nil {
+			return 0, err
+		}
+		return m, workflow.Sleep(ctx, time.Hour)
+	})
+)
+
+// Another child workflow is non-deterministic; both calls are located.
+func TestNonDeterminismChangedChild(t *testing.T) {
+	e := newEnv(t, modes[0], wfs(parentV1, kidA, kidB))
+	r := e.start(parentV1, 7)
+	e.settle()
+	if got := r.Status(); got != hephtype.StatusWaiting {
+		t.Fatalf("parent is %s, want waiting on its timer", got)
+	}
+	nde := replayWith(t, parentV2, r.History())
+	if nde.Changed != "child workflow" || nde.Old != `"kid_a"` || nde.New != `"kid_b"` || nde.RecordedKind != hephtype.EventChildStarted {
+		t.Fatalf("error fields %+v", nde)
+	}
+	if nde.CommandAt != siteOf("parentV2") || !strings.HasPrefix(nde.RecordedAt, "workflow/nondeterminism_test.go:") {
+		t.Fatalf("located at %q, recorded at %q", nde.CommandAt, nde.RecordedAt)
+	}
+	if !strings.Contains(nde.Command, `child workflow "kid_b"`) {
+		t.Fatalf("command %q", nde.Command)
+	}
+}

@@ -98,6 +98,9 @@ type StartChild struct {
 	Seq      int
 	Workflow string
 	Input    json.RawMessage
+	// At is "dir/file.go:line" of the workflow code that issued it, for
+	// the history; empty on replay.
+	At string
 }
 
 // CancelChild asks the runtime to cancel the child started as command
@@ -151,7 +154,11 @@ func (c CompleteUpdate) Event() Event {
 	return Event{Kind: hephtype.EventUpdateDone, ID: c.Seq, Name: c.Name, Ref: c.UpdateID, Data: c.Result, Error: c.Error}
 }
 func (c StartChild) Event() Event {
-	return Event{Kind: hephtype.EventChildStarted, ID: c.Seq, Name: c.Workflow, Data: c.Input}
+	var ref string
+	if c.At != "" {
+		ref = callRecord{At: c.At}.encode()
+	}
+	return Event{Kind: hephtype.EventChildStarted, ID: c.Seq, Name: c.Workflow, Ref: ref, Data: c.Input}
 }
 func (c CancelChild) Event() Event {
 	return Event{Kind: EventChildCancelled, ID: c.Seq, Name: c.Workflow}

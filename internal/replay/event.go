@@ -46,8 +46,9 @@ type Event struct {
 	// update or patch name.
 	Name string `json:"name,omitempty"`
 	// Ref is the update id (update events), the marker kind ("patch" or
-	// "deprecated") or, on step_scheduled, the call record: the input's
-	// hash, the queue and where the code issued it (see callRecord).
+	// "deprecated") or, on step_scheduled and child_started, the call
+	// record: where the code issued it and an activity's input hash and
+	// queue (see callRecord).
 	Ref string `json:"ref,omitempty"`
 	// Attempt is the last attempt of a failed activity.
 	Attempt int             `json:"attempt,omitempty"`

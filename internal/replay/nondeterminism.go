@@ -170,14 +170,15 @@ func describe(c Command) string {
 	return c.String()
 }
 
-// callRecord is how a step_scheduled entry records its call, in its Ref
-// (the row's step column), as JSON: where the code issued it, the hash of
-// its input and its queue. Replay compares the input hash and the queue of
-// the code with the recorded ones; an entry without a call record (written
-// before there was one) is not compared.
+// callRecord is how a step_scheduled or child_started entry records its
+// call, in its Ref (the row's step column), as JSON: where the code issued
+// it and, for an activity, the hash of its input and its queue. Replay
+// compares an activity's input hash and queue with the recorded ones; an
+// entry without a call record (written before there was one) is not
+// compared.
 type callRecord struct {
 	// Input is inputHash of the activity's input.
-	Input string `json:"input"`
+	Input string `json:"input,omitempty"`
 	// Queue is the queue the code asked for; empty means the run's.
 	Queue string `json:"queue,omitempty"`
 	// At is "dir/file.go:line" of the workflow code.
@@ -192,7 +193,7 @@ func decodeCall(ref string) (r callRecord, ok bool) {
 	if !strings.HasPrefix(ref, "{") {
 		return r, false
 	}
-	if err := json.Unmarshal([]byte(ref), &r); err != nil || r.Input == "" {
+	if err := json.Unmarshal([]byte(ref), &r); err != nil {
 		return callRecord{}, false
 	}
 	return r, true
@@ -291,7 +292,7 @@ func resolveSite(pc uintptr) string {
 // history knows it.
 func recordedAt(e Event) string {
 	switch e.Kind {
-	case hephtype.EventStepScheduled:
+	case hephtype.EventStepScheduled, hephtype.EventChildStarted:
 		if r, ok := decodeCall(e.Ref); ok {
 			return r.At
 		}
@@ -317,7 +318,7 @@ func difference(rec Event, cmd Command) (what, old, new string) {
 			return "activity name", strconv.Quote(rec.Name), strconv.Quote(c.Name)
 		}
 		r, ok := decodeCall(rec.Ref)
-		if !ok {
+		if !ok || r.Input == "" {
 			return "", "", ""
 		}
 		// The recorded hash is that of the recorded input, which the

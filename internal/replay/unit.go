@@ -277,7 +277,8 @@ type Child struct {
 func (u *Unit) StartChild(workflow string, input json.RawMessage) *Child {
 	u.enter()
 	in := u.in
-	seq := in.issue(u.co, func(seq int) Command { return StartChild{Seq: seq, Workflow: workflow, Input: input} })
+	at := in.recordSite()
+	seq := in.issue(u.co, func(seq int) Command { return StartChild{Seq: seq, Workflow: workflow, Input: input, At: at} })
 	in.children[seq] = workflow
 	return &Child{f: in.newFuture(seq, hephtype.EventChildStarted, workflow)}
 }
