@@ -40,8 +40,8 @@ type NonDeterminismError struct {
 	RecordedKind hephtype.EventKind
 	Recorded     string
 	// RecordedAt is "dir/file.go:line" of the workflow code that issued the
-	// recorded command, when the history knows it (activities and timers
-	// recorded since this was added).
+	// recorded command, when the history knows it (activities, timers and
+	// child workflows recorded since it does).
 	RecordedAt string
 	// Command is the command the code issued instead, in the workflow
 	// API's words and with the entry it records (`Execute activity

@@ -44,9 +44,9 @@ type NonDeterminismError struct {
 	// when the code issued a command the history does not have.
 	RecordedKind hephtype.EventKind
 	Recorded     string
-	// RecordedAt is "file:line" of the workflow code that issued the
-	// recorded command, when the history knows it (histories written
-	// before it was recorded do not).
+	// RecordedAt is "dir/file.go:line" of the workflow code that issued the
+	// recorded command, when the history knows it (activities, timers and
+	// child workflows recorded since it does).
 	RecordedAt string
 	// Command is the command the code issued instead, in the workflow
 	// API's words and with the entry it records (`Execute activity
