@@ -68,7 +68,7 @@ func (c *Client) Subscribe(fn func(Event)) (unsubscribe func()) {
 		fn(Event{
 			Kind: EventKind(e.Kind), Time: e.Time, RunID: e.RunID, Workflow: e.Workflow, Version: e.Version,
 			Step: e.Step, Index: e.Index, Attempt: e.Attempt, Queue: e.Queue, TaskID: e.TaskID,
-			Duration: e.Duration, Count: e.Count, Condition: e.Condition, Err: e.Err,
+			Duration: e.Duration, Count: e.Count, Condition: e.Condition, Err: publicError(e.Err),
 		})
 	})
 }

@@ -38,14 +38,6 @@ var (
 	ErrUpdateNotAccepted = replay.ErrUpdateNotAccepted
 )
 
-// NonDeterminismError reports that replayed workflow code did not issue the
-// command the history recorded: it names the recorded event, the new
-// command and the file:line of the workflow code. The run is not lost: its
-// decision is retried with backoff, and it continues once the code is
-// fixed. It reaches callers through telemetry (DecisionFailed events), the
-// logs, and hephtest's replayer.
-type NonDeterminismError = replay.NonDeterminismError
-
 // Workflow is a code-first workflow as the runtime registers it; a
 // *workflow.Definition is one.
 type Workflow interface {

@@ -165,16 +165,24 @@ func testWfNonDeterminism(t *testing.T, b Backend) {
 	if !errors.As(ev.Err, &nde) {
 		t.Fatalf("decision failed with %v, want a *NonDeterminismError", ev.Err)
 	}
-	if nde.Recorded == nil || nde.Recorded.Kind != hephtype.EventStepScheduled || nde.Recorded.Name != "first" {
-		t.Fatalf("recorded event %v, want step_scheduled first", nde.Recorded)
+	if nde.RecordedKind != hephtype.EventStepScheduled || nde.Recorded != `step_scheduled #1 "first"` || nde.Entry == 0 {
+		t.Fatalf("recorded entry %d %s %q, want step_scheduled #1 \"first\"", nde.Entry, nde.RecordedKind, nde.Recorded)
 	}
-	if nde.Command == nil || !strings.Contains(nde.Command.String(), `"other"`) {
-		t.Fatalf("command %v, want the schedule of other", nde.Command)
+	if !strings.Contains(nde.Command, `Execute activity "other"`) {
+		t.Fatalf("command %q, want Execute activity \"other\"", nde.Command)
 	}
-	if !strings.HasSuffix(nde.File, "workflow_runtime.go") || nde.Line == 0 {
-		t.Fatalf("location %s:%d, want this file", nde.File, nde.Line)
+	if nde.Changed != "activity name" || nde.Old != `"first"` || nde.New != `"other"` {
+		t.Fatalf("changed %s from %s to %s, want the activity name from \"first\" to \"other\"", nde.Changed, nde.Old, nde.New)
 	}
-	for _, s := range []string{`step_scheduled #1 "first"`, `schedule activity #1 "other"`, "workflow_runtime.go:"} {
+	// Both sides are located: the new call, and the recorded one (the
+	// history records where each activity was called).
+	if !strings.Contains(nde.CommandAt, "workflow_runtime.go:") || !strings.HasPrefix(nde.RecordedAt, "e2e/workflow_runtime.go:") {
+		t.Fatalf("located at %q (recorded at %q), want this file for both", nde.CommandAt, nde.RecordedAt)
+	}
+	if nde.RunID != r.ID || nde.Decision == 0 || !strings.Contains(nde.Hint, "workflow.Patched") {
+		t.Fatalf("error fields %+v", nde)
+	}
+	for _, s := range []string{`step_scheduled #1 "first"`, `Execute activity "other"`, "workflow_runtime.go:", "workflow.Patched", "decision "} {
 		if !strings.Contains(nde.Error(), s) {
 			t.Errorf("error %q does not mention %q", nde.Error(), s)
 		}
@@ -195,7 +203,7 @@ func testWfNonDeterminism(t *testing.T, b Backend) {
 		t.Fatalf("the run is %s", run.Status)
 	}
 	// The run shows why it does not progress, with the last error.
-	if run.Condition.Code != heph.ConditionDecisionFailing || !strings.Contains(run.Condition.Message, `schedule activity #1 "other"`) || run.Condition.Since.IsZero() {
+	if run.Condition.Code != heph.ConditionDecisionFailing || !strings.Contains(run.Condition.Message, `Execute activity "other"`) || run.Condition.Since.IsZero() {
 		t.Fatalf("condition %+v, want decision_failing with the non-determinism", run.Condition)
 	}
 	if err := c2.Stop(ctx); err != nil {

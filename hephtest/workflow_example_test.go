@@ -120,9 +120,11 @@ func ExampleReplayHistory() {
 	if errors.As(err, &nde) {
 		fmt.Println("recorded:", nde.Recorded)
 		fmt.Println("new code:", nde.Command)
+		fmt.Printf("changed: %s from %s to %s\n", nde.Changed, nde.Old, nde.New)
 	}
 	// Output:
 	// same code: <nil>
 	// recorded: timer_started #1 (720h0m0s)
-	// new code: start timer #1 (168h0m0s)
+	// new code: workflow.Sleep or phase timeout of 168h0m0s (timer_started #1)
+	// changed: timer duration from 720h0m0s to 168h0m0s
 }

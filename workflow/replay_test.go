@@ -246,11 +246,12 @@ func TestNonDeterminism(t *testing.T) {
 		w        registered
 		recorded string
 		command  string
+		changed  string // "what: old -> new"
 	}{
-		{"otherActivity", otherActivity, `step_scheduled #3 "step_b"`, `schedule activity #3 "step_c"`},
-		{"noSleep", noSleep, `timer_started #2 (1h0m0s)`, `schedule activity #2 "step_b"`},
-		{"longerSleep", longerSleep, `timer_started #2 (1h0m0s)`, `start timer #2 (2h0m0s)`},
-		{"waitsInstead", waitsInstead, `timer_started #2 (1h0m0s)`, ``},
+		{"otherActivity", otherActivity, `step_scheduled #3 "step_b"`, `Execute activity "step_c" (step_scheduled #3)`, `activity name: "step_b" -> "step_c"`},
+		{"noSleep", noSleep, `timer_started #2 (1h0m0s)`, `Execute activity "step_b" (step_scheduled #2)`, ``},
+		{"longerSleep", longerSleep, `timer_started #2 (1h0m0s)`, `workflow.Sleep or phase timeout of 2h0m0s (timer_started #2)`, `timer duration: 1h0m0s -> 2h0m0s`},
+		{"waitsInstead", waitsInstead, `timer_started #2 (1h0m0s)`, ``, ``},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -268,16 +269,28 @@ func TestNonDeterminism(t *testing.T) {
 			siteMu.Lock()
 			site := callSite[c.name]
 			siteMu.Unlock()
-			for _, want := range []string{c.recorded, c.command, site, `workflow "orders"`} {
+			for _, want := range []string{c.recorded, c.command, site, `workflow "orders"`, "workflow.Patched", "hephtest.ReplayHistory"} {
 				if !strings.Contains(msg, want) {
 					t.Errorf("the error does not mention %q:\n%s", want, msg)
 				}
 			}
-			if (c.command == "") != (nde.Command == nil) {
-				t.Errorf("Command = %v", nde.Command)
+			// One vocabulary: history kinds and workflow API words, not
+			// the core's.
+			for _, word := range []string{"activation", "schedule activity", "start timer"} {
+				if strings.Contains(msg, word) {
+					t.Errorf("the error says %q:\n%s", word, msg)
+				}
 			}
-			if nde.Recorded == nil || nde.File == "" || !strings.HasSuffix(site, fmt.Sprintf(":%d", nde.Line)) {
+			if nde.Command != c.command || nde.Recorded != c.recorded || nde.CommandAt != site || nde.Hint == "" {
 				t.Errorf("error fields: %+v", nde)
+			}
+			if got := nde.Changed + ": " + nde.Old + " -> " + nde.New; c.changed != "" && got != c.changed || c.changed == "" && nde.Changed != "" {
+				t.Errorf("changed %q, want %q", got, c.changed)
+			}
+			// The history knows where the recorded command was issued:
+			// in the original workflow, in this file.
+			if !strings.HasPrefix(nde.RecordedAt, "workflow/replay_test.go:") || nde.Entry == 0 || nde.Decision == 0 {
+				t.Errorf("recorded at %q, entry %d, decision %d", nde.RecordedAt, nde.Entry, nde.Decision)
 			}
 			t.Log(msg)
 			// The instance is unusable, the history untouched: replay it

@@ -43,6 +43,9 @@ type ScheduleActivity struct {
 	Name    string
 	Input   json.RawMessage
 	Options ActivityOptions
+	// At is "dir/file.go:line" of the workflow code that issued it, for
+	// the history; empty on replay.
+	At string
 }
 
 // StartTimer asks the runtime to report TimerFired(Seq) once Duration has
@@ -51,6 +54,9 @@ type StartTimer struct {
 	Seq      int
 	Duration time.Duration
 	FireAt   time.Time
+	// At is "dir/file.go:line" of the workflow code that issued it, for
+	// the history; empty on replay.
+	At string
 }
 
 // CancelTimer disarms the timer started as command Seq.
@@ -92,6 +98,9 @@ type StartChild struct {
 	Seq      int
 	Workflow string
 	Input    json.RawMessage
+	// At is "dir/file.go:line" of the workflow code that issued it, for
+	// the history; empty on replay.
+	At string
 }
 
 // CancelChild asks the runtime to cancel the child started as command
@@ -124,10 +133,11 @@ func (FailWorkflow) isCommand()     {}
 func (ContinueAsNew) isCommand()    {}
 
 func (c ScheduleActivity) Event() Event {
-	return Event{Kind: hephtype.EventStepScheduled, ID: c.Seq, Name: c.Name, Data: c.Input}
+	ref := callRecord{Input: inputHash(c.Input), Queue: c.Options.Queue, At: c.At}.encode()
+	return Event{Kind: hephtype.EventStepScheduled, ID: c.Seq, Name: c.Name, Ref: ref, Data: c.Input}
 }
 func (c StartTimer) Event() Event {
-	return Event{Kind: hephtype.EventTimerStarted, ID: c.Seq, Data: mustJSON(timerData{Duration: c.Duration, FireAt: c.FireAt})}
+	return Event{Kind: hephtype.EventTimerStarted, ID: c.Seq, Data: mustJSON(timerData{Duration: c.Duration, FireAt: c.FireAt, At: c.At})}
 }
 func (c CancelTimer) Event() Event { return Event{Kind: hephtype.EventTimerCancelled, ID: c.Seq} }
 func (c RecordMarker) Event() Event {
@@ -144,7 +154,11 @@ func (c CompleteUpdate) Event() Event {
 	return Event{Kind: hephtype.EventUpdateDone, ID: c.Seq, Name: c.Name, Ref: c.UpdateID, Data: c.Result, Error: c.Error}
 }
 func (c StartChild) Event() Event {
-	return Event{Kind: hephtype.EventChildStarted, ID: c.Seq, Name: c.Workflow, Data: c.Input}
+	var ref string
+	if c.At != "" {
+		ref = callRecord{At: c.At}.encode()
+	}
+	return Event{Kind: hephtype.EventChildStarted, ID: c.Seq, Name: c.Workflow, Ref: ref, Data: c.Input}
 }
 func (c CancelChild) Event() Event {
 	return Event{Kind: EventChildCancelled, ID: c.Seq, Name: c.Workflow}
@@ -179,9 +193,10 @@ func (c FailWorkflow) String() string     { return "fail workflow: " + c.Error }
 func (c ContinueAsNew) String() string    { return "continue as new" }
 
 // sameCommand reports whether the recorded event rec records the command
-// that new records: same kind and the same identity. Arguments (activity
-// inputs, update arguments) may change between versions; the activity
-// name, the timer duration, the patch or the referenced command may not.
+// that new records: same kind and the same identity (the activity name,
+// the timer duration, the patch or the referenced command). Update
+// arguments may change between versions; an activity's input and queue
+// may not, which difference checks once the identity matches.
 func sameCommand(rec, ev Event) bool {
 	if rec.Kind != ev.Kind {
 		return false

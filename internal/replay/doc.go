@@ -34,10 +34,14 @@
 // the same point, with the same time, and the workflow must issue the
 // commands recorded after it, in order. It gets recorded results instead
 // of running anything. A command that differs from the recorded one
-// (another kind, activity name, timer duration, …), a missing one or an
-// extra one is a *NonDeterminismError that names both sides and the line
-// of workflow code; the instance is then unusable, nothing is written, and
-// the runtime retries later (with fixed code).
+// (another kind, activity name, timer duration, activity input or queue,
+// …), a missing one or an extra one is a *NonDeterminismError that names
+// both sides, the lines of workflow code that issued them and what
+// changed; the instance is then unusable, nothing is written, and the
+// runtime retries later (with fixed code). A step_scheduled entry records
+// its call (input hash, queue, call site) in Ref, a timer_started entry
+// its call site in Data; histories written before they did replay
+// without the input and queue comparisons.
 //
 // # Scheduling
 //

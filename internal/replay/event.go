@@ -45,8 +45,10 @@ type Event struct {
 	// Name is the workflow (run_started, child events), activity, signal,
 	// update or patch name.
 	Name string `json:"name,omitempty"`
-	// Ref is the update id (update events) or the marker kind ("patch" or
-	// "deprecated").
+	// Ref is the update id (update events), the marker kind ("patch" or
+	// "deprecated") or, on step_scheduled and child_started, the call
+	// record: where the code issued it and an activity's input hash and
+	// queue (see callRecord).
 	Ref string `json:"ref,omitempty"`
 	// Attempt is the last attempt of a failed activity.
 	Attempt int             `json:"attempt,omitempty"`
@@ -202,6 +204,9 @@ func ChildFailed(id int, workflow string, msg string) Event {
 type timerData struct {
 	Duration time.Duration `json:"duration"`
 	FireAt   time.Time     `json:"fire_at"`
+	// At is where the workflow code started the timer (absent from
+	// histories written before it was recorded).
+	At string `json:"at,omitempty"`
 }
 
 func decodeTimer(raw json.RawMessage) (timerData, error) {

@@ -57,6 +57,7 @@ type Instance struct {
 	pending    []Event // external events not yet delivered
 	replaying  bool
 	block      []Event // the recorded commands of the activation being replayed
+	blockPos   []int   // their positions in the history, from 1
 	cursor     int
 	activation int
 
@@ -172,9 +173,11 @@ func (in *Instance) Replay(events []Event) error {
 				return in.fail(err)
 			}
 			block := []Event{} // not nil: a recorded activation
-			for _, c := range events[i+1 : j] {
+			var pos []int
+			for k, c := range events[i+1 : j] {
 				if classify(c.Kind) == classCommand {
 					block = append(block, c)
+					pos = append(pos, in.seen+i+2+k)
 				} else if classify(c.Kind) == classUnknown {
 					return in.fail(fmt.Errorf("replay: history event %d has unknown kind %q", in.seen+i+1, c.Kind))
 				}
@@ -185,6 +188,7 @@ func (in *Instance) Replay(events []Event) error {
 					ups = append(ups, UpdateRequest{ID: c.Ref, Name: c.Name, Args: c.Data})
 				}
 			}
+			in.blockPos = pos
 			if _, err := in.activate(t, ups, block); err != nil {
 				return err
 			}
@@ -347,11 +351,11 @@ func (in *Instance) activate(t time.Time, updates []UpdateRequest, recorded []Ev
 	in.out, in.publishedNow = nil, nil
 	ext := in.pending
 	in.pending = nil
-	defer func() { in.replaying, in.block = false, nil }()
+	defer func() { in.replaying, in.block, in.blockPos = false, nil, nil }()
 
 	if in.finished {
 		if len(recorded) > 0 {
-			return nil, in.fail(in.nde(&recorded[0], nil, "", 0, "the run had already ended"))
+			return nil, in.fail(in.nde(&recorded[0], in.posOf(0), nil, "", "the run had already ended before this decision"))
 		}
 		return nil, nil
 	}
@@ -386,10 +390,13 @@ func (in *Instance) activate(t time.Time, updates []UpdateRequest, recorded []Ev
 		}
 		if in.cursor < len(in.block) {
 			rec := in.block[in.cursor]
-			nde := in.nde(&rec, nil, "", 0, "")
+			nde := in.nde(&rec, in.posOf(in.cursor), nil, "", "")
 			for _, co := range in.cos {
 				if !co.done && co.wait != "" {
-					nde.File, nde.Line, nde.Waiting = co.file, co.line, co.wait
+					if co.file != "" {
+						nde.CommandAt = co.file + ":" + strconv.Itoa(co.line)
+					}
+					nde.Waiting = co.wait
 					break
 				}
 			}
@@ -399,8 +406,13 @@ func (in *Instance) activate(t time.Time, updates []UpdateRequest, recorded []Ev
 	return outcomes, nil
 }
 
-func (in *Instance) nde(rec *Event, cmd Command, file string, line int, reason string) *NonDeterminismError {
-	return &NonDeterminismError{Workflow: in.name, Activation: in.activation, Recorded: rec, Command: cmd, File: file, Line: line, Reason: reason}
+// posOf returns the history position of the recorded command i of the
+// activation being replayed, or 0.
+func (in *Instance) posOf(i int) int {
+	if i < len(in.blockPos) {
+		return in.blockPos[i]
+	}
+	return 0
 }
 
 // deliver applies one external event.
@@ -438,10 +450,10 @@ func (in *Instance) deliver(e Event) error {
 			if e.ID > 0 && e.ID < in.nextSeq {
 				return nil // stale: the timer was cancelled, say
 			}
-			return in.nde(&e, nil, "", 0, "history reports the outcome of a command the code never issued")
+			return in.nde(&e, 0, nil, "", "the history reports the outcome of a command the code never issued")
 		}
 		if f.kind != outcomeOf[e.Kind] {
-			return in.nde(&e, nil, "", 0, fmt.Sprintf("history reports it for command #%d, which is a %s", e.ID, f.kind))
+			return in.nde(&e, 0, nil, "", fmt.Sprintf("the history reports an outcome for command #%d, which the code issued as %s", e.ID, f.kind))
 		}
 		f.done = true
 		switch e.Kind {
@@ -561,10 +573,14 @@ func (in *Instance) recordRef(co *coroutine, cmd Command) {
 // match checks cmd against the recorded commands at the cursor, skipping
 // patch markers the code does not ask for, and consumes the match.
 func (in *Instance) match(co *coroutine, cmd Command) (Event, error) {
-	ev := cmd.Event()
+	ev := matchEvent(cmd)
 	for in.cursor < len(in.block) {
 		rec := in.block[in.cursor]
 		if sameCommand(rec, ev) {
+			if what, _, _ := difference(rec, cmd); what != "" {
+				// The same command, with another input or queue.
+				return Event{}, in.mismatch(co, &rec, in.posOf(in.cursor), cmd)
+			}
 			in.cursor++
 			return rec, nil
 		}
@@ -572,18 +588,17 @@ func (in *Instance) match(co *coroutine, cmd Command) (Event, error) {
 			in.cursor++
 			continue
 		}
-		return Event{}, in.mismatch(co, &rec, cmd)
+		return Event{}, in.mismatch(co, &rec, in.posOf(in.cursor), cmd)
 	}
-	return Event{}, in.mismatch(co, nil, cmd)
+	return Event{}, in.mismatch(co, nil, 0, cmd)
 }
 
-func (in *Instance) mismatch(co *coroutine, rec *Event, cmd Command) error {
-	var file string
-	var line int
+func (in *Instance) mismatch(co *coroutine, rec *Event, pos int, cmd Command) error {
+	var at string
 	if co != nil {
-		file, line = callSite()
+		at = site()
 	}
-	err := in.fail(in.nde(rec, cmd, file, line, ""))
+	err := in.fail(in.nde(rec, pos, cmd, at, ""))
 	if co != nil {
 		abort()
 	}

@@ -251,7 +251,7 @@ func TestNonDeterminismInBranch(t *testing.T) {
 	in := newInstance(t, version("b"))
 	err := in.Replay(h)
 	var nde *replay.NonDeterminismError
-	if !errors.As(err, &nde) || nde.Recorded == nil || nde.Recorded.Name != "a" || nde.Command.(replay.ScheduleActivity).Name != "b" {
+	if !errors.As(err, &nde) || nde.Changed != "activity name" || nde.Old != `"a"` || nde.New != `"b"` {
 		t.Fatalf("replay: %v", err)
 	}
 	if !strings.Contains(err.Error(), "instance_test.go:") {

@@ -113,8 +113,9 @@ func (u *Unit) Phase(spec *PhaseSpec) (state any, timedOut bool, err error) {
 	}
 	in.signals = kept
 	if spec.Timeout > 0 {
+		at := in.recordSite()
 		seq := in.issue(u.co, func(seq int) Command {
-			return StartTimer{Seq: seq, Duration: spec.Timeout, FireAt: in.now.Add(spec.Timeout)}
+			return StartTimer{Seq: seq, Duration: spec.Timeout, FireAt: in.now.Add(spec.Timeout), At: at}
 		})
 		p.timer = in.newFuture(seq, hephtype.EventTimerStarted, "")
 	}
@@ -253,13 +254,13 @@ func (in *Instance) offerUpdate(req UpdateRequest, validate bool) (UpdateOutcome
 	}
 	reject := func(err error) (UpdateOutcome, error) {
 		if !validate {
-			rec := AcceptUpdate{UpdateID: req.ID, Name: req.Name, Args: req.Args}.Event()
-			for _, e := range in.block {
+			rec, pos := AcceptUpdate{UpdateID: req.ID, Name: req.Name, Args: req.Args}.Event(), 0
+			for i, e := range in.block {
 				if e.Kind == rec.Kind && e.Ref == req.ID {
-					rec = e
+					rec, pos = e, in.posOf(i)
 				}
 			}
-			return UpdateOutcome{}, in.nde(&rec, nil, "", 0, "the workflow no longer accepts the update: "+err.Error())
+			return UpdateOutcome{}, in.nde(&rec, pos, nil, "", "the workflow no longer accepts the update: "+err.Error())
 		}
 		return UpdateOutcome{ID: req.ID, Err: &UpdateRejectedError{ID: req.ID, Name: req.Name, Err: err}}, nil
 	}

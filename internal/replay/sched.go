@@ -180,6 +180,17 @@ func funcPackage(fn string) string {
 	return fn[:slash+1+dot]
 }
 
+// isLibrary reports whether the function fn (its full name) is of the
+// runtime, this package or the workflow package.
+func isLibrary(fn string) bool {
+	pkg := funcPackage(fn)
+	lib := pkg == "runtime"
+	for _, p := range libraryPackages {
+		lib = lib || pkg == p
+	}
+	return lib
+}
+
 // callSite returns the file and line of the innermost caller outside this
 // package and the workflow package: the workflow code that called the
 // primitive.
@@ -189,12 +200,7 @@ func callSite() (string, int) {
 	frames := runtime.CallersFrames(pcs[:n])
 	for {
 		f, more := frames.Next()
-		pkg := funcPackage(f.Function)
-		lib := pkg == "runtime"
-		for _, p := range libraryPackages {
-			lib = lib || pkg == p
-		}
-		if !lib && f.File != "" {
+		if !isLibrary(f.Function) && f.File != "" {
 			return f.File, f.Line
 		}
 		if !more {

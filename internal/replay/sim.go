@@ -646,7 +646,8 @@ func (s *Sim) Resume(history []Event) (*SimRun, error) {
 	for _, e := range r.history {
 		switch e.Kind {
 		case hephtype.EventStepScheduled:
-			r.activities[e.ID] = ScheduleActivity{Seq: e.ID, Name: e.Name, Input: e.Data}
+			c, _ := decodeCall(e.Ref)
+			r.activities[e.ID] = ScheduleActivity{Seq: e.ID, Name: e.Name, Input: e.Data, Options: ActivityOptions{Queue: c.Queue}}
 		case hephtype.EventStepCompleted, hephtype.EventStepFailed:
 			delete(r.activities, e.ID)
 		case hephtype.EventTimerStarted:

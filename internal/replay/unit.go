@@ -93,8 +93,9 @@ func (in *Instance) newFuture(seq int, kind hephtype.EventKind, name string) *fu
 // ExecuteActivity schedules an activity and waits for its outcome.
 func (u *Unit) ExecuteActivity(name string, input json.RawMessage, opts ActivityOptions) (json.RawMessage, error) {
 	u.enter()
+	at := u.in.recordSite()
 	seq := u.in.issue(u.co, func(seq int) Command {
-		return ScheduleActivity{Seq: seq, Name: name, Input: input, Options: opts}
+		return ScheduleActivity{Seq: seq, Name: name, Input: input, Options: opts, At: at}
 	})
 	f := u.in.newFuture(seq, hephtype.EventStepScheduled, name)
 	u.co.block("activity #"+strconv.Itoa(seq)+" "+strconv.Quote(name), func() bool { return f.done })
@@ -109,8 +110,9 @@ func (u *Unit) Sleep(d time.Duration) error {
 		return nil
 	}
 	in := u.in
+	at := in.recordSite()
 	seq := in.issue(u.co, func(seq int) Command {
-		return StartTimer{Seq: seq, Duration: d, FireAt: in.now.Add(d)}
+		return StartTimer{Seq: seq, Duration: d, FireAt: in.now.Add(d), At: at}
 	})
 	f := in.newFuture(seq, hephtype.EventTimerStarted, "")
 	u.co.block("timer #"+strconv.Itoa(seq)+" ("+d.String()+")", func() bool { return f.done })
@@ -275,7 +277,8 @@ type Child struct {
 func (u *Unit) StartChild(workflow string, input json.RawMessage) *Child {
 	u.enter()
 	in := u.in
-	seq := in.issue(u.co, func(seq int) Command { return StartChild{Seq: seq, Workflow: workflow, Input: input} })
+	at := in.recordSite()
+	seq := in.issue(u.co, func(seq int) Command { return StartChild{Seq: seq, Workflow: workflow, Input: input, At: at} })
 	in.children[seq] = workflow
 	return &Child{f: in.newFuture(seq, hephtype.EventChildStarted, workflow)}
 }
