@@ -46,6 +46,10 @@ const (
 	qExpireWorkers
 	qRegisterWorker
 	qRemoveWorker
+	qRunOf
+	qGetRequestW
+	qInsertRequest
+	qAnswerRequest
 	numQueries
 )
 
@@ -92,6 +96,13 @@ var queries = [numQueries]string{
 		ON CONFLICT (id) DO UPDATE SET queues = ?2, handlers = ?3, host = ?4, pid = ?5,
 		started_at = ?6, seen_at = ?7, expires_at = ?8`,
 	qRemoveWorker: "DELETE FROM workers WHERE id = ?",
+	// Requests (requests.go).
+	qRunOf:       "SELECT workflow, version, seq FROM runs WHERE id = ?",
+	qGetRequestW: "SELECT " + requestCols + " FROM requests WHERE run_id = ? AND id = ?",
+	qInsertRequest: `INSERT INTO requests (run_id, id, kind, name, args, seq, status, created_at)
+		VALUES (?, ?, ?, ?, ?, ?, 'pending', ?)`,
+	qAnswerRequest: `UPDATE requests SET status = ?, result = ?, code = ?, error = ?, answered_at = ?
+		WHERE run_id = ? AND id = ?`,
 }
 
 // Multi-row inserts: one statement per change (or per chunk of rows)
