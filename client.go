@@ -67,7 +67,7 @@ func New(cfg *Config) (*Client, error) {
 		Release: func(ts []*store.Task) { cl.pool.Release(ts) }, CancelRun: cl.CancelRun,
 		WorkerID: c.WorkerID, WorkflowQueue: c.WorkflowQueue, StickyCacheSize: c.StickyCacheSize,
 		DecisionRetryBackoff: c.DecisionRetryBackoff, MinPollInterval: c.MinPollInterval, PollInterval: c.PollInterval,
-		MaxPayloadSize: c.MaxPayloadSize, Registered: cl.updateHandlers,
+		MaxPayloadSize: c.MaxPayloadSize, Registered: cl.updateHandlers, Wake: func(q string) { cl.pool.Wake(q) },
 	})
 	exec := worker.Kinds{store.TaskStep: cl.flows, store.TaskTimer: cl.flows}
 	for _, k := range wfrt.Kinds {

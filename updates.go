@@ -9,28 +9,61 @@ import (
 	"github.com/hephaestus-go/hephaestus/internal/wfrt"
 )
 
-// Updates are synchronous: the caller's process offers the update to the
-// workflow in a decision of its own (it must have the workflow
-// registered), so a validator's rejection comes back at once and writes
-// nothing. An accepted update is recorded (update_accepted) with whatever
-// the activation did; the caller then waits for its update_completed,
-// which a later decision of any process may write: a decision of this
-// process tells the caller directly, one elsewhere is found by reading
-// the history.
+// Updates are durable requests. The caller records the update in the
+// store with a task that only a process which has the workflow registered
+// claims; it needs none of the workflow's code itself (an HTTP handler, a
+// CLI, another service can send one). That worker offers the update to the
+// workflow in a decision over the run's current state, where its validator
+// runs: an accepted update is written to the run's history
+// (update_accepted, then update_completed with the handler's reply); a
+// rejected one is recorded with the request only, never in the history.
+// The caller waits for the acceptance or the reply (UpdateOptions.WaitFor)
+// by reading the store, so any process that reaches the store can wait.
+// An update id is recorded once per run: sending it again returns the
+// first's outcome, and its handler never runs twice.
+
+// Errors of updates that callers branch on (see UpdateRejectedError).
+var (
+	// ErrUpdateInvalid: the workflow's validator refused the update, or
+	// its arguments did not decode into the handler's type.
+	ErrUpdateInvalid = wfrt.ErrUpdateInvalid
+	// ErrDecisionFailed: the worker that was to take the update could not
+	// decide the run (its code does not replay the history, say); the
+	// update was not applied and may be sent again.
+	ErrDecisionFailed = wfrt.ErrDecisionFailed
+)
+
+// UpdateStage is how far UpdateWorkflow waits.
+type UpdateStage int
+
+const (
+	// UpdateCompleted waits for the handler's reply (the default).
+	UpdateCompleted UpdateStage = iota
+	// UpdateAccepted returns once the workflow accepted the update (its
+	// validator passed and it is recorded in the history); the reply is
+	// not waited for.
+	UpdateAccepted
+)
 
 // UpdateOptions are the optional parameters of UpdateWorkflow.
 type UpdateOptions struct {
-	// ID identifies the update within the run. Sending an update with the
-	// ID of one the run accepted before does not run the handler again:
-	// it waits for (or returns) that update's reply. Defaults to a new
-	// random id.
+	// ID identifies the update within the run: letters, digits and
+	// "._:-", at most 193 bytes. Sending an update with the ID of one sent
+	// to the run before records nothing new: it returns (or waits for)
+	// that update's outcome, and its handler does not run again. Defaults
+	// to a new random id.
 	ID string
+	// WaitFor says how far to wait: UpdateCompleted (the default) or
+	// UpdateAccepted. Bound the wait with ctx.
+	WaitFor UpdateStage
 }
 
-// UpdateRejectedError reports an update the workflow rejected: no phase
-// accepts it now (Err is ErrUpdateNotAccepted), its arguments did not
-// decode, or its validator returned Err. Nothing was written to the
-// history.
+// UpdateRejectedError reports an update the workflow did not take;
+// nothing was written to the run's history. Err says why:
+// ErrUpdateNotAccepted (no phase of the workflow accepts the update now),
+// ErrUpdateInvalid (its validator refused it, or its arguments did not
+// decode; the message is the validator's), ErrRunFinished (the run ended
+// first) or ErrDecisionFailed.
 type UpdateRejectedError struct {
 	RunID string
 	Name  string
@@ -58,25 +91,36 @@ func (e *UpdateFailedError) Error() string {
 	return fmt.Sprintf("update %q of run %s failed: %s", e.Name, e.RunID, e.Message)
 }
 
-// UpdateWorkflow sends an update to a workflow run and waits for the
-// handler's reply. A rejected update returns an *UpdateRejectedError and
-// writes nothing; a failed handler returns an *UpdateFailedError. The
-// workflow must be registered in this client (its validators run here).
-// An update to a run that continued as new goes to the run that carries
-// it on.
+// UpdateWorkflow sends an update to a workflow run and waits, as
+// opts.WaitFor says, for the handler's reply (returned) or for its
+// acceptance (nil is returned). A rejected update returns an
+// *UpdateRejectedError and writes nothing to the run's history; a failed
+// handler returns an *UpdateFailedError. The workflow need not be
+// registered in this client: a worker that has it decides. An update to a
+// run that continued as new goes to the run that carries it on.
 func (c *Client) UpdateWorkflow(ctx context.Context, runID, name string, args any, opts *UpdateOptions) (json.RawMessage, error) {
-	id := ""
+	p := &wfrt.UpdateParams{RunID: runID, Name: name, Args: args}
 	if opts != nil {
-		id = opts.ID
+		p.ID = opts.ID
+		if opts.WaitFor == UpdateAccepted {
+			p.Wait = wfrt.WaitAccepted
+		}
 	}
-	out, err := c.wf.UpdateWorkflow(ctx, runID, name, args, id)
+	out, err := c.wf.UpdateWorkflow(ctx, p)
+	if err != nil {
+		return nil, updateError(err)
+	}
+	return out.Result, nil
+}
+
+func updateError(err error) error {
 	var re *wfrt.UpdateRejectedError
 	if errors.As(err, &re) {
-		return nil, &UpdateRejectedError{RunID: re.RunID, Name: re.Name, ID: re.ID, Err: re.Err}
+		return &UpdateRejectedError{RunID: re.RunID, Name: re.Name, ID: re.ID, Err: re.Err}
 	}
 	var fe *wfrt.UpdateFailedError
 	if errors.As(err, &fe) {
-		return nil, &UpdateFailedError{RunID: fe.RunID, Name: fe.Name, ID: fe.ID, Message: fe.Message}
+		return &UpdateFailedError{RunID: fe.RunID, Name: fe.Name, ID: fe.ID, Message: fe.Message}
 	}
-	return out, err
+	return err
 }

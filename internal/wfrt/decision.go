@@ -434,6 +434,10 @@ type decideInput struct {
 	// task: the run's decision task decides; it commits even when nothing
 	// happened, to delete itself and clear wfState.Pending.
 	task bool
+	// request: a request task offers its update (the one of updates): a
+	// rejected update commits unfenced, only if something else happened,
+	// and the caller answers the request under the fence.
+	request bool
 }
 
 type decideResult struct {
@@ -482,6 +486,11 @@ func (c *Runtime) decideLocked(ctx context.Context, e *stickyEntry, fn replay.Fu
 		return res, err
 	}
 	res.dec, res.seq = dec, base
+	if in.request && len(dec.Updates) == 1 && !dec.Updates[0].Accepted {
+		cp := *in
+		cp.fence = nil // the rejection's answer completes the task
+		in = &cp
+	}
 	if len(dec.History) == 0 && len(in.extra) == 0 && !in.task && in.fence == nil {
 		return res, nil // nothing happened: rejected updates, nothing new
 	}
@@ -536,12 +545,15 @@ func (c *Runtime) decisionChange(in *decideInput, base int64, dec *replay.Decisi
 // committed decision.
 func (c *Runtime) afterDecision(runID string, dec *replay.Decision) {
 	for _, cmd := range dec.Commands {
-		if cu, ok := cmd.(replay.CompleteUpdate); ok {
-			c.updates.notify(runID, cu.UpdateID, updateOutcome{result: cu.Result, errMsg: cu.Error, done: true})
+		switch cu := cmd.(type) {
+		case replay.AcceptUpdate:
+			c.updates.notify(runID, cu.UpdateID)
+		case replay.CompleteUpdate:
+			c.updates.notify(runID, cu.UpdateID)
 		}
 	}
 	if dec.Status.Terminal() {
-		c.updates.notifyRun(runID, updateOutcome{ended: dec.Status})
+		c.updates.notifyRun(runID)
 	}
 }
 
@@ -550,6 +562,9 @@ func (c *Runtime) afterDecision(runID string, dec *replay.Decision) {
 // not replay) is tried again later with backoff: the run waits, and goes
 // on once a process with working code decides.
 func (c *Runtime) runDecision(ctx context.Context, t *store.Task, handoff string) ([]*store.Task, error) {
+	if t.Step == requestStep {
+		return c.runRequest(ctx, t, handoff)
+	}
 	fn, ok := c.reg.workflow(t.Workflow)
 	if !ok {
 		// Claims ask only for registered workflows (Task.Handler): only a

@@ -10,26 +10,31 @@ import (
 	"github.com/hephaestus-go/hephaestus/hephtype"
 	"github.com/hephaestus-go/hephaestus/internal/engine"
 	"github.com/hephaestus-go/hephaestus/internal/limits"
-	"github.com/hephaestus-go/hephaestus/internal/replay"
 	"github.com/hephaestus-go/hephaestus/store"
 )
 
-// Updates are synchronous: the caller's process offers the update to the
-// workflow in a decision of its own (it must have the workflow
-// registered), so a validator's rejection comes back at once and writes
-// nothing. An accepted update is recorded (update_accepted) with whatever
-// the activation did; the caller then waits for its update_completed,
-// which a later decision of any process may write: a decision of this
-// process tells the caller directly, one elsewhere is found by reading
-// the history.
+// Updates are durable requests (store.Request): the caller records the
+// update with a decision task that only a process with the workflow
+// claims (requests.go), and needs none of the workflow's code. That
+// process offers the update to the workflow in a decision over the run's
+// current state: the validator runs there. An accepted update is written
+// to the history (update_accepted) by the decision, which the task's
+// lease fences; a rejected one is written to the request alone
+// (AnswerRequest, fenced by the same lease), never to the history. The
+// caller waits for the request's answer, or the update's events in the
+// history, from any process: a decision of this process tells it at once,
+// one elsewhere is found by polling the store.
 
 // UpdateRejectedError reports an update the workflow rejected; nothing
-// was written. The root package converts it to its public type.
+// was written to the run's history. The root package converts it to its
+// public type.
 type UpdateRejectedError struct {
 	RunID string
 	Name  string
 	ID    string
-	Err   error
+	// Code classifies the rejection (the Reject* constants).
+	Code string
+	Err  error
 }
 
 func (e *UpdateRejectedError) Error() string {
@@ -50,26 +55,65 @@ func (e *UpdateFailedError) Error() string {
 	return fmt.Sprintf("update %q of run %s failed: %s", e.Name, e.RunID, e.Message)
 }
 
-// UpdateWorkflow sends an update to a workflow run and waits for the
-// handler's reply. A rejected update returns an *UpdateRejectedError and
-// writes nothing; a failed handler returns an *UpdateFailedError. The
-// workflow must be registered in this client (its validators run here).
-// An update to a run that continued as new goes to the run that carries
-// it on.
-func (c *Runtime) UpdateWorkflow(ctx context.Context, runID, name string, args any, id string) (json.RawMessage, error) {
-	raw, err := limits.JSON(args)
+// WaitStage is how far an update caller waits.
+type WaitStage int
+
+const (
+	// WaitCompleted waits for the handler's result.
+	WaitCompleted WaitStage = iota
+	// WaitAccepted waits until the workflow accepted (or rejected) the
+	// update.
+	WaitAccepted
+)
+
+// UpdateParams is an update to send.
+type UpdateParams struct {
+	RunID string
+	Name  string
+	Args  any
+	// ID identifies the update within the run; empty: a new random one.
+	ID   string
+	Wait WaitStage
+}
+
+// UpdateOutcome is what an update caller learns.
+type UpdateOutcome struct {
+	// RunID is the run that got the update (after continue-as-new).
+	RunID string
+	ID    string
+	// Completed: Result holds the handler's reply; otherwise the update
+	// was accepted and its handler has not replied yet.
+	Completed bool
+	Result    json.RawMessage
+}
+
+// UpdateWorkflow sends an update to a workflow run and waits, as p.Wait
+// says, for its acceptance or its reply. A rejected update returns an
+// *UpdateRejectedError and writes nothing to the history; a failed
+// handler returns an *UpdateFailedError. An update to a run that
+// continued as new goes to the run that carries it on.
+func (c *Runtime) UpdateWorkflow(ctx context.Context, p *UpdateParams) (*UpdateOutcome, error) {
+	name := p.Name
+	raw, err := limits.JSON(p.Args)
 	if err != nil {
-		return nil, fmt.Errorf("update %q of run %s: %w: arguments %w", name, runID, limits.ErrInvalidInput, err)
+		return nil, fmt.Errorf("update %q of run %s: %w: arguments %w", name, p.RunID, limits.ErrInvalidInput, err)
 	}
 	if err := limits.Input(raw, c.cfg.MaxPayloadSize, "the update's arguments"); err != nil {
-		return nil, fmt.Errorf("update %q of run %s: %w", name, runID, err)
+		return nil, fmt.Errorf("update %q of run %s: %w", name, p.RunID, err)
 	}
+	if name == "" {
+		return nil, fmt.Errorf("update of run %s: %w: the update's name is empty", p.RunID, limits.ErrInvalidInput)
+	}
+	id := p.ID
 	if id == "" {
 		id = newID()
 	}
-	run, err := c.cfg.Store.GetRun(ctx, runID)
+	if err := store.CheckRequestID(updatePrefix + id); err != nil {
+		return nil, fmt.Errorf("update %q of run %s: %w: UpdateOptions.ID: %w", name, p.RunID, limits.ErrInvalidInput, err)
+	}
+	run, err := c.cfg.Store.GetRun(ctx, p.RunID)
 	if err != nil {
-		return nil, fmt.Errorf("update %q of run %s: %w", name, runID, err)
+		return nil, fmt.Errorf("update %q of run %s: %w", name, p.RunID, err)
 	}
 	if run, err = c.CurrentRun(ctx, run); err != nil {
 		return nil, fmt.Errorf("update %q: %w", name, err)
@@ -77,93 +121,83 @@ func (c *Runtime) UpdateWorkflow(ctx context.Context, runID, name string, args a
 	if run.Kind != hephtype.KindWorkflow {
 		return nil, fmt.Errorf("update %q of run %s: %w: it is a %s, not a workflow", name, run.ID, limits.ErrInvalidInput, run.Kind)
 	}
-	if run.Status.Terminal() {
-		return nil, fmt.Errorf("update %q of run %s: %w (status %s)", name, run.ID, engine.ErrRunFinished, run.Status)
-	}
-	fn, ok := c.reg.workflow(run.Workflow)
-	if !ok {
-		return nil, fmt.Errorf("update %q of run %s: %w: %q must be registered in the client that sends updates (validators run there)", name, run.ID, ErrWorkflowNotFound, run.Workflow)
+	req, err := c.sendRequest(ctx, run, store.RequestUpdate, updatePrefix+id, name, raw)
+	if err != nil {
+		return nil, fmt.Errorf("update %q of run %s: %w", name, run.ID, err)
 	}
 	w := c.updates.add(run.ID, id)
 	defer c.updates.remove(w)
-
-	in := &decideInput{runID: run.ID, workflow: run.Workflow, read: true,
-		updates: []replay.UpdateRequest{{ID: id, Name: name, Args: raw}}}
-	e := c.sticky.lock(run.ID)
-	var res *decideResult
-	for attempt := 0; ; attempt++ {
-		res, err = c.decideLocked(ctx, e, fn, in)
-		if !errors.Is(err, errConflict) || attempt >= 8 {
-			break
-		}
-	}
-	c.sticky.unlock(e)
+	out, err := c.waitUpdate(ctx, w, req, p.Wait)
 	if err != nil {
-		return nil, fmt.Errorf("update %q of run %s: %w", name, run.ID, err)
-	}
-	o := res.dec.Updates[0]
-	if !o.Accepted {
-		cause := o.Err
-		var re *replay.UpdateRejectedError
-		if errors.As(cause, &re) {
-			cause = re.Err
+		var re *UpdateRejectedError
+		if errors.As(err, &re) {
+			re.RunID, re.Name, re.ID = run.ID, req.Name, id
+			return nil, re
 		}
-		return nil, &UpdateRejectedError{RunID: run.ID, Name: name, ID: id, Err: cause}
-	}
-	from := res.seq
-	if o.Duplicate {
-		from = 0 // its reply may be anywhere in the history
-	}
-	out, err := c.waitUpdate(ctx, w, run.ID, id, from)
-	if err != nil {
 		return nil, fmt.Errorf("update %q of run %s: %w", name, run.ID, err)
 	}
 	if out.errMsg != "" {
-		return nil, &UpdateFailedError{RunID: run.ID, Name: name, ID: id, Message: out.errMsg}
+		return nil, &UpdateFailedError{RunID: run.ID, Name: req.Name, ID: id, Message: out.errMsg}
 	}
-	return out.result, nil
+	return &UpdateOutcome{RunID: run.ID, ID: id, Completed: out.done, Result: out.result}, nil
 }
 
-// waitUpdate waits for the completion of an accepted update: told by a
-// decision of this process, or found in the history after seq from.
-func (c *Runtime) waitUpdate(ctx context.Context, w *updateWaiter, runID, id string, from int64) (updateOutcome, error) {
+// updatePrefix makes an update's id the id of its request.
+const updatePrefix = "update:"
+
+// waitUpdate waits for an update's answer: its rejection, recorded with
+// the request, or its acceptance and completion, recorded in the history
+// after the request. A decision of this process tells w; otherwise it
+// polls the store, backing off up to PollInterval.
+func (c *Runtime) waitUpdate(ctx context.Context, w *updateWaiter, req *store.Request, stage WaitStage) (updateOutcome, error) {
 	poll := c.cfg.MinPollInterval / 5
-	// A duplicate's reply may be in the history already.
-	look := from == 0
+	from := req.Seq
+	accepted := false
 	for {
-		if !look {
-			select {
-			case o := <-w.ch:
-				if o.done {
-					return o, nil
-				}
-				return o, fmt.Errorf("%w (status %s) before the update completed", engine.ErrRunFinished, o.ended)
-			case <-ctx.Done():
-				return updateOutcome{}, ctx.Err()
-			case <-c.cfg.Clock.After(poll):
-				poll = min(poll*2, c.cfg.PollInterval)
-			}
-		}
-		look = false
-		// Another process may have completed it.
-		r, err := c.cfg.Store.GetRun(ctx, runID)
+		r, err := c.cfg.Store.GetRequest(ctx, req.RunID, req.ID)
 		if err != nil {
 			return updateOutcome{}, err
 		}
-		if r.Seq > from {
-			h, err := c.cfg.Store.History(ctx, &store.HistoryParams{RunID: runID, AfterSeq: from})
+		if r.Status == store.RequestRejected {
+			return updateOutcome{}, rejection(r.Code, r.Error)
+		}
+		run, err := c.cfg.Store.GetRun(ctx, req.RunID)
+		if err != nil {
+			return updateOutcome{}, err
+		}
+		if run.Seq > from {
+			h, err := c.cfg.Store.History(ctx, &store.HistoryParams{RunID: req.RunID, AfterSeq: from})
 			if err != nil {
 				return updateOutcome{}, err
 			}
 			for _, e := range h {
-				if e.Kind == hephtype.EventUpdateDone && e.Step == id {
-					return updateOutcome{result: e.Data, errMsg: e.Error, done: true}, nil
+				if e.Step == w.id {
+					switch e.Kind {
+					case hephtype.EventUpdateAccepted:
+						accepted = true
+					case hephtype.EventUpdateDone:
+						return updateOutcome{result: e.Data, errMsg: e.Error, done: true}, nil
+					}
 				}
 				from = e.Seq
 			}
 		}
-		if r.Status.Terminal() && r.Seq <= from {
-			return updateOutcome{}, fmt.Errorf("%w (status %s) before the update completed", engine.ErrRunFinished, r.Status)
+		if accepted && stage == WaitAccepted {
+			return updateOutcome{}, nil
+		}
+		if run.Status.Terminal() && run.Seq <= from {
+			if !accepted {
+				// Its task went with the run's end, unanswered.
+				return updateOutcome{}, rejection(RejectFinished, fmt.Sprintf("the run ended (status %s) before it accepted the update", run.Status))
+			}
+			return updateOutcome{}, fmt.Errorf("%w (status %s) before the update completed", engine.ErrRunFinished, run.Status)
+		}
+		select {
+		case <-w.ch:
+		case <-ctx.Done():
+			return updateOutcome{}, ctx.Err()
+		case <-c.cfg.Clock.After(poll):
+			poll = min(poll*2, c.cfg.PollInterval)
 		}
 	}
 }
@@ -173,13 +207,13 @@ type updateOutcome struct {
 	done   bool
 	result json.RawMessage
 	errMsg string
-	// ended, when not done: the run ended with this status.
-	ended hephtype.RunStatus
 }
 
+// updateWaiter is a caller waiting for update id of a run; ch is a hint
+// that something changed (the waiter reads the store again).
 type updateWaiter struct {
 	runID, id string
-	ch        chan updateOutcome
+	ch        chan struct{}
 }
 
 // updateWaiters are the update callers of this process waiting for their
@@ -190,7 +224,7 @@ type updateWaiters struct {
 }
 
 func (u *updateWaiters) add(runID, id string) *updateWaiter {
-	w := &updateWaiter{runID: runID, id: id, ch: make(chan updateOutcome, 1)}
+	w := &updateWaiter{runID: runID, id: id, ch: make(chan struct{}, 1)}
 	u.mu.Lock()
 	defer u.mu.Unlock()
 	if u.m == nil {
@@ -212,31 +246,29 @@ func (u *updateWaiters) remove(w *updateWaiter) {
 	}
 }
 
-// notify tells the callers waiting for update id of a run.
-func (u *updateWaiters) notify(runID, id string, o updateOutcome) {
+// notify wakes the callers waiting for update id of a run.
+func (u *updateWaiters) notify(runID, id string) {
 	u.mu.Lock()
 	defer u.mu.Unlock()
 	for w := range u.m[runID] {
 		if w.id == id {
-			send(w.ch, o)
+			poke(w.ch)
 		}
 	}
 }
 
-// notifyRun tells every caller waiting on a run (that ended).
-func (u *updateWaiters) notifyRun(runID string, o updateOutcome) {
+// notifyRun wakes every caller waiting on a run (that ended).
+func (u *updateWaiters) notifyRun(runID string) {
 	u.mu.Lock()
 	defer u.mu.Unlock()
 	for w := range u.m[runID] {
-		send(w.ch, o)
+		poke(w.ch)
 	}
 }
 
-// send delivers o unless the waiter was told already: a completion beats
-// the run's end.
-func send(ch chan updateOutcome, o updateOutcome) {
+func poke(ch chan struct{}) {
 	select {
-	case ch <- o:
+	case ch <- struct{}{}:
 	default:
 	}
 }
@@ -252,5 +284,5 @@ func CancelUpdate(run *store.Run, reason string) (*store.Update, error) {
 // cached instance goes and its waiting update callers are told.
 func (c *Runtime) Cancelled(run *store.Run) {
 	c.sticky.evict(run.ID)
-	c.updates.notifyRun(run.ID, updateOutcome{ended: run.Status})
+	c.updates.notifyRun(run.ID)
 }

@@ -81,6 +81,9 @@ type Config struct {
 	// Registered is called after a registration changed what this
 	// process can run.
 	Registered func()
+	// Wake tells this process's workers that a task of a queue is ready
+	// (one the runtime wrote outside the Committer: a request's).
+	Wake func(queue string)
 }
 
 // Runtime runs code-first workflows.

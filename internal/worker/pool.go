@@ -398,6 +398,10 @@ func (p *Pool) AfterCommit(batch []*commit.Request, claimed map[int64]bool, now 
 	}
 }
 
+// Wake tells the loop of queue that a task is ready (one written outside
+// the Committer, whose commits wake it by themselves).
+func (p *Pool) Wake(queue string) { p.wake(queue) }
+
 func (p *Pool) wake(queue string) {
 	p.wakeMu.Lock()
 	ch := p.wakes[queue]

@@ -1,0 +1,220 @@
+package wfrt
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"strings"
+
+	"github.com/hephaestus-go/hephaestus/hephtype"
+	"github.com/hephaestus-go/hephaestus/internal/engine"
+	"github.com/hephaestus-go/hephaestus/internal/replay"
+	"github.com/hephaestus-go/hephaestus/store"
+)
+
+// A request (store.Request) travels to a process that has the workflow as
+// a decision task whose Step is requestStep and whose Payload names the
+// request; the store records the two in one transaction. The task's
+// Handler is the workflow's, so that only such a process claims it.
+const requestStep = "request"
+
+type requestPayload struct {
+	Request string `json:"request"`
+}
+
+// The codes of a rejected request (store.Request.Code).
+const (
+	// RejectNotAccepted: no phase of the workflow accepts the update now.
+	RejectNotAccepted = "not_accepted"
+	// RejectInvalid: the validator refused the update, or its arguments
+	// did not decode.
+	RejectInvalid = "invalid"
+	// RejectFinished: the run ended before it took the request.
+	RejectFinished = "finished"
+	// RejectFailed: the decision that was to take the request failed (the
+	// workflow's code does not replay its history, say).
+	RejectFailed = "failed"
+)
+
+// ErrUpdateInvalid: the workflow's validator refused the update, or its
+// arguments did not decode (the message says which).
+var ErrUpdateInvalid = errors.New("update refused by its validator")
+
+// ErrDecisionFailed: the decision that was to take a request failed.
+var ErrDecisionFailed = errors.New("the workflow's decision failed")
+
+// invalidError is a validator's refusal as the caller gets it: the
+// validator's message, which is ErrUpdateInvalid.
+type invalidError struct{ msg string }
+
+func (e *invalidError) Error() string        { return e.msg }
+func (e *invalidError) Is(target error) bool { return target == ErrUpdateInvalid }
+
+// rejection is the error of a request rejected with code and message.
+func rejection(code, msg string) *UpdateRejectedError {
+	var err error
+	switch code {
+	case RejectNotAccepted:
+		err = replay.ErrUpdateNotAccepted
+	case RejectFinished:
+		err = fmt.Errorf("%w: %s", engine.ErrRunFinished, msg)
+	case RejectInvalid:
+		err = &invalidError{msg: msg}
+	case RejectFailed:
+		err = fmt.Errorf("%w: %s", ErrDecisionFailed, msg)
+	default:
+		err = errors.New(msg)
+	}
+	return &UpdateRejectedError{Code: code, Err: err}
+}
+
+// sendRequest records a request to a workflow run with its task, or finds
+// the one recorded under the same id before.
+func (c *Runtime) sendRequest(ctx context.Context, run *store.Run, kind store.RequestKind, id, name string, args json.RawMessage) (*store.Request, error) {
+	if run.Status.Terminal() {
+		return nil, fmt.Errorf("%w (status %s)", engine.ErrRunFinished, run.Status)
+	}
+	st, err := loadWfState(run)
+	if err != nil {
+		return nil, err
+	}
+	p := &store.CreateRequestParams{
+		Request: store.NewRequest{RunID: run.ID, ID: id, Kind: kind, Name: name, Args: args},
+		Task: store.NewTask{Queue: st.Queue, Kind: store.TaskDecision, Step: requestStep, Index: -1, Attempt: 1,
+			Payload: mustJSON(requestPayload{Request: id}), Handler: store.WorkflowHandler(run.Workflow)},
+		Now: c.cfg.Clock.Now(),
+	}
+	req, err := c.cfg.Store.CreateRequest(ctx, p)
+	switch {
+	case errors.Is(err, store.ErrDuplicateRequest) && req != nil:
+		return req, nil // sent before: its outcome is this one's
+	case err != nil:
+		return nil, err
+	}
+	if c.cfg.Wake != nil {
+		c.cfg.Wake(st.Queue)
+	}
+	return req, nil
+}
+
+// runRequest runs a decision task that carries a request.
+func (c *Runtime) runRequest(ctx context.Context, t *store.Task, handoff string) ([]*store.Task, error) {
+	var p requestPayload
+	if err := json.Unmarshal(t.Payload, &p); err != nil || p.Request == "" {
+		return nil, c.dropTask(t, fmt.Errorf("request task %d of run %s: payload %s names no request", t.ID, t.RunID, t.Payload))
+	}
+	req, err := c.cfg.Store.GetRequest(ctx, t.RunID, p.Request)
+	if err != nil {
+		if errors.Is(err, store.ErrRequestNotFound) {
+			return nil, c.dropTask(t, err)
+		}
+		return nil, err
+	}
+	if req.Status != store.RequestPending {
+		return nil, c.dropTask(t, nil) // answered already
+	}
+	switch req.Kind {
+	case store.RequestUpdate:
+		return c.runUpdateRequest(ctx, t, req, handoff)
+	}
+	return nil, c.answer(ctx, t, req, &store.AnswerRequestParams{Status: store.RequestRejected, Code: RejectFailed,
+		Error: fmt.Sprintf("this process does not answer requests of kind %q", req.Kind)})
+}
+
+// runUpdateRequest offers an update to the workflow in a decision over the
+// run's current state. An accepted update is committed with the decision,
+// fenced by the task's lease; a rejected one is answered on the request.
+func (c *Runtime) runUpdateRequest(ctx context.Context, t *store.Task, req *store.Request, handoff string) ([]*store.Task, error) {
+	reject := func(code, msg string) error {
+		return c.answer(ctx, t, req, &store.AnswerRequestParams{Status: store.RequestRejected, Code: code, Error: msg})
+	}
+	fn, ok := c.reg.workflow(t.Workflow)
+	if !ok {
+		// Claims ask only for registered workflows: only a task enqueued
+		// without a handler gets here. Another process may have it.
+		c.cfg.Release([]*store.Task{t})
+		return nil, fmt.Errorf("%w: %q is not registered in this process (worker %s)", ErrWorkflowNotFound, t.Workflow, c.cfg.WorkerID)
+	}
+	run, err := c.cfg.Store.GetRun(ctx, t.RunID)
+	if err != nil {
+		return nil, err
+	}
+	if run.Status.Terminal() {
+		return nil, reject(RejectFinished, fmt.Sprintf("the run ended (status %s) before it took the update", run.Status))
+	}
+	lease := t.Lease()
+	up := replay.UpdateRequest{ID: strings.TrimPrefix(req.ID, updatePrefix), Name: req.Name, Args: req.Args}
+	in := &decideInput{runID: t.RunID, workflow: t.Workflow, fence: &lease, handoff: handoff, read: true,
+		updates: []replay.UpdateRequest{up}, request: true}
+	var claimed []*store.Task
+	var res *decideResult
+	e := c.sticky.lock(t.RunID)
+	for attempt := 0; ; attempt++ {
+		res, err = c.decideLocked(ctx, e, fn, in)
+		claimed = append(claimed, res.claimed...)
+		in.handoff = handoffIf(handoff, claimed)
+		if !errors.Is(err, errConflict) || attempt >= 8 {
+			break
+		}
+	}
+	c.sticky.unlock(e)
+	switch {
+	case err == nil:
+	case errors.Is(err, store.ErrLeaseLost), errors.Is(err, store.ErrRunNotFound):
+		return claimed, err
+	case errors.Is(err, errConflict):
+		c.cfg.Release([]*store.Task{t})
+		return claimed, nil
+	case errors.Is(err, engine.ErrRunFinished):
+		return claimed, reject(RejectFinished, err.Error())
+	case ctx.Err() != nil:
+		return claimed, err
+	default:
+		c.cfg.Logger.Error("workflow decision for an update failed; the update is rejected", slog.String("run", t.RunID),
+			slog.String("update", up.ID), slog.Any("err", err))
+		return claimed, reject(RejectFailed, err.Error())
+	}
+	o := res.dec.Updates[0]
+	if o.Accepted {
+		c.updates.notify(t.RunID, up.ID)
+		return claimed, nil
+	}
+	cause := o.Err
+	var re *replay.UpdateRejectedError
+	if errors.As(cause, &re) {
+		cause = re.Err
+	}
+	code := RejectInvalid
+	if errors.Is(cause, replay.ErrUpdateNotAccepted) {
+		code = RejectNotAccepted
+	}
+	return claimed, reject(code, cause.Error())
+}
+
+// answer answers req under the lease of its task t.
+func (c *Runtime) answer(ctx context.Context, t *store.Task, req *store.Request, a *store.AnswerRequestParams) error {
+	a.RunID, a.ID, a.Fence, a.Now = req.RunID, req.ID, t.Lease(), c.cfg.Clock.Now()
+	err := c.cfg.Store.AnswerRequest(ctx, a)
+	if err == nil && req.Kind == store.RequestUpdate {
+		c.updates.notify(req.RunID, strings.TrimPrefix(req.ID, updatePrefix))
+	}
+	return err
+}
+
+// dropTask deletes a request task that has nothing left to do, under its
+// lease; cause, when not nil, is logged.
+func (c *Runtime) dropTask(t *store.Task, cause error) error {
+	if cause != nil {
+		c.cfg.Logger.Warn("dropping a request task", slog.String("run", t.RunID), slog.Int64("task", t.ID), slog.Any("err", cause))
+	}
+	lease := t.Lease()
+	_, err := c.cfg.Committer.Submit(context.Background(), store.Change{RunID: t.RunID, Fence: &lease, Decide: func(run *store.Run) (*store.Update, error) {
+		if run.Kind != hephtype.KindWorkflow {
+			return nil, fmt.Errorf("run %s is a %s, not a workflow", run.ID, run.Kind)
+		}
+		return &store.Update{}, nil
+	}})
+	return err
+}
