@@ -36,6 +36,9 @@ var (
 	// now (the run is not in a phase with a handler for it, or has ended).
 	// Nothing was written.
 	ErrUpdateNotAccepted = replay.ErrUpdateNotAccepted
+	// ErrUnknownQuery: the workflow declares no query of that name
+	// (workflow.HandleQuery).
+	ErrUnknownQuery = workflow.ErrUnknownQuery
 )
 
 // NonDeterminismError reports that replayed workflow code did not issue the
@@ -71,7 +74,8 @@ func (c *Client) RegisterWorkflows(ws ...Workflow) error {
 		if w == nil {
 			return errors.New("hephaestus: RegisterWorkflows: a workflow needs a name")
 		}
-		if err := c.wf.RegisterWorkflow(w.Name(), w.Func()); err != nil {
+		qs, _ := w.(wfrt.Queries)
+		if err := c.wf.RegisterWorkflow(w.Name(), w.Func(), qs); err != nil {
 			return fmt.Errorf("hephaestus: RegisterWorkflows: %w", err)
 		}
 	}
@@ -185,6 +189,36 @@ func (c *Client) SignalWithStart(ctx context.Context, name, id, signal string, p
 // the run that carries it on.
 func (c *Client) QueryWorkflow(ctx context.Context, runID string) (json.RawMessage, error) {
 	return c.wf.QueryWorkflow(ctx, runID)
+}
+
+// QueryNamed asks the named query of a workflow run with args (encoded as
+// JSON) and returns its answer: the workflow's handler
+// (workflow.HandleQuery) computes it over the state the run published
+// last, without replaying the run. When this client has the workflow
+// registered it answers at once; otherwise a worker that has it answers,
+// through the store: bound the wait with ctx. An empty name returns the
+// published state (QueryWorkflow). A name the workflow does not declare
+// fails with ErrUnknownQuery, a failed handler with a *QueryFailedError.
+// A run that continued as new is followed to the run that carries it on.
+func (c *Client) QueryNamed(ctx context.Context, runID, name string, args any) (json.RawMessage, error) {
+	out, err := c.wf.QueryNamed(ctx, runID, name, args)
+	var qf *wfrt.QueryFailedError
+	if errors.As(err, &qf) {
+		return nil, &QueryFailedError{RunID: qf.RunID, Name: qf.Name, Message: qf.Message}
+	}
+	return out, err
+}
+
+// QueryFailedError reports a named query whose handler returned an error
+// (or whose arguments or published state did not decode).
+type QueryFailedError struct {
+	RunID   string
+	Name    string
+	Message string
+}
+
+func (e *QueryFailedError) Error() string {
+	return fmt.Sprintf("query %q of run %s failed: %s", e.Name, e.RunID, e.Message)
 }
 
 // WorkflowResult waits until the workflow run ends, following
@@ -340,6 +374,20 @@ func Update[R any](ctx context.Context, c *Client, runID, name string, args any,
 	}
 	if err := json.Unmarshal(raw, &v); err != nil {
 		return v, fmt.Errorf("update %q of run %s: decode reply: %w", name, runID, err)
+	}
+	return v, nil
+}
+
+// RunQuery asks query q of a workflow run with args and decodes the answer
+// (see Client.QueryNamed).
+func RunQuery[A, R any](ctx context.Context, c *Client, runID string, q *workflow.Query[A, R], args A) (R, error) {
+	var v R
+	raw, err := c.QueryNamed(ctx, runID, q.Name(), args)
+	if err != nil {
+		return v, err
+	}
+	if err := json.Unmarshal(raw, &v); err != nil {
+		return v, fmt.Errorf("query %q of run %s: decode answer into a %T: %w", q.Name(), runID, v, err)
 	}
 	return v, nil
 }

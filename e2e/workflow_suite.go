@@ -37,6 +37,7 @@ func testWorkflows(t *testing.T, b Backend) {
 		{"UpdateRejectionWritesNothing", testWfUpdateRejection},
 		{"UpdateIdempotent", testWfUpdateIdempotent},
 		{"UpdateHandlerFails", testWfUpdateFails},
+		{"MessagesFromAnotherClient", testWfRemoteMessages},
 		{"QueryDuringLongActivity", testWfQueryDuringActivity},
 		{"Patched", testWfPatched},
 		{"NonDeterminism", testWfNonDeterminism},

@@ -67,8 +67,9 @@ func unitOf(ctx Context) *replay.Unit {
 
 // Definition is a workflow: a name and a function.
 type Definition[In, Out any] struct {
-	name string
-	fn   func(ctx Context, in In) (Out, error)
+	name    string
+	fn      func(ctx Context, in In) (Out, error)
+	queries map[string]queryFunc
 }
 
 // New defines a workflow. The name identifies it in histories and must

@@ -34,8 +34,11 @@ const (
 	// RejectFinished: the run ended before it took the request.
 	RejectFinished = "finished"
 	// RejectFailed: the decision that was to take the request failed (the
-	// workflow's code does not replay its history, say).
+	// workflow's code does not replay its history, say), or a query's
+	// handler failed.
 	RejectFailed = "failed"
+	// RejectUnknown: the workflow declares no query of that name.
+	RejectUnknown = "unknown"
 )
 
 // ErrUpdateInvalid: the workflow's validator refused the update, or its
@@ -45,12 +48,15 @@ var ErrUpdateInvalid = errors.New("update refused by its validator")
 // ErrDecisionFailed: the decision that was to take a request failed.
 var ErrDecisionFailed = errors.New("the workflow's decision failed")
 
-// invalidError is a validator's refusal as the caller gets it: the
-// validator's message, which is ErrUpdateInvalid.
-type invalidError struct{ msg string }
+// msgError is an error as a caller in another process gets it: the
+// message the worker recorded, which is the sentinel is (errors.Is).
+type msgError struct {
+	msg string
+	is  error
+}
 
-func (e *invalidError) Error() string        { return e.msg }
-func (e *invalidError) Is(target error) bool { return target == ErrUpdateInvalid }
+func (e *msgError) Error() string        { return e.msg }
+func (e *msgError) Is(target error) bool { return target == e.is }
 
 // rejection is the error of a request rejected with code and message.
 func rejection(code, msg string) *UpdateRejectedError {
@@ -61,7 +67,7 @@ func rejection(code, msg string) *UpdateRejectedError {
 	case RejectFinished:
 		err = fmt.Errorf("%w: %s", engine.ErrRunFinished, msg)
 	case RejectInvalid:
-		err = &invalidError{msg: msg}
+		err = &msgError{msg: msg, is: ErrUpdateInvalid}
 	case RejectFailed:
 		err = fmt.Errorf("%w: %s", ErrDecisionFailed, msg)
 	default:
@@ -73,9 +79,6 @@ func rejection(code, msg string) *UpdateRejectedError {
 // sendRequest records a request to a workflow run with its task, or finds
 // the one recorded under the same id before.
 func (c *Runtime) sendRequest(ctx context.Context, run *store.Run, kind store.RequestKind, id, name string, args json.RawMessage) (*store.Request, error) {
-	if run.Status.Terminal() {
-		return nil, fmt.Errorf("%w (status %s)", engine.ErrRunFinished, run.Status)
-	}
 	st, err := loadWfState(run)
 	if err != nil {
 		return nil, err
@@ -115,9 +118,17 @@ func (c *Runtime) runRequest(ctx context.Context, t *store.Task, handoff string)
 	if req.Status != store.RequestPending {
 		return nil, c.dropTask(t, nil) // answered already
 	}
+	if _, ok := c.reg.workflow(t.Workflow); !ok {
+		// Claims ask only for registered workflows: only a task enqueued
+		// without a handler gets here. Another process may have it.
+		c.cfg.Release([]*store.Task{t})
+		return nil, fmt.Errorf("%w: %q is not registered in this process (worker %s)", ErrWorkflowNotFound, t.Workflow, c.cfg.WorkerID)
+	}
 	switch req.Kind {
 	case store.RequestUpdate:
 		return c.runUpdateRequest(ctx, t, req, handoff)
+	case store.RequestQuery:
+		return nil, c.runQueryRequest(ctx, t, req)
 	}
 	return nil, c.answer(ctx, t, req, &store.AnswerRequestParams{Status: store.RequestRejected, Code: RejectFailed,
 		Error: fmt.Sprintf("this process does not answer requests of kind %q", req.Kind)})
@@ -132,8 +143,6 @@ func (c *Runtime) runUpdateRequest(ctx context.Context, t *store.Task, req *stor
 	}
 	fn, ok := c.reg.workflow(t.Workflow)
 	if !ok {
-		// Claims ask only for registered workflows: only a task enqueued
-		// without a handler gets here. Another process may have it.
 		c.cfg.Release([]*store.Task{t})
 		return nil, fmt.Errorf("%w: %q is not registered in this process (worker %s)", ErrWorkflowNotFound, t.Workflow, c.cfg.WorkerID)
 	}
@@ -193,12 +202,21 @@ func (c *Runtime) runUpdateRequest(ctx context.Context, t *store.Task, req *stor
 	return claimed, reject(code, cause.Error())
 }
 
+// waiterID is what the callers waiting for req wait on: an update's id,
+// or a query's request id.
+func waiterID(req *store.Request) string {
+	if req.Kind == store.RequestUpdate {
+		return strings.TrimPrefix(req.ID, updatePrefix)
+	}
+	return req.ID
+}
+
 // answer answers req under the lease of its task t.
 func (c *Runtime) answer(ctx context.Context, t *store.Task, req *store.Request, a *store.AnswerRequestParams) error {
 	a.RunID, a.ID, a.Fence, a.Now = req.RunID, req.ID, t.Lease(), c.cfg.Clock.Now()
 	err := c.cfg.Store.AnswerRequest(ctx, a)
-	if err == nil && req.Kind == store.RequestUpdate {
-		c.updates.notify(req.RunID, strings.TrimPrefix(req.ID, updatePrefix))
+	if err == nil {
+		c.updates.notify(req.RunID, waiterID(req))
 	}
 	return err
 }

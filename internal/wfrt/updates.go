@@ -121,6 +121,9 @@ func (c *Runtime) UpdateWorkflow(ctx context.Context, p *UpdateParams) (*UpdateO
 	if run.Kind != hephtype.KindWorkflow {
 		return nil, fmt.Errorf("update %q of run %s: %w: it is a %s, not a workflow", name, run.ID, limits.ErrInvalidInput, run.Kind)
 	}
+	if run.Status.Terminal() {
+		return nil, fmt.Errorf("update %q of run %s: %w (status %s)", name, run.ID, engine.ErrRunFinished, run.Status)
+	}
 	req, err := c.sendRequest(ctx, run, store.RequestUpdate, updatePrefix+id, name, raw)
 	if err != nil {
 		return nil, fmt.Errorf("update %q of run %s: %w", name, run.ID, err)

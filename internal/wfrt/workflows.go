@@ -130,7 +130,21 @@ func (c *Runtime) Close() { c.sticky.close() }
 type wfRegistry struct {
 	mu         sync.RWMutex
 	funcs      map[string]replay.Func
+	queries    map[string]Queries
 	activities map[string]Activity
+}
+
+// Queries answers the named queries of a workflow (a
+// *workflow.Definition does).
+type Queries interface {
+	AnswerQuery(name string, published, args json.RawMessage) (json.RawMessage, error)
+}
+
+func (r *wfRegistry) queriesOf(name string) (Queries, bool) {
+	r.mu.RLock()
+	defer r.mu.RUnlock()
+	q, ok := r.queries[name]
+	return q, ok
 }
 
 func (r *wfRegistry) workflow(name string) (replay.Func, bool) {
@@ -169,9 +183,10 @@ func (c *Runtime) Has(name string) bool {
 	return ok
 }
 
-// RegisterWorkflow registers (or replaces) a workflow's code. Cached
+// RegisterWorkflow registers (or replaces) a workflow's code, and the
+// answerer of its named queries (nil: it declares none). Cached
 // instances, which run the code they were made with, are dropped.
-func (c *Runtime) RegisterWorkflow(name string, fn replay.Func) error {
+func (c *Runtime) RegisterWorkflow(name string, fn replay.Func, qs Queries) error {
 	if name == "" || fn == nil {
 		return errors.New("a workflow needs a name and a function")
 	}
@@ -184,6 +199,14 @@ func (c *Runtime) RegisterWorkflow(name string, fn replay.Func) error {
 		r.funcs = map[string]replay.Func{}
 	}
 	r.funcs[name] = fn
+	if r.queries == nil {
+		r.queries = map[string]Queries{}
+	}
+	if qs != nil {
+		r.queries[name] = qs
+	} else {
+		delete(r.queries, name)
+	}
 	r.mu.Unlock()
 	c.sticky.closeAll()
 	if c.cfg.Registered != nil {

@@ -1,0 +1,172 @@
+package e2e
+
+// Messages from a process that registers no workflow: updates, named
+// queries and signals reach a running workflow through the store, and the
+// workflow's validator runs in the worker that has it.
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"sync/atomic"
+	"testing"
+
+	heph "github.com/hephaestus-go/hephaestus"
+	"github.com/hephaestus-go/hephaestus/hephtype"
+	"github.com/hephaestus-go/hephaestus/workflow"
+)
+
+// TallyState is what the tally workflow publishes.
+type TallyState struct {
+	Items []string `json:"items"`
+	Open  bool     `json:"open"`
+}
+
+// TallyValidations counts the runs of the tally's validator in this
+// process: the worker's, never the sender's.
+var TallyValidations atomic.Int64
+
+// TallyCount is the tally's named query: how many items start with a
+// prefix ("!" makes the handler fail).
+var TallyCount = workflow.NewQuery[string, int]("count_prefix")
+
+// Tally collects items by update until a "close" signal.
+var Tally = workflow.New("tally", func(ctx workflow.Context, _ struct{}) (TallyState, error) {
+	s := TallyState{Open: true}
+	workflow.Publish(ctx, s)
+	return workflow.Phase(ctx, s,
+		workflow.OnUpdate("add", func(ctx workflow.Context, item string, s TallyState) (workflow.Reply[TallyState, int], error) {
+			s.Items = append(slices.Clip(s.Items), item)
+			workflow.Publish(ctx, s)
+			return workflow.Respond(len(s.Items), s), nil
+		}).Validate(func(item string, _ TallyState) error {
+			TallyValidations.Add(1)
+			if item == "" {
+				return errors.New("an item needs a name")
+			}
+			return nil
+		}),
+		workflow.OnSignal("close", func(ctx workflow.Context, _ struct{}, s TallyState) workflow.Next[TallyState] {
+			s.Open = false
+			workflow.Publish(ctx, s)
+			return workflow.Stop(s)
+		}),
+	)
+})
+
+func init() {
+	workflow.HandleQuery(Tally, TallyCount, func(s TallyState, prefix string) (int, error) {
+		if prefix == "!" {
+			return 0, errors.New("no prefix starts with '!'")
+		}
+		n := 0
+		for _, it := range s.Items {
+			if strings.HasPrefix(it, prefix) {
+				n++
+			}
+		}
+		return n, nil
+	})
+}
+
+// TallyRemote sends a running tally run its messages from c, a client that
+// registers no workflow, and checks each answer: two updates accepted, one
+// sent twice under one id (applied once), one refused by the validator,
+// one no phase accepts, the named query with arguments, an unknown and a
+// failing query, and the closing signal.
+func TallyRemote(ctx context.Context, c *heph.Client, runID string) error {
+	if n, err := heph.Update[int](ctx, c, runID, "add", "apple", nil); err != nil || n != 1 {
+		return fmt.Errorf("add apple: %d, %v; want 1", n, err)
+	}
+	for range 2 {
+		if n, err := heph.Update[int](ctx, c, runID, "add", "avocado", &heph.UpdateOptions{ID: "avocado-1"}); err != nil || n != 2 {
+			return fmt.Errorf("add avocado (id avocado-1): %d, %v; want 2 both times", n, err)
+		}
+	}
+	_, err := heph.Update[int](ctx, c, runID, "add", "", nil)
+	var rej *heph.UpdateRejectedError
+	if !errors.As(err, &rej) || !errors.Is(err, heph.ErrUpdateInvalid) || rej.Err.Error() != "an item needs a name" {
+		return fmt.Errorf("add an empty item: %v; want an *UpdateRejectedError with the validator's error, ErrUpdateInvalid", err)
+	}
+	if _, err := heph.Update[int](ctx, c, runID, "remove", "apple", nil); !errors.Is(err, heph.ErrUpdateNotAccepted) {
+		return fmt.Errorf("an update no phase handles: %v; want ErrUpdateNotAccepted", err)
+	}
+	// Accepted only: the reply is not waited for.
+	if _, err := c.UpdateWorkflow(ctx, runID, "add", "banana", &heph.UpdateOptions{ID: "banana-1", WaitFor: heph.UpdateAccepted}); err != nil {
+		return fmt.Errorf("add banana, waiting for acceptance: %v", err)
+	}
+	if n, err := heph.RunQuery(ctx, c, runID, TallyCount, "a"); err != nil || n != 2 {
+		return fmt.Errorf("query count_prefix(a): %d, %v; want 2", n, err)
+	}
+	if n, err := heph.RunQuery(ctx, c, runID, TallyCount, "b"); err != nil || n != 1 {
+		return fmt.Errorf("query count_prefix(b): %d, %v; want 1 (banana was accepted before the query was sent)", n, err)
+	}
+	if _, err := c.QueryNamed(ctx, runID, "count_all", nil); !errors.Is(err, heph.ErrUnknownQuery) {
+		return fmt.Errorf("an undeclared query: %v; want ErrUnknownQuery", err)
+	}
+	var qf *heph.QueryFailedError
+	if _, err := heph.RunQuery(ctx, c, runID, TallyCount, "!"); !errors.As(err, &qf) || qf.Message != "no prefix starts with '!'" {
+		return fmt.Errorf("a failing query: %v; want a *QueryFailedError with the handler's message", err)
+	}
+	if err := c.SignalWorkflow(ctx, runID, "close", struct{}{}); err != nil {
+		return fmt.Errorf("signal close: %v", err)
+	}
+	return nil
+}
+
+// CheckTally checks a tally run that TallyRemote drove: it completed with
+// its three items, each update accepted once, and nothing written for the
+// rejected ones.
+func CheckTally(ctx context.Context, c *heph.Client, runID string) error {
+	run := heph.GetWorkflow(c, Tally, runID)
+	got, err := run.Get(ctx)
+	if err != nil {
+		return err
+	}
+	if want := []string{"apple", "avocado", "banana"}; !slices.Equal(got.Items, want) || got.Open {
+		return fmt.Errorf("result %+v; want items %v, closed", got, want)
+	}
+	h, err := c.History(ctx, runID)
+	if err != nil {
+		return err
+	}
+	accepted := map[string]int{}
+	for _, e := range h {
+		if e.Kind == hephtype.EventUpdateAccepted {
+			accepted[e.Name]++
+		}
+	}
+	if accepted["add"] != 3 || len(accepted) != 1 {
+		return fmt.Errorf("update_accepted events by name: %v; want add three times (the rejected ones write nothing)", accepted)
+	}
+	return nil
+}
+
+// testWfRemoteMessages: a second client on the same store, which
+// registers no workflow and runs no worker, sends the messages.
+func testWfRemoteMessages(t *testing.T, b Backend) {
+	e := newWfEnv(t, b, nil, wfs(Tally))
+	ctx := ctxT(t)
+	r, err := heph.StartWorkflow(ctx, e.c, Tally, struct{}{}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sender, err := heph.New(&heph.Config{Store: e.st, Logger: QuietLogger()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { stopClient(sender) })
+	before := TallyValidations.Load()
+	if err := TallyRemote(ctx, sender, r.ID); err != nil {
+		t.Fatal(err)
+	}
+	if err := CheckTally(ctx, e.c, r.ID); err != nil {
+		t.Fatal(err)
+	}
+	// apple, avocado (once), the empty item, banana: in the worker.
+	if n := TallyValidations.Load() - before; n < 4 {
+		t.Fatalf("the validator ran %d times in the worker's client, want at least 4", n)
+	}
+}
