@@ -89,7 +89,17 @@ func (c *Runtime) sendRequest(ctx context.Context, run *store.Run, kind store.Re
 			Payload: mustJSON(requestPayload{Request: id}), Handler: store.WorkflowHandler(run.Workflow)},
 		Now: c.cfg.Clock.Now(),
 	}
-	req, err := c.cfg.Store.CreateRequest(ctx, p)
+	var req *store.Request
+	for attempt := 0; ; attempt++ {
+		req, err = c.cfg.Store.CreateRequest(ctx, p)
+		// A failure of the store may have recorded it: trying again finds
+		// it (ErrDuplicateRequest) rather than recording it twice.
+		if err == nil || errors.Is(err, store.ErrDuplicateRequest) || errors.Is(err, store.ErrRunNotFound) ||
+			errors.Is(err, store.ErrClosed) || ctx.Err() != nil || attempt >= 2 {
+			break
+		}
+		c.cfg.Logger.Warn("recording a request failed; trying again", slog.String("run", run.ID), slog.String("request", id), slog.Any("err", err))
+	}
 	switch {
 	case errors.Is(err, store.ErrDuplicateRequest) && req != nil:
 		return req, nil // sent before: its outcome is this one's
