@@ -7,6 +7,7 @@ import (
 	"fmt"
 
 	"github.com/hephaestus-go/hephaestus/internal/wfrt"
+	"github.com/hephaestus-go/hephaestus/workflow"
 )
 
 // Updates are durable requests. The caller records the update in the
@@ -60,8 +61,9 @@ type UpdateOptions struct {
 
 // UpdateRejectedError reports an update the workflow did not take;
 // nothing was written to the run's history. Err says why:
-// ErrUpdateNotAccepted (no phase of the workflow accepts the update now),
-// ErrUpdateInvalid (its validator refused it, or its arguments did not
+// ErrUnknownUpdate (the workflow declares its updates, and none of that
+// name), ErrUpdateNotAccepted (no phase of the workflow accepts the update
+// now), ErrUpdateInvalid (its validator refused it, or its arguments did not
 // decode; the message is the validator's), ErrRunFinished (the run ended
 // first) or ErrDecisionFailed.
 type UpdateRejectedError struct {
@@ -123,4 +125,38 @@ func updateError(err error) error {
 		return &UpdateFailedError{RunID: fe.RunID, Name: fe.Name, ID: fe.ID, Message: fe.Message}
 	}
 	return err
+}
+
+// RunUpdate sends the declared update u with args to a workflow run and
+// waits for its reply (see Client.UpdateWorkflow); with
+// opts.WaitFor == UpdateAccepted it returns the zero R once the update is
+// accepted.
+func RunUpdate[A, R any](ctx context.Context, c *Client, runID string, u *workflow.Update[A, R], args A, opts *UpdateOptions) (R, error) {
+	var v R
+	raw, err := c.UpdateWorkflow(ctx, runID, u.Name(), args, opts)
+	if err != nil || raw == nil {
+		return v, err
+	}
+	if err := json.Unmarshal(raw, &v); err != nil {
+		return v, fmt.Errorf("update %q of run %s: decode reply into a %T: %w", u.Name(), runID, v, err)
+	}
+	return v, nil
+}
+
+// SendSignal sends the declared signal s with payload to a workflow run
+// (see Client.SignalWorkflow).
+func SendSignal[A any](ctx context.Context, c *Client, runID string, s *workflow.Signal[A], payload A) error {
+	return c.SignalWorkflow(ctx, runID, s.Name(), payload)
+}
+
+// Update sends an update to the run (see Client.UpdateWorkflow); RunUpdate
+// is its typed form.
+func (r *WorkflowRun[Out]) Update(ctx context.Context, name string, args any, opts *UpdateOptions) (json.RawMessage, error) {
+	return r.c.UpdateWorkflow(ctx, r.ID, name, args, opts)
+}
+
+// Query asks a named query of the run (see Client.QueryNamed); RunQuery
+// is its typed form. An empty name returns the published state.
+func (r *WorkflowRun[Out]) Query(ctx context.Context, name string, args any) (json.RawMessage, error) {
+	return r.c.QueryNamed(ctx, r.ID, name, args)
 }

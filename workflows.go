@@ -39,6 +39,15 @@ var (
 	// ErrUnknownQuery: the workflow declares no query of that name
 	// (workflow.HandleQuery).
 	ErrUnknownQuery = workflow.ErrUnknownQuery
+	// ErrUnknownUpdate: the workflow declares its updates
+	// (workflow.Definition.Declare), and none of that name. Told by the
+	// worker that has the workflow, or at once by a client that has it.
+	ErrUnknownUpdate = workflow.ErrUnknownUpdate
+	// ErrUnknownSignal: the workflow declares its signals, and none of
+	// that name; told by a client that has the workflow registered (a
+	// signal sent from a process without it is recorded, and waits for a
+	// handler like any other).
+	ErrUnknownSignal = workflow.ErrUnknownSignal
 )
 
 // NonDeterminismError reports that replayed workflow code did not issue the
@@ -74,8 +83,7 @@ func (c *Client) RegisterWorkflows(ws ...Workflow) error {
 		if w == nil {
 			return errors.New("hephaestus: RegisterWorkflows: a workflow needs a name")
 		}
-		qs, _ := w.(wfrt.Queries)
-		if err := c.wf.RegisterWorkflow(w.Name(), w.Func(), qs); err != nil {
+		if err := c.wf.RegisterWorkflow(w.Name(), w.Func(), w); err != nil {
 			return fmt.Errorf("hephaestus: RegisterWorkflows: %w", err)
 		}
 	}

@@ -28,16 +28,22 @@ type TallyState struct {
 // process: the worker's, never the sender's.
 var TallyValidations atomic.Int64
 
-// TallyCount is the tally's named query: how many items start with a
-// prefix ("!" makes the handler fail).
-var TallyCount = workflow.NewQuery[string, int]("count_prefix")
+// The tally's messages: TallyCount is its named query, how many items
+// start with a prefix ("!" makes the handler fail); it declares TallyRemove
+// but handles it in no phase.
+var (
+	TallyAdd    = workflow.NewUpdate[string, int]("add")
+	TallyRemove = workflow.NewUpdate[string, int]("remove")
+	TallyClose  = workflow.NewSignal[struct{}]("close")
+	TallyCount  = workflow.NewQuery[string, int]("count_prefix")
+)
 
 // Tally collects items by update until a "close" signal.
 var Tally = workflow.New("tally", func(ctx workflow.Context, _ struct{}) (TallyState, error) {
 	s := TallyState{Open: true}
 	workflow.Publish(ctx, s)
 	return workflow.Phase(ctx, s,
-		workflow.OnUpdate("add", func(ctx workflow.Context, item string, s TallyState) (workflow.Reply[TallyState, int], error) {
+		workflow.HandleUpdate(TallyAdd, func(ctx workflow.Context, item string, s TallyState) (workflow.Reply[TallyState, int], error) {
 			s.Items = append(slices.Clip(s.Items), item)
 			workflow.Publish(ctx, s)
 			return workflow.Respond(len(s.Items), s), nil
@@ -48,13 +54,13 @@ var Tally = workflow.New("tally", func(ctx workflow.Context, _ struct{}) (TallyS
 			}
 			return nil
 		}),
-		workflow.OnSignal("close", func(ctx workflow.Context, _ struct{}, s TallyState) workflow.Next[TallyState] {
+		workflow.HandleSignal(TallyClose, func(ctx workflow.Context, _ struct{}, s TallyState) workflow.Next[TallyState] {
 			s.Open = false
 			workflow.Publish(ctx, s)
 			return workflow.Stop(s)
 		}),
 	)
-})
+}).Declare(TallyAdd, TallyRemove, TallyClose)
 
 func init() {
 	workflow.HandleQuery(Tally, TallyCount, func(s TallyState, prefix string) (int, error) {
@@ -77,21 +83,26 @@ func init() {
 // one no phase accepts, the named query with arguments, an unknown and a
 // failing query, and the closing signal.
 func TallyRemote(ctx context.Context, c *heph.Client, runID string) error {
-	if n, err := heph.Update[int](ctx, c, runID, "add", "apple", nil); err != nil || n != 1 {
+	if n, err := heph.RunUpdate(ctx, c, runID, TallyAdd, "apple", nil); err != nil || n != 1 {
 		return fmt.Errorf("add apple: %d, %v; want 1", n, err)
 	}
 	for range 2 {
-		if n, err := heph.Update[int](ctx, c, runID, "add", "avocado", &heph.UpdateOptions{ID: "avocado-1"}); err != nil || n != 2 {
+		if n, err := heph.RunUpdate(ctx, c, runID, TallyAdd, "avocado", &heph.UpdateOptions{ID: "avocado-1"}); err != nil || n != 2 {
 			return fmt.Errorf("add avocado (id avocado-1): %d, %v; want 2 both times", n, err)
 		}
 	}
-	_, err := heph.Update[int](ctx, c, runID, "add", "", nil)
+	_, err := heph.RunUpdate(ctx, c, runID, TallyAdd, "", nil)
 	var rej *heph.UpdateRejectedError
 	if !errors.As(err, &rej) || !errors.Is(err, heph.ErrUpdateInvalid) || rej.Err.Error() != "an item needs a name" {
 		return fmt.Errorf("add an empty item: %v; want an *UpdateRejectedError with the validator's error, ErrUpdateInvalid", err)
 	}
-	if _, err := heph.Update[int](ctx, c, runID, "remove", "apple", nil); !errors.Is(err, heph.ErrUpdateNotAccepted) {
-		return fmt.Errorf("an update no phase handles: %v; want ErrUpdateNotAccepted", err)
+	if _, err := heph.RunUpdate(ctx, c, runID, TallyRemove, "apple", nil); !errors.Is(err, heph.ErrUpdateNotAccepted) || errors.Is(err, heph.ErrUnknownUpdate) {
+		return fmt.Errorf("a declared update no phase handles: %v; want ErrUpdateNotAccepted", err)
+	}
+	// A name the workflow does not declare: the worker tells.
+	if _, err := c.UpdateWorkflow(ctx, runID, "ad", "apple", nil); !errors.As(err, &rej) || !errors.Is(err, heph.ErrUnknownUpdate) ||
+		!strings.Contains(err.Error(), `declares no update "ad"`) {
+		return fmt.Errorf("an undeclared update: %v; want an *UpdateRejectedError, ErrUnknownUpdate naming it", err)
 	}
 	// Accepted only: the reply is not waited for.
 	if _, err := c.UpdateWorkflow(ctx, runID, "add", "banana", &heph.UpdateOptions{ID: "banana-1", WaitFor: heph.UpdateAccepted}); err != nil {
@@ -110,7 +121,7 @@ func TallyRemote(ctx context.Context, c *heph.Client, runID string) error {
 	if _, err := heph.RunQuery(ctx, c, runID, TallyCount, "!"); !errors.As(err, &qf) || qf.Message != "no prefix starts with '!'" {
 		return fmt.Errorf("a failing query: %v; want a *QueryFailedError with the handler's message", err)
 	}
-	if err := c.SignalWorkflow(ctx, runID, "close", struct{}{}); err != nil {
+	if err := heph.SendSignal(ctx, c, runID, TallyClose, struct{}{}); err != nil {
 		return fmt.Errorf("signal close: %v", err)
 	}
 	return nil
@@ -158,6 +169,14 @@ func testWfRemoteMessages(t *testing.T, b Backend) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { stopClient(sender) })
+	// The worker's client has the declarations: it refuses unknown names
+	// at once.
+	if err := e.c.SignalWorkflow(ctx, r.ID, "clse", nil); !errors.Is(err, heph.ErrUnknownSignal) {
+		t.Fatalf("an undeclared signal: %v; want ErrUnknownSignal", err)
+	}
+	if _, err := r.Update(ctx, "ad", "x", nil); !errors.Is(err, heph.ErrUnknownUpdate) {
+		t.Fatalf("an undeclared update from the worker's client: %v; want ErrUnknownUpdate", err)
+	}
 	before := TallyValidations.Load()
 	if err := TallyRemote(ctx, sender, r.ID); err != nil {
 		t.Fatal(err)

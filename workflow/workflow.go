@@ -70,6 +70,8 @@ type Definition[In, Out any] struct {
 	name    string
 	fn      func(ctx Context, in In) (Out, error)
 	queries map[string]queryFunc
+	// updates and signals are the declared names (Declare).
+	updates, signals []string
 }
 
 // New defines a workflow. The name identifies it in histories and must

@@ -12,6 +12,7 @@ import (
 	"github.com/hephaestus-go/hephaestus/internal/engine"
 	"github.com/hephaestus-go/hephaestus/internal/replay"
 	"github.com/hephaestus-go/hephaestus/store"
+	"github.com/hephaestus-go/hephaestus/workflow"
 )
 
 // A request (store.Request) travels to a process that has the workflow as
@@ -37,7 +38,8 @@ const (
 	// workflow's code does not replay its history, say), or a query's
 	// handler failed.
 	RejectFailed = "failed"
-	// RejectUnknown: the workflow declares no query of that name.
+	// RejectUnknown: the workflow declares no update (or query) of that
+	// name.
 	RejectUnknown = "unknown"
 )
 
@@ -70,6 +72,8 @@ func rejection(code, msg string) *UpdateRejectedError {
 		err = &msgError{msg: msg, is: ErrUpdateInvalid}
 	case RejectFailed:
 		err = fmt.Errorf("%w: %s", ErrDecisionFailed, msg)
+	case RejectUnknown:
+		err = &msgError{msg: msg, is: workflow.ErrUnknownUpdate}
 	default:
 		err = errors.New(msg)
 	}
@@ -155,6 +159,9 @@ func (c *Runtime) runUpdateRequest(ctx context.Context, t *store.Task, req *stor
 	if !ok {
 		c.cfg.Release([]*store.Task{t})
 		return nil, fmt.Errorf("%w: %q is not registered in this process (worker %s)", ErrWorkflowNotFound, t.Workflow, c.cfg.WorkerID)
+	}
+	if err := c.reg.checkName(t.Workflow, req.Name, false); err != nil {
+		return nil, reject(RejectUnknown, err.Error())
 	}
 	run, err := c.cfg.Store.GetRun(ctx, t.RunID)
 	if err != nil {

@@ -124,6 +124,10 @@ func (c *Runtime) UpdateWorkflow(ctx context.Context, p *UpdateParams) (*UpdateO
 	if run.Status.Terminal() {
 		return nil, fmt.Errorf("update %q of run %s: %w (status %s)", name, run.ID, engine.ErrRunFinished, run.Status)
 	}
+	if err := c.reg.checkName(run.Workflow, name, false); err != nil {
+		// This process has the workflow: no need to ask a worker.
+		return nil, &UpdateRejectedError{RunID: run.ID, Name: name, ID: id, Code: RejectUnknown, Err: err}
+	}
 	req, err := c.sendRequest(ctx, run, store.RequestUpdate, updatePrefix+id, name, raw)
 	if err != nil {
 		return nil, fmt.Errorf("update %q of run %s: %w", name, run.ID, err)

@@ -31,6 +31,7 @@ import (
 	"log/slog"
 	"math/rand/v2"
 	"slices"
+	"strings"
 	"sync"
 	"time"
 
@@ -131,7 +132,34 @@ type wfRegistry struct {
 	mu         sync.RWMutex
 	funcs      map[string]replay.Func
 	queries    map[string]Queries
+	decls      map[string]declared
 	activities map[string]Activity
+}
+
+// Declarations are the update and signal names a workflow declares (a
+// *workflow.Definition has them); empty lists declare nothing.
+type Declarations interface {
+	Declared() (updates, signals []string)
+}
+
+// declared are a registered workflow's declarations; nil: any name.
+type declared struct{ updates, signals []string }
+
+// checkName reports a name that a workflow registered here declares no
+// message of: unknown is ErrUnknownUpdate or ErrUnknownSignal. Names of
+// workflows not registered here, or that declare none of the kind, pass.
+func (r *wfRegistry) checkName(workflowName, name string, signal bool) error {
+	r.mu.RLock()
+	d, ok := r.decls[workflowName]
+	r.mu.RUnlock()
+	names, unknown, what := d.updates, workflow.ErrUnknownUpdate, "update"
+	if signal {
+		names, unknown, what = d.signals, workflow.ErrUnknownSignal, "signal"
+	}
+	if !ok || len(names) == 0 || slices.Contains(names, name) {
+		return nil
+	}
+	return &msgError{msg: fmt.Sprintf("workflow %q declares no %s %q (it declares %s)", workflowName, what, name, strings.Join(names, ", ")), is: unknown}
 }
 
 // Queries answers the named queries of a workflow (a
@@ -183,10 +211,16 @@ func (c *Runtime) Has(name string) bool {
 	return ok
 }
 
-// RegisterWorkflow registers (or replaces) a workflow's code, and the
-// answerer of its named queries (nil: it declares none). Cached
-// instances, which run the code they were made with, are dropped.
-func (c *Runtime) RegisterWorkflow(name string, fn replay.Func, qs Queries) error {
+// RegisterWorkflow registers (or replaces) a workflow's code; def, when it
+// implements them, answers its named queries (Queries) and declares its
+// messages (Declarations). Cached instances, which run the code they were
+// made with, are dropped.
+func (c *Runtime) RegisterWorkflow(name string, fn replay.Func, def any) error {
+	qs, _ := def.(Queries)
+	var d declared
+	if ds, ok := def.(Declarations); ok {
+		d.updates, d.signals = ds.Declared()
+	}
 	if name == "" || fn == nil {
 		return errors.New("a workflow needs a name and a function")
 	}
@@ -207,6 +241,10 @@ func (c *Runtime) RegisterWorkflow(name string, fn replay.Func, qs Queries) erro
 	} else {
 		delete(r.queries, name)
 	}
+	if r.decls == nil {
+		r.decls = map[string]declared{}
+	}
+	r.decls[name] = d
 	r.mu.Unlock()
 	c.sticky.closeAll()
 	if c.cfg.Registered != nil {
@@ -366,6 +404,9 @@ func (c *Runtime) SignalWorkflow(ctx context.Context, runID, name string, payloa
 		if r.Kind != hephtype.KindWorkflow {
 			return fmt.Errorf("signal %q to run %s: %w: it is a %s, not a workflow", name, r.ID, limits.ErrInvalidInput, r.Kind)
 		}
+		if err := c.reg.checkName(r.Workflow, name, true); err != nil {
+			return fmt.Errorf("signal to run %s: %w", r.ID, err)
+		}
 		_, err = c.deliver(ctx, &delivery{runID: r.ID, workflow: r.Workflow, events: []replay.Event{replay.SignalReceived(name, raw)}, strict: true, key: key})
 		if errors.Is(err, store.ErrDuplicateChange) {
 			return nil // delivered by an earlier attempt of this call (a commit retried after its outcome was lost)
@@ -395,6 +436,9 @@ func (c *Runtime) SignalWithStart(ctx context.Context, name, id, signal string, 
 	o.ID = id
 	if err := limits.Input(raw, c.cfg.MaxPayloadSize, "the signal's payload"); err != nil {
 		return nil, fmt.Errorf("signal-with-start %q: %w", name, err)
+	}
+	if err := c.reg.checkName(name, signal, true); err != nil {
+		return nil, fmt.Errorf("signal-with-start: %w", err)
 	}
 	ev := replay.SignalReceived(signal, raw)
 	key := "signal:" + newID()
