@@ -210,11 +210,19 @@ func (c *Client) StartRuns(ctx context.Context, flowName string, reqs []StartReq
 	return runs, err
 }
 
-// Run starts a run and waits until it finishes (see WaitRun).
+// Run starts a run and waits until it finishes (see WaitRun). When this
+// client was not started and no live worker of another process has the
+// flow, it returns ErrNotStarted (with the run, which is stored and waits
+// for a worker) instead of waiting until ctx ends.
 func (c *Client) Run(ctx context.Context, flowName string, input any, opts *StartOptions) (*Run, error) {
 	r, err := c.StartRun(ctx, flowName, input, opts)
 	if err != nil {
 		return nil, err
+	}
+	if !r.Status.Terminal() {
+		if err := c.checkServed(ctx, r.ID, "flow:"+flowName+"@"); err != nil {
+			return r, err
+		}
 	}
 	return c.WaitRun(ctx, r.ID)
 }

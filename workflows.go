@@ -307,14 +307,22 @@ func StartWorkflow[In, Out any](ctx context.Context, c *Client, def *workflow.De
 	return &WorkflowRun[Out]{c: c, ID: r.ID, Workflow: def.Name()}, nil
 }
 
-// ExecuteWorkflow starts a run of def and waits for its result.
+// ExecuteWorkflow starts a run of def and waits for its result. When this
+// client was not started and no live worker of another process has the
+// workflow, it returns ErrNotStarted (the run is stored and waits for a
+// worker) instead of waiting until ctx ends.
 func ExecuteWorkflow[In, Out any](ctx context.Context, c *Client, def *workflow.Definition[In, Out], in In, opts *WorkflowOptions) (Out, error) {
-	r, err := StartWorkflow(ctx, c, def, in, opts)
+	var zero Out
+	r, err := c.StartWorkflow(ctx, def.Name(), in, opts)
 	if err != nil {
-		var zero Out
 		return zero, err
 	}
-	return r.Get(ctx)
+	if !r.Status.Terminal() {
+		if err := c.checkServed(ctx, r.ID, store.WorkflowHandler(def.Name())); err != nil {
+			return zero, err
+		}
+	}
+	return GetWorkflow(c, def, r.ID).Get(ctx)
 }
 
 // SignalWithStartWorkflow is Client.SignalWithStart for def.
