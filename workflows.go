@@ -119,16 +119,23 @@ type WorkflowOptions struct {
 }
 
 // WorkflowError is the failure of a workflow run: the error its function
-// returned (or panicked with), as the history recorded it.
+// returned (or panicked with), as the history recorded it. When that
+// error carried a *workflow.ApplicationError (returned by the workflow,
+// or by one of its activities), Cause is it, with its type and details:
+// errors.As finds it.
 type WorkflowError struct {
 	RunID    string
 	Workflow string
 	Message  string
+	Cause    error
 }
 
 func (e *WorkflowError) Error() string {
 	return fmt.Sprintf("workflow %q (run %s) failed: %s", e.Workflow, e.RunID, e.Message)
 }
+
+// Unwrap returns Cause.
+func (e *WorkflowError) Unwrap() error { return e.Cause }
 
 // CanceledError reports that a run was cancelled.
 type CanceledError struct {
@@ -248,7 +255,11 @@ func resultError(r *Run) error {
 	case hephtype.StatusCancelled:
 		return &CanceledError{RunID: r.ID, Reason: r.Error}
 	}
-	return &WorkflowError{RunID: r.ID, Workflow: r.Flow, Message: r.Error}
+	we := &WorkflowError{RunID: r.ID, Workflow: r.Flow, Message: r.Error}
+	if app := workflow.ApplicationErrorOf(nil, r.Output); app != nil {
+		we.Cause = app
+	}
+	return we
 }
 
 // HistoryExport is a workflow run's history as Client.ExportHistory writes

@@ -38,6 +38,7 @@ func testWorkflows(t *testing.T, b Backend) {
 		{"UpdateIdempotent", testWfUpdateIdempotent},
 		{"UpdateHandlerFails", testWfUpdateFails},
 		{"MessagesFromAnotherClient", testWfRemoteMessages},
+		{"ApplicationError", testWfApplicationError},
 		{"QueryDuringLongActivity", testWfQueryDuringActivity},
 		{"Patched", testWfPatched},
 		{"NonDeterminism", testWfNonDeterminism},

@@ -169,7 +169,11 @@ func userError(err error) error {
 	case err == nil:
 		return nil
 	case errors.As(err, &af):
-		return &ActivityError{Activity: af.Name, Attempt: af.Attempt, Message: af.Message}
+		ae := &ActivityError{Activity: af.Name, Attempt: af.Attempt, Message: af.Message}
+		if app := ApplicationErrorOf(nil, af.Data); app != nil {
+			ae.Cause = app
+		}
+		return ae
 	case errors.As(err, &cf):
 		return &ChildError{Workflow: cf.Workflow, Message: cf.Message}
 	case errors.As(err, &pe):

@@ -176,6 +176,9 @@ func decisionUpdate(runID, workflow string, st *wfState, dec *replay.Decision, e
 			if u.Error == "" {
 				u.Error = "the workflow failed"
 			}
+			// A failed run's output is what its error records beyond the
+			// message (an application error's type and details).
+			u.Output = c.Data
 		case replay.ContinueAsNew:
 			u.Output = c.Input
 			if len(u.Output) == 0 {
