@@ -160,3 +160,50 @@ func (r *WorkflowRun[Out]) Update(ctx context.Context, name string, args any, op
 func (r *WorkflowRun[Out]) Query(ctx context.Context, name string, args any) (json.RawMessage, error) {
 	return r.c.QueryNamed(ctx, r.ID, name, args)
 }
+
+// UpdateWithStart sends an update to the active run of the workflow name
+// with workflow id id, starting one first (with input and opts) if there
+// is none, and waits as updateOpts.WaitFor says. It returns the run that
+// got the update and the handler's reply (nil when only acceptance was
+// waited for). The workflow must be registered in this client (it starts
+// the run). The start and the update are recorded in two transactions: a
+// call that fails between them leaves the run started without the
+// update, and calling again with the same updateOpts.ID delivers the
+// update to that run, once; set the ID when the call may be retried.
+func (c *Client) UpdateWithStart(ctx context.Context, name, id string, input any, opts *WorkflowOptions, update string, args any, updateOpts *UpdateOptions) (*Run, json.RawMessage, error) {
+	p := &wfrt.UpdateParams{Name: update, Args: args}
+	if updateOpts != nil {
+		p.ID = updateOpts.ID
+		if updateOpts.WaitFor == UpdateAccepted {
+			p.Wait = wfrt.WaitAccepted
+		}
+	}
+	r, out, err := c.wf.UpdateWithStart(ctx, name, id, input, opts.internal(), p)
+	var run *Run
+	if r != nil {
+		run = c.toRun(r)
+	}
+	if err != nil {
+		return run, nil, updateError(err)
+	}
+	return run, out.Result, nil
+}
+
+// UpdateWithStartWorkflow is Client.UpdateWithStart for def and the
+// declared update u: it returns a handle on the run and the reply.
+func UpdateWithStartWorkflow[In, Out, A, R any](ctx context.Context, c *Client, def *workflow.Definition[In, Out], id string, in In, opts *WorkflowOptions,
+	u *workflow.Update[A, R], args A, updateOpts *UpdateOptions) (*WorkflowRun[Out], R, error) {
+	var v R
+	r, raw, err := c.UpdateWithStart(ctx, def.Name(), id, in, opts, u.Name(), args, updateOpts)
+	var run *WorkflowRun[Out]
+	if r != nil {
+		run = GetWorkflow(c, def, r.ID)
+	}
+	if err != nil || raw == nil {
+		return run, v, err
+	}
+	if err := json.Unmarshal(raw, &v); err != nil {
+		return run, v, fmt.Errorf("update %q of run %s: decode reply into a %T: %w", u.Name(), r.ID, v, err)
+	}
+	return run, v, nil
+}

@@ -189,3 +189,43 @@ func testWfRemoteMessages(t *testing.T, b Backend) {
 		t.Fatalf("the validator ran %d times in the worker's client, want at least 4", n)
 	}
 }
+
+// testWfUpdateWithStart: update-with-start starts the run of a workflow
+// id when there is none, and delivers the update to the active one
+// otherwise; a retried call with the same update id applies it once.
+func testWfUpdateWithStart(t *testing.T, b Backend) {
+	e := newWfEnv(t, b, nil, wfs(Tally))
+	ctx := ctxT(t)
+	send := func(item, id string) (*heph.WorkflowRun[TallyState], int) {
+		t.Helper()
+		r, n, err := heph.UpdateWithStartWorkflow(ctx, e.c, Tally, "tally-1", struct{}{}, nil, TallyAdd, item, &heph.UpdateOptions{ID: id})
+		if err != nil {
+			t.Fatalf("update-with-start add %s (id %s): %v", item, id, err)
+		}
+		return r, n
+	}
+	r1, n := send("apple", "u1")
+	if n != 1 {
+		t.Fatalf("the first update-with-start replied %d, want 1", n)
+	}
+	r2, n := send("avocado", "u2")
+	if r2.ID != r1.ID || n != 2 {
+		t.Fatalf("second call: run %s reply %d; want run %s, reply 2", r2.ID, n, r1.ID)
+	}
+	// A retry of the first call: its first outcome, nothing new.
+	if r, n := send("apple", "u1"); r.ID != r1.ID || n != 1 {
+		t.Fatalf("retried call: run %s reply %d; want run %s, reply 1", r.ID, n, r1.ID)
+	}
+	if err := heph.SendSignal(ctx, e.c, r1.ID, TallyClose, struct{}{}); err != nil {
+		t.Fatal(err)
+	}
+	got, err := r1.Get(ctx)
+	if err != nil || !slices.Equal(got.Items, []string{"apple", "avocado"}) {
+		t.Fatalf("first run's result %+v, %v", got, err)
+	}
+	// The id's run ended: the next call starts another.
+	r3, n := send("banana", "u3")
+	if r3.ID == r1.ID || n != 1 {
+		t.Fatalf("after the run ended: run %s reply %d; want a new run, reply 1", r3.ID, n)
+	}
+}

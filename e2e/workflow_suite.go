@@ -39,6 +39,7 @@ func testWorkflows(t *testing.T, b Backend) {
 		{"UpdateHandlerFails", testWfUpdateFails},
 		{"MessagesFromAnotherClient", testWfRemoteMessages},
 		{"ApplicationError", testWfApplicationError},
+		{"UpdateWithStart", testWfUpdateWithStart},
 		{"QueryDuringLongActivity", testWfQueryDuringActivity},
 		{"Patched", testWfPatched},
 		{"NonDeterminism", testWfNonDeterminism},

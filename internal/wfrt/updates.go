@@ -293,3 +293,57 @@ func (c *Runtime) Cancelled(run *store.Run) {
 	c.sticky.evict(run.ID)
 	c.updates.notifyRun(run.ID)
 }
+
+// UpdateWithStart sends an update to the active run of a workflow id,
+// starting one first (with input) if there is none, and waits as
+// p.Wait says (p.RunID is ignored). The start and the update's request
+// are two transactions: a call that fails between them leaves the run
+// started, and a retry of the call with the same update id (p.ID)
+// delivers the update to it once. It returns the run that got the update.
+func (c *Runtime) UpdateWithStart(ctx context.Context, name, id string, input any, opts *StartOptions, p *UpdateParams) (*store.Run, *UpdateOutcome, error) {
+	o := StartOptions{}
+	if opts != nil {
+		o = *opts
+	}
+	o.ID = id
+	if id == "" {
+		return nil, nil, fmt.Errorf("update-with-start %q: %w: the workflow id is empty", name, limits.ErrInvalidInput)
+	}
+	if err := c.reg.checkName(name, p.Name, false); err != nil {
+		return nil, nil, fmt.Errorf("update-with-start %q: %w", name, err)
+	}
+	up := *p
+	if up.ID == "" {
+		up.ID = newID() // the same for every attempt below
+	}
+	for attempt := 0; ; attempt++ {
+		r, err := c.FindWorkflow(ctx, name, id)
+		switch {
+		case err == nil && !r.Status.Terminal():
+		case err == nil || errors.Is(err, store.ErrRunNotFound):
+			r, err = c.startWorkflow(ctx, name, input, &o, nil)
+			if errors.Is(err, store.ErrDuplicateRun) {
+				continue // started by someone else meanwhile
+			}
+			if err != nil {
+				return nil, nil, err
+			}
+		default:
+			return nil, nil, err
+		}
+		up.RunID = r.ID
+		out, err := c.UpdateWorkflow(ctx, &up)
+		if errors.Is(err, engine.ErrRunFinished) && attempt < 10 {
+			continue // the run ended meanwhile: the next one gets it
+		}
+		if err != nil {
+			return r, nil, err
+		}
+		if out.RunID != r.ID {
+			if r, err = c.cfg.Store.GetRun(ctx, out.RunID); err != nil {
+				return nil, nil, err
+			}
+		}
+		return r, out, nil
+	}
+}
