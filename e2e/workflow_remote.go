@@ -229,3 +229,79 @@ func testWfUpdateWithStart(t *testing.T, b Backend) {
 		t.Fatalf("after the run ended: run %s reply %d; want a new run, reply 1", r3.ID, n)
 	}
 }
+
+// roller accepts "add" updates until a "roll" signal, then continues as
+// new with what it has.
+var roller = workflow.New("roller", func(ctx workflow.Context, items []string) ([]string, error) {
+	rolled := false
+	items, err := workflow.Phase(ctx, items,
+		workflow.HandleUpdate(TallyAdd, func(ctx workflow.Context, it string, s []string) (workflow.Reply[[]string, int], error) {
+			s = append(slices.Clip(s), it)
+			return workflow.Respond(len(s), s), nil
+		}),
+		workflow.OnSignal("roll", func(ctx workflow.Context, _ struct{}, s []string) workflow.Next[[]string] {
+			rolled = true
+			return workflow.Stop(s)
+		}),
+	)
+	if err != nil || !rolled {
+		return items, err
+	}
+	return nil, workflow.ContinueAsNew(ctx, items)
+})
+
+// testWfUpdateFollowsContinueAsNew: an update whose run continues as new
+// before a worker takes it goes to the run that carries it on.
+func testWfUpdateFollowsContinueAsNew(t *testing.T, b Backend) {
+	st, reopen := b.New(t)
+	e := &env{t: t, st: st, reopen: reopen}
+	ctx := ctxT(t)
+	first := startWfClient(t, st, nil, wfs(roller))
+	r, err := heph.StartWorkflow(ctx, first, roller, []string{"a"}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	stopClient(first)
+	sender, err := heph.New(&heph.Config{Store: st, Logger: QuietLogger()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { stopClient(sender) })
+	// With no worker: the signal's decision task, then the update's.
+	if err := sender.SignalWorkflow(ctx, r.ID, "roll", nil); err != nil {
+		t.Fatal(err)
+	}
+	type reply struct {
+		n   int
+		err error
+	}
+	done := make(chan reply, 1)
+	go func() {
+		n, err := heph.RunUpdate(ctx, sender, r.ID, TallyAdd, "b", &heph.UpdateOptions{ID: "add-b"})
+		done <- reply{n, err}
+	}()
+	waitFor(t, "the update's request", func() bool {
+		_, err := st.GetRequest(ctx, r.ID, "update:add-b")
+		return err == nil
+	})
+	// One slot: the worker takes the older task, the decision, first.
+	e.c = startWfClient(t, st, func(c *heph.Config) { c.Queues = map[string]int{"default": 1} }, wfs(roller))
+	got := <-done
+	if got.err != nil || got.n != 2 {
+		t.Fatalf("the update: %d, %v; want 2 (applied by the run that carries on)", got.n, got.err)
+	}
+	if n := count(e.history(r.ID), hephtype.EventUpdateAccepted, ""); n != 0 {
+		t.Fatalf("the continued run accepted the update %d times", n)
+	}
+	runs, err := e.c.ListRuns(ctx, &heph.ListOptions{Flow: "roller"})
+	if err != nil || len(runs.Runs) != 2 {
+		t.Fatalf("runs of roller: %+v, %v; want the first and its successor", runs, err)
+	}
+	for _, x := range runs.Runs {
+		if x.ID != r.ID {
+			if n := count(e.history(x.ID), hephtype.EventUpdateAccepted, ""); n != 1 {
+				t.Fatalf("the successor accepted the update %d times, want 1", n)
+			}
+		}
+	}
+}

@@ -40,6 +40,7 @@ func testWorkflows(t *testing.T, b Backend) {
 		{"MessagesFromAnotherClient", testWfRemoteMessages},
 		{"ApplicationError", testWfApplicationError},
 		{"UpdateWithStart", testWfUpdateWithStart},
+		{"UpdateFollowsContinueAsNew", testWfUpdateFollowsContinueAsNew},
 		{"QueryDuringLongActivity", testWfQueryDuringActivity},
 		{"Patched", testWfPatched},
 		{"NonDeterminism", testWfNonDeterminism},

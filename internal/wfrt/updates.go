@@ -128,25 +128,43 @@ func (c *Runtime) UpdateWorkflow(ctx context.Context, p *UpdateParams) (*UpdateO
 		// This process has the workflow: no need to ask a worker.
 		return nil, &UpdateRejectedError{RunID: run.ID, Name: name, ID: id, Code: RejectUnknown, Err: err}
 	}
-	req, err := c.sendRequest(ctx, run, store.RequestUpdate, updatePrefix+id, name, raw)
-	if err != nil {
-		return nil, fmt.Errorf("update %q of run %s: %w", name, run.ID, err)
-	}
-	w := c.updates.add(run.ID, id)
-	defer c.updates.remove(w)
-	out, err := c.waitUpdate(ctx, w, req, p.Wait)
-	if err != nil {
-		var re *UpdateRejectedError
-		if errors.As(err, &re) {
-			re.RunID, re.Name, re.ID = run.ID, req.Name, id
-			return nil, re
+	for hop := 0; ; hop++ {
+		req, err := c.sendRequest(ctx, run, store.RequestUpdate, updatePrefix+id, name, raw)
+		if err != nil {
+			return nil, fmt.Errorf("update %q of run %s: %w", name, run.ID, err)
 		}
-		return nil, fmt.Errorf("update %q of run %s: %w", name, run.ID, err)
+		out, err := c.awaitUpdate(ctx, req, id, p.Wait)
+		var re *UpdateRejectedError
+		if errors.As(err, &re) && re.Code == RejectFinished && hop < 8 {
+			// The run continued as new before it took the update: the run
+			// that carries it on gets it.
+			if r, gerr := c.cfg.Store.GetRun(ctx, run.ID); gerr == nil && r.Status == hephtype.StatusContinued {
+				if next, cerr := c.CurrentRun(ctx, r); cerr == nil && !next.Status.Terminal() {
+					run = next
+					continue
+				}
+			}
+		}
+		if err != nil {
+			if re != nil {
+				re.RunID, re.Name, re.ID = run.ID, req.Name, id
+				return nil, re
+			}
+			return nil, fmt.Errorf("update %q of run %s: %w", name, run.ID, err)
+		}
+		if out.errMsg != "" {
+			return nil, &UpdateFailedError{RunID: run.ID, Name: req.Name, ID: id, Message: out.errMsg}
+		}
+		return &UpdateOutcome{RunID: run.ID, ID: id, Completed: out.done, Result: out.result}, nil
 	}
-	if out.errMsg != "" {
-		return nil, &UpdateFailedError{RunID: run.ID, Name: req.Name, ID: id, Message: out.errMsg}
-	}
-	return &UpdateOutcome{RunID: run.ID, ID: id, Completed: out.done, Result: out.result}, nil
+}
+
+// awaitUpdate waits for the answer of an update's request (waitUpdate),
+// woken by this process's decisions.
+func (c *Runtime) awaitUpdate(ctx context.Context, req *store.Request, id string, stage WaitStage) (updateOutcome, error) {
+	w := c.updates.add(req.RunID, id)
+	defer c.updates.remove(w)
+	return c.waitUpdate(ctx, w, req, stage)
 }
 
 // updatePrefix makes an update's id the id of its request.
