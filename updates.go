@@ -27,11 +27,11 @@ import (
 var (
 	// ErrUpdateInvalid: the workflow's validator refused the update, or
 	// its arguments did not decode into the handler's type.
-	ErrUpdateInvalid = wfrt.ErrUpdateInvalid
+	ErrUpdateInvalid = workflow.ErrUpdateInvalid
 	// ErrDecisionFailed: the worker that was to take the update could not
 	// decide the run (its code does not replay the history, say); the
 	// update was not applied and may be sent again.
-	ErrDecisionFailed = wfrt.ErrDecisionFailed
+	ErrDecisionFailed = workflow.ErrDecisionFailed
 )
 
 // UpdateStage is how far UpdateWorkflow waits.

@@ -23,6 +23,13 @@ var (
 	// ErrUnknownSignal: the workflow declares its signals, and none of
 	// that name.
 	ErrUnknownSignal = errors.New("the workflow declares no signal of this name")
+	// ErrUpdateInvalid: the update's validator refused it, or its
+	// arguments did not decode into the handler's type.
+	ErrUpdateInvalid = errors.New("update refused by its validator")
+	// ErrDecisionFailed: the decision that was to take an update failed
+	// (the workflow's code does not replay its history, say); the update
+	// was not applied and may be sent again.
+	ErrDecisionFailed = errors.New("the workflow's decision failed")
 )
 
 // Update is a named update with arguments of type A and a reply of type R.

@@ -43,12 +43,12 @@ const (
 	RejectUnknown = "unknown"
 )
 
-// ErrUpdateInvalid: the workflow's validator refused the update, or its
-// arguments did not decode (the message says which).
-var ErrUpdateInvalid = errors.New("update refused by its validator")
-
-// ErrDecisionFailed: the decision that was to take a request failed.
-var ErrDecisionFailed = errors.New("the workflow's decision failed")
+// The errors of rejected updates (package workflow's, so that the root
+// package re-exports public values).
+var (
+	ErrUpdateInvalid  = workflow.ErrUpdateInvalid
+	ErrDecisionFailed = workflow.ErrDecisionFailed
+)
 
 // msgError is an error as a caller in another process gets it: the
 // message the worker recorded, which is the sentinel is (errors.Is).
