@@ -15,6 +15,7 @@ import (
 
 	heph "github.com/hephaestus-go/hephaestus"
 	"github.com/hephaestus-go/hephaestus/hephtype"
+	"github.com/hephaestus-go/hephaestus/store"
 	"github.com/hephaestus-go/hephaestus/workflow"
 )
 
@@ -91,7 +92,7 @@ func TallyRemote(ctx context.Context, c *heph.Client, runID string) error {
 			return fmt.Errorf("add avocado (id avocado-1): %d, %v; want 2 both times", n, err)
 		}
 	}
-	_, err := heph.RunUpdate(ctx, c, runID, TallyAdd, "", nil)
+	_, err := heph.RunUpdate(ctx, c, runID, TallyAdd, "", &heph.UpdateOptions{ID: "empty-1"})
 	var rej *heph.UpdateRejectedError
 	if !errors.As(err, &rej) || !errors.Is(err, heph.ErrUpdateInvalid) || rej.Err.Error() != "an item needs a name" {
 		return fmt.Errorf("add an empty item: %v; want an *UpdateRejectedError with the validator's error, ErrUpdateInvalid", err)
@@ -187,6 +188,11 @@ func testWfRemoteMessages(t *testing.T, b Backend) {
 	// apple, avocado (once), the empty item, banana: in the worker.
 	if n := TallyValidations.Load() - before; n < 4 {
 		t.Fatalf("the validator ran %d times in the worker's client, want at least 4", n)
+	}
+	// The rejection is stored with the request, not in the history.
+	req, err := e.st.GetRequest(ctx, r.ID, "update:empty-1")
+	if err != nil || req.Status != store.RequestRejected || req.Code != "invalid" || req.Error != "an item needs a name" {
+		t.Fatalf("the rejected update's request: %+v, %v", req, err)
 	}
 }
 
