@@ -116,7 +116,11 @@ type AnswerRequestParams struct {
 	Result json.RawMessage
 	Code   string
 	Error  string
-	Now    time.Time
+	// Request, when set, is recorded (with Seq 0) if the run has no
+	// request of that id: a request that travelled in its task alone,
+	// created with its run (update-with-start).
+	Request *NewRequest
+	Now     time.Time
 }
 
 // Requester is the part of a Store that records requests.
@@ -129,7 +133,7 @@ type Requester interface {
 	// AnswerRequest sets a request's status and answer and deletes the
 	// task of its fence, in one transaction: ErrLeaseLost when the lease
 	// is not held, ErrRequestNotFound when the run has no such request
-	// (nothing is written either way).
+	// and p.Request is nil (nothing is written either way).
 	AnswerRequest(ctx context.Context, p *AnswerRequestParams) error
 	// GetRequest returns a request of a run by id, or ErrRequestNotFound.
 	GetRequest(ctx context.Context, runID, id string) (*Request, error)
@@ -181,6 +185,8 @@ func (p *AnswerRequestParams) Check() error {
 		return errors.New("Now is zero")
 	case p.Status == RequestPending || !p.Status.Valid():
 		return fmt.Errorf("request %q: status %q is not an answer", p.ID, p.Status)
+	case p.Request != nil && (p.Request.RunID != p.RunID || p.Request.ID != p.ID):
+		return fmt.Errorf("request %q of run %s: Request names request %q of run %s", p.ID, p.RunID, p.Request.ID, p.Request.RunID)
 	}
 	return nil
 }

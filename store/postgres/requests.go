@@ -144,6 +144,12 @@ func (s *Store) AnswerRequest(ctx context.Context, p *store.AnswerRequestParams)
 			if err != nil {
 				return err
 			}
+			if r := p.Request; r != nil {
+				// It travelled in its task alone: record it first.
+				if _, err := tx.Exec(ctx, q.insert, r.RunID, r.ID, string(r.Kind), r.Name, jsonText(r.Args), int64(0), now); err != nil {
+					return err
+				}
+			}
 			tag, err := tx.Exec(ctx, q.answer, p.RunID, p.ID, string(p.Status), jsonText(p.Result), p.Code, p.Error, now)
 			if err != nil {
 				return err

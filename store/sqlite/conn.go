@@ -49,6 +49,7 @@ const (
 	qRunOf
 	qGetRequestW
 	qInsertRequest
+	qInsertRequestIfMissing
 	qAnswerRequest
 	numQueries
 )
@@ -101,6 +102,8 @@ var queries = [numQueries]string{
 	qGetRequestW: "SELECT " + requestCols + " FROM requests WHERE run_id = ? AND id = ?",
 	qInsertRequest: `INSERT INTO requests (run_id, id, kind, name, args, seq, status, created_at)
 		VALUES (?, ?, ?, ?, ?, ?, 'pending', ?)`,
+	qInsertRequestIfMissing: `INSERT INTO requests (run_id, id, kind, name, args, seq, status, created_at)
+		VALUES (?, ?, ?, ?, ?, ?, 'pending', ?) ON CONFLICT (run_id, id) DO NOTHING`,
 	qAnswerRequest: `UPDATE requests SET status = ?, result = ?, code = ?, error = ?, answered_at = ?
 		WHERE run_id = ? AND id = ?`,
 }

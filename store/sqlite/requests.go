@@ -97,6 +97,19 @@ func (s *Store) AnswerRequest(ctx context.Context, p *store.AnswerRequestParams)
 				refusal = fmt.Errorf("answer request %s of run %s: task %d: %w", p.ID, p.RunID, p.Fence.TaskID, store.ErrLeaseLost)
 				return nil
 			}
+			if r := p.Request; r != nil {
+				// It travelled in its task alone: record it first.
+				w.arg(r.RunID)
+				w.arg(r.ID)
+				w.arg(string(r.Kind))
+				w.arg(r.Name)
+				w.arg(jsonArg(r.Args))
+				w.arg(int64(0))
+				w.arg(micros(now))
+				if _, err := w.exec(qInsertRequestIfMissing); err != nil {
+					return fmt.Errorf("insert request: %w", err)
+				}
+			}
 			w.arg(string(p.Status))
 			w.arg(jsonArg(p.Result))
 			w.arg(p.Code)

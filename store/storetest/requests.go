@@ -109,6 +109,40 @@ func testRequests(t *testing.T, h *harness) {
 		t.Fatalf("answered query = %+v, %v", r, err)
 	}
 
+	// A request that travelled in its task alone (created with its run)
+	// is recorded by its answer.
+	h.create(at(2*time.Hour), withTasks(newRun("r2"), store.NewTask{Queue: "rq", Kind: store.TaskDecision, Step: "request", Index: -1, Attempt: 1}))
+	rt := h.claim(at(2*time.Hour), "w", 10, time.Minute, "rq")[0]
+	nr := &store.NewRequest{RunID: "r2", ID: "update:first", Kind: store.RequestUpdate, Name: "add_item", Args: raw(`{"sku":"c"}`)}
+	if err := h.s.AnswerRequest(ctx, &store.AnswerRequestParams{RunID: "r2", ID: "update:first", Fence: rt.Lease(), Status: store.RequestRejected,
+		Code: "not_accepted", Error: "not now", Request: nr, Now: at(2 * time.Hour)}); err != nil {
+		t.Fatalf("AnswerRequest of a request not recorded yet: %v", err)
+	}
+	want2 := &store.Request{RunID: "r2", ID: "update:first", Kind: store.RequestUpdate, Name: "add_item", Args: raw(`{"sku":"c"}`),
+		Status: store.RequestRejected, Code: "not_accepted", Error: "not now", CreatedAt: at(2 * time.Hour), AnsweredAt: at(2 * time.Hour)}
+	if got, err := h.s.GetRequest(ctx, "r2", "update:first"); err != nil {
+		t.Fatal(err)
+	} else {
+		diff(t, "request recorded by its answer", want2, got)
+	}
+	// Recorded already: the answer's Request changes nothing but the answer.
+	if _, err := h.s.CreateRequest(ctx, newRequest("r2", "update:second")); err != nil {
+		t.Fatal(err)
+	}
+	st2 := h.claim(at(3*time.Hour), "w", 10, time.Minute, "rq")[0]
+	other := &store.NewRequest{RunID: "r2", ID: "update:second", Kind: store.RequestQuery, Name: "other"}
+	if err := h.s.AnswerRequest(ctx, &store.AnswerRequestParams{RunID: "r2", ID: "update:second", Fence: st2.Lease(), Status: store.RequestCompleted,
+		Result: raw(`1`), Request: other, Now: at(3 * time.Hour)}); err != nil {
+		t.Fatal(err)
+	}
+	if got, err := h.s.GetRequest(ctx, "r2", "update:second"); err != nil || got.Kind != store.RequestUpdate || got.Name != "add_item" || got.Seq != 0 || got.Status != store.RequestCompleted {
+		t.Fatalf("a recorded request answered with Request set: %+v, %v", got, err)
+	}
+	mismatch := &store.AnswerRequestParams{RunID: "r2", ID: "update:x", Fence: st2.Lease(), Status: store.RequestRejected, Request: other, Now: at(3 * time.Hour)}
+	if err := h.s.AnswerRequest(ctx, mismatch); err == nil || errors.Is(err, store.ErrLeaseLost) {
+		t.Fatalf("an answer whose Request names another request: %v; want it refused as invalid", err)
+	}
+
 	// The requests go with their run.
 	h.mustUpdate(at(3*time.Hour), "r1", nil, &store.Update{Status: hephtype.StatusCompleted, History: marker("done")})
 	if n, err := h.s.PruneRuns(ctx, &store.PruneParams{FinishedBefore: at(4 * time.Hour)}); err != nil || n != 1 {
