@@ -166,10 +166,10 @@ func (r *WorkflowRun[Out]) Query(ctx context.Context, name string, args any) (js
 // is none, and waits as updateOpts.WaitFor says. It returns the run that
 // got the update and the handler's reply (nil when only acceptance was
 // waited for). The workflow must be registered in this client (it starts
-// the run). The start and the update are recorded in two transactions: a
-// call that fails between them leaves the run started without the
-// update, and calling again with the same updateOpts.ID delivers the
-// update to that run, once; set the ID when the call may be retried.
+// the run). A run it starts is created with the update's request in one
+// transaction, so the update is never lost between the two; calling again
+// with the same updateOpts.ID returns the first call's outcome (set the
+// ID when the call may be retried).
 func (c *Client) UpdateWithStart(ctx context.Context, name, id string, input any, opts *WorkflowOptions, update string, args any, updateOpts *UpdateOptions) (*Run, json.RawMessage, error) {
 	p := &wfrt.UpdateParams{Name: update, Args: args}
 	if updateOpts != nil {

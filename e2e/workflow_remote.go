@@ -234,6 +234,38 @@ func testWfUpdateWithStart(t *testing.T, b Backend) {
 	if r3.ID == r1.ID || n != 1 {
 		t.Fatalf("after the run ended: run %s reply %d; want a new run, reply 1", r3.ID, n)
 	}
+
+	// A run started with an update the validator refuses: the run is
+	// there, the rejection is recorded with the request, not in the
+	// history.
+	r4, _, err := heph.UpdateWithStartWorkflow(ctx, e.c, Tally, "tally-2", struct{}{}, nil, TallyAdd, "", &heph.UpdateOptions{ID: "empty"})
+	if !errors.Is(err, heph.ErrUpdateInvalid) || r4 == nil {
+		t.Fatalf("update-with-start of a refused update: %v, run %v; want ErrUpdateInvalid and the run", err, r4)
+	}
+	req, err := e.st.GetRequest(ctx, r4.ID, "update:empty")
+	if err != nil || req.Status != store.RequestRejected || req.Code != "invalid" {
+		t.Fatalf("the refused update's request: %+v, %v", req, err)
+	}
+	if n := count(e.history(r4.ID), hephtype.EventUpdateAccepted, ""); n != 0 {
+		t.Fatalf("the refused update wrote %d update_accepted entries", n)
+	}
+
+	// Started by a client that works no queue: the update goes with the
+	// run, and a worker that comes later applies it.
+	starter := startWfClient(t, e.st, func(c *heph.Config) { c.Queues = map[string]int{"elsewhere": 1} }, wfs(Tally))
+	type reply struct {
+		n   int
+		err error
+	}
+	done := make(chan reply, 1)
+	go func() {
+		_, n, err := heph.UpdateWithStartWorkflow(ctx, starter, Tally, "tally-3", struct{}{}, nil, TallyAdd, "cherry", &heph.UpdateOptions{ID: "c1"})
+		done <- reply{n, err}
+	}()
+	rep := <-done
+	if rep.err != nil || rep.n != 1 {
+		t.Fatalf("update-with-start answered by a worker of another client: %d, %v", rep.n, rep.err)
+	}
 }
 
 // roller accepts "add" updates until a "roll" signal, then continues as

@@ -234,6 +234,9 @@ type runSpec struct {
 	// child's start, a continuation): the run is created only while it is
 	// held, and the task is deleted with the creation.
 	fence *store.Lease
+	// request, when set, is a request that goes with the run, in a task
+	// created with it (update-with-start).
+	request *store.NewRequest
 }
 
 // createWorkflowRun creates a run. When the workflow is registered here
@@ -273,6 +276,9 @@ func (c *Runtime) createWorkflowRun(ctx context.Context, spec *runSpec) (*store.
 			nr.History = append(nr.History, toStored(e))
 		}
 		nr.Tasks = []store.NewTask{decisionTask(st.Queue, spec.workflow, 1, time.Time{})}
+	}
+	if r := spec.request; r != nil {
+		nr.Tasks = append(nr.Tasks, requestTask(st.Queue, spec.workflow, r, true))
 	}
 	nr.State = st.encode()
 	changes := []store.Change{{Create: nr, Fence: spec.fence}}
@@ -489,9 +495,9 @@ func (c *Runtime) decideLocked(ctx context.Context, e *stickyEntry, fn replay.Fu
 		return res, err
 	}
 	res.dec, res.seq = dec, base
-	if in.request && len(dec.Updates) == 1 && !dec.Updates[0].Accepted {
+	if in.request && len(dec.Updates) == 1 && (!dec.Updates[0].Accepted || dec.Updates[0].Duplicate) {
 		cp := *in
-		cp.fence = nil // the rejection's answer completes the task
+		cp.fence = nil // the request's answer completes the task
 		in = &cp
 	}
 	if len(dec.History) == 0 && len(in.extra) == 0 && !in.task && in.fence == nil {

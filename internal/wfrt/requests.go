@@ -23,6 +23,22 @@ const requestStep = "request"
 
 type requestPayload struct {
 	Request string `json:"request"`
+	// The request itself, when it travels in its task alone (created with
+	// its run, it has no row until a worker answers it).
+	Kind store.RequestKind `json:"kind,omitempty"`
+	Name string            `json:"name,omitempty"`
+	Args json.RawMessage   `json:"args,omitempty"`
+}
+
+// requestTask is the decision task that carries request r of a run of
+// workflow; whole, it carries the request itself.
+func requestTask(queue, workflow string, r *store.NewRequest, whole bool) store.NewTask {
+	p := requestPayload{Request: r.ID}
+	if whole {
+		p.Kind, p.Name, p.Args = r.Kind, r.Name, r.Args
+	}
+	return store.NewTask{Queue: queue, Kind: store.TaskDecision, Step: requestStep, Index: -1, Attempt: 1,
+		Payload: mustJSON(p), Handler: store.WorkflowHandler(workflow)}
 }
 
 // The codes of a rejected request (store.Request.Code).
@@ -87,12 +103,8 @@ func (c *Runtime) sendRequest(ctx context.Context, run *store.Run, kind store.Re
 	if err != nil {
 		return nil, err
 	}
-	p := &store.CreateRequestParams{
-		Request: store.NewRequest{RunID: run.ID, ID: id, Kind: kind, Name: name, Args: args},
-		Task: store.NewTask{Queue: st.Queue, Kind: store.TaskDecision, Step: requestStep, Index: -1, Attempt: 1,
-			Payload: mustJSON(requestPayload{Request: id}), Handler: store.WorkflowHandler(run.Workflow)},
-		Now: c.cfg.Clock.Now(),
-	}
+	nr := store.NewRequest{RunID: run.ID, ID: id, Kind: kind, Name: name, Args: args}
+	p := &store.CreateRequestParams{Request: nr, Task: requestTask(st.Queue, run.Workflow, &nr, false), Now: c.cfg.Clock.Now()}
 	var req *store.Request
 	for attempt := 0; ; attempt++ {
 		req, err = c.cfg.Store.CreateRequest(ctx, p)
@@ -123,10 +135,13 @@ func (c *Runtime) runRequest(ctx context.Context, t *store.Task, handoff string)
 		return nil, c.dropTask(t, fmt.Errorf("request task %d of run %s: payload %s names no request", t.ID, t.RunID, t.Payload))
 	}
 	req, err := c.cfg.Store.GetRequest(ctx, t.RunID, p.Request)
-	if err != nil {
-		if errors.Is(err, store.ErrRequestNotFound) {
-			return nil, c.dropTask(t, err)
-		}
+	switch {
+	case errors.Is(err, store.ErrRequestNotFound) && p.Name != "":
+		// It travels in its task alone: its answer records it.
+		req = &store.Request{RunID: t.RunID, ID: p.Request, Kind: p.Kind, Name: p.Name, Args: p.Args, Status: store.RequestPending}
+	case errors.Is(err, store.ErrRequestNotFound):
+		return nil, c.dropTask(t, err)
+	case err != nil:
 		return nil, err
 	}
 	if req.Status != store.RequestPending {
@@ -203,6 +218,11 @@ func (c *Runtime) runUpdateRequest(ctx context.Context, t *store.Task, req *stor
 		return claimed, reject(RejectFailed, err.Error())
 	}
 	o := res.dec.Updates[0]
+	if o.Duplicate {
+		// Accepted before, under another request of the same id (one that
+		// travelled in its task): its events are in the history.
+		return claimed, c.answer(ctx, t, req, &store.AnswerRequestParams{Status: store.RequestAccepted, Code: "duplicate"})
+	}
 	if o.Accepted {
 		c.updates.notify(t.RunID, up.ID)
 		return claimed, nil
@@ -231,6 +251,8 @@ func waiterID(req *store.Request) string {
 // answer answers req under the lease of its task t.
 func (c *Runtime) answer(ctx context.Context, t *store.Task, req *store.Request, a *store.AnswerRequestParams) error {
 	a.RunID, a.ID, a.Fence, a.Now = req.RunID, req.ID, t.Lease(), c.cfg.Clock.Now()
+	// Recorded if it travelled in its task alone; a no-op otherwise.
+	a.Request = &store.NewRequest{RunID: req.RunID, ID: req.ID, Kind: req.Kind, Name: req.Name, Args: req.Args}
 	err := c.cfg.Store.AnswerRequest(ctx, a)
 	if err == nil {
 		c.updates.notify(req.RunID, waiterID(req))

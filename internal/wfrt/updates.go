@@ -133,7 +133,7 @@ func (c *Runtime) UpdateWorkflow(ctx context.Context, p *UpdateParams) (*UpdateO
 		if err != nil {
 			return nil, fmt.Errorf("update %q of run %s: %w", name, run.ID, err)
 		}
-		out, err := c.awaitUpdate(ctx, req, id, p.Wait)
+		out, err := c.awaitUpdate(ctx, req, id, p.Wait, false)
 		var re *UpdateRejectedError
 		if errors.As(err, &re) && re.Code == RejectFinished && hop < 8 {
 			// The run continued as new before it took the update: the run
@@ -145,26 +145,32 @@ func (c *Runtime) UpdateWorkflow(ctx context.Context, p *UpdateParams) (*UpdateO
 				}
 			}
 		}
-		if err != nil {
-			if re != nil {
-				re.RunID, re.Name, re.ID = run.ID, req.Name, id
-				return nil, re
-			}
-			return nil, fmt.Errorf("update %q of run %s: %w", name, run.ID, err)
-		}
-		if out.errMsg != "" {
-			return nil, &UpdateFailedError{RunID: run.ID, Name: req.Name, ID: id, Message: out.errMsg}
-		}
-		return &UpdateOutcome{RunID: run.ID, ID: id, Completed: out.done, Result: out.result}, nil
+		return updateResult(run.ID, req.Name, id, out, err)
 	}
+}
+
+// updateResult is what an update caller gets from its wait.
+func updateResult(runID, name, id string, out updateOutcome, err error) (*UpdateOutcome, error) {
+	var re *UpdateRejectedError
+	switch {
+	case errors.As(err, &re):
+		re.RunID, re.Name, re.ID = runID, name, id
+		return nil, re
+	case err != nil:
+		return nil, fmt.Errorf("update %q of run %s: %w", name, runID, err)
+	case out.errMsg != "":
+		return nil, &UpdateFailedError{RunID: runID, Name: name, ID: id, Message: out.errMsg}
+	}
+	return &UpdateOutcome{RunID: runID, ID: id, Completed: out.done, Result: out.result}, nil
 }
 
 // awaitUpdate waits for the answer of an update's request (waitUpdate),
 // woken by this process's decisions.
-func (c *Runtime) awaitUpdate(ctx context.Context, req *store.Request, id string, stage WaitStage) (updateOutcome, error) {
+// unrecorded: the request may have no row yet (it travels in its task).
+func (c *Runtime) awaitUpdate(ctx context.Context, req *store.Request, id string, stage WaitStage, unrecorded bool) (updateOutcome, error) {
 	w := c.updates.add(req.RunID, id)
 	defer c.updates.remove(w)
-	return c.waitUpdate(ctx, w, req, stage)
+	return c.waitUpdate(ctx, w, req, stage, unrecorded)
 }
 
 // updatePrefix makes an update's id the id of its request.
@@ -174,17 +180,22 @@ const updatePrefix = "update:"
 // the request, or its acceptance and completion, recorded in the history
 // after the request. A decision of this process tells w; otherwise it
 // polls the store, backing off up to PollInterval.
-func (c *Runtime) waitUpdate(ctx context.Context, w *updateWaiter, req *store.Request, stage WaitStage) (updateOutcome, error) {
+func (c *Runtime) waitUpdate(ctx context.Context, w *updateWaiter, req *store.Request, stage WaitStage, unrecorded bool) (updateOutcome, error) {
 	poll := c.cfg.MinPollInterval / 5
 	from := req.Seq
-	accepted := false
+	accepted, rescanned := false, false
 	for {
 		r, err := c.cfg.Store.GetRequest(ctx, req.RunID, req.ID)
-		if err != nil {
+		switch {
+		case errors.Is(err, store.ErrRequestNotFound) && unrecorded:
+		case err != nil:
 			return updateOutcome{}, err
-		}
-		if r.Status == store.RequestRejected {
+		case r.Status == store.RequestRejected:
 			return updateOutcome{}, rejection(r.Code, r.Error)
+		case r.Status == store.RequestAccepted && !rescanned:
+			// Accepted before this request was recorded: its events may be
+			// anywhere in the history.
+			from, rescanned = 0, true
 		}
 		run, err := c.cfg.Store.GetRun(ctx, req.RunID)
 		if err != nil {
@@ -314,10 +325,9 @@ func (c *Runtime) Cancelled(run *store.Run) {
 
 // UpdateWithStart sends an update to the active run of a workflow id,
 // starting one first (with input) if there is none, and waits as
-// p.Wait says (p.RunID is ignored). The start and the update's request
-// are two transactions: a call that fails between them leaves the run
-// started, and a retry of the call with the same update id (p.ID)
-// delivers the update to it once. It returns the run that got the update.
+// p.Wait says (p.RunID is ignored). A run it starts is created with the
+// update's request, in one transaction: the update is never lost between
+// the two. It returns the run that got the update.
 func (c *Runtime) UpdateWithStart(ctx context.Context, name, id string, input any, opts *StartOptions, p *UpdateParams) (*store.Run, *UpdateOutcome, error) {
 	o := StartOptions{}
 	if opts != nil {
@@ -328,40 +338,55 @@ func (c *Runtime) UpdateWithStart(ctx context.Context, name, id string, input an
 		return nil, nil, fmt.Errorf("update-with-start %q: %w: the workflow id is empty", name, limits.ErrInvalidInput)
 	}
 	if err := c.reg.checkName(name, p.Name, false); err != nil {
+		return nil, nil, &UpdateRejectedError{Name: p.Name, ID: p.ID, Code: RejectUnknown, Err: err}
+	}
+	raw, err := limits.JSON(p.Args)
+	if err != nil {
+		return nil, nil, fmt.Errorf("update-with-start %q: %w: arguments %w", name, limits.ErrInvalidInput, err)
+	}
+	if err := limits.Input(raw, c.cfg.MaxPayloadSize, "the update's arguments"); err != nil {
 		return nil, nil, fmt.Errorf("update-with-start %q: %w", name, err)
 	}
 	up := *p
 	if up.ID == "" {
 		up.ID = newID() // the same for every attempt below
 	}
+	if err := store.CheckRequestID(updatePrefix + up.ID); err != nil {
+		return nil, nil, fmt.Errorf("update-with-start %q: %w: UpdateOptions.ID: %w", name, limits.ErrInvalidInput, err)
+	}
 	for attempt := 0; ; attempt++ {
 		r, err := c.FindWorkflow(ctx, name, id)
 		switch {
 		case err == nil && !r.Status.Terminal():
+			up.RunID = r.ID
+			out, err := c.UpdateWorkflow(ctx, &up)
+			if errors.Is(err, engine.ErrRunFinished) && attempt < 10 {
+				continue // the run ended meanwhile: the next one gets it
+			}
+			if err != nil {
+				return r, nil, err
+			}
+			if out.RunID != r.ID {
+				if r, err = c.cfg.Store.GetRun(ctx, out.RunID); err != nil {
+					return nil, nil, err
+				}
+			}
+			return r, out, nil
 		case err == nil || errors.Is(err, store.ErrRunNotFound):
-			r, err = c.startWorkflow(ctx, name, input, &o, nil)
-			if errors.Is(err, store.ErrDuplicateRun) {
+			req := &store.NewRequest{ID: updatePrefix + up.ID, Kind: store.RequestUpdate, Name: up.Name, Args: raw}
+			r, err = c.startWorkflow(ctx, name, input, &o, nil, req)
+			if errors.Is(err, store.ErrDuplicateRun) && attempt < 10 {
 				continue // started by someone else meanwhile
 			}
 			if err != nil {
 				return nil, nil, err
 			}
+			// Its request has no row until a worker answers it.
+			out, err := c.awaitUpdate(ctx, &store.Request{RunID: r.ID, ID: req.ID, Name: up.Name}, up.ID, up.Wait, true)
+			res, err := updateResult(r.ID, up.Name, up.ID, out, err)
+			return r, res, err
 		default:
 			return nil, nil, err
 		}
-		up.RunID = r.ID
-		out, err := c.UpdateWorkflow(ctx, &up)
-		if errors.Is(err, engine.ErrRunFinished) && attempt < 10 {
-			continue // the run ended meanwhile: the next one gets it
-		}
-		if err != nil {
-			return r, nil, err
-		}
-		if out.RunID != r.ID {
-			if r, err = c.cfg.Store.GetRun(ctx, out.RunID); err != nil {
-				return nil, nil, err
-			}
-		}
-		return r, out, nil
 	}
 }

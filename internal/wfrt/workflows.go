@@ -286,10 +286,13 @@ type StartOptions struct {
 // decided in the same transaction as the creation, so the run's first
 // activities are queued when StartWorkflow returns.
 func (c *Runtime) StartWorkflow(ctx context.Context, name string, input any, opts *StartOptions) (*store.Run, error) {
-	return c.startWorkflow(ctx, name, input, opts, nil)
+	return c.startWorkflow(ctx, name, input, opts, nil, nil)
 }
 
-func (c *Runtime) startWorkflow(ctx context.Context, name string, input any, opts *StartOptions, signal *replay.Event) (*store.Run, error) {
+// startWorkflow starts a run; signal, when set, reaches its first
+// activation, and request, when set, goes with it (in a task created with
+// the run).
+func (c *Runtime) startWorkflow(ctx context.Context, name string, input any, opts *StartOptions, signal *replay.Event, request *store.NewRequest) (*store.Run, error) {
 	if opts == nil {
 		opts = &StartOptions{}
 	}
@@ -320,6 +323,11 @@ func (c *Runtime) startWorkflow(ctx context.Context, name string, input any, opt
 	}
 	if signal != nil {
 		spec.extra = []replay.Event{*signal}
+	}
+	if request != nil {
+		r := *request
+		r.RunID = spec.id
+		spec.request = &r
 	}
 	if _, ok := c.reg.workflow(name); !ok {
 		return nil, fmt.Errorf("start workflow %q: %w: register it with RegisterWorkflows", name, ErrWorkflowNotFound)
@@ -454,7 +462,7 @@ func (c *Runtime) SignalWithStart(ctx context.Context, name, id, signal string, 
 				return nil, fmt.Errorf("signal-with-start %q id %q: %w", name, id, err)
 			}
 		case err == nil || errors.Is(err, store.ErrRunNotFound):
-			r, err := c.startWorkflow(ctx, name, input, &o, &ev)
+			r, err := c.startWorkflow(ctx, name, input, &o, &ev, nil)
 			if err == nil {
 				return r, nil
 			}
