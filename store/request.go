@@ -44,8 +44,10 @@ type RequestStatus string
 const (
 	// RequestPending: recorded, not answered yet.
 	RequestPending RequestStatus = "pending"
-	// RequestAccepted: an update the workflow accepted; its outcome is in
-	// the run's history.
+	// RequestAccepted: an update the workflow had accepted before (under
+	// an earlier request of the same id); its outcome is in the run's
+	// history. (An update accepted under this request leaves it pending:
+	// the history says.)
 	RequestAccepted RequestStatus = "accepted"
 	// RequestRejected: refused (Code and Error say why); nothing was
 	// written to the run's history.
