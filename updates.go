@@ -21,7 +21,9 @@ import (
 // The caller waits for the acceptance or the reply (UpdateOptions.WaitFor)
 // by reading the store, so any process that reaches the store can wait.
 // An update id is recorded once per run: sending it again returns the
-// first's outcome, and its handler never runs twice.
+// first's outcome, and its handler never runs twice; only a rejected
+// update, which wrote nothing, may be sent again under its id (and is
+// offered to the workflow anew).
 
 // Errors of updates that callers branch on (see UpdateRejectedError).
 var (
@@ -51,8 +53,9 @@ type UpdateOptions struct {
 	// ID identifies the update within the run: letters, digits and
 	// "._:-", at most 193 bytes. Sending an update with the ID of one sent
 	// to the run before records nothing new: it returns (or waits for)
-	// that update's outcome, and its handler does not run again. Defaults
-	// to a new random id.
+	// that update's outcome, and its handler does not run again; unless
+	// that one was rejected, in which case the update is offered anew.
+	// Defaults to a new random id.
 	ID string
 	// WaitFor says how far to wait: UpdateCompleted (the default) or
 	// UpdateAccepted. Bound the wait with ctx.

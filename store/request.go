@@ -130,7 +130,10 @@ type Requester interface {
 	// CreateRequest records a request to an existing run (ErrRunNotFound
 	// otherwise) with the task that carries it, in one transaction, and
 	// returns it as stored. When the run has a request with that id, it
-	// writes nothing and returns that request with ErrDuplicateRequest.
+	// writes nothing and returns that request with ErrDuplicateRequest,
+	// unless that request was rejected: a rejection wrote nothing to the
+	// run, so its id may be sent again, and the request is recorded anew
+	// (pending, with a new task) in its place.
 	CreateRequest(ctx context.Context, p *CreateRequestParams) (*Request, error)
 	// AnswerRequest sets a request's status and answer and deletes the
 	// task of its fence, in one transaction: ErrLeaseLost when the lease

@@ -16,7 +16,7 @@ const requestCols = "run_id, id, kind, name, args, seq, status, result, code, er
 
 // requestQueries are the statements of requests, in the store's schema.
 type requestQueries struct {
-	runOf, insert, get, fenceHeld, answer, fence, insertTask string
+	runOf, insert, create, get, fenceHeld, answer, fence, insertTask string
 }
 
 func newRequestQueries(schema string) *requestQueries {
@@ -27,6 +27,12 @@ func newRequestQueries(schema string) *requestQueries {
 		runOf: s("SELECT workflow, version, seq FROM §runs WHERE id = $1 FOR KEY SHARE"),
 		insert: s(`INSERT INTO §requests (run_id, id, kind, name, args, seq, status, created_at)
 			VALUES ($1, $2, $3, $4, $5::text::jsonb, $6, 'pending', $7) ON CONFLICT (run_id, id) DO NOTHING`),
+		// A rejected request's id sent again: recorded anew in its place.
+		create: s(`INSERT INTO §requests AS r (run_id, id, kind, name, args, seq, status, created_at)
+			VALUES ($1, $2, $3, $4, $5::text::jsonb, $6, 'pending', $7) ON CONFLICT (run_id, id) DO UPDATE
+			SET kind = excluded.kind, name = excluded.name, args = excluded.args, seq = excluded.seq, status = 'pending',
+				result = NULL, code = '', error = '', created_at = excluded.created_at, answered_at = NULL
+			WHERE r.status = 'rejected'`),
 		get:       s("SELECT " + requestCols + " FROM §requests WHERE run_id = $1 AND id = $2"),
 		fenceHeld: s("SELECT 1 FROM §tasks WHERE id = $1 AND token = $2 AND owner IS NOT NULL FOR UPDATE"),
 		answer: s(`UPDATE §requests SET status = $3, result = $4::text::jsonb, code = $5, error = $6, answered_at = $7
@@ -86,7 +92,7 @@ func (s *Store) CreateRequest(ctx context.Context, p *store.CreateRequestParams)
 			if err != nil {
 				return err
 			}
-			tag, err := tx.Exec(ctx, q.insert, n.RunID, n.ID, string(n.Kind), n.Name, jsonText(n.Args), seq, now)
+			tag, err := tx.Exec(ctx, q.create, n.RunID, n.ID, string(n.Kind), n.Name, jsonText(n.Args), seq, now)
 			if err != nil {
 				return err
 			}

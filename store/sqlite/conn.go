@@ -50,6 +50,7 @@ const (
 	qGetRequestW
 	qInsertRequest
 	qInsertRequestIfMissing
+	qRenewRequest
 	qAnswerRequest
 	numQueries
 )
@@ -104,6 +105,8 @@ var queries = [numQueries]string{
 		VALUES (?, ?, ?, ?, ?, ?, 'pending', ?)`,
 	qInsertRequestIfMissing: `INSERT INTO requests (run_id, id, kind, name, args, seq, status, created_at)
 		VALUES (?, ?, ?, ?, ?, ?, 'pending', ?) ON CONFLICT (run_id, id) DO NOTHING`,
+	qRenewRequest: `UPDATE requests SET kind = ?3, name = ?4, args = ?5, seq = ?6, status = 'pending', result = NULL,
+		code = '', error = '', created_at = ?7, answered_at = NULL WHERE run_id = ?1 AND id = ?2 AND status = 'rejected'`,
 	qAnswerRequest: `UPDATE requests SET status = ?, result = ?, code = ?, error = ?, answered_at = ?
 		WHERE run_id = ? AND id = ?`,
 }

@@ -41,12 +41,18 @@ func (s *Store) CreateRequest(ctx context.Context, p *store.CreateRequestParams)
 				return nil
 			}
 			run := &store.Run{ID: n.RunID, Workflow: vString(w.dest[0]), Version: int(vInt(w.dest[1])), Seq: vInt(w.dest[2])}
-			if old, err := w.request(n.RunID, n.ID); err != nil {
+			old, err := w.request(n.RunID, n.ID)
+			if err != nil {
 				return err
-			} else if old != nil {
+			}
+			if old != nil && old.Status != store.RequestRejected {
 				out = old
 				refusal = fmt.Errorf("create request %s of run %s: %w", n.ID, n.RunID, store.ErrDuplicateRequest)
 				return nil
+			}
+			q := qInsertRequest
+			if old != nil {
+				q = qRenewRequest // a rejected request's id is sent again
 			}
 			w.arg(n.RunID)
 			w.arg(n.ID)
@@ -55,7 +61,7 @@ func (s *Store) CreateRequest(ctx context.Context, p *store.CreateRequestParams)
 			w.arg(jsonArg(n.Args))
 			w.arg(run.Seq)
 			w.arg(micros(now))
-			if _, err := w.exec(qInsertRequest); err != nil {
+			if _, err := w.exec(q); err != nil {
 				return fmt.Errorf("insert request: %w", err)
 			}
 			a := &applier{w: w, now: now, nowUS: micros(now)}

@@ -94,6 +94,32 @@ func testRequests(t *testing.T, h *harness) {
 		t.Fatalf("the answered request's task is still there: %+v", ts)
 	}
 
+	// A rejected request's id may be sent again: it is recorded anew,
+	// pending, with a new task.
+	again2 := newRequest("r1", "update:u1")
+	again2.Request.Args = raw(`{"sku":"d"}`)
+	again2.Now = at(4 * time.Second)
+	renewed, err := h.s.CreateRequest(ctx, again2)
+	if err != nil {
+		t.Fatalf("CreateRequest of a rejected request's id: %v", err)
+	}
+	wantRenewed := &store.Request{RunID: "r1", ID: "update:u1", Kind: store.RequestUpdate, Name: "add_item", Args: raw(`{"sku":"d"}`),
+		Seq: 1, Status: store.RequestPending, CreatedAt: at(4 * time.Second).Truncate(time.Microsecond)}
+	diff(t, "renewed request", wantRenewed, renewed)
+	if got, err := h.s.GetRequest(ctx, "r1", "update:u1"); err != nil {
+		t.Fatal(err)
+	} else {
+		diff(t, "stored renewed request", wantRenewed, got)
+	}
+	nt := h.claim(at(5*time.Second), "w", 10, time.Minute, "rq")
+	if len(nt) != 1 || nt[0].ID == tk.ID {
+		t.Fatalf("the renewed request's tasks: %+v; want one new task", nt)
+	}
+	if err := h.s.AnswerRequest(ctx, &store.AnswerRequestParams{RunID: "r1", ID: "update:u1", Fence: nt[0].Lease(),
+		Status: store.RequestRejected, Code: "invalid", Error: "no such sku", Now: at(5 * time.Second)}); err != nil {
+		t.Fatal(err)
+	}
+
 	// A query's answer carries a result.
 	q := newRequest("r1", "query:q1")
 	q.Request.Kind, q.Request.Name, q.Request.Args = store.RequestQuery, "total", nil
