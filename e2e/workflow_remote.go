@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 
@@ -165,7 +166,8 @@ func testWfRemoteMessages(t *testing.T, b Backend) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	sender, err := heph.New(&heph.Config{Store: e.st, Logger: QuietLogger()})
+	rec := &requestRecorder{Store: e.st}
+	sender, err := heph.New(&heph.Config{Store: rec, Logger: QuietLogger()})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -188,6 +190,15 @@ func testWfRemoteMessages(t *testing.T, b Backend) {
 	// apple, avocado (once), the empty item, banana: in the worker.
 	if n := TallyValidations.Load() - before; n < 4 {
 		t.Fatalf("the validator ran %d times in the worker's client, want at least 4", n)
+	}
+	// A query's request goes once its answer is read.
+	if len(rec.queries) != 4 {
+		t.Fatalf("%d query requests recorded, want 4", len(rec.queries))
+	}
+	for _, id := range rec.queries {
+		if _, err := e.st.GetRequest(ctx, r.ID, id); !errors.Is(err, store.ErrRequestNotFound) {
+			t.Fatalf("query request %s is still there: %v", id, err)
+		}
 	}
 	// The rejection is stored with the request, not in the history.
 	req, err := e.st.GetRequest(ctx, r.ID, "update:empty-1")
@@ -342,4 +353,20 @@ func testWfUpdateFollowsContinueAsNew(t *testing.T, b Backend) {
 			}
 		}
 	}
+}
+
+// requestRecorder records the ids of the query requests made through it.
+type requestRecorder struct {
+	store.Store
+	mu      sync.Mutex
+	queries []string
+}
+
+func (s *requestRecorder) CreateRequest(ctx context.Context, p *store.CreateRequestParams) (*store.Request, error) {
+	if p.Request.Kind == store.RequestQuery {
+		s.mu.Lock()
+		s.queries = append(s.queries, p.Request.ID)
+		s.mu.Unlock()
+	}
+	return s.Store.CreateRequest(ctx, p)
 }

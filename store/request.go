@@ -142,6 +142,10 @@ type Requester interface {
 	AnswerRequest(ctx context.Context, p *AnswerRequestParams) error
 	// GetRequest returns a request of a run by id, or ErrRequestNotFound.
 	GetRequest(ctx context.Context, runID, id string) (*Request, error)
+	// DeleteRequest deletes a request of a run whose answer is no longer
+	// needed (a query's, once read); deleting one that is not there is
+	// not an error. A task that still carries it finds it gone.
+	DeleteRequest(ctx context.Context, runID, id string) error
 }
 
 // Check reports what makes p unfit to record.

@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"log/slog"
+	"time"
 
 	"github.com/hephaestus-go/hephaestus/hephtype"
 	"github.com/hephaestus-go/hephaestus/internal/limits"
@@ -112,6 +114,16 @@ func (c *Runtime) answerQuery(qs Queries, r *store.Run, name string, args json.R
 func (c *Runtime) waitQuery(ctx context.Context, req *store.Request) (json.RawMessage, error) {
 	w := c.updates.add(req.RunID, req.ID)
 	defer c.updates.remove(w)
+	// Its answer is read once: the request goes, answered or not (a task
+	// that still carries it finds it gone). A failure leaves it to go
+	// with its run.
+	defer func() {
+		dctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+		defer cancel()
+		if err := c.cfg.Store.DeleteRequest(dctx, req.RunID, req.ID); err != nil {
+			c.cfg.Logger.Warn("delete an answered query's request", slog.String("run", req.RunID), slog.String("request", req.ID), slog.Any("err", err))
+		}
+	}()
 	poll := c.cfg.MinPollInterval / 5
 	for {
 		r, err := c.cfg.Store.GetRequest(ctx, req.RunID, req.ID)

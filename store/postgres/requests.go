@@ -16,7 +16,7 @@ const requestCols = "run_id, id, kind, name, args, seq, status, result, code, er
 
 // requestQueries are the statements of requests, in the store's schema.
 type requestQueries struct {
-	runOf, insert, create, get, fenceHeld, answer, fence, insertTask string
+	runOf, insert, create, get, del, fenceHeld, answer, fence, insertTask string
 }
 
 func newRequestQueries(schema string) *requestQueries {
@@ -34,6 +34,7 @@ func newRequestQueries(schema string) *requestQueries {
 				result = NULL, code = '', error = '', created_at = excluded.created_at, answered_at = NULL
 			WHERE r.status = 'rejected'`),
 		get:       s("SELECT " + requestCols + " FROM §requests WHERE run_id = $1 AND id = $2"),
+		del:       s("DELETE FROM §requests WHERE run_id = $1 AND id = $2"),
 		fenceHeld: s("SELECT 1 FROM §tasks WHERE id = $1 AND token = $2 AND owner IS NOT NULL FOR UPDATE"),
 		answer: s(`UPDATE §requests SET status = $3, result = $4::text::jsonb, code = $5, error = $6, answered_at = $7
 			WHERE run_id = $1 AND id = $2`),
@@ -223,4 +224,20 @@ func scanRequest(row pgx.Row) (*store.Request, error) {
 		r.AnsweredAt = answered.UTC()
 	}
 	return &r, nil
+}
+
+// DeleteRequest deletes a request of a run, if it is there.
+func (s *Store) DeleteRequest(ctx context.Context, runID, id string) error {
+	if err := s.check(); err != nil {
+		return fmt.Errorf("delete request: %w", err)
+	}
+	q := s.rq()
+	err := s.idempotent(ctx, func(ctx context.Context) error {
+		_, err := s.pool.Exec(ctx, q.del, runID, id)
+		return err
+	})
+	if err != nil {
+		return s.fail("delete request", err)
+	}
+	return nil
 }

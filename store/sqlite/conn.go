@@ -51,6 +51,7 @@ const (
 	qInsertRequest
 	qInsertRequestIfMissing
 	qRenewRequest
+	qDeleteRequest
 	qAnswerRequest
 	numQueries
 )
@@ -107,6 +108,7 @@ var queries = [numQueries]string{
 		VALUES (?, ?, ?, ?, ?, ?, 'pending', ?) ON CONFLICT (run_id, id) DO NOTHING`,
 	qRenewRequest: `UPDATE requests SET kind = ?3, name = ?4, args = ?5, seq = ?6, status = 'pending', result = NULL,
 		code = '', error = '', created_at = ?7, answered_at = NULL WHERE run_id = ?1 AND id = ?2 AND status = 'rejected'`,
+	qDeleteRequest: "DELETE FROM requests WHERE run_id = ? AND id = ?",
 	qAnswerRequest: `UPDATE requests SET status = ?, result = ?, code = ?, error = ?, answered_at = ?
 		WHERE run_id = ? AND id = ?`,
 }

@@ -199,3 +199,20 @@ func (w *wconn) request(runID, id string) (*store.Request, error) {
 	}
 	return r, nil
 }
+
+// DeleteRequest deletes a request of a run, if it is there.
+func (s *Store) DeleteRequest(ctx context.Context, runID, id string) error {
+	if err := s.check(); err != nil {
+		return fmt.Errorf("delete request: %w", err)
+	}
+	err := s.withWriter(ctx, func(w *wconn) error {
+		w.arg(runID)
+		w.arg(id)
+		_, err := w.exec(qDeleteRequest)
+		return err
+	})
+	if err != nil {
+		return s.fail("delete request", err)
+	}
+	return nil
+}

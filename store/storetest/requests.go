@@ -169,6 +169,20 @@ func testRequests(t *testing.T, h *harness) {
 		t.Fatalf("an answer whose Request names another request: %v; want it refused as invalid", err)
 	}
 
+	// A request whose answer was read goes; deleting it again, or one
+	// never recorded, is no error.
+	for range 2 {
+		if err := h.s.DeleteRequest(ctx, "r1", "query:q1"); err != nil {
+			t.Fatalf("DeleteRequest: %v", err)
+		}
+	}
+	if _, err := h.s.GetRequest(ctx, "r1", "query:q1"); !errors.Is(err, store.ErrRequestNotFound) {
+		t.Fatalf("a deleted request is still there: %v", err)
+	}
+	if r, err := h.s.GetRequest(ctx, "r1", "update:u1"); err != nil || r.Status != store.RequestRejected {
+		t.Fatalf("deleting one request touched another: %+v, %v", r, err)
+	}
+
 	// The requests go with their run.
 	h.mustUpdate(at(3*time.Hour), "r1", nil, &store.Update{Status: hephtype.StatusCompleted, History: marker("done")})
 	if n, err := h.s.PruneRuns(ctx, &store.PruneParams{FinishedBefore: at(4 * time.Hour)}); err != nil || n != 1 {
