@@ -67,7 +67,7 @@ func New(cfg *Config) (*Client, error) {
 		Release: func(ts []*store.Task) { cl.pool.Release(ts) }, CancelRun: cl.CancelRun,
 		WorkerID: c.WorkerID, WorkflowQueue: c.WorkflowQueue, StickyCacheSize: c.StickyCacheSize,
 		DecisionRetryBackoff: c.DecisionRetryBackoff, MinPollInterval: c.MinPollInterval, PollInterval: c.PollInterval,
-		MaxPayloadSize: c.MaxPayloadSize, Registered: cl.updateHandlers,
+		MaxPayloadSize: c.MaxPayloadSize, Registered: cl.updateHandlers, Wake: func(q string) { cl.pool.Wake(q) },
 	})
 	exec := worker.Kinds{store.TaskStep: cl.flows, store.TaskTimer: cl.flows}
 	for _, k := range wfrt.Kinds {
@@ -210,11 +210,19 @@ func (c *Client) StartRuns(ctx context.Context, flowName string, reqs []StartReq
 	return runs, err
 }
 
-// Run starts a run and waits until it finishes (see WaitRun).
+// Run starts a run and waits until it finishes (see WaitRun). When this
+// client was not started and no live worker of another process has the
+// flow, it returns ErrNotStarted (with the run, which is stored and waits
+// for a worker) instead of waiting until ctx ends.
 func (c *Client) Run(ctx context.Context, flowName string, input any, opts *StartOptions) (*Run, error) {
 	r, err := c.StartRun(ctx, flowName, input, opts)
 	if err != nil {
 		return nil, err
+	}
+	if !r.Status.Terminal() {
+		if err := c.checkServed(ctx, r.ID, "flow:"+flowName+"@"); err != nil {
+			return r, err
+		}
 	}
 	return c.WaitRun(ctx, r.ID)
 }

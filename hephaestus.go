@@ -18,9 +18,16 @@
 //	run, _ := hephaestus.StartWorkflow(ctx, c, checkout, cart, nil)
 //	receipt, err := run.Get(ctx)
 //
-// Signals (SignalWorkflow, SignalWithStart), updates (Update), queries
-// (Query) and cancellation (CancelRun) reach running workflows; package
-// hephtest runs workflows in memory and replays exported histories.
+// Signals (SendSignal, SignalWorkflow, SignalWithStart), updates
+// (RunUpdate, UpdateWorkflow, UpdateWithStart), named queries (RunQuery,
+// QueryNamed), the published state (Query) and cancellation (CancelRun)
+// reach running workflows from any process that reaches the store: it
+// needs none of the workflow's code, since a worker that has the workflow
+// validates updates and answers queries (see UpdateWorkflow). Declare the
+// messages once in package workflow (workflow.NewUpdate, NewSignal,
+// NewQuery) and use the same definitions in the workflow and its callers.
+// Package hephtest runs workflows in memory and replays exported
+// histories.
 //
 // Every state change of a run is one transaction in the store: the run,
 // its history and its task queue change together. Steps run at least once;

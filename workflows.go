@@ -36,6 +36,18 @@ var (
 	// now (the run is not in a phase with a handler for it, or has ended).
 	// Nothing was written.
 	ErrUpdateNotAccepted = replay.ErrUpdateNotAccepted
+	// ErrUnknownQuery: the workflow declares no query of that name
+	// (workflow.HandleQuery).
+	ErrUnknownQuery = workflow.ErrUnknownQuery
+	// ErrUnknownUpdate: the workflow declares its updates
+	// (workflow.Definition.Declare), and none of that name. Told by the
+	// worker that has the workflow, or at once by a client that has it.
+	ErrUnknownUpdate = workflow.ErrUnknownUpdate
+	// ErrUnknownSignal: the workflow declares its signals, and none of
+	// that name; told by a client that has the workflow registered (a
+	// signal sent from a process without it is recorded, and waits for a
+	// handler like any other).
+	ErrUnknownSignal = workflow.ErrUnknownSignal
 )
 
 // Workflow is a code-first workflow as the runtime registers it; a
@@ -63,7 +75,7 @@ func (c *Client) RegisterWorkflows(ws ...Workflow) error {
 		if w == nil {
 			return errors.New("hephaestus: RegisterWorkflows: a workflow needs a name")
 		}
-		if err := c.wf.RegisterWorkflow(w.Name(), w.Func()); err != nil {
+		if err := c.wf.RegisterWorkflow(w.Name(), w.Func(), w); err != nil {
 			return fmt.Errorf("hephaestus: RegisterWorkflows: %w", err)
 		}
 	}
@@ -99,16 +111,23 @@ type WorkflowOptions struct {
 }
 
 // WorkflowError is the failure of a workflow run: the error its function
-// returned (or panicked with), as the history recorded it.
+// returned (or panicked with), as the history recorded it. When that
+// error carried a *workflow.ApplicationError (returned by the workflow,
+// or by one of its activities), Cause is it, with its type and details:
+// errors.As finds it.
 type WorkflowError struct {
 	RunID    string
 	Workflow string
 	Message  string
+	Cause    error
 }
 
 func (e *WorkflowError) Error() string {
 	return fmt.Sprintf("workflow %q (run %s) failed: %s", e.Workflow, e.RunID, e.Message)
 }
+
+// Unwrap returns Cause.
+func (e *WorkflowError) Unwrap() error { return e.Cause }
 
 // CanceledError reports that a run was cancelled.
 type CanceledError struct {
@@ -179,6 +198,36 @@ func (c *Client) QueryWorkflow(ctx context.Context, runID string) (json.RawMessa
 	return c.wf.QueryWorkflow(ctx, runID)
 }
 
+// QueryNamed asks the named query of a workflow run with args (encoded as
+// JSON) and returns its answer: the workflow's handler
+// (workflow.HandleQuery) computes it over the state the run published
+// last, without replaying the run. When this client has the workflow
+// registered it answers at once; otherwise a worker that has it answers,
+// through the store: bound the wait with ctx. An empty name returns the
+// published state (QueryWorkflow). A name the workflow does not declare
+// fails with ErrUnknownQuery, a failed handler with a *QueryFailedError.
+// A run that continued as new is followed to the run that carries it on.
+func (c *Client) QueryNamed(ctx context.Context, runID, name string, args any) (json.RawMessage, error) {
+	out, err := c.wf.QueryNamed(ctx, runID, name, args)
+	var qf *wfrt.QueryFailedError
+	if errors.As(err, &qf) {
+		return nil, &QueryFailedError{RunID: qf.RunID, Name: qf.Name, Message: qf.Message}
+	}
+	return out, err
+}
+
+// QueryFailedError reports a named query whose handler returned an error
+// (or whose arguments or published state did not decode).
+type QueryFailedError struct {
+	RunID   string
+	Name    string
+	Message string
+}
+
+func (e *QueryFailedError) Error() string {
+	return fmt.Sprintf("query %q of run %s failed: %s", e.Name, e.RunID, e.Message)
+}
+
 // WorkflowResult waits until the workflow run ends, following
 // continue-as-new to the run that ends the chain, and returns that run: its
 // Output when completed, or its Error.
@@ -198,7 +247,11 @@ func resultError(r *Run) error {
 	case hephtype.StatusCancelled:
 		return &CanceledError{RunID: r.ID, Reason: r.Error}
 	}
-	return &WorkflowError{RunID: r.ID, Workflow: r.Flow, Message: r.Error}
+	we := &WorkflowError{RunID: r.ID, Workflow: r.Flow, Message: r.Error}
+	if app := workflow.ApplicationErrorOf(nil, r.Output); app != nil {
+		we.Cause = app
+	}
+	return we
 }
 
 // HistoryExport is a workflow run's history as Client.ExportHistory writes
@@ -257,14 +310,22 @@ func StartWorkflow[In, Out any](ctx context.Context, c *Client, def *workflow.De
 	return &WorkflowRun[Out]{c: c, ID: r.ID, Workflow: def.Name()}, nil
 }
 
-// ExecuteWorkflow starts a run of def and waits for its result.
+// ExecuteWorkflow starts a run of def and waits for its result. When this
+// client was not started and no live worker of another process has the
+// workflow, it returns ErrNotStarted (the run is stored and waits for a
+// worker) instead of waiting until ctx ends.
 func ExecuteWorkflow[In, Out any](ctx context.Context, c *Client, def *workflow.Definition[In, Out], in In, opts *WorkflowOptions) (Out, error) {
-	r, err := StartWorkflow(ctx, c, def, in, opts)
+	var zero Out
+	r, err := c.StartWorkflow(ctx, def.Name(), in, opts)
 	if err != nil {
-		var zero Out
 		return zero, err
 	}
-	return r.Get(ctx)
+	if !r.Status.Terminal() {
+		if err := c.checkServed(ctx, r.ID, store.WorkflowHandler(def.Name())); err != nil {
+			return zero, err
+		}
+	}
+	return GetWorkflow(c, def, r.ID).Get(ctx)
 }
 
 // SignalWithStartWorkflow is Client.SignalWithStart for def.
@@ -332,6 +393,20 @@ func Update[R any](ctx context.Context, c *Client, runID, name string, args any,
 	}
 	if err := json.Unmarshal(raw, &v); err != nil {
 		return v, fmt.Errorf("update %q of run %s: decode reply: %w", name, runID, err)
+	}
+	return v, nil
+}
+
+// RunQuery asks query q of a workflow run with args and decodes the answer
+// (see Client.QueryNamed).
+func RunQuery[A, R any](ctx context.Context, c *Client, runID string, q *workflow.Query[A, R], args A) (R, error) {
+	var v R
+	raw, err := c.QueryNamed(ctx, runID, q.Name(), args)
+	if err != nil {
+		return v, err
+	}
+	if err := json.Unmarshal(raw, &v); err != nil {
+		return v, fmt.Errorf("query %q of run %s: decode answer into a %T: %w", q.Name(), runID, v, err)
 	}
 	return v, nil
 }

@@ -461,6 +461,17 @@ func CheckChaos(ctx context.Context, st store.Store, runs []ChaosRun) (ChaosFigu
 			f.Workflows++
 			parents[r.ID] = r
 			c = checkWorkflowHistory(h, r)
+			// Each update was recorded once, as a request a worker took:
+			// never rejected (a retried or duplicated commit, or a lost
+			// lease, must not turn into a rejection).
+			for _, id := range r.Updates {
+				req, err := st.GetRequest(ctx, r.ID, "update:"+id)
+				if err != nil {
+					fail(r.ID, "run %s: the request of update %q: %v", r.ID, id, err)
+				} else if req.Status == store.RequestRejected {
+					fail(r.ID, "run %s: update %q was rejected (%s: %s) and accepted", r.ID, id, req.Code, req.Error)
+				}
+			}
 			if run.Status != hephtype.StatusCompleted {
 				fail(r.ID, "workflow run %s (n=%d) is %s (%s), want completed", r.ID, r.WfIn.N, run.Status, run.Error)
 			} else {

@@ -294,9 +294,10 @@ func (w *chaosTail) String() string {
 	return string(bytes.Clone(w.buf))
 }
 
-// newChaosDriver is the test's own client: it starts runs and sends
-// messages (update validators and decisions run here), and runs no
-// workers.
+// newChaosDriver is the test's own client: it starts runs (their first
+// decisions run here) and sends messages, and works no queue of the
+// workflows: updates are requests that the worker processes, which this
+// test kills, accept or reject (their validators run there).
 func newChaosDriver(t *testing.T, st store.Store) *heph.Client {
 	t.Helper()
 	c, err := heph.New(&heph.Config{Store: st, Queues: map[string]int{"chaos-driver": 1}, PollInterval: 100 * time.Millisecond, Logger: chaosLogger()})

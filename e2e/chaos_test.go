@@ -819,6 +819,23 @@ func TestChaosCheckerFindsFaults(t *testing.T) {
 			t.Fatalf("create %s: %v", creates[i].ID, r.Err)
 		}
 	}
+	// The update's request, as a sender records it, answered (not
+	// rejected) by a worker.
+	if _, err := st.CreateRequest(ctx, &store.CreateRequestParams{
+		Request: store.NewRequest{RunID: "wf", ID: "update:u", Kind: store.RequestUpdate, Name: e2e.ChaosUpdate, Args: json.RawMessage(`"u"`)},
+		Task:    store.NewTask{Queue: "checker", Kind: store.TaskDecision, Step: "request", Index: -1, Attempt: 1},
+		Now:     time.Now(),
+	}); err != nil {
+		t.Fatal(err)
+	}
+	rt, err := st.ClaimTasks(ctx, &store.ClaimParams{Queues: []string{"checker"}, Owner: "checker", Limit: 1, LeaseFor: time.Minute, Now: time.Now()})
+	if err != nil || len(rt) != 1 {
+		t.Fatal(rt, err)
+	}
+	if err := st.AnswerRequest(ctx, &store.AnswerRequestParams{RunID: "wf", ID: "update:u", Fence: rt[0].Lease(),
+		Status: store.RequestAccepted, Code: "duplicate", Now: time.Now()}); err != nil {
+		t.Fatal(err)
+	}
 	runs := []e2e.ChaosRun{
 		{ID: "wf", WfIn: in, Signals: []string{"s"}, Updates: []string{"u"}},
 		{ID: "flow", Flow: true, FlowIn: flowIn},

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -30,6 +31,8 @@ func testExactlyOnce(t *testing.T, b Backend) {
 		{"ChildReportRetriedCommit", testChildReportRetriedCommit},
 		{"ChildReportOutlivesLease", testChildReportOutlivesLease},
 		{"SignalRetriedCommit", testSignalRetriedCommit},
+		{"UpdateAcceptRetriedCommit", testUpdateAcceptRetriedCommit},
+		{"UpdateRequestRetriedCommit", testUpdateRequestRetriedCommit},
 		{"CancelAndResumeRetriedCommit", testCancelResumeRetriedCommit},
 		{"LeaseWatchdog", testLeaseWatchdog},
 		{"LongBusinessValues", testLongBusinessValues},
@@ -52,6 +55,8 @@ type faultStore struct {
 	// heartbeat, when set, replaces the store's Heartbeat.
 	heartbeat func(ctx context.Context, p *store.HeartbeatParams) ([]int64, error)
 	lost      atomic.Int32
+	// loseRequest: see CreateRequest.
+	loseRequest atomic.Bool
 }
 
 func (s *faultStore) Apply(ctx context.Context, p *store.ApplyParams) (*store.ApplyResult, error) {
@@ -76,6 +81,17 @@ func (s *faultStore) Heartbeat(ctx context.Context, p *store.HeartbeatParams) ([
 		return hb(ctx, p)
 	}
 	return s.Store.Heartbeat(ctx, p)
+}
+
+// CreateRequest loses the outcome of the first request recorded while
+// loseRequest is set: the request is stored, the caller gets an error.
+func (s *faultStore) CreateRequest(ctx context.Context, p *store.CreateRequestParams) (*store.Request, error) {
+	req, err := s.Store.CreateRequest(ctx, p)
+	if err == nil && s.loseRequest.CompareAndSwap(true, false) {
+		s.lost.Add(1)
+		return nil, errors.New("injected: the connection died after COMMIT")
+	}
+	return req, err
 }
 
 // loseOnce loses the outcome of the first commit after which cond holds.
@@ -807,4 +823,86 @@ func testStepStartedHistory(t *testing.T, b Backend) {
 		t.Fatalf("workflow: %q, %v", out, err)
 	}
 	checkAttempts(e.history(wr.ID), "workflow")
+}
+
+// updateCounter accepts "add" updates until one says "stop", and returns
+// the others' arguments: its handler runs once per accepted update.
+var updateCounter = workflow.New("update_counter", func(ctx workflow.Context, _ struct{}) ([]string, error) {
+	return workflow.Phase(ctx, []string(nil),
+		workflow.OnUpdate("add", func(ctx workflow.Context, v string, got []string) (workflow.Reply[[]string, int], error) {
+			if v == "stop" {
+				return workflow.RespondAndStop(len(got), got), nil
+			}
+			got = append(slices.Clip(got), v)
+			return workflow.Respond(len(got), got), nil
+		}),
+	)
+})
+
+// sendUpdates sends "add" updates a, b and stop from a client that does
+// not have the workflow, and checks the replies and the history: each
+// accepted and completed once.
+func sendUpdates(t *testing.T, e *env, c *heph.Client, r *heph.WorkflowRun[[]string]) {
+	t.Helper()
+	ctx := ctxT(t)
+	for i, v := range []string{"a", "b", "stop"} {
+		want := min(i+1, 2)
+		if n, err := heph.Update[int](ctx, c, r.ID, "add", v, &heph.UpdateOptions{ID: "add-" + v}); err != nil || n != want {
+			t.Fatalf("update add %s: %d, %v; want %d", v, n, err, want)
+		}
+	}
+	out, err := r.Get(ctx)
+	if err != nil || strings.Join(out, ",") != "a,b" {
+		t.Fatalf("updates applied %q, %v; want a,b", out, err)
+	}
+	h := e.history(r.ID)
+	for _, k := range []hephtype.EventKind{hephtype.EventUpdateAccepted, hephtype.EventUpdateDone} {
+		if n := count(h, k, ""); n != 3 {
+			t.Fatalf("%d %s entries, want 3", n, k)
+		}
+	}
+}
+
+// An update's acceptance commits, the worker loses its outcome and the
+// commit is retried: the update is accepted, and handled, once.
+func testUpdateAcceptRetriedCommit(t *testing.T, b Backend) {
+	st, reopen := b.New(t)
+	fs := &faultStore{Store: st}
+	e := &env{t: t, st: st, reopen: reopen}
+	e.c = startWfClient(t, fs, func(c *heph.Config) { c.LeaseDuration = 3 * time.Second }, wfs(updateCounter))
+	ctx := ctxT(t)
+	r, err := heph.StartWorkflow(ctx, e.c, updateCounter, struct{}{}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sender, err := heph.New(&heph.Config{Store: st, Logger: QuietLogger()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { stopClient(sender) })
+	fs.loseOnce(func() bool { return hasEvent(st, r.ID, hephtype.EventUpdateAccepted) })
+	sendUpdates(t, e, sender, r)
+	fs.waitLost(t, 1)
+}
+
+// An update's request is recorded, the sender loses the outcome and
+// records it again: the update is recorded, accepted and handled once.
+func testUpdateRequestRetriedCommit(t *testing.T, b Backend) {
+	st, reopen := b.New(t)
+	fs := &faultStore{Store: st}
+	e := &env{t: t, st: st, reopen: reopen}
+	e.c = startWfClient(t, st, nil, wfs(updateCounter))
+	ctx := ctxT(t)
+	r, err := heph.StartWorkflow(ctx, e.c, updateCounter, struct{}{}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sender, err := heph.New(&heph.Config{Store: fs, Logger: QuietLogger()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { stopClient(sender) })
+	fs.loseRequest.Store(true)
+	sendUpdates(t, e, sender, r)
+	fs.waitLost(t, 1)
 }

@@ -33,6 +33,14 @@ func TestMain(m *testing.M) {
 		}
 		os.Exit(0)
 	}
+	// The remote-messages test runs it as the process that sends them.
+	if dsn := os.Getenv(remoteEnvDSN); dsn != "" {
+		if err := remoteSender(dsn, os.Getenv(remoteEnvRun)); err != nil {
+			fmt.Fprintln(os.Stderr, "remote sender:", err)
+			os.Exit(1)
+		}
+		os.Exit(0)
+	}
 	// The chaos tests run it as their worker processes.
 	if spec := os.Getenv(chaosEnv); spec != "" {
 		if err := chaosChild(spec); err != nil {

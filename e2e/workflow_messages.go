@@ -128,8 +128,9 @@ func testWfUpdateRejection(t *testing.T, b Backend) {
 			t.Fatalf("rejection %d: %v", i, err)
 		}
 	}
-	// Not accepted anywhere in this workflow.
-	if _, err := heph.Update[int](ctx, e.c, r.ID, "confirm", nil, nil); !errors.Is(err, heph.ErrUpdateNotAccepted) {
+	// Not accepted in this phase.
+	confirm := &heph.UpdateOptions{ID: "confirm-1"}
+	if _, err := heph.Update[string](ctx, e.c, r.ID, "confirm", nil, confirm); !errors.Is(err, heph.ErrUpdateNotAccepted) {
 		t.Fatalf("confirm while open: %v, want ErrUpdateNotAccepted", err)
 	}
 	after := e.history(r.ID)
@@ -138,6 +139,15 @@ func testWfUpdateRejection(t *testing.T, b Backend) {
 	}
 	if runAfter, _ := e.st.GetRun(ctx, r.ID); runAfter.Seq != runBefore.Seq {
 		t.Fatalf("the run moved from event %d to %d", runBefore.Seq, runAfter.Seq)
+	}
+	// A rejection wrote nothing, so its id may be sent again: once the
+	// cart confirms, the same update id is accepted.
+	if err := r.Signal(ctx, "checkout", nil); err != nil {
+		t.Fatal(err)
+	}
+	waitQuery(t, e.c, r.ID, func(s CartStatus) bool { return s.Phase == "confirming" })
+	if got, err := heph.Update[string](ctx, e.c, r.ID, "confirm", nil, confirm); err != nil || got != "ok" {
+		t.Fatalf("confirm-1 sent again while confirming: %q, %v; want ok", got, err)
 	}
 	// An update outside any phase is rejected too.
 	c, err := heph.StartWorkflow(ctx, e.c, Counter, struct{}{}, nil)

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"slices"
 	"strconv"
+	"strings"
 	"time"
 
 	heph "github.com/hephaestus-go/hephaestus"
@@ -28,6 +29,7 @@ import (
 type WorkflowEnv struct {
 	cfg        WorkflowEnvConfig
 	workflows  map[string]replay.Func
+	defs       map[string]heph.Workflow
 	activities map[string]replay.ActivityFunc
 	sim        *replay.Sim
 	nextUpdate int
@@ -48,7 +50,7 @@ type WorkflowEnvConfig struct {
 
 // NewWorkflowEnv returns an env with the workflows ws registered.
 func NewWorkflowEnv(cfg *WorkflowEnvConfig, ws ...heph.Workflow) *WorkflowEnv {
-	e := &WorkflowEnv{workflows: map[string]replay.Func{}, activities: map[string]replay.ActivityFunc{}}
+	e := &WorkflowEnv{workflows: map[string]replay.Func{}, defs: map[string]heph.Workflow{}, activities: map[string]replay.ActivityFunc{}}
 	if cfg != nil {
 		e.cfg = *cfg
 	}
@@ -60,6 +62,7 @@ func NewWorkflowEnv(cfg *WorkflowEnvConfig, ws ...heph.Workflow) *WorkflowEnv {
 func (e *WorkflowEnv) RegisterWorkflows(ws ...heph.Workflow) {
 	for _, w := range ws {
 		e.workflows[w.Name()] = w.Func()
+		e.defs[w.Name()] = w
 	}
 }
 
@@ -213,6 +216,9 @@ func (r *WorkflowRun[Out]) current() *replay.SimRun {
 // Signal sends a signal to the run (or the run that continues it) and
 // decides at once.
 func (r *WorkflowRun[Out]) Signal(name string, payload any) error {
+	if err := r.e.checkName(r.current().Workflow(), name, true); err != nil {
+		return err
+	}
 	raw, err := json.Marshal(payload)
 	if err != nil {
 		return fmt.Errorf("hephtest: payload does not encode as JSON: %w", err)
@@ -246,6 +252,9 @@ func Update[R, Out any](ctx context.Context, r *WorkflowRun[Out], name string, a
 	e.nextUpdate++
 	id := "update-" + strconv.Itoa(e.nextUpdate)
 	run := r.current()
+	if err := e.checkName(run.Workflow(), name, false); err != nil {
+		return v, &heph.UpdateRejectedError{RunID: run.ID(), Name: name, ID: id, Err: err}
+	}
 	o, err := run.Update(id, name, raw)
 	if err != nil {
 		return v, publicErr(err)
@@ -255,6 +264,11 @@ func Update[R, Out any](ctx context.Context, r *WorkflowRun[Out], name string, a
 		var re *replay.UpdateRejectedError
 		if errors.As(cause, &re) {
 			cause = re.Err
+		}
+		if !errors.Is(cause, heph.ErrUpdateNotAccepted) {
+			// As the runtime reports it: the validator's error, which
+			// is ErrUpdateInvalid.
+			cause = &invalidUpdate{cause}
 		}
 		return v, &heph.UpdateRejectedError{RunID: run.ID(), Name: name, ID: id, Err: cause}
 	}
@@ -272,6 +286,73 @@ func Update[R, Out any](ctx context.Context, r *WorkflowRun[Out], name string, a
 	}
 	if err := json.Unmarshal(res, &v); err != nil {
 		return v, fmt.Errorf("hephtest: decode reply: %w", err)
+	}
+	return v, nil
+}
+
+// invalidUpdate is a validator's rejection: its error, and
+// heph.ErrUpdateInvalid.
+type invalidUpdate struct{ err error }
+
+func (e *invalidUpdate) Error() string   { return e.err.Error() }
+func (e *invalidUpdate) Unwrap() []error { return []error{e.err, heph.ErrUpdateInvalid} }
+
+// checkName refuses an update or signal name that the workflow, which
+// declares its messages, does not declare, as a client that has it does.
+func (e *WorkflowEnv) checkName(workflowName, name string, signal bool) error {
+	d, ok := e.defs[workflowName].(interface {
+		Declared() (updates, signals []string)
+	})
+	if !ok {
+		return nil
+	}
+	updates, signals := d.Declared()
+	names, unknown, what := updates, heph.ErrUnknownUpdate, "update"
+	if signal {
+		names, unknown, what = signals, heph.ErrUnknownSignal, "signal"
+	}
+	if len(names) == 0 || slices.Contains(names, name) {
+		return nil
+	}
+	return fmt.Errorf("hephtest: workflow %q declares no %s %q (it declares %s): %w", workflowName, what, name, strings.Join(names, ", "), unknown)
+}
+
+// RunUpdate is Update for the declared update u.
+func RunUpdate[A, R, Out any](ctx context.Context, r *WorkflowRun[Out], u *workflow.Update[A, R], args A) (R, error) {
+	return Update[R](ctx, r, u.Name(), args)
+}
+
+// SendSignal is Signal for the declared signal s.
+func SendSignal[A, Out any](r *WorkflowRun[Out], s *workflow.Signal[A], payload A) error {
+	return r.Signal(s.Name(), payload)
+}
+
+// RunQuery asks the run's named query q with args, answered by the
+// workflow's handler over the state the run published last (see
+// workflow.HandleQuery); an undeclared name fails with
+// heph.ErrUnknownQuery, a failing handler with a *heph.QueryFailedError.
+func RunQuery[A, R, Out any](r *WorkflowRun[Out], q *workflow.Query[A, R], args A) (R, error) {
+	var v R
+	run := r.current()
+	qs, ok := r.e.defs[run.Workflow()].(interface {
+		AnswerQuery(name string, published, args json.RawMessage) (json.RawMessage, error)
+	})
+	if !ok {
+		return v, fmt.Errorf("hephtest: workflow %q answers no named query: %w", run.Workflow(), heph.ErrUnknownQuery)
+	}
+	raw, err := json.Marshal(args)
+	if err != nil {
+		return v, fmt.Errorf("hephtest: arguments do not encode as JSON: %w", err)
+	}
+	out, err := qs.AnswerQuery(q.Name(), run.Published(), raw)
+	if errors.Is(err, heph.ErrUnknownQuery) {
+		return v, err
+	}
+	if err != nil {
+		return v, &heph.QueryFailedError{RunID: run.ID(), Name: q.Name(), Message: err.Error()}
+	}
+	if err := json.Unmarshal(out, &v); err != nil {
+		return v, fmt.Errorf("hephtest: decode answer: %w", err)
 	}
 	return v, nil
 }

@@ -126,6 +126,9 @@ type Store interface {
 	// by ID. Expired records may be deleted on the way.
 	ListWorkers(ctx context.Context, p *ListWorkersParams) ([]*Worker, error)
 
+	// Requester records requests to runs and their answers (request.go).
+	Requester
+
 	// Close releases the store's resources.
 	Close() error
 }

@@ -101,6 +101,9 @@ func (a *Activity[In, Out]) Invoke(ctx context.Context, input json.RawMessage) (
 	}()
 	v, err := a.fn(ctx, in)
 	if err != nil {
+		if app := ApplicationErrorOf(err, nil); app != nil && app.NonRetryable {
+			return nil, flow.NonRetryable(err)
+		}
 		return nil, err
 	}
 	raw, err := json.Marshal(v)
@@ -111,14 +114,20 @@ func (a *Activity[In, Out]) Invoke(ctx context.Context, input json.RawMessage) (
 }
 
 // ActivityError is the failure of an activity, as recorded in history:
-// the message of the error its last attempt returned. (Error values do
-// not survive the trip through history; errors.Is on the original error
-// does not hold.)
+// the message of the error its last attempt returned. Error values do not
+// survive the trip through history (errors.Is on the original error does
+// not hold), except an *ApplicationError: Cause holds it, with its type
+// and details, and errors.As finds it.
 type ActivityError struct {
 	Activity string
 	Attempt  int
 	Message  string
+	// Cause is the *ApplicationError the activity failed with, or nil.
+	Cause error
 }
+
+// Unwrap returns Cause.
+func (e *ActivityError) Unwrap() error { return e.Cause }
 
 func (e *ActivityError) Error() string {
 	return fmt.Sprintf("activity %q failed after %d attempt(s): %s", e.Activity, e.Attempt, e.Message)

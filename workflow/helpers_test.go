@@ -11,6 +11,7 @@ import (
 
 	"github.com/hephaestus-go/hephaestus/hephtype"
 	"github.com/hephaestus-go/hephaestus/internal/replay"
+	"github.com/hephaestus-go/hephaestus/workflow"
 )
 
 // registered is what the test env needs of a workflow definition.
@@ -104,6 +105,12 @@ func (e *env) update(r *replay.SimRun, id, name string, args any) replay.UpdateO
 		e.t.Fatalf("update %s: %v", name, err)
 	}
 	return o
+}
+
+// sendUpdate sends the declared update u: its arguments are typed.
+func sendUpdate[A, R any](e *env, r *replay.SimRun, id string, u *workflow.Update[A, R], args A) replay.UpdateOutcome {
+	e.t.Helper()
+	return e.update(r, id, u.Name(), args)
 }
 
 func (e *env) settle() {

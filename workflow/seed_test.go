@@ -159,14 +159,25 @@ var (
 	})
 )
 
+// The shopping cart's messages, declared once with their types: the
+// workflow handles them and the test sends them through the same
+// definitions.
+var (
+	addItemUpdate    = workflow.NewUpdate[Item, int]("add_item")
+	removeItemUpdate = workflow.NewUpdate[string, int]("remove_item")
+	confirmUpdate    = workflow.NewUpdate[struct{}, string]("confirm")
+	cancelUpdate     = workflow.NewUpdate[struct{}, string]("cancel")
+	checkoutSignal   = workflow.NewSignal[struct{}]("checkout")
+)
+
 var shoppingCart = workflow.New("shopping_cart", func(ctx workflow.Context, _ struct{}) (CartResult, error) {
 	workflow.Publish(ctx, CartStatus{Phase: "open"})
 
 	// Phase 1: collect items.
 	cart, err := workflow.Phase(ctx, Cart{},
-		workflow.OnUpdate("add_item", addItem).Validate(validateSKU),
-		workflow.OnUpdate("remove_item", removeItem),
-		workflow.OnSignal("checkout", func(ctx workflow.Context, _ struct{}, c Cart) workflow.Next[Cart] {
+		workflow.HandleUpdate(addItemUpdate, addItem).Validate(validateSKU),
+		workflow.HandleUpdate(removeItemUpdate, removeItem),
+		workflow.HandleSignal(checkoutSignal, func(ctx workflow.Context, _ struct{}, c Cart) workflow.Next[Cart] {
 			return workflow.Stop(c)
 		}),
 	)
@@ -184,10 +195,10 @@ var shoppingCart = workflow.New("shopping_cart", func(ctx workflow.Context, _ st
 	// Phase 3: confirm or cancel.
 	workflow.Publish(ctx, CartStatus{Phase: "confirming", Total: total})
 	confirmed, err := workflow.Phase(ctx, false,
-		workflow.OnUpdate("confirm", func(ctx workflow.Context, _ struct{}, _ bool) (workflow.Reply[bool, string], error) {
+		workflow.HandleUpdate(confirmUpdate, func(ctx workflow.Context, _ struct{}, _ bool) (workflow.Reply[bool, string], error) {
 			return workflow.RespondAndStop("ok", true), nil
 		}),
-		workflow.OnUpdate("cancel", func(ctx workflow.Context, _ struct{}, _ bool) (workflow.Reply[bool, string], error) {
+		workflow.HandleUpdate(cancelUpdate, func(ctx workflow.Context, _ struct{}, _ bool) (workflow.Reply[bool, string], error) {
 			return workflow.RespondAndStop("ok", false), nil
 		}),
 	)
@@ -235,18 +246,18 @@ func TestShoppingCart(t *testing.T) {
 		e := newEnv(t, m, wfs(shoppingCart), charge, refund, sendReceipt)
 		r := e.start(shoppingCart, struct{}{})
 
-		wantAccepted(t, e.update(r, "u1", "add_item", Item{SKU: "ABC-123", Price: 30}))
+		wantAccepted(t, sendUpdate(e, r, "u1", addItemUpdate, Item{SKU: "ABC-123", Price: 30}))
 		if n := updateResult[int](t, r, "u1"); n != 1 {
 			t.Fatalf("add_item replied %d, want 1", n)
 		}
 		before := len(r.History())
-		wantRejected(t, e.update(r, "u2", "add_item", Item{SKU: "bad sku", Price: 1}), "invalid SKU")
+		wantRejected(t, sendUpdate(e, r, "u2", addItemUpdate, Item{SKU: "bad sku", Price: 1}), "invalid SKU")
 		if after := len(r.History()); after != before {
 			t.Fatalf("a rejected update wrote %d history events", after-before)
 		}
-		wantAccepted(t, e.update(r, "u3", "add_item", Item{SKU: "XYZ-999", Price: 12}))
-		wantAccepted(t, e.update(r, "u4", "add_item", Item{SKU: "DEL-000", Price: 100}))
-		wantAccepted(t, e.update(r, "u5", "remove_item", "DEL-000"))
+		wantAccepted(t, sendUpdate(e, r, "u3", addItemUpdate, Item{SKU: "XYZ-999", Price: 12}))
+		wantAccepted(t, sendUpdate(e, r, "u4", addItemUpdate, Item{SKU: "DEL-000", Price: 100}))
+		wantAccepted(t, sendUpdate(e, r, "u5", removeItemUpdate, "DEL-000"))
 		if n := updateResult[int](t, r, "u5"); n != 2 {
 			t.Fatalf("remove_item replied %d, want 2", n)
 		}
@@ -254,19 +265,19 @@ func TestShoppingCart(t *testing.T) {
 			t.Fatalf("status = %+v", got)
 		}
 
-		e.signal(r, "checkout", nil)
+		e.signal(r, checkoutSignal.Name(), nil)
 		if got := query[CartStatus](t, r); got != (CartStatus{Phase: "charging", ItemCount: 2}) {
 			t.Fatalf("status = %+v", got)
 		}
 		// Charging: no phase accepts add_item any more.
-		wantRejected(t, e.update(r, "u6", "add_item", Item{SKU: "ABC-123", Price: 30}), "not accepting")
+		wantRejected(t, sendUpdate(e, r, "u6", addItemUpdate, Item{SKU: "ABC-123", Price: 30}), "not accepting")
 		e.settle()
 		if got := query[CartStatus](t, r); got != (CartStatus{Phase: "confirming", Total: 42}) {
 			t.Fatalf("status = %+v", got)
 		}
 		// Confirming: add_item is still rejected; confirm is accepted.
-		wantRejected(t, e.update(r, "u7", "add_item", Item{SKU: "ABC-123", Price: 30}), "not accepting")
-		wantAccepted(t, e.update(r, "u8", "confirm", nil))
+		wantRejected(t, sendUpdate(e, r, "u7", addItemUpdate, Item{SKU: "ABC-123", Price: 30}), "not accepting")
+		wantAccepted(t, sendUpdate(e, r, "u8", confirmUpdate, struct{}{}))
 		if got := updateResult[string](t, r, "u8"); got != "ok" {
 			t.Fatalf("confirm replied %q", got)
 		}
@@ -297,10 +308,10 @@ func TestShoppingCartCancel(t *testing.T) {
 	eachMode(t, func(t *testing.T, m mode) {
 		e := newEnv(t, m, wfs(shoppingCart), charge, refund, sendReceipt)
 		r := e.start(shoppingCart, struct{}{})
-		wantAccepted(t, e.update(r, "u1", "add_item", Item{SKU: "ABC-123", Price: 30}))
-		e.signal(r, "checkout", nil)
+		wantAccepted(t, sendUpdate(e, r, "u1", addItemUpdate, Item{SKU: "ABC-123", Price: 30}))
+		e.signal(r, checkoutSignal.Name(), nil)
 		e.settle()
-		wantAccepted(t, e.update(r, "u2", "cancel", nil))
+		wantAccepted(t, sendUpdate(e, r, "u2", cancelUpdate, struct{}{}))
 		e.settle()
 		if got := output[CartResult](t, r); !got.Cancelled {
 			t.Fatalf("output = %+v", got)
@@ -388,11 +399,13 @@ var currentPrice = workflow.NewActivity("pricing.current_price", func(ctx contex
 	return len(sku) * 10, nil
 })
 
+var restockUpdate = workflow.NewUpdate[Restock, StockEntry]("restock")
+
 var inventory = workflow.New("inventory", func(ctx workflow.Context, _ struct{}) (map[string]StockEntry, error) {
 	workflow.Publish(ctx, map[string]StockEntry{})
 
 	result, err := workflow.Phase(ctx, Inventory{Stock: map[string]StockEntry{}},
-		workflow.OnUpdate("restock", func(ctx workflow.Context, item Restock, s Inventory) (workflow.Reply[Inventory, StockEntry], error) {
+		workflow.HandleUpdate(restockUpdate, func(ctx workflow.Context, item Restock, s Inventory) (workflow.Reply[Inventory, StockEntry], error) {
 			// Async: it needs an activity to get the price.
 			return workflow.RespondAsync(s, func(ctx workflow.Context) (StockEntry, error) {
 				price, err := currentPrice.Execute(ctx, item.SKU)
@@ -422,9 +435,9 @@ func TestInventory(t *testing.T) {
 	eachMode(t, func(t *testing.T, m mode) {
 		e := newEnv(t, m, wfs(inventory), currentPrice)
 		r := e.start(inventory, struct{}{})
-		wantAccepted(t, e.update(r, "r1", "restock", Restock{SKU: "bolt", Quantity: 5}))
-		wantAccepted(t, e.update(r, "r2", "restock", Restock{SKU: "nut", Quantity: 7}))
-		wantAccepted(t, e.update(r, "r3", "restock", Restock{SKU: "bolt", Quantity: 1}))
+		wantAccepted(t, sendUpdate(e, r, "r1", restockUpdate, Restock{SKU: "bolt", Quantity: 5}))
+		wantAccepted(t, sendUpdate(e, r, "r2", restockUpdate, Restock{SKU: "nut", Quantity: 7}))
+		wantAccepted(t, sendUpdate(e, r, "r3", restockUpdate, Restock{SKU: "bolt", Quantity: 1}))
 		// The three handlers run concurrently: three price lookups pending.
 		if n := len(e.sim.Pending()); n != 3 {
 			t.Fatalf("%d actions pending, want 3 concurrent price lookups", n)
@@ -432,7 +445,7 @@ func TestInventory(t *testing.T) {
 		// close stops dispatching, but the phase waits for its handlers.
 		e.signal(r, "close", nil)
 		wantStatus(t, r, hephtype.StatusRunning)
-		wantRejected(t, e.update(r, "r4", "restock", Restock{SKU: "gear", Quantity: 1}), "not accepting")
+		wantRejected(t, sendUpdate(e, r, "r4", restockUpdate, Restock{SKU: "gear", Quantity: 1}), "not accepting")
 		e.settle()
 		want := map[string]StockEntry{"bolt": {Quantity: 6, Price: 40}, "nut": {Quantity: 7, Price: 30}}
 		if diff := cmp.Diff(want, output[map[string]StockEntry](t, r)); diff != "" {

@@ -29,9 +29,21 @@
 //	async handlers      the same but Phase, plus UpdateState
 //	parallel branches   the same but Phase
 //
+// Messages are declared once, with their types, and used by both the
+// workflow and its callers: NewUpdate, NewSignal and NewQuery declare
+// them; HandleUpdate and HandleSignal handle them in a phase, Signal.Wait
+// waits for a signal, HandleQuery answers a named query over the state the
+// workflow published last (without replaying it); Definition.Declare
+// records the workflow's update and signal names, so that a misspelt name
+// is told apart (ErrUnknownUpdate, ErrUnknownSignal) from a message that
+// no phase accepts now. Callers send them from any process through package
+// hephaestus (RunUpdate, SendSignal, RunQuery).
+//
 // Activities are ordinary Go functions with a context.Context; they run
-// outside the workflow (at least once, retried by the runtime) and may do
-// anything.
+// outside the workflow (at least once, retried by the runtime, as their
+// RetryPolicy says) and may do anything. An *ApplicationError they return
+// keeps its type, details and non-retryable flag on its way to the
+// workflow and, returned by the workflow, to its caller.
 package workflow
 
 import (
@@ -67,8 +79,11 @@ func unitOf(ctx Context) *replay.Unit {
 
 // Definition is a workflow: a name and a function.
 type Definition[In, Out any] struct {
-	name string
-	fn   func(ctx Context, in In) (Out, error)
+	name    string
+	fn      func(ctx Context, in In) (Out, error)
+	queries map[string]queryFunc
+	// updates and signals are the declared names (Declare).
+	updates, signals []string
 }
 
 // New defines a workflow. The name identifies it in histories and must
@@ -166,7 +181,11 @@ func userError(err error) error {
 	case err == nil:
 		return nil
 	case errors.As(err, &af):
-		return &ActivityError{Activity: af.Name, Attempt: af.Attempt, Message: af.Message}
+		ae := &ActivityError{Activity: af.Name, Attempt: af.Attempt, Message: af.Message}
+		if app := ApplicationErrorOf(nil, af.Data); app != nil {
+			ae.Cause = app
+		}
+		return ae
 	case errors.As(err, &cf):
 		return &ChildError{Workflow: cf.Workflow, Message: cf.Message}
 	case errors.As(err, &pe):

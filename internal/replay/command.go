@@ -113,8 +113,19 @@ type CancelChild struct {
 // CompleteWorkflow ends the run successfully.
 type CompleteWorkflow struct{ Output json.RawMessage }
 
-// FailWorkflow ends the run in failure.
-type FailWorkflow struct{ Error string }
+// FailWorkflow ends the run in failure. Data is what the error records
+// beyond its message (failureData), or nil.
+type FailWorkflow struct {
+	Error string
+	Data  json.RawMessage
+}
+
+// failureData is implemented by errors that keep more than their message
+// when a run fails with them (workflow.ApplicationError).
+type failureData interface {
+	error
+	FailureData() json.RawMessage
+}
 
 // ContinueAsNew ends the run and asks the runtime to start a new run of the
 // same workflow with Input and a fresh history (and seed).
@@ -166,7 +177,9 @@ func (c CancelChild) Event() Event {
 func (c CompleteWorkflow) Event() Event {
 	return Event{Kind: hephtype.EventRunCompleted, Data: c.Output}
 }
-func (c FailWorkflow) Event() Event  { return Event{Kind: hephtype.EventRunFailed, Error: c.Error} }
+func (c FailWorkflow) Event() Event {
+	return Event{Kind: hephtype.EventRunFailed, Error: c.Error, Data: c.Data}
+}
 func (c ContinueAsNew) Event() Event { return Event{Kind: hephtype.EventRunContinued, Data: c.Input} }
 
 func (c ScheduleActivity) String() string {

@@ -1,6 +1,7 @@
 package replay
 
 import (
+	"encoding/json"
 	"errors"
 	"fmt"
 )
@@ -24,6 +25,9 @@ type ActivityFailure struct {
 	Seq     int
 	Attempt int
 	Message string
+	// Data is what the runtime recorded of the error beyond its message
+	// (an application error's type and details), or nil.
+	Data json.RawMessage
 }
 
 func (e *ActivityFailure) Error() string {

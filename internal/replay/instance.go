@@ -460,7 +460,7 @@ func (in *Instance) deliver(e Event) error {
 		case hephtype.EventStepCompleted, hephtype.EventChildCompleted:
 			f.data = e.Data
 		case hephtype.EventStepFailed:
-			f.err = &ActivityFailure{Name: f.name, Seq: f.seq, Attempt: e.Attempt, Message: e.Error}
+			f.err = &ActivityFailure{Name: f.name, Seq: f.seq, Attempt: e.Attempt, Message: e.Error, Data: e.Data}
 		case EventChildFailed:
 			f.err = &ChildFailure{Workflow: f.name, Seq: f.seq, Message: e.Error}
 		}
@@ -510,7 +510,12 @@ func (in *Instance) finish(u *Unit, out json.RawMessage, err error) {
 	case errors.As(err, &can):
 		cmd = ContinueAsNew{Input: can.Input}
 	default:
-		cmd = FailWorkflow{Error: err.Error()}
+		fw := FailWorkflow{Error: err.Error()}
+		var fd failureData
+		if errors.As(err, &fd) {
+			fw.Data = fd.FailureData()
+		}
+		cmd = fw
 	}
 	seqs := make([]int, 0, len(in.children))
 	for s := range in.children {

@@ -176,6 +176,9 @@ func decisionUpdate(runID, workflow string, st *wfState, dec *replay.Decision, e
 			if u.Error == "" {
 				u.Error = "the workflow failed"
 			}
+			// A failed run's output is what its error records beyond the
+			// message (an application error's type and details).
+			u.Output = c.Data
 		case replay.ContinueAsNew:
 			u.Output = c.Input
 			if len(u.Output) == 0 {
@@ -231,6 +234,9 @@ type runSpec struct {
 	// child's start, a continuation): the run is created only while it is
 	// held, and the task is deleted with the creation.
 	fence *store.Lease
+	// request, when set, is a request that goes with the run, in a task
+	// created with it (update-with-start).
+	request *store.NewRequest
 }
 
 // createWorkflowRun creates a run. When the workflow is registered here
@@ -270,6 +276,9 @@ func (c *Runtime) createWorkflowRun(ctx context.Context, spec *runSpec) (*store.
 			nr.History = append(nr.History, toStored(e))
 		}
 		nr.Tasks = []store.NewTask{decisionTask(st.Queue, spec.workflow, 1, time.Time{})}
+	}
+	if r := spec.request; r != nil {
+		nr.Tasks = append(nr.Tasks, requestTask(st.Queue, spec.workflow, r, true))
 	}
 	nr.State = st.encode()
 	changes := []store.Change{{Create: nr, Fence: spec.fence}}
@@ -434,6 +443,10 @@ type decideInput struct {
 	// task: the run's decision task decides; it commits even when nothing
 	// happened, to delete itself and clear wfState.Pending.
 	task bool
+	// request: a request task offers its update (the one of updates): a
+	// rejected update commits unfenced, only if something else happened,
+	// and the caller answers the request under the fence.
+	request bool
 }
 
 type decideResult struct {
@@ -482,6 +495,11 @@ func (c *Runtime) decideLocked(ctx context.Context, e *stickyEntry, fn replay.Fu
 		return res, err
 	}
 	res.dec, res.seq = dec, base
+	if in.request && len(dec.Updates) == 1 && (!dec.Updates[0].Accepted || dec.Updates[0].Duplicate) {
+		cp := *in
+		cp.fence = nil // the request's answer completes the task
+		in = &cp
+	}
 	if len(dec.History) == 0 && len(in.extra) == 0 && !in.task && in.fence == nil {
 		return res, nil // nothing happened: rejected updates, nothing new
 	}
@@ -536,12 +554,15 @@ func (c *Runtime) decisionChange(in *decideInput, base int64, dec *replay.Decisi
 // committed decision.
 func (c *Runtime) afterDecision(runID string, dec *replay.Decision) {
 	for _, cmd := range dec.Commands {
-		if cu, ok := cmd.(replay.CompleteUpdate); ok {
-			c.updates.notify(runID, cu.UpdateID, updateOutcome{result: cu.Result, errMsg: cu.Error, done: true})
+		switch cu := cmd.(type) {
+		case replay.AcceptUpdate:
+			c.updates.notify(runID, cu.UpdateID)
+		case replay.CompleteUpdate:
+			c.updates.notify(runID, cu.UpdateID)
 		}
 	}
 	if dec.Status.Terminal() {
-		c.updates.notifyRun(runID, updateOutcome{ended: dec.Status})
+		c.updates.notifyRun(runID)
 	}
 }
 
@@ -550,6 +571,9 @@ func (c *Runtime) afterDecision(runID string, dec *replay.Decision) {
 // not replay) is tried again later with backoff: the run waits, and goes
 // on once a process with working code decides.
 func (c *Runtime) runDecision(ctx context.Context, t *store.Task, handoff string) ([]*store.Task, error) {
+	if t.Step == requestStep {
+		return c.runRequest(ctx, t, handoff)
+	}
 	fn, ok := c.reg.workflow(t.Workflow)
 	if !ok {
 		// Claims ask only for registered workflows (Task.Handler): only a

@@ -56,7 +56,7 @@ func rig(t *testing.T) (*wfrt.Runtime, *commit.Committer, store.Store) {
 	pool = worker.New(&worker.Config{Store: st, Committer: cm, Executor: exec, Handlers: handlers,
 		Queues: map[string]int{"default": 4}, ClaimBatch: 4, LeaseDuration: time.Minute, HeartbeatInterval: 20 * time.Second,
 		MinPollInterval: 10 * time.Millisecond, PollInterval: 100 * time.Millisecond, ShutdownTimeout: time.Second})
-	if err := rt.RegisterWorkflow(greeter.Name(), greeter.Func()); err != nil {
+	if err := rt.RegisterWorkflow(greeter.Name(), greeter.Func(), greeter); err != nil {
 		t.Fatal(err)
 	}
 	if err := rt.RegisterActivity(greet); err != nil {

@@ -21,6 +21,7 @@ import (
 	"github.com/hephaestus-go/hephaestus/internal/telemetry"
 	"github.com/hephaestus-go/hephaestus/internal/worker"
 	"github.com/hephaestus-go/hephaestus/store"
+	"github.com/hephaestus-go/hephaestus/workflow"
 )
 
 // Execute runs a task of a code-first workflow run and commits its
@@ -169,7 +170,11 @@ func (c *Runtime) activityOutcome(h *worker.Held, start time.Time, p activityPay
 	if t.Attempt < attempts && policy.Retryable(err) {
 		return nil, c.retryActivity(h, started, err, policy)
 	}
-	d.events = []replay.Event{started, replay.ActivityFailed(t.Index, t.Step, t.Attempt, err.Error())}
+	failed := replay.ActivityFailed(t.Index, t.Step, t.Attempt, err.Error())
+	if app := workflow.ApplicationErrorOf(err, nil); app != nil {
+		failed.Data = app.FailureData() // its type and details reach the workflow
+	}
+	d.events = []replay.Event{started, failed}
 	return c.deliver(context.Background(), d)
 }
 

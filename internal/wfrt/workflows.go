@@ -31,6 +31,7 @@ import (
 	"log/slog"
 	"math/rand/v2"
 	"slices"
+	"strings"
 	"sync"
 	"time"
 
@@ -81,6 +82,9 @@ type Config struct {
 	// Registered is called after a registration changed what this
 	// process can run.
 	Registered func()
+	// Wake tells this process's workers that a task of a queue is ready
+	// (one the runtime wrote outside the Committer: a request's).
+	Wake func(queue string)
 }
 
 // Runtime runs code-first workflows.
@@ -127,7 +131,48 @@ func (c *Runtime) Close() { c.sticky.close() }
 type wfRegistry struct {
 	mu         sync.RWMutex
 	funcs      map[string]replay.Func
+	queries    map[string]Queries
+	decls      map[string]declared
 	activities map[string]Activity
+}
+
+// Declarations are the update and signal names a workflow declares (a
+// *workflow.Definition has them); empty lists declare nothing.
+type Declarations interface {
+	Declared() (updates, signals []string)
+}
+
+// declared are a registered workflow's declarations; nil: any name.
+type declared struct{ updates, signals []string }
+
+// checkName reports a name that a workflow registered here declares no
+// message of: unknown is ErrUnknownUpdate or ErrUnknownSignal. Names of
+// workflows not registered here, or that declare none of the kind, pass.
+func (r *wfRegistry) checkName(workflowName, name string, signal bool) error {
+	r.mu.RLock()
+	d, ok := r.decls[workflowName]
+	r.mu.RUnlock()
+	names, unknown, what := d.updates, workflow.ErrUnknownUpdate, "update"
+	if signal {
+		names, unknown, what = d.signals, workflow.ErrUnknownSignal, "signal"
+	}
+	if !ok || len(names) == 0 || slices.Contains(names, name) {
+		return nil
+	}
+	return &msgError{msg: fmt.Sprintf("workflow %q declares no %s %q (it declares %s)", workflowName, what, name, strings.Join(names, ", ")), is: unknown}
+}
+
+// Queries answers the named queries of a workflow (a
+// *workflow.Definition does).
+type Queries interface {
+	AnswerQuery(name string, published, args json.RawMessage) (json.RawMessage, error)
+}
+
+func (r *wfRegistry) queriesOf(name string) (Queries, bool) {
+	r.mu.RLock()
+	defer r.mu.RUnlock()
+	q, ok := r.queries[name]
+	return q, ok
 }
 
 func (r *wfRegistry) workflow(name string) (replay.Func, bool) {
@@ -166,9 +211,16 @@ func (c *Runtime) Has(name string) bool {
 	return ok
 }
 
-// RegisterWorkflow registers (or replaces) a workflow's code. Cached
-// instances, which run the code they were made with, are dropped.
-func (c *Runtime) RegisterWorkflow(name string, fn replay.Func) error {
+// RegisterWorkflow registers (or replaces) a workflow's code; def, when it
+// implements them, answers its named queries (Queries) and declares its
+// messages (Declarations). Cached instances, which run the code they were
+// made with, are dropped.
+func (c *Runtime) RegisterWorkflow(name string, fn replay.Func, def any) error {
+	qs, _ := def.(Queries)
+	var d declared
+	if ds, ok := def.(Declarations); ok {
+		d.updates, d.signals = ds.Declared()
+	}
 	if name == "" || fn == nil {
 		return errors.New("a workflow needs a name and a function")
 	}
@@ -181,6 +233,18 @@ func (c *Runtime) RegisterWorkflow(name string, fn replay.Func) error {
 		r.funcs = map[string]replay.Func{}
 	}
 	r.funcs[name] = fn
+	if r.queries == nil {
+		r.queries = map[string]Queries{}
+	}
+	if qs != nil {
+		r.queries[name] = qs
+	} else {
+		delete(r.queries, name)
+	}
+	if r.decls == nil {
+		r.decls = map[string]declared{}
+	}
+	r.decls[name] = d
 	r.mu.Unlock()
 	c.sticky.closeAll()
 	if c.cfg.Registered != nil {
@@ -222,10 +286,13 @@ type StartOptions struct {
 // decided in the same transaction as the creation, so the run's first
 // activities are queued when StartWorkflow returns.
 func (c *Runtime) StartWorkflow(ctx context.Context, name string, input any, opts *StartOptions) (*store.Run, error) {
-	return c.startWorkflow(ctx, name, input, opts, nil)
+	return c.startWorkflow(ctx, name, input, opts, nil, nil)
 }
 
-func (c *Runtime) startWorkflow(ctx context.Context, name string, input any, opts *StartOptions, signal *replay.Event) (*store.Run, error) {
+// startWorkflow starts a run; signal, when set, reaches its first
+// activation, and request, when set, goes with it (in a task created with
+// the run).
+func (c *Runtime) startWorkflow(ctx context.Context, name string, input any, opts *StartOptions, signal *replay.Event, request *store.NewRequest) (*store.Run, error) {
 	if opts == nil {
 		opts = &StartOptions{}
 	}
@@ -256,6 +323,11 @@ func (c *Runtime) startWorkflow(ctx context.Context, name string, input any, opt
 	}
 	if signal != nil {
 		spec.extra = []replay.Event{*signal}
+	}
+	if request != nil {
+		r := *request
+		r.RunID = spec.id
+		spec.request = &r
 	}
 	if _, ok := c.reg.workflow(name); !ok {
 		return nil, fmt.Errorf("start workflow %q: %w: register it with RegisterWorkflows", name, ErrWorkflowNotFound)
@@ -340,6 +412,9 @@ func (c *Runtime) SignalWorkflow(ctx context.Context, runID, name string, payloa
 		if r.Kind != hephtype.KindWorkflow {
 			return fmt.Errorf("signal %q to run %s: %w: it is a %s, not a workflow", name, r.ID, limits.ErrInvalidInput, r.Kind)
 		}
+		if err := c.reg.checkName(r.Workflow, name, true); err != nil {
+			return fmt.Errorf("signal to run %s: %w", r.ID, err)
+		}
 		_, err = c.deliver(ctx, &delivery{runID: r.ID, workflow: r.Workflow, events: []replay.Event{replay.SignalReceived(name, raw)}, strict: true, key: key})
 		if errors.Is(err, store.ErrDuplicateChange) {
 			return nil // delivered by an earlier attempt of this call (a commit retried after its outcome was lost)
@@ -370,6 +445,9 @@ func (c *Runtime) SignalWithStart(ctx context.Context, name, id, signal string, 
 	if err := limits.Input(raw, c.cfg.MaxPayloadSize, "the signal's payload"); err != nil {
 		return nil, fmt.Errorf("signal-with-start %q: %w", name, err)
 	}
+	if err := c.reg.checkName(name, signal, true); err != nil {
+		return nil, fmt.Errorf("signal-with-start: %w", err)
+	}
 	ev := replay.SignalReceived(signal, raw)
 	key := "signal:" + newID()
 	for attempt := 0; ; attempt++ {
@@ -384,7 +462,7 @@ func (c *Runtime) SignalWithStart(ctx context.Context, name, id, signal string, 
 				return nil, fmt.Errorf("signal-with-start %q id %q: %w", name, id, err)
 			}
 		case err == nil || errors.Is(err, store.ErrRunNotFound):
-			r, err := c.startWorkflow(ctx, name, input, &o, &ev)
+			r, err := c.startWorkflow(ctx, name, input, &o, &ev, nil)
 			if err == nil {
 				return r, nil
 			}

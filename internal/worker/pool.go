@@ -22,6 +22,7 @@ import (
 	"log/slog"
 	"math/rand/v2"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/hephaestus-go/hephaestus/clock"
@@ -95,6 +96,8 @@ type Config struct {
 type Pool struct {
 	cfg    Config
 	leases *leaseKeeper
+	// isStarted: Start was called (Started, without lifeMu).
+	isStarted atomic.Bool
 
 	wakeMu    sync.Mutex
 	wakes     map[string]chan struct{}
@@ -164,6 +167,7 @@ func (p *Pool) Start(ctx context.Context) error {
 		return nil
 	}
 	p.started = true
+	p.isStarted.Store(true)
 	w := &running{}
 	w.claimCtx, w.stopClaim = context.WithCancel(context.WithoutCancel(ctx))
 	w.taskCtx, w.hardStop = context.WithCancelCause(context.WithoutCancel(ctx))
@@ -397,6 +401,13 @@ func (p *Pool) AfterCommit(batch []*commit.Request, claimed map[int64]bool, now 
 		}
 	}
 }
+
+// Started reports whether Start was called (and worked).
+func (p *Pool) Started() bool { return p.isStarted.Load() }
+
+// Wake tells the loop of queue that a task is ready (one written outside
+// the Committer, whose commits wake it by themselves).
+func (p *Pool) Wake(queue string) { p.wake(queue) }
 
 func (p *Pool) wake(queue string) {
 	p.wakeMu.Lock()

@@ -82,9 +82,10 @@ func TestHistoryRows(t *testing.T) {
 			var err error
 			if down {
 				var v []int
-				v, err = migrate.Down(ctx, conn, postgres.Migrations(), migrate.Postgres, 1)
-				if err == nil && !slices.Equal(v, []int{4}) {
-					t.Fatalf("reverted %v, want [4]", v)
+				// Requests (0005) first, then the history rows (0004).
+				v, err = migrate.Down(ctx, conn, postgres.Migrations(), migrate.Postgres, 2)
+				if err == nil && !slices.Equal(v, []int{5, 4}) {
+					t.Fatalf("reverted %v, want [5 4]", v)
 				}
 			} else {
 				_, err = migrate.Up(ctx, conn, postgres.Migrations(), migrate.Postgres)

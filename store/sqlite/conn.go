@@ -46,6 +46,13 @@ const (
 	qExpireWorkers
 	qRegisterWorker
 	qRemoveWorker
+	qRunOf
+	qGetRequestW
+	qInsertRequest
+	qInsertRequestIfMissing
+	qRenewRequest
+	qDeleteRequest
+	qAnswerRequest
 	numQueries
 )
 
@@ -92,6 +99,18 @@ var queries = [numQueries]string{
 		ON CONFLICT (id) DO UPDATE SET queues = ?2, handlers = ?3, host = ?4, pid = ?5,
 		started_at = ?6, seen_at = ?7, expires_at = ?8`,
 	qRemoveWorker: "DELETE FROM workers WHERE id = ?",
+	// Requests (requests.go).
+	qRunOf:       "SELECT workflow, version, seq FROM runs WHERE id = ?",
+	qGetRequestW: "SELECT " + requestCols + " FROM requests WHERE run_id = ? AND id = ?",
+	qInsertRequest: `INSERT INTO requests (run_id, id, kind, name, args, seq, status, created_at)
+		VALUES (?, ?, ?, ?, ?, ?, 'pending', ?)`,
+	qInsertRequestIfMissing: `INSERT INTO requests (run_id, id, kind, name, args, seq, status, created_at)
+		VALUES (?, ?, ?, ?, ?, ?, 'pending', ?) ON CONFLICT (run_id, id) DO NOTHING`,
+	qRenewRequest: `UPDATE requests SET kind = ?3, name = ?4, args = ?5, seq = ?6, status = 'pending', result = NULL,
+		code = '', error = '', created_at = ?7, answered_at = NULL WHERE run_id = ?1 AND id = ?2 AND status = 'rejected'`,
+	qDeleteRequest: "DELETE FROM requests WHERE run_id = ? AND id = ?",
+	qAnswerRequest: `UPDATE requests SET status = ?, result = ?, code = ?, error = ?, answered_at = ?
+		WHERE run_id = ? AND id = ?`,
 }
 
 // Multi-row inserts: one statement per change (or per chunk of rows)

@@ -40,7 +40,11 @@ func TestUpgradeKeepsData(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := migrate.Down(t.Context(), db, Migrations(), migrate.SQLite, 1); err != nil {
+	ms, err := migrate.Load(Migrations())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := migrate.Down(t.Context(), db, Migrations(), migrate.SQLite, len(ms)-1); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := db.ExecContext(t.Context(), "SELECT handler FROM tasks"); err == nil {

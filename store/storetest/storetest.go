@@ -100,6 +100,7 @@ func Run(t *testing.T, newStore func(t *testing.T) store.Store) {
 		{"PruneKeepsWork", testPruneKeepsWork},
 		{"StrandedTasks", testStrandedTasks},
 		{"Workers", testWorkers},
+		{"Requests", testRequests},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
