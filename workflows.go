@@ -8,6 +8,7 @@ import (
 
 	"github.com/hephaestus-go/hephaestus/hephtype"
 	"github.com/hephaestus-go/hephaestus/internal/replay"
+	"github.com/hephaestus-go/hephaestus/internal/wfdef"
 	"github.com/hephaestus-go/hephaestus/internal/wfrt"
 	"github.com/hephaestus-go/hephaestus/store"
 	"github.com/hephaestus-go/hephaestus/workflow"
@@ -50,12 +51,9 @@ var (
 	ErrUnknownSignal = workflow.ErrUnknownSignal
 )
 
-// Workflow is a code-first workflow as the runtime registers it; a
-// *workflow.Definition is one.
-type Workflow interface {
-	Name() string
-	Func() replay.Func
-}
+// Workflow is a code-first workflow as the runtime registers it: a
+// *workflow.Definition of any input and output types.
+type Workflow = workflow.Workflow
 
 // Activity is an activity as the runtime registers it; a
 // *workflow.Activity is one.
@@ -75,7 +73,7 @@ func (c *Client) RegisterWorkflows(ws ...Workflow) error {
 		if w == nil {
 			return errors.New("hephaestus: RegisterWorkflows: a workflow needs a name")
 		}
-		if err := c.wf.RegisterWorkflow(w.Name(), w.Func(), w); err != nil {
+		if err := c.wf.RegisterWorkflow(w.Name(), wfdef.Of(w), w); err != nil {
 			return fmt.Errorf("hephaestus: RegisterWorkflows: %w", err)
 		}
 	}
@@ -263,10 +261,21 @@ type HistoryExport struct {
 	Events   []ExportedEvent `json:"events"`
 }
 
-// ExportedEvent is one history event of an export.
+// ExportedEvent is one history event of an export, as the workflow's
+// replay reads it.
 type ExportedEvent struct {
-	Seq int64 `json:"seq"`
-	replay.Event
+	Seq  int64              `json:"seq"`
+	Kind hephtype.EventKind `json:"kind"`
+	// ID is the sequence number of the workflow command the event belongs
+	// to (the activity, timer, child, marker or update); 0 for none.
+	ID int `json:"id,omitempty"`
+	// Name is the workflow, activity, signal, update or patch name.
+	Name string `json:"name,omitempty"`
+	// Ref is the update id, the marker kind, or a command's call record.
+	Ref     string          `json:"ref,omitempty"`
+	Attempt int             `json:"attempt,omitempty"`
+	Data    json.RawMessage `json:"data,omitempty"`
+	Error   string          `json:"error,omitempty"`
 }
 
 // ExportHistory returns a run's history as indented JSON (a HistoryExport).
@@ -281,7 +290,9 @@ func (c *Client) ExportHistory(ctx context.Context, runID string) ([]byte, error
 	}
 	x := HistoryExport{RunID: r.ID, Workflow: r.Workflow, Events: make([]ExportedEvent, len(h))}
 	for i, e := range h {
-		x.Events[i] = ExportedEvent{Seq: e.Seq, Event: wfrt.FromStored(e)}
+		ev := wfrt.FromStored(e)
+		x.Events[i] = ExportedEvent{Seq: e.Seq, Kind: ev.Kind, ID: ev.ID, Name: ev.Name, Ref: ev.Ref,
+			Attempt: ev.Attempt, Data: ev.Data, Error: ev.Error}
 	}
 	b, err := json.MarshalIndent(x, "", "  ")
 	if err != nil {

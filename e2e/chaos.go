@@ -341,9 +341,9 @@ var ChaosWorkflow = workflow.New(ChaosWorkflowName, func(ctx workflow.Context, i
 			workflow.OnUpdate(ChaosUpdate, func(ctx workflow.Context, arg string, s []string) (workflow.Reply[[]string, int], error) {
 				s = append(slices.Clip(s), arg)
 				if len(s) >= in.Updates {
-					return workflow.RespondAndStop(len(s), s), nil
+					return workflow.RespondAndStop(s, len(s)), nil
 				}
-				return workflow.Respond(len(s), s), nil
+				return workflow.Respond(s, len(s)), nil
 			}))
 		if err != nil {
 			return out, err

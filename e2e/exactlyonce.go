@@ -831,10 +831,10 @@ var updateCounter = workflow.New("update_counter", func(ctx workflow.Context, _ 
 	return workflow.Phase(ctx, []string(nil),
 		workflow.OnUpdate("add", func(ctx workflow.Context, v string, got []string) (workflow.Reply[[]string, int], error) {
 			if v == "stop" {
-				return workflow.RespondAndStop(len(got), got), nil
+				return workflow.RespondAndStop(got, len(got)), nil
 			}
 			got = append(slices.Clip(got), v)
-			return workflow.Respond(len(got), got), nil
+			return workflow.Respond(got, len(got)), nil
 		}),
 	)
 })

@@ -134,10 +134,10 @@ var ShoppingCart = workflow.New("shopping_cart", func(ctx workflow.Context, _ st
 	workflow.Publish(ctx, CartStatus{Phase: "confirming", Total: total})
 	confirmed, err := workflow.Phase(ctx, false,
 		workflow.OnUpdate("confirm", func(ctx workflow.Context, _ struct{}, _ bool) (workflow.Reply[bool, string], error) {
-			return workflow.RespondAndStop("ok", true), nil
+			return workflow.RespondAndStop(true, "ok"), nil
 		}),
 		workflow.OnUpdate("cancel", func(ctx workflow.Context, _ struct{}, _ bool) (workflow.Reply[bool, string], error) {
-			return workflow.RespondAndStop("ok", false), nil
+			return workflow.RespondAndStop(false, "ok"), nil
 		}),
 	)
 	if err != nil {
@@ -161,7 +161,7 @@ var ShoppingCart = workflow.New("shopping_cart", func(ctx workflow.Context, _ st
 func addItem(ctx workflow.Context, item Item, c Cart) (workflow.Reply[Cart, int], error) {
 	c.Items = append(slices.Clip(c.Items), item)
 	workflow.Publish(ctx, CartStatus{Phase: "open", ItemCount: len(c.Items)})
-	return workflow.Respond(len(c.Items), c), nil
+	return workflow.Respond(c, len(c.Items)), nil
 }
 
 var skuPattern = regexp.MustCompile(`^[A-Z]{3}-\d{3}$`)
@@ -175,7 +175,7 @@ func validateSKU(item Item, _ Cart) error {
 
 func removeItem(ctx workflow.Context, sku string, c Cart) (workflow.Reply[Cart, int], error) {
 	c.Items = slices.DeleteFunc(slices.Clone(c.Items), func(it Item) bool { return it.SKU == sku })
-	return workflow.Respond(len(c.Items), c), nil
+	return workflow.Respond(c, len(c.Items)), nil
 }
 
 // --- BatchProcess: fan-out with Parallel ---------------------------------------

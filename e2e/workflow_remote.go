@@ -48,7 +48,7 @@ var Tally = workflow.New("tally", func(ctx workflow.Context, _ struct{}) (TallyS
 		workflow.HandleUpdate(TallyAdd, func(ctx workflow.Context, item string, s TallyState) (workflow.Reply[TallyState, int], error) {
 			s.Items = append(slices.Clip(s.Items), item)
 			workflow.Publish(ctx, s)
-			return workflow.Respond(len(s.Items), s), nil
+			return workflow.Respond(s, len(s.Items)), nil
 		}).Validate(func(item string, _ TallyState) error {
 			TallyValidations.Add(1)
 			if item == "" {
@@ -286,7 +286,7 @@ var roller = workflow.New("roller", func(ctx workflow.Context, items []string) (
 	items, err := workflow.Phase(ctx, items,
 		workflow.HandleUpdate(TallyAdd, func(ctx workflow.Context, it string, s []string) (workflow.Reply[[]string, int], error) {
 			s = append(slices.Clip(s), it)
-			return workflow.Respond(len(s), s), nil
+			return workflow.Respond(s, len(s)), nil
 		}),
 		workflow.OnSignal("roll", func(ctx workflow.Context, _ struct{}, s []string) workflow.Next[[]string] {
 			rolled = true

@@ -24,7 +24,7 @@ var library = func() *workflow.Definition[struct{}, []string] {
 			workflow.HandleUpdate(addBook, func(ctx workflow.Context, b string, s []string) (workflow.Reply[[]string, int], error) {
 				s = append(s, b)
 				workflow.Publish(ctx, s)
-				return workflow.Respond(len(s), s), nil
+				return workflow.Respond(s, len(s)), nil
 			}).Validate(func(b string, _ []string) error {
 				if b == "" {
 					return errors.New("a book needs a title")

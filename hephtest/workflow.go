@@ -13,6 +13,7 @@ import (
 	heph "github.com/hephaestus-go/hephaestus"
 	"github.com/hephaestus-go/hephaestus/hephtype"
 	"github.com/hephaestus-go/hephaestus/internal/replay"
+	"github.com/hephaestus-go/hephaestus/internal/wfdef"
 	"github.com/hephaestus-go/hephaestus/workflow"
 )
 
@@ -61,7 +62,7 @@ func NewWorkflowEnv(cfg *WorkflowEnvConfig, ws ...heph.Workflow) *WorkflowEnv {
 // RegisterWorkflows registers more workflows (children, say).
 func (e *WorkflowEnv) RegisterWorkflows(ws ...heph.Workflow) {
 	for _, w := range ws {
-		e.workflows[w.Name()] = w.Func()
+		e.workflows[w.Name()] = wfdef.Of(w)
 		e.defs[w.Name()] = w
 	}
 }
@@ -362,7 +363,8 @@ func RunQuery[A, R, Out any](r *WorkflowRun[Out], q *workflow.Query[A, R], args 
 func (r *WorkflowRun[Out]) History() []byte {
 	x := heph.HistoryExport{RunID: r.r.ID(), Workflow: r.r.Workflow()}
 	for i, ev := range r.r.History() {
-		x.Events = append(x.Events, heph.ExportedEvent{Seq: int64(i + 1), Event: ev})
+		x.Events = append(x.Events, heph.ExportedEvent{Seq: int64(i + 1), Kind: ev.Kind, ID: ev.ID, Name: ev.Name, Ref: ev.Ref,
+			Attempt: ev.Attempt, Data: ev.Data, Error: ev.Error})
 	}
 	b, err := json.MarshalIndent(x, "", "  ")
 	if err != nil {
@@ -392,9 +394,10 @@ func ReplayHistory(history []byte, ws ...heph.Workflow) error {
 		if ev.Kind == hephtype.EventRunCancelled {
 			break // the runtime's, not the workflow's: nothing follows it
 		}
-		events = append(events, ev.Event)
+		events = append(events, replay.Event{Kind: ev.Kind, ID: ev.ID, Name: ev.Name, Ref: ev.Ref,
+			Attempt: ev.Attempt, Data: ev.Data, Error: ev.Error})
 	}
-	inst, err := replay.New(&replay.Config{Workflow: ws[i].Func(), RunID: x.RunID})
+	inst, err := replay.New(&replay.Config{Workflow: wfdef.Of(ws[i]), RunID: x.RunID})
 	if err != nil {
 		return err
 	}

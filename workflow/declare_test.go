@@ -26,7 +26,7 @@ func shelfWorkflow() *workflow.Definition[struct{}, shelf] {
 		return workflow.Phase(ctx, shelf{},
 			workflow.HandleUpdate(shelve, func(ctx workflow.Context, b string, s shelf) (workflow.Reply[shelf, int], error) {
 				s.Books = append(s.Books, b)
-				return workflow.Respond(len(s.Books), s), nil
+				return workflow.Respond(s, len(s.Books)), nil
 			}),
 			workflow.HandleSignal(dust, func(ctx workflow.Context, _ struct{}, s shelf) workflow.Next[shelf] { return workflow.Stop(s) }),
 		)

@@ -2,16 +2,16 @@ package workflow_test
 
 import (
 	"context"
-	"encoding/json"
+	"errors"
 	"fmt"
 	"time"
 
-	"github.com/hephaestus-go/hephaestus/internal/replay"
+	"github.com/hephaestus-go/hephaestus/hephtest"
 	"github.com/hephaestus-go/hephaestus/workflow"
 )
 
-// A workflow that waits a day, then greets. It runs here in the in-memory
-// simulator of the runtime, whose virtual clock ends the day at once.
+// A workflow that waits a day, then greets. It runs here in hephtest's
+// in-memory environment, whose virtual clock ends the day at once.
 func Example() {
 	greet := workflow.NewActivity("greet", func(ctx context.Context, name string) (string, error) {
 		return "Hello, " + name + "!", nil
@@ -23,23 +23,23 @@ func Example() {
 		return greet.Execute(ctx, name)
 	})
 
-	sim, _ := replay.NewSim(&replay.SimConfig{
-		Workflows:  map[string]replay.Func{hello.Name(): hello.Func()},
-		Activities: map[string]replay.ActivityFunc{greet.Name(): greet.Invoke},
-	})
-	defer sim.Close()
-	run, _ := sim.Start(hello.Name(), json.RawMessage(`"Ada"`))
-	_ = sim.Drive(context.Background())
-	fmt.Println(run.Status(), string(run.Output()))
-	// Output: completed "Hello, Ada!"
+	env := hephtest.NewWorkflowEnv(nil, hello)
+	defer env.Close()
+	env.RegisterActivities(greet)
+	out, err := hephtest.ExecuteWorkflow(context.Background(), env, hello, "Ada")
+	fmt.Println(out, err)
+	// Output: Hello, Ada! <nil>
 }
 
 // A phase with an update handler whose validator rejects bad arguments,
-// and a signal that ends the phase.
+// and a signal that ends the phase. The update and the signal are
+// declared once, with their types, for the workflow and its callers.
 func ExamplePhase() {
+	add := workflow.NewUpdate[int, int]("add")
+	closeTally := workflow.NewSignal[struct{}]("close")
 	tally := workflow.New("tally", func(ctx workflow.Context, _ struct{}) (int, error) {
 		return workflow.Phase(ctx, 0,
-			workflow.OnUpdate("add", func(ctx workflow.Context, n int, sum int) (workflow.Reply[int, int], error) {
+			workflow.HandleUpdate(add, func(ctx workflow.Context, n int, sum int) (workflow.Reply[int, int], error) {
 				return workflow.Respond(sum+n, sum+n), nil
 			}).Validate(func(n int, _ int) error {
 				if n <= 0 {
@@ -47,24 +47,25 @@ func ExamplePhase() {
 				}
 				return nil
 			}),
-			workflow.OnSignal("close", func(ctx workflow.Context, _ struct{}, sum int) workflow.Next[int] {
+			workflow.HandleSignal(closeTally, func(ctx workflow.Context, _ struct{}, sum int) workflow.Next[int] {
 				return workflow.Stop(sum)
 			}),
 		)
-	})
+	}).Declare(add, closeTally)
 
-	sim, _ := replay.NewSim(&replay.SimConfig{Workflows: map[string]replay.Func{tally.Name(): tally.Func()}})
-	defer sim.Close()
-	run, _ := sim.Start(tally.Name(), nil)
-	for i, n := range []string{"2", "-1", "3"} {
-		o, _ := run.Update(fmt.Sprint("u", i), "add", json.RawMessage(n))
-		fmt.Println("add", n, "accepted:", o.Accepted, o.Err)
+	ctx := context.Background()
+	env := hephtest.NewWorkflowEnv(nil, tally)
+	defer env.Close()
+	run, _ := hephtest.StartWorkflow(env, tally, struct{}{})
+	for _, n := range []int{2, -1, 3} {
+		sum, err := hephtest.RunUpdate(ctx, run, add, n)
+		fmt.Println("add", n, "->", sum, "invalid:", errors.Is(err, workflow.ErrUpdateInvalid))
 	}
-	_ = run.Signal("close", nil)
-	fmt.Println(run.Status(), string(run.Output()))
+	_ = hephtest.SendSignal(run, closeTally, struct{}{})
+	fmt.Println(run.Result())
 	// Output:
-	// add 2 accepted: true <nil>
-	// add -1 accepted: false update "add" (id "u1") rejected: -1 is not positive
-	// add 3 accepted: true <nil>
-	// completed 5
+	// add 2 -> 2 invalid: false
+	// add -1 -> 0 invalid: true
+	// add 3 -> 5 invalid: false
+	// 5 <nil>
 }

@@ -11,14 +11,12 @@ import (
 
 	"github.com/hephaestus-go/hephaestus/hephtype"
 	"github.com/hephaestus-go/hephaestus/internal/replay"
+	"github.com/hephaestus-go/hephaestus/internal/wfdef"
 	"github.com/hephaestus-go/hephaestus/workflow"
 )
 
 // registered is what the test env needs of a workflow definition.
-type registered interface {
-	Name() string
-	Func() replay.Func
-}
+type registered = workflow.Workflow
 
 // invoker is what it needs of an activity.
 type invoker interface {
@@ -58,7 +56,7 @@ func newEnv(t *testing.T, m mode, wfs []registered, acts ...invoker) *env {
 	t.Helper()
 	cfg := &replay.SimConfig{Workflows: map[string]replay.Func{}, Activities: map[string]replay.ActivityFunc{}, Fresh: m.fresh, Verify: !m.fresh}
 	for _, w := range wfs {
-		cfg.Workflows[w.Name()] = w.Func()
+		cfg.Workflows[w.Name()] = wfdef.Of(w)
 	}
 	for _, a := range acts {
 		cfg.Activities[a.Name()] = a.Invoke

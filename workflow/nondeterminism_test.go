@@ -10,6 +10,7 @@ import (
 
 	"github.com/hephaestus-go/hephaestus/hephtype"
 	"github.com/hephaestus-go/hephaestus/internal/replay"
+	"github.com/hephaestus-go/hephaestus/internal/wfdef"
 	"github.com/hephaestus-go/hephaestus/workflow"
 )
 
@@ -72,7 +73,7 @@ func billingHistory(t *testing.T) []replay.Event {
 // replayWith replays history with w and returns its non-determinism error.
 func replayWith(t *testing.T, w registered, history []replay.Event) *replay.NonDeterminismError {
 	t.Helper()
-	in, err := replay.New(&replay.Config{Workflow: w.Func(), RunID: "run-1"})
+	in, err := replay.New(&replay.Config{Workflow: wfdef.Of(w), RunID: "run-1"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -165,7 +166,7 @@ func TestNonDeterminismOldHistory(t *testing.T) {
 		old[i] = e
 	}
 	for _, w := range []registered{billing, billingDouble, billingQueue} {
-		in, err := replay.New(&replay.Config{Workflow: w.Func()})
+		in, err := replay.New(&replay.Config{Workflow: wfdef.Of(w)})
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -47,11 +47,13 @@ type Reply[S, R any] struct {
 	async func(ctx Context) (R, error)
 }
 
-// Respond replies to the caller, sets the state and goes on.
-func Respond[S, R any](reply R, state S) Reply[S, R] { return Reply[S, R]{reply: reply, state: state} }
+// Respond sets the state, replies to the caller and goes on. Like every
+// handler result (Continue, Stop, Async, RespondAsync), it takes the
+// phase's state first.
+func Respond[S, R any](state S, reply R) Reply[S, R] { return Reply[S, R]{reply: reply, state: state} }
 
 // RespondAndStop replies to the caller, sets the state and ends the phase.
-func RespondAndStop[S, R any](reply R, state S) Reply[S, R] {
+func RespondAndStop[S, R any](state S, reply R) Reply[S, R] {
 	return Reply[S, R]{reply: reply, state: state, stop: true}
 }
 

@@ -17,6 +17,7 @@ import (
 
 	"github.com/hephaestus-go/hephaestus/hephtype"
 	"github.com/hephaestus-go/hephaestus/internal/replay"
+	"github.com/hephaestus-go/hephaestus/internal/wfdef"
 	"github.com/hephaestus-go/hephaestus/workflow"
 )
 
@@ -255,7 +256,7 @@ func TestNonDeterminism(t *testing.T) {
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			in, err := replay.New(&replay.Config{Workflow: c.w.Func()})
+			in, err := replay.New(&replay.Config{Workflow: wfdef.Of(c.w)})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -298,7 +299,7 @@ func TestNonDeterminism(t *testing.T) {
 			if err := in.Replay(nil); !errors.Is(err, nde) {
 				t.Errorf("a failed instance returned %v", err)
 			}
-			fixed, err := replay.New(&replay.Config{Workflow: original.Func()})
+			fixed, err := replay.New(&replay.Config{Workflow: wfdef.Of(original)})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -376,7 +377,7 @@ func TestNowRandomUUID(t *testing.T) {
 		}
 		// A replay of the history sees the same values: the published
 		// state, rebuilt by replay, is the last draw.
-		snap, err := replay.ReplaySnapshot(drawing.Func(), r.History())
+		snap, err := replay.ReplaySnapshot(wfdef.Of(drawing), r.History())
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -408,7 +409,7 @@ var chatty = workflow.New("chatty", func(ctx workflow.Context, _ struct{}) (stri
 func TestLoggerQuietOnReplay(t *testing.T) {
 	var buf bytes.Buffer
 	cfg := &replay.SimConfig{
-		Workflows:  map[string]replay.Func{chatty.Name(): chatty.Func()},
+		Workflows:  map[string]replay.Func{chatty.Name(): wfdef.Of(chatty)},
 		Activities: map[string]replay.ActivityFunc{stepA.Name(): stepA.Invoke},
 		Fresh:      true, // every activation replays the whole history
 		Logger:     slog.New(slog.NewTextHandler(&buf, &slog.HandlerOptions{ReplaceAttr: dropTime})),

@@ -55,6 +55,7 @@ import (
 	"time"
 
 	"github.com/hephaestus-go/hephaestus/internal/replay"
+	"github.com/hephaestus-go/hephaestus/internal/wfdef"
 )
 
 // Context is what workflow code receives: the workflow function, each
@@ -99,9 +100,34 @@ func New[In, Out any](name string, fn func(ctx Context, in In) (Out, error)) *De
 // Name returns the workflow's name.
 func (d *Definition[In, Out]) Name() string { return d.name }
 
-// Func returns the workflow function as the runtime's replay core calls
-// it: JSON input, JSON output.
-func (d *Definition[In, Out]) Func() replay.Func {
+// Workflow is a workflow definition whatever its input and output types:
+// what a client registers (hephaestus.Client.RegisterWorkflows). Only a
+// *Definition is one.
+type Workflow interface {
+	// Name returns the workflow's name.
+	Name() string
+	definition() *definition
+}
+
+// definition is what the runtime needs of a Definition beyond its name.
+type definition struct {
+	fn replay.Func
+}
+
+func (d *Definition[In, Out]) definition() *definition { return &definition{fn: d.replayFunc()} }
+
+func init() {
+	wfdef.Register(func(w any) (replay.Func, bool) {
+		if d, ok := w.(Workflow); ok && d != nil {
+			return d.definition().fn, true
+		}
+		return nil, false
+	})
+}
+
+// replayFunc returns the workflow function as the runtime's replay core
+// calls it: JSON input, JSON output.
+func (d *Definition[In, Out]) replayFunc() replay.Func {
 	return func(u *replay.Unit, input json.RawMessage) (json.RawMessage, error) {
 		in, err := decode[In](input)
 		if err != nil {

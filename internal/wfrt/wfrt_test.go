@@ -11,6 +11,7 @@ import (
 	"github.com/hephaestus-go/hephaestus/internal/commit"
 	"github.com/hephaestus-go/hephaestus/internal/engine"
 	"github.com/hephaestus-go/hephaestus/internal/limits"
+	"github.com/hephaestus-go/hephaestus/internal/wfdef"
 	"github.com/hephaestus-go/hephaestus/internal/wfrt"
 	"github.com/hephaestus-go/hephaestus/internal/worker"
 	"github.com/hephaestus-go/hephaestus/store"
@@ -56,7 +57,7 @@ func rig(t *testing.T) (*wfrt.Runtime, *commit.Committer, store.Store) {
 	pool = worker.New(&worker.Config{Store: st, Committer: cm, Executor: exec, Handlers: handlers,
 		Queues: map[string]int{"default": 4}, ClaimBatch: 4, LeaseDuration: time.Minute, HeartbeatInterval: 20 * time.Second,
 		MinPollInterval: 10 * time.Millisecond, PollInterval: 100 * time.Millisecond, ShutdownTimeout: time.Second})
-	if err := rt.RegisterWorkflow(greeter.Name(), greeter.Func(), greeter); err != nil {
+	if err := rt.RegisterWorkflow(greeter.Name(), wfdef.Of(greeter), greeter); err != nil {
 		t.Fatal(err)
 	}
 	if err := rt.RegisterActivity(greet); err != nil {
