@@ -4,13 +4,17 @@ import (
 	"context"
 	"os"
 	"os/exec"
+	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
 	heph "github.com/hephaestus-go/hephaestus"
 	"github.com/hephaestus-go/hephaestus/e2e"
 	"github.com/hephaestus-go/hephaestus/internal/pgtest"
+	"github.com/hephaestus-go/hephaestus/store"
 	"github.com/hephaestus-go/hephaestus/store/postgres"
+	"github.com/hephaestus-go/hephaestus/store/sqlite"
 )
 
 const (
@@ -18,13 +22,14 @@ const (
 	remoteEnvRun = "HEPH_REMOTE_SENDER_RUN"
 )
 
-// remoteSender is the second process of TestPostgresMessagesFromAnotherProcess
+// remoteSender is the second process of TestMessagesFromAnotherProcess
 // (see TestMain): a client that registers no workflow and starts no
-// worker sends a tally run its messages.
-func remoteSender(dsn, runID string) error {
+// worker sends a tally run its messages. where is a PostgreSQL DSN, or
+// "sqlite:" and the path of an SQLite file.
+func remoteSender(where, runID string) error {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	st, err := postgres.Open(ctx, &postgres.Config{DSN: dsn})
+	st, err := openWhere(ctx, where)
 	if err != nil {
 		return err
 	}
@@ -37,15 +42,33 @@ func remoteSender(dsn, runID string) error {
 	return e2e.TallyRemote(ctx, c, runID)
 }
 
-// TestPostgresMessagesFromAnotherProcess: an update, a named query and a
-// signal sent from another OS process, which has none of the workflow's
-// code, reach a running workflow; the validator runs in this process, the
-// worker's.
-func TestPostgresMessagesFromAnotherProcess(t *testing.T) {
-	dsn := pgtest.DSN(t)
+// openWhere opens the store remoteSender names.
+func openWhere(ctx context.Context, where string) (store.Store, error) {
+	if path, ok := strings.CutPrefix(where, "sqlite:"); ok {
+		return sqlite.Open(ctx, &sqlite.Config{Path: path})
+	}
+	return postgres.Open(ctx, &postgres.Config{DSN: where})
+}
+
+// TestMessagesFromAnotherProcess: an update, a named query and a signal
+// sent from another OS process, which has none of the workflow's code,
+// reach a running workflow, on PostgreSQL and on an SQLite file; the
+// validator runs in this process, the worker's.
+func TestMessagesFromAnotherProcess(t *testing.T) {
+	t.Run("postgres", func(t *testing.T) {
+		t.Parallel()
+		messagesFromAnotherProcess(t, pgtest.DSN(t))
+	})
+	t.Run("sqlite", func(t *testing.T) {
+		t.Parallel()
+		messagesFromAnotherProcess(t, "sqlite:"+filepath.Join(t.TempDir(), "heph.db"))
+	})
+}
+
+func messagesFromAnotherProcess(t *testing.T, where string) {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	st, err := postgres.Open(ctx, &postgres.Config{DSN: dsn})
+	st, err := openWhere(ctx, where)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -67,7 +90,7 @@ func TestPostgresMessagesFromAnotherProcess(t *testing.T) {
 	}
 	before := e2e.TallyValidations.Load()
 	cmd := exec.CommandContext(ctx, os.Args[0])
-	cmd.Env = append(os.Environ(), remoteEnvDSN+"="+dsn, remoteEnvRun+"="+r.ID)
+	cmd.Env = append(os.Environ(), remoteEnvDSN+"="+where, remoteEnvRun+"="+r.ID)
 	out, err := cmd.CombinedOutput()
 	if err != nil {
 		t.Fatalf("the sender process failed: %v\n%s", err, out)
