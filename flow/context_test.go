@@ -133,7 +133,7 @@ func TestMapHandleIsTheArray(t *testing.T) {
 		}
 		return fmt.Sprintf("%s %v", strings.Join(checked, ","), lens), nil
 	}, flow.DependsOn("report"))
-	var _ *flow.StepRef[string, []string] = check // typed end to end
+	func(*flow.StepRef[string, []string]) {}(check) // typed end to end: this compiles only if it is
 	run, err := hephtest.RunFlow(context.Background(), b.MustBuild(), 3)
 	if err != nil {
 		t.Fatal(err)
