@@ -769,8 +769,10 @@ func TestBackoffProperties(t *testing.T) {
 			return // 0 inherits the default jitter
 		}
 		jittered := flow.RetryPolicy{InitialBackoff: initial, MaxBackoff: maxB, Multiplier: mult, Jitter: jitter}.Backoff(attempt, r)
-		lo, hi := float64(base)*(1-jitter), float64(base)*(1+jitter)
-		if float64(jittered) < lo-1 || float64(jittered) > hi+1 {
+		// base is the un-jittered backoff truncated to whole nanoseconds:
+		// the exact one is in [base, base+1), and the jitter scales that.
+		lo, hi := float64(base)*(1-jitter), float64(base+1)*(1+jitter)
+		if float64(jittered) < lo-1 || float64(jittered) > hi {
 			t.Fatalf("jittered backoff %s outside [%v, %v] (base %s, jitter %v)", jittered, time.Duration(lo), time.Duration(hi), base, jitter)
 		}
 	})
