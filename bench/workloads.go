@@ -67,8 +67,18 @@ func throughput(ctx context.Context, fn func(ctx context.Context, in int) error)
 			return measure{}, err
 		}
 	}
-	next := make(chan int, throughputRuns)
-	for i := range throughputRuns {
+	start := time.Now()
+	if err := fanOut(ctx, throughputRuns, fn); err != nil {
+		return measure{}, err
+	}
+	return measure{rate: throughputRuns / time.Since(start).Seconds()}, nil
+}
+
+// fanOut makes n calls of fn (in = 0 .. n-1), throughputCallers at a
+// time, and returns the first error.
+func fanOut(ctx context.Context, n int, fn func(ctx context.Context, in int) error) error {
+	next := make(chan int, n)
+	for i := range n {
 		next <- i
 	}
 	close(next)
@@ -76,7 +86,6 @@ func throughput(ctx context.Context, fn func(ctx context.Context, in int) error)
 		wg     sync.WaitGroup
 		failed atomic.Pointer[error]
 	)
-	start := time.Now()
 	for range throughputCallers {
 		wg.Go(func() {
 			for i := range next {
@@ -89,9 +98,9 @@ func throughput(ctx context.Context, fn func(ctx context.Context, in int) error)
 	}
 	wg.Wait()
 	if err := failed.Load(); err != nil {
-		return measure{}, *err
+		return *err
 	}
-	return measure{rate: throughputRuns / time.Since(start).Seconds()}, nil
+	return nil
 }
 
 // latency is (b) and (c): n sequential calls of fn, timed one by one.
@@ -290,28 +299,8 @@ func bytesPerRun(ctx context.Context, dsn string, fn func(ctx context.Context, i
 	if err != nil {
 		return measure{}, err
 	}
-	next := make(chan int, bytesRuns)
-	for i := range bytesRuns {
-		next <- i
-	}
-	close(next)
-	var (
-		wg     sync.WaitGroup
-		failed atomic.Pointer[error]
-	)
-	for range throughputCallers {
-		wg.Go(func() {
-			for i := range next {
-				if err := fn(ctx, i); err != nil {
-					failed.CompareAndSwap(nil, &err)
-					return
-				}
-			}
-		})
-	}
-	wg.Wait()
-	if err := failed.Load(); err != nil {
-		return measure{}, *err
+	if err := fanOut(ctx, bytesRuns, fn); err != nil {
+		return measure{}, err
 	}
 	after, err := sizes()
 	if err != nil {

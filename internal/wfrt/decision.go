@@ -566,6 +566,30 @@ func (c *Runtime) afterDecision(runID string, dec *replay.Decision) {
 	}
 }
 
+// decideRetrying makes the decision in under the run's sticky lock, again
+// after a conflict (up to 8 more times), each attempt handing off to the
+// queue of in.handoff only while no earlier attempt claimed a task. It
+// returns the last attempt's result, the tasks every attempt claimed, and
+// the last error.
+func (c *Runtime) decideRetrying(ctx context.Context, fn replay.Func, in *decideInput) (*decideResult, []*store.Task, error) {
+	handoff := in.handoff
+	var (
+		res     *decideResult
+		claimed []*store.Task
+		err     error
+	)
+	e := c.sticky.lock(in.runID)
+	defer c.sticky.unlock(e)
+	for attempt := 0; ; attempt++ {
+		res, err = c.decideLocked(ctx, e, fn, in)
+		claimed = append(claimed, res.claimed...)
+		in.handoff = handoffIf(handoff, claimed)
+		if !errors.Is(err, errConflict) || attempt >= 8 {
+			return res, claimed, err
+		}
+	}
+}
+
 // runDecision runs a decision task. A decision that fails (the code is not
 // deterministic, the workflow is not registered here, the history does
 // not replay) is tried again later with backoff: the run waits, and goes
@@ -584,19 +608,7 @@ func (c *Runtime) runDecision(ctx context.Context, t *store.Task, handoff string
 	}
 	lease := t.Lease()
 	in := &decideInput{runID: t.RunID, workflow: t.Workflow, fence: &lease, handoff: handoff, read: true, task: true}
-	var claimed []*store.Task
-	e := c.sticky.lock(t.RunID)
-	var err error
-	for attempt := 0; ; attempt++ {
-		var res *decideResult
-		res, err = c.decideLocked(ctx, e, fn, in)
-		claimed = append(claimed, res.claimed...)
-		in.handoff = handoffIf(handoff, claimed)
-		if !errors.Is(err, errConflict) || attempt >= 8 {
-			break
-		}
-	}
-	c.sticky.unlock(e)
+	_, claimed, err := c.decideRetrying(ctx, fn, in)
 	switch {
 	case err == nil:
 		return claimed, nil

@@ -189,18 +189,7 @@ func (c *Runtime) runUpdateRequest(ctx context.Context, t *store.Task, req *stor
 	up := replay.UpdateRequest{ID: strings.TrimPrefix(req.ID, updatePrefix), Name: req.Name, Args: req.Args}
 	in := &decideInput{runID: t.RunID, workflow: t.Workflow, fence: &lease, handoff: handoff, read: true,
 		updates: []replay.UpdateRequest{up}, request: true}
-	var claimed []*store.Task
-	var res *decideResult
-	e := c.sticky.lock(t.RunID)
-	for attempt := 0; ; attempt++ {
-		res, err = c.decideLocked(ctx, e, fn, in)
-		claimed = append(claimed, res.claimed...)
-		in.handoff = handoffIf(handoff, claimed)
-		if !errors.Is(err, errConflict) || attempt >= 8 {
-			break
-		}
-	}
-	c.sticky.unlock(e)
+	res, claimed, err := c.decideRetrying(ctx, fn, in)
 	switch {
 	case err == nil:
 	case errors.Is(err, store.ErrLeaseLost), errors.Is(err, store.ErrRunNotFound):
