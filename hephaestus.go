@@ -42,9 +42,7 @@ import (
 	"time"
 
 	"github.com/hephaestus-go/hephaestus/clock"
-	"github.com/hephaestus-go/hephaestus/internal/commit"
-	"github.com/hephaestus-go/hephaestus/internal/engine"
-	"github.com/hephaestus-go/hephaestus/internal/flowrt"
+	"github.com/hephaestus-go/hephaestus/hephtype"
 	"github.com/hephaestus-go/hephaestus/internal/limits"
 	"github.com/hephaestus-go/hephaestus/internal/worker"
 	"github.com/hephaestus-go/hephaestus/store"
@@ -53,33 +51,33 @@ import (
 // Errors that callers branch on.
 var (
 	// ErrFlowNotFound: no flow of that name (or version) is registered.
-	ErrFlowNotFound = flowrt.ErrFlowNotFound
+	ErrFlowNotFound = hephtype.ErrFlowNotFound
 	// ErrFlowConflict: a flow was registered twice with the same name and
 	// version but a different shape.
-	ErrFlowConflict = flowrt.ErrFlowConflict
+	ErrFlowConflict = hephtype.ErrFlowConflict
 	// ErrInvalidInput: the run input (or a resume payload) does not fit.
-	ErrInvalidInput = limits.ErrInvalidInput
+	ErrInvalidInput = hephtype.ErrInvalidInput
 	// ErrRunNotFound: no run has that id (or business value).
 	ErrRunNotFound = store.ErrRunNotFound
 	// ErrDuplicateRun: the business id is taken within its scope.
 	ErrDuplicateRun = store.ErrDuplicateRun
 	// ErrNotWaiting: the run, or the named step, is not waiting.
-	ErrNotWaiting = engine.ErrNotWaiting
+	ErrNotWaiting = hephtype.ErrNotWaiting
 	// ErrUnknownEvent: the step does not declare the event.
-	ErrUnknownEvent = engine.ErrUnknownEvent
+	ErrUnknownEvent = hephtype.ErrUnknownEvent
 	// ErrUnknownStep: the flow has no step of that name.
-	ErrUnknownStep = engine.ErrUnknownStep
+	ErrUnknownStep = hephtype.ErrUnknownStep
 	// ErrRunFinished: the run is completed, failed or cancelled.
-	ErrRunFinished = engine.ErrRunFinished
+	ErrRunFinished = hephtype.ErrRunFinished
 	// ErrClosed: the client was stopped.
-	ErrClosed = commit.ErrClosed
+	ErrClosed = hephtype.ErrClosed
 	// ErrPayloadTooLarge: a payload (a run input, a signal's payload, an
 	// update's arguments, a resume payload, a step's or activity's output,
 	// heartbeat details) is larger than Config.MaxPayloadSize. Inputs that
 	// callers pass fail with it (and ErrInvalidInput) before anything is
 	// written; an output that is too large fails its step or activity for
 	// good, since retrying would produce it again.
-	ErrPayloadTooLarge = limits.ErrPayloadTooLarge
+	ErrPayloadTooLarge = hephtype.ErrPayloadTooLarge
 )
 
 // Config configures a Client. Only Store is required.

@@ -7,7 +7,6 @@ import (
 	"fmt"
 
 	"github.com/hephaestus-go/hephaestus/hephtype"
-	"github.com/hephaestus-go/hephaestus/internal/replay"
 	"github.com/hephaestus-go/hephaestus/internal/wfdef"
 	"github.com/hephaestus-go/hephaestus/internal/wfrt"
 	"github.com/hephaestus-go/hephaestus/store"
@@ -32,11 +31,11 @@ import (
 // Errors of code-first workflows that callers branch on.
 var (
 	// ErrWorkflowNotFound: no workflow of that name is registered.
-	ErrWorkflowNotFound = wfrt.ErrWorkflowNotFound
+	ErrWorkflowNotFound = hephtype.ErrWorkflowNotFound
 	// ErrUpdateNotAccepted: no phase of the workflow accepts the update
 	// now (the run is not in a phase with a handler for it, or has ended).
 	// Nothing was written.
-	ErrUpdateNotAccepted = replay.ErrUpdateNotAccepted
+	ErrUpdateNotAccepted = hephtype.ErrUpdateNotAccepted
 	// ErrUnknownQuery: the workflow declares no query of that name
 	// (workflow.HandleQuery).
 	ErrUnknownQuery = workflow.ErrUnknownQuery

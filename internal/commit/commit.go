@@ -28,7 +28,7 @@ import (
 
 // ErrClosed: the committer was closed (re-exported as
 // hephaestus.ErrClosed).
-var ErrClosed = errors.New("client stopped")
+var ErrClosed = hephtype.ErrClosed
 
 // Config configures a Committer.
 type Config struct {

@@ -218,10 +218,10 @@ type Decision struct {
 // Errors returned by Apply. The runtime treats ErrStale as "nothing to do":
 // a late or duplicate report changes nothing.
 var (
-	ErrUnknownStep  = errors.New("unknown step")
-	ErrUnknownEvent = errors.New("event not declared by the step")
-	ErrNotWaiting   = errors.New("step is not waiting")
-	ErrRunFinished  = errors.New("run is finished")
+	ErrUnknownStep  = hephtype.ErrUnknownStep
+	ErrUnknownEvent = hephtype.ErrUnknownEvent
+	ErrNotWaiting   = hephtype.ErrNotWaiting
+	ErrRunFinished  = hephtype.ErrRunFinished
 	ErrStale        = errors.New("stale report")
 	ErrNotMap       = errors.New("step is not a map step")
 )

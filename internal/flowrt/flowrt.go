@@ -45,10 +45,10 @@ import (
 // Errors of the flow runtime (re-exported by the root package).
 var (
 	// ErrFlowNotFound: no flow of that name (or version) is registered.
-	ErrFlowNotFound = errors.New("flow not found")
+	ErrFlowNotFound = hephtype.ErrFlowNotFound
 	// ErrFlowConflict: a flow was registered twice with the same name and
 	// version but a different shape.
-	ErrFlowConflict = errors.New("flow registered twice with a different shape")
+	ErrFlowConflict = hephtype.ErrFlowConflict
 )
 
 // Config configures a Runtime.

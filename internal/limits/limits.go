@@ -8,15 +8,17 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+
+	"github.com/hephaestus-go/hephaestus/hephtype"
 )
 
 // ErrInvalidInput: input a caller passed does not fit (re-exported as
 // hephaestus.ErrInvalidInput).
-var ErrInvalidInput = errors.New("invalid input")
+var ErrInvalidInput = hephtype.ErrInvalidInput
 
 // ErrPayloadTooLarge: a payload is larger than the configured limit
 // (re-exported as hephaestus.ErrPayloadTooLarge).
-var ErrPayloadTooLarge = errors.New("payload too large")
+var ErrPayloadTooLarge = hephtype.ErrPayloadTooLarge
 
 // DefaultPayloadSize is the default of Config.MaxPayloadSize: 2 MiB.
 const DefaultPayloadSize = 2 << 20

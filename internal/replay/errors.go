@@ -4,6 +4,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+
+	"github.com/hephaestus-go/hephaestus/hephtype"
 )
 
 // Errors the Instance returns.
@@ -12,7 +14,7 @@ var (
 	ErrClosed = errors.New("replay: instance closed")
 	// ErrUpdateNotAccepted: no phase of the workflow accepts the update
 	// now. The update is rejected and nothing is written.
-	ErrUpdateNotAccepted = errors.New("workflow is not accepting this update now")
+	ErrUpdateNotAccepted = hephtype.ErrUpdateNotAccepted
 	// ErrPhaseEnded completes an accepted update that the phase had not
 	// dispatched yet when it stopped.
 	ErrPhaseEnded = errors.New("the phase ended before the update was handled")

@@ -51,7 +51,7 @@ import (
 // Errors of code-first workflows (re-exported by the root package).
 var (
 	// ErrWorkflowNotFound: no workflow of that name is registered.
-	ErrWorkflowNotFound = errors.New("workflow not found")
+	ErrWorkflowNotFound = hephtype.ErrWorkflowNotFound
 )
 
 // Activity is an activity as the runtime registers it.

@@ -1,0 +1,34 @@
+package hephtype
+
+import "errors"
+
+// The conditions callers branch on that the runtime's packages detect.
+// They are defined here, where every package can reach them, and
+// re-exported by package hephaestus under the same names; compare with
+// errors.Is through either.
+var (
+	// ErrFlowNotFound: no flow of that name (or version) is registered.
+	ErrFlowNotFound = errors.New("flow not found")
+	// ErrFlowConflict: a flow was registered twice with the same name and
+	// version but a different shape.
+	ErrFlowConflict = errors.New("flow registered twice with a different shape")
+	// ErrInvalidInput: input a caller passed does not fit.
+	ErrInvalidInput = errors.New("invalid input")
+	// ErrPayloadTooLarge: a payload is larger than the configured limit.
+	ErrPayloadTooLarge = errors.New("payload too large")
+	// ErrNotWaiting: the run, or the named step, is not waiting.
+	ErrNotWaiting = errors.New("step is not waiting")
+	// ErrUnknownEvent: the step does not declare the event.
+	ErrUnknownEvent = errors.New("event not declared by the step")
+	// ErrUnknownStep: the flow has no step of that name.
+	ErrUnknownStep = errors.New("unknown step")
+	// ErrRunFinished: the run is completed, failed or cancelled.
+	ErrRunFinished = errors.New("run is finished")
+	// ErrClosed: the client was stopped.
+	ErrClosed = errors.New("client stopped")
+	// ErrWorkflowNotFound: no workflow of that name is registered.
+	ErrWorkflowNotFound = errors.New("workflow not found")
+	// ErrUpdateNotAccepted: no phase of the workflow accepts the update
+	// now. Nothing was written.
+	ErrUpdateNotAccepted = errors.New("workflow is not accepting this update now")
+)
