@@ -1,5 +1,6 @@
 // Package hephtype holds the small value types that every other package of
-// Hephaestus shares: run and step statuses and the kinds of history events.
+// Hephaestus shares: run and step statuses, the kinds of history events,
+// and the sentinel errors the runtime reports (re-exported by the root).
 //
 // It imports nothing from the project, so any package may import it without
 // creating an import cycle.
