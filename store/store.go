@@ -129,6 +129,10 @@ type Store interface {
 	// Requester records requests to runs and their answers (request.go).
 	Requester
 
+	// Documents keeps flow documents, by name, version and content hash
+	// (document.go).
+	Documents
+
 	// Close releases the store's resources.
 	Close() error
 }

@@ -30,6 +30,9 @@
 //     store.ErrClosed.
 //   - A Change.Key is checked against the run's history as stored and
 //     against the earlier changes of the same Apply.
+//   - ListDocuments orders by name (byte order), then version, newest
+//     first; GetDocument by a hash that several names have returns the
+//     oldest of those versions (then by name).
 //
 // Times are fixed (a base time plus offsets passed as Now): nothing in the
 // suite sleeps or reads the clock.
@@ -101,6 +104,11 @@ func Run(t *testing.T, newStore func(t *testing.T) store.Store) {
 		{"StrandedTasks", testStrandedTasks},
 		{"Workers", testWorkers},
 		{"Requests", testRequests},
+		{"Documents", testDocuments},
+		{"DocumentValidation", testDocumentValidation},
+		{"ListDocuments", testListDocuments},
+		{"ConcurrentDocumentPuts", testConcurrentPuts},
+		{"PruneKeepsDocuments", testPruneKeepsDocuments},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
