@@ -61,7 +61,8 @@ func toDocument(d *store.Document) *Document {
 // and returns it, unless the name has this content already: then it
 // stores nothing and returns the version that has it. The format is
 // DocumentJSON or DocumentYAML; the content is stored as given (it is not
-// parsed here). A bad name, format or size fails with ErrInvalidInput.
+// parsed here). A bad name, format or size fails with ErrInvalidInput,
+// and so does content the name has already under the other format.
 func (c *Client) PutDocument(ctx context.Context, name, format string, content []byte) (*Document, error) {
 	d, err := c.cfg.Store.PutDocument(ctx, &store.PutDocumentParams{Name: name, Format: format, Content: content, Now: c.cfg.Clock.Now()})
 	if err != nil {
