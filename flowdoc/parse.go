@@ -65,12 +65,12 @@ type stepDoc struct {
 }
 
 type branchCase struct {
-	cond  string
-	condN *node
-	then  []string
-	thenN *node
+	cond   string
+	condN  *node
+	then   []string
+	thenN  *node
 	isElse bool
-	path  string
+	path   string
 }
 
 type waitSpec struct {
@@ -85,9 +85,9 @@ type route struct {
 }
 
 var (
-	docKeys  = []string{"$schema", "name", "version", "description", "start", "business_key", "tags", "metadata", "defaults", "steps"}
-	stepKeys = []string{"description", "action", "args", "next", "branch", "parallel", "join", "done", "map", "wait", "on", "retry", "timeout", "queue", "priority"}
-	optKeys  = []string{"retry", "timeout", "queue", "priority"}
+	docKeys   = []string{"$schema", "name", "version", "description", "start", "business_key", "tags", "metadata", "defaults", "steps"}
+	stepKeys  = []string{"description", "action", "args", "next", "branch", "parallel", "join", "done", "map", "wait", "on", "retry", "timeout", "queue", "priority"}
+	optKeys   = []string{"retry", "timeout", "queue", "priority"}
 	retryKeys = []string{"max_attempts", "initial_backoff", "max_backoff", "multiplier", "jitter"}
 )
 
