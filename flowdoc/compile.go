@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"regexp"
 	"slices"
 	"strconv"
 	"strings"
@@ -21,11 +22,19 @@ func BranchEvent(i int) string { return "branch-" + strconv.Itoa(i) }
 
 // Load parses a document and compiles it with the actions of reg.
 func Load(name string, data []byte, reg *Registry) (*flow.Flow, error) {
-	d, err := Parse(name, data)
-	if err != nil {
-		return nil, err
+	d, c := parse(name, data)
+	if d == nil {
+		return nil, c.err()
 	}
-	return Compile(d, reg)
+	if len(c.list) == 0 {
+		return Compile(d, reg)
+	}
+	// Report the compiler's findings too, all at once.
+	f, err := compile(d, reg, c)
+	if err == nil && f != nil {
+		err = c.err()
+	}
+	return nil, err
 }
 
 // stepRT is what a compiled step needs when it runs.
@@ -43,10 +52,13 @@ type stepRT struct {
 // flow.Builder.Build. Every problem, the builder's included, is reported
 // at once as an *Error pointing into the document.
 func Compile(d *Document, reg *Registry) (*flow.Flow, error) {
+	return compile(d, reg, &errs{doc: d.src})
+}
+
+func compile(d *Document, reg *Registry, c *errs) (*flow.Flow, error) {
 	if reg == nil {
 		reg = NewRegistry()
 	}
-	c := &errs{doc: d.src}
 	b := flow.New(d.name).Version(d.version)
 	if d.key != "" {
 		b.BusinessKey(d.key, d.scope)
@@ -157,6 +169,13 @@ func Compile(d *Document, reg *Registry) (*flow.Flow, error) {
 				c.add(s.actionN, join(s.path, "action"), fix, "unknown action %q", s.action)
 			}
 			rt.action = a
+		}
+		if s.over != "" {
+			if _, _, ok := mapSource(s.over); !ok {
+				c.add(s.overN, join(s.path, "map"), "write input, input.<field>, steps.<step>.output or steps.<step>.output.<field>", "%q is not an array expression", s.over)
+			} else if st, _, _ := mapSource(s.over); st != "" && d.byName[st] == nil {
+				c.add(s.overN, join(s.path, "map"), "name one of the steps: "+stepList, "%q reads unknown step %q", s.over, st)
+			}
 		}
 		var refs []refAt
 		if s.args != nil {
@@ -300,10 +319,17 @@ func optionsOf(o options) []flow.StepOption {
 	return out
 }
 
+var identRE = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_-]*$`)
+
 // mapSource parses a map expression: input, input.<field>,
 // steps.<step>.output or steps.<step>.output.<field>.
 func mapSource(expr string) (step, field string, ok bool) {
 	segs := strings.Split(strings.TrimSpace(expr), ".")
+	for _, g := range segs {
+		if !identRE.MatchString(g) {
+			return "", "", false
+		}
+	}
 	switch {
 	case segs[0] == "input" && len(segs) <= 2:
 		if len(segs) == 2 {

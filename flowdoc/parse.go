@@ -96,34 +96,41 @@ var (
 // in errors, e.g. its file name. Every problem is reported at once, each
 // an *Error.
 func Parse(name string, data []byte) (*Document, error) {
+	d, c := parse(name, data)
+	if err := c.err(); err != nil {
+		return nil, err
+	}
+	return d, nil
+}
+
+// parse returns the document, nil when its text does not parse, and the
+// problems found.
+func parse(name string, data []byte) (*Document, *errs) {
 	c := &errs{doc: name}
 	if len(data) > MaxDocumentSize {
 		c.add(nil, "(document)", fmt.Sprintf("split the flow or shrink it below %d bytes", MaxDocumentSize), "the document is %d bytes, more than the limit of %d", len(data), MaxDocumentSize)
-		return nil, c.err()
+		return nil, c
 	}
 	dec := yaml.NewDecoder(bytes.NewReader(data))
 	var y yaml.Node
 	if err := dec.Decode(&y); err != nil {
 		c.add(nil, "(document)", "correct the syntax at the position the parser names", "not valid YAML or JSON: %v", err)
-		return nil, c.err()
+		return nil, c
 	}
 	var extra yaml.Node
 	if err := dec.Decode(&extra); err == nil {
 		c.add(&node{line: extra.Line, col: extra.Column}, "(document)", "keep one flow per document; remove the '---' separator and what follows", "the text holds more than one YAML document")
-		return nil, c.err()
+		return nil, c
 	}
 	root, err := fromYAML(&y, 0)
 	if err != nil {
 		c.add(nil, "(document)", "correct the value the message names", "%v", err)
-		return nil, c.err()
+		return nil, c
 	}
 	d := &Document{src: name, root: root, version: 1, scope: flow.ScopeActive, byName: map[string]*stepDoc{}}
 	p := &parser{c: c}
 	p.document(d, root)
-	if err := c.err(); err != nil {
-		return nil, err
-	}
-	return d, nil
+	return d, c
 }
 
 type parser struct{ c *errs }

@@ -43,6 +43,9 @@ func tools(t *testing.T) *flowdoc.Registry {
 	must(flowdoc.RegisterAction(reg, "echo", func(ctx context.Context, c flowdoc.ActionCall, in json.RawMessage) (json.RawMessage, error) {
 		return in, nil
 	}))
+	must(flowdoc.RegisterAction(reg, "search", func(ctx context.Context, c flowdoc.ActionCall, in searchIn) (searchOut, error) {
+		return searchOut{ID: in.Query}, nil
+	}))
 	must(flowdoc.RegisterAction(reg, "value", func(ctx context.Context, c flowdoc.ActionCall, in map[string]any) (any, error) {
 		return in["v"], nil
 	}))
