@@ -64,6 +64,9 @@ func Run(t *testing.T, b Backend) {
 		{"BulkStart", testBulkStart},
 		{"Workflows", testWorkflows},
 		{"ExactlyOnce", testExactlyOnce},
+		{"DocResearch", testDocResearch},
+		{"DocBranching", testDocBranching},
+		{"DocReopenMidRun", testDocReopenMidRun},
 	})
 }
 
