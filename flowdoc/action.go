@@ -164,3 +164,5 @@ func paramsOf(t reflect.Type) map[string]func(json.RawMessage) error {
 	}
 	return out
 }
+
+func reflectTypeOf[T any]() reflect.Type { return reflect.TypeFor[T]() }
