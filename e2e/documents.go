@@ -251,3 +251,77 @@ func newDocToolsLike(t *testing.T, old *docTools) *docTools {
 	}
 	return n
 }
+
+const approvalDoc = `
+name: doc-approval
+steps:
+  request_approval:
+    wait: {events: [approved, rejected], timeout: 1h}
+    on: {approved: execute_write, rejected: done, timeout: done}
+  execute_write:
+    action: knowledge_add
+    args: {title: "{{input.title}} (approved by {{steps.request_approval.output.actor}}: {{steps.request_approval.output.comment}})"}
+    done: true
+`
+
+// testDocApprovalGate runs the seed's approval gate before a write:
+// approved, rejected, and past its deadline; the resume payload (actor
+// and comment) is the audit entry in the history.
+func testDocApprovalGate(t *testing.T, b Backend) {
+	tools := newDocTools(t)
+	expiring := strings.Replace(strings.Replace(approvalDoc, "timeout: 1h", "timeout: 100ms", 1), "doc-approval", "doc-approval-expiring", 1)
+	e := newEnv(t, b, nil, tools.load(t, "approval.yaml", approvalDoc), tools.load(t, "expiring.yaml", expiring))
+	ctx := ctxT(t)
+	type decision struct {
+		Actor   string `json:"actor"`
+		Comment string `json:"comment"`
+	}
+	for _, tc := range []struct {
+		event  string
+		by     decision
+		output string
+	}{
+		{"approved", decision{"ann", "looks right"}, `{"execute_write":"added plan (approved by ann: looks right)"}`},
+		{"rejected", decision{"bob", "not now"}, `null`},
+	} {
+		r, err := e.c.StartRun(ctx, "doc-approval", map[string]string{"title": "plan"}, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		e.waitStatus(r.ID, heph.StatusWaiting)
+		if err := e.c.ResumeRun(ctx, r.ID, tc.event, &heph.ResumeOptions{Payload: tc.by}); err != nil {
+			t.Fatal(err)
+		}
+		done := e.waitStatus(r.ID, heph.StatusCompleted)
+		if tc.event == "approved" {
+			wantJSON(t, done.Output, tc.output)
+		}
+		var audit []heph.HistoryEvent
+		for _, ev := range e.history(r.ID) {
+			if ev.Kind == hephtype.EventStepResumed && ev.Step == "request_approval" {
+				audit = append(audit, ev)
+			}
+		}
+		if len(audit) != 1 || audit[0].Name != tc.event {
+			t.Fatalf("%s: audit entries %v", tc.event, audit)
+		}
+		var got decision
+		if err := json.Unmarshal(audit[0].Data, &got); err != nil || got != tc.by {
+			t.Errorf("%s: the audit entry holds %s, want %+v", tc.event, audit[0].Data, tc.by)
+		}
+		h := e.history(r.ID)
+		if n := count(h, hephtype.EventStepCompleted, "execute_write"); (n == 1) != (tc.event == "approved") {
+			t.Errorf("%s: execute_write completed %d times", tc.event, n)
+		}
+	}
+	if n := tools.calls["knowledge_add"].Load(); n != 1 {
+		t.Errorf("knowledge_add called %d times, want once (the approved run)", n)
+	}
+	// Past its deadline, the gate's timeout event ends the run without the write.
+	r := e.run("doc-approval-expiring", map[string]string{"title": "late"}, nil)
+	wantStatus(t, r, heph.StatusCompleted)
+	h := e.history(r.ID)
+	if count(h, hephtype.EventTimerFired, "request_approval") != 1 || count(h, hephtype.EventStepCompleted, "execute_write") != 0 {
+		t.Errorf("the deadline did not end the gate: %v", h)
+	}
+}

@@ -67,6 +67,7 @@ func Run(t *testing.T, b Backend) {
 		{"DocResearch", testDocResearch},
 		{"DocBranching", testDocBranching},
 		{"DocReopenMidRun", testDocReopenMidRun},
+		{"DocApprovalGate", testDocApprovalGate},
 	})
 }
 
