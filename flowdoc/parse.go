@@ -3,7 +3,9 @@ package flowdoc
 import (
 	"bytes"
 	"fmt"
+	"regexp"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -114,7 +116,7 @@ func parse(name string, data []byte) (*Document, *errs) {
 	dec := yaml.NewDecoder(bytes.NewReader(data))
 	var y yaml.Node
 	if err := dec.Decode(&y); err != nil {
-		c.add(nil, "(document)", "correct the syntax at the position the parser names", "not valid YAML or JSON: %v", err)
+		c.add(lineOf(err), "(document)", "correct the syntax at the line named", "not valid YAML or JSON: %v", err)
 		return nil, c
 	}
 	var extra yaml.Node
@@ -124,13 +126,29 @@ func parse(name string, data []byte) (*Document, *errs) {
 	}
 	root, err := fromYAML(&y, 0)
 	if err != nil {
-		c.add(nil, "(document)", "correct the value the message names", "%v", err)
+		c.add(lineOf(err), "(document)", "correct the value the message names", "%v", err)
 		return nil, c
 	}
 	d := &Document{src: name, root: root, version: 1, scope: flow.ScopeActive, byName: map[string]*stepDoc{}}
 	p := &parser{c: c}
 	p.document(d, root)
 	return d, c
+}
+
+var lineRE = regexp.MustCompile(`line (\d+)(?: column (\d+))?`)
+
+// lineOf finds the position a decoder's message names.
+func lineOf(err error) *node {
+	m := lineRE.FindStringSubmatch(err.Error())
+	if m == nil {
+		return nil
+	}
+	n := &node{col: 1}
+	n.line, _ = strconv.Atoi(m[1])
+	if m[2] != "" {
+		n.col, _ = strconv.Atoi(m[2])
+	}
+	return n
 }
 
 type parser struct{ c *errs }
@@ -447,6 +465,9 @@ func (p *parser) step(s *stepDoc, n *node) {
 		}
 	} else if s.action == "" {
 		p.c.add(s.key, join(s.path, "action"), "add action: <name of a registered action>, or wait: {...} for a step that waits", "the step calls no action")
+	}
+	if s.over != "" && len(s.branch) > 0 {
+		p.c.add(s.branchN, join(s.path, "branch"), "branch in a step after the map step, over its output", "a map step cannot branch")
 	}
 	if s.over != "" && s.wait != nil {
 		p.c.add(s.overN, join(s.path, "map"), "map in one step and wait in another", "a map step cannot wait")
