@@ -348,7 +348,7 @@ func mapSource(expr string) (step, field string, ok bool) {
 func addStep(b *flow.Builder, rt *stepRT, c *errs) {
 	s := rt.doc
 	opts := optionsOf(s.opts)
-	if len(rt.events) > 0 && !(len(rt.events) == 1 && rt.events[0] == flow.EventOK) {
+	if len(rt.events) > 1 || (len(rt.events) == 1 && rt.events[0] != flow.EventOK) {
 		opts = append(opts, flow.Events(rt.events...))
 	}
 	if s.over != "" {

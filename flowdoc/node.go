@@ -1,7 +1,6 @@
 package flowdoc
 
 import (
-	"encoding/json"
 	"fmt"
 	"math"
 	"strconv"
@@ -90,8 +89,6 @@ func (n *node) get(key string) (val, k *node) {
 	return nil, nil
 }
 
-func (n *node) isNull() bool { return n == nil || (n.kind == yaml.ScalarNode && n.tag == "!!null") }
-
 func (n *node) kindName() string {
 	switch {
 	case n == nil:
@@ -112,15 +109,6 @@ func (n *node) kindName() string {
 		return "null"
 	}
 	return "a " + n.tag + " value"
-}
-
-// toJSON converts the value to JSON.
-func (n *node) toJSON() (json.RawMessage, error) {
-	v, err := n.toAny()
-	if err != nil {
-		return nil, err
-	}
-	return json.Marshal(v)
 }
 
 func (n *node) toAny() (any, error) {

@@ -19,20 +19,19 @@ const MaxDocumentSize = 1 << 20
 
 // Document is a parsed flow document. Compile turns it into a flow.
 type Document struct {
-	src         string
-	name        string
-	version     int
-	start       string
-	startNode   *node
-	key         string
-	scope       flow.KeyScope
-	tags        []string
-	metadata    map[string]any
-	defaults    options
-	steps       []*stepDoc
-	byName      map[string]*stepDoc
-	root        *node
-	inputSchema *node
+	src       string
+	name      string
+	version   int
+	start     string
+	startNode *node
+	key       string
+	scope     flow.KeyScope
+	tags      []string
+	metadata  map[string]any
+	defaults  options
+	steps     []*stepDoc
+	byName    map[string]*stepDoc
+	root      *node
 }
 
 // Name returns the flow name the document declares.

@@ -222,15 +222,15 @@ type value struct {
 }
 
 func compileValue(n *node, path string, c *errs, refs *[]refAt) *value {
-	switch {
-	case n.kind == yaml.MappingNode:
+	switch n.kind {
+	case yaml.MappingNode:
 		v := &value{obj: map[string]*value{}}
 		for i, k := range n.keys {
 			v.keys = append(v.keys, k.value)
 			v.obj[k.value] = compileValue(n.vals[i], join(path, k.value), c, refs)
 		}
 		return v
-	case n.kind == yaml.SequenceNode:
+	case yaml.SequenceNode:
 		v := &value{list: []*value{}}
 		for i, x := range n.vals {
 			v.list = append(v.list, compileValue(x, fmt.Sprintf("%s[%d]", path, i), c, refs))
