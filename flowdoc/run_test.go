@@ -325,3 +325,68 @@ func TestFailedRoute(t *testing.T) {
 		t.Errorf("status %s (%s), undo %v %s", r.Status(), r.Err(), ran, undo.Output)
 	}
 }
+
+func TestLimitsAndNoMatch(t *testing.T) {
+	ctx := context.Background()
+	load := func(doc string) *flow.Flow {
+		t.Helper()
+		f, err := flowdoc.Load("l.yaml", []byte(doc), tools(t))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return f
+	}
+	cases := []struct {
+		name, doc string
+		input     any
+		err       string
+	}{
+		{"no case matches", `
+name: l
+steps:
+  s:
+    action: value
+    args: {v: "{{input.v}}"}
+    branch:
+      - if: result == "a"
+        then: done
+`, map[string]string{"v": "b"}, `step "s": no branch condition matched the result "b"; add an else case`},
+		{"condition cost", `
+name: l
+steps:
+  s:
+    action: value
+    args: {v: "{{input.xs}}"}
+    branch:
+      - if: result.map(x, result.map(y, x * y)).size() > 0
+        then: done
+`, map[string]any{"xs": make([]int, 1000)}, "cost limit exceeded"},
+		{"condition error", `
+name: l
+steps:
+  s:
+    action: value
+    args: {v: "{{input.v}}"}
+    branch:
+      - if: result.missing == 1
+        then: done
+`, map[string]any{"v": map[string]int{"a": 1}}, `step "s": condition "result.missing == 1"`},
+		{"template output", `
+name: l
+steps:
+  s:
+    action: echo
+    args: {v: "{{input.big}}{{input.big}}"}
+    done: true
+`, map[string]string{"big": strings.Repeat("x", flowdoc.MaxTemplateOutput/2+1)}, "grows beyond"},
+	}
+	for _, tc := range cases {
+		r, err := hephtest.RunFlow(ctx, load(tc.doc), tc.input)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if r.Status() != hephtype.StatusFailed || r.Calls["s"] != 1 || !strings.Contains(r.Err(), tc.err) {
+			t.Errorf("%s: status %s after %d calls, error %q; want failed at once with %q", tc.name, r.Status(), r.Calls["s"], r.Err(), tc.err)
+		}
+	}
+}
