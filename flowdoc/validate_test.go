@@ -125,3 +125,13 @@ func TestDocumentSizeLimit(t *testing.T) {
 		t.Errorf("oversized document: %v", err)
 	}
 }
+
+// JSON, tab-indented as editors write it, reads with positions too.
+func TestJSONPositions(t *testing.T) {
+	doc := "{\n\t\"name\": \"v\",\n\t\"steps\": {\n\t\t\"a\": {\"action\": \"nope\", \"done\": true}\n\t}\n}\n"
+	_, err := flowdoc.Load("v.json", []byte(doc), tools(t))
+	errs := flowdoc.Errors(err)
+	if len(errs) != 1 || errs[0].Line != 4 || errs[0].Column != 19 || errs[0].Path != "steps.a.action" {
+		t.Errorf("errors %v, want one at v.json:4:19 steps.a.action", err)
+	}
+}
