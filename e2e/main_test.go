@@ -17,6 +17,14 @@ func TestMain(m *testing.M) {
 		}
 		os.Exit(0)
 	}
+	// The document crash test too.
+	if path := os.Getenv(docCrashEnv); path != "" {
+		if err := docCrashChild(path); err != nil {
+			fmt.Fprintln(os.Stderr, "document crash child:", err)
+			os.Exit(1)
+		}
+		os.Exit(0)
+	}
 	// The workflow crash tests run it as the process they kill.
 	if spec := os.Getenv(wfCrashEnv); spec != "" {
 		if err := wfCrashChild(spec); err != nil {

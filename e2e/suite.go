@@ -64,6 +64,10 @@ func Run(t *testing.T, b Backend) {
 		{"BulkStart", testBulkStart},
 		{"Workflows", testWorkflows},
 		{"ExactlyOnce", testExactlyOnce},
+		{"DocResearch", testDocResearch},
+		{"DocBranching", testDocBranching},
+		{"DocReopenMidRun", testDocReopenMidRun},
+		{"DocApprovalGate", testDocApprovalGate},
 	})
 }
 

@@ -1,0 +1,168 @@
+package flowdoc
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"reflect"
+	"sort"
+	"strings"
+	"sync"
+)
+
+// ErrUnknownAction is wrapped by Registry.Lookup for a name no action has.
+var ErrUnknownAction = errors.New("unknown action")
+
+// ActionCall describes one invocation of an action by a document step.
+type ActionCall struct {
+	RunID string
+	Step  string
+	// Index is the element of a map step, or -1.
+	Index int
+	// CreatedBy is the user who started the run (the run input's
+	// "created_by" field), so actions run with that user's permissions.
+	CreatedBy string
+	// IdempotencyKey is the same for every attempt of the step (of the
+	// element) in a run: pass it on to make external effects happen once.
+	IdempotencyKey string
+}
+
+// Action is a named operation a document step calls with its resolved
+// arguments (a JSON object). RegisterAction builds one from a typed Go
+// function; other kinds (HTTP, remote workers) fill the fields themselves.
+type Action struct {
+	Name string
+	// Params, when set, lists the argument names the action accepts, with
+	// a check of a literal argument value (nil accepts any value). A
+	// document passing another name fails validation. Nil accepts any
+	// arguments.
+	Params map[string]func(json.RawMessage) error
+	// Invoke runs the action.
+	Invoke func(ctx context.Context, call ActionCall, args json.RawMessage) (json.RawMessage, error)
+}
+
+// Registry holds the actions documents may call. The zero value is not
+// usable; use NewRegistry. It is safe for concurrent use.
+type Registry struct {
+	mu      sync.RWMutex
+	actions map[string]*Action
+}
+
+// NewRegistry returns an empty registry.
+func NewRegistry() *Registry { return &Registry{actions: map[string]*Action{}} }
+
+// Register adds an action; a second action of one name is an error.
+func (r *Registry) Register(a *Action) error {
+	if a == nil || a.Name == "" || a.Invoke == nil {
+		return errors.New("flowdoc: register action: an action needs a name and an Invoke function")
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if _, dup := r.actions[a.Name]; dup {
+		return fmt.Errorf("flowdoc: register action %q: an action of that name is already registered", a.Name)
+	}
+	r.actions[a.Name] = a
+	return nil
+}
+
+// Lookup returns the named action.
+func (r *Registry) Lookup(name string) (*Action, error) {
+	r.mu.RLock()
+	defer r.mu.RUnlock()
+	a, ok := r.actions[name]
+	if !ok {
+		return nil, fmt.Errorf("%w %q", ErrUnknownAction, name)
+	}
+	return a, nil
+}
+
+// Names returns the registered names, sorted.
+func (r *Registry) Names() []string {
+	r.mu.RLock()
+	defer r.mu.RUnlock()
+	out := make([]string, 0, len(r.actions))
+	for n := range r.actions {
+		out = append(out, n)
+	}
+	sort.Strings(out)
+	return out
+}
+
+// RegisterAction registers a typed Go function as the action name. The
+// step's arguments decode into In; when In is a struct, its JSON field
+// names are the arguments a document may pass, and literal values are
+// checked against the field types when the document is compiled. The
+// output encodes as JSON and becomes the step's output.
+func RegisterAction[In, Out any](r *Registry, name string, fn func(ctx context.Context, call ActionCall, in In) (Out, error)) error {
+	if fn == nil {
+		return fmt.Errorf("flowdoc: register action %q: the function is nil", name)
+	}
+	a := &Action{Name: name, Params: paramsOf(reflect.TypeFor[In]())}
+	a.Invoke = func(ctx context.Context, call ActionCall, args json.RawMessage) (json.RawMessage, error) {
+		var in In
+		if len(args) > 0 {
+			if err := json.Unmarshal(args, &in); err != nil {
+				return nil, &ArgsError{Action: name, Step: call.Step, Err: err}
+			}
+		}
+		out, err := fn(ctx, call, in)
+		if err != nil {
+			return nil, err
+		}
+		b, err := json.Marshal(out)
+		if err != nil {
+			return nil, fmt.Errorf("action %q: output does not encode as JSON: %w", name, err)
+		}
+		return b, nil
+	}
+	return r.Register(a)
+}
+
+// ArgsError reports arguments that do not decode into an action's input.
+// Steps fail on it at once: retrying cannot change it.
+type ArgsError struct {
+	Action, Step string
+	Err          error
+}
+
+func (e *ArgsError) Error() string {
+	return fmt.Sprintf("step %q: the arguments do not fit action %q: %v", e.Step, e.Action, e.Err)
+}
+
+func (e *ArgsError) Unwrap() error { return e.Err }
+
+// paramsOf lists the JSON fields of a struct type, or nil for any other
+// type (a map accepts any argument).
+func paramsOf(t reflect.Type) map[string]func(json.RawMessage) error {
+	for t.Kind() == reflect.Pointer {
+		t = t.Elem()
+	}
+	if t.Kind() != reflect.Struct {
+		return nil
+	}
+	out := map[string]func(json.RawMessage) error{}
+	for i := range t.NumField() {
+		f := t.Field(i)
+		if !f.IsExported() {
+			continue
+		}
+		name := f.Name
+		if tag, ok := f.Tag.Lookup("json"); ok {
+			n, _, _ := strings.Cut(tag, ",")
+			if n == "-" {
+				continue
+			}
+			if n != "" {
+				name = n
+			}
+		}
+		ft := f.Type
+		out[name] = func(v json.RawMessage) error {
+			return json.Unmarshal(v, reflect.New(ft).Interface())
+		}
+	}
+	return out
+}
+
+func reflectTypeOf[T any]() reflect.Type { return reflect.TypeFor[T]() }

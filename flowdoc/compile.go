@@ -1,0 +1,476 @@
+package flowdoc
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"regexp"
+	"slices"
+	"strconv"
+	"strings"
+
+	"github.com/hephaestus-go/hephaestus/flow"
+)
+
+// ElseEvent is the event of a branch step whose cases all failed to match
+// and that has an else case; case i of a branch emits "branch-<i>".
+const ElseEvent = "else"
+
+// BranchEvent returns the event of case i of a branch.
+func BranchEvent(i int) string { return "branch-" + strconv.Itoa(i) }
+
+// Load parses a document and compiles it with the actions of reg.
+func Load(name string, data []byte, reg *Registry) (*flow.Flow, error) {
+	d, c := parse(name, data)
+	if d == nil {
+		return nil, c.err()
+	}
+	if len(c.list) == 0 {
+		return Compile(d, reg)
+	}
+	// Report the compiler's findings too, all at once.
+	f, err := compile(d, reg, c)
+	if err == nil && f != nil {
+		err = c.err()
+	}
+	return nil, err
+}
+
+// stepRT is what a compiled step needs when it runs.
+type stepRT struct {
+	doc    *stepDoc
+	action *Action
+	args   *value
+	conds  []*condition // per branch case; nil for else
+	reads  []string     // steps whose outputs its templates and conditions read
+	events []string
+}
+
+// Compile turns a parsed document into a flow definition, run by the
+// actions of reg: the same *flow.Flow the Go API builds, validated by
+// flow.Builder.Build. Every problem, the builder's included, is reported
+// at once as an *Error pointing into the document.
+func Compile(d *Document, reg *Registry) (*flow.Flow, error) {
+	return compile(d, reg, &errs{doc: d.src})
+}
+
+func compile(d *Document, reg *Registry, c *errs) (*flow.Flow, error) {
+	if reg == nil {
+		reg = NewRegistry()
+	}
+	b := flow.New(d.name).Version(d.version)
+	if d.key != "" {
+		b.BusinessKey(d.key, d.scope)
+	}
+	if len(d.tags) > 0 {
+		b.Tags(d.tags...)
+	}
+	if d.metadata != nil {
+		b.Metadata(d.metadata)
+	}
+	b.Defaults(optionsOf(d.defaults)...)
+	names := make([]string, len(d.steps))
+	for i, s := range d.steps {
+		names[i] = s.name
+	}
+	stepList := strings.Join(names, ", ")
+	known := func(t string) bool { return t == flow.Done || d.byName[t] != nil }
+	start := d.start
+	if start == "" && len(d.steps) > 0 {
+		start = d.steps[0].name
+	}
+	if d.start != "" && !known(d.start) {
+		c.add(d.startNode, "start", "name one of the steps: "+stepList, "unknown step %q", d.start)
+	} else if start != "" {
+		b.Start(start)
+	}
+	// Edges, and the graph for the ancestor checks of templates.
+	preds := map[string][]string{}
+	edge := func(from, event string, to []string, n *node, path string) {
+		var ok []string
+		for _, t := range to {
+			if !known(t) {
+				c.add(n, path, "name one of the steps ("+stepList+") or done", "unknown step %q", t)
+				continue
+			}
+			ok = append(ok, t)
+			preds[t] = append(preds[t], from)
+		}
+		if len(ok) > 0 {
+			b.Edge(from, event, ok...)
+		}
+	}
+	rts := map[string]*stepRT{}
+	for _, s := range d.steps {
+		rt := &stepRT{doc: s}
+		rts[s.name] = rt
+		okEv := flow.EventOK
+		if s.wait != nil && len(s.wait.events) > 0 && !slices.Contains(s.wait.events, okEv) && (len(s.next) > 0 || len(s.parallel) > 0 || s.join != "" || s.done) {
+			c.add(s.nextN, s.path, "route the wait's events with on: {<event>: <step>}", "the wait declares events %s, so next (parallel, join, done) routes nothing", strings.Join(s.wait.events, ", "))
+		}
+		switch {
+		case len(s.next) > 0:
+			edge(s.name, okEv, s.next, s.nextN, join(s.path, "next"))
+		case len(s.parallel) > 0:
+			edge(s.name, okEv, s.parallel, s.nextN, join(s.path, "parallel"))
+		case s.join != "":
+			edge(s.name, okEv, []string{s.join}, s.nextN, join(s.path, "join"))
+		case s.done:
+			edge(s.name, okEv, []string{flow.Done}, s.key, join(s.path, "done"))
+		}
+		for i, bc := range s.branch {
+			ev := BranchEvent(i)
+			p := join(bc.path, "then")
+			if bc.isElse {
+				ev, p = ElseEvent, join(bc.path, "else")
+			}
+			rt.events = append(rt.events, ev)
+			edge(s.name, ev, bc.then, bc.thenN, p)
+		}
+		if s.wait != nil {
+			rt.events = s.wait.events
+			if len(rt.events) == 0 {
+				rt.events = []string{flow.EventOK}
+			}
+		}
+		allowed := append([]string{flow.EventFailed}, rt.events...)
+		if len(rt.events) == 0 {
+			allowed = append(allowed, flow.EventOK)
+		}
+		if s.wait != nil && s.wait.timeout > 0 {
+			allowed = append(allowed, flow.EventTimeout)
+		}
+		for _, r := range s.on {
+			if !slices.Contains(allowed, r.event) {
+				c.add(r.n, join(s.path, "on."+r.event), "route one of the step's events: "+strings.Join(allowed, ", "), "the step never emits the event %q", r.event)
+				continue
+			}
+			if r.event == flow.EventOK && (len(s.next) > 0 || len(s.parallel) > 0 || s.join != "" || s.done) {
+				c.add(r.n, join(s.path, "on.ok"), "route ok either with next (parallel, join, done) or with on.ok", "the event \"ok\" is routed twice")
+				continue
+			}
+			edge(s.name, r.event, r.to, r.n, join(s.path, "on."+r.event))
+		}
+		if s.wait != nil && s.wait.timeout > 0 && !slices.ContainsFunc(s.on, func(r route) bool { return r.event == flow.EventTimeout }) {
+			c.add(s.key, join(s.path, "on"), "add on: {timeout: <step or done>}", "the wait has a timeout, but nothing routes its event \"timeout\"")
+		}
+	}
+	// Actions, arguments, templates and conditions.
+	for _, s := range d.steps {
+		rt := rts[s.name]
+		if s.action != "" {
+			a, err := reg.Lookup(s.action)
+			if err != nil {
+				fix := "register it with flowdoc.RegisterAction, or use one of: " + strings.Join(reg.Names(), ", ")
+				if len(reg.Names()) == 0 {
+					fix = "register it with flowdoc.RegisterAction before compiling"
+				}
+				c.add(s.actionN, join(s.path, "action"), fix, "unknown action %q", s.action)
+			}
+			rt.action = a
+		}
+		if s.over != "" {
+			if _, _, ok := mapSource(s.over); !ok {
+				c.add(s.overN, join(s.path, "map"), "write input, input.<field>, steps.<step>.output or steps.<step>.output.<field>", "%q is not an array expression", s.over)
+			} else if st, _, _ := mapSource(s.over); st != "" && d.byName[st] == nil {
+				c.add(s.overN, join(s.path, "map"), "name one of the steps: "+stepList, "%q reads unknown step %q", s.over, st)
+			}
+		}
+		var refs []refAt
+		if s.args != nil {
+			rt.args = compileValue(s.args, join(s.path, "args"), c, &refs)
+			if rt.action != nil && rt.action.Params != nil {
+				params := make([]string, 0, len(rt.action.Params))
+				for p := range rt.action.Params {
+					params = append(params, p)
+				}
+				slices.Sort(params)
+				for i, k := range s.args.keys {
+					check, ok := rt.action.Params[k.value]
+					p := join(s.path, "args."+k.value)
+					if !ok {
+						c.add(k, p, "pass only the action's arguments: "+strings.Join(params, ", "), "action %q takes no argument %q", s.action, k.value)
+						continue
+					}
+					v := rt.args.obj[k.value]
+					if check != nil && v.static() {
+						lit, _ := v.resolve(&scope{})
+						j, _ := json.Marshal(lit)
+						if err := check(j); err != nil {
+							c.add(s.args.vals[i], p, "pass a value of the argument's type", "action %q does not accept %s for %q: %v", s.action, j, k.value, err)
+						}
+					}
+				}
+			}
+		}
+		for _, bc := range s.branch {
+			if bc.isElse {
+				rt.conds = append(rt.conds, nil)
+				continue
+			}
+			cond, err := compileCondition(bc.cond)
+			if err != nil {
+				c.add(bc.condN, join(bc.path, "if"), "write a CEL expression over input, steps.<step>.output, result and run that gives a boolean, e.g. result == true", "the condition %q does not compile: %v", bc.cond, err)
+				rt.conds = append(rt.conds, nil)
+				continue
+			}
+			rt.conds = append(rt.conds, cond)
+			for _, st := range cond.steps {
+				refs = append(refs, refAt{r: &ref{text: "steps." + st, root: "steps", step: st}, n: bc.condN, path: join(bc.path, "if")})
+			}
+		}
+		for _, r := range refs {
+			switch {
+			case r.r.root == "item" && s.over == "":
+				c.add(r.n, r.path, "use item only in a step with map, or read input or steps.<step>.output", "{{%s}}: item exists only in map steps", r.r.text)
+			case r.r.root == "steps":
+				if d.byName[r.r.step] == nil {
+					c.add(r.n, r.path, "name one of the steps: "+stepList, "%s reads unknown step %q", r.r.text, r.r.step)
+				} else if !ancestor(preds, r.r.step, s.name) {
+					c.add(r.n, r.path, fmt.Sprintf("read a step that runs before %q, or route %q to it", s.name, r.r.step), "%s reads step %q, which does not lead to step %q, so its output is never there", r.r.text, r.r.step, s.name)
+				} else if !slices.Contains(rt.reads, r.r.step) {
+					rt.reads = append(rt.reads, r.r.step)
+				}
+			}
+		}
+	}
+	if c.err() != nil {
+		return nil, c.err()
+	}
+	for _, s := range d.steps {
+		addStep(b, rts[s.name], c)
+	}
+	f, err := b.Build()
+	if err != nil {
+		for _, ve := range flow.ValidationErrors(err) {
+			var at *node
+			path := "(document)"
+			if len(ve.Steps) > 0 && d.byName[ve.Steps[0]] != nil {
+				s := d.byName[ve.Steps[0]]
+				at, path = s.key, s.path
+			} else if ve.Rule == flow.RuleInvalidName || ve.Rule == flow.RuleInvalidBusinessK || ve.Rule == flow.RuleInvalidMetadata {
+				if v, _ := d.root.get("name"); v != nil && ve.Rule == flow.RuleInvalidName {
+					at, path = v, "name"
+				}
+			}
+			c.add(at, path, fixOf(ve.Rule), "%s", ve.Message)
+		}
+		if len(flow.ValidationErrors(err)) == 0 {
+			c.add(nil, "(document)", "", "%v", err)
+		}
+		return nil, c.err()
+	}
+	return f, nil
+}
+
+// fixOf names the remedy of a flow validation rule; the builder's message
+// says it in detail.
+func fixOf(r flow.Rule) string {
+	switch r {
+	case flow.RuleCycle:
+		return "break the cycle: a document's steps form a DAG"
+	case flow.RuleUnreachable:
+		return "route a transition to the step, or remove it"
+	case flow.RuleNoConvergence:
+		return "join the parallel branches in one step (join: <step>)"
+	case flow.RuleUnroutedEvent:
+		return "route the event with next, branch or on"
+	case flow.RuleInvalidName:
+		return "use letters, digits, '_' and '-' only"
+	}
+	return "see the message"
+}
+
+// ancestor reports whether a path of edges leads from a to s.
+func ancestor(preds map[string][]string, a, s string) bool {
+	seen := map[string]bool{}
+	stack := []string{s}
+	for len(stack) > 0 {
+		x := stack[len(stack)-1]
+		stack = stack[:len(stack)-1]
+		for _, p := range preds[x] {
+			if p == a {
+				return true
+			}
+			if !seen[p] {
+				seen[p] = true
+				stack = append(stack, p)
+			}
+		}
+	}
+	return false
+}
+
+func optionsOf(o options) []flow.StepOption {
+	var out []flow.StepOption
+	if o.retry != nil {
+		out = append(out, flow.Retry(*o.retry))
+	}
+	if o.timeout != nil {
+		out = append(out, flow.Timeout(*o.timeout))
+	}
+	if o.queue != nil {
+		out = append(out, flow.Queue(*o.queue))
+	}
+	if o.priority != nil {
+		out = append(out, flow.Priority(*o.priority))
+	}
+	return out
+}
+
+var identRE = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_-]*$`)
+
+// mapSource parses a map expression: input, input.<field>,
+// steps.<step>.output or steps.<step>.output.<field>.
+func mapSource(expr string) (step, field string, ok bool) {
+	segs := strings.Split(strings.TrimSpace(expr), ".")
+	for _, g := range segs {
+		if !identRE.MatchString(g) {
+			return "", "", false
+		}
+	}
+	switch {
+	case segs[0] == "input" && len(segs) <= 2:
+		if len(segs) == 2 {
+			field = segs[1]
+		}
+		return "", field, field != "" || len(segs) == 1
+	case segs[0] == "steps" && len(segs) >= 3 && len(segs) <= 4 && segs[2] == "output" && segs[1] != "":
+		if len(segs) == 4 {
+			field = segs[3]
+		}
+		return segs[1], field, field != "" || len(segs) == 3
+	}
+	return "", "", false
+}
+
+func addStep(b *flow.Builder, rt *stepRT, c *errs) {
+	s := rt.doc
+	opts := optionsOf(s.opts)
+	if len(rt.events) > 1 || (len(rt.events) == 1 && rt.events[0] != flow.EventOK) {
+		opts = append(opts, flow.Events(rt.events...))
+	}
+	if s.over != "" {
+		step, field, ok := mapSource(s.over)
+		if !ok {
+			c.add(s.overN, join(s.path, "map"), "write input, input.<field>, steps.<step>.output or steps.<step>.output.<field>", "%q is not an array expression", s.over)
+			return
+		}
+		if step != "" {
+			rt.reads = append(rt.reads, step)
+		}
+		opts = append(opts, flow.Over(step, field))
+		flow.Map(b, s.name, func(ctx context.Context, item json.RawMessage) (json.RawMessage, error) {
+			in, err := flow.RunInput[json.RawMessage](ctx)
+			if err != nil {
+				return nil, err
+			}
+			out, _, err := rt.call(ctx, in, item, true)
+			return out, err
+		}, opts...)
+		return
+	}
+	if s.wait != nil {
+		opts = append(opts, flow.Waits(s.wait.timeout))
+		flow.EventStep(b, s.name, func(ctx context.Context, in json.RawMessage) (flow.Result[json.RawMessage], error) {
+			return flow.Wait[json.RawMessage](), nil
+		}, opts...)
+		return
+	}
+	flow.EventStep(b, s.name, func(ctx context.Context, in json.RawMessage) (flow.Result[json.RawMessage], error) {
+		out, ev, err := rt.call(ctx, in, nil, false)
+		if err != nil {
+			return flow.Result[json.RawMessage]{}, err
+		}
+		return flow.Emit(ev, out), nil
+	}, opts...)
+}
+
+// call runs the step's action with its resolved arguments and picks the
+// event from its branch.
+func (rt *stepRT) call(ctx context.Context, in, item json.RawMessage, isMap bool) (json.RawMessage, string, error) {
+	s := rt.doc
+	info, _ := flow.CallInfo(ctx)
+	sc := &scope{step: s.name, steps: map[string]any{}, isMap: isMap}
+	if err := unmarshal(in, &sc.input); err != nil {
+		return nil, "", flow.NonRetryable(fmt.Errorf("step %q: the run input is not JSON: %w", s.name, err))
+	}
+	if isMap {
+		if err := unmarshal(item, &sc.item); err != nil {
+			return nil, "", flow.NonRetryable(fmt.Errorf("step %q: element %d is not JSON: %w", s.name, info.Index, err))
+		}
+	}
+	createdBy := ""
+	if m, ok := sc.input.(map[string]any); ok {
+		createdBy, _ = m["created_by"].(string)
+	}
+	sc.run = map[string]any{"id": info.RunID, "step": s.name, "attempt": info.Attempt, "created_by": createdBy}
+	for _, r := range rt.reads {
+		raw, err := flow.Output[json.RawMessage](ctx, r)
+		if errors.Is(err, flow.ErrSkipped) {
+			continue
+		}
+		if err != nil {
+			return nil, "", flow.NonRetryable(err)
+		}
+		var v any
+		if err := unmarshal(raw, &v); err != nil {
+			return nil, "", flow.NonRetryable(fmt.Errorf("step %q: the output of %q is not JSON: %w", s.name, r, err))
+		}
+		sc.steps[r] = v
+	}
+	args := json.RawMessage("{}")
+	if rt.args != nil {
+		v, err := rt.args.resolve(sc)
+		if err != nil {
+			return nil, "", flow.NonRetryable(err)
+		}
+		if args, err = json.Marshal(v); err != nil {
+			return nil, "", flow.NonRetryable(fmt.Errorf("step %q: the arguments do not encode: %w", s.name, err))
+		}
+		if len(args) > MaxTemplateOutput {
+			return nil, "", flow.NonRetryable(fmt.Errorf("step %q: the resolved arguments are %d bytes, more than the limit of %d", s.name, len(args), MaxTemplateOutput))
+		}
+	}
+	call := ActionCall{RunID: info.RunID, Step: s.name, Index: info.Index, CreatedBy: createdBy, IdempotencyKey: info.IdempotencyKey}
+	out, err := rt.action.Invoke(ctx, call, args)
+	if err != nil {
+		var ae *ArgsError
+		if errors.As(err, &ae) {
+			return nil, "", flow.NonRetryable(err)
+		}
+		return nil, "", err
+	}
+	if len(out) == 0 {
+		out = json.RawMessage("null")
+	}
+	if len(s.branch) == 0 {
+		return out, flow.EventOK, nil
+	}
+	var result any
+	if err := unmarshal(out, &result); err != nil {
+		return nil, "", flow.NonRetryable(fmt.Errorf("step %q: the action's output is not JSON: %w", s.name, err))
+	}
+	for i, cond := range rt.conds {
+		if cond == nil { // else
+			return out, ElseEvent, nil
+		}
+		ok, err := cond.eval(sc, result)
+		if err != nil {
+			return nil, "", flow.NonRetryable(err)
+		}
+		if ok {
+			return out, BranchEvent(i), nil
+		}
+	}
+	return nil, "", flow.NonRetryable(fmt.Errorf("step %q: no branch condition matched the result %s; add an else case", s.name, out))
+}
+
+func unmarshal(raw json.RawMessage, v *any) error {
+	if len(raw) == 0 {
+		*v = nil
+		return nil
+	}
+	return json.Unmarshal(raw, v)
+}
