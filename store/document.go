@@ -169,7 +169,8 @@ func isHash(s string) bool {
 		return false
 	}
 	for _, c := range []byte(s) {
-		if !(c >= '0' && c <= '9' || c >= 'a' && c <= 'f') {
+		digit, hexLetter := c >= '0' && c <= '9', c >= 'a' && c <= 'f'
+		if !digit && !hexLetter {
 			return false
 		}
 	}
@@ -190,7 +191,8 @@ func CheckDocumentName(name string) error {
 		if i == 0 && !letter {
 			return fmt.Errorf("%w: document name %q: it must start with a letter", hephtype.ErrInvalidInput, name)
 		}
-		if !letter && !(c >= '0' && c <= '9' || c == '_' || c == '-' || c == '.') {
+		other := c >= '0' && c <= '9' || c == '_' || c == '-' || c == '.'
+		if !letter && !other {
 			return fmt.Errorf("%w: document name %q: byte %d (%q) is not a letter, digit, '_', '-' or '.'", hephtype.ErrInvalidInput, name, i, c)
 		}
 	}
