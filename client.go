@@ -38,6 +38,9 @@ type Client struct {
 	wf     *wfrt.Runtime
 	maint  *maintenance.Service
 
+	// docs is the action registry of stored documents (RegisterDocuments).
+	docs docRegistry
+
 	// handlers are what this process can run (Task.Handler), for claims.
 	handlers atomic.Pointer[[]string]
 }
@@ -61,6 +64,7 @@ func New(cfg *Config) (*Client, error) {
 	cl.flows = flowrt.New(&flowrt.Config{
 		Store: c.Store, Clock: c.Clock, Logger: c.Logger, Telemetry: cl.hub, Committer: cl.commit,
 		WorkerID: c.WorkerID, MaxPayloadSize: c.MaxPayloadSize, Registered: cl.updateHandlers,
+		Load: cl.loadDocumentFlow,
 	})
 	cl.wf = wfrt.New(&wfrt.Config{
 		Store: c.Store, Clock: c.Clock, Logger: c.Logger, Telemetry: cl.hub, Committer: cl.commit,
@@ -162,8 +166,14 @@ type StartOptions struct {
 	Version int
 	// Tags are added to the flow's tags on the run.
 	Tags []string
-	// Metadata is merged over the flow's metadata on the run.
+	// Metadata is merged over the flow's metadata on the run. The keys
+	// "created_by" and "document" are reserved (ErrInvalidInput).
 	Metadata map[string]any
+	// CreatedBy names the user who starts the run. It is stored in the
+	// run's metadata ("created_by", a JSON string), and step code reads
+	// it with flow.CallInfo (a document's actions as ActionCall.CreatedBy,
+	// {{run.created_by}} and run.created_by), so tools run as that user.
+	CreatedBy string
 }
 
 // StartRun starts a run of the named flow with input (encoded as JSON) and
@@ -180,7 +190,7 @@ func (o *StartOptions) internal() *flowrt.StartOptions {
 	if o == nil {
 		return nil
 	}
-	return &flowrt.StartOptions{BusinessValue: o.BusinessValue, Version: o.Version, Tags: o.Tags, Metadata: o.Metadata}
+	return &flowrt.StartOptions{BusinessValue: o.BusinessValue, Version: o.Version, Tags: o.Tags, Metadata: o.Metadata, CreatedBy: o.CreatedBy}
 }
 
 // StartRequest is one run for StartRuns.
@@ -308,6 +318,9 @@ func (c *Client) ResumeRun(ctx context.Context, runID, event string, opts *Resum
 	if err != nil {
 		return fmt.Errorf("resume run %s: %w: payload does not encode as JSON: %w", runID, ErrInvalidInput, err)
 	}
+	if err := c.ensureDocumentFlow(ctx, runID); err != nil {
+		return fmt.Errorf("resume run %s: %w", runID, err)
+	}
 	return c.flows.Resume(ctx, runID, opts.Step, event, payload)
 }
 
@@ -317,6 +330,9 @@ func (c *Client) ResumeRun(ctx context.Context, runID, event string, opts *Resum
 func (c *Client) CancelRun(ctx context.Context, runID, reason string) error {
 	if reason == "" {
 		reason = "cancelled"
+	}
+	if err := c.ensureDocumentFlow(ctx, runID); err != nil {
+		return fmt.Errorf("cancel run %s: %w", runID, err)
 	}
 	run, err := c.flows.Cancel(ctx, runID, reason, func(run *store.Run) (*store.Update, error) {
 		return wfrt.CancelUpdate(run, reason)

@@ -68,6 +68,9 @@ func Run(t *testing.T, b Backend) {
 		{"DocBranching", testDocBranching},
 		{"DocReopenMidRun", testDocReopenMidRun},
 		{"DocApprovalGate", testDocApprovalGate},
+		{"DocPinned", testDocPinned},
+		{"DocPinnedLoader", testDocPinnedLoader},
+		{"DocStartErrors", testDocStartErrors},
 	})
 }
 

@@ -150,6 +150,9 @@ type Call struct {
 	// Heartbeat, when set, receives what step code passes to
 	// RecordHeartbeat; the runtime stores it with the task's lease.
 	Heartbeat func(details any) error
+	// CreatedBy is the user who started the run (StartOptions.CreatedBy),
+	// or empty.
+	CreatedBy string
 
 	parsed   map[string]json.RawMessage
 	parseErr error
@@ -182,6 +185,8 @@ type Info struct {
 	Index          int
 	Attempt        int
 	IdempotencyKey string
+	// CreatedBy is the user who started the run, or empty.
+	CreatedBy string
 }
 
 // CallInfo returns what ctx says of the running step; ok is false outside
@@ -191,7 +196,7 @@ func CallInfo(ctx context.Context) (Info, bool) {
 	if !ok {
 		return Info{}, false
 	}
-	return Info{RunID: c.RunID, Step: c.Step, Index: c.Index, Attempt: c.Attempt, IdempotencyKey: c.IdempotencyKey}, true
+	return Info{RunID: c.RunID, Step: c.Step, Index: c.Index, Attempt: c.Attempt, IdempotencyKey: c.IdempotencyKey, CreatedBy: c.CreatedBy}, true
 }
 
 // RecordHeartbeat records progress of a long step: the details (any

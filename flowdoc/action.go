@@ -9,6 +9,8 @@ import (
 	"sort"
 	"strings"
 	"sync"
+
+	"github.com/hephaestus-go/hephaestus/flow"
 )
 
 // ErrUnknownAction is wrapped by Registry.Lookup for a name no action has.
@@ -20,7 +22,8 @@ type ActionCall struct {
 	Step  string
 	// Index is the element of a map step, or -1.
 	Index int
-	// CreatedBy is the user who started the run (the run input's
+	// CreatedBy is the user who started the run (the client's
+	// StartOptions.CreatedBy; for a run started without one, its input's
 	// "created_by" field), so actions run with that user's permissions.
 	CreatedBy string
 	// IdempotencyKey is the same for every attempt of the step (of the
@@ -166,3 +169,23 @@ func paramsOf(t reflect.Type) map[string]func(json.RawMessage) error {
 }
 
 func reflectTypeOf[T any]() reflect.Type { return reflect.TypeFor[T]() }
+
+// LoadStored parses a stored document and compiles it with the actions of
+// reg as flow name, version version: the store's name and version, not
+// the document's own name and version fields, identify the flow that
+// runs of it are pinned to. src names the document in errors.
+func LoadStored(name string, version int, src string, data []byte, reg *Registry) (*flow.Flow, error) {
+	d, c := parse(src, data)
+	if d == nil {
+		return nil, c.err()
+	}
+	d.name, d.version = name, version
+	if len(c.list) == 0 {
+		return Compile(d, reg)
+	}
+	f, err := compile(d, reg, c)
+	if err == nil && f != nil {
+		err = c.err()
+	}
+	return nil, err
+}

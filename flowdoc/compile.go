@@ -401,8 +401,10 @@ func (rt *stepRT) call(ctx context.Context, in, item json.RawMessage, isMap bool
 			return nil, "", flow.NonRetryable(fmt.Errorf("step %q: element %d is not JSON: %w", s.name, info.Index, err))
 		}
 	}
-	createdBy := ""
-	if m, ok := sc.input.(map[string]any); ok {
+	// The run's created_by (StartOptions.CreatedBy); a run started without
+	// one falls back to its input's "created_by" field.
+	createdBy := info.CreatedBy
+	if m, ok := sc.input.(map[string]any); ok && createdBy == "" {
 		createdBy, _ = m["created_by"].(string)
 	}
 	sc.run = map[string]any{"id": info.RunID, "step": s.name, "attempt": info.Attempt, "created_by": createdBy}

@@ -63,7 +63,21 @@ type Config struct {
 	// Registered is called after a registration changed what this
 	// process can run.
 	Registered func()
+	// Load, when set, is the loader hook: it returns the flow version of
+	// a run that is not registered (a stored document the run is pinned
+	// to), which the runtime then registers. It is called outside any
+	// transaction, before a task of that version runs.
+	Load func(ctx context.Context, runID, name string, version int) (*flow.Flow, error)
 }
+
+// Reserved run metadata keys: set by the runtime from StartOptions, never
+// from a flow's or a caller's metadata.
+const (
+	// MetaCreatedBy holds the user who started the run (a JSON string).
+	MetaCreatedBy = "created_by"
+	// MetaDocument holds the stored document a run is pinned to.
+	MetaDocument = "document"
+)
 
 // Runtime runs flows.
 type Runtime struct {
@@ -71,7 +85,15 @@ type Runtime struct {
 
 	mu    sync.RWMutex
 	flows map[string]map[int]*flow.Flow
+
+	// creators caches the created_by of runs (it never changes), so a
+	// run's steps read it from the store once per process.
+	cmu      sync.Mutex
+	creators map[string]string
 }
+
+// maxCreators bounds the created_by cache; it is emptied when full.
+const maxCreators = 4096
 
 // New returns a Runtime.
 func New(cfg *Config) *Runtime {
@@ -125,6 +147,23 @@ func (r *Runtime) Flow(name string, version int) (*flow.Flow, error) {
 	return f, nil
 }
 
+// Ensure registers the flow version of a run through the loader hook
+// (Config.Load) when it is not registered yet. It returns the loader's
+// error, or ErrFlowNotFound without a loader.
+func (r *Runtime) Ensure(ctx context.Context, runID, name string, version int) error {
+	if _, err := r.Flow(name, version); err == nil || r.cfg.Load == nil {
+		return err
+	}
+	f, err := r.cfg.Load(ctx, runID, name, version)
+	if err != nil {
+		return fmt.Errorf("load flow %q version %d for run %s: %w", name, version, runID, err)
+	}
+	if f.Name() != name || f.Version() != version {
+		return fmt.Errorf("load flow %q version %d for run %s: %w: the loader returned %q version %d", name, version, runID, ErrFlowNotFound, f.Name(), f.Version())
+	}
+	return r.Register(f)
+}
+
 // Handlers returns the handler of every registered flow version.
 func (r *Runtime) Handlers() []string {
 	r.mu.RLock()
@@ -144,6 +183,10 @@ type StartOptions struct {
 	Version       int
 	Tags          []string
 	Metadata      map[string]any
+	// CreatedBy is stored as the run's MetaCreatedBy; Document (any JSON
+	// value) as its MetaDocument.
+	CreatedBy string
+	Document  any
 }
 
 // Start creates a run of the named flow and returns it as stored.
@@ -225,12 +268,27 @@ func (r *Runtime) newRun(flowName string, input any, opts *StartOptions) (*store
 		return nil, nil, fmt.Errorf("start %q: %w: the flow declares no business key, so BusinessValue must be empty", flowName, limits.ErrInvalidInput)
 	}
 	meta := f.Metadata()
+	delete(meta, MetaCreatedBy) // a flow cannot say who started its runs
+	delete(meta, MetaDocument)
 	for k, v := range opts.Metadata {
+		if k == MetaCreatedBy || k == MetaDocument {
+			return nil, nil, fmt.Errorf("start %q: %w: metadata key %q is reserved; set StartOptions.CreatedBy or start a stored document instead", flowName, limits.ErrInvalidInput, k)
+		}
 		b, err := json.Marshal(v)
 		if err != nil || k == "" {
 			return nil, nil, fmt.Errorf("start %q: %w: metadata %q is not a JSON value", flowName, limits.ErrInvalidInput, k)
 		}
 		meta[k] = b
+	}
+	if opts.CreatedBy != "" {
+		meta[MetaCreatedBy], _ = json.Marshal(opts.CreatedBy)
+	}
+	if opts.Document != nil {
+		b, err := json.Marshal(opts.Document)
+		if err != nil {
+			return nil, nil, fmt.Errorf("start %q: %w: the document reference is not a JSON value", flowName, limits.ErrInvalidInput)
+		}
+		meta[MetaDocument] = b
 	}
 	tags := f.Tags()
 	for _, t := range opts.Tags {
@@ -350,6 +408,16 @@ func newID() string { return uuid.Must(uuid.NewV7()).String() }
 func (r *Runtime) Execute(ctx context.Context, h *worker.Held, handoff string) ([]*store.Task, error) {
 	t := h.Task()
 	start := r.cfg.Clock.Now()
+	if err := r.Ensure(ctx, t.RunID, t.Workflow, t.Version); err != nil && r.cfg.Load != nil && !errors.Is(err, ErrFlowNotFound) {
+		// The store could not be read, or the run's document does not
+		// compile here: the task runs again once its lease expires (a
+		// run that is no document fails its step below, as without a
+		// loader).
+		if ctx.Err() == nil {
+			r.cfg.Logger.Warn("cannot load the flow of a task", "run", t.RunID, "flow", t.Workflow, "version", t.Version, "err", err)
+		}
+		return nil, err
+	}
 	switch t.Kind {
 	case store.TaskTimer:
 		return r.commitEvent(t, engine.TimerFired{Step: t.Step}, nil, nil, handoff)
@@ -472,6 +540,13 @@ func (r *Runtime) runStep(ctx context.Context, h *worker.Held) (*Outcome, error)
 		// only a task enqueued without a handler gets here.
 		return &Outcome{Err: fmt.Sprintf("this worker cannot run step %q: %v", t.Step, err)}, nil
 	}
+	createdBy, err := r.createdBy(ctx, t.RunID)
+	if err != nil {
+		if cause := context.Cause(ctx); cause != nil {
+			return nil, cause
+		}
+		return &Outcome{Err: fmt.Sprintf("step %q: read the run's created_by: %v", t.Step, err), Retryable: true}, nil
+	}
 	spec, _ := f.Step(t.Step)
 	tctx, tcancel := context.WithTimeout(ctx, spec.Timeout)
 	defer tcancel()
@@ -483,7 +558,7 @@ func (r *Runtime) runStep(ctx context.Context, h *worker.Held) (*Outcome, error)
 		RunID: t.RunID, Step: t.Step, Index: t.Index, Attempt: t.Attempt,
 		IdempotencyKey: fmt.Sprintf("%s/%s/%d", t.RunID, t.Step, t.Index),
 		Input:          t.Payload, Item: t.Item,
-		Details: t.Details,
+		Details: t.Details, CreatedBy: createdBy,
 		Heartbeat: func(details any) error {
 			b, err := json.Marshal(details)
 			if err != nil {
@@ -522,6 +597,32 @@ func (r *Runtime) runStep(ctx context.Context, h *worker.Held) (*Outcome, error)
 	info.Kind = telemetry.StepCompleted
 	r.cfg.Telemetry.Emit(info)
 	return &Outcome{Event: out.Event, Output: out.Output, Wait: out.Wait}, nil
+}
+
+// createdBy returns the run's MetaCreatedBy ("" when it has none).
+func (r *Runtime) createdBy(ctx context.Context, runID string) (string, error) {
+	r.cmu.Lock()
+	by, ok := r.creators[runID]
+	r.cmu.Unlock()
+	if ok {
+		return by, nil
+	}
+	run, err := r.cfg.Store.GetRun(ctx, runID)
+	if err != nil {
+		return "", err
+	}
+	if raw, ok := run.Metadata[MetaCreatedBy]; ok {
+		if err := json.Unmarshal(raw, &by); err != nil {
+			return "", fmt.Errorf("run metadata %q is not a string: %w", MetaCreatedBy, err)
+		}
+	}
+	r.cmu.Lock()
+	if len(r.creators) >= maxCreators || r.creators == nil {
+		r.creators = map[string]string{}
+	}
+	r.creators[runID] = by
+	r.cmu.Unlock()
+	return by, nil
 }
 
 func stepFailure(t *store.Task, msg string, retryable bool) engine.Event {

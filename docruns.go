@@ -1,0 +1,208 @@
+package hephaestus
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"sync/atomic"
+
+	"github.com/hephaestus-go/hephaestus/flow"
+	"github.com/hephaestus-go/hephaestus/flowdoc"
+	"github.com/hephaestus-go/hephaestus/hephtype"
+	"github.com/hephaestus-go/hephaestus/internal/flowrt"
+)
+
+// Runs of stored documents. A client given an action registry
+// (RegisterDocuments) starts runs of documents stored with PutDocument:
+// StartDocument compiles the stored content and registers it as flow
+// <name> version <document version>, so a document runs without a
+// redeploy. The run records the document it started with in its metadata
+// ("document": {"name", "version", "hash"}), and every process runs it
+// from that exact content: a worker that meets a run of a version it has
+// not registered loads the content by hash from the store, compiles it
+// with its registry and registers it. Putting new content makes a new
+// version, which new runs take; a run in flight keeps its version.
+
+// DocumentRef names the stored document a run is pinned to: the run's
+// "document" metadata.
+type DocumentRef struct {
+	Name    string `json:"name"`
+	Version int    `json:"version"`
+	Hash    string `json:"hash"`
+}
+
+// ErrNoDocumentRegistry: the client was given no action registry
+// (RegisterDocuments), so it cannot compile stored documents.
+var ErrNoDocumentRegistry = errors.New("no action registry for documents: call RegisterDocuments first")
+
+// docRegistry is the registry RegisterDocuments gave; nil without one.
+type docRegistry = atomic.Pointer[flowdoc.Registry]
+
+// RegisterDocuments gives the client the actions stored documents call,
+// and registers every stored document version that compiles with them,
+// so that this process's workers claim the tasks of their runs (a version
+// that does not compile is logged and skipped). Call it before Start;
+// calling it again registers the versions stored since (by other
+// processes). A version started with StartDocument is registered by that
+// call; so is the version of a run this client resumes or cancels.
+func (c *Client) RegisterDocuments(ctx context.Context, reg *flowdoc.Registry) error {
+	if reg == nil {
+		return errors.New("hephaestus: RegisterDocuments: nil registry")
+	}
+	c.docs.Store(reg)
+	var cursor string
+	for {
+		page, err := c.ListDocuments(ctx, &ListDocumentsOptions{Limit: 1000, Cursor: cursor})
+		if err != nil {
+			return fmt.Errorf("register documents: %w", err)
+		}
+		for _, d := range page.Documents {
+			if _, err := c.flows.Flow(d.Name, d.Version); err == nil {
+				continue
+			}
+			full, err := c.GetDocument(ctx, d.Name, d.Version)
+			if err != nil {
+				return fmt.Errorf("register documents: %w", err)
+			}
+			if _, err := c.registerDocument(full); err != nil {
+				c.cfg.Logger.Warn("stored document does not compile with this registry; its runs wait for a worker that can", "document", d.Name, "version", d.Version, "err", err)
+			}
+		}
+		if page.Next == "" {
+			return nil
+		}
+		cursor = page.Next
+	}
+}
+
+// registerDocument compiles a stored document as flow <name> version
+// <version> and registers it.
+func (c *Client) registerDocument(d *Document) (*flow.Flow, error) {
+	reg := c.docs.Load()
+	if reg == nil {
+		return nil, ErrNoDocumentRegistry
+	}
+	src := fmt.Sprintf("%s@%d", d.Name, d.Version)
+	f, err := flowdoc.LoadStored(d.Name, d.Version, src, d.Content, reg)
+	if err != nil {
+		return nil, fmt.Errorf("compile document %q version %d: %w", d.Name, d.Version, err)
+	}
+	if err := c.flows.Register(f); err != nil {
+		return nil, fmt.Errorf("document %q version %d: %w", d.Name, d.Version, err)
+	}
+	return f, nil
+}
+
+// StartDocument starts a run of a stored document with input, and returns
+// it as stored without waiting. Version 0 is the latest version of name.
+// The document is compiled with the registry of RegisterDocuments (a
+// document that does not compile fails with flowdoc's *Error, positioned
+// in it), registered as flow name version <document version>, and the
+// run is pinned to its content. opts.Version is ignored: version chooses.
+func (c *Client) StartDocument(ctx context.Context, name string, version int, input any, opts *StartOptions) (*Run, error) {
+	if c.docs.Load() == nil {
+		return nil, fmt.Errorf("start document %q: %w", name, ErrNoDocumentRegistry)
+	}
+	d, err := c.GetDocument(ctx, name, version)
+	if err != nil {
+		return nil, fmt.Errorf("start document: %w", err)
+	}
+	if _, err := c.flows.Flow(d.Name, d.Version); err != nil {
+		if _, err := c.registerDocument(d); err != nil {
+			return nil, fmt.Errorf("start document: %w", err)
+		}
+	}
+	o := opts.internal()
+	if o == nil {
+		o = &flowrt.StartOptions{}
+	}
+	o.Version = d.Version
+	o.Document = DocumentRef{Name: d.Name, Version: d.Version, Hash: d.Hash}
+	r, err := c.flows.Start(ctx, d.Name, input, o)
+	if err != nil {
+		return nil, err
+	}
+	return c.toRun(r), nil
+}
+
+// RunDocument starts a run of a stored document (see StartDocument) and
+// waits until it finishes, like Run.
+func (c *Client) RunDocument(ctx context.Context, name string, version int, input any, opts *StartOptions) (*Run, error) {
+	r, err := c.StartDocument(ctx, name, version, input, opts)
+	if err != nil {
+		return nil, err
+	}
+	if !r.Status.Terminal() {
+		if err := c.checkServed(ctx, r.ID, fmt.Sprintf("flow:%s@%d", r.Flow, r.Version)); err != nil {
+			return r, err
+		}
+	}
+	return c.WaitRun(ctx, r.ID)
+}
+
+// Document returns the stored document a run is pinned to; ok is false
+// for a run that did not start from a stored document.
+func (r *Run) Document() (DocumentRef, bool) {
+	var ref DocumentRef
+	raw, ok := r.Metadata[flowrt.MetaDocument]
+	if !ok || json.Unmarshal(raw, &ref) != nil || ref.Hash == "" {
+		return DocumentRef{}, false
+	}
+	return ref, true
+}
+
+// loadDocumentFlow is the flow runtime's loader hook: the flow version of
+// a run pinned to a stored document, compiled from the exact content the
+// run started with (read by its hash). A run of no document, or a client
+// without a registry, gives ErrFlowNotFound.
+func (c *Client) loadDocumentFlow(ctx context.Context, runID, name string, version int) (*flow.Flow, error) {
+	if c.docs.Load() == nil {
+		return nil, fmt.Errorf("%w: %q version %d is not registered and this client has no document registry", ErrFlowNotFound, name, version)
+	}
+	sr, err := c.cfg.Store.GetRun(ctx, runID)
+	if err != nil {
+		return nil, fmt.Errorf("get run %s: %w", runID, err)
+	}
+	ref, ok := (&Run{Metadata: sr.Metadata}).Document()
+	if !ok || sr.Kind != hephtype.KindFlow {
+		return nil, fmt.Errorf("%w: %q version %d is not registered, and run %s is pinned to no stored document", ErrFlowNotFound, name, version, runID)
+	}
+	if ref.Name != name || ref.Version != version {
+		return nil, fmt.Errorf("run %s is pinned to document %q version %d, not to flow %q version %d", runID, ref.Name, ref.Version, name, version)
+	}
+	d, err := c.GetDocumentByHash(ctx, ref.Hash)
+	if err != nil {
+		return nil, err
+	}
+	// The content of the hash may be stored under another name first:
+	// the run's own name and version identify its flow.
+	d.Name, d.Version = ref.Name, ref.Version
+	reg := c.docs.Load()
+	f, err := flowdoc.LoadStored(d.Name, d.Version, fmt.Sprintf("%s@%d", d.Name, d.Version), d.Content, reg)
+	if err != nil {
+		return nil, fmt.Errorf("compile document %q version %d (hash %s): %w", ref.Name, ref.Version, ref.Hash, err)
+	}
+	return f, nil
+}
+
+// ensureDocumentFlow registers, through the loader hook, the flow version
+// of a run pinned to a stored document before a change of the run
+// (resume, cancel) needs it. Without a registry it does nothing; nor for
+// a run that is no document run (its change reports what is missing).
+func (c *Client) ensureDocumentFlow(ctx context.Context, runID string) error {
+	if c.docs.Load() == nil {
+		return nil
+	}
+	sr, err := c.cfg.Store.GetRun(ctx, runID)
+	if err != nil {
+		return nil // the change reports it
+	}
+	if _, ok := (&Run{Metadata: sr.Metadata}).Document(); !ok || sr.Kind != hephtype.KindFlow {
+		return nil
+	}
+	if err := c.flows.Ensure(ctx, runID, sr.Workflow, sr.Version); err != nil && !errors.Is(err, ErrFlowNotFound) {
+		return err
+	}
+	return nil
+}
