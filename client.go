@@ -171,7 +171,7 @@ type StartOptions struct {
 	Metadata map[string]any
 	// CreatedBy names the user who starts the run. It is stored in the
 	// run's metadata ("created_by", a JSON string), and step code reads
-	// it with flow.CallInfo (a document's actions as ActionCall.CreatedBy,
+	// it with flow.CreatedBy (a document's actions as ActionCall.CreatedBy,
 	// {{run.created_by}} and run.created_by), so tools run as that user.
 	CreatedBy string
 }

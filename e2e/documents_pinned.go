@@ -235,8 +235,7 @@ func testDocStartErrors(t *testing.T, b Backend) {
 	// created_by is the client's to set, not the caller's metadata.
 	who := flow.New("doc-who")
 	flow.Step(who, "who", func(ctx context.Context, _ any) (string, error) {
-		info, _ := flow.CallInfo(ctx)
-		return info.CreatedBy, nil
+		return flow.CreatedBy(ctx)
 	})
 	if err := c.Register(who.MustBuild()); err != nil {
 		t.Fatal(err)

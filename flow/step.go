@@ -150,9 +150,11 @@ type Call struct {
 	// Heartbeat, when set, receives what step code passes to
 	// RecordHeartbeat; the runtime stores it with the task's lease.
 	Heartbeat func(details any) error
-	// CreatedBy is the user who started the run (StartOptions.CreatedBy),
-	// or empty.
-	CreatedBy string
+	// CreatedBy, when set, returns the user who started the run
+	// (StartOptions.CreatedBy), or "": step code asks for it with the
+	// package's CreatedBy function, so a step that does not ask costs no
+	// read of the run.
+	CreatedBy func(ctx context.Context) (string, error)
 
 	parsed   map[string]json.RawMessage
 	parseErr error
@@ -185,8 +187,6 @@ type Info struct {
 	Index          int
 	Attempt        int
 	IdempotencyKey string
-	// CreatedBy is the user who started the run, or empty.
-	CreatedBy string
 }
 
 // CallInfo returns what ctx says of the running step; ok is false outside
@@ -196,7 +196,20 @@ func CallInfo(ctx context.Context) (Info, bool) {
 	if !ok {
 		return Info{}, false
 	}
-	return Info{RunID: c.RunID, Step: c.Step, Index: c.Index, Attempt: c.Attempt, IdempotencyKey: c.IdempotencyKey, CreatedBy: c.CreatedBy}, true
+	return Info{RunID: c.RunID, Step: c.Step, Index: c.Index, Attempt: c.Attempt, IdempotencyKey: c.IdempotencyKey}, true
+}
+
+// CreatedBy returns the user who started the running step's run
+// (hephaestus.StartOptions.CreatedBy), or "" when nobody was named or ctx
+// is not a step's. The runtime reads it from the run when a step first
+// asks (once per run and process), so steps that never ask cost nothing;
+// an error means the run could not be read, and is worth a retry.
+func CreatedBy(ctx context.Context) (string, error) {
+	c, ok := ctx.Value(callKey{}).(*Call)
+	if !ok || c.CreatedBy == nil {
+		return "", nil
+	}
+	return c.CreatedBy(ctx)
 }
 
 // RecordHeartbeat records progress of a long step: the details (any

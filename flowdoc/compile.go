@@ -403,7 +403,10 @@ func (rt *stepRT) call(ctx context.Context, in, item json.RawMessage, isMap bool
 	}
 	// The run's created_by (StartOptions.CreatedBy); a run started without
 	// one falls back to its input's "created_by" field.
-	createdBy := info.CreatedBy
+	createdBy, err := flow.CreatedBy(ctx)
+	if err != nil {
+		return nil, "", err // the run could not be read: retried
+	}
 	if m, ok := sc.input.(map[string]any); ok && createdBy == "" {
 		createdBy, _ = m["created_by"].(string)
 	}

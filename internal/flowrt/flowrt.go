@@ -540,12 +540,12 @@ func (r *Runtime) runStep(ctx context.Context, h *worker.Held) (*Outcome, error)
 		// only a task enqueued without a handler gets here.
 		return &Outcome{Err: fmt.Sprintf("this worker cannot run step %q: %v", t.Step, err)}, nil
 	}
-	createdBy, err := r.createdBy(ctx, t.RunID)
-	if err != nil {
-		if cause := context.Cause(ctx); cause != nil {
-			return nil, cause
+	createdBy := func(ctx context.Context) (string, error) {
+		by, err := r.createdBy(ctx, t.RunID)
+		if err != nil {
+			return "", fmt.Errorf("step %q: read the run's created_by: %w", t.Step, err)
 		}
-		return &Outcome{Err: fmt.Sprintf("step %q: read the run's created_by: %v", t.Step, err), Retryable: true}, nil
+		return by, nil
 	}
 	spec, _ := f.Step(t.Step)
 	tctx, tcancel := context.WithTimeout(ctx, spec.Timeout)
