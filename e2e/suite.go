@@ -68,6 +68,7 @@ func Run(t *testing.T, b Backend) {
 		{"DocBranching", testDocBranching},
 		{"DocReopenMidRun", testDocReopenMidRun},
 		{"DocApprovalGate", testDocApprovalGate},
+		{"DocGate", testDocGate},
 	})
 }
 
