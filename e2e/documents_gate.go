@@ -201,3 +201,37 @@ func testDocGate(t *testing.T, b Backend) {
 		t.Errorf("knowledge_add called %d times, want once", n)
 	}
 }
+
+// A decision whose commit happens but whose outcome is lost is applied
+// once and reported done; the caller's own retry is reported as the
+// recorded decision, Repeated, and adds nothing.
+func testGateDecisionRetriedCommit(t *testing.T, b Backend) {
+	st, reopen := b.New(t)
+	fs := &faultStore{Store: st}
+	tools := newDocTools(t)
+	e := &env{t: t, st: st, reopen: reopen}
+	e.c = startClient(t, fs, func(c *heph.Config) { c.LeaseDuration = 3 * time.Second }, tools.load(t, "gate.yaml", approvalGateDoc))
+	ctx := ctxT(t)
+	r, err := e.c.StartRun(ctx, "doc-gate", map[string]string{"title": "plan"}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	e.waitStatus(r.ID, heph.StatusWaiting)
+	fs.loseOnce(func() bool { return hasEvent(st, r.ID, hephtype.EventStepResumed) })
+	d, err := e.c.Approve(ctx, r.ID, "request_approval", heph.Actor{ID: "ann"}, "ok")
+	if err != nil || d.Repeated {
+		t.Fatalf("an approval whose commit outcome was lost: %+v, %v", d, err)
+	}
+	fs.waitLost(t, 1)
+	e.waitStatus(r.ID, heph.StatusCompleted)
+	again, err := e.c.Approve(ctx, r.ID, "request_approval", heph.Actor{ID: "ann"}, "ok")
+	if err != nil || !again.Repeated || !again.DecidedAt.Equal(d.DecidedAt) {
+		t.Fatalf("the approval retried by its caller: %+v, %v; want the recorded decision, Repeated", again, err)
+	}
+	if events, _ := gateAudits(t, e, r.ID); !slices.Equal(events, []string{flowdoc.EventApproved}) {
+		t.Fatalf("step_resumed entries %v, want one approved", events)
+	}
+	if n := tools.calls["knowledge_add"].Load(); n != 1 {
+		t.Errorf("knowledge_add called %d times, want once", n)
+	}
+}
