@@ -34,6 +34,7 @@ func testExactlyOnce(t *testing.T, b Backend) {
 		{"UpdateAcceptRetriedCommit", testUpdateAcceptRetriedCommit},
 		{"UpdateRequestRetriedCommit", testUpdateRequestRetriedCommit},
 		{"CancelAndResumeRetriedCommit", testCancelResumeRetriedCommit},
+		{"GateDecisionRetriedCommit", testGateDecisionRetriedCommit},
 		{"LeaseWatchdog", testLeaseWatchdog},
 		{"LongBusinessValues", testLongBusinessValues},
 		{"RetentionKeepsPendingWork", testRetentionKeepsPendingWork},

@@ -71,6 +71,7 @@ func Run(t *testing.T, b Backend) {
 		{"DocPinned", testDocPinned},
 		{"DocPinnedLoader", testDocPinnedLoader},
 		{"DocStartErrors", testDocStartErrors},
+		{"DocGate", testDocGate},
 	})
 }
 

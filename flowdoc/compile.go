@@ -106,7 +106,7 @@ func compile(d *Document, reg *Registry, c *errs) (*flow.Flow, error) {
 		rt := &stepRT{doc: s}
 		rts[s.name] = rt
 		okEv := flow.EventOK
-		if s.wait != nil && len(s.wait.events) > 0 && !slices.Contains(s.wait.events, okEv) && (len(s.next) > 0 || len(s.parallel) > 0 || s.join != "" || s.done) {
+		if s.approval == nil && s.wait != nil && len(s.wait.events) > 0 && !slices.Contains(s.wait.events, okEv) && (len(s.next) > 0 || len(s.parallel) > 0 || s.join != "" || s.done) {
 			c.add(s.nextN, s.path, "route the wait's events with on: {<event>: <step>}", "the wait declares events %s, so next (parallel, join, done) routes nothing", strings.Join(s.wait.events, ", "))
 		}
 		switch {
@@ -139,7 +139,11 @@ func compile(d *Document, reg *Registry, c *errs) (*flow.Flow, error) {
 			allowed = append(allowed, flow.EventOK)
 		}
 		if s.wait != nil && s.wait.timeout > 0 {
-			allowed = append(allowed, flow.EventTimeout)
+			if s.approval != nil {
+				allowed = append(allowed, EventExpired)
+			} else {
+				allowed = append(allowed, flow.EventTimeout)
+			}
 		}
 		for _, r := range s.on {
 			if !slices.Contains(allowed, r.event) {
@@ -150,9 +154,15 @@ func compile(d *Document, reg *Registry, c *errs) (*flow.Flow, error) {
 				c.add(r.n, join(s.path, "on.ok"), "route ok either with next (parallel, join, done) or with on.ok", "the event \"ok\" is routed twice")
 				continue
 			}
-			edge(s.name, r.event, r.to, r.n, join(s.path, "on."+r.event))
+			ev := r.event
+			if s.approval != nil && ev == EventExpired {
+				ev = flow.EventTimeout // the deadline is the wait's timeout
+			}
+			edge(s.name, ev, r.to, r.n, join(s.path, "on."+r.event))
 		}
-		if s.wait != nil && s.wait.timeout > 0 && !slices.ContainsFunc(s.on, func(r route) bool { return r.event == flow.EventTimeout }) {
+		if s.approval != nil {
+			checkGate(c, s)
+		} else if s.wait != nil && s.wait.timeout > 0 && !slices.ContainsFunc(s.on, func(r route) bool { return r.event == flow.EventTimeout }) {
 			c.add(s.key, join(s.path, "on"), "add on: {timeout: <step or done>}", "the wait has a timeout, but nothing routes its event \"timeout\"")
 		}
 	}
@@ -234,6 +244,13 @@ func compile(d *Document, reg *Registry, c *errs) (*flow.Flow, error) {
 				}
 			}
 		}
+	}
+	if gates := gatesOf(d); gates != nil {
+		if _, taken := d.metadata[GatesKey]; taken {
+			v, _ := d.root.get("metadata")
+			c.add(v, "metadata."+GatesKey, "rename the key: the compiler records the document's approval gates under it", "the metadata key %q is reserved", GatesKey)
+		}
+		b.Metadata(map[string]any{GatesKey: gates})
 	}
 	if c.err() != nil {
 		return nil, c.err()

@@ -14,6 +14,7 @@ func FuzzParse(f *testing.F) {
 		"name: v\nsteps:\n  a: {action: echo, done: true}\n",
 		`{"name": "v", "steps": {"a": {"action": "echo", "args": {"x": "{{input.x}}"}, "branch": [{"if": "result == true", "then": "done"}, {"else": "done"}]}}}`,
 		"name: v\nsteps:\n  a:\n    wait: {events: [yes], timeout: 1h}\n    on: {yes: b, timeout: done}\n  b: {map: input.items, action: echo, args: {i: \"{{item}}\"}, done: true}\n",
+		"name: v\nsteps:\n  a:\n    approval: {prompt: p, assignees: {users: [ann], groups: [g]}, deadline: 1h}\n    on: {approved: b, rejected: done, expired: done}\n  b: {action: echo, done: true}\n",
 		"name: v\nx: &a 1\ny: *a\n", "- a\n", "", "{", "name: [", "steps: !!binary aGk=",
 	} {
 		f.Add([]byte(s))

@@ -61,6 +61,7 @@ type stepDoc struct {
 	over     string
 	overN    *node
 	wait     *waitSpec
+	approval *approvalSpec
 	on       []route
 	opts     options
 }
@@ -79,6 +80,16 @@ type waitSpec struct {
 	timeout time.Duration
 }
 
+// approvalSpec is an approval gate: a wait for the events approved and
+// rejected (and expired, after the deadline) decided by a person.
+type approvalSpec struct {
+	n        *node
+	prompt   string
+	users    []string
+	groups   []string
+	deadline time.Duration
+}
+
 type route struct {
 	event string
 	to    []string
@@ -86,10 +97,12 @@ type route struct {
 }
 
 var (
-	docKeys   = []string{"$schema", "name", "version", "description", "start", "business_key", "tags", "metadata", "defaults", "steps"}
-	stepKeys  = []string{"description", "action", "args", "next", "branch", "parallel", "join", "done", "map", "wait", "on", "retry", "timeout", "queue", "priority"}
-	optKeys   = []string{"retry", "timeout", "queue", "priority"}
-	retryKeys = []string{"max_attempts", "initial_backoff", "max_backoff", "multiplier", "jitter"}
+	docKeys      = []string{"$schema", "name", "version", "description", "start", "business_key", "tags", "metadata", "defaults", "steps"}
+	stepKeys     = []string{"description", "action", "args", "next", "branch", "parallel", "join", "done", "map", "wait", "approval", "on", "retry", "timeout", "queue", "priority"}
+	optKeys      = []string{"retry", "timeout", "queue", "priority"}
+	retryKeys    = []string{"max_attempts", "initial_backoff", "max_backoff", "multiplier", "jitter"}
+	approvalKeys = []string{"prompt", "assignees", "deadline"}
+	assigneeKeys = []string{"users", "groups"}
 )
 
 // Parse reads a flow document in YAML or JSON (JSON is read by the same
@@ -436,6 +449,13 @@ func (p *parser) step(s *stepDoc, n *node) {
 	if v, k := n.get("wait"); k != nil {
 		p.wait(s, v)
 	}
+	if v, k := n.get("approval"); k != nil {
+		if s.wait != nil {
+			p.c.add(k, join(s.path, "approval"), "keep one of them: an approval is a wait of its own", "the step has wait and approval")
+		} else {
+			p.approval(s, v)
+		}
+	}
 	if v, k := n.get("on"); k != nil && p.mapping(v, join(s.path, "on")) {
 		for i, kn := range v.keys {
 			s.on = append(s.on, route{event: kn.value, to: p.targets(v.vals[i], join(s.path, "on."+kn.value)), n: kn})
@@ -455,6 +475,13 @@ func (p *parser) step(s *stepDoc, n *node) {
 	if len(ways) > 1 {
 		p.c.add(s.key, s.path, "keep one of them: a step leaves by exactly one of next, parallel, join, branch or done", "the step has %s", strings.Join(ways, " and "))
 	}
+	if s.approval != nil && len(ways) > 0 {
+		at := s.nextN
+		if at == nil {
+			at = s.key
+		}
+		p.c.add(at, s.path, "route the gate's events with on: {approved: <step>, rejected: <step>}", "an approval gate leaves by its events, not by %s", strings.Join(ways, " or "))
+	}
 	if s.wait != nil {
 		if s.action != "" {
 			p.c.add(s.actionN, join(s.path, "action"), "move the action to a step before or after the wait", "a waiting step calls no action")
@@ -471,7 +498,7 @@ func (p *parser) step(s *stepDoc, n *node) {
 	if s.over != "" && s.wait != nil {
 		p.c.add(s.overN, join(s.path, "map"), "map in one step and wait in another", "a map step cannot wait")
 	}
-	if len(ways) == 0 && len(s.on) == 0 {
+	if len(ways) == 0 && len(s.on) == 0 && s.approval == nil { // a gate's routes are checked by the compiler
 		p.c.add(s.key, s.path, "add next: <step>, branch, parallel, join: <step>, or done: true", "the step has no transition")
 	}
 }
@@ -547,5 +574,72 @@ func (p *parser) wait(s *stepDoc, v *node) {
 	}
 	if t, k := v.get("timeout"); k != nil {
 		s.wait.timeout, _ = p.duration(t, join(path, "timeout"))
+	}
+}
+
+// The events of an approval gate.
+const (
+	EventApproved = "approved"
+	EventRejected = "rejected"
+	// EventExpired is the event of a gate whose deadline passed; the
+	// compiled flow routes the wait's timeout event (flow.EventTimeout).
+	EventExpired = "expired"
+)
+
+func (p *parser) approval(s *stepDoc, v *node) {
+	path := join(s.path, "approval")
+	a := &approvalSpec{n: v}
+	s.approval = a
+	s.wait = &waitSpec{events: []string{EventApproved, EventRejected}}
+	if v.kind == yaml.ScalarNode && v.tag == "!!bool" && v.value == "true" {
+		return
+	}
+	if !p.mapping(v, path) {
+		return
+	}
+	p.keys(v, path, approvalKeys)
+	if x, k := v.get("prompt"); k != nil {
+		a.prompt, _ = p.str(x, join(path, "prompt"))
+	}
+	if x, k := v.get("assignees"); k != nil && p.mapping(x, join(path, "assignees")) {
+		ap := join(path, "assignees")
+		p.keys(x, ap, assigneeKeys)
+		list := func(key string) []string {
+			l, k := x.get(key)
+			if k == nil {
+				return nil
+			}
+			lp := join(ap, key)
+			if l.kind != yaml.SequenceNode {
+				p.c.add(l, lp, "write a list of names", "expected a list, found %s", l.kindName())
+				return nil
+			}
+			var out []string
+			for i, e := range l.vals {
+				ep := fmt.Sprintf("%s[%d]", lp, i)
+				if name, ok := p.str(e, ep); ok {
+					if slices.Contains(out, name) {
+						p.c.add(e, ep, "remove the repeated name", "%q is named twice", name)
+						continue
+					}
+					out = append(out, name)
+				}
+			}
+			return out
+		}
+		a.users, a.groups = list("users"), list("groups")
+		if len(a.users) == 0 && len(a.groups) == 0 {
+			p.c.add(x, ap, "name at least one user (users: [..]) or group (groups: [..]), or remove assignees so that anyone may decide", "the gate has no assignees")
+		}
+	}
+	if x, k := v.get("deadline"); k != nil {
+		if d, ok := p.duration(x, join(path, "deadline")); ok {
+			if d == 0 {
+				p.c.add(x, join(path, "deadline"), `write a positive duration such as "24h", or remove the deadline`, "the deadline is zero")
+			} else {
+				a.deadline = d
+				s.wait.timeout = d
+			}
+		}
 	}
 }

@@ -43,6 +43,38 @@ func TestSchemaMatchesParser(t *testing.T) {
 	same("step", s.Defs["step"].Properties, stepKeys)
 	same("options", s.Defs["options"].Properties, optKeys)
 	same("retry", s.Defs["retry"].Properties, retryKeys)
+	var step struct {
+		Properties struct {
+			Approval struct {
+				OneOf []struct {
+					Properties map[string]json.RawMessage `json:"properties"`
+				} `json:"oneOf"`
+			} `json:"approval"`
+		} `json:"properties"`
+	}
+	if err := json.Unmarshal(mustDef(t, "step"), &step); err != nil || len(step.Properties.Approval.OneOf) != 2 {
+		t.Fatalf("the schema's approval is not {const: true} or an object: %v", err)
+	}
+	gate := step.Properties.Approval.OneOf[1].Properties
+	same("approval", gate, approvalKeys)
+	var as struct {
+		Properties map[string]json.RawMessage `json:"properties"`
+	}
+	if err := json.Unmarshal(gate["assignees"], &as); err != nil {
+		t.Fatal(err)
+	}
+	same("approval.assignees", as.Properties, assigneeKeys)
+}
+
+func mustDef(t *testing.T, name string) json.RawMessage {
+	t.Helper()
+	var s struct {
+		Defs map[string]json.RawMessage `json:"$defs"`
+	}
+	if err := json.Unmarshal(Schema, &s); err != nil || s.Defs[name] == nil {
+		t.Fatalf("the schema has no $defs.%s: %v", name, err)
+	}
+	return s.Defs[name]
 }
 
 // Documents the compiler accepts pass the schema, and the schema refuses
@@ -89,6 +121,8 @@ func TestSchemaValidatesDocuments(t *testing.T) {
 		string(research),
 		"$schema: " + SchemaID + "\nname: v\nversion: 2\nbusiness_key: k\ntags: [a]\nmetadata: {x: 1}\ndefaults: {timeout: 1m30s, retry: {max_attempts: 2, jitter: -1}}\nsteps:\n  a:\n    action: x\n    args: {q: \"{{input.q}}\"}\n    parallel: [b, c]\n  b: {action: x, join: d, on: {failed: done}}\n  c: {map: input.items, action: x, join: d}\n  d:\n    wait: {events: [approved], timeout: 1h}\n    on: {approved: e, timeout: done}\n  e:\n    action: x\n    branch:\n      - if: result == true\n        then: [done]\n      - else: done\n",
 		"name: v\nbusiness_key: {name: k, scope: forever}\nsteps:\n  a: {wait: true, next: done, queue: q, priority: -1}\n",
+		"name: v\nsteps:\n  a:\n    approval: {prompt: \"Write it?\", assignees: {users: [ann], groups: [admins]}, deadline: 24h}\n    on: {approved: b, rejected: done, expired: done}\n  b: {action: x, done: true}\n",
+		"name: v\nsteps:\n  a: {approval: true, on: {approved: done, rejected: done}}\n",
 	}
 	for i, text := range valid {
 		if _, c := parse("v.yaml", []byte(text)); len(c.list) > 0 {
@@ -105,6 +139,10 @@ func TestSchemaValidatesDocuments(t *testing.T) {
 		"name: v\nsteps:\n  a: {action: x, branch: [{else: done, if: x}]}\n",
 		"name: v\nbusiness_key: {name: k, scope: never}\nsteps: {a: {action: x, done: true}}\n",
 		"steps: {a: {action: x, done: true}}\n",
+		"name: v\nsteps:\n  a: {approval: {asignees: {users: [ann]}}, on: {approved: done, rejected: done}}\n",
+		"name: v\nsteps:\n  a: {approval: {assignees: {people: [ann]}}, on: {approved: done, rejected: done}}\n",
+		"name: v\nsteps:\n  a: {approval: {assignees: {}}, on: {approved: done, rejected: done}}\n",
+		"name: v\nsteps:\n  a: {approval: {deadline: tomorrow}, on: {approved: done, rejected: done}}\n",
 	}
 	for i, text := range invalid {
 		if err := sch.Validate(instance(t, text)); err == nil {
