@@ -58,6 +58,15 @@ func crashFlow() *flow.Flow {
 // starts the runs that are not there yet and works until all of them have
 // completed, printing "progress N" as runs complete.
 func crashChild(path string) error {
+	return runCrashChild(path, crashFlow(), crashRuns)
+}
+
+// runCrashChild is the child process of a crash test: it runs f on the
+// SQLite file at path with short leases, starts runs 0..n-1 of it (a
+// restarted child skips the runs a killed one started: their business
+// ids are unique forever), prints "progress k" at each completion for
+// the parent, and returns once all n have completed, after a clean Stop.
+func runCrashChild(path string, f *flow.Flow, n int) error {
 	ctx := context.Background()
 	st, err := sqlite.Open(ctx, &sqlite.Config{Path: path})
 	if err != nil {
@@ -71,20 +80,14 @@ func crashChild(path string) error {
 	if err != nil {
 		return err
 	}
-	if err := c.Register(crashFlow()); err != nil {
+	if err := c.Register(f); err != nil {
 		return err
 	}
-	countDone := func() (int, error) {
-		l, err := c.ListRuns(ctx, &heph.ListOptions{Flow: "crash", Statuses: []hephtype.RunStatus{heph.StatusCompleted}, Limit: 1000})
-		if err != nil {
-			return 0, err
-		}
-		return len(l.Runs), nil
-	}
-	done, err := countDone()
+	l, err := c.ListRuns(ctx, &heph.ListOptions{Flow: f.Name(), Statuses: []hephtype.RunStatus{heph.StatusCompleted}, Limit: 1000})
 	if err != nil {
 		return err
 	}
+	done := len(l.Runs)
 	var mu sync.Mutex
 	all := make(chan struct{})
 	c.Subscribe(func(e heph.Event) {
@@ -95,23 +98,21 @@ func crashChild(path string) error {
 		defer mu.Unlock()
 		done++
 		fmt.Printf("progress %d\n", done)
-		if done == crashRuns {
+		if done == n {
 			close(all)
 		}
 	})
 	if err := c.Start(ctx); err != nil {
 		return err
 	}
-	// A restarted child skips the runs the killed one started (the
-	// business key scope is "forever").
-	for i := range crashRuns {
-		_, err := c.StartRun(ctx, "crash", i, &heph.StartOptions{BusinessValue: strconv.Itoa(i)})
+	for i := range n {
+		_, err := c.StartRun(ctx, f.Name(), i, &heph.StartOptions{BusinessValue: strconv.Itoa(i)})
 		if err != nil && !errors.Is(err, heph.ErrDuplicateRun) {
 			return err
 		}
 	}
 	mu.Lock()
-	finished := done >= crashRuns
+	finished := done >= n
 	mu.Unlock()
 	if !finished {
 		<-all

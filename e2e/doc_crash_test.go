@@ -4,7 +4,6 @@ import (
 	"bufio"
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"math/rand/v2"
 	"os"
@@ -12,12 +11,10 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
 
-	heph "github.com/hephaestus-go/hephaestus"
 	"github.com/hephaestus-go/hephaestus/flow"
 	"github.com/hephaestus-go/hephaestus/flowdoc"
 	"github.com/hephaestus-go/hephaestus/hephtype"
@@ -67,61 +64,11 @@ func docCrashFlow() (*flow.Flow, error) {
 // TestMain): it starts the runs not there yet and works until all have
 // completed, printing "progress N" as runs complete.
 func docCrashChild(path string) error {
-	ctx := context.Background()
 	f, err := docCrashFlow()
 	if err != nil {
 		return err
 	}
-	st, err := sqlite.Open(ctx, &sqlite.Config{Path: path})
-	if err != nil {
-		return err
-	}
-	defer st.Close()
-	c, err := heph.New(&heph.Config{
-		Store: st, Queues: map[string]int{"default": 8},
-		LeaseDuration: time.Second, HeartbeatInterval: 250 * time.Millisecond, PollInterval: 100 * time.Millisecond,
-	})
-	if err != nil {
-		return err
-	}
-	if err := c.Register(f); err != nil {
-		return err
-	}
-	l, err := c.ListRuns(ctx, &heph.ListOptions{Flow: "doc-crash", Statuses: []hephtype.RunStatus{heph.StatusCompleted}, Limit: 1000})
-	if err != nil {
-		return err
-	}
-	done := len(l.Runs)
-	var mu sync.Mutex
-	all := make(chan struct{})
-	c.Subscribe(func(e heph.Event) {
-		if e.Kind != heph.RunCompleted {
-			return
-		}
-		mu.Lock()
-		defer mu.Unlock()
-		done++
-		fmt.Printf("progress %d\n", done)
-		if done == docCrashRuns {
-			close(all)
-		}
-	})
-	if err := c.Start(ctx); err != nil {
-		return err
-	}
-	for i := range docCrashRuns {
-		_, err := c.StartRun(ctx, "doc-crash", i, &heph.StartOptions{BusinessValue: strconv.Itoa(i)})
-		if err != nil && !errors.Is(err, heph.ErrDuplicateRun) {
-			return err
-		}
-	}
-	mu.Lock()
-	finished := done >= docCrashRuns
-	mu.Unlock()
-	if !finished {
-		<-all
-	}
-	return c.Stop(ctx)
+	return runCrashChild(path, f, docCrashRuns)
 }
 
 // TestDocCrashRecovery kills a process running document runs with
