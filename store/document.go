@@ -228,3 +228,17 @@ func DecodeDocumentCursor(c string) (name string, version int, err error) {
 	}
 	return "", 0, fmt.Errorf("%w: invalid document cursor %q", hephtype.ErrInvalidInput, c)
 }
+
+// Describe names the document p asks for, for errors: `"name" version 3`,
+// `"name" (latest)`, `with hash …`.
+func (p *GetDocumentParams) Describe() string {
+	switch {
+	case p.Hash != "" && p.Name != "":
+		return fmt.Sprintf("%q with hash %s", p.Name, p.Hash)
+	case p.Hash != "":
+		return "with hash " + p.Hash
+	case p.Version == 0:
+		return fmt.Sprintf("%q (latest)", p.Name)
+	}
+	return fmt.Sprintf("%q version %d", p.Name, p.Version)
+}

@@ -133,7 +133,7 @@ func (s *Store) GetDocument(ctx context.Context, p *store.GetDocumentParams) (*s
 		return err
 	})
 	if errors.Is(err, pgx.ErrNoRows) {
-		return nil, fmt.Errorf("get document %s: %w", describeDocument(p), store.ErrDocumentNotFound)
+		return nil, fmt.Errorf("get document %s: %w", p.Describe(), store.ErrDocumentNotFound)
 	}
 	if err != nil {
 		return nil, s.fail("get document", err)
@@ -156,19 +156,6 @@ func scanDocument(row pgx.Row, content bool) (*store.Document, error) {
 	}
 	d.Version, d.Size, d.CreatedAt = int(version), int(size), created.UTC()
 	return &d, nil
-}
-
-// describeDocument names what p asks for, for errors.
-func describeDocument(p *store.GetDocumentParams) string {
-	switch {
-	case p.Hash != "" && p.Name != "":
-		return fmt.Sprintf("%q with hash %s", p.Name, p.Hash)
-	case p.Hash != "":
-		return "with hash " + p.Hash
-	case p.Version == 0:
-		return fmt.Sprintf("%q (latest)", p.Name)
-	}
-	return fmt.Sprintf("%q version %d", p.Name, p.Version)
 }
 
 // ListDocuments returns documents without their content, by name, then

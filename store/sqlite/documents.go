@@ -139,26 +139,13 @@ func (s *Store) GetDocument(ctx context.Context, p *store.GetDocumentParams) (*s
 	var created int64
 	err := s.reader.QueryRowContext(ctx, q, args...).Scan(&d.Name, &d.Version, &d.Hash, &d.Format, &d.Size, &created, &d.Content)
 	if errors.Is(err, sql.ErrNoRows) {
-		return nil, fmt.Errorf("get document %s: %w", describeDocument(p), store.ErrDocumentNotFound)
+		return nil, fmt.Errorf("get document %s: %w", p.Describe(), store.ErrDocumentNotFound)
 	}
 	if err != nil {
 		return nil, s.fail("get document", err)
 	}
 	d.CreatedAt = fromMicros(created)
 	return &d, nil
-}
-
-// describeDocument names what p asks for, for errors.
-func describeDocument(p *store.GetDocumentParams) string {
-	switch {
-	case p.Hash != "" && p.Name != "":
-		return fmt.Sprintf("%q with hash %s", p.Name, p.Hash)
-	case p.Hash != "":
-		return "with hash " + p.Hash
-	case p.Version == 0:
-		return fmt.Sprintf("%q (latest)", p.Name)
-	}
-	return fmt.Sprintf("%q version %d", p.Name, p.Version)
 }
 
 // ListDocuments returns documents without their content, by name, then
