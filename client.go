@@ -174,6 +174,11 @@ type StartOptions struct {
 	// it with flow.CreatedBy (a document's actions as ActionCall.CreatedBy,
 	// {{run.created_by}} and run.created_by), so tools run as that user.
 	CreatedBy string
+	// ConcurrencyKey groups the run's steps for flow control: a queue's
+	// per-key concurrency and rate limits and its fair rotation between
+	// keys (see docs/jobs.md). It overrides the key the flow computes
+	// from the input; "" keeps that one.
+	ConcurrencyKey string
 }
 
 // StartRun starts a run of the named flow with input (encoded as JSON) and
@@ -190,7 +195,8 @@ func (o *StartOptions) internal() *flowrt.StartOptions {
 	if o == nil {
 		return nil
 	}
-	return &flowrt.StartOptions{BusinessValue: o.BusinessValue, Version: o.Version, Tags: o.Tags, Metadata: o.Metadata, CreatedBy: o.CreatedBy}
+	return &flowrt.StartOptions{BusinessValue: o.BusinessValue, Version: o.Version, Tags: o.Tags, Metadata: o.Metadata, CreatedBy: o.CreatedBy,
+		ConcurrencyKey: o.ConcurrencyKey}
 }
 
 // StartRequest is one run for StartRuns.

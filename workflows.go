@@ -105,6 +105,10 @@ type WorkflowOptions struct {
 	Tags []string
 	// Metadata is stored on the run.
 	Metadata map[string]any
+	// ConcurrencyKey groups the run's activities for flow control (see
+	// StartOptions.ConcurrencyKey); "" keeps the key the workflow
+	// computes from its input, if any.
+	ConcurrencyKey string
 }
 
 // WorkflowError is the failure of a workflow run: the error its function
@@ -152,7 +156,7 @@ func (o *WorkflowOptions) internal() *wfrt.StartOptions {
 	if o == nil {
 		return nil
 	}
-	return &wfrt.StartOptions{ID: o.ID, Tags: o.Tags, Metadata: o.Metadata}
+	return &wfrt.StartOptions{ID: o.ID, Tags: o.Tags, Metadata: o.Metadata, ConcurrencyKey: o.ConcurrencyKey}
 }
 
 // FindWorkflow returns the current run of a workflow id: the newest run of

@@ -153,6 +153,10 @@ type Run struct {
 	ParentID   string
 	Tags       []string
 	Metadata   map[string]json.RawMessage
+	// ConcurrencyKey groups the run's work for flow control (per-key
+	// concurrency and rate limits, fairness); "" for none. Set when the
+	// run is created; every task of the run carries it.
+	ConcurrencyKey string
 	// State is the runtime's snapshot of the run's position (the engine
 	// state for flows); a cache that can be rebuilt from the history.
 	State json.RawMessage
@@ -365,11 +369,13 @@ type NewRun struct {
 	ParentID string
 	Tags     []string
 	Metadata map[string]json.RawMessage
-	State    json.RawMessage
-	Output   json.RawMessage
-	Error    string
-	History  []NewEvent
-	Tasks    []NewTask
+	// ConcurrencyKey: see Run.ConcurrencyKey.
+	ConcurrencyKey string
+	State          json.RawMessage
+	Output         json.RawMessage
+	Error          string
+	History        []NewEvent
+	Tasks          []NewTask
 }
 
 // Update is what a Decide function returns: everything to write for one

@@ -187,6 +187,14 @@ type StartOptions struct {
 	// value) as its MetaDocument.
 	CreatedBy string
 	Document  any
+	// RunID, when set, is the new run's id instead of a random one: a
+	// second start with the same id is refused with store.ErrRunExists
+	// (schedules derive it from the tick, so a tick starts one run).
+	RunID string
+	// RunAt, when after now, delays the run's first tasks until then.
+	RunAt time.Time
+	// ConcurrencyKey is stored on the run (store.Run.ConcurrencyKey).
+	ConcurrencyKey string
 }
 
 // Start creates a run of the named flow and returns it as stored.
@@ -298,10 +306,22 @@ func (r *Runtime) newRun(flowName string, input any, opts *StartOptions) (*store
 	}
 	d := engine.Start(flowgraph.Of(f), raw)
 	u := translate(f, d, r.cfg.Clock.Now())
+	id := newID()
+	if opts.RunID != "" {
+		id = opts.RunID
+	}
+	if opts.RunAt.After(r.cfg.Clock.Now()) {
+		for i := range u.Tasks {
+			if u.Tasks[i].ReadyAt.Before(opts.RunAt) {
+				u.Tasks[i].ReadyAt = opts.RunAt
+			}
+		}
+	}
 	nr := &store.NewRun{
-		ID: newID(), Workflow: f.Name(), Version: f.Version(), Kind: hephtype.KindFlow,
+		ID: id, Workflow: f.Name(), Version: f.Version(), Kind: hephtype.KindFlow,
 		Status: u.Status, Input: raw, BusinessID: bid, KeyScope: scope, Tags: tags, Metadata: meta,
-		State: u.State, Output: u.Output, Error: u.Error, History: u.History, Tasks: u.Tasks,
+		ConcurrencyKey: opts.ConcurrencyKey,
+		State:          u.State, Output: u.Output, Error: u.Error, History: u.History, Tasks: u.Tasks,
 	}
 	if bid == "" {
 		nr.KeyScope = businesskey.ScopeNone

@@ -227,6 +227,8 @@ type runSpec struct {
 	metadata   map[string]json.RawMessage
 	parent     string
 	parentSeq  int
+	// concurrencyKey: see store.Run.ConcurrencyKey.
+	concurrencyKey string
 	// extra events reach the first activation with run_started (the
 	// signal of signal-with-start).
 	extra []replay.Event
@@ -250,6 +252,7 @@ func (c *Runtime) createWorkflowRun(ctx context.Context, spec *runSpec) (*store.
 	nr := &store.NewRun{
 		ID: spec.id, Workflow: spec.workflow, Version: 1, Kind: hephtype.KindWorkflow, Input: spec.input,
 		BusinessID: spec.businessID, KeyScope: spec.scope, ParentID: spec.parent, Tags: spec.tags, Metadata: spec.metadata,
+		ConcurrencyKey: spec.concurrencyKey,
 	}
 	if nr.KeyScope == "" || nr.BusinessID == "" {
 		nr.KeyScope = businesskey.ScopeNone

@@ -279,6 +279,11 @@ type StartOptions struct {
 	ID       string
 	Tags     []string
 	Metadata map[string]any
+	// RunID, when set, is the new run's id instead of a random one (see
+	// flowrt.StartOptions.RunID).
+	RunID string
+	// ConcurrencyKey is stored on the run (store.Run.ConcurrencyKey).
+	ConcurrencyKey string
 }
 
 // StartWorkflow starts a run of the registered workflow name with input
@@ -303,7 +308,11 @@ func (c *Runtime) startWorkflow(ctx context.Context, name string, input any, opt
 	if err := limits.Input(raw, c.cfg.MaxPayloadSize, "the input"); err != nil {
 		return nil, fmt.Errorf("start workflow %q: %w", name, err)
 	}
-	spec := &runSpec{id: newID(), workflow: name, input: raw, tags: slices.Clone(opts.Tags), scope: businesskey.ScopeNone}
+	spec := &runSpec{id: newID(), workflow: name, input: raw, tags: slices.Clone(opts.Tags), scope: businesskey.ScopeNone,
+		concurrencyKey: opts.ConcurrencyKey}
+	if opts.RunID != "" {
+		spec.id = opts.RunID
+	}
 	if opts.ID != "" {
 		bid, err := businesskey.Build(workflowKey, opts.ID)
 		if err != nil {
