@@ -87,6 +87,7 @@ func New(cfg *Config) (*Client, error) {
 		Store: c.Store, Clock: c.Clock, Logger: c.Logger, Telemetry: cl.hub, Committer: cl.commit, WorkerID: c.WorkerID,
 		Queues: c.Queues, Handlers: cl.claimHandlers, LeaseDuration: c.LeaseDuration,
 		Retention: c.Retention, RetentionInterval: c.RetentionInterval,
+		Policies: c.retentionPolicies(), OnQueue: cl.flows.FlowsOnQueue,
 	})
 	cl.updateHandlers()
 	return cl, nil
@@ -117,8 +118,9 @@ func (c *Client) Stop(ctx context.Context) error {
 	return nil
 }
 
-// Prune deletes the finished runs older than Config.Retention now, and
-// returns how many it deleted. It does nothing when Retention is 0.
+// Prune deletes now the finished runs that Config.Retention and
+// Config.RetentionPolicies no longer keep, and returns how many it
+// deleted. It does nothing when neither asks for deletion.
 func (c *Client) Prune(ctx context.Context) (int, error) { return c.maint.Prune(ctx) }
 
 // updateHandlers recomputes what this process can run, after a

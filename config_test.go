@@ -49,3 +49,18 @@ func TestHeartbeatIntervalAtMostHalfTheLease(t *testing.T) {
 		t.Fatalf("New with half the lease: %v", err)
 	}
 }
+
+// A retention policy that covers nothing is refused, naming it.
+func TestRetentionPolicyCoversSomething(t *testing.T) {
+	st, err := sqlite.Open(context.Background(), &sqlite.Config{Memory: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	for _, p := range []RetentionPolicy{{Completed: time.Hour}, {Workflows: []string{""}}} {
+		_, err := New(&Config{Store: st, RetentionPolicies: []RetentionPolicy{{Queue: "jobs"}, p}})
+		if err == nil || !strings.Contains(err.Error(), "RetentionPolicies[1]") {
+			t.Errorf("New with policy %+v: %v; want an error naming RetentionPolicies[1]", p, err)
+		}
+	}
+}

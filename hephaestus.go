@@ -39,6 +39,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"slices"
 	"time"
 
 	"github.com/hephaestus-go/hephaestus/clock"
@@ -116,6 +117,11 @@ type Config struct {
 	// ago than this. Runs that are pending, running or waiting are never
 	// deleted. Defaults to 0: keep everything.
 	Retention time.Duration
+	// RetentionPolicies keep the finished runs of some flows, workflows,
+	// documents, job kinds or queues for times of their own (keep
+	// successful jobs an hour, failures a week); runs no policy covers
+	// follow Retention. The first policy that covers a workflow applies.
+	RetentionPolicies []RetentionPolicy
 	// RetentionInterval is how often the retention sweep runs. Defaults to
 	// 1 hour.
 	RetentionInterval time.Duration
@@ -199,6 +205,14 @@ func (c *Config) withDefaults() (Config, error) {
 	}
 	if cfg.Retention < 0 {
 		errs = append(errs, fmt.Errorf("Config.Retention is %s; it must not be negative", cfg.Retention))
+	}
+	for i, p := range cfg.RetentionPolicies {
+		if len(p.Workflows) == 0 && p.Queue == "" {
+			errs = append(errs, fmt.Errorf("Config.RetentionPolicies[%d] names no workflow and no queue", i))
+		}
+		if slices.Contains(p.Workflows, "") {
+			errs = append(errs, fmt.Errorf("Config.RetentionPolicies[%d].Workflows holds an empty name", i))
+		}
 	}
 	if cfg.HeartbeatInterval > cfg.LeaseDuration/2 && cfg.LeaseDuration > 0 {
 		errs = append(errs, fmt.Errorf("Config.HeartbeatInterval %s must be at most half of LeaseDuration %s: a task whose lease was not extended is stopped LeaseDuration/5 before the lease ends, so a heartbeat must reach the store well before that", cfg.HeartbeatInterval, cfg.LeaseDuration))

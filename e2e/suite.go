@@ -54,6 +54,7 @@ func Run(t *testing.T, b Backend) {
 		{"BadInput", testBadInput},
 		{"Telemetry", testTelemetry},
 		{"Retention", testRetention},
+		{"RetentionPolicies", testRetentionPolicies},
 		{"ListAndHistory", testListAndHistory},
 		{"ManyConcurrentRuns", testManyConcurrentRuns},
 		{"HeartbeatKeepsLongStep", testHeartbeat},
@@ -927,6 +928,60 @@ func testRetention(t *testing.T, b Backend) {
 	if _, err := e.c.GetRun(ctx, waiting.ID); err != nil {
 		t.Errorf("waiting run was pruned: %v", err)
 	}
+}
+
+// testRetentionPolicies: policies keep a queue's completed runs an hour
+// and its failures a week, and one flow's runs forever, while Retention
+// covers the rest.
+func testRetentionPolicies(t *testing.T, b Backend) {
+	clk := &laterClock{}
+	jobs := flow.New("mail")
+	flow.Input[bool](jobs)
+	flow.Step(jobs, "send", func(ctx context.Context, ok bool) (string, error) {
+		if !ok {
+			return "", flow.NonRetryable(errors.New("bounced"))
+		}
+		return "sent", nil
+	}, flow.Queue("jobs"))
+	mail := jobs.MustBuild()
+	e := newEnv(t, b, func(c *heph.Config) {
+		c.Clock = clk
+		c.Queues = map[string]int{"default": 4, "jobs": 4}
+		c.Retention = 30 * 24 * time.Hour
+		c.RetentionPolicies = []heph.RetentionPolicy{
+			{Queue: "jobs", Completed: time.Hour, Failed: 7 * 24 * time.Hour},
+			{Workflows: []string{"order"}, Completed: -1},
+		}
+	}, orderFlow(), mail)
+	ctx := ctxT(t)
+	sent := e.run("mail", true, nil)
+	bounced := e.run("mail", false, nil)
+	if bounced.Status != heph.StatusFailed {
+		t.Fatalf("bounced mail is %s, want failed", bounced.Status)
+	}
+	order := e.run("order", order{ID: "1", Amount: 1}, nil)
+	prune := func(after time.Duration, want int) {
+		t.Helper()
+		clk.shift.Store(int64(after))
+		if n, err := e.c.Prune(ctx); err != nil || n != want {
+			t.Fatalf("prune %s later: %d, %v; want %d", after, n, err, want)
+		}
+	}
+	exists := func(id string, want bool) {
+		t.Helper()
+		_, err := e.c.GetRun(ctx, id)
+		if got := err == nil; got != want || (err != nil && !errors.Is(err, heph.ErrRunNotFound)) {
+			t.Fatalf("run %s exists: %v (%v), want %v", id, got, err, want)
+		}
+	}
+	prune(30*time.Minute, 0)
+	prune(2*time.Hour, 1)
+	exists(sent.ID, false)
+	exists(bounced.ID, true)
+	prune(8*24*time.Hour, 1)
+	exists(bounced.ID, false)
+	prune(365*24*time.Hour, 0)
+	exists(order.ID, true)
 }
 
 func testListAndHistory(t *testing.T, b Backend) {

@@ -18,6 +18,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"time"
 
 	"github.com/hephaestus-go/hephaestus/businesskey"
@@ -513,6 +514,43 @@ type PruneParams struct {
 	FinishedBefore time.Time
 	// Limit bounds the runs deleted in one call; defaults to 1000.
 	Limit int
+	// Workflows, when not nil, deletes only runs of these workflows (flow,
+	// workflow, document or job kind names).
+	Workflows []string
+	// ExceptWorkflows keeps runs of these workflows.
+	ExceptWorkflows []string
+	// Statuses, when not empty, deletes only runs in these finished
+	// statuses (completed, failed, cancelled, continued); others are
+	// refused.
+	Statuses []hephtype.RunStatus
+}
+
+// Check reports what is wrong with p, naming the field.
+func (p *PruneParams) Check() error {
+	switch {
+	case p.FinishedBefore.IsZero():
+		return errors.New("FinishedBefore is zero")
+	case p.Limit < 0:
+		return fmt.Errorf("Limit must not be negative, got %d", p.Limit)
+	}
+	for _, st := range p.Statuses {
+		if !st.Terminal() {
+			return fmt.Errorf("Statuses: %q is not a finished status (completed, failed, cancelled or continued)", st)
+		}
+	}
+	return nil
+}
+
+// PruneStatuses is p.Statuses, or every finished status when it is empty.
+func (p *PruneParams) PruneStatuses() []string {
+	if len(p.Statuses) == 0 {
+		return []string{"completed", "failed", "cancelled", "continued"}
+	}
+	out := make([]string, len(p.Statuses))
+	for i, st := range p.Statuses {
+		out[i] = string(st)
+	}
+	return out
 }
 
 // Notifier is implemented by stores that tell other processes when tasks

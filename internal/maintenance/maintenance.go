@@ -46,6 +46,11 @@ type Config struct {
 	// this, every RetentionInterval.
 	Retention         time.Duration
 	RetentionInterval time.Duration
+	// Policies give some workflows their own retention (retention.go).
+	Policies []Policy
+	// OnQueue returns the workflows with work on a queue, for policies
+	// that name one.
+	OnQueue func(queue string) []string
 }
 
 // Service runs the maintenance loops between Start and Stop.
@@ -78,7 +83,7 @@ func (c *Service) Start(ctx context.Context) {
 	}
 	ctx, c.stop = context.WithCancel(context.WithoutCancel(ctx))
 	c.wg.Go(func() { c.registry(ctx) })
-	if c.cfg.Retention > 0 {
+	if c.cfg.Retention > 0 || len(c.cfg.Policies) > 0 {
 		c.wg.Go(func() { c.retention(ctx) })
 	}
 }
@@ -111,25 +116,6 @@ func (c *Service) retention(ctx context.Context) {
 		case <-c.cfg.Clock.After(c.cfg.RetentionInterval):
 		case <-ctx.Done():
 			return
-		}
-	}
-}
-
-// Prune deletes the finished runs older than Retention now, and returns
-// how many it deleted. It does nothing when Retention is 0.
-func (c *Service) Prune(ctx context.Context) (int, error) {
-	if c.cfg.Retention <= 0 {
-		return 0, nil
-	}
-	total := 0
-	for {
-		n, err := c.cfg.Store.PruneRuns(ctx, &store.PruneParams{FinishedBefore: c.cfg.Clock.Now().Add(-c.cfg.Retention), Limit: 1000})
-		total += n
-		if err != nil {
-			return total, fmt.Errorf("prune runs: %w", err)
-		}
-		if n < 1000 {
-			return total, nil
 		}
 	}
 }

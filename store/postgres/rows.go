@@ -249,7 +249,8 @@ func newQueries(schema string) queries {
 		// Finished runs without tasks (tasks_run tells): a run's tasks are
 		// work it left to do.
 		pruneLock: s(`SELECT id FROM §runs r WHERE created_at < $1 AND finished_at < $1
-			AND status IN ('completed', 'failed', 'cancelled', 'continued')
+			AND status = ANY($3::text[])
+			AND ($4::text[] IS NULL OR workflow = ANY($4::text[])) AND workflow <> ALL($5::text[])
 			AND NOT EXISTS (SELECT 1 FROM §tasks t WHERE t.run_id = r.id)
 			ORDER BY created_at LIMIT $2 FOR UPDATE SKIP LOCKED`),
 		// Those of the locked runs $1 that still have no task (the snapshot

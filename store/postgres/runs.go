@@ -210,16 +210,18 @@ func (s *Store) PruneRuns(ctx context.Context, p *store.PruneParams) (int, error
 	if err := s.check(); err != nil {
 		return 0, fmt.Errorf("prune runs: %w", err)
 	}
-	if p.FinishedBefore.IsZero() {
-		return 0, errors.New("prune runs: FinishedBefore is zero")
+	if err := p.Check(); err != nil {
+		return 0, fmt.Errorf("prune runs: %w", err)
 	}
 	limit := p.Limit
-	switch {
-	case limit < 0:
-		return 0, fmt.Errorf("prune runs: Limit must not be negative, got %d", limit)
-	case limit == 0:
+	if limit == 0 {
 		limit = 1000
 	}
+	var only []string // NULL: every workflow
+	if p.Workflows != nil {
+		only = append([]string{}, p.Workflows...)
+	}
+	except := append([]string{}, p.ExceptWorkflows...)
 	var n int64
 	err := s.once(ctx, func(ctx context.Context) error {
 		n = 0
@@ -227,7 +229,7 @@ func (s *Store) PruneRuns(ctx context.Context, p *store.PruneParams) (int, error
 			if _, err := tx.Exec(ctx, applySettings); err != nil {
 				return err
 			}
-			rows, err := tx.Query(ctx, s.q.pruneLock, truncate(p.FinishedBefore), limit)
+			rows, err := tx.Query(ctx, s.q.pruneLock, truncate(p.FinishedBefore), limit, p.PruneStatuses(), only, except)
 			if err != nil {
 				return err
 			}

@@ -89,10 +89,12 @@ var queries = [numQueries]string{
 	qReleaseTask:       "UPDATE tasks SET owner = NULL, lease_until = NULL WHERE id = ? AND token = ? AND owner IS NOT NULL",
 	// A finished run with tasks left has work to do (tasks_run).
 	qPrune: `DELETE FROM runs WHERE id IN (
-		SELECT id FROM runs WHERE finished_at < ?
-		AND status IN ('completed', 'failed', 'cancelled', 'continued')
+		SELECT id FROM runs WHERE finished_at < ?1
+		AND status IN (SELECT value FROM json_each(?3))
+		AND (?4 IS NULL OR workflow IN (SELECT value FROM json_each(?4)))
+		AND workflow NOT IN (SELECT value FROM json_each(?5))
 		AND NOT EXISTS (SELECT 1 FROM tasks WHERE tasks.run_id = runs.id)
-		ORDER BY finished_at LIMIT ?)`,
+		ORDER BY finished_at LIMIT ?2)`,
 	qExpireWorkers: "DELETE FROM workers WHERE expires_at <= ?",
 	qRegisterWorker: `INSERT INTO workers (id, queues, handlers, host, pid, started_at, seen_at, expires_at)
 		VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)

@@ -211,21 +211,39 @@ func (s *Store) PruneRuns(ctx context.Context, p *store.PruneParams) (int, error
 	if err := s.check(); err != nil {
 		return 0, fmt.Errorf("prune runs: %w", err)
 	}
-	if p.FinishedBefore.IsZero() {
-		return 0, errors.New("prune runs: FinishedBefore is zero")
+	if err := p.Check(); err != nil {
+		return 0, fmt.Errorf("prune runs: %w", err)
 	}
 	limit := p.Limit
-	switch {
-	case limit < 0:
-		return 0, fmt.Errorf("prune runs: Limit must not be negative, got %d", limit)
-	case limit == 0:
+	if limit == 0 {
 		limit = 1000
 	}
+	statuses, err := jsonList(p.PruneStatuses())
+	if err != nil {
+		return 0, fmt.Errorf("prune runs: %w", err)
+	}
+	only := "" // NULL: every workflow
+	if p.Workflows != nil {
+		if only, err = jsonList(p.Workflows); err != nil {
+			return 0, fmt.Errorf("prune runs: %w", err)
+		}
+	}
+	except, err := jsonList(p.ExceptWorkflows)
+	if err != nil {
+		return 0, fmt.Errorf("prune runs: %w", err)
+	}
 	var n int64
-	err := s.withWriter(ctx, func(w *wconn) error {
+	err = s.withWriter(ctx, func(w *wconn) error {
 		w.runs.clear()
 		w.arg(micros(p.FinishedBefore))
 		w.arg(int64(limit))
+		w.arg(statuses)
+		if p.Workflows != nil {
+			w.arg(only)
+		} else {
+			w.arg(nil)
+		}
+		w.arg(except)
 		res, err := w.exec(qPrune)
 		if err != nil {
 			return err

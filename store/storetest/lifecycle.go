@@ -2,6 +2,7 @@ package storetest
 
 import (
 	"errors"
+	"strings"
 	"testing"
 	"time"
 
@@ -102,4 +103,68 @@ func testClose(t *testing.T, h *harness) {
 	wantErr(t, "ClaimTasks", err, store.ErrClosed)
 	_, err = h.s.ListRuns(ctx, &store.ListRunsParams{})
 	wantErr(t, "ListRuns", err, store.ErrClosed)
+}
+
+// testPruneSelected: PruneRuns deletes only the runs its filters select
+// (workflows, workflows excepted, statuses), and refuses a status that is
+// not finished, naming it.
+func testPruneSelected(t *testing.T, h *harness) {
+	ctx := t.Context()
+	runs := []struct {
+		id, wf string
+		st     hephtype.RunStatus
+	}{
+		{"a-ok", "a", hephtype.StatusCompleted}, {"a-bad", "a", hephtype.StatusFailed},
+		{"b-ok", "b", hephtype.StatusCompleted}, {"b-gone", "b", hephtype.StatusCancelled},
+		{"c-ok", "c", hephtype.StatusCompleted}, {"c-bad", "c", hephtype.StatusFailed},
+	}
+	for _, r := range runs {
+		nr := newRun(r.id)
+		nr.Workflow, nr.Status, nr.History = r.wf, r.st, []store.NewEvent{{Kind: hephtype.EventRunCompleted}}
+		h.create(at(0), nr)
+	}
+	prune := func(p store.PruneParams) int {
+		t.Helper()
+		p.FinishedBefore = at(time.Hour)
+		n, err := h.s.PruneRuns(ctx, &p)
+		if err != nil {
+			t.Fatalf("PruneRuns(%+v): %v", p, err)
+		}
+		return n
+	}
+	gone := func(ids ...string) {
+		t.Helper()
+		for _, id := range ids {
+			if _, err := h.s.GetRun(ctx, id); !errors.Is(err, store.ErrRunNotFound) {
+				t.Fatalf("GetRun(%s) = %v, want it pruned", id, err)
+			}
+		}
+	}
+	// Completed runs of a only.
+	if n := prune(store.PruneParams{Workflows: []string{"a"}, Statuses: []hephtype.RunStatus{hephtype.StatusCompleted}}); n != 1 {
+		t.Fatalf("pruned %d runs of a completed, want 1", n)
+	}
+	gone("a-ok")
+	h.get("a-bad")
+	// An empty (not nil) list selects no workflow.
+	if n := prune(store.PruneParams{Workflows: []string{}}); n != 0 {
+		t.Fatalf("pruned %d runs with an empty workflow list, want 0", n)
+	}
+	// Everything but a and c: b's two runs.
+	if n := prune(store.PruneParams{ExceptWorkflows: []string{"a", "c"}}); n != 2 {
+		t.Fatalf("pruned %d runs except a and c, want 2", n)
+	}
+	gone("b-ok", "b-gone")
+	h.get("c-ok")
+	// Failed runs of every workflow.
+	if n := prune(store.PruneParams{Statuses: []hephtype.RunStatus{hephtype.StatusFailed}}); n != 2 {
+		t.Fatalf("pruned %d failed runs, want 2", n)
+	}
+	gone("a-bad", "c-bad")
+	h.get("c-ok")
+	_, err := h.s.PruneRuns(ctx, &store.PruneParams{FinishedBefore: at(time.Hour), Statuses: []hephtype.RunStatus{hephtype.StatusWaiting}})
+	if err == nil || !strings.Contains(err.Error(), `"waiting"`) {
+		t.Fatalf("PruneRuns(Statuses: waiting) = %v, want an error naming the status", err)
+	}
+	h.get("c-ok")
 }

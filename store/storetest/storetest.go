@@ -90,6 +90,7 @@ func Run(t *testing.T, newStore func(t *testing.T) store.Store) {
 		{"ClaimInApply", testClaimInApply},
 		{"RunExists", testRunExists},
 		{"PruneRuns", testPrune},
+		{"PruneSelected", testPruneSelected},
 		{"Close", testClose},
 		{"ConcurrentClaims", testConcurrentClaims},
 		{"ConcurrentStarts", testConcurrentStarts},
