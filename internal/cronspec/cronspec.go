@@ -74,7 +74,7 @@ type Spec struct {
 	loc    *time.Location
 }
 
-var parser = cron.NewParser(cron.SecondOptional | cron.Minute | cron.Hour | cron.Dom | cron.Month | cron.Dow |
+var parser = cron.MustNewParser(cron.SecondOptional | cron.Minute | cron.Hour | cron.Dom | cron.Month | cron.Dow |
 	cron.Descriptor | cron.DowOrDom)
 
 // fieldNames are the names of the fields of a 6-field expression.
