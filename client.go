@@ -16,6 +16,7 @@ import (
 	"github.com/hephaestus-go/hephaestus/internal/commit"
 	"github.com/hephaestus-go/hephaestus/internal/flowrt"
 	"github.com/hephaestus-go/hephaestus/internal/maintenance"
+	"github.com/hephaestus-go/hephaestus/internal/schedule"
 	"github.com/hephaestus-go/hephaestus/internal/telemetry"
 	"github.com/hephaestus-go/hephaestus/internal/wfrt"
 	"github.com/hephaestus-go/hephaestus/internal/worker"
@@ -37,6 +38,10 @@ type Client struct {
 	flows  *flowrt.Runtime
 	wf     *wfrt.Runtime
 	maint  *maintenance.Service
+	sched  *schedule.Service
+
+	// declared are the schedules declared in code (DeclareSchedules).
+	declared declaredSchedules
 
 	// docs is the action registry of stored documents (RegisterDocuments).
 	docs docRegistry
@@ -89,6 +94,7 @@ func New(cfg *Config) (*Client, error) {
 		Retention: c.Retention, RetentionInterval: c.RetentionInterval,
 		Policies: c.retentionPolicies(), OnQueue: cl.flows.FlowsOnQueue,
 	})
+	cl.sched = cl.newSchedules()
 	cl.updateHandlers()
 	return cl, nil
 }
@@ -102,7 +108,7 @@ func (c *Client) Start(ctx context.Context) error {
 		return err
 	}
 	c.maint.Start(ctx)
-	return nil
+	return c.startSchedules(ctx)
 }
 
 // Stop shuts the client down gracefully: it stops claiming tasks, lets
@@ -111,6 +117,7 @@ func (c *Client) Start(ctx context.Context) error {
 // leases expire), commits what is pending and returns. Safe to call twice
 // and before Start.
 func (c *Client) Stop(ctx context.Context) error {
+	c.sched.Stop()
 	c.pool.Stop(ctx)
 	c.maint.Stop()
 	c.commit.Close()

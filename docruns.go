@@ -11,6 +11,7 @@ import (
 	"github.com/hephaestus-go/hephaestus/flowdoc"
 	"github.com/hephaestus-go/hephaestus/hephtype"
 	"github.com/hephaestus-go/hephaestus/internal/flowrt"
+	"github.com/hephaestus-go/hephaestus/store"
 )
 
 // Runs of stored documents. A client given an action registry
@@ -101,6 +102,20 @@ func (c *Client) registerDocument(d *Document) (*flow.Flow, error) {
 // in it), registered as flow name version <document version>, and the
 // run is pinned to its content. opts.Version is ignored: version chooses.
 func (c *Client) StartDocument(ctx context.Context, name string, version int, input any, opts *StartOptions) (*Run, error) {
+	o := opts.internal()
+	if o == nil {
+		o = &flowrt.StartOptions{}
+	}
+	r, err := c.startDocument(ctx, name, version, input, o)
+	if err != nil {
+		return nil, err
+	}
+	return c.toRun(r), nil
+}
+
+// startDocument starts a run of a stored document with internal options
+// (schedules pass the run id).
+func (c *Client) startDocument(ctx context.Context, name string, version int, input any, o *flowrt.StartOptions) (*store.Run, error) {
 	if c.docs.Load() == nil {
 		return nil, fmt.Errorf("start document %q: %w", name, ErrNoDocumentRegistry)
 	}
@@ -113,17 +128,9 @@ func (c *Client) StartDocument(ctx context.Context, name string, version int, in
 			return nil, fmt.Errorf("start document: %w", err)
 		}
 	}
-	o := opts.internal()
-	if o == nil {
-		o = &flowrt.StartOptions{}
-	}
 	o.Version = d.Version
 	o.Document = DocumentRef{Name: d.Name, Version: d.Version, Hash: d.Hash}
-	r, err := c.flows.Start(ctx, d.Name, input, o)
-	if err != nil {
-		return nil, err
-	}
-	return c.toRun(r), nil
+	return c.flows.Start(ctx, d.Name, input, o)
 }
 
 // RunDocument starts a run of a stored document (see StartDocument) and

@@ -102,3 +102,5 @@ func TestPostgresCrossProcessCancel(t *testing.T) {
 		t.Fatal("the cancellation did not reach the step in the other process (its next heartbeat is an hour away)")
 	}
 }
+
+func TestPostgresSchedules(t *testing.T) { e2e.RunSchedules(t, postgresBackend()) }

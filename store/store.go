@@ -134,6 +134,9 @@ type Store interface {
 	// (document.go).
 	Documents
 
+	// Schedules keeps schedules and their tick logs (schedule.go).
+	Schedules
+
 	// Close releases the store's resources.
 	Close() error
 }

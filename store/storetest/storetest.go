@@ -110,6 +110,10 @@ func Run(t *testing.T, newStore func(t *testing.T) store.Store) {
 		{"ListDocuments", testListDocuments},
 		{"ConcurrentDocumentPuts", testConcurrentPuts},
 		{"PruneKeepsDocuments", testPruneKeepsDocuments},
+		{"Schedules", testSchedules},
+		{"ScheduleUpdate", testScheduleUpdate},
+		{"DueSchedules", testDueSchedules},
+		{"ScheduleCAS", testScheduleCAS},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

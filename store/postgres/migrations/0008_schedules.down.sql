@@ -1,0 +1,2 @@
+DROP TABLE schedule_ticks;
+DROP TABLE schedules;
