@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
+	"slices"
 	"sync/atomic"
 
 	"github.com/hephaestus-go/hephaestus/flow"
@@ -53,12 +55,14 @@ func (c *Client) RegisterDocuments(ctx context.Context, reg *flowdoc.Registry) e
 	}
 	c.docs.Store(reg)
 	var cursor string
+	latest := map[string]int{}
 	for {
 		page, err := c.ListDocuments(ctx, &ListDocumentsOptions{Limit: 1000, Cursor: cursor})
 		if err != nil {
 			return fmt.Errorf("register documents: %w", err)
 		}
 		for _, d := range page.Documents {
+			latest[d.Name] = max(latest[d.Name], d.Version)
 			if _, err := c.flows.Flow(d.Name, d.Version); err == nil {
 				continue
 			}
@@ -71,10 +75,40 @@ func (c *Client) RegisterDocuments(ctx context.Context, reg *flowdoc.Registry) e
 			}
 		}
 		if page.Next == "" {
-			return nil
+			return c.declareDocumentSchedules(ctx, latest)
 		}
 		cursor = page.Next
 	}
+}
+
+// declareDocumentSchedules declares the schedules of each document's
+// latest version (its "schedules" list), with the document as target.
+// A document that does not parse declares none (its runs report why).
+func (c *Client) declareDocumentSchedules(ctx context.Context, latest map[string]int) error {
+	var ss []*Schedule
+	for _, name := range slices.Sorted(maps.Keys(latest)) {
+		d, err := c.GetDocument(ctx, name, latest[name])
+		if err != nil {
+			return fmt.Errorf("register documents: %w", err)
+		}
+		doc, err := flowdoc.Parse(fmt.Sprintf("%s@%d", d.Name, d.Version), d.Content)
+		if err != nil {
+			continue
+		}
+		for _, s := range doc.Schedules() {
+			ss = append(ss, &Schedule{
+				ID: s.ID, Target: TargetDocument, TargetName: name, Cron: s.Cron, Every: s.Every,
+				TimeZone: s.TimeZone, Jitter: s.Jitter, Overlap: OverlapPolicy(s.Overlap), Input: s.Input,
+			})
+		}
+	}
+	if len(ss) == 0 {
+		return nil
+	}
+	if err := c.DeclareSchedules(ss...); err != nil {
+		return fmt.Errorf("register documents: %w", err)
+	}
+	return nil
 }
 
 // registerDocument compiles a stored document as flow <name> version

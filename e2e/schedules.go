@@ -38,6 +38,7 @@ func RunSchedules(t *testing.T, b Backend) {
 		{"CRUD", testScheduleCRUD},
 		{"Targets", testScheduleTargets},
 		{"Declared", testScheduleDeclared},
+		{"DeclaredInDocument", testScheduleInDocument},
 	})
 }
 
@@ -627,5 +628,52 @@ func testScheduleDeclared(t *testing.T, b Backend) {
 	}
 	if err := c2.DeclareSchedules(&heph.Schedule{ID: "decl", Target: heph.TargetFlow, TargetName: "tick", Cron: "bad"}); !errors.Is(err, heph.ErrInvalidInput) {
 		t.Errorf("declaring a bad schedule: %v", err)
+	}
+}
+
+// A document's "schedules" list is declared when RegisterDocuments runs,
+// with the document (its latest version) as target.
+func testScheduleInDocument(t *testing.T, b Backend) {
+	const doc = `
+name: doc-sched
+schedules:
+  - {id: doc-hourly, cron: "0 * * * *", input: {user: ann}}
+steps:
+  greet: {action: get_greeting, args: {user: "{{input.user}}"}, done: true}
+`
+	st, _ := b.New(t)
+	fc := clock.NewFake(schedT0)
+	ctx := ctxT(t)
+	tools := newDocTools(t)
+	c, err := heph.New(&heph.Config{Store: st, Clock: fc, Queues: map[string]int{"default": 4}, Logger: QuietLogger()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.PutDocument(ctx, "doc-sched", heph.DocumentYAML, []byte(doc)); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.RegisterDocuments(ctx, tools.reg); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Start(ctx); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { stopClient(c) })
+	s, err := c.GetSchedule(ctx, "doc-hourly")
+	if err != nil || s.Target != heph.TargetDocument || s.TargetName != "doc-sched" || !s.Declared {
+		t.Fatalf("the document's schedule: %+v, %v", s, err)
+	}
+	fc.Advance(time.Hour)
+	waitTick(t, c, st, "doc-hourly", schedT0.Add(time.Hour))
+	runs := scheduleRuns(t, st, "doc-hourly")
+	if len(runs) != 1 {
+		t.Fatalf("%d runs after one tick, want 1", len(runs))
+	}
+	r, err := c.WaitRun(ctx, runs[0].ID)
+	if err != nil || r.Status != heph.StatusCompleted {
+		t.Fatalf("the scheduled document run: %+v, %v", r, err)
+	}
+	if ref, ok := r.Document(); !ok || ref.Name != "doc-sched" {
+		t.Errorf("the run is not pinned to the document: %+v", ref)
 	}
 }

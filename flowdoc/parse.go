@@ -29,6 +29,7 @@ type Document struct {
 	tags      []string
 	metadata  map[string]any
 	defaults  options
+	schedules []Schedule
 	steps     []*stepDoc
 	byName    map[string]*stepDoc
 	root      *node
@@ -97,7 +98,7 @@ type route struct {
 }
 
 var (
-	docKeys      = []string{"$schema", "name", "version", "description", "start", "business_key", "tags", "metadata", "defaults", "steps"}
+	docKeys      = []string{"$schema", "name", "version", "description", "start", "business_key", "tags", "metadata", "defaults", "schedules", "steps"}
 	stepKeys     = []string{"description", "action", "args", "next", "branch", "parallel", "join", "done", "map", "wait", "approval", "on", "retry", "timeout", "queue", "priority"}
 	optKeys      = []string{"retry", "timeout", "queue", "priority"}
 	retryKeys    = []string{"max_attempts", "initial_backoff", "max_backoff", "multiplier", "jitter"}
@@ -303,6 +304,9 @@ func (p *parser) document(d *Document, root *node) {
 	if v, k := root.get("defaults"); k != nil && p.mapping(v, "defaults") {
 		p.keys(v, "defaults", optKeys)
 		p.options(&d.defaults, v, "defaults")
+	}
+	if v, k := root.get("schedules"); k != nil {
+		p.schedules(d, v)
 	}
 	steps, k := root.get("steps")
 	if k == nil {
