@@ -57,7 +57,7 @@ func (p *parser) schedules(d *Document, v *node) {
 		}
 		p.keys(n, path, scheduleKeys)
 		var s Schedule
-		ok := true
+		var ok bool
 		if x, k := n.get("id"); k != nil {
 			if s.ID, ok = p.str(x, path+".id"); ok && seen[s.ID] {
 				p.c.add(x, path+".id", "give each schedule its own id", "schedule id %q is declared twice", s.ID)
