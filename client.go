@@ -162,6 +162,9 @@ func (c *Client) Register(flows ...*flow.Flow) error {
 		if err := c.flows.Register(f); err != nil {
 			return err
 		}
+		if err := c.declare(TargetFlow, f.Name(), f.Schedules()); err != nil {
+			return fmt.Errorf("hephaestus: Register %q: %w", f.Name(), err)
+		}
 	}
 	return nil
 }

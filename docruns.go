@@ -95,12 +95,7 @@ func (c *Client) declareDocumentSchedules(ctx context.Context, latest map[string
 		if err != nil {
 			continue
 		}
-		for _, s := range doc.Schedules() {
-			ss = append(ss, &Schedule{
-				ID: s.ID, Target: TargetDocument, TargetName: name, Cron: s.Cron, Every: s.Every,
-				TimeZone: s.TimeZone, Jitter: s.Jitter, Overlap: OverlapPolicy(s.Overlap), Input: s.Input,
-			})
-		}
+		ss = append(ss, declared(TargetDocument, name, doc.Schedules())...)
 	}
 	if len(ss) == 0 {
 		return nil

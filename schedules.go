@@ -615,3 +615,23 @@ func (c *Client) startTarget(ctx context.Context, s *store.Schedule, runID strin
 func (c *Client) TickSchedules(ctx context.Context) (time.Time, error) {
 	return c.sched.Tick(ctx)
 }
+
+// declared converts schedules declared with a definition.
+func declared(kind TargetKind, name string, ds []hephtype.ScheduleDecl) []*Schedule {
+	out := make([]*Schedule, len(ds))
+	for i, s := range ds {
+		out[i] = &Schedule{
+			ID: s.ID, Target: kind, TargetName: name, Cron: s.Cron, Every: s.Every,
+			TimeZone: s.TimeZone, Jitter: s.Jitter, Overlap: OverlapPolicy(s.Overlap), Input: s.Input,
+		}
+	}
+	return out
+}
+
+// declare declares the schedules of a definition, if it has any.
+func (c *Client) declare(kind TargetKind, name string, ds []hephtype.ScheduleDecl) error {
+	if len(ds) == 0 {
+		return nil
+	}
+	return c.DeclareSchedules(declared(kind, name, ds)...)
+}

@@ -39,6 +39,7 @@ func RunSchedules(t *testing.T, b Backend) {
 		{"Targets", testScheduleTargets},
 		{"Declared", testScheduleDeclared},
 		{"DeclaredInDocument", testScheduleInDocument},
+		{"DeclaredOnDefinitions", testScheduleOnDefinitions},
 	})
 }
 
@@ -675,5 +676,65 @@ steps:
 	}
 	if ref, ok := r.Document(); !ok || ref.Name != "doc-sched" {
 		t.Errorf("the run is not pinned to the document: %+v", ref)
+	}
+}
+
+// Schedules declared on a flow and on a workflow are created when they
+// are registered and fire on the fake clock; bad ones are refused where
+// they are declared.
+func testScheduleOnDefinitions(t *testing.T, b Backend) {
+	st, _ := b.New(t)
+	fc := clock.NewFake(schedT0)
+	ctx := ctxT(t)
+	fb := flow.New("sched-flow")
+	flow.Step(fb, "do", func(ctx context.Context, in map[string]string) (string, error) { return "hello " + in["who"], nil })
+	f := fb.Schedule(flow.Schedule{ID: "flow-hourly", Cron: "@hourly", Input: map[string]string{"who": "flow"}}).MustBuild()
+	wf := workflow.New("sched-wf", func(ctx workflow.Context, in string) (string, error) { return "hello " + in, nil }).
+		Schedule(workflow.Schedule{ID: "wf-every-30m", Every: 30 * time.Minute, Input: "wf", Overlap: "allow_all"})
+	c, err := heph.New(&heph.Config{Store: st, Clock: fc, Queues: map[string]int{"default": 4}, Logger: QuietLogger()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Register(f); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.RegisterWorkflows(wf); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Start(ctx); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { stopClient(c) })
+	for id, want := range map[string]heph.TargetKind{"flow-hourly": heph.TargetFlow, "wf-every-30m": heph.TargetWorkflow} {
+		s, err := c.GetSchedule(ctx, id)
+		if err != nil || s.Target != want || !s.Declared {
+			t.Fatalf("schedule %s: %+v, %v; want a declared %s schedule", id, s, err, want)
+		}
+	}
+	fc.Advance(time.Hour)
+	waitTick(t, c, st, "flow-hourly", schedT0.Add(time.Hour))
+	waitTick(t, c, st, "wf-every-30m", schedT0.Add(time.Hour))
+	for id, out := range map[string]string{"flow-hourly": "hello flow", "wf-every-30m": "hello wf"} {
+		runs := scheduleRuns(t, st, id)
+		if len(runs) != 1 {
+			t.Fatalf("schedule %s started %d runs, want 1 (the latest missed tick)", id, len(runs))
+		}
+		r, err := c.WaitRun(ctx, runs[0].ID)
+		if err != nil || r.Status != heph.StatusCompleted || !strings.Contains(string(r.Output), out) {
+			t.Fatalf("run of %s: %+v, %v; want completed with %q", id, r, err, out)
+		}
+	}
+
+	// Bad declarations are refused where they are made.
+	bb := flow.New("bad-sched").Schedule(flow.Schedule{ID: "x", Cron: "61 * * * *"})
+	flow.Step(bb, "do", func(ctx context.Context, in any) (string, error) { return "", nil })
+	_, err = bb.Build()
+	if err == nil || !strings.Contains(err.Error(), "minute") {
+		t.Errorf("Build with a bad cron: %v; want an error naming the minute field", err)
+	}
+	bad := workflow.New("bad-sched-wf", func(ctx workflow.Context, in string) (string, error) { return in, nil }).
+		Schedule(workflow.Schedule{ID: "y", Every: 30 * time.Minute, Overlap: "sometimes"})
+	if err := c.RegisterWorkflows(bad); !errors.Is(err, heph.ErrInvalidInput) {
+		t.Errorf("RegisterWorkflows with a bad overlap: %v; want ErrInvalidInput", err)
 	}
 }

@@ -72,6 +72,8 @@ type Builder struct {
 	steps     []*stepDef
 	edges     []edgeDecl
 	errs      []*ValidationError
+	// schedules are declared with Schedule (schedule.go).
+	schedules []Schedule
 }
 
 type edgeDecl struct {
@@ -225,6 +227,7 @@ type Flow struct {
 	edges     []Edge
 	graph     *engine.Graph
 	shape     string
+	schedules []Schedule
 }
 
 // StepSpec is a step as a runtime sees it, with every option resolved.

@@ -5,38 +5,21 @@ import (
 	"fmt"
 	"slices"
 	"strings"
-	"time"
 
 	"go.yaml.in/yaml/v3"
 
+	"github.com/hephaestus-go/hephaestus/hephtype"
 	"github.com/hephaestus-go/hephaestus/internal/cronspec"
 )
 
 // Schedule is a schedule a document declares for itself (its
-// "schedules" list): the runtime creates or updates it when the document
-// is registered (see docs/schedules.md), with the document as target.
-type Schedule struct {
-	// ID names the schedule.
-	ID string
-	// Cron is a cron expression (5 or 6 fields, or a descriptor such as
-	// @hourly); Every a fixed interval. A schedule has one of them.
-	Cron  string
-	Every time.Duration
-	// TimeZone is the IANA zone Cron is read in ("" for UTC).
-	TimeZone string
-	// Jitter delays each tick's run by up to this much.
-	Jitter time.Duration
-	// Overlap is "skip" (the default), "buffer_one", "allow_all" or
-	// "cancel_previous".
-	Overlap string
-	// Input is the input of every run (a JSON value), or nil.
-	Input any
-}
+// "schedules" list): RegisterDocuments creates or updates it, with the
+// document as target.
+type Schedule = hephtype.ScheduleDecl
 
 var (
 	scheduleKeys = []string{"id", "cron", "every", "time_zone", "jitter", "overlap", "input"}
-	// overlaps are the overlap policies a document may name.
-	overlaps = []string{"skip", "buffer_one", "allow_all", "cancel_previous"}
+	overlaps     = hephtype.OverlapPolicies
 )
 
 // Schedules returns the schedules the document declares, in order.

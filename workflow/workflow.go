@@ -85,6 +85,8 @@ type Definition[In, Out any] struct {
 	queries map[string]queryFunc
 	// updates and signals are the declared names (Declare).
 	updates, signals []string
+	// schedules are declared with Schedule (schedule.go).
+	schedules []Schedule
 }
 
 // New defines a workflow. The name identifies it in histories and must
