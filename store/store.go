@@ -133,6 +133,9 @@ type Store interface {
 	// (document.go).
 	Documents
 
+	// Queues keeps the flow control of task queues (queue.go).
+	Queues
+
 	// Close releases the store's resources.
 	Close() error
 }
@@ -267,6 +270,9 @@ type Task struct {
 	// number of lost leases, when it runs).
 	Claims    int
 	CreatedAt time.Time
+	// ConcurrencyKey is the run's concurrency key on work tasks (kinds
+	// step and activity, which flow control governs); "" on the others.
+	ConcurrencyKey string
 }
 
 // Lease identifies a claim: the task and the token it was claimed with.

@@ -109,6 +109,13 @@ func Run(t *testing.T, newStore func(t *testing.T) store.Store) {
 		{"ListDocuments", testListDocuments},
 		{"ConcurrentDocumentPuts", testConcurrentPuts},
 		{"PruneKeepsDocuments", testPruneKeepsDocuments},
+		{"QueueConfig", testQueueConfig},
+		{"QueueUnconfigured", testQueueUnconfigured},
+		{"QueueLimits", testQueueLimits},
+		{"QueuePause", testQueuePause},
+		{"QueueRate", testQueueRate},
+		{"QueueFairness", testQueueFairness},
+		{"QueueConcurrentClaims", testQueueConcurrentClaims},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
