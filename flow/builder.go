@@ -72,6 +72,8 @@ type Builder struct {
 	steps     []*stepDef
 	edges     []edgeDecl
 	errs      []*ValidationError
+	// concurrency computes the runs' concurrency key (concurrency.go).
+	concurrency *concurrency
 }
 
 type edgeDecl struct {
@@ -225,6 +227,8 @@ type Flow struct {
 	edges     []Edge
 	graph     *engine.Graph
 	shape     string
+	// concurrency computes the runs' concurrency key (concurrency.go).
+	concurrency *concurrency
 }
 
 // StepSpec is a step as a runtime sees it, with every option resolved.

@@ -85,6 +85,8 @@ type Definition[In, Out any] struct {
 	queries map[string]queryFunc
 	// updates and signals are the declared names (Declare).
 	updates, signals []string
+	// key computes a run's concurrency key (ConcurrencyKey).
+	key func(in In) (string, error)
 }
 
 // New defines a workflow. The name identifies it in histories and must
