@@ -440,3 +440,137 @@ func sqliteStore(t *testing.T) store.Store {
 	t.Cleanup(func() { _ = st.Close() })
 	return st
 }
+
+// TestFlowControlFrozenWorker: a worker frozen past its lease frees its
+// slot. Two clients share one SQLite file; the queue runs one step per key
+// at a time. Client A claims the first run's step and freezes in it: its
+// clock stands still, so it neither heartbeats nor notices its lease end.
+// Client B, whose clock is an hour later, finds A's lease expired: the
+// slot is free, it runs that step again and then the second run's (one at
+// a time), and A's late completion is refused by the fence.
+func TestFlowControlFrozenWorker(t *testing.T) {
+	t.Parallel()
+	ctx := t.Context()
+	path := filepath.Join(t.TempDir(), "heph.db")
+	open := func() store.Store {
+		st, err := sqlite.Open(ctx, &sqlite.Config{Path: path})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { _ = st.Close() })
+		return st
+	}
+	t0 := time.Date(2030, 1, 1, 0, 0, 0, 0, time.UTC)
+	frozen, thawed := make(chan struct{}), make(chan struct{})
+	var running, most atomic.Int64
+	var execs [2]atomic.Int64
+	newClient := func(name string, fc *clock.Fake) (*heph.Client, store.Store) {
+		st := open()
+		b := flow.New("fc").ConcurrencyKeyFrom("tenant")
+		flow.Step(b, "work", func(ctx context.Context, in fcInput) (string, error) {
+			if name == "a" {
+				execs[0].Add(1)
+				close(frozen)
+				<-thawed
+				return name, nil
+			}
+			execs[1].Add(1)
+			n := running.Add(1)
+			defer running.Add(-1)
+			for m := most.Load(); n > m && !most.CompareAndSwap(m, n); m = most.Load() {
+			}
+			return name, nil
+		})
+		c, err := heph.New(&heph.Config{Store: st, Clock: fc, Queues: map[string]int{"default": 4}, WorkerID: name,
+			Logger: e2e.QuietLogger(), LeaseDuration: 10 * time.Second, MinPollInterval: 100 * time.Millisecond, PollInterval: time.Second})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := c.Register(b.MustBuild()); err != nil {
+			t.Fatal(err)
+		}
+		return c, st
+	}
+	fa, fb := clock.NewFake(t0), clock.NewFake(t0.Add(time.Hour))
+	a, _ := newClient("a", fa)
+	b, stB := newClient("b", fb)
+	if err := a.SetQueue(ctx, "default", heph.QueueOptions{MaxRunningPerKey: 1}); err != nil {
+		t.Fatal(err)
+	}
+	r1, err := a.StartRun(ctx, "fc", fcInput{Tenant: "k", N: 1}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r2, err := a.StartRun(ctx, "fc", fcInput{Tenant: "k", N: 2}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := a.Start(ctx); err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = a.Stop(context.Background()) }()
+	select {
+	case <-frozen:
+	case <-time.After(60 * time.Second):
+		t.Fatal("client A did not claim the first step in 60s")
+	}
+	if err := b.Start(ctx); err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = b.Stop(context.Background()) }()
+	deadline := time.Now().Add(90 * time.Second)
+	for {
+		g1, err1 := stB.GetRun(ctx, r1.ID)
+		g2, err2 := stB.GetRun(ctx, r2.ID)
+		if err1 != nil || err2 != nil {
+			t.Fatal(err1, err2)
+		}
+		if g1.Status == heph.StatusCompleted && g2.Status == heph.StatusCompleted {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("runs %s and %s in 90s", g1.Status, g2.Status)
+		}
+		fb.Advance(100 * time.Millisecond) // B's polls come due; A's clock stands still
+		time.Sleep(5 * time.Millisecond)
+	}
+	// A thaws: its completion, whose commit Stop waits for, is refused by
+	// the fence.
+	close(thawed)
+	if err := a.Stop(ctx); err != nil {
+		t.Fatal(err)
+	}
+	for _, id := range []string{r1.ID, r2.ID} {
+		r, err := b.GetRun(ctx, id)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if string(r.Output) == "" || r.ConcurrencyKey != "k" {
+			t.Fatalf("run %s: output %s, key %q", id, r.Output, r.ConcurrencyKey)
+		}
+		var out struct {
+			Work string `json:"work"`
+		}
+		_ = json.Unmarshal(r.Output, &out)
+		if out.Work != "b" {
+			t.Errorf("run %s: output %s, want B's", id, r.Output)
+		}
+	}
+	if execs[0].Load() != 1 || execs[1].Load() != 2 || most.Load() != 1 {
+		t.Errorf("executions A %d, B %d; B ran %d of the key at once, limit 1", execs[0].Load(), execs[1].Load(), most.Load())
+	}
+	// A's completion changed nothing.
+	h, err := stB.History(ctx, &store.HistoryParams{RunID: r1.ID})
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := 0
+	for _, ev := range h {
+		if ev.Kind == hephtype.EventStepCompleted {
+			n++
+		}
+	}
+	if n != 1 {
+		t.Errorf("run 1: %d step completions", n)
+	}
+}
