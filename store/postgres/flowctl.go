@@ -50,20 +50,25 @@ var (
 		RETURNING l.task_id)
 	SELECT l.key, count(*) FROM §queue_leases l WHERE l.queue = $1 AND l.task_id NOT IN (SELECT task_id FROM dead)
 	GROUP BY l.key`
-	// Up to $3 keys of queue $1 with tasks, from $2 on, then from the
-	// start up to $2 (a skip scan of tasks_flow: one probe per key), each
-	// with its state and up to $5 candidates claimable at $4 by handlers
-	// $6.
-	candidatesSQL = `WITH RECURSIVE a(key) AS (
-		SELECT (SELECT flow_key FROM §tasks WHERE queue = $1 AND flow_key >= $2 ORDER BY flow_key LIMIT 1)
+	// Up to $3 keys of queue $1 with tasks, from the key after the
+	// queue's cursor on ($2 when it has none), then from the start up to
+	// it (a skip scan of tasks_flow: one probe per key), each with its
+	// state and up to $5 candidates claimable at $4 by handlers $6 (fewer
+	// when a per-key limit is lower).
+	candidatesSQL = `WITH RECURSIVE c0(cur, per) AS (
+		SELECT coalesce((SELECT key_cursor || chr(1) FROM §queues WHERE name = $1), $2::text),
+			coalesce((SELECT least($5::int8, coalesce(nullif(max_running_per_key, 0), $5::int8),
+				coalesce(nullif(key_rate_limit, 0), $5::int8)) FROM §queues WHERE name = $1), $5::int8)
+	), a(key) AS (
+		SELECT (SELECT flow_key FROM §tasks WHERE queue = $1 AND flow_key >= (SELECT cur FROM c0) ORDER BY flow_key LIMIT 1)
 		UNION ALL
 		SELECT (SELECT flow_key FROM §tasks WHERE queue = $1 AND flow_key > a.key ORDER BY flow_key LIMIT 1)
 		FROM a WHERE a.key IS NOT NULL
 	), b(key) AS (
-		SELECT (SELECT flow_key FROM §tasks WHERE queue = $1 AND flow_key >= '' AND flow_key < $2 ORDER BY flow_key LIMIT 1)
-		WHERE $2 <> ''
+		SELECT (SELECT flow_key FROM §tasks WHERE queue = $1 AND flow_key >= '' AND flow_key < (SELECT cur FROM c0) ORDER BY flow_key LIMIT 1)
+		WHERE (SELECT cur FROM c0) <> ''
 		UNION ALL
-		SELECT (SELECT flow_key FROM §tasks WHERE queue = $1 AND flow_key > b.key AND flow_key < $2 ORDER BY flow_key LIMIT 1)
+		SELECT (SELECT flow_key FROM §tasks WHERE queue = $1 AND flow_key > b.key AND flow_key < (SELECT cur FROM c0) ORDER BY flow_key LIMIT 1)
 		FROM b WHERE b.key IS NOT NULL
 	), k AS (
 		SELECT key, part FROM ((SELECT key, 0 AS part FROM a WHERE key IS NOT NULL LIMIT $3)
@@ -75,7 +80,7 @@ var (
 	LEFT JOIN LATERAL (SELECT id, priority FROM §tasks
 		WHERE queue = $1 AND flow_key = k.key AND ready_at <= $4 AND (lease_until IS NULL OR lease_until <= $4)
 			AND ` + handlerCondSQL + `
-		ORDER BY priority DESC, ready_at, id LIMIT $5) c ON true
+		ORDER BY priority DESC, ready_at, id LIMIT (SELECT per FROM c0)) c ON true
 	ORDER BY k.part, k.key, c.priority DESC NULLS LAST`
 	// Leases the tasks $1 (checked again: still claimable at $4) to $2
 	// until $3, and records the leases of the work among them.
@@ -140,23 +145,31 @@ func controlledQueues(rows pgx.Rows) ([]string, error) {
 }
 
 // claimControlled leases up to limit tasks of the controlled queue, in a
-// transaction of its own.
+// transaction of its own sent in two round trips: the lock and the reads
+// (with the claim of the bookkeeping tasks), then, once flowctl.Pick has
+// chosen, the leases, the new state and COMMIT.
 func (s *Store) claimControlled(ctx context.Context, p *store.ClaimParams, queue string, limit int) ([]*store.Task, error) {
 	var out []*store.Task
 	err := s.once(ctx, func(ctx context.Context) error {
-		out = nil
-		tx, err := s.pool.Begin(ctx)
+		pc, err := s.pool.Acquire(ctx)
 		if err != nil {
 			return err
 		}
-		defer func() { _ = tx.Rollback(context.WithoutCancel(ctx)) }()
-		if _, err := tx.Exec(ctx, applySettings); err != nil {
-			return err
-		}
-		if out, err = s.claimLocked(ctx, tx, p, queue, limit); err != nil {
-			return err
-		}
-		return tx.Commit(ctx)
+		conn := pc.Conn()
+		defer func() {
+			// A transaction left open by a failure: roll it back so that
+			// the connection can serve again.
+			if !conn.IsClosed() && conn.PgConn().TxStatus() != 'I' {
+				rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+				if _, err := conn.Exec(rctx, "ROLLBACK"); err != nil {
+					_ = conn.Close(rctx)
+				}
+				cancel()
+			}
+			pc.Release()
+		}()
+		out, err = s.claimLocked(ctx, conn, p, queue, limit)
+		return err
 	})
 	if err != nil {
 		return nil, err
@@ -174,76 +187,133 @@ type qstate struct {
 	cursor     *string
 }
 
-func (s *Store) claimLocked(ctx context.Context, tx pgx.Tx, p *store.ClaimParams, queue string, limit int) ([]*store.Task, error) {
+func (s *Store) claimLocked(ctx context.Context, conn *pgx.Conn, p *store.ClaimParams, queue string, limit int) ([]*store.Task, error) {
 	now := truncate(p.Now)
 	until := truncate(p.Now.Add(p.LeaseFor))
+	// The first round trip. Under READ COMMITTED each statement after the
+	// lock reads what committed before it ran, so the counts include every
+	// claim of the queue serialized before this one. (candidatesSQL reads
+	// the cursor from the locked row itself.)
+	b := &pgx.Batch{}
+	b.Queue("BEGIN")
+	b.Queue(applySettings)
+	b.Queue(s.sq(lockQueueSQL), queue)
+	b.Queue(s.sq(bookkeepingSQL), queue, p.Owner, until, now, limit, p.Handlers)
+	b.Queue(s.sq(runningSQL), queue, now)
+	b.Queue(s.sq(candidatesSQL), queue, "", maxKeysPerClaim, now, limit, p.Handlers)
 	var st qstate
-	var ws *time.Time
-	row := tx.QueryRow(ctx, s.sq(lockQueueSQL), queue)
-	dest := append(queueDest(&st.q), &st.controlled, &ws, &st.window.Starts, &st.clock, &st.cursor)
-	if err := row.Scan(dest...); err != nil && !errors.Is(err, pgx.ErrNoRows) {
+	var out []*store.Task
+	in := &flowctl.Input{Now: now}
+	running := map[string]int{}
+	var visited []string
+	if err := readClaimState(conn.SendBatch(ctx, b), &st, &out, in, running, &visited); err != nil {
 		return nil, err
+	}
+	// The second round trip.
+	b = &pgx.Batch{}
+	var leased []*store.Task
+	switch {
+	case !st.controlled:
+		// Its configuration changed since the claim's first statement: the
+		// fast path, within the limit.
+		one := *p
+		one.Queues, one.Limit = []string{queue}, limit-len(out)
+		if one.Limit > 0 {
+			sql, args := claimArgs(&s.q, &one)
+			b.Queue(sql, args...).Query(func(rows pgx.Rows) error {
+				var err error
+				leased, err = collectTasks(rows)
+				return err
+			})
+		}
+	case !st.q.Paused && limit > len(out):
+		in.Limits, in.Want, in.Window, in.Clock = limitsOf(&st.q), limit-len(out), st.window, st.clock
+		res := flowctl.Pick(in)
+		if len(res.Picks) > 0 {
+			b.Queue(s.sq(leaseControlledSQL), res.Picks, p.Owner, until, now, queue).Query(func(rows pgx.Rows) error {
+				var err error
+				if leased, err = collectTasks(rows); err != nil {
+					return err
+				}
+				// In the order Pick chose them.
+				order := map[int64]int{}
+				for i, id := range res.Picks {
+					order[id] = i
+				}
+				slices.SortFunc(leased, func(a, b *store.Task) int { return order[a.ID] - order[b.ID] })
+				return nil
+			})
+		}
+		if len(res.Keys) > 0 {
+			var keys []string
+			var vtimes []float64
+			var wss []*time.Time
+			var ns []int64
+			for k, ks := range res.Keys {
+				keys, vtimes, ns = append(keys, k), append(vtimes, ks.VTime), append(ns, int64(ks.Window.Starts))
+				wss = append(wss, nullTime(ks.Window.Start))
+			}
+			b.Queue(s.sq(putKeysSQL), queue, keys, vtimes, wss, ns)
+		}
+		var next *string
+		if len(visited) == maxKeysPerClaim {
+			next = &visited[len(visited)-1]
+		}
+		b.Queue(s.sq(putQueueStateSQL), queue, nullTime(res.Window.Start), res.Window.Starts, res.Clock, next)
+	}
+	b.Queue("COMMIT")
+	if err := conn.SendBatch(ctx, b).Close(); err != nil {
+		return nil, err
+	}
+	if conn.PgConn().TxStatus() != 'I' {
+		return nil, errors.New("the claim's transaction did not commit")
+	}
+	return append(out, leased...), nil
+}
+
+// readClaimState reads the results of a controlled claim's first round
+// trip: the queue's row, the bookkeeping tasks it leased, the running
+// work per key and the keys with their candidates.
+func readClaimState(br pgx.BatchResults, st *qstate, out *[]*store.Task, in *flowctl.Input, running map[string]int, visited *[]string) error {
+	defer br.Close()
+	for range 2 {
+		if _, err := br.Exec(); err != nil {
+			return err
+		}
+	}
+	var ws *time.Time
+	dest := append(queueDest(&st.q), &st.controlled, &ws, &st.window.Starts, &st.clock, &st.cursor)
+	if err := br.QueryRow().Scan(dest...); err != nil && !errors.Is(err, pgx.ErrNoRows) {
+		return err
 	}
 	st.window.Start = fromNull(ws)
-	if !st.controlled {
-		// Its configuration changed since: the fast path.
-		one := *p
-		one.Queues, one.Limit = []string{queue}, limit
-		sql, args := claimArgs(&s.q, &one)
-		rows, err := tx.Query(ctx, sql, args...)
-		if err != nil {
-			return nil, err
-		}
-		return collectTasks(rows)
-	}
-	// Engine bookkeeping first: never held back.
-	rows, err := tx.Query(ctx, s.sq(bookkeepingSQL), queue, p.Owner, until, now, limit, p.Handlers)
+	rows, err := br.Query()
 	if err != nil {
-		return nil, err
+		return err
 	}
-	out, err := collectTasks(rows)
-	if err != nil {
-		return nil, err
+	if *out, err = collectTasks(rows); err != nil {
+		return err
 	}
-	limit -= len(out)
-	if limit <= 0 || st.q.Paused {
-		return out, nil
-	}
-	in := &flowctl.Input{Limits: limitsOf(&st.q), Now: now, Want: limit, Window: st.window, Clock: st.clock}
-	running := map[string]int{}
-	rows, err = tx.Query(ctx, s.sq(runningSQL), queue, now)
-	if err != nil {
-		return nil, err
+	if rows, err = br.Query(); err != nil {
+		return err
 	}
 	for rows.Next() {
 		var k string
 		var n int
 		if err := rows.Scan(&k, &n); err != nil {
 			rows.Close()
-			return nil, err
+			return err
 		}
 		running[k] = n
 		in.Running += n
 	}
 	if err := rows.Err(); err != nil {
-		return nil, err
+		return err
 	}
-	from := ""
-	if st.cursor != nil {
-		from = *st.cursor + "\x01" // the keys after it: no key holds a control character
+	if rows, err = br.Query(); err != nil {
+		return err
 	}
-	per := limit
-	if m := st.q.MaxRunningPerKey; m > 0 {
-		per = min(per, m)
-	}
-	if r := st.q.KeyRate.Limit; r > 0 {
-		per = min(per, r)
-	}
-	rows, err = tx.Query(ctx, s.sq(candidatesSQL), queue, from, maxKeysPerClaim, now, per, p.Handlers)
-	if err != nil {
-		return nil, err
-	}
-	var visited []string
+	defer rows.Close()
 	for rows.Next() {
 		var (
 			key    string
@@ -255,11 +325,10 @@ func (s *Store) claimLocked(ctx context.Context, tx pgx.Tx, p *store.ClaimParams
 			prio   *int64
 		)
 		if err := rows.Scan(&key, &part, &vtime, &kws, &starts, &id, &prio); err != nil {
-			rows.Close()
-			return nil, err
+			return err
 		}
-		if len(visited) == 0 || visited[len(visited)-1] != key {
-			visited = append(visited, key)
+		if n := len(*visited); n == 0 || (*visited)[n-1] != key {
+			*visited = append(*visited, key)
 			k := flowctl.Key{Key: key, Running: running[key]}
 			if vtime != nil {
 				k.VTime = *vtime
@@ -274,58 +343,14 @@ func (s *Store) claimLocked(ctx context.Context, tx pgx.Tx, p *store.ClaimParams
 			k.Candidates = append(k.Candidates, flowctl.Candidate{ID: *id, Priority: int(*prio)})
 		}
 	}
-	if err := rows.Err(); err != nil {
-		return nil, err
+	return rows.Err()
+}
+
+func nullTime(t time.Time) *time.Time {
+	if t.IsZero() {
+		return nil
 	}
-	res := flowctl.Pick(in)
-	var cursor *string
-	if len(visited) == maxKeysPerClaim {
-		cursor = &visited[len(visited)-1]
-	}
-	if len(res.Picks) > 0 {
-		rows, err = tx.Query(ctx, s.sq(leaseControlledSQL), res.Picks, p.Owner, until, now, queue)
-		if err != nil {
-			return nil, err
-		}
-		leased, err := collectTasks(rows)
-		if err != nil {
-			return nil, err
-		}
-		// Back in the order Pick chose them.
-		order := map[int64]int{}
-		for i, id := range res.Picks {
-			order[id] = i
-		}
-		slices.SortFunc(leased, func(a, b *store.Task) int { return order[a.ID] - order[b.ID] })
-		out = append(out, leased...)
-	}
-	if len(res.Keys) > 0 {
-		var keys []string
-		var vtimes []float64
-		var wss []*time.Time
-		var ns []int64
-		for k, ks := range res.Keys {
-			keys, vtimes, ns = append(keys, k), append(vtimes, ks.VTime), append(ns, int64(ks.Window.Starts))
-			var w *time.Time
-			if !ks.Window.Start.IsZero() {
-				t := ks.Window.Start
-				w = &t
-			}
-			wss = append(wss, w)
-		}
-		if _, err := tx.Exec(ctx, s.sq(putKeysSQL), queue, keys, vtimes, wss, ns); err != nil {
-			return nil, err
-		}
-	}
-	var w *time.Time
-	if !res.Window.Start.IsZero() {
-		t := res.Window.Start
-		w = &t
-	}
-	if _, err := tx.Exec(ctx, s.sq(putQueueStateSQL), queue, w, res.Window.Starts, res.Clock, cursor); err != nil {
-		return nil, err
-	}
-	return out, nil
+	return &t
 }
 
 // limitsOf converts a queue's configuration for flowctl.

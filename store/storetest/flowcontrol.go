@@ -334,3 +334,28 @@ func testQueueConcurrentClaims(t *testing.T, h *harness) {
 		}
 	}
 }
+
+// testQueueManyKeys: a claim visits at most 100 keys, and the next claim
+// goes on where it stopped, wrapping around: every key is served.
+func testQueueManyKeys(t *testing.T, h *harness) {
+	h.putQueue(at(0), store.Queue{Name: "q", Fair: true})
+	var runs []*store.NewRun
+	for i := range 120 {
+		runs = append(runs, keyedRun(fmt.Sprintf("r%03d", i), fmt.Sprintf("k%03d", i), "q", 2, at(0)))
+	}
+	h.create(at(0), runs...)
+	first := h.claim(at(time.Second), "w", 500, time.Hour, "q")
+	if n := len(slices.Compact(sorted(keysOf(first)))); len(first) != 200 || n != 100 {
+		t.Fatalf("first claim: %d tasks of %d keys, want both of each of 100 keys", len(first), n)
+	}
+	// The next visits the 20 keys left (then the first ones again, whose
+	// tasks are leased).
+	second := h.claim(at(time.Second), "w", 500, time.Hour, "q")
+	seen := map[string]int{}
+	for _, k := range append(keysOf(first), keysOf(second)...) {
+		seen[k]++
+	}
+	if len(seen) != 120 || len(second) != 40 {
+		t.Fatalf("second claim: %d tasks; %d keys served in all, want 40 and 120", len(second), len(seen))
+	}
+}

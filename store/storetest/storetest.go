@@ -116,6 +116,7 @@ func Run(t *testing.T, newStore func(t *testing.T) store.Store) {
 		{"QueueRate", testQueueRate},
 		{"QueueFairness", testQueueFairness},
 		{"QueueConcurrentClaims", testQueueConcurrentClaims},
+		{"QueueManyKeys", testQueueManyKeys},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
