@@ -83,10 +83,11 @@ var (
 		ORDER BY priority DESC, ready_at, id LIMIT (SELECT per FROM c0)) c ON true
 	ORDER BY k.part, k.key, c.priority DESC NULLS LAST`
 	// Leases the tasks $1 (checked again: still claimable at $4) to $2
-	// until $3, and records the leases of the work among them.
+	// until $3, and records the leases of the work among them. (By id
+	// alone: a generic plan given the queue too may walk the queue.)
 	leaseControlledSQL = `WITH l AS (
 		UPDATE §tasks t SET owner = $2, token = t.token + 1, lease_until = $3, claims = t.claims + 1
-		WHERE t.id = ANY($1::int8[]) AND t.queue = $5 AND t.ready_at <= $4 AND (t.lease_until IS NULL OR t.lease_until <= $4)
+		WHERE t.id = ANY($1::int8[]) AND t.ready_at <= $4 AND (t.lease_until IS NULL OR t.lease_until <= $4)
 		RETURNING ` + "t.id, t.run_id, t.queue, t.kind, t.workflow, t.version, t.step, t.idx, t.attempt, t.payload, t.item, t.priority, t.ready_at, t.handler, t.details, t.owner, t.token, t.lease_until, t.claims, t.created_at, t.flow_key" + `
 	), r AS (
 		INSERT INTO §queue_leases (task_id, token, queue, key)
@@ -230,7 +231,7 @@ func (s *Store) claimLocked(ctx context.Context, conn *pgx.Conn, p *store.ClaimP
 		in.Limits, in.Want, in.Window, in.Clock = limitsOf(&st.q), limit-len(out), st.window, st.clock
 		res := flowctl.Pick(in)
 		if len(res.Picks) > 0 {
-			b.Queue(s.sq(leaseControlledSQL), res.Picks, p.Owner, until, now, queue).Query(func(rows pgx.Rows) error {
+			b.Queue(s.sq(leaseControlledSQL), res.Picks, p.Owner, until, now).Query(func(rows pgx.Rows) error {
 				var err error
 				if leased, err = collectTasks(rows); err != nil {
 					return err
