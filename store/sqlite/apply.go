@@ -50,11 +50,13 @@ func (s *Store) Apply(ctx context.Context, p *store.ApplyParams) (*store.ApplyRe
 	now := truncate(p.Now)
 	err := s.withWriter(ctx, func(w *wconn) error {
 		a := &applier{w: w, now: now, nowUS: micros(now)}
+		defer func() { w.fresh = false }()
 		err := w.tx(func() error {
 			if len(p.Changes) > 0 {
 				if err := w.checkRuns(); err != nil {
 					return err
 				}
+				w.fresh = true
 			}
 			for i := range p.Changes {
 				if err := ctx.Err(); err != nil {

@@ -161,6 +161,11 @@ type wconn struct {
 	byText map[string]driver.Stmt
 
 	runs runCache
+	// fresh: the transaction under way checked the data version
+	// (checkRuns), so runs.version is current; queues caches the
+	// controlled queues as of a data version (flowctl.go).
+	fresh  bool
+	queues queueCache
 
 	args []driver.NamedValue
 	dest []driver.Value

@@ -30,6 +30,7 @@ const (
 
 	controlledOneSQL  = "SELECT name FROM queues WHERE name = ?1 AND controlled"
 	controlledManySQL = "SELECT name FROM queues WHERE name IN (SELECT value FROM json_each(?1)) AND controlled"
+	allControlledSQL  = "SELECT name FROM queues WHERE controlled"
 	queueStateSQL     = "SELECT " + queueCols + ", controlled, window_start, window_starts, vclock, key_cursor FROM queues WHERE name = ?1"
 	// The leases of queue ?1 that no longer count at ?2.
 	deadLeasesSQL = `DELETE FROM queue_leases WHERE queue = ?1 AND NOT EXISTS (SELECT 1 FROM tasks t
@@ -84,6 +85,43 @@ func controlledOf(w *wconn, p *store.ClaimParams, queues string) ([]string, erro
 		out = append(out, vString(dest[0]))
 	}
 	return out, rows.Close()
+}
+
+// queueCache is the set of controlled queues as of a data version: a
+// commit of another connection (another process) changes the version,
+// and this connection's own writes of queues drop it.
+type queueCache struct {
+	valid   bool
+	version int64
+	names   map[string]bool
+}
+
+// controlledQueues returns the controlled queues among p.Queues (queues:
+// them as controlledOf binds them). In a transaction that checked the data
+// version it answers from the cache, filled by one read of the queues
+// table when stale, so that the claims riding in commits cost no
+// statement more; otherwise it asks the table.
+func (w *wconn) controlledQueues(p *store.ClaimParams, queues string) ([]string, error) {
+	if !w.fresh {
+		return controlledOf(w, p, queues)
+	}
+	if !w.queues.valid || w.queues.version != w.runs.version {
+		names := map[string]bool{}
+		if err := each(w, allControlledSQL, 1, func(v []driver.Value) error {
+			names[vString(v[0])] = true
+			return nil
+		}); err != nil {
+			return nil, err
+		}
+		w.queues = queueCache{valid: true, version: w.runs.version, names: names}
+	}
+	var out []string
+	for _, q := range p.Queues {
+		if w.queues.names[q] {
+			out = append(out, q)
+		}
+	}
+	return out, nil
 }
 
 // each runs a query and calls f with each row.

@@ -63,6 +63,7 @@ func (s *Store) PutQueue(ctx context.Context, p *store.PutQueueParams) error {
 			w.arg(q.Fair)
 			w.arg(weights)
 			w.arg(micros(p.Now))
+			w.queues.valid = false
 			_, err := w.execText(putQueueSQL)
 			return err
 		})
@@ -89,6 +90,7 @@ func (s *Store) PauseQueue(ctx context.Context, p *store.PauseQueueParams) error
 			w.arg(p.Name)
 			w.arg(p.Paused)
 			w.arg(micros(p.Now))
+			w.queues.valid = false
 			_, err := w.execText(pauseQueueSQL)
 			return err
 		})

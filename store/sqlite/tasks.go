@@ -110,7 +110,7 @@ func claim(w *wconn, p *store.ClaimParams) ([]*store.Task, error) {
 		q = qClaimMany
 	}
 	// Controlled queues are claimed within their limits (flowctl.go).
-	controlled, err := controlledOf(w, p, queues)
+	controlled, err := w.controlledQueues(p, queues)
 	if err != nil {
 		return nil, err
 	}
