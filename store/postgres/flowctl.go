@@ -33,7 +33,7 @@ var handlerCondSQL = handlerCond("$6")
 // where the previous claim stopped, wrapping around.
 const maxKeysPerClaim = 100
 
-// The columns of queues read by scanQueue.
+// The columns of queues that queueDest scans into a store.Queue.
 const queueCols = "name, paused, max_running, max_running_per_key, rate_limit, rate_period, key_rate_limit, key_rate_period, fair, weights, updated_at"
 
 // The statements of flow control, with the schema's name (§).
