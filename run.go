@@ -53,6 +53,9 @@ type Run struct {
 	BusinessID string
 	Tags       []string
 	Metadata   map[string]json.RawMessage
+	// ConcurrencyKey groups the run's steps for flow control
+	// (docs/flow-control.md); "" for none.
+	ConcurrencyKey string
 	// Condition says why the run does not progress, if the runtime knows.
 	Condition Condition
 	// Steps is each step's state, in the flow's declaration order.
@@ -97,7 +100,7 @@ func (c *Client) toRun(r *store.Run) *Run {
 	out := &Run{
 		ID: r.ID, Flow: r.Workflow, Version: r.Version, Status: r.Status, Input: r.Input, Output: r.Output,
 		Error: r.Error, BusinessID: r.BusinessID, Tags: r.Tags, Metadata: r.Metadata, Condition: r.Condition,
-		CreatedAt: r.CreatedAt, UpdatedAt: r.UpdatedAt, FinishedAt: r.FinishedAt,
+		ConcurrencyKey: r.ConcurrencyKey, CreatedAt: r.CreatedAt, UpdatedAt: r.UpdatedAt, FinishedAt: r.FinishedAt,
 	}
 	var s struct {
 		Steps []struct {

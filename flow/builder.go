@@ -74,6 +74,8 @@ type Builder struct {
 	errs      []*ValidationError
 	// schedules are declared with Schedule (schedule.go).
 	schedules []Schedule
+	// concurrency computes the runs' concurrency key (concurrency.go).
+	concurrency *concurrency
 }
 
 type edgeDecl struct {
@@ -228,6 +230,8 @@ type Flow struct {
 	graph     *engine.Graph
 	shape     string
 	schedules []Schedule
+	// concurrency computes the runs' concurrency key (concurrency.go).
+	concurrency *concurrency
 }
 
 // StepSpec is a step as a runtime sees it, with every option resolved.

@@ -785,7 +785,8 @@ func (b *Builder) compile(byName map[string]*stepDef, edges []edgeDecl, roots []
 		name: b.name, version: b.version, key: b.key, scope: b.scope,
 		tags: slices.Clone(b.tags), start: b.start, inputType: b.inputType,
 		steps: b.steps, byName: byName, byKey: map[string]*stepDef{}, metadata: map[string]json.RawMessage{},
-		schedules: slices.Clone(b.schedules),
+		schedules:   slices.Clone(b.schedules),
+		concurrency: b.concurrency,
 	}
 	for _, d := range byName {
 		f.byKey[d.contextKey()] = d

@@ -63,6 +63,9 @@ func compile(d *Document, reg *Registry, c *errs) (*flow.Flow, error) {
 	if d.key != "" {
 		b.BusinessKey(d.key, d.scope)
 	}
+	if d.ckey != "" {
+		b.ConcurrencyKeyFrom(d.ckey)
+	}
 	if len(d.tags) > 0 {
 		b.Tags(d.tags...)
 	}

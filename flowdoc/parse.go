@@ -26,6 +26,8 @@ type Document struct {
 	startNode *node
 	key       string
 	scope     flow.KeyScope
+	// ckey is the input path of concurrency_key ("{{input.tenant}}").
+	ckey      string
 	tags      []string
 	metadata  map[string]any
 	defaults  options
@@ -98,7 +100,7 @@ type route struct {
 }
 
 var (
-	docKeys      = []string{"$schema", "name", "version", "description", "start", "business_key", "tags", "metadata", "defaults", "schedules", "steps"}
+	docKeys      = []string{"$schema", "name", "version", "description", "start", "business_key", "concurrency_key", "tags", "metadata", "defaults", "schedules", "steps"}
 	stepKeys     = []string{"description", "action", "args", "next", "branch", "parallel", "join", "done", "map", "wait", "approval", "on", "retry", "timeout", "queue", "priority"}
 	optKeys      = []string{"retry", "timeout", "queue", "priority"}
 	retryKeys    = []string{"max_attempts", "initial_backoff", "max_backoff", "multiplier", "jitter"}
@@ -282,6 +284,9 @@ func (p *parser) document(d *Document, root *node) {
 	if v, k := root.get("business_key"); k != nil {
 		p.businessKey(d, v)
 	}
+	if v, k := root.get("concurrency_key"); k != nil {
+		p.concurrencyKey(d, v)
+	}
 	if v, k := root.get("tags"); k != nil {
 		if v.kind != yaml.SequenceNode {
 			p.c.add(v, "tags", "write a list of strings", "expected a list, found %s", v.kindName())
@@ -325,6 +330,25 @@ func (p *parser) document(d *Document, root *node) {
 		d.steps = append(d.steps, s)
 		d.byName[s.name] = s
 	}
+}
+
+// concurrencyKeyRe is the form of concurrency_key: a template of one
+// input path.
+var concurrencyKeyRe = regexp.MustCompile(`^\{\{\s*input\.([A-Za-z0-9_-]+(?:\.[A-Za-z0-9_-]+)*)\s*\}\}$`)
+
+// concurrencyKey reads concurrency_key: the run's key for flow control is
+// the value at an input path (flow.Builder.ConcurrencyKeyFrom).
+func (p *parser) concurrencyKey(d *Document, v *node) {
+	s, ok := p.str(v, "concurrency_key")
+	if !ok {
+		return
+	}
+	m := concurrencyKeyRe.FindStringSubmatch(s)
+	if m == nil {
+		p.c.add(v, "concurrency_key", `write one input path as a template, such as "{{input.tenant}}"`, "%q is not a template of an input path", s)
+		return
+	}
+	d.ckey = m[1]
 }
 
 func (p *parser) businessKey(d *Document, v *node) {

@@ -37,6 +37,7 @@ func TestValidationRules(t *testing.T) {
 		{"done not true", "name: v\nsteps:\n  a: {action: echo, done: false}\n", 3, 27, "steps.a.done", "expected true", "write done: true"},
 		{"duration", "name: v\nsteps:\n  a: {action: echo, timeout: soon, done: true}\n", 3, 30, "steps.a.timeout", `"soon" is not a duration`, `write a non-negative Go duration`},
 		{"zero timeout", "name: v\nsteps:\n  a: {action: echo, timeout: 0s, done: true}\n", 3, 30, "steps.a.timeout", "the timeout is zero", "write a positive duration"},
+		{"concurrency key", "name: v\nconcurrency_key: tenant\nsteps: {a: {action: echo, done: true}}\n", 2, 18, "concurrency_key", `"tenant" is not a template of an input path`, `write one input path as a template, such as "{{input.tenant}}"`},
 		{"retry key", "name: v\ndefaults: {retry: {attempts: 3}}\nsteps: {a: {action: echo, done: true}}\n", 2, 20, "defaults.retry.attempts", `unknown key "attempts"`, "use one of: max_attempts"},
 		{"else not last", "name: v\nsteps:\n  a:\n    action: echo\n    branch:\n      - else: b\n      - if: result\n        then: b\n  b: {action: echo, done: true}\n", 6, 9, "steps.a.branch[0].else", "cases after else never match", "move the else case to the end"},
 		{"case without then", "name: v\nsteps:\n  a:\n    action: echo\n    branch:\n      - if: result\n  b: {action: echo, done: true}\n", 6, 9, "steps.a.branch[0].then", "the case has no target", "add then: <step>"},

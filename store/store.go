@@ -136,6 +136,8 @@ type Store interface {
 
 	// Schedules keeps schedules and their tick logs (schedule.go).
 	Schedules
+	// Queues keeps the flow control of task queues (queue.go).
+	Queues
 
 	// Close releases the store's resources.
 	Close() error
@@ -271,6 +273,9 @@ type Task struct {
 	// number of lost leases, when it runs).
 	Claims    int
 	CreatedAt time.Time
+	// ConcurrencyKey is the run's concurrency key on work tasks (kinds
+	// step and activity, which flow control governs); "" on the others.
+	ConcurrencyKey string
 }
 
 // Lease identifies a claim: the task and the token it was claimed with.

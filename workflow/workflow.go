@@ -87,6 +87,8 @@ type Definition[In, Out any] struct {
 	updates, signals []string
 	// schedules are declared with Schedule (schedule.go).
 	schedules []Schedule
+	// key computes a run's concurrency key (ConcurrencyKey).
+	key func(in In) (string, error)
 }
 
 // New defines a workflow. The name identifies it in histories and must

@@ -317,10 +317,19 @@ func (r *Runtime) newRun(flowName string, input any, opts *StartOptions) (*store
 			}
 		}
 	}
+	ckey := opts.ConcurrencyKey
+	if ckey == "" {
+		if ckey, err = f.ConcurrencyKey(raw); err != nil {
+			return nil, nil, fmt.Errorf("start %q: %w: concurrency key: %w", flowName, limits.ErrInvalidInput, err)
+		}
+	}
+	if err := store.CheckConcurrencyKey(ckey); err != nil {
+		return nil, nil, fmt.Errorf("start %q: %w", flowName, err)
+	}
 	nr := &store.NewRun{
 		ID: id, Workflow: f.Name(), Version: f.Version(), Kind: hephtype.KindFlow,
 		Status: u.Status, Input: raw, BusinessID: bid, KeyScope: scope, Tags: tags, Metadata: meta,
-		ConcurrencyKey: opts.ConcurrencyKey,
+		ConcurrencyKey: ckey,
 		State:          u.State, Output: u.Output, Error: u.Error, History: u.History, Tasks: u.Tasks,
 	}
 	if bid == "" {

@@ -297,7 +297,15 @@ func (c *Runtime) opStartChild(ctx context.Context, t *store.Task) (done bool, e
 	}
 	id := childID(t.RunID, t.Index)
 	lease := t.Lease()
-	_, err = c.createWorkflowRun(ctx, &runSpec{id: id, workflow: p.Workflow, input: p.Input, parent: t.RunID, parentSeq: t.Index, fence: &lease})
+	// A child's concurrency key is its own workflow's (computed from its
+	// input when the workflow declares one): it does not inherit its
+	// parent's.
+	ckey, err := c.concurrencyKey(p.Workflow, p.Input)
+	if err != nil {
+		return false, fmt.Errorf("start child: %w", err)
+	}
+	_, err = c.createWorkflowRun(ctx, &runSpec{id: id, workflow: p.Workflow, input: p.Input, parent: t.RunID, parentSeq: t.Index, fence: &lease,
+		concurrencyKey: ckey})
 	switch {
 	case err == nil:
 		return true, nil
@@ -357,6 +365,7 @@ func (c *Runtime) opContinue(ctx context.Context, t *store.Task) (done bool, err
 	spec := &runSpec{
 		id: continuedID(old.ID), workflow: old.Workflow, input: old.Output, businessID: old.BusinessID, scope: old.KeyScope,
 		tags: old.Tags, metadata: old.Metadata, parent: st.Parent, parentSeq: st.ParentSeq, fence: &lease,
+		concurrencyKey: old.ConcurrencyKey, // the same work goes on under the same key
 	}
 	_, err = c.createWorkflowRun(ctx, spec)
 	switch {

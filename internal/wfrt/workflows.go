@@ -134,6 +134,8 @@ type wfRegistry struct {
 	queries    map[string]Queries
 	decls      map[string]declared
 	activities map[string]Activity
+	// keys compute the concurrency key of the workflows that declare one.
+	keys map[string]KeyFunc
 }
 
 // Declarations are the update and signal names a workflow declares (a
@@ -217,6 +219,7 @@ func (c *Runtime) Has(name string) bool {
 // made with, are dropped.
 func (c *Runtime) RegisterWorkflow(name string, fn replay.Func, def any) error {
 	qs, _ := def.(Queries)
+	kf, _ := def.(KeyFunc)
 	var d declared
 	if ds, ok := def.(Declarations); ok {
 		d.updates, d.signals = ds.Declared()
@@ -233,6 +236,14 @@ func (c *Runtime) RegisterWorkflow(name string, fn replay.Func, def any) error {
 		r.funcs = map[string]replay.Func{}
 	}
 	r.funcs[name] = fn
+	if r.keys == nil {
+		r.keys = map[string]KeyFunc{}
+	}
+	if kf != nil && kf.HasConcurrencyKey() {
+		r.keys[name] = kf
+	} else {
+		delete(r.keys, name)
+	}
 	if r.queries == nil {
 		r.queries = map[string]Queries{}
 	}
@@ -308,8 +319,16 @@ func (c *Runtime) startWorkflow(ctx context.Context, name string, input any, opt
 	if err := limits.Input(raw, c.cfg.MaxPayloadSize, "the input"); err != nil {
 		return nil, fmt.Errorf("start workflow %q: %w", name, err)
 	}
+	ckey := opts.ConcurrencyKey
+	if ckey == "" {
+		if ckey, err = c.concurrencyKey(name, raw); err != nil {
+			return nil, fmt.Errorf("start workflow %q: %w", name, err)
+		}
+	} else if err := store.CheckConcurrencyKey(ckey); err != nil {
+		return nil, fmt.Errorf("start workflow %q: StartOptions.ConcurrencyKey: %w", name, err)
+	}
 	spec := &runSpec{id: newID(), workflow: name, input: raw, tags: slices.Clone(opts.Tags), scope: businesskey.ScopeNone,
-		concurrencyKey: opts.ConcurrencyKey}
+		concurrencyKey: ckey}
 	if opts.RunID != "" {
 		spec.id = opts.RunID
 	}

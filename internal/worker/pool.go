@@ -327,7 +327,8 @@ func (p *Pool) claimLoop(w *running, queue string, concurrency int) {
 		wakeAt := now.Add(Jitter(poll))
 		if lookAhead {
 			// Tasks due later (timers, retries, other processes' work).
-			if next, ok, err := p.cfg.Store.NextReady(w.claimCtx, &store.NextReadyParams{Queues: []string{queue}, Handlers: p.cfg.Handlers()}); err == nil && ok {
+			if next, ok, err := p.cfg.Store.NextReady(w.claimCtx, &store.NextReadyParams{Queues: []string{queue}, Handlers: p.cfg.Handlers()}); err == nil && ok &&
+				(next.After(now) || !p.heldBack(w.claimCtx, queue)) {
 				p.noteReady(queue, next)
 			}
 			lookAhead = false
@@ -366,6 +367,17 @@ func (p *Pool) claimLoop(w *running, queue string, concurrency int) {
 			_, _ = settle(cr)
 		}
 	}
+}
+
+// heldBack reports whether flow control may be what keeps the ready tasks
+// of queue from a claim that just came back short: the queue is paused or
+// limited (store.Queue.Controlled). The loop then does not claim again at
+// once for a ready time in the past, which would spin; it waits for its
+// adaptive poll, a wake-up (a local commit, a notification, a resume), or
+// the next commit, whose standing claim takes a slot as soon as one frees.
+func (p *Pool) heldBack(ctx context.Context, queue string) bool {
+	q, err := p.cfg.Store.GetQueue(ctx, queue)
+	return err == nil && q.Controlled()
 }
 
 // Jitter spreads d over ±20%, so that idle workers of many processes do

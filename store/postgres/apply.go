@@ -72,13 +72,15 @@ func (s *Store) Apply(ctx context.Context, p *store.ApplyParams) (*store.ApplyRe
 	// changes read; a later one has met a failure and reads them.
 	kruns, kleases, guess := s.known.covers(p)
 	backoff := 10 * time.Millisecond
+	var controlled []string
 	for attempt := 1; ; attempt++ {
 		var g *guessed
 		if guess && attempt == 1 {
 			g = &guessed{runs: kruns, leases: kleases}
 		}
-		res, lost, err := s.applyOnce(ctx, p, claims, g)
+		res, lost, err := s.applyOnce(ctx, p, claims, g, &controlled)
 		if err == nil {
+			s.claimControlledAfter(ctx, claims, controlled, res)
 			return res, nil
 		}
 		if errors.Is(err, errCommittedUnread) {
@@ -114,7 +116,7 @@ func (s *Store) Apply(ctx context.Context, p *store.ApplyParams) (*store.ApplyRe
 
 // applyOnce runs one transaction. When its COMMIT was sent and the answer
 // lost, it returns the error with what is needed to learn the outcome.
-func (s *Store) applyOnce(ctx context.Context, p *store.ApplyParams, claims []store.ClaimParams, g *guessed) (*store.ApplyResult, *lostCommit, error) {
+func (s *Store) applyOnce(ctx context.Context, p *store.ApplyParams, claims []store.ClaimParams, g *guessed, controlled *[]string) (*store.ApplyResult, *lostCommit, error) {
 	pc, err := s.pool.Acquire(ctx)
 	if err != nil {
 		return nil, nil, err
@@ -133,7 +135,32 @@ func (s *Store) applyOnce(ctx context.Context, p *store.ApplyParams, claims []st
 		pc.Release()
 	}()
 	a := &applier{s: s, conn: conn, p: p, claims: claims, now: truncate(p.Now), guess: g}
-	return a.run(ctx)
+	res, lost, err := a.run(ctx)
+	*controlled = a.controlled
+	return res, lost, err
+}
+
+// claimControlledAfter serves the claims of controlled queues, which the
+// transaction of the changes skipped, each in a transaction of its own
+// after it committed (so a completion's freed slot counts). A failure
+// leaves a claim short: its worker claims again at its next poll.
+func (s *Store) claimControlledAfter(ctx context.Context, claims []store.ClaimParams, controlled []string, res *store.ApplyResult) {
+	if len(controlled) == 0 {
+		return
+	}
+	for i := range claims {
+		c := &claims[i]
+		for _, q := range c.Queues {
+			if !slices.Contains(controlled, q) || len(res.Claimed[i]) >= c.Limit {
+				continue
+			}
+			ts, err := s.claimControlled(ctx, c, q, c.Limit-len(res.Claimed[i]))
+			if err != nil {
+				break
+			}
+			res.Claimed[i] = append(res.Claimed[i], ts...)
+		}
+	}
 }
 
 // guessed is what a guessing Apply takes the rows it would read to be.
@@ -263,7 +290,9 @@ type applier struct {
 	commitSent, committed, read, unread bool
 	results                             []store.ChangeResult
 	claimed                             [][]*store.Task
-	pl                                  pipeline
+	// controlled are the queues of the claims that flow control governs.
+	controlled []string
+	pl         pipeline
 }
 
 type runState struct {
@@ -758,8 +787,20 @@ func (a *applier) applyAll(ctx context.Context) error {
 	}
 	w := a.write() // before the claims, which may lease its tasks
 	a.claimed = make([][]*store.Task, len(a.claims))
+	a.controlled = nil
 	if len(a.claims) > 0 {
 		a.pl.exec(claimSettings)
+		// The claims skip controlled queues: Apply claims those after the
+		// commit (claimControlled).
+		var queues []string
+		for _, c := range a.claims {
+			queues = append(queues, c.Queues...)
+		}
+		a.pl.query(func(rows pgx.Rows) error {
+			var err error
+			a.controlled, err = controlledQueues(rows)
+			return err
+		}, a.s.sq(controlledSQL), queues)
 	}
 	for i := range a.claims {
 		sql, args := claimArgs(&a.s.q, &a.claims[i])
@@ -1149,7 +1190,7 @@ func (a *applier) updateArgs(ops []*op, w *written) []any {
 		ids, statuses, outputs, errs, states, published, seqs, finished, keys, conds, a.now}
 	args = append(args, ev.args()...)
 	args = append(args, tk.args()...)
-	return append(args, a.s.cancels)
+	return append(args, a.s.cancels, nonNil(tk.keys))
 }
 
 // createArgs are the arguments of writeCreates for the creates of a
@@ -1161,6 +1202,7 @@ func (a *applier) createArgs(ops []*op) []any {
 	versions, seqs := make([]int64, n), make([]int64, n)
 	inputs, outputs, businessIDs, keys := make([]*string, n), make([]*string, n), make([]*string, n), make([]*string, n)
 	tags, metas, states := make([]*string, n), make([]*string, n), make([]*string, n)
+	ckeys := make([]string, n)
 	finished := make([]*time.Time, n)
 	var fruns []string
 	var fids []int64
@@ -1175,7 +1217,7 @@ func (a *applier) createArgs(ops []*op) []any {
 		scopes[k], parents[k] = string(r.KeyScope), r.ParentID
 		versions[k], seqs[k] = int64(r.Version), r.Seq
 		inputs[k], outputs[k], businessIDs[k], keys[k] = jsonArg(r.Input), jsonArg(r.Output), nullString(r.BusinessID), o.key
-		tags[k], metas[k], states[k] = tagsArg(r.Tags), o.meta, jsonArg(r.State)
+		tags[k], metas[k], states[k], ckeys[k] = tagsArg(r.Tags), o.meta, jsonArg(r.State), r.ConcurrencyKey
 		if !r.FinishedAt.IsZero() {
 			t := r.FinishedAt
 			finished[k] = &t
@@ -1187,14 +1229,14 @@ func (a *applier) createArgs(ops []*op) []any {
 		parents, tags, metas, states, seqs, finished, a.now}
 	args = append(args, ev.args()...)
 	args = append(args, tk.args()...)
-	return append(args, nonNil(fruns), nonNil(fids))
+	return append(args, nonNil(fruns), nonNil(fids), ckeys, nonNil(tk.keys))
 }
 
 // tasks are the columns of tasks to insert.
 type tasks struct {
 	runs, queues, kinds, workflows, steps, handlers []string
 	versions, idx, attempts, prios                  []int64
-	payloads, items, details                        []*string
+	payloads, items, details, keys                  []*string
 	ready                                           []time.Time
 }
 
@@ -1204,6 +1246,11 @@ func (t *tasks) add(r *store.Run, ts []*store.Task) {
 		t.steps, t.versions, t.idx, t.attempts = append(t.steps, n.Step), append(t.versions, int64(r.Version)), append(t.idx, int64(n.Index)), append(t.attempts, int64(n.Attempt))
 		t.prios, t.payloads, t.items, t.ready = append(t.prios, int64(n.Priority)), append(t.payloads, jsonArg(n.Payload)), append(t.items, jsonArg(n.Item)), append(t.ready, n.ReadyAt)
 		t.handlers, t.details = append(t.handlers, n.Handler), append(t.details, jsonArg(n.Details))
+		var key *string
+		if n.Kind.Controlled() {
+			key = &r.ConcurrencyKey
+		}
+		t.keys = append(t.keys, key)
 	}
 }
 
@@ -1250,7 +1297,7 @@ func (a *applier) planCreate(i int, n *store.NewRun, fence *store.Lease) (*op, s
 	r := &store.Run{
 		ID: n.ID, Workflow: n.Workflow, Version: n.Version, Kind: n.Kind, Status: n.Status,
 		Input: orNil(n.Input), Output: orNil(n.Output), Error: n.Error, BusinessID: n.BusinessID,
-		KeyScope: n.KeyScope, ParentID: n.ParentID, State: orNil(n.State),
+		KeyScope: n.KeyScope, ParentID: n.ParentID, State: orNil(n.State), ConcurrencyKey: n.ConcurrencyKey,
 		Seq: int64(len(n.History)), CreatedAt: a.now, UpdatedAt: a.now,
 	}
 	if len(n.Tags) > 0 {
@@ -1264,6 +1311,9 @@ func (a *applier) planCreate(i int, n *store.NewRun, fence *store.Lease) (*op, s
 	}
 	if !r.Status.Valid() {
 		return nil, refused(fmt.Errorf("create run %s: unknown status %q", r.ID, r.Status))
+	}
+	if err := store.CheckConcurrencyKey(r.ConcurrencyKey); err != nil {
+		return nil, refused(fmt.Errorf("create run %s: %w", r.ID, err))
 	}
 	if r.BusinessID != "" && r.KeyScope == "" {
 		r.KeyScope = businesskey.ScopeActive
@@ -1411,6 +1461,9 @@ func newTasks(r *store.Run, ts []store.NewTask, now time.Time) []*store.Task {
 			Version: r.Version, Step: n.Step, Index: n.Index, Attempt: n.Attempt,
 			Payload: orNil(n.Payload), Item: orNil(n.Item), Priority: n.Priority, ReadyAt: readyAt(n, now),
 			Handler: n.Handler, Details: orNil(n.Details), CreatedAt: now,
+		}
+		if n.Kind.Controlled() {
+			out[i].ConcurrencyKey = r.ConcurrencyKey
 		}
 	}
 	return out

@@ -49,33 +49,50 @@ func BenchmarkApply(b *testing.B) {
 
 // BenchmarkClaim claims tasks from a queue of 10,000, 1 or 32 per call;
 // the clock advances past the lease at every call so the queue never
-// drains. ns/task is the cost per claimed task.
+// drains. ns/task is the cost per claimed task. The controlled variants
+// spread the runs over 10 concurrency keys in a queue with a per-key
+// limit that never binds: the cost of a claim under flow control.
 func BenchmarkClaim(b *testing.B) {
-	for _, limit := range []int{1, 32} {
-		b.Run(fmt.Sprintf("limit=%d", limit), func(b *testing.B) {
-			s := open(b, &postgres.Config{DSN: pgtest.DSN(b)})
-			for r := range 100 {
-				changes := make([]store.Change, 100)
-				for i := range changes {
-					changes[i] = store.Change{Create: benchRun(r*100 + i)}
-				}
-				if _, err := s.Apply(b.Context(), &store.ApplyParams{Changes: changes, Now: benchNow}); err != nil {
-					b.Fatal(err)
-				}
+	for _, controlled := range []bool{false, true} {
+		for _, limit := range []int{1, 32} {
+			name := fmt.Sprintf("limit=%d", limit)
+			if controlled {
+				name += "/controlled"
 			}
-			now, claimed := benchNow, 0
-			b.ResetTimer()
-			for b.Loop() {
-				now = now.Add(time.Minute)
-				ts, err := s.ClaimTasks(b.Context(), &store.ClaimParams{
-					Queues: []string{"default"}, Owner: "bench", Limit: limit, LeaseFor: time.Minute, Now: now})
-				if err != nil || len(ts) != limit {
-					b.Fatal(err, len(ts))
+			b.Run(name, func(b *testing.B) {
+				s := open(b, &postgres.Config{DSN: pgtest.DSN(b)})
+				if controlled {
+					if err := s.PutQueue(b.Context(), &store.PutQueueParams{Queue: store.Queue{Name: "default", MaxRunningPerKey: 1000}, Now: benchNow}); err != nil {
+						b.Fatal(err)
+					}
 				}
-				claimed += len(ts)
-			}
-			b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(claimed), "ns/task")
-		})
+				for r := range 100 {
+					changes := make([]store.Change, 100)
+					for i := range changes {
+						run := benchRun(r*100 + i)
+						if controlled {
+							run.ConcurrencyKey = fmt.Sprintf("k%d", i%10)
+						}
+						changes[i] = store.Change{Create: run}
+					}
+					if _, err := s.Apply(b.Context(), &store.ApplyParams{Changes: changes, Now: benchNow}); err != nil {
+						b.Fatal(err)
+					}
+				}
+				now, claimed := benchNow, 0
+				b.ResetTimer()
+				for b.Loop() {
+					now = now.Add(time.Minute)
+					ts, err := s.ClaimTasks(b.Context(), &store.ClaimParams{
+						Queues: []string{"default"}, Owner: "bench", Limit: limit, LeaseFor: time.Minute, Now: now})
+					if err != nil || len(ts) != limit {
+						b.Fatal(err, len(ts))
+					}
+					claimed += len(ts)
+				}
+				b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(claimed), "ns/task")
+			})
+		}
 	}
 }
 

@@ -14,8 +14,8 @@ import (
 
 // The columns read by scanRun, scanTask and scanEvent, in order.
 const (
-	runCols     = "id, workflow, version, kind, status, input, output, error, business_id, key_scope, parent_id, tags, metadata, state, published, condition, seq, created_at, updated_at, finished_at"
-	taskCols    = "id, run_id, queue, kind, workflow, version, step, idx, attempt, payload, item, priority, ready_at, handler, details, owner, token, lease_until, claims, created_at"
+	runCols     = "id, workflow, version, kind, status, input, output, error, business_id, key_scope, parent_id, tags, metadata, state, published, condition, seq, created_at, updated_at, finished_at, concurrency_key"
+	taskCols    = "id, run_id, queue, kind, workflow, version, step, idx, attempt, payload, item, priority, ready_at, handler, details, owner, token, lease_until, claims, created_at, flow_key"
 	historyCols = "run_id, seq, n, key, at, entries"
 	workerCols  = "id, queues, handlers, host, pid, started_at, seen_at, expires_at"
 )
@@ -37,7 +37,7 @@ func scanRun(sc scanner, extra ...any) (*store.Run, error) {
 	)
 	dest := []any{&r.ID, &r.Workflow, &r.Version, &kind, &status, &input, &output, &r.Error,
 		&businessID, &scope, &r.ParentID, &tags, &meta, &state, &published, &condition, &r.Seq,
-		&created, &updated, &finished}
+		&created, &updated, &finished, &r.ConcurrencyKey}
 	if err := sc.Scan(append(dest, extra...)...); err != nil {
 		return nil, err
 	}
@@ -77,14 +77,18 @@ func scanTask(sc scanner) (*store.Task, error) {
 		owner          *string
 		ready, created time.Time
 		leaseUntil     *time.Time
+		flowKey        *string
 	)
 	err := sc.Scan(&t.ID, &t.RunID, &t.Queue, &kind, &t.Workflow, &t.Version, &t.Step, &t.Index,
-		&t.Attempt, &payload, &item, &t.Priority, &ready, &t.Handler, &details, &owner, &t.Token, &leaseUntil, &t.Claims, &created)
+		&t.Attempt, &payload, &item, &t.Priority, &ready, &t.Handler, &details, &owner, &t.Token, &leaseUntil, &t.Claims, &created, &flowKey)
 	if err != nil {
 		return nil, err
 	}
 	t.Kind = store.TaskKind(kind)
 	t.Payload, t.Item, t.Details = payload, item, details
+	if flowKey != nil {
+		t.ConcurrencyKey = *flowKey
+	}
 	if owner != nil {
 		t.Owner = *owner
 	}
@@ -183,6 +187,9 @@ type queries struct {
 	getRun, findRun, runExists, history, pruneLock, prune              string
 	registerWorker, removeWorker, listWorkers                          string
 	listRuns                                                           string // up to the WHERE clause
+	// flow holds the statements of flow control (flowctl.go, queues.go),
+	// by their text with § for the schema.
+	flow map[string]string
 }
 
 func newQueries(schema string) queries {
@@ -220,10 +227,11 @@ func newQueries(schema string) queries {
 		writeCreates: s(writeCreatesSQL),
 		writeUpdates: s(writeUpdatesSQL),
 		lookup:       s("SELECT (SELECT id FROM §runs WHERE id = $1), (SELECT id FROM §runs WHERE unique_key = $2)"),
-		claimOne:     s(claimSQL("queue = $1")),
-		claimMany:    s(claimSQL("queue = ANY($1::text[])")),
-		heartbeat:    s(heartbeatSQL),
-		release:      s(leaseSQL("owner = NULL, lease_until = NULL")),
+		// Controlled queues are claimed by claimControlled, not here.
+		claimOne:  s(claimSQL("queue = $1 AND NOT EXISTS (SELECT 1 FROM §queues c WHERE c.name = $1 AND c.controlled)")),
+		claimMany: s(claimSQL("queue = ANY($1::text[]) AND queue <> ALL(ARRAY(SELECT name FROM §queues WHERE name = ANY($1::text[]) AND controlled))")),
+		heartbeat: s(heartbeatSQL),
+		release:   s(leaseSQL("owner = NULL, lease_until = NULL")),
 		nextReady: s(`SELECT min(least(r.t, l.t)) FROM unnest($1::text[]) AS q(name)
 			CROSS JOIN LATERAL (SELECT min(ready_at) FROM §tasks WHERE queue = q.name AND owner IS NULL
 				AND ` + handlerCond("$2") + `) AS r(t)
@@ -269,6 +277,7 @@ func newQueries(schema string) queries {
 		listWorkers: s(`WITH gone AS (DELETE FROM §workers WHERE expires_at < $1::timestamptz - interval '1 hour')
 			SELECT ` + workerCols + ` FROM §workers WHERE expires_at > $1 ORDER BY id`),
 		listRuns: s("SELECT " + runCols + " FROM §runs"),
+		flow:     flowQueries(s),
 	}
 }
 
@@ -349,15 +358,18 @@ func historySQL(n, now int) string {
 // idx, attempt, payload, item, priority, ready_at, handler, details (see
 // tasks); $now is the time. The rows are inserted in the order of the
 // arrays, so their ids ascend in that order.
-func tasksSQL(n, now int) string {
+//
+// $key is the array of the tasks' flow keys (NULL for tasks flow control
+// does not govern).
+func tasksSQL(n, now, key int) string {
 	return `INSERT INTO §tasks (run_id, queue, kind, workflow, version, step, idx, attempt, payload, item,
-		priority, ready_at, handler, details, created_at)
+		priority, ready_at, handler, details, created_at, flow_key)
 	SELECT x.run_id, x.queue, x.kind, x.workflow, x.version, x.step, x.idx, x.attempt, x.payload::jsonb,
-		x.item::jsonb, x.priority, x.ready_at, x.handler, x.details::jsonb, $` + itoa(now) + `::timestamptz
+		x.item::jsonb, x.priority, x.ready_at, x.handler, x.details::jsonb, $` + itoa(now) + `::timestamptz, x.flow_key
 	FROM unnest(` + unnest(n, "text", "text", "text", "text", "int8", "text", "int8", "int8", "text", "text", "int8",
-		"timestamptz", "text", "text") + `)
+		"timestamptz", "text", "text") + `, $` + itoa(key) + `::text[])
 		WITH ORDINALITY AS x(run_id, queue, kind, workflow, version, step, idx, attempt, payload, item, priority,
-			ready_at, handler, details, n)`
+			ready_at, handler, details, flow_key, n)`
 }
 
 func itoa(n int) string { return strconv.Itoa(n) }
@@ -366,8 +378,8 @@ func itoa(n int) string { return strconv.Itoa(n) }
 // deletes the fenced tasks ($1: the caller holds them locked and checked
 // their tokens), cancels the tasks that match ($2 run ids, $3 kinds, $4
 // steps, $5 indexes), updates the runs ($6-$15, one row per run: its last
-// state), appends the history ($17-$21) and enqueues tasks ($22-$35); $16
-// is now. The sub-statements share one snapshot, so the cancellations
+// state), appends the history ($17-$21) and enqueues tasks ($22-$35, and
+// their flow keys $37); $16 is now. The sub-statements share one snapshot, so the cancellations
 // never see the tasks the segment enqueues (the applier leaves a
 // cancellation that must see them to a later segment). It returns the
 // number of fenced tasks deleted (by their fence or by a cancellation,
@@ -395,7 +407,7 @@ var writeUpdatesSQL = `WITH f AS (
 ), e AS (
 	` + historySQL(17, 16) + `
 ), t AS (
-	` + tasksSQL(22, 16) + `
+	` + tasksSQL(22, 16, 37) + `
 	ORDER BY x.n
 	RETURNING id
 )
@@ -405,8 +417,9 @@ SELECT (SELECT count(*) FROM f) + (SELECT count(*) FROM c WHERE c.id = ANY($1::i
 
 // writeCreatesSQL inserts the runs of a segment with their history and
 // tasks in one statement: $1-$17 are the runs' columns (tags as a JSON
-// array), $18 now, $19-$23 the history, $24-$37 the tasks, and $38-$39 the
-// fences of creates (run ids and task ids: the caller holds the tasks
+// array), $18 now, $19-$23 the history, $24-$37 the tasks, $38-$39 the
+// fences of creates, $40 the runs' concurrency keys and $41 the tasks'
+// flow keys (run ids and task ids: the caller holds the tasks
 // locked and checked their tokens). ON CONFLICT DO NOTHING covers both
 // the primary key and the business-key index: a run that conflicts (with a
 // run of another transaction, or an earlier one of the arrays) writes
@@ -415,15 +428,15 @@ SELECT (SELECT count(*) FROM f) + (SELECT count(*) FROM c WHERE c.id = ANY($1::i
 // with their runs, and the number of fenced tasks deleted.
 var writeCreatesSQL = `WITH r AS (
 	INSERT INTO §runs (id, workflow, version, kind, status, input, output, error, business_id,
-		key_scope, unique_key, parent_id, tags, metadata, state, seq, created_at, updated_at, finished_at)
+		key_scope, unique_key, parent_id, tags, metadata, state, seq, created_at, updated_at, finished_at, concurrency_key)
 	SELECT x.id, x.workflow, x.version, x.kind, x.status, x.input::jsonb, x.output::jsonb, x.error, x.business_id,
 		x.key_scope, x.unique_key, x.parent_id,
 		CASE WHEN x.tags IS NULL THEN '{}'::text[] ELSE ARRAY(SELECT json_array_elements_text(x.tags::json)) END,
-		x.metadata::jsonb, x.state::jsonb, x.seq, $18::timestamptz, $18::timestamptz, x.finished_at
+		x.metadata::jsonb, x.state::jsonb, x.seq, $18::timestamptz, $18::timestamptz, x.finished_at, x.ckey
 	FROM unnest($1::text[], $2::text[], $3::int8[], $4::text[], $5::text[], $6::text[], $7::text[], $8::text[],
 		$9::text[], $10::text[], $11::text[], $12::text[], $13::text[], $14::text[], $15::text[], $16::int8[],
-		$17::timestamptz[]) WITH ORDINALITY AS x(id, workflow, version, kind, status, input, output, error,
-		business_id, key_scope, unique_key, parent_id, tags, metadata, state, seq, finished_at, n)
+		$17::timestamptz[], $40::text[]) WITH ORDINALITY AS x(id, workflow, version, kind, status, input, output, error,
+		business_id, key_scope, unique_key, parent_id, tags, metadata, state, seq, finished_at, ckey, n)
 	ORDER BY x.n
 	ON CONFLICT DO NOTHING
 	RETURNING id
@@ -435,7 +448,7 @@ var writeCreatesSQL = `WITH r AS (
 	` + historySQL(19, 18) + `
 	WHERE x.run_id IN (SELECT id FROM r)
 ), t AS (
-	` + tasksSQL(24, 18) + `
+	` + tasksSQL(24, 18, 41) + `
 	WHERE x.run_id IN (SELECT id FROM r)
 	ORDER BY x.n
 	RETURNING id, run_id

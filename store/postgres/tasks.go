@@ -27,16 +27,19 @@ func (s *Store) ClaimTasks(ctx context.Context, p *store.ClaimParams) ([]*store.
 		return nil, nil
 	}
 	var out []*store.Task
+	var controlled []string
 	// A claim that reached the server may have committed: run it again
 	// only when nothing was sent.
 	err := s.once(ctx, func(ctx context.Context) error {
 		sql, args := claimArgs(&s.q, p)
 		// One round trip. Should a statement fail, the pool drops the
-		// connection, left in a failed transaction.
+		// connection, left in a failed transaction. The claim skips
+		// controlled queues; the statement before it names them.
 		b := &pgx.Batch{}
 		b.Queue("BEGIN")
 		b.Queue(applySettings)
 		b.Queue(claimSettings)
+		b.Queue(s.sq(controlledSQL), p.Queues)
 		b.Queue(sql, args...)
 		b.Queue("COMMIT")
 		br := s.pool.SendBatch(ctx, b)
@@ -48,6 +51,12 @@ func (s *Store) ClaimTasks(ctx context.Context, p *store.ClaimParams) ([]*store.
 		}
 		rows, err := br.Query()
 		if err != nil {
+			return err
+		}
+		if controlled, err = controlledQueues(rows); err != nil {
+			return err
+		}
+		if rows, err = br.Query(); err != nil {
 			return err
 		}
 		if out, err = collectTasks(rows); err != nil {
@@ -63,6 +72,19 @@ func (s *Store) ClaimTasks(ctx context.Context, p *store.ClaimParams) ([]*store.
 		return nil, s.fail("claim tasks", err)
 	}
 	s.known.putLeases(out)
+	for _, q := range controlled {
+		if len(out) >= p.Limit {
+			break
+		}
+		ts, err := s.claimControlled(ctx, p, q, p.Limit-len(out))
+		if err != nil {
+			if len(out) > 0 {
+				break // what is leased goes to the caller; the rest waits for the next claim
+			}
+			return nil, s.fail("claim tasks", err)
+		}
+		out = append(out, ts...)
+	}
 	return out, nil
 }
 

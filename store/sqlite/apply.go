@@ -50,11 +50,13 @@ func (s *Store) Apply(ctx context.Context, p *store.ApplyParams) (*store.ApplyRe
 	now := truncate(p.Now)
 	err := s.withWriter(ctx, func(w *wconn) error {
 		a := &applier{w: w, now: now, nowUS: micros(now)}
+		defer func() { w.fresh = false }()
 		err := w.tx(func() error {
 			if len(p.Changes) > 0 {
 				if err := w.checkRuns(); err != nil {
 					return err
 				}
+				w.fresh = true
 			}
 			for i := range p.Changes {
 				if err := ctx.Err(); err != nil {
@@ -148,7 +150,7 @@ func (a *applier) create(n *store.NewRun, fence *store.Lease) (store.ChangeResul
 	r := &store.Run{
 		ID: n.ID, Workflow: n.Workflow, Version: n.Version, Kind: n.Kind, Status: n.Status,
 		Input: orNil(n.Input), Output: orNil(n.Output), Error: n.Error, BusinessID: n.BusinessID,
-		KeyScope: n.KeyScope, ParentID: n.ParentID, State: orNil(n.State),
+		KeyScope: n.KeyScope, ParentID: n.ParentID, State: orNil(n.State), ConcurrencyKey: n.ConcurrencyKey,
 		Seq: int64(len(n.History)), CreatedAt: a.now, UpdatedAt: a.now,
 	}
 	if len(n.Tags) > 0 {
@@ -162,6 +164,9 @@ func (a *applier) create(n *store.NewRun, fence *store.Lease) (store.ChangeResul
 	}
 	if !r.Status.Valid() {
 		return refused(fmt.Errorf("create run %s: unknown status %q", r.ID, r.Status))
+	}
+	if err := store.CheckConcurrencyKey(r.ConcurrencyKey); err != nil {
+		return refused(fmt.Errorf("create run %s: %w", r.ID, err))
 	}
 	if r.BusinessID != "" && r.KeyScope == "" {
 		r.KeyScope = businesskey.ScopeActive
@@ -204,6 +209,7 @@ func (a *applier) create(n *store.NewRun, fence *store.Lease) (store.ChangeResul
 	w.arg(a.nowUS)
 	w.arg(a.nowUS)
 	w.arg(nullMicros(r.FinishedAt))
+	w.arg(r.ConcurrencyKey)
 	// A conflict on the id fails the statement, which writes nothing; a
 	// conflict on the business key does nothing.
 	res, err := w.exec(qInsertRun)
@@ -292,7 +298,7 @@ func (a *applier) run(id string) (*runState, error) {
 	if err != nil {
 		return nil, err
 	}
-	st := &runState{run: *run, rowid: vInt(w.dest[0]), key: w.dest[numRunCols+1], cond: w.dest[numRunCols]}
+	st := &runState{run: *run, rowid: vInt(w.dest[0]), key: w.dest[numRunCols+1], cond: w.dest[numRunCols-1]}
 	a.w.runs.put(id, st) // as committed: no change of this Apply touched it
 	return st, nil
 }
@@ -578,6 +584,9 @@ func (a *applier) insertTasks(r *store.Run, ts []store.NewTask) []*store.Task {
 			Payload: orNil(n.Payload), Item: orNil(n.Item), Priority: n.Priority, ReadyAt: ready,
 			Handler: n.Handler, Details: orNil(n.Details), CreatedAt: a.now,
 		}
+		if n.Kind.Controlled() {
+			out[i].ConcurrencyKey = r.ConcurrencyKey
+		}
 	}
 	a.tasks = append(a.tasks, out...)
 	return out
@@ -607,6 +616,11 @@ func (a *applier) flushTasks() error {
 			w.arg(t.Handler)
 			w.arg(jsonArg(t.Details))
 			w.arg(a.nowUS)
+			if t.Kind.Controlled() {
+				w.arg(t.ConcurrencyKey)
+			} else {
+				w.arg(nil)
+			}
 		}
 		st, err := w.insertStmt(insertTasks, len(chunk))
 		if err != nil {

@@ -62,8 +62,8 @@ var queries = [numQueries]string{
 	qRollback: "ROLLBACK",
 	qInsertRun: `INSERT INTO runs (id, workflow, version, kind, status, input, output, error,
 		business_id, key_scope, unique_key, parent_id, tags, metadata, state, published, seq,
-		created_at, updated_at, finished_at)
-		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, NULL, ?, ?, ?, ?)
+		created_at, updated_at, finished_at, concurrency_key)
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, NULL, ?, ?, ?, ?, ?)
 		ON CONFLICT (unique_key) WHERE unique_key IS NOT NULL DO NOTHING`,
 	qHolder:  "SELECT id FROM runs WHERE unique_key = ?",
 	qLoadRun: "SELECT rowid, " + runCols + ", unique_key FROM runs WHERE id = ?",
@@ -129,10 +129,10 @@ const maxRows = 32
 var insertHeads = [numInserts]string{
 	insertEvents: "INSERT INTO events (" + eventCols + ") VALUES ",
 	insertTasks: `INSERT INTO tasks (run_id, queue, kind, workflow, version, step, idx, attempt,
-		payload, item, priority, ready_at, handler, details, created_at) VALUES `,
+		payload, item, priority, ready_at, handler, details, created_at, flow_key) VALUES `,
 }
 
-var insertWidths = [numInserts]int{insertEvents: 11, insertTasks: 15}
+var insertWidths = [numInserts]int{insertEvents: 11, insertTasks: 16}
 
 func insertQuery(kind, rows int) string {
 	var b strings.Builder
@@ -158,8 +158,16 @@ type wconn struct {
 	dc    any // the driver connection the statements belong to
 	fixed [numQueries]driver.Stmt
 	multi [numInserts][maxRows + 1]driver.Stmt
+	// byText holds statements prepared on first use by their text (flow
+	// control's, flowctl.go).
+	byText map[string]driver.Stmt
 
 	runs runCache
+	// fresh: the transaction under way checked the data version
+	// (checkRuns), so runs.version is current; queues caches the
+	// controlled queues as of a data version (flowctl.go).
+	fresh  bool
+	queues queueCache
 
 	args []driver.NamedValue
 	dest []driver.Value
@@ -225,6 +233,10 @@ func (w *wconn) closeStmts() error {
 			w.fixed[i] = nil
 		}
 	}
+	for q, st := range w.byText {
+		errs = append(errs, st.Close())
+		delete(w.byText, q)
+	}
 	for k := range w.multi {
 		for i, st := range w.multi[k] {
 			if st != nil {
@@ -254,6 +266,44 @@ func (w *wconn) stmt(q int) (driver.Stmt, error) {
 	}
 	w.fixed[q] = st
 	return st, nil
+}
+
+// stmtText returns the statement of text q, prepared on first use.
+func (w *wconn) stmtText(q string) (driver.Stmt, error) {
+	if st := w.byText[q]; st != nil {
+		return st, nil
+	}
+	st, err := w.prepare(q)
+	if err != nil {
+		return nil, err
+	}
+	if w.byText == nil {
+		w.byText = map[string]driver.Stmt{}
+	}
+	w.byText[q] = st
+	return st, nil
+}
+
+// execText and queryText run statement q (stmtText) with the collected
+// arguments.
+func (w *wconn) execText(q string) (driver.Result, error) {
+	st, err := w.stmtText(q)
+	if err != nil {
+		clear(w.args)
+		w.args = w.args[:0]
+		return nil, err
+	}
+	return w.run(st)
+}
+
+func (w *wconn) queryText(q string) (driver.Rows, error) {
+	st, err := w.stmtText(q)
+	if err != nil {
+		clear(w.args)
+		w.args = w.args[:0]
+		return nil, err
+	}
+	return w.queryStmt(st)
 }
 
 // prepareAll prepares the statements of the writer (not the multi-row

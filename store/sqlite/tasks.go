@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"slices"
 	"time"
 
 	"github.com/hephaestus-go/hephaestus/store"
@@ -108,6 +109,14 @@ func claim(w *wconn, p *store.ClaimParams) ([]*store.Task, error) {
 		}
 		q = qClaimMany
 	}
+	// Controlled queues are claimed within their limits (flowctl.go).
+	controlled, err := w.controlledQueues(p, queues)
+	if err != nil {
+		return nil, err
+	}
+	if len(controlled) > 0 {
+		return claimMixed(w, p, controlled)
+	}
 	var handlers string
 	if p.Handlers != nil {
 		var err error
@@ -156,6 +165,32 @@ func claim(w *wconn, p *store.ClaimParams) ([]*store.Task, error) {
 			return nil, err
 		}
 		t.Owner, t.Token, t.LeaseUntil, t.Claims = p.Owner, t.Token+1, fromMicros(until), t.Claims+1
+	}
+	return out, nil
+}
+
+// claimMixed claims the queues of p that are not controlled on the fast
+// path, then the controlled ones.
+func claimMixed(w *wconn, p *store.ClaimParams, controlled []string) ([]*store.Task, error) {
+	var out []*store.Task
+	if rest := slices.DeleteFunc(slices.Clone(p.Queues), func(q string) bool { return slices.Contains(controlled, q) }); len(rest) > 0 {
+		fast := *p
+		fast.Queues = rest
+		ts, err := claim(w, &fast)
+		if err != nil {
+			return nil, err
+		}
+		out = ts
+	}
+	for _, q := range controlled {
+		if len(out) >= p.Limit {
+			break
+		}
+		ts, err := claimControlled(w, p, q, p.Limit-len(out))
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, ts...)
 	}
 	return out, nil
 }

@@ -114,6 +114,14 @@ func Run(t *testing.T, newStore func(t *testing.T) store.Store) {
 		{"ScheduleUpdate", testScheduleUpdate},
 		{"DueSchedules", testDueSchedules},
 		{"ScheduleCAS", testScheduleCAS},
+		{"QueueConfig", testQueueConfig},
+		{"QueueUnconfigured", testQueueUnconfigured},
+		{"QueueLimits", testQueueLimits},
+		{"QueuePause", testQueuePause},
+		{"QueueRate", testQueueRate},
+		{"QueueFairness", testQueueFairness},
+		{"QueueConcurrentClaims", testQueueConcurrentClaims},
+		{"QueueManyKeys", testQueueManyKeys},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
