@@ -15,6 +15,7 @@ import (
 	"github.com/hephaestus-go/hephaestus/flow"
 	"github.com/hephaestus-go/hephaestus/hephtype"
 	"github.com/hephaestus-go/hephaestus/job"
+	"github.com/hephaestus-go/hephaestus/store"
 )
 
 // AppTx is a database transaction of the application's own, as a
@@ -51,8 +52,40 @@ func testJobs(t *testing.T, b Backend) {
 func jobEnv(t *testing.T, b Backend, mod func(*heph.Config), kinds ...job.Registrable) *env {
 	t.Helper()
 	st, reopen := b.New(t)
-	e := &env{t: t, st: st, reopen: reopen}
+	return jobClient(t, st, st, reopen, mod, kinds...)
+}
+
+// jobClient starts a client on st (the store, or a wrapper of it) with
+// the kinds registered. A client on a fake clock (mod sets Config.Clock)
+// sees it tick while it stops: a commit retried after a backoff on the
+// clock (a lost outcome) must not hold Stop forever.
+func jobClient(t *testing.T, st, inner store.Store, reopen func(*testing.T) store.Store, mod func(*heph.Config), kinds ...job.Registrable) *env {
+	t.Helper()
+	var cfg heph.Config
+	if mod != nil {
+		mod(&cfg)
+	}
+	fc, _ := cfg.Clock.(*clock.Fake)
+	stopped := make(chan struct{})
+	if fc != nil {
+		t.Cleanup(func() { close(stopped) }) // after Stop
+	}
+	e := &env{t: t, st: inner, reopen: reopen}
 	e.c = startClient(t, st, mod)
+	if fc != nil {
+		t.Cleanup(func() { // before Stop
+			go func() {
+				for {
+					select {
+					case <-stopped:
+						return
+					case <-time.After(5 * time.Millisecond):
+						fc.Advance(time.Second)
+					}
+				}
+			}()
+		})
+	}
 	if err := e.c.RegisterJobs(kinds...); err != nil {
 		t.Fatal(err)
 	}
@@ -62,6 +95,35 @@ func jobEnv(t *testing.T, b Backend, mod func(*heph.Config), kinds ...job.Regist
 func (e *env) waitJob(id string, s hephtype.RunStatus) *heph.Run {
 	e.t.Helper()
 	return e.waitStatus(id, s)
+}
+
+// waitJobTicking waits for a job's status while a fake clock moves a
+// second at a time, at most 30 minutes in all: whatever waits on the
+// clock (a worker's poll, a commit's retry backoff) registered after the
+// test's last Advance still sees time pass.
+func (e *env) waitJobTicking(fc *clock.Fake, id string, s hephtype.RunStatus) *heph.Run {
+	e.t.Helper()
+	var got *heph.Run
+	ticks := 0
+	waitFor(e.t, "job "+id+" to be "+string(s), func() bool {
+		r, err := e.c.GetRun(ctxT(e.t), id)
+		if err != nil {
+			e.t.Fatal(err)
+		}
+		if r.Status == s {
+			got = r
+			return true
+		}
+		if r.Status.Terminal() {
+			e.t.Fatalf("job %s is %s (%s), want %s", id, r.Status, r.Error, s)
+		}
+		if ticks < 1800 {
+			ticks++
+			fc.Advance(time.Second)
+		}
+		return false
+	})
+	return got
 }
 
 // A job inserted in a transaction that rolls back does not exist, and
@@ -240,12 +302,12 @@ func testJobScheduled(t *testing.T, b Backend) {
 		t.Fatalf("RunAt and RunAfter: %v, want ErrInvalidInput", err)
 	}
 	fc.Advance(time.Hour + time.Second) // due times are rounded up to the microsecond
-	e.waitJob(in1h.ID, heph.StatusCompleted)
+	e.waitJobTicking(fc, in1h.ID, heph.StatusCompleted)
 	if j, err := e.c.GetJob(ctx, in2h.ID); err != nil || j.Status.Terminal() || j.Attempt != 1 {
 		t.Fatalf("the job due in two hours, after one: %+v, %v", j, err)
 	}
 	fc.Advance(time.Hour)
-	e.waitJob(in2h.ID, heph.StatusCompleted)
+	e.waitJobTicking(fc, in2h.ID, heph.StatusCompleted)
 }
 
 // Priorities: with one worker, ready jobs run highest priority first.
@@ -367,7 +429,7 @@ func testJobSnoozeCancel(t *testing.T, b Backend) {
 	}
 	// Due times are rounded up to the microsecond: a second more.
 	fc.Advance(time.Hour + time.Second)
-	e.waitJob(j.ID, heph.StatusCompleted)
+	e.waitJobTicking(fc, j.ID, heph.StatusCompleted)
 	if a1, a2 := <-attempts, <-attempts; a1 != 1 || a2 != 1 {
 		t.Fatalf("attempts %d then %d; a snooze takes none", a1, a2)
 	}
@@ -409,11 +471,7 @@ func testJobRetriedCommit(t *testing.T, b Backend) {
 	st, reopen := b.New(t)
 	fs := &faultStore{Store: st}
 	fc := clock.NewFake(time.Now())
-	e := &env{t: t, st: st, reopen: reopen}
-	e.c = startClient(t, fs, func(c *heph.Config) { c.Clock = fc })
-	if err := e.c.RegisterJobs(snoozy, quitter); err != nil {
-		t.Fatal(err)
-	}
+	e := jobClient(t, fs, st, reopen, func(c *heph.Config) { c.Clock = fc }, snoozy, quitter)
 	ctx := ctxT(t)
 	fs.loseOnce(func() bool { return hasEvent(st, id.Load().(string), hephtype.EventStepSnoozed) })
 	j, err := heph.InsertJob(ctx, e.c, snoozy, jobArgs{}, nil)
@@ -424,7 +482,7 @@ func testJobRetriedCommit(t *testing.T, b Backend) {
 	// The retry of the lost commit (after a backoff on the clock) finds
 	// the task gone; the snoozed task is due.
 	fc.Advance(time.Hour + time.Second)
-	e.waitJob(j.ID, heph.StatusCompleted)
+	e.waitJobTicking(fc, j.ID, heph.StatusCompleted)
 	if h := e.history(j.ID); count(h, hephtype.EventStepSnoozed, "") != 1 || calls.Load() != 2 {
 		t.Fatalf("%d calls, history %v; want one snooze, two calls", calls.Load(), kinds(h))
 	}
@@ -435,8 +493,7 @@ func testJobRetriedCommit(t *testing.T, b Backend) {
 		t.Fatal(err)
 	}
 	fs.waitLost(t, 2)
-	fc.Advance(time.Second) // the retry's backoff
-	r := e.waitJob(q.ID, heph.StatusCancelled)
+	r := e.waitJobTicking(fc, q.ID, heph.StatusCancelled)
 	if h := e.history(q.ID); count(h, hephtype.EventRunCancelled, "") != 1 || cancels.Load() != 1 || r.Error != "stop" {
 		t.Fatalf("%d calls, error %q, history %v", cancels.Load(), r.Error, kinds(h))
 	}
