@@ -12,7 +12,7 @@ import (
 // Package flow checks itself the same way, in flow/api_test.go.
 func TestNoInternalTypes(t *testing.T) {
 	for _, dir := range []string{".", "workflow", "hephtest", "hephtype", "businesskey", "clock",
-		"store", "store/sqlite", "store/postgres", "store/storetest"} {
+		"store", "store/sqlite", "store/postgres", "store/storetest", "job"} {
 		t.Run(dir, func(t *testing.T) {
 			t.Parallel()
 			apitest.NoInternalNames(t, dir)

@@ -1,7 +1,7 @@
 // Hephaestus in the side-by-side runs: flows and code-first workflows for
 // workloads (a) to (c), on PostgreSQL or SQLite, defined as in
-// e2e/bench_test.go and e2e/workflow_bench_test.go, and flows for the jobs
-// workload on PostgreSQL.
+// e2e/bench_test.go and e2e/workflow_bench_test.go, and the job API
+// (package job) for the jobs workload on PostgreSQL.
 
 package main
 
@@ -16,6 +16,7 @@ import (
 
 	heph "github.com/hephaestus-go/hephaestus"
 	"github.com/hephaestus-go/hephaestus/flow"
+	"github.com/hephaestus-go/hephaestus/job"
 	"github.com/hephaestus-go/hephaestus/store"
 	"github.com/hephaestus-go/hephaestus/store/postgres"
 	"github.com/hephaestus-go/hephaestus/store/sqlite"
@@ -158,9 +159,9 @@ func openHephWorkflows(ctx context.Context, t target) (*caller, error) {
 	}, nil
 }
 
-// runHeph is the jobs workload on Hephaestus: n one-step runs started with
-// StartRuns in batches, worked by a default queue of the given size,
-// timed from the first insert to the last RunCompleted event.
+// runHeph is the jobs workload on Hephaestus: n jobs of a no-op kind
+// inserted with InsertJobs in batches, worked by a default queue of the
+// given size, timed from the first insert to the last RunCompleted event.
 func runHeph(ctx context.Context, dsn string, n, workers, batch int) (result, error) {
 	st, err := postgres.Open(ctx, &postgres.Config{DSN: dsn, MaxConns: 16})
 	if err != nil {
@@ -188,18 +189,18 @@ func runHeph(ctx context.Context, dsn string, n, workers, batch int) (result, er
 	defer func() { _ = c.Stop(ctx) }()
 	start := time.Now()
 	for i := 0; i < n; i += batch {
-		reqs := make([]heph.StartRequest, min(batch, n-i))
+		reqs := make([]heph.JobInsert[int], min(batch, n-i))
 		for k := range reqs {
-			reqs[k] = heph.StartRequest{Input: i + k}
+			reqs[k] = heph.JobInsert[int]{Args: i + k}
 		}
 		at := time.Now()
-		runs, err := c.StartRuns(ctx, "job", reqs)
+		jobs, err := heph.InsertJobs(ctx, c, benchJob, reqs)
 		if err != nil {
 			return result{}, err
 		}
 		lat.mu.Lock()
-		for _, r := range runs {
-			lat.inserted[r.ID] = at
+		for _, j := range jobs {
+			lat.inserted[j.ID] = at
 		}
 		lat.mu.Unlock()
 	}
@@ -236,11 +237,11 @@ func fillHeph(ctx context.Context, t target, n int) error {
 	}
 	defer func() { _ = c.Stop(context.Background()) }()
 	for i := 0; i < n; i += 1000 {
-		reqs := make([]heph.StartRequest, min(1000, n-i))
+		reqs := make([]heph.JobInsert[int], min(1000, n-i))
 		for k := range reqs {
-			reqs[k] = heph.StartRequest{Input: i + k}
+			reqs[k] = heph.JobInsert[int]{Args: i + k}
 		}
-		if _, err := c.StartRuns(ctx, "job", reqs); err != nil {
+		if _, err := heph.InsertJobs(ctx, c, benchJob, reqs); err != nil {
 			return err
 		}
 		// Keep the queue short, as a steady state would.
@@ -260,16 +261,17 @@ func fillHeph(ctx context.Context, t target, n int) error {
 	}
 }
 
-// jobClient is a client on st with the jobs workload's one-step flow "job"
-// registered and a default queue of the given size (not started).
+// benchJob is the jobs workload's kind: a no-op job with an int argument.
+var benchJob = job.MustNew("job", func(ctx context.Context, j *job.Job[int]) error { return nil }, nil)
+
+// jobClient is a client on st with the jobs workload's kind registered and
+// a default queue of the given size (not started).
 func jobClient(st store.Store, workers int, logger *slog.Logger) (*heph.Client, error) {
-	b := flow.New("job")
-	flow.Step(b, "work", func(ctx context.Context, in int) (int, error) { return in, nil })
 	c, err := heph.New(&heph.Config{Store: st, Queues: map[string]int{"default": workers}, Logger: logger})
 	if err != nil {
 		return nil, err
 	}
-	if err := c.Register(b.MustBuild()); err != nil {
+	if err := c.RegisterJobs(benchJob); err != nil {
 		return nil, err
 	}
 	return c, nil

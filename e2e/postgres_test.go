@@ -30,6 +30,19 @@ func postgresBackend() e2e.Backend {
 			}
 			return open(t), open
 		},
+		BeginTx: func(t *testing.T, st store.Store) *e2e.AppTx {
+			ctx := context.WithoutCancel(t.Context())
+			tx, err := st.(*postgres.Store).Pool().Begin(ctx)
+			if err != nil {
+				t.Fatal(err)
+			}
+			return &e2e.AppTx{
+				Tx:       tx,
+				Exec:     func(q string) error { _, err := tx.Exec(ctx, q); return err },
+				Commit:   func() error { return tx.Commit(ctx) },
+				Rollback: func() error { return tx.Rollback(ctx) },
+			}
+		},
 	}
 }
 

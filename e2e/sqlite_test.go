@@ -25,6 +25,19 @@ func sqliteBackend() e2e.Backend {
 			}
 			return open(t), open
 		},
+		BeginTx: func(t *testing.T, st store.Store) *e2e.AppTx {
+			ctx := context.WithoutCancel(t.Context())
+			tx, err := st.(*sqlite.Store).DB().BeginTx(ctx, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			return &e2e.AppTx{
+				Tx:       tx,
+				Exec:     func(q string) error { _, err := tx.ExecContext(ctx, q); return err },
+				Commit:   tx.Commit,
+				Rollback: tx.Rollback,
+			}
+		},
 	}
 }
 

@@ -31,6 +31,9 @@ type Backend struct {
 	// New returns a fresh, empty store, and a function that opens the same
 	// database again after the first store was closed.
 	New func(t *testing.T) (st store.Store, reopen func(t *testing.T) store.Store)
+	// BeginTx, when set, opens a transaction of the application's on
+	// st's database, of the kind InsertJobTx takes.
+	BeginTx func(t *testing.T, st store.Store) *AppTx
 }
 
 // Run runs the whole suite on b.
@@ -65,6 +68,7 @@ func Run(t *testing.T, b Backend) {
 		{"BulkStart", testBulkStart},
 		{"Workflows", testWorkflows},
 		{"ExactlyOnce", testExactlyOnce},
+		{"Jobs", testJobs},
 		{"DocResearch", testDocResearch},
 		{"DocBranching", testDocBranching},
 		{"DocReopenMidRun", testDocReopenMidRun},

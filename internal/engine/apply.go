@@ -58,6 +58,10 @@ func Apply(g *Graph, s *State, ev Event) (*Decision, error) {
 		err = d.timerFired(ev)
 	case Cancel:
 		d.cancel(ev.Reason)
+	case StepSnoozed:
+		err = d.stepSnoozed(ev)
+	case StepCancelled:
+		err = d.stepCancelled(ev)
 	default:
 		err = fmt.Errorf("engine: unknown event %T", ev)
 	}
@@ -148,6 +152,49 @@ func (d *decider) stepFailed(ev StepFailed) error {
 		return nil
 	}
 	d.fail(i, ev.Attempt, ev.Error)
+	return nil
+}
+
+// stepSnoozed schedules the same attempt of a step or element again,
+// after ev.After: the attempt is not consumed.
+func (d *decider) stepSnoozed(ev StepSnoozed) error {
+	if ev.After < 0 {
+		return fmt.Errorf("snooze step %q: the delay %s is negative", ev.Step, ev.After)
+	}
+	if ev.Index < 0 {
+		i, err := d.running(ev.Step, ev.Attempt)
+		if err != nil {
+			return err
+		}
+		d.history(History{Kind: hephtype.EventStepSnoozed, Step: ev.Step, Attempt: ev.Attempt, Data: durationJSON(ev.After)})
+		d.command(ScheduleStep{Step: ev.Step, Index: -1, Attempt: ev.Attempt, Delay: ev.After, Input: d.input(i)})
+		return nil
+	}
+	i, it, err := d.item(ev.Step, ev.Index, ev.Attempt)
+	if err != nil {
+		return err
+	}
+	d.history(History{Kind: hephtype.EventStepSnoozed, Step: ev.Step, Index: ev.Index, Attempt: ev.Attempt, Data: durationJSON(ev.After)})
+	d.command(ScheduleStep{Step: ev.Step, Index: ev.Index, Attempt: ev.Attempt, Delay: ev.After, Input: d.input(i), Item: it.Input})
+	return nil
+}
+
+// stepCancelled cancels the run on behalf of a running step or element.
+func (d *decider) stepCancelled(ev StepCancelled) error {
+	var err error
+	if ev.Index < 0 {
+		_, err = d.running(ev.Step, ev.Attempt)
+	} else {
+		_, _, err = d.item(ev.Step, ev.Index, ev.Attempt)
+	}
+	if err != nil {
+		return err
+	}
+	reason := ev.Reason
+	if reason == "" {
+		reason = fmt.Sprintf("cancelled by step %q", ev.Step)
+	}
+	d.cancel(reason)
 	return nil
 }
 

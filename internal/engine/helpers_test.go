@@ -354,6 +354,10 @@ func showEvent(ev engine.Event) string {
 		return "TimerFired " + ev.Step
 	case engine.Cancel:
 		return fmt.Sprintf("Cancel %q", ev.Reason)
+	case engine.StepSnoozed:
+		return fmt.Sprintf("StepSnoozed %s[%d] #%d after %s", ev.Step, ev.Index, ev.Attempt, ev.After)
+	case engine.StepCancelled:
+		return fmt.Sprintf("StepCancelled %s[%d] #%d %q", ev.Step, ev.Index, ev.Attempt, ev.Reason)
 	case nil:
 		return "Start"
 	}

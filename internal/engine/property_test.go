@@ -47,6 +47,7 @@ type propRun struct {
 	codeEvents [][]string // events step code emits (no built-ins)
 	waits      []bool
 	failPct    int
+	snoozePct  int
 	input      json.RawMessage
 
 	s *engine.State
@@ -73,16 +74,16 @@ type propRun struct {
 }
 
 type propStats struct {
-	cases, completed, failed, cancelled, skipped, maps, waits, retries, stale, scheduled int
+	cases, completed, failed, cancelled, skipped, maps, waits, retries, stale, scheduled, snoozes, selfCancels int
 }
 
 func TestPropertyDAG(t *testing.T) {
 	st := &propStats{}
 	start := time.Now()
 	rapid.Check(t, func(t *rapid.T) { runProperty(t, st) })
-	t.Logf("%d cases in %v: %d completed, %d failed, %d cancelled; %d steps scheduled, %d skipped, %d map expansions, %d waits, %d retries, %d stale reports refused",
-		st.cases, time.Since(start).Round(time.Millisecond), st.completed, st.failed, st.cancelled, st.scheduled, st.skipped, st.maps, st.waits, st.retries, st.stale)
-	if !t.Failed() && st.cases >= 100 && (st.completed == 0 || st.failed == 0 || st.skipped == 0 || st.maps == 0 || st.waits == 0 || st.retries == 0) {
+	t.Logf("%d cases in %v: %d completed, %d failed, %d cancelled; %d steps scheduled, %d skipped, %d map expansions, %d waits, %d retries, %d snoozes, %d cancelled from inside, %d stale reports refused",
+		st.cases, time.Since(start).Round(time.Millisecond), st.completed, st.failed, st.cancelled, st.scheduled, st.skipped, st.maps, st.waits, st.retries, st.snoozes, st.selfCancels, st.stale)
+	if !t.Failed() && st.cases >= 100 && (st.completed == 0 || st.failed == 0 || st.skipped == 0 || st.maps == 0 || st.waits == 0 || st.retries == 0 || st.snoozes == 0 || st.selfCancels == 0) {
 		t.Errorf("the generator did not cover every feature: %+v", *st)
 	}
 }
@@ -195,9 +196,10 @@ func runProperty(t *rapid.T, stats *propStats) {
 	input, _ := json.Marshal(items)
 	r := &propRun{
 		t: t, g: g, preds: predecessors(g), codeEvents: codeEvents, waits: waits,
-		failPct: rapid.SampledFrom([]int{0, 0, 0, 5, 10, 25}).Draw(t, "failPct"),
-		input:   input,
-		status:  make([]hephtype.StepStatus, len(g.Steps)), event: make([]string, len(g.Steps)),
+		failPct:   rapid.SampledFrom([]int{0, 0, 0, 5, 10, 25}).Draw(t, "failPct"),
+		snoozePct: rapid.SampledFrom([]int{0, 0, 10, 30}).Draw(t, "snoozePct"),
+		input:     input,
+		status:    make([]hephtype.StepStatus, len(g.Steps)), event: make([]string, len(g.Steps)),
 		output: make([]json.RawMessage, len(g.Steps)), mapItems: make([][]json.RawMessage, len(g.Steps)),
 		itemOut: make([][]json.RawMessage, len(g.Steps)), itemDone: make([][]bool, len(g.Steps)),
 		failedBy: -1, timers: map[int]bool{}, everScheduled: map[taskKey]bool{}, lastAttempt: map[taskKey]int{},
@@ -322,6 +324,18 @@ func (r *propRun) work(c engine.ScheduleStep) {
 		r.t.Fatalf("scheduled unknown step %q", c.Step)
 	}
 	roll := r.roll()
+	// A snooze runs the same attempt again later; a step may also cancel
+	// its run from inside.
+	switch s := r.roll(); {
+	case s < r.snoozePct:
+		r.stats.snoozes++
+		r.mustApply(engine.StepSnoozed{Step: c.Step, Index: c.Index, Attempt: c.Attempt, After: time.Duration(1+s) * time.Second})
+		return
+	case s == 99 && rapid.IntRange(0, 3).Draw(r.t, "selfCancel") == 0:
+		r.stats.selfCancels++
+		r.mustApply(engine.StepCancelled{Step: c.Step, Index: c.Index, Attempt: c.Attempt, Reason: "from inside"})
+		return
+	}
 	retryable, permanent, undeclared := r.failPct, r.failPct+r.failPct/4, r.failPct+r.failPct/4+r.failPct/8
 	if c.Index >= 0 {
 		switch {
@@ -414,6 +428,13 @@ func (r *propRun) cancel() {
 // nothing.
 func (r *propRun) replay(k int) {
 	ev := r.delivered[k]
+	if sn, ok := ev.(engine.StepSnoozed); ok && slices.ContainsFunc(r.outstanding, func(o engine.ScheduleStep) bool {
+		return o.Step == sn.Step && o.Index == sn.Index && o.Attempt == sn.Attempt
+	}) {
+		// The snoozed attempt is scheduled again, the same: only the
+		// task's fence tells the duplicate from a new report.
+		return
+	}
 	r.stats.stale++
 	switch ev.(type) {
 	case engine.Resume:
@@ -602,6 +623,19 @@ func (r *propRun) process(ev engine.Event, d *engine.Decision) {
 		} else if h.Kind != hephtype.EventStepFailed || !strings.Contains(h.Error, fmt.Sprintf("%q", e)) {
 			t.Fatalf("undeclared event %q recorded as %v", e, showHistory(d.History[:1]))
 		}
+	case engine.StepSnoozed:
+		h := d.History[0]
+		if len(d.History) != 1 || h.Kind != hephtype.EventStepSnoozed || h.Step != ev.Step || h.Attempt != ev.Attempt || (ev.Index >= 0 && h.Index != ev.Index) {
+			t.Fatalf("StepSnoozed %+v recorded as %v", ev, showHistory(d.History))
+		}
+		if len(d.Commands) != 1 {
+			t.Fatalf("StepSnoozed %+v issued %v", ev, showCommands(d.Commands))
+		}
+	case engine.StepCancelled:
+		last := d.History[len(d.History)-1]
+		if last.Kind != hephtype.EventRunCancelled || last.Error != ev.Reason {
+			t.Fatalf("StepCancelled %+v recorded as %v", ev, showHistory(d.History))
+		}
 	case engine.Resume:
 		k := slices.IndexFunc(d.History, func(h engine.History) bool { return h.Kind == hephtype.EventStepResumed })
 		if k < 0 || !jsonEqual(d.History[k].Data, ev.Payload) || d.History[k].Event != ev.Event {
@@ -731,6 +765,10 @@ func (r *propRun) process(ev engine.Event, d *engine.Decision) {
 				t.Fatalf("timer of %s fired after %#v", h.Step, ev)
 			}
 			delete(r.timers, j)
+		case hephtype.EventStepSnoozed:
+			if _, ok := ev.(engine.StepSnoozed); !ok || r.status[j] != hephtype.StepScheduled {
+				t.Fatalf("step %s snoozed while %s, after %#v", h.Step, r.status[j], ev)
+			}
 		case hephtype.EventStepFailed, hephtype.EventItemFailed,
 			hephtype.EventTimerStarted, hephtype.EventTimerCancelled:
 		default:
@@ -750,6 +788,22 @@ func (r *propRun) process(ev engine.Event, d *engine.Decision) {
 			isMap := r.g.Steps[j].Map
 			if (c.Index >= 0) != isMap {
 				t.Fatalf("%s: index does not match the step kind", showCommand(c))
+			}
+			if sn, ok := ev.(engine.StepSnoozed); ok {
+				// The same attempt again, after the delay.
+				if c.Retry || c.Delay != sn.After || c.Step != sn.Step || c.Index != sn.Index || c.Attempt != sn.Attempt ||
+					c.Attempt != r.lastAttempt[k] || !r.everScheduled[k] {
+					t.Fatalf("%s in reply to %#v", showCommand(c), ev)
+				}
+				if isMap && !jsonEqual(c.Item, r.mapItems[j][c.Index]) {
+					t.Fatalf("%s: element should be %s", showCommand(c), r.mapItems[j][c.Index])
+				}
+				r.checkInput(j, c.Input)
+				r.outstanding = append(r.outstanding, c)
+				continue
+			}
+			if c.Delay != 0 {
+				t.Fatalf("%s: a delay, in reply to %#v", showCommand(c), ev)
 			}
 			if c.Attempt == 1 {
 				if c.Retry || r.everScheduled[k] {
@@ -800,6 +854,9 @@ func (r *propRun) process(ev engine.Event, d *engine.Decision) {
 			delete(r.timers, j)
 		case engine.CancelStep:
 			k := slices.IndexFunc(r.outstanding, func(o engine.ScheduleStep) bool { return o.Step == c.Step && o.Index == c.Index })
+			if sc, ok := ev.(engine.StepCancelled); ok && k < 0 && sc.Step == c.Step && sc.Index == c.Index {
+				continue // the reporting task itself, which its fence deletes
+			}
 			if k < 0 {
 				t.Fatalf("%s: no such task outstanding", showCommand(c))
 			}

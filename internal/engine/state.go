@@ -17,6 +17,12 @@ type State struct {
 	Steps  []StepState        `json:"steps"`
 	Output json.RawMessage    `json:"output,omitempty"`
 	Error  string             `json:"error,omitempty"`
+	// Queue and Priority, when set, replace every step's queue and
+	// priority for the tasks of this run (a job inserted with its own).
+	// The engine only carries them, so that retries and snoozes keep
+	// them.
+	Queue    string `json:"queue,omitempty"`
+	Priority *int   `json:"priority,omitempty"`
 }
 
 // StepState is one step's position within a run.
@@ -125,6 +131,26 @@ type Cancel struct {
 	Reason string
 }
 
+// StepSnoozed reports that an attempt of a step (Index -1) or of a map
+// element (Index >= 0) asked to run again after a delay: the same attempt
+// is scheduled again, so a snooze consumes no attempt.
+type StepSnoozed struct {
+	Step    string
+	Index   int
+	Attempt int
+	After   time.Duration
+}
+
+// StepCancelled reports that an attempt of a step (Index -1) or of a map
+// element (Index >= 0) cancelled the run from inside: the run ends
+// cancelled with Reason, with no retry.
+type StepCancelled struct {
+	Step    string
+	Index   int
+	Attempt int
+	Reason  string
+}
+
 func (StepCompleted) isEvent() {}
 func (StepWaiting) isEvent()   {}
 func (StepFailed) isEvent()    {}
@@ -133,6 +159,8 @@ func (ItemFailed) isEvent()    {}
 func (Resume) isEvent()        {}
 func (TimerFired) isEvent()    {}
 func (Cancel) isEvent()        {}
+func (StepSnoozed) isEvent()   {}
+func (StepCancelled) isEvent() {}
 
 // Command is something the runtime must do: the output of Apply.
 type Command interface{ isCommand() }
@@ -146,6 +174,9 @@ type ScheduleStep struct {
 	Index   int
 	Attempt int
 	Retry   bool
+	// Delay, when positive, is a snooze: the runtime makes the task ready
+	// that long after now (Retry is then false).
+	Delay time.Duration
 	// Input is the step's input document: {"input": <run input>,
 	// "<key>": <output>, …} with one entry per completed step of the
 	// step's context (its ancestors, or the steps it declares it reads).

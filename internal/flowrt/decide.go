@@ -50,7 +50,17 @@ func translate(f *flow.Flow, d *engine.Decision, now time.Time) *store.Update {
 		switch c := c.(type) {
 		case engine.ScheduleStep:
 			spec, _ := f.Step(c.Step)
+			queue, prio := taskPlace(spec, d.State)
 			ready := now
+			if c.Delay > 0 {
+				ready = store.RoundUpMicro(now.Add(c.Delay))
+				// The history tells when the snoozed attempt is due.
+				for i := range u.History {
+					if h := &u.History[i]; h.Kind == hephtype.EventStepSnoozed && h.Step == c.Step && (c.Index < 0 || h.Index == c.Index) && h.Attempt == c.Attempt {
+						h.Data = worker.MustJSON(snoozeData{After: c.Delay.String(), ReadyAt: ready.UTC()})
+					}
+				}
+			}
 			if c.Retry {
 				backoff := spec.Retry.Backoff(c.Attempt, rand.Float64())
 				ready = now.Add(backoff)
@@ -62,11 +72,12 @@ func translate(f *flow.Flow, d *engine.Decision, now time.Time) *store.Update {
 				}
 			}
 			u.Tasks = append(u.Tasks, store.NewTask{
-				Queue: spec.Queue, Kind: store.TaskStep, Step: c.Step, Index: c.Index, Attempt: c.Attempt,
-				Payload: c.Input, Item: c.Item, Priority: spec.Priority, ReadyAt: ready, Handler: handler,
+				Queue: queue, Kind: store.TaskStep, Step: c.Step, Index: c.Index, Attempt: c.Attempt,
+				Payload: c.Input, Item: c.Item, Priority: prio, ReadyAt: ready, Handler: handler,
 			})
 		case engine.StartTimer:
 			spec, _ := f.Step(c.Step)
+			queue, prio := taskPlace(spec, d.State)
 			fireAt := store.RoundUpMicro(now.Add(c.After))
 			// The history tells when the timer is due.
 			for i := range u.History {
@@ -75,7 +86,7 @@ func translate(f *flow.Flow, d *engine.Decision, now time.Time) *store.Update {
 				}
 			}
 			u.Tasks = append(u.Tasks, store.NewTask{
-				Queue: spec.Queue, Kind: store.TaskTimer, Step: c.Step, Index: -1, Priority: spec.Priority, ReadyAt: fireAt,
+				Queue: queue, Kind: store.TaskTimer, Step: c.Step, Index: -1, Priority: prio, ReadyAt: fireAt,
 				Handler: handler,
 			})
 		case engine.CancelTimer:
@@ -94,6 +105,26 @@ func translate(f *flow.Flow, d *engine.Decision, now time.Time) *store.Update {
 		}
 	}
 	return u
+}
+
+// taskPlace is the queue and priority of a task of a step: the step's,
+// unless the run overrides them (a job inserted with its own), so that
+// every attempt, retry and snooze keeps what the run was started with.
+func taskPlace(spec flow.StepSpec, s *engine.State) (string, int) {
+	queue, prio := spec.Queue, spec.Priority
+	if s.Queue != "" {
+		queue = s.Queue
+	}
+	if s.Priority != nil {
+		prio = *s.Priority
+	}
+	return queue, prio
+}
+
+// snoozeData is the Data of a step_snoozed entry.
+type snoozeData struct {
+	After   string    `json:"after"`
+	ReadyAt time.Time `json:"ready_at"`
 }
 
 // timerData is the Data of a flow's timer_started entry.

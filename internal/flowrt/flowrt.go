@@ -195,6 +195,25 @@ type StartOptions struct {
 	RunAt time.Time
 	// ConcurrencyKey is stored on the run (store.Run.ConcurrencyKey).
 	ConcurrencyKey string
+	// Queue and Priority, when set, replace the steps' queue and
+	// priority for every task of the run. They are kept in the run's
+	// state, so retries and snoozes keep them.
+	Queue    string
+	Priority *int
+	// BusinessID, when set, is the run's business id ("key::value") with
+	// the scope KeyScope (ScopeActive or ScopeForever), instead of the
+	// flow's business key, which the flow must then not declare: jobs
+	// choose their uniqueness per insert.
+	BusinessID string
+	KeyScope   businesskey.Scope
+}
+
+// Prepare checks a start request and returns the run to create, without
+// creating it: for a create in a transaction of the caller's own
+// (store.TxInserter). Start and StartMany create what it returns.
+func (r *Runtime) Prepare(flowName string, input any, opts *StartOptions) (*store.NewRun, error) {
+	nr, _, err := r.newRun(flowName, input, opts)
+	return nr, err
 }
 
 // Start creates a run of the named flow and returns it as stored.
@@ -274,6 +293,20 @@ func (r *Runtime) newRun(flowName string, input any, opts *StartOptions) (*store
 		}
 	case opts.BusinessValue != "":
 		return nil, nil, fmt.Errorf("start %q: %w: the flow declares no business key, so BusinessValue must be empty", flowName, limits.ErrInvalidInput)
+	case opts.BusinessID != "":
+		if _, _, err := businesskey.Parse(opts.BusinessID); err != nil {
+			return nil, nil, fmt.Errorf("start %q: %w: %w", flowName, limits.ErrInvalidInput, err)
+		}
+		if opts.KeyScope != businesskey.ScopeActive && opts.KeyScope != businesskey.ScopeForever {
+			return nil, nil, fmt.Errorf("start %q: %w: key scope %q; a business id given at start needs %q or %q", flowName, limits.ErrInvalidInput, opts.KeyScope, businesskey.ScopeActive, businesskey.ScopeForever)
+		}
+		bid, scope = opts.BusinessID, opts.KeyScope
+	}
+	if key != "" && opts.BusinessID != "" {
+		return nil, nil, fmt.Errorf("start %q: %w: the flow declares business key %q, so it gives the run its business id; BusinessID must be empty", flowName, limits.ErrInvalidInput, key)
+	}
+	if len(opts.Queue) > hephtype.MaxNameLen {
+		return nil, nil, fmt.Errorf("start %q: %w: queue name %.20q… is %d bytes long; the limit is %d", flowName, limits.ErrInvalidInput, opts.Queue, len(opts.Queue), hephtype.MaxNameLen)
 	}
 	meta := f.Metadata()
 	delete(meta, MetaCreatedBy) // a flow cannot say who started its runs
@@ -305,6 +338,7 @@ func (r *Runtime) newRun(flowName string, input any, opts *StartOptions) (*store
 		}
 	}
 	d := engine.Start(flowgraph.Of(f), raw)
+	d.State.Queue, d.State.Priority = opts.Queue, opts.Priority
 	u := translate(f, d, r.cfg.Clock.Now())
 	id := newID()
 	if opts.RunID != "" {
@@ -476,6 +510,14 @@ type Outcome struct {
 	// step's retry policy may try again.
 	Err       string
 	Retryable bool
+	// Snoozed: the attempt asked to run again after Snooze, without
+	// counting an attempt (flow.Snooze).
+	Snoozed bool
+	Snooze  time.Duration
+	// Cancelled: the attempt cancelled its run, with CancelReason
+	// (flow.Cancel).
+	Cancelled    bool
+	CancelReason string
 	// Details are the attempt's last heartbeat details: a retry reads
 	// them.
 	Details json.RawMessage
@@ -507,6 +549,10 @@ func (r *Runtime) Complete(t *store.Task, o *Outcome, handoff string) ([]*store.
 	}
 	var ev engine.Event
 	switch {
+	case o.Snoozed:
+		ev = engine.StepSnoozed{Step: t.Step, Index: t.Index, Attempt: t.Attempt, After: max(o.Snooze, 0)}
+	case o.Cancelled:
+		ev = engine.StepCancelled{Step: t.Step, Index: t.Index, Attempt: t.Attempt, Reason: o.CancelReason}
 	case o.Err != "":
 		ev = stepFailure(t, o.Err, o.Retryable)
 	case t.Index >= 0 && o.Wait:
@@ -613,6 +659,18 @@ func (r *Runtime) runStep(ctx context.Context, h *worker.Held) (*Outcome, error)
 		if perr := limits.Payload(out.Output, r.cfg.MaxPayloadSize, "output of step "+strconv.Quote(t.Step)); perr != nil {
 			err = flow.NonRetryable(perr)
 		}
+	}
+	var snooze *flow.SnoozeError
+	var cancel *flow.CancelError
+	switch {
+	case errors.As(err, &snooze):
+		info.Kind = telemetry.StepCompleted
+		r.cfg.Telemetry.Emit(info)
+		return &Outcome{Snoozed: true, Snooze: snooze.After}, nil
+	case errors.As(err, &cancel):
+		info.Kind, info.Err = telemetry.StepFailed, err
+		r.cfg.Telemetry.Emit(info)
+		return &Outcome{Cancelled: true, CancelReason: cancel.Reason}, nil
 	}
 	if err != nil {
 		retry := spec.Retry.Retryable(err)

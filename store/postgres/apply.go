@@ -271,6 +271,11 @@ type applier struct {
 	// locks (queries.guard), and fails with errStale if it was wrong.
 	guess *guessed
 
+	// inTx: the changes are creates written in a transaction of the
+	// caller's (InsertInTx), which the applier neither begins nor
+	// commits.
+	inTx bool
+
 	// The state as the changes so far left it.
 	slow bool
 	runs map[string]*runState
@@ -813,7 +818,7 @@ func (a *applier) applyAll(ctx context.Context) error {
 	// Unless a create may meet a conflict, whose holder must then be
 	// looked up in the transaction, COMMIT goes with the writes; and when
 	// guessing, where a conflict fails the transaction (queries.created).
-	if a.guess != nil || !slices.ContainsFunc(w.ops, func(o *op) bool { return o.create }) {
+	if !a.inTx && (a.guess != nil || !slices.ContainsFunc(w.ops, func(o *op) bool { return o.create })) {
 		a.pl.mark(&a.read)
 		a.pl.commit(&a.committed)
 		a.commitSent = true

@@ -92,7 +92,22 @@ func TestConformance(t *testing.T) {
 	t.Parallel()
 	storetest.Run(t, func(t *testing.T) store.Store {
 		return open(t, &postgres.Config{DSN: pgtest.DSN(t)})
-	})
+	}, storetest.WithTx(beginTx))
+}
+
+// beginTx opens a transaction of the application's on the store's pool.
+func beginTx(t *testing.T, s store.Store) *storetest.Tx {
+	ctx := context.WithoutCancel(t.Context())
+	tx, err := s.(*postgres.Store).Pool().Begin(ctx)
+	if err != nil {
+		t.Fatalf("begin: %v", err)
+	}
+	return &storetest.Tx{
+		Tx:       tx,
+		Exec:     func(q string) error { _, err := tx.Exec(ctx, q); return err },
+		Commit:   func() error { return tx.Commit(ctx) },
+		Rollback: func() error { return tx.Rollback(ctx) },
+	}
 }
 
 // A second schema in the same database is a store of its own.
@@ -102,7 +117,7 @@ func TestConformanceCustomSchema(t *testing.T) {
 		dsn := pgtest.DSN(t)
 		open(t, &postgres.Config{DSN: dsn}) // a neighbour in "heph"
 		return open(t, &postgres.Config{DSN: dsn, Schema: "other_one"})
-	})
+	}, storetest.WithTx(beginTx))
 }
 
 func TestConfigErrors(t *testing.T) {

@@ -552,11 +552,7 @@ func (a *applier) flushEvents() error {
 			w.arg(a.nowUS)
 			w.arg(nullString(p.key))
 		}
-		st, err := w.insertStmt(insertEvents, len(chunk))
-		if err == nil {
-			_, err = w.run(st)
-		}
-		if err != nil {
+		if _, err := w.runInsert(insertEvents, len(chunk)); err != nil {
 			return fmt.Errorf("insert events: %w", err)
 		}
 	}
@@ -622,11 +618,7 @@ func (a *applier) flushTasks() error {
 				w.arg(nil)
 			}
 		}
-		st, err := w.insertStmt(insertTasks, len(chunk))
-		if err != nil {
-			return fmt.Errorf("insert tasks: %w", err)
-		}
-		res, err := w.run(st)
+		res, err := w.runInsert(insertTasks, len(chunk))
 		if err != nil {
 			return fmt.Errorf("insert tasks: %w", err)
 		}

@@ -2,6 +2,7 @@ package sqlite
 
 import (
 	"context"
+	"database/sql"
 	"database/sql/driver"
 	"errors"
 	"fmt"
@@ -169,6 +170,11 @@ type wconn struct {
 	fresh  bool
 	queues queueCache
 
+	// callerTx, when set, is a transaction of the caller's (InsertInTx): the
+	// statements go through it, under ctx, instead of the prepared ones.
+	callerTx *sql.Tx
+	ctx      context.Context
+
 	args []driver.NamedValue
 	dest []driver.Value
 }
@@ -329,6 +335,62 @@ func (w *wconn) insertStmt(kind, rows int) (driver.Stmt, error) {
 	return st, nil
 }
 
+// runInsert runs the multi-row insert of kind for rows rows with the
+// collected arguments.
+func (w *wconn) runInsert(kind, rows int) (driver.Result, error) {
+	if w.callerTx != nil {
+		return w.txExec(insertQuery(kind, rows))
+	}
+	st, err := w.insertStmt(kind, rows)
+	if err != nil {
+		return nil, err
+	}
+	return w.run(st)
+}
+
+// txArgs takes the collected arguments for a statement through
+// w.callerTx.
+func (w *wconn) txArgs() []any {
+	args := make([]any, len(w.args))
+	for i, a := range w.args {
+		args[i] = a.Value
+	}
+	clear(w.args)
+	w.args = w.args[:0]
+	return args
+}
+
+func (w *wconn) txExec(q string) (driver.Result, error) {
+	return w.callerTx.ExecContext(w.ctx, q, w.txArgs()...)
+}
+
+func (w *wconn) txQuery(q string) (driver.Rows, error) {
+	rows, err := w.callerTx.QueryContext(w.ctx, q, w.txArgs()...)
+	if err != nil {
+		return nil, err
+	}
+	return &txRows{rows: rows}, nil
+}
+
+// txRows reads *sql.Rows as driver.Rows, for row.
+type txRows struct{ rows *sql.Rows }
+
+func (r *txRows) Columns() []string { cols, _ := r.rows.Columns(); return cols }
+func (r *txRows) Close() error      { return r.rows.Close() }
+func (r *txRows) Next(dest []driver.Value) error {
+	if !r.rows.Next() {
+		if err := r.rows.Err(); err != nil {
+			return err
+		}
+		return io.EOF
+	}
+	ptrs := make([]any, len(dest))
+	for i := range dest {
+		ptrs[i] = &dest[i]
+	}
+	return r.rows.Scan(ptrs...)
+}
+
 // arg appends an argument for the next statement.
 func (w *wconn) arg(v driver.Value) {
 	w.args = append(w.args, driver.NamedValue{Ordinal: len(w.args) + 1, Value: v})
@@ -344,6 +406,9 @@ func (w *wconn) run(st driver.Stmt) (driver.Result, error) {
 
 // exec runs the statement q with the collected arguments.
 func (w *wconn) exec(q int) (driver.Result, error) {
+	if w.callerTx != nil {
+		return w.txExec(queries[q])
+	}
 	st, err := w.stmt(q)
 	if err != nil {
 		return nil, err
@@ -354,6 +419,9 @@ func (w *wconn) exec(q int) (driver.Result, error) {
 // query runs the statement q with the collected arguments; the caller
 // closes the rows.
 func (w *wconn) query(q int) (driver.Rows, error) {
+	if w.callerTx != nil {
+		return w.txQuery(queries[q])
+	}
 	st, err := w.stmt(q)
 	if err != nil {
 		return nil, err

@@ -38,14 +38,28 @@ func TestConformanceFile(t *testing.T) {
 	t.Parallel()
 	storetest.Run(t, func(t *testing.T) store.Store {
 		return open(t, &Config{Path: filepath.Join(t.TempDir(), "heph.db")})
-	})
+	}, storetest.WithTx(beginTx))
 }
 
 func TestConformanceMemory(t *testing.T) {
 	t.Parallel()
 	storetest.Run(t, func(t *testing.T) store.Store {
 		return open(t, &Config{Memory: true})
-	})
+	}, storetest.WithTx(beginTx))
+}
+
+// beginTx opens a transaction of the application's on the store's DB.
+func beginTx(t *testing.T, s store.Store) *storetest.Tx {
+	tx, err := s.(*Store).DB().BeginTx(t.Context(), nil)
+	if err != nil {
+		t.Fatalf("begin: %v", err)
+	}
+	return &storetest.Tx{
+		Tx:       tx,
+		Exec:     func(q string) error { _, err := tx.ExecContext(t.Context(), q); return err },
+		Commit:   tx.Commit,
+		Rollback: tx.Rollback,
+	}
 }
 
 func TestConfigErrors(t *testing.T) {

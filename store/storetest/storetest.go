@@ -57,7 +57,14 @@ import (
 
 // Run runs the suite. newStore returns a new, empty store for one subtest
 // and arranges (t.Cleanup) for it to be closed; subtests run in parallel.
-func Run(t *testing.T, newStore func(t *testing.T) store.Store) {
+//
+// A backend that implements store.TxInserter passes WithTx, so that the
+// suite can open transactions of the caller's kind.
+func Run(t *testing.T, newStore func(t *testing.T) store.Store, opts ...Option) {
+	var c config
+	for _, o := range opts {
+		o(&c)
+	}
 	tests := []struct {
 		name string
 		fn   func(t *testing.T, h *harness)
@@ -123,6 +130,7 @@ func Run(t *testing.T, newStore func(t *testing.T) store.Store) {
 		{"QueueConcurrentClaims", testQueueConcurrentClaims},
 		{"QueueManyKeys", testQueueManyKeys},
 	}
+	tests = append(tests, txTests(&c)...)
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()

@@ -1,0 +1,181 @@
+// Command jobs runs background jobs on the embedded SQLite store: typed
+// kinds of jobs, a unique job, a delayed job, a job that snoozes once, a
+// job that cancels itself, and a job inserted in the same transaction as
+// the application's own row.
+//
+//	go run ./examples/jobs [-db jobs.db]
+//
+// It inserts its jobs, waits until each has finished, prints them and
+// exits.
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"log"
+	"log/slog"
+	"strconv"
+	"sync/atomic"
+	"time"
+
+	heph "github.com/hephaestus-go/hephaestus"
+	"github.com/hephaestus-go/hephaestus/job"
+	"github.com/hephaestus-go/hephaestus/store/sqlite"
+)
+
+// Email is the argument of a send_email job.
+type Email struct {
+	To      string `json:"to"`
+	Subject string `json:"subject"`
+}
+
+// Thumbnail is the argument of a thumbnail job.
+type Thumbnail struct {
+	Image string `json:"image"`
+	Size  int    `json:"size"`
+}
+
+// sent counts the emails "sent", and busy makes the first thumbnail
+// snooze (the image store is busy, try again shortly).
+var sent, busy atomic.Int32
+
+// SendEmail sends an email; the same email (equal arguments) is sent at
+// most once per hour, however often it is inserted.
+var SendEmail = job.MustNew("send_email", func(ctx context.Context, j *job.Job[Email]) error {
+	sent.Add(1)
+	fmt.Printf("  email to %s: %q (attempt %d)\n", j.Args.To, j.Args.Subject, j.Attempt)
+	return nil
+}, &job.Options[Email]{
+	MaxAttempts: 5,
+	Timeout:     10 * time.Second,
+	Unique:      &job.Unique{ByArgs: true, Period: time.Hour},
+})
+
+// MakeThumbnail resizes an image; it snoozes once when the image store is
+// busy (a snooze counts no attempt), and cancels itself for a size it
+// cannot make (no retry).
+var MakeThumbnail = job.MustNew("thumbnail", func(ctx context.Context, j *job.Job[Thumbnail]) error {
+	if j.Args.Size <= 0 {
+		return job.Cancel("size " + strconv.Itoa(j.Args.Size) + " is not a size")
+	}
+	if busy.Add(1) == 1 {
+		fmt.Printf("  thumbnail of %s: image store busy, snoozing\n", j.Args.Image)
+		return job.Snooze(200 * time.Millisecond)
+	}
+	fmt.Printf("  thumbnail of %s at %dpx (attempt %d)\n", j.Args.Image, j.Args.Size, j.Attempt)
+	return nil
+}, &job.Options[Thumbnail]{Queue: "images", Priority: 1, Timeout: 30 * time.Second})
+
+func main() {
+	db := flag.String("db", "jobs.db", "SQLite file")
+	flag.Parse()
+	if err := run(*db); err != nil {
+		log.Fatal(err)
+	}
+}
+
+func run(path string) error {
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	st, err := sqlite.Open(ctx, &sqlite.Config{Path: path})
+	if err != nil {
+		return err
+	}
+	defer st.Close()
+	c, err := heph.New(&heph.Config{
+		Store:  st,
+		Queues: map[string]int{"default": 4, "images": 2},
+		// SQLite has no notifications: a job inserted in a transaction of
+		// the application's is found by the workers' poll.
+		PollInterval: 200 * time.Millisecond,
+		Logger:       slog.New(slog.DiscardHandler),
+	})
+	if err != nil {
+		return err
+	}
+	if err := c.RegisterJobs(SendEmail, MakeThumbnail); err != nil {
+		return err
+	}
+	if err := c.Start(ctx); err != nil {
+		return err
+	}
+	defer func() { _ = c.Stop(context.Background()) }()
+
+	var jobs []*heph.Job
+	add := func(j *heph.Job, err error) error {
+		if err != nil {
+			return err
+		}
+		jobs = append(jobs, j)
+		return nil
+	}
+	welcome := Email{To: "ada@example.com", Subject: "Welcome"}
+	fmt.Println("inserting jobs")
+	if err := add(heph.InsertJob(ctx, c, SendEmail, welcome, nil)); err != nil {
+		return err
+	}
+	// The same email again: the existing job comes back, nothing is sent
+	// twice.
+	if err := add(heph.InsertJob(ctx, c, SendEmail, welcome, nil)); err != nil {
+		return err
+	}
+	if err := add(heph.InsertJob(ctx, c, SendEmail, Email{To: "bob@example.com", Subject: "Reminder"},
+		&heph.JobOptions{RunAfter: 300 * time.Millisecond})); err != nil {
+		return err
+	}
+	thumbs, err := heph.InsertJobs(ctx, c, MakeThumbnail, []heph.JobInsert[Thumbnail]{
+		{Args: Thumbnail{Image: "cat.png", Size: 128}, Options: &heph.JobOptions{Priority: 10}},
+		{Args: Thumbnail{Image: "dog.png", Size: 0}},
+	})
+	if err != nil {
+		return err
+	}
+	jobs = append(jobs, thumbs...)
+
+	// An order and its confirmation email, in one transaction of the
+	// application's: both or neither.
+	order := "order-" + strconv.FormatInt(time.Now().UnixNano(), 36)
+	tx, err := st.DB().BeginTx(ctx, nil)
+	if err != nil {
+		return err
+	}
+	if _, err := tx.ExecContext(ctx, "CREATE TABLE IF NOT EXISTS orders (id TEXT PRIMARY KEY, customer TEXT)"); err != nil {
+		return errors.Join(err, tx.Rollback())
+	}
+	if _, err := tx.ExecContext(ctx, "INSERT INTO orders (id, customer) VALUES (?, ?)", order, "ada"); err != nil {
+		return errors.Join(err, tx.Rollback())
+	}
+	confirm, err := heph.InsertJobTx(ctx, c, tx, SendEmail, Email{To: "ada@example.com", Subject: "Your " + order}, nil)
+	if err != nil {
+		return errors.Join(err, tx.Rollback())
+	}
+	if err := tx.Commit(); err != nil {
+		return err
+	}
+	jobs = append(jobs, confirm)
+
+	fmt.Println("running")
+	for _, j := range jobs {
+		if _, err := c.WaitRun(ctx, j.ID); err != nil {
+			return err
+		}
+	}
+	fmt.Println("done")
+	for _, j := range jobs {
+		got, err := c.GetJob(ctx, j.ID)
+		if err != nil {
+			return err
+		}
+		dup := ""
+		if j.Duplicate {
+			dup = " (duplicate of an earlier insert)"
+		}
+		fmt.Printf("  %-10s %s %-9s attempt %d %s%s\n", got.Kind, got.ID[len(got.ID)-8:], got.Status, got.Attempt, got.Error, dup)
+	}
+	// On a fresh file three emails go out; run again within the hour and
+	// the welcome email is the earlier run's job.
+	fmt.Printf("%d emails sent\n", sent.Load())
+	return nil
+}

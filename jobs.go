@@ -1,0 +1,359 @@
+package hephaestus
+
+import (
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strconv"
+	"time"
+
+	"github.com/hephaestus-go/hephaestus/businesskey"
+	"github.com/hephaestus-go/hephaestus/internal/flowrt"
+	"github.com/hephaestus-go/hephaestus/internal/telemetry"
+	"github.com/hephaestus-go/hephaestus/job"
+	"github.com/hephaestus-go/hephaestus/store"
+)
+
+// ErrTxType: InsertJobTx was given a transaction of another kind than the
+// store's (PostgreSQL takes a pgx.Tx, SQLite a *sql.Tx of the store's
+// DB()), or the store cannot insert in a transaction at all.
+var ErrTxType = store.ErrTxType
+
+// uniqueKeyName is the business key name of unique jobs: their business
+// id is "job::<value>", unique per kind.
+const uniqueKeyName = "job"
+
+// maxUniqueKey bounds an insert's UniqueKey, in bytes: it leaves room in
+// the business value for the prefix and a period's suffix.
+const maxUniqueKey = 160
+
+// RegisterJobs registers kinds of jobs (package job): each is a one-step
+// flow named after the kind, registered as Register would. Workers of the
+// kinds' queues then run their jobs.
+func (c *Client) RegisterJobs(kinds ...job.Registrable) error {
+	for _, k := range kinds {
+		if k == nil || k.Flow() == nil {
+			return errors.New("hephaestus: RegisterJobs: nil job kind")
+		}
+		if err := c.flows.Register(k.Flow()); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// JobOptions are the optional parameters of one insert of a job. Zero
+// fields take the kind's options.
+type JobOptions struct {
+	// RunAt makes the job ready at that time instead of now (a time in
+	// the past means now). RunAfter, when positive, is the same as RunAt
+	// now+RunAfter; set one of them.
+	RunAt    time.Time
+	RunAfter time.Duration
+	// Priority, when not zero, replaces the kind's: higher runs first. It
+	// holds for every attempt, retry and snooze of the job.
+	Priority int
+	// Queue, when set, replaces the kind's queue for every attempt.
+	Queue string
+	// UniqueKey, when set, makes the job unique by this key (1 to 160
+	// bytes of letters, digits, '.', '_' and '-'), under the kind's
+	// Unique policy, or while active when the kind has none.
+	UniqueKey string
+	// Unique, when set, replaces the kind's uniqueness policy.
+	Unique *job.Unique
+	// ConcurrencyKey, when set, replaces the key the kind computes from
+	// the arguments.
+	ConcurrencyKey string
+	// Tags and Metadata are stored on the job's run (see StartOptions).
+	Tags     []string
+	Metadata map[string]any
+}
+
+// Job is an inserted job, as stored.
+type Job struct {
+	// ID is the job's id (its run's).
+	ID string
+	// Kind is the kind's name.
+	Kind string
+	// Status is the job's run status: pending or running until it
+	// finishes, then completed, failed or cancelled. It is empty for a
+	// duplicate found by InsertJobTx, which reads nothing outside the
+	// transaction.
+	Status RunStatus
+	// Duplicate is true when the insert found the job existing already
+	// (a unique job) and inserted nothing: ID is the existing job's.
+	Duplicate bool
+	// Attempt is the attempt of the job's step as stored.
+	Attempt int
+	// Error is why the job failed or was cancelled.
+	Error      string
+	Tags       []string
+	Metadata   map[string]json.RawMessage
+	CreatedAt  time.Time
+	FinishedAt time.Time
+}
+
+// JobInsert is one job of InsertJobs and InsertJobsTx.
+type JobInsert[A any] struct {
+	Args    A
+	Options *JobOptions
+}
+
+// InsertJob inserts a job of kind with args and returns it. A unique job
+// that exists already is returned with Duplicate set, and nothing is
+// inserted. The kind need not be registered in this client (another
+// process may run it), but it must be when the client has workers for its
+// queue.
+func InsertJob[A any](ctx context.Context, c *Client, kind *job.Kind[A], args A, opts *JobOptions) (*Job, error) {
+	jobs, err := InsertJobs(ctx, c, kind, []JobInsert[A]{{Args: args, Options: opts}})
+	if err != nil {
+		return nil, err
+	}
+	return jobs[0], nil
+}
+
+// InsertJobs inserts many jobs of a kind, committed together (in batches
+// of Config.MaxCommitBatch). Every insert is checked first; if one is
+// invalid, none is inserted. Unique jobs that exist already come back with
+// Duplicate set.
+func InsertJobs[A any](ctx context.Context, c *Client, kind *job.Kind[A], inserts []JobInsert[A]) ([]*Job, error) {
+	runs, err := prepareJobs(c, kind, inserts)
+	if err != nil {
+		return nil, err
+	}
+	changes := make([]store.Change, len(runs))
+	for i, nr := range runs {
+		changes[i] = store.Change{Create: nr}
+	}
+	results, err := c.commit.SubmitAll(ctx, changes)
+	if err != nil {
+		return nil, fmt.Errorf("insert jobs of %q: %w", kind.Name(), err)
+	}
+	out := make([]*Job, len(runs))
+	var errs []error
+	for i, res := range results {
+		var de *store.DuplicateRunError
+		switch {
+		case res.Err == nil:
+			out[i] = jobOf(res.Res.Run)
+			c.hub.Emit(telemetry.Event{Kind: telemetry.RunStarted, RunID: runs[i].ID, Workflow: runs[i].Workflow, Version: runs[i].Version})
+		case errors.As(res.Err, &de):
+			r, err := c.cfg.Store.GetRun(ctx, de.ExistingRunID)
+			if err != nil {
+				errs = append(errs, fmt.Errorf("insert job %d of %q: read the existing job %s: %w", i, kind.Name(), de.ExistingRunID, err))
+				continue
+			}
+			out[i] = jobOf(r)
+			out[i].Duplicate = true
+		case errors.Is(res.Err, store.ErrRunExists):
+			// A commit retried after its outcome was lost: the first try
+			// inserted it.
+			r, err := c.cfg.Store.GetRun(ctx, runs[i].ID)
+			if err != nil {
+				errs = append(errs, fmt.Errorf("insert job %d of %q: %w", i, kind.Name(), err))
+				continue
+			}
+			out[i] = jobOf(r)
+		default:
+			errs = append(errs, fmt.Errorf("insert job %d of %q: %w", i, kind.Name(), res.Err))
+		}
+	}
+	if err := errors.Join(errs...); err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+// InsertJobTx inserts a job inside tx, a database transaction of the
+// application's own, and commits nothing: the job exists if, and only if,
+// the application commits tx, atomically with what else tx wrote. On
+// PostgreSQL tx is a pgx.Tx on the store's database; on SQLite a *sql.Tx of
+// the store's DB() (see sqlite.Store.DB: its one connection is held until
+// tx ends, so use tx, not the client, until then). Another kind of tx
+// fails with ErrTxType.
+//
+// A unique job that exists already (committed, or inserted earlier in
+// tx) comes back with Duplicate set and an empty Status. Workers find the
+// job once tx commits: at once on PostgreSQL (a notification sent in tx),
+// at their next poll on SQLite.
+func InsertJobTx[A any](ctx context.Context, c *Client, tx any, kind *job.Kind[A], args A, opts *JobOptions) (*Job, error) {
+	jobs, err := InsertJobsTx(ctx, c, tx, kind, []JobInsert[A]{{Args: args, Options: opts}})
+	if err != nil {
+		return nil, err
+	}
+	return jobs[0], nil
+}
+
+// InsertJobsTx is InsertJobTx for many jobs of a kind.
+func InsertJobsTx[A any](ctx context.Context, c *Client, tx any, kind *job.Kind[A], inserts []JobInsert[A]) ([]*Job, error) {
+	ti, ok := c.cfg.Store.(store.TxInserter)
+	if !ok {
+		return nil, fmt.Errorf("insert jobs of %q: %w: the store (%T) cannot insert in a transaction", kind.Name(), ErrTxType, c.cfg.Store)
+	}
+	runs, err := prepareJobs(c, kind, inserts)
+	if err != nil {
+		return nil, err
+	}
+	results, err := ti.InsertInTx(ctx, tx, &store.InsertParams{Runs: runs, Now: c.cfg.Clock.Now()})
+	if err != nil {
+		return nil, fmt.Errorf("insert jobs of %q: %w", kind.Name(), err)
+	}
+	out := make([]*Job, len(runs))
+	var errs []error
+	for i, res := range results {
+		var de *store.DuplicateRunError
+		switch {
+		case res.Err == nil:
+			out[i] = jobOf(res.Run)
+		case errors.As(res.Err, &de):
+			out[i] = &Job{ID: de.ExistingRunID, Kind: kind.Name(), Duplicate: true}
+		default:
+			errs = append(errs, fmt.Errorf("insert job %d of %q: %w", i, kind.Name(), res.Err))
+		}
+	}
+	if err := errors.Join(errs...); err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+// GetJob returns a job by id.
+func (c *Client) GetJob(ctx context.Context, id string) (*Job, error) {
+	r, err := c.cfg.Store.GetRun(ctx, id)
+	if err != nil {
+		return nil, fmt.Errorf("get job %s: %w", id, err)
+	}
+	return jobOf(r), nil
+}
+
+// prepareJobs checks the inserts and builds their runs.
+func prepareJobs[A any](c *Client, kind *job.Kind[A], inserts []JobInsert[A]) ([]*store.NewRun, error) {
+	if kind == nil {
+		return nil, errors.New("insert jobs: nil job kind")
+	}
+	if _, err := c.flows.Flow(kind.Name(), kind.Flow().Version()); err != nil {
+		// Not registered here: register it, so that its flow is known
+		// (a client without workers for its queue only inserts).
+		if err := c.flows.Register(kind.Flow()); err != nil {
+			return nil, err
+		}
+	}
+	kopts := kind.Options()
+	now := c.cfg.Clock.Now()
+	runs := make([]*store.NewRun, len(inserts))
+	for i, in := range inserts {
+		o := in.Options
+		if o == nil {
+			o = &JobOptions{}
+		}
+		so := &flowrt.StartOptions{Version: kind.Flow().Version(), Tags: o.Tags, Metadata: o.Metadata, Queue: o.Queue, RunAt: o.RunAt}
+		if o.RunAfter > 0 {
+			if !o.RunAt.IsZero() {
+				return nil, fmt.Errorf("insert job %d of %q: %w: set RunAt or RunAfter, not both", i, kind.Name(), ErrInvalidInput)
+			}
+			so.RunAt = now.Add(o.RunAfter)
+		}
+		if o.RunAfter < 0 {
+			return nil, fmt.Errorf("insert job %d of %q: %w: RunAfter is %s; it must not be negative", i, kind.Name(), ErrInvalidInput, o.RunAfter)
+		}
+		if o.Priority != 0 {
+			p := o.Priority
+			so.Priority = &p
+		}
+		so.ConcurrencyKey = o.ConcurrencyKey
+		if so.ConcurrencyKey == "" && kopts.ConcurrencyKey != nil {
+			so.ConcurrencyKey = kopts.ConcurrencyKey(in.Args)
+		}
+		bid, scope, err := uniqueID(in.Args, o, kopts.Unique, now)
+		if err != nil {
+			return nil, fmt.Errorf("insert job %d of %q: %w: %w", i, kind.Name(), ErrInvalidInput, err)
+		}
+		so.BusinessID, so.KeyScope = bid, scope
+		nr, err := c.flows.Prepare(kind.Name(), in.Args, so)
+		if err != nil {
+			return nil, fmt.Errorf("insert job %d of %q: %w", i, kind.Name(), err)
+		}
+		runs[i] = nr
+	}
+	return runs, nil
+}
+
+// uniqueID is the business id and scope of a job under its uniqueness
+// policy, or "" when it is not unique: "job::k-<key>" for a key,
+// "job::a-<hash>" for arguments, with ".<period start, Unix seconds>"
+// within a period (unique forever), else unique while active.
+func uniqueID(args any, o *JobOptions, kind *job.Unique, now time.Time) (string, businesskey.Scope, error) {
+	u := kind
+	if o.Unique != nil {
+		u = o.Unique
+	}
+	if u != nil && u.Period < 0 {
+		return "", "", fmt.Errorf("Unique.Period is %s; it must not be negative", u.Period)
+	}
+	var value string
+	switch {
+	case o.UniqueKey != "":
+		if len(o.UniqueKey) > maxUniqueKey {
+			return "", "", fmt.Errorf("UniqueKey %.20q… is %d bytes long; the limit is %d", o.UniqueKey, len(o.UniqueKey), maxUniqueKey)
+		}
+		if err := businesskey.ValidateValue(o.UniqueKey); err != nil {
+			return "", "", fmt.Errorf("UniqueKey: %w", err)
+		}
+		value = "k-" + o.UniqueKey
+	case u != nil && u.ByArgs:
+		h, err := argsHash(args)
+		if err != nil {
+			return "", "", err
+		}
+		value = "a-" + h
+	default:
+		return "", "", nil
+	}
+	scope := businesskey.ScopeActive
+	if u != nil && u.Period > 0 {
+		start := now.UTC().Truncate(u.Period)
+		value += "." + strconv.FormatInt(start.Unix(), 10)
+		scope = businesskey.ScopeForever
+	}
+	return uniqueKeyName + businesskey.Separator + value, scope, nil
+}
+
+// argsHash is the hex SHA-256 (first 128 bits) of the canonical JSON of
+// args: object keys sorted, numbers as written, no insignificant space.
+func argsHash(args any) (string, error) {
+	b, err := json.Marshal(args)
+	if err != nil {
+		return "", fmt.Errorf("the arguments do not encode as JSON: %w", err)
+	}
+	d := json.NewDecoder(bytes.NewReader(b))
+	d.UseNumber()
+	var v any
+	if err := d.Decode(&v); err != nil {
+		return "", fmt.Errorf("the arguments do not decode as JSON: %w", err)
+	}
+	canon, err := json.Marshal(v)
+	if err != nil {
+		return "", fmt.Errorf("the arguments do not encode as JSON: %w", err)
+	}
+	sum := sha256.Sum256(canon)
+	return hex.EncodeToString(sum[:16]), nil
+}
+
+// jobOf converts a stored run to a Job.
+func jobOf(r *store.Run) *Job {
+	j := &Job{ID: r.ID, Kind: r.Workflow, Status: r.Status, Error: r.Error, Tags: r.Tags, Metadata: r.Metadata,
+		CreatedAt: r.CreatedAt, FinishedAt: r.FinishedAt}
+	var s struct {
+		Steps []struct {
+			Attempt int `json:"attempt"`
+		} `json:"steps"`
+	}
+	if json.Unmarshal(r.State, &s) == nil && len(s.Steps) > 0 {
+		j.Attempt = s.Steps[0].Attempt
+	}
+	return j
+}
