@@ -42,6 +42,9 @@ func (c *Client) RegisterJobs(kinds ...job.Registrable) error {
 		if err := c.flows.Register(k.Flow()); err != nil {
 			return err
 		}
+		if err := c.declare(TargetJob, k.Name(), k.Flow().Schedules()); err != nil {
+			return fmt.Errorf("hephaestus: RegisterJobs %q: %w", k.Name(), err)
+		}
 	}
 	return nil
 }

@@ -32,6 +32,7 @@ import (
 	"time"
 
 	"github.com/hephaestus-go/hephaestus/flow"
+	"github.com/hephaestus-go/hephaestus/hephtype"
 )
 
 // Step is the name of a job's one step in its flow (and the key of its
@@ -79,7 +80,14 @@ type Options[A any] struct {
 	// by (per-key concurrency and rate limits, fair rotation). An insert
 	// may give its own.
 	ConcurrencyKey func(args A) string
+	// Schedules insert jobs of the kind on a timing, each with its Input
+	// as the job's arguments: RegisterJobs creates or updates them (see
+	// docs/schedules.md).
+	Schedules []Schedule
 }
+
+// Schedule is a schedule declared with a job kind (Options.Schedules).
+type Schedule = hephtype.ScheduleDecl
 
 // Unique says when two jobs of a kind are the same job: an insert of a
 // job that exists already (within the policy) returns the existing job,
@@ -157,6 +165,9 @@ func New[A any](name string, fn func(ctx context.Context, j *Job[A]) error, opts
 		stepOpts = append(stepOpts, flow.Timeout(o.Timeout))
 	}
 	b := flow.New(name)
+	for _, sc := range o.Schedules {
+		b.Schedule(sc)
+	}
 	flow.Input[A](b)
 	flow.Step(b, Step, func(ctx context.Context, args A) (json.RawMessage, error) {
 		info, _ := flow.CallInfo(ctx)

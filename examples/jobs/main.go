@@ -1,7 +1,9 @@
 // Command jobs runs background jobs on the embedded SQLite store: typed
 // kinds of jobs, a unique job, a delayed job, a job that snoozes once, a
-// job that cancels itself, and a job inserted in the same transaction as
-// the application's own row.
+// job that cancels itself, a job inserted in the same transaction as the
+// application's own row, thumbnails limited to one at a time per tenant
+// (a concurrency key), and a digest job inserted every second by a
+// schedule.
 //
 //	go run ./examples/jobs [-db jobs.db]
 //
@@ -17,6 +19,7 @@ import (
 	"log"
 	"log/slog"
 	"strconv"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -33,13 +36,23 @@ type Email struct {
 
 // Thumbnail is the argument of a thumbnail job.
 type Thumbnail struct {
-	Image string `json:"image"`
-	Size  int    `json:"size"`
+	Tenant string `json:"tenant"`
+	Image  string `json:"image"`
+	Size   int    `json:"size"`
 }
 
-// sent counts the emails "sent", and busy makes the first thumbnail
-// snooze (the image store is busy, try again shortly).
-var sent, busy atomic.Int32
+// sent counts the emails "sent", busy makes the cat's thumbnail snooze
+// once (the image store is busy, try again shortly), and digests counts
+// the digests the schedule inserted.
+var sent, busy, digests atomic.Int32
+
+// perTenant tracks the thumbnails running per tenant, and the most ever
+// seen at once: the queue allows one per tenant, in every process.
+var perTenant = struct {
+	sync.Mutex
+	now map[string]int
+	max int
+}{now: map[string]int{}}
 
 // SendEmail sends an email; the same email (equal arguments) is sent at
 // most once per hour, however often it is inserted.
@@ -60,13 +73,35 @@ var MakeThumbnail = job.MustNew("thumbnail", func(ctx context.Context, j *job.Jo
 	if j.Args.Size <= 0 {
 		return job.Cancel("size " + strconv.Itoa(j.Args.Size) + " is not a size")
 	}
-	if busy.Add(1) == 1 {
+	if j.Args.Image == "cat.png" && busy.Add(1) == 1 {
 		fmt.Printf("  thumbnail of %s: image store busy, snoozing\n", j.Args.Image)
 		return job.Snooze(200 * time.Millisecond)
 	}
-	fmt.Printf("  thumbnail of %s at %dpx (attempt %d)\n", j.Args.Image, j.Args.Size, j.Attempt)
+	perTenant.Lock()
+	perTenant.now[j.Args.Tenant]++
+	perTenant.max = max(perTenant.max, perTenant.now[j.Args.Tenant])
+	perTenant.Unlock()
+	time.Sleep(20 * time.Millisecond) // resizing
+	perTenant.Lock()
+	perTenant.now[j.Args.Tenant]--
+	perTenant.Unlock()
+	fmt.Printf("  thumbnail of %s for %s at %dpx (attempt %d)\n", j.Args.Image, j.Args.Tenant, j.Args.Size, j.Attempt)
 	return nil
-}, &job.Options[Thumbnail]{Queue: "images", Priority: 1, Timeout: 30 * time.Second})
+}, &job.Options[Thumbnail]{
+	Queue: "images", Priority: 1, Timeout: 30 * time.Second,
+	// The tenant is the concurrency key: SetQueue below allows one
+	// thumbnail at a time per tenant, and rotates between tenants.
+	ConcurrencyKey: func(t Thumbnail) string { return t.Tenant },
+})
+
+// Digest sends the digest of the day so far; its schedule inserts one
+// every second (a real program would say "0 18 * * *" and a time zone).
+var Digest = job.MustNew("digest", func(ctx context.Context, j *job.Job[string]) error {
+	digests.Add(1)
+	return nil
+}, &job.Options[string]{
+	Schedules: []job.Schedule{{ID: "digest", Every: time.Second, Input: "team@example.com"}},
+})
 
 func main() {
 	db := flag.String("db", "jobs.db", "SQLite file")
@@ -95,7 +130,12 @@ func run(path string) error {
 	if err != nil {
 		return err
 	}
-	if err := c.RegisterJobs(SendEmail, MakeThumbnail); err != nil {
+	if err := c.RegisterJobs(SendEmail, MakeThumbnail, Digest); err != nil {
+		return err
+	}
+	// Flow control is stored in the database: every process that shares
+	// it claims at most one thumbnail per tenant at a time.
+	if err := c.SetQueue(ctx, "images", heph.QueueOptions{MaxRunningPerKey: 1}); err != nil {
 		return err
 	}
 	if err := c.Start(ctx); err != nil {
@@ -126,8 +166,12 @@ func run(path string) error {
 		return err
 	}
 	thumbs, err := heph.InsertJobs(ctx, c, MakeThumbnail, []heph.JobInsert[Thumbnail]{
-		{Args: Thumbnail{Image: "cat.png", Size: 128}, Options: &heph.JobOptions{Priority: 10}},
-		{Args: Thumbnail{Image: "dog.png", Size: 0}},
+		{Args: Thumbnail{Tenant: "acme", Image: "cat.png", Size: 128}, Options: &heph.JobOptions{Priority: 10}},
+		{Args: Thumbnail{Tenant: "acme", Image: "dog.png", Size: 0}},
+		{Args: Thumbnail{Tenant: "acme", Image: "owl.png", Size: 64}},
+		{Args: Thumbnail{Tenant: "acme", Image: "fox.png", Size: 64}},
+		{Args: Thumbnail{Tenant: "globex", Image: "logo.png", Size: 64}},
+		{Args: Thumbnail{Tenant: "globex", Image: "banner.png", Size: 64}},
 	})
 	if err != nil {
 		return err
@@ -176,6 +220,28 @@ func run(path string) error {
 	}
 	// On a fresh file three emails go out; run again within the hour and
 	// the welcome email is the earlier run's job.
-	fmt.Printf("%d emails sent\n", sent.Load())
-	return nil
+	fmt.Printf("%d emails sent; at most %d thumbnail(s) ran at once for a tenant\n", sent.Load(), perTenant.max)
+
+	// The schedule: wait for its first digest, then show its next ticks
+	// and its last runs.
+	for digests.Load() == 0 {
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("no digest inserted by the schedule: %w", ctx.Err())
+		case <-time.After(50 * time.Millisecond):
+		}
+	}
+	next, err := c.NextFireTimes(ctx, "digest", 3)
+	if err != nil {
+		return err
+	}
+	fmt.Printf("schedule digest: next ticks %s, %s, %s\n", next[0].Format(time.TimeOnly), next[1].Format(time.TimeOnly), next[2].Format(time.TimeOnly))
+	last, err := c.ScheduleRuns(ctx, "digest", 3)
+	if err != nil {
+		return err
+	}
+	for _, r := range last {
+		fmt.Printf("  tick %s: %s %s\n", r.Tick.Format(time.TimeOnly), r.Outcome, r.RunID)
+	}
+	return c.PauseSchedule(ctx, "digest")
 }
