@@ -163,6 +163,33 @@ func openHephWorkflows(ctx context.Context, t target) (*caller, error) {
 // inserted with InsertJobs in batches, worked by a default queue of the
 // given size, timed from the first insert to the last RunCompleted event.
 func runHeph(ctx context.Context, dsn string, n, workers, batch int) (result, error) {
+	return runHephControlled(ctx, dsn, n, workers, batch, nil, 0)
+}
+
+// benchTenants is how many concurrency keys the keyed jobs workload
+// spreads its jobs over.
+const benchTenants = 10
+
+// runHephKeyed is the jobs workload with flow control on the queue: each
+// job has one of benchTenants concurrency keys, and the queue allows as
+// many per key as there are workers, so the limit never binds; what it
+// measures is the cost of the controlled claim (limits checked, keys
+// rotated, in the claim's transaction).
+func runHephKeyed(ctx context.Context, dsn string, n, workers, batch int) (result, error) {
+	return runHephControlled(ctx, dsn, n, workers, batch, &heph.QueueOptions{MaxRunningPerKey: workers}, benchTenants)
+}
+
+// runHephRated is the jobs workload under a queue rate limit too high to
+// bind (ten million starts a second): the cost of the controlled claim
+// and its rate window.
+func runHephRated(ctx context.Context, dsn string, n, workers, batch int) (result, error) {
+	return runHephControlled(ctx, dsn, n, workers, batch, &heph.QueueOptions{Rate: heph.RateLimit{Limit: 10_000_000, Period: time.Second}}, 0)
+}
+
+// runHephControlled is the jobs workload with the default queue set to q
+// (nil: no flow control) and the jobs spread over keys concurrency keys
+// (0: none).
+func runHephControlled(ctx context.Context, dsn string, n, workers, batch int, q *heph.QueueOptions, keys int) (result, error) {
 	st, err := postgres.Open(ctx, &postgres.Config{DSN: dsn, MaxConns: 16})
 	if err != nil {
 		return result{}, err
@@ -171,6 +198,11 @@ func runHeph(ctx context.Context, dsn string, n, workers, batch int) (result, er
 	c, err := jobClient(st, workers, nil)
 	if err != nil {
 		return result{}, err
+	}
+	if q != nil {
+		if err := c.SetQueue(ctx, "default", *q); err != nil {
+			return result{}, err
+		}
 	}
 	lat := &latencies{inserted: map[string]time.Time{}}
 	var completed atomic.Int64
@@ -192,6 +224,9 @@ func runHeph(ctx context.Context, dsn string, n, workers, batch int) (result, er
 		reqs := make([]heph.JobInsert[int], min(batch, n-i))
 		for k := range reqs {
 			reqs[k] = heph.JobInsert[int]{Args: i + k}
+			if keys > 0 {
+				reqs[k].Options = &heph.JobOptions{ConcurrencyKey: fmt.Sprintf("tenant-%d", (i+k)%keys)}
+			}
 		}
 		at := time.Now()
 		jobs, err := heph.InsertJobs(ctx, c, benchJob, reqs)

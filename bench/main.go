@@ -88,6 +88,13 @@ func contestants(engines, backends []string) []contestant {
 		if slices.Contains(engines, "heph") {
 			out = append(out, contestant{label: "Hephaestus", engine: "heph", backend: backendPostgres, heph: true, jobs: runHeph})
 		}
+		// Flow control's cost: the same jobs through a controlled claim.
+		if slices.Contains(engines, "heph-key") {
+			out = append(out, contestant{label: "Hephaestus, keys", engine: "heph-key", backend: backendPostgres, heph: true, jobs: runHephKeyed})
+		}
+		if slices.Contains(engines, "heph-rate") {
+			out = append(out, contestant{label: "Hephaestus, rate limit", engine: "heph-rate", backend: backendPostgres, heph: true, jobs: runHephRated})
+		}
 		if slices.Contains(engines, "river") {
 			out = append(out, contestant{label: "River", engine: "river", backend: backendPostgres, jobs: runRiver})
 		}
@@ -122,7 +129,7 @@ func main() {
 	flag.IntVar(&o.batch, "batch", 1000, "jobs per insert batch (jobs workload)")
 	flag.IntVar(&o.history, "history", 0, "finished one-step runs to put in Hephaestus's database before (a) to (c), untimed")
 	rounds := flag.Int("rounds", 3, "rounds (the median is reported)")
-	engines := flag.String("engines", "heph,dbos,river", "engines to run: heph, dbos, river")
+	engines := flag.String("engines", "heph,dbos,river", "engines to run: heph, dbos, river, and heph-key, heph-rate (the jobs workload under flow control)")
 	workloads := flag.String("workloads", "a,b,c,jobs", "workloads to run: a, b, c, jobs, bytes")
 	backends := flag.String("backends", "postgres,sqlite", "backends for (a) to (c): postgres, sqlite (jobs runs on postgres)")
 	flag.StringVar(&o.sqliteSync, "sqlite-sync", "FULL", "SQLite synchronous mode, for every engine: FULL or NORMAL")
@@ -141,7 +148,7 @@ func main() {
 	}
 	es, bs := splitComma(*engines), splitComma(*backends)
 	for _, e := range es {
-		if e != "heph" && e != "dbos" && e != "river" {
+		if !slices.Contains([]string{"heph", "heph-key", "heph-rate", "dbos", "river"}, e) {
 			log.Fatalf("unknown engine %q", e)
 		}
 	}
@@ -364,6 +371,39 @@ func report(rounds int, o options, ws []workload, cs []contestant, refs map[stri
 				fmt.Printf("| %s | %s | %s | %s | %.2f |\n", label, h.backend, h.label, p.label, ratio)
 			}
 		}
+	}
+	flowControlCost(cs, all)
+}
+
+// flowControlCost prints the jobs rates under flow control as ratios of
+// the plain jobs rate of the same run (below 1: the controlled claim
+// costs that much throughput).
+func flowControlCost(cs []contestant, all map[string][]measure) {
+	var plain []measure
+	for _, c := range cs {
+		if c.engine == "heph" && c.jobs != nil {
+			plain = all["jobs|"+c.key()]
+		}
+	}
+	if len(plain) == 0 {
+		return
+	}
+	first := true
+	for _, c := range cs {
+		ms := all["jobs|"+c.key()]
+		if (c.engine != "heph-key" && c.engine != "heph-rate") || len(ms) == 0 {
+			continue
+		}
+		if first {
+			fmt.Println()
+			fmt.Println("Flow control: jobs/s under flow control / plain jobs/s, of the medians.")
+			fmt.Println()
+			fmt.Println("| jobs workload | jobs/s | plain jobs/s | ratio |")
+			fmt.Println("|---|---|---|---|")
+			first = false
+		}
+		a, b := medianMeasure(ms), medianMeasure(plain)
+		fmt.Printf("| %s | %s | %s | %.2f |\n", c.label, thousands(a.rate), thousands(b.rate), a.rate/b.rate)
 	}
 }
 
