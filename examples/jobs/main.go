@@ -142,6 +142,11 @@ func run(path string) error {
 		return err
 	}
 	defer func() { _ = c.Stop(context.Background()) }()
+	// The run before this one paused the schedule at its end (a pause
+	// made at run time outlives redeploys): resume it.
+	if err := c.ResumeSchedule(ctx, "digest"); err != nil {
+		return err
+	}
 
 	var jobs []*heph.Job
 	add := func(j *heph.Job, err error) error {
@@ -243,5 +248,7 @@ func run(path string) error {
 	for _, r := range last {
 		fmt.Printf("  tick %s: %s %s\n", r.Tick.Format(time.TimeOnly), r.Outcome, r.RunID)
 	}
+	// Pausing keeps the schedule and its state; no tick fires until
+	// ResumeSchedule.
 	return c.PauseSchedule(ctx, "digest")
 }
