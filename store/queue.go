@@ -8,6 +8,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/hephaestus-go/hephaestus/hephtype"
+	"github.com/hephaestus-go/hephaestus/internal/flowctl"
 )
 
 // ErrQueueNotFound: no queue of this name has a configuration.
@@ -70,15 +71,10 @@ type Rate struct {
 	Period time.Duration
 }
 
-// Window returns the start of the window that holds t.
+// Window returns the start of the window that holds t (the picker's
+// rule: flowctl.Rate.Window).
 func (r Rate) Window(t time.Time) time.Time {
-	p := r.Period.Microseconds()
-	if p <= 0 {
-		return time.Time{}
-	}
-	us := t.UnixMicro()
-	w := us - ((us%p)+p)%p
-	return time.UnixMicro(w).UTC()
+	return flowctl.Rate{Limit: r.Limit, Period: r.Period}.Window(t)
 }
 
 // Limits on a queue's configuration, the same on every backend.
