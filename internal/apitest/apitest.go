@@ -23,6 +23,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 )
 
@@ -78,8 +79,25 @@ func NameLeaks(dir string) ([]string, error) {
 	return slices.Compact(out), nil
 }
 
+// shared is the file set and source importer of every load in a process:
+// the importer keeps the packages it type-checked, so a test that checks
+// many packages type-checks their common dependencies (the standard
+// library, pgx, cel-go …) once, not once a package. It is not safe for
+// concurrent use: loads take turns.
+var shared struct {
+	sync.Mutex
+	fset *token.FileSet
+	imp  types.Importer
+}
+
 func load(dir string) (*types.Package, []*ast.File, *types.Info, error) {
-	fset := token.NewFileSet()
+	shared.Lock()
+	defer shared.Unlock()
+	if shared.fset == nil {
+		shared.fset = token.NewFileSet()
+		shared.imp = importer.ForCompiler(shared.fset, "source", nil)
+	}
+	fset := shared.fset
 	entries, err := os.ReadDir(dir)
 	if err != nil {
 		return nil, nil, nil, err
@@ -99,7 +117,7 @@ func load(dir string) (*types.Package, []*ast.File, *types.Info, error) {
 	if len(files) == 0 {
 		return nil, nil, nil, fmt.Errorf("%s holds no Go package", dir)
 	}
-	conf := types.Config{Importer: importer.ForCompiler(fset, "source", nil)}
+	conf := types.Config{Importer: shared.imp}
 	info := &types.Info{Uses: map[*ast.Ident]types.Object{}}
 	pkg, err := conf.Check(files[0].Name.Name, fset, files, info)
 	if err != nil {
