@@ -522,6 +522,7 @@ func CheckChaos(ctx context.Context, st store.Store, runs []ChaosRun) (ChaosFigu
 		want[r.ID] = true
 	}
 	// The schedule's ticks, and the jobs they started.
+	schedLost := 0 // ticks logged started whose run does not exist
 	sc, err := checkChaosSchedule(ctx, st, all)
 	if err != nil {
 		fail("", "check the schedule %s: %v", ChaosScheduleID, err)
@@ -529,6 +530,7 @@ func CheckChaos(ctx context.Context, st store.Store, runs []ChaosRun) (ChaosFigu
 	if sc != nil {
 		f.Ticks = sc.ticks
 		f.Duplicates += sc.dups
+		schedLost = sc.lost
 		for _, p := range sc.problems {
 			fail("", "%s", p)
 		}
@@ -627,7 +629,7 @@ func CheckChaos(ctx context.Context, st store.Store, runs []ChaosRun) (ChaosFigu
 		}
 	}
 	sort.Strings(problems)
-	f.Lost = len(lost)
+	f.Lost = len(lost) + schedLost
 	return f, problems
 }
 

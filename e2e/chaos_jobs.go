@@ -244,7 +244,9 @@ type chaosScheduleCheck struct {
 	// ticks counts the log's started entries.
 	ticks    int
 	problems []string
-	dups     int
+	// dups counts ticks with two runs or two log entries; lost the ticks
+	// logged started whose run does not exist.
+	dups, lost int
 }
 
 // checkChaosSchedule checks ChaosScheduleID, when the test created it,
@@ -311,6 +313,7 @@ func checkChaosSchedule(ctx context.Context, st store.Store, all []*store.Run) (
 			fail("tick %s of %s started run %q, want %q", tick.Format(time.RFC3339), ChaosScheduleID, e.RunID, want)
 		}
 		if byRun[e.RunID] == nil {
+			sc.lost++
 			fail("LOST: tick %s of %s is logged started and its run %s does not exist", tick.Format(time.RFC3339), ChaosScheduleID, e.RunID)
 		}
 	}

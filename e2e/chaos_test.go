@@ -893,6 +893,10 @@ func TestChaosCheckerFindsFaults(t *testing.T) {
 	flowIn := e2e.ChaosFlowInput{N: 2}
 	flowOut, _ := json.Marshal(map[string]int{"join": e2e.ChaosFlowOutput(flowIn)})
 	flowInRaw, _ := json.Marshal(flowIn)
+	snoozeIn := e2e.ChaosJobArgs{N: 1, Tenant: "t1", End: e2e.ChaosJobSnooze}
+	snoozeRaw, _ := json.Marshal(snoozeIn)
+	cancelIn := e2e.ChaosJobArgs{N: 2, Tenant: "t2", End: e2e.ChaosJobCancel}
+	cancelRaw, _ := json.Marshal(cancelIn)
 	var flowHist []store.NewEvent
 	for _, s := range e2e.ChaosFlowSteps {
 		if s == "square" {
@@ -936,6 +940,24 @@ func TestChaosCheckerFindsFaults(t *testing.T) {
 		{ID: "flow", Workflow: e2e.ChaosFlowName, Kind: hephtype.KindFlow, Status: hephtype.StatusCompleted, Input: flowInRaw, Output: flowOut, History: flowHist},
 		{ID: "stuck", Workflow: e2e.ChaosFlowName, Kind: hephtype.KindFlow, Status: hephtype.StatusRunning, Input: flowInRaw,
 			History: []store.NewEvent{ev(hephtype.EventRunStarted, "", 0, 0, "", "")}},
+		{ID: "snoozy", Workflow: e2e.ChaosJobName, Kind: hephtype.KindFlow, Status: hephtype.StatusCompleted, Input: snoozeRaw,
+			History: []store.NewEvent{
+				ev(hephtype.EventRunStarted, "", 0, 0, "", ""),
+				ev(hephtype.EventStepStarted, "job", 0, 1, "", ""),
+				ev(hephtype.EventStepSnoozed, "job", 0, 1, "", ""),
+				ev(hephtype.EventStepStarted, "job", 0, 1, "", ""),
+				ev(hephtype.EventStepSnoozed, "job", 0, 1, "", ""), // a snooze applied twice
+				ev(hephtype.EventStepStarted, "job", 0, 1, "", ""),
+				ev(hephtype.EventStepCompleted, "job", 0, 1, "", "null"),
+				ev(hephtype.EventRunCompleted, "", 0, 0, "", "null"),
+			}},
+		{ID: "quitter", Workflow: e2e.ChaosJobName, Kind: hephtype.KindFlow, Status: hephtype.StatusCompleted, Input: cancelRaw, // should have cancelled
+			History: []store.NewEvent{
+				ev(hephtype.EventRunStarted, "", 0, 0, "", ""),
+				ev(hephtype.EventStepStarted, "job", 0, 1, "", ""),
+				ev(hephtype.EventStepCompleted, "job", 0, 1, "", "null"),
+				ev(hephtype.EventRunCompleted, "", 0, 0, "", "null"),
+			}},
 	}
 	p := &store.ApplyParams{Now: time.Now()}
 	for _, c := range creates {
@@ -971,12 +993,63 @@ func TestChaosCheckerFindsFaults(t *testing.T) {
 		{ID: "wf", WfIn: in, Signals: []string{"s"}, Updates: []string{"u"}},
 		{ID: "flow", Flow: true, FlowIn: flowIn},
 		{ID: "stuck", Flow: true, FlowIn: flowIn},
+		{ID: "snoozy", Job: true, JobIn: snoozeIn},
+		{ID: "quitter", Job: true, JobIn: cancelIn},
 	}
+	// The schedule: tick 1 has its run, tick 2's run is missing, and the
+	// run of tick 3 was never logged.
+	cl, err := heph.New(&heph.Config{Store: st}) // never started: it only writes the schedule
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = cl.Stop(context.Background()) }()
+	if _, err := cl.CreateSchedule(ctx, e2e.ChaosSchedule()); err != nil {
+		t.Fatal(err)
+	}
+	stored, err := st.GetSchedule(ctx, e2e.ChaosScheduleID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tick := time.Date(2030, 1, 2, 3, 4, 5, 0, time.UTC)
+	tickRun := func(k int) string {
+		return e2e.ChaosScheduleID + "@" + tick.Add(time.Duration(k)*time.Second).Format("2006-01-02T15:04:05Z")
+	}
+	if _, err := st.UpdateSchedule(ctx, &store.UpdateScheduleParams{Schedule: stored, Now: time.Now(), Ticks: []store.ScheduleTick{
+		{Tick: tick.Add(time.Second), Outcome: store.TickStarted, RunID: tickRun(1)},
+		{Tick: tick.Add(2 * time.Second), Outcome: store.TickStarted, RunID: tickRun(2)},
+	}}); err != nil {
+		t.Fatal(err)
+	}
+	schedIn, _ := json.Marshal(e2e.ChaosScheduledJob)
+	jobHist := []store.NewEvent{
+		ev(hephtype.EventRunStarted, "", 0, 0, "", ""),
+		ev(hephtype.EventStepStarted, "job", 0, 1, "", ""),
+		ev(hephtype.EventStepSnoozed, "job", 0, 1, "", ""),
+		ev(hephtype.EventStepStarted, "job", 0, 1, "", ""),
+		ev(hephtype.EventStepCompleted, "job", 0, 1, "", "null"),
+		ev(hephtype.EventRunCompleted, "", 0, 0, "", "null"),
+	}
+	p = &store.ApplyParams{Now: time.Now()}
+	for _, k := range []int{1, 3} {
+		p.Changes = append(p.Changes, store.Change{Create: &store.NewRun{ID: tickRun(k), Workflow: e2e.ChaosJobName, Kind: hephtype.KindFlow,
+			Status: hephtype.StatusCompleted, Input: schedIn, History: jobHist}})
+	}
+	if res, err := st.Apply(ctx, p); err != nil || res.Changes[0].Err != nil || res.Changes[1].Err != nil {
+		t.Fatal(res, err)
+	}
+
 	f, problems := e2e.CheckChaos(ctx, st, runs)
-	if f.Duplicates != 7 {
-		t.Errorf("%d duplicates found, want 7 (activity, timer, signal, update, child report, continue-as-new, map element):\n%s", f.Duplicates, strings.Join(problems, "\n"))
+	if !strings.Contains(strings.Join(problems, "\n"), "LOST: tick 2030-01-02T03:04:07Z") ||
+		!strings.Contains(strings.Join(problems, "\n"), tickRun(3)+" of "+e2e.ChaosScheduleID+" exists and its tick is not logged") {
+		t.Errorf("the missing run of a tick, or the run of a tick not logged, was not reported:\n%s", strings.Join(problems, "\n"))
 	}
-	if f.Lost != 1 { // the stuck run
-		t.Errorf("%d lost runs found, want 1:\n%s", f.Lost, strings.Join(problems, "\n"))
+	if f.ScheduledJobs != 2 || f.Ticks != 2 {
+		t.Errorf("%d scheduled jobs, %d ticks; want 2 and 2", f.ScheduledJobs, f.Ticks)
+	}
+	if f.Duplicates != 8 {
+		t.Errorf("%d duplicates found, want 8 (activity, timer, signal, update, child report, continue-as-new, map element, job snooze):\n%s", f.Duplicates, strings.Join(problems, "\n"))
+	}
+	if f.Lost != 3 { // the stuck run, the job that did not cancel, the run of tick 2
+		t.Errorf("%d lost runs found, want 3:\n%s", f.Lost, strings.Join(problems, "\n"))
 	}
 }
