@@ -375,12 +375,16 @@ func ChaosWorkflowOutput(in ChaosWfInput, signals, updates []string) ChaosWfOutp
 
 func chaosChildOutput(n int) string { return fmt.Sprintf("child-%d-%d", n, 3*n) }
 
-// RegisterChaos registers the chaos workload in c.
-func RegisterChaos(c *heph.Client) error {
+// RegisterChaos registers the chaos workload in c, whose store is st:
+// the chaos job kind's snoozing jobs read their history from it.
+func RegisterChaos(c *heph.Client, st store.Store) error {
 	if err := c.Register(ChaosFlow()); err != nil {
 		return err
 	}
 	if err := c.RegisterWorkflows(ChaosWorkflow, ChaosChild); err != nil {
+		return err
+	}
+	if err := c.RegisterJobs(chaosJobKind(st)); err != nil {
 		return err
 	}
 	return c.RegisterActivities(chaosDouble, chaosTriple)
@@ -391,10 +395,12 @@ func RegisterChaos(c *heph.Client) error {
 // ChaosRun is a run of the workload and what was sent to it.
 type ChaosRun struct {
 	ID string
-	// Flow: a run of ChaosFlow with FlowIn; otherwise a run of
-	// ChaosWorkflow with WfIn.
+	// Flow: a run of ChaosFlow with FlowIn; Job: a chaos job with JobIn;
+	// otherwise a run of ChaosWorkflow with WfIn.
 	Flow   bool
 	FlowIn ChaosFlowInput
+	Job    bool
+	JobIn  ChaosJobArgs
 	WfIn   ChaosWfInput
 	// Signals are the payloads of the signals sent, in the order sent;
 	// Updates the arguments of the updates (each its own update id).
@@ -407,6 +413,10 @@ type ChaosFigures struct {
 	// Runs checked: flows, workflows and their children (two runs each:
 	// the child continues as new once).
 	Runs, Flows, Workflows, Children int
+	// Jobs counts the chaos jobs the test inserted, ScheduledJobs those
+	// the schedule's ticks started (Ticks: the log's started entries),
+	// Snoozes the step_snoozed entries of all of them.
+	Jobs, ScheduledJobs, Ticks, Snoozes int
 	// Attempts counts step_started entries (one per attempt of a step or
 	// activity whose outcome was applied); Reexecutions those of them
 	// that say "reexecution": an earlier claim of the attempt lost its
@@ -449,7 +459,12 @@ func CheckChaos(ctx context.Context, st store.Store, runs []ChaosRun) (ChaosFigu
 		}
 		f.Runs++
 		var c historyCheck
-		if r.Flow {
+		if r.Job {
+			f.Jobs++
+			var n int
+			c, n = checkJobHistory(h, run, r.JobIn)
+			f.Snoozes += n
+		} else if r.Flow {
 			f.Flows++
 			c = checkFlowHistory(h)
 			if run.Status != hephtype.StatusCompleted {
@@ -505,6 +520,49 @@ func CheckChaos(ctx context.Context, st store.Store, runs []ChaosRun) (ChaosFigu
 	want := map[string]bool{}
 	for _, r := range runs {
 		want[r.ID] = true
+	}
+	// The schedule's ticks, and the jobs they started.
+	schedLost := 0 // ticks logged started whose run does not exist
+	sc, err := checkChaosSchedule(ctx, st, all)
+	if err != nil {
+		fail("", "check the schedule %s: %v", ChaosScheduleID, err)
+	}
+	if sc != nil {
+		f.Ticks = sc.ticks
+		f.Duplicates += sc.dups
+		schedLost = sc.lost
+		for _, p := range sc.problems {
+			fail("", "%s", p)
+		}
+		for _, run := range all {
+			if !sc.runs[run.ID] {
+				continue
+			}
+			want[run.ID] = true
+			in, err := chaosJobRunArgs(run)
+			if err != nil || in != ChaosScheduledJob {
+				fail(run.ID, "scheduled job %s: arguments %s (%v), want %+v", run.ID, run.Input, err, ChaosScheduledJob)
+				continue
+			}
+			h, err := st.History(ctx, &store.HistoryParams{RunID: run.ID})
+			if err != nil {
+				fail(run.ID, "scheduled job %s: history: %v", run.ID, err)
+				continue
+			}
+			f.Runs++
+			f.ScheduledJobs++
+			c, n := checkJobHistory(h, run, in)
+			f.Snoozes += n
+			f.Attempts += c.attempts
+			f.Reexecutions += c.reexecutions
+			f.Duplicates += len(c.duplicates)
+			for _, d := range c.duplicates {
+				fail("", "DUPLICATE in scheduled job %s: %s\n%s", run.ID, d, describeHistory(h))
+			}
+			for _, m := range c.missing {
+				fail(run.ID, "scheduled job %s: %s\n%s", run.ID, m, describeHistory(h))
+			}
+		}
 	}
 	children := map[string]map[int]*store.Run{} // by parent, by generation
 	for _, run := range all {
@@ -571,7 +629,7 @@ func CheckChaos(ctx context.Context, st store.Store, runs []ChaosRun) (ChaosFigu
 		}
 	}
 	sort.Strings(problems)
-	f.Lost = len(lost)
+	f.Lost = len(lost) + schedLost
 	return f, problems
 }
 

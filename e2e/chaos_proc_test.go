@@ -68,7 +68,7 @@ func chaosChild(raw string) error {
 	defer st.Close()
 	lease := time.Duration(spec.LeaseMs) * time.Millisecond
 	c, err := heph.New(&heph.Config{
-		Store: st, Queues: map[string]int{"default": 8}, WorkerID: spec.Worker,
+		Store: st, Queues: map[string]int{"default": 8, e2e.ChaosJobQueue: 4}, WorkerID: spec.Worker,
 		LeaseDuration: lease, HeartbeatInterval: lease / 4,
 		MinPollInterval: 20 * time.Millisecond, PollInterval: 200 * time.Millisecond,
 		ShutdownTimeout: 5 * time.Second, Logger: chaosLogger(),
@@ -76,7 +76,7 @@ func chaosChild(raw string) error {
 	if err != nil {
 		return err
 	}
-	if err := e2e.RegisterChaos(c); err != nil {
+	if err := e2e.RegisterChaos(c, st); err != nil {
 		return err
 	}
 	var mu sync.Mutex
@@ -304,7 +304,7 @@ func newChaosDriver(t *testing.T, st store.Store) *heph.Client {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := e2e.RegisterChaos(c); err != nil {
+	if err := e2e.RegisterChaos(c, st); err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = c.Stop(context.Background()) })

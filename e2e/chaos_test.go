@@ -160,26 +160,103 @@ type chaosLoad struct {
 	// flowIn and wfIn make the inputs of the i-th flow and workflow.
 	flowIn func(i int) e2e.ChaosFlowInput
 	wfIn   func(i int) e2e.ChaosWfInput
+	// jobsPerFlow: each wave inserts this many chaos jobs per flow it
+	// starts (e2e.ChaosJobInput), in one InsertJobs call.
+	jobsPerFlow int
 
 	mu     sync.Mutex
 	runs   []e2e.ChaosRun
 	flows  int
 	wfs    int
+	jobs   int
 	msgs   sync.WaitGroup
 	active atomic.Int64 // messengers still sending
 	// Calls that failed and were tried again (their outcome unknown).
 	startRetries, signalRetries, updateRetries atomic.Int64
+	// pendingBackfilled: stopSchedule found a tick pending at the pause.
+	pendingBackfilled atomic.Int64
+	// scheduled: the schedule e2e.ChaosScheduleID was created and fires
+	// until waitFinished pauses it.
+	scheduled bool
 }
 
+// newChaosLoad prepares the workload: the flow control of the jobs' queue
+// and the schedule that inserts a job every second while the faults
+// happen (its ticks come from the processes that run workers).
 func newChaosLoad(t *testing.T, ctx context.Context, c *heph.Client, st store.Store, tag string) *chaosLoad {
 	l := &chaosLoad{t: t, ctx: ctx, c: c, st: st, tag: tag,
 		flowIn: func(i int) e2e.ChaosFlowInput { return e2e.ChaosFlowInput{N: i} },
 		wfIn: func(i int) e2e.ChaosWfInput {
 			return e2e.ChaosWfInput{N: i, Signals: 3, Updates: 2, SleepMs: 30}
 		},
+		jobsPerFlow: 1,
 	}
 	t.Cleanup(l.msgs.Wait) // no messenger outlives the test
+	for {
+		err := c.SetQueue(ctx, e2e.ChaosJobQueue, e2e.ChaosJobQueueOptions)
+		if err == nil {
+			break
+		}
+		if !l.retry() {
+			t.Fatalf("set queue %s: %v", e2e.ChaosJobQueue, err)
+		}
+	}
+	for {
+		_, err := c.CreateSchedule(ctx, e2e.ChaosSchedule())
+		if err == nil || errors.Is(err, heph.ErrScheduleExists) { // an earlier try created it
+			break
+		}
+		if !l.retry() {
+			t.Fatalf("create schedule %s: %v", e2e.ChaosScheduleID, err)
+		}
+	}
+	l.scheduled = true
 	return l
+}
+
+// stopSchedule waits for the schedule's first tick (the event, whatever
+// the time it takes), pauses the schedule, and backfills the tick it left
+// pending, if any: a process that decided the tick may have created its
+// run, or may be about to (the pause stops only the processes that see
+// it), and backfilling makes the run exist and the tick logged once,
+// whoever creates it. After that no process starts a run of it.
+func (l *chaosLoad) stopSchedule() {
+	for {
+		log, err := l.st.ScheduleTicks(l.ctx, &store.ScheduleTicksParams{ID: e2e.ChaosScheduleID, Limit: 1})
+		if err == nil && len(log) > 0 {
+			break
+		}
+		if !l.retry() {
+			l.t.Errorf("the schedule %s never fired (%v)", e2e.ChaosScheduleID, err)
+			return
+		}
+	}
+	for {
+		err := l.c.PauseSchedule(l.ctx, e2e.ChaosScheduleID)
+		if err == nil {
+			break
+		}
+		if !l.retry() {
+			l.t.Errorf("pause schedule %s: %v", e2e.ChaosScheduleID, err)
+			return
+		}
+	}
+	for {
+		sc, err := l.st.GetSchedule(l.ctx, e2e.ChaosScheduleID)
+		if err == nil && sc.PendingTick.IsZero() {
+			return
+		}
+		if err == nil {
+			if _, err = l.c.BackfillSchedule(l.ctx, e2e.ChaosScheduleID, sc.PendingTick, sc.PendingTick); err == nil {
+				l.pendingBackfilled.Add(1)
+				return
+			}
+		}
+		if !l.retry() {
+			l.t.Errorf("backfill the pending tick of %s: %v", e2e.ChaosScheduleID, err)
+			return
+		}
+	}
 }
 
 // retry pauses before a call is tried again; false when the test's time
@@ -195,17 +272,48 @@ func (l *chaosLoad) retry() bool {
 
 // wave starts nFlows flows and nWfs workflows (and their messengers).
 func (l *chaosLoad) wave(nFlows, nWfs int) {
+	nJobs := nFlows * l.jobsPerFlow
 	l.mu.Lock()
-	f0, w0 := l.flows, l.wfs
+	f0, w0, j0 := l.flows, l.wfs, l.jobs
 	l.flows += nFlows
 	l.wfs += nWfs
+	l.jobs += nJobs
 	l.mu.Unlock()
+	l.insertJobs(j0, nJobs)
 	for k := range max(nFlows, nWfs) {
 		if k < nFlows {
 			l.startFlow(f0 + k)
 		}
 		if k < nWfs {
 			l.startWorkflow(w0 + k)
+		}
+	}
+}
+
+// insertJobs inserts the chaos jobs j0 to j0+n-1 in one InsertJobs call.
+// Each is unique by its key, so a call whose outcome was lost is made
+// again: the jobs it inserted come back as duplicates.
+func (l *chaosLoad) insertJobs(j0, n int) {
+	if n == 0 {
+		return
+	}
+	ins := make([]heph.JobInsert[e2e.ChaosJobArgs], n)
+	for k := range ins {
+		ins[k] = heph.JobInsert[e2e.ChaosJobArgs]{Args: e2e.ChaosJobInput(j0 + k),
+			Options: &heph.JobOptions{UniqueKey: fmt.Sprintf("%s-j%d", l.tag, j0+k)}}
+	}
+	for {
+		jobs, err := heph.InsertJobs(l.ctx, l.c, e2e.ChaosJob, ins)
+		if err == nil {
+			for k, j := range jobs {
+				l.add(e2e.ChaosRun{ID: j.ID, Job: true, JobIn: ins[k].Args})
+			}
+			return
+		}
+		l.startRetries.Add(1)
+		if !l.retry() {
+			l.t.Errorf("insert jobs %d to %d: %v", j0, j0+n-1, err)
+			return
 		}
 	}
 }
@@ -381,22 +489,44 @@ func (l *chaosLoad) update(runID, id string, want int) error {
 	}
 }
 
-// finished reports whether every run started ended and every messenger
-// is done.
+// finished reports whether every run the test started ended and every
+// messenger is done. The runs of the schedule's ticks, which start while
+// it fires, do not count: waitFinished stops the schedule, then waits for
+// them too.
 func (l *chaosLoad) finished() bool {
+	return l.ended(false)
+}
+
+// ended reports whether every messenger is done and no run is active
+// (but those of the schedule's ticks, unless all).
+func (l *chaosLoad) ended(all bool) bool {
 	if l.active.Load() > 0 {
 		return false
 	}
+	const limit = 50
 	page, err := l.st.ListRuns(l.ctx, &store.ListRunsParams{
-		Statuses: []hephtype.RunStatus{hephtype.StatusPending, hephtype.StatusRunning, hephtype.StatusWaiting}, Limit: 1,
+		Statuses: []hephtype.RunStatus{hephtype.StatusPending, hephtype.StatusRunning, hephtype.StatusWaiting}, Limit: limit,
 	})
-	return err == nil && len(page.Runs) == 0
+	if err != nil || len(page.Runs) == limit {
+		return false
+	}
+	for _, r := range page.Runs {
+		if all || !strings.HasPrefix(r.ID, e2e.ChaosScheduleID+"@") {
+			return false
+		}
+	}
+	return true
 }
 
-// waitFinished polls the store until the workload has finished; false
-// if time ran out.
+// waitFinished stops the schedule and polls the store until the workload
+// (the runs of the schedule's ticks included) has finished; false if time
+// ran out.
 func (l *chaosLoad) waitFinished() bool {
-	for !l.finished() {
+	if l.scheduled {
+		l.scheduled = false
+		l.stopSchedule()
+	}
+	for !l.ended(true) {
 		select {
 		case <-l.ctx.Done():
 			l.t.Errorf("the workload did not finish in %s", chaosTimeout)
@@ -426,8 +556,9 @@ func (l *chaosLoad) check(backend, fault string, start time.Time, execs int64, e
 		}
 		l.t.Error(p)
 	}
-	line := fmt.Sprintf("chaos: backend=%s fault=%s runs=%d flows=%d workflows=%d children=%d %s attempts=%d executions=%d reexecutions=%d retried_calls=%d duplicates=%d lost=%d elapsed=%s",
-		backend, fault, f.Runs, f.Flows, f.Workflows, f.Children, strings.Join(extra, " "), f.Attempts, execs, f.Reexecutions,
+	line := fmt.Sprintf("chaos: backend=%s fault=%s runs=%d flows=%d workflows=%d children=%d jobs=%d scheduled_jobs=%d ticks=%d pending_backfilled=%d snoozes=%d %s attempts=%d executions=%d reexecutions=%d retried_calls=%d duplicates=%d lost=%d elapsed=%s",
+		backend, fault, f.Runs, f.Flows, f.Workflows, f.Children, f.Jobs, f.ScheduledJobs, f.Ticks, l.pendingBackfilled.Load(), f.Snoozes,
+		strings.Join(extra, " "), f.Attempts, execs, f.Reexecutions,
 		l.startRetries.Load()+l.signalRetries.Load()+l.updateRetries.Load(), f.Duplicates, f.Lost, time.Since(start).Round(100*time.Millisecond))
 	l.t.Log(line)
 	return f
@@ -443,7 +574,7 @@ var chaosInProcess sync.Mutex
 func startChaosClient(t *testing.T, st store.Store, mod func(*heph.Config)) *heph.Client {
 	t.Helper()
 	cfg := &heph.Config{
-		Store: st, Queues: map[string]int{"default": 8}, WorkerID: "chaos-inproc",
+		Store: st, Queues: map[string]int{"default": 8, e2e.ChaosJobQueue: 4}, WorkerID: "chaos-inproc",
 		MinPollInterval: 20 * time.Millisecond, PollInterval: 200 * time.Millisecond,
 		ShutdownTimeout: 5 * time.Second, Logger: chaosLogger(),
 	}
@@ -454,7 +585,7 @@ func startChaosClient(t *testing.T, st store.Store, mod func(*heph.Config)) *hep
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := e2e.RegisterChaos(c); err != nil {
+	if err := e2e.RegisterChaos(c, st); err != nil {
 		t.Fatal(err)
 	}
 	if err := c.Start(context.Background()); err != nil {
@@ -762,6 +893,10 @@ func TestChaosCheckerFindsFaults(t *testing.T) {
 	flowIn := e2e.ChaosFlowInput{N: 2}
 	flowOut, _ := json.Marshal(map[string]int{"join": e2e.ChaosFlowOutput(flowIn)})
 	flowInRaw, _ := json.Marshal(flowIn)
+	snoozeIn := e2e.ChaosJobArgs{N: 1, Tenant: "t1", End: e2e.ChaosJobSnooze}
+	snoozeRaw, _ := json.Marshal(snoozeIn)
+	cancelIn := e2e.ChaosJobArgs{N: 2, Tenant: "t2", End: e2e.ChaosJobCancel}
+	cancelRaw, _ := json.Marshal(cancelIn)
 	var flowHist []store.NewEvent
 	for _, s := range e2e.ChaosFlowSteps {
 		if s == "square" {
@@ -805,6 +940,24 @@ func TestChaosCheckerFindsFaults(t *testing.T) {
 		{ID: "flow", Workflow: e2e.ChaosFlowName, Kind: hephtype.KindFlow, Status: hephtype.StatusCompleted, Input: flowInRaw, Output: flowOut, History: flowHist},
 		{ID: "stuck", Workflow: e2e.ChaosFlowName, Kind: hephtype.KindFlow, Status: hephtype.StatusRunning, Input: flowInRaw,
 			History: []store.NewEvent{ev(hephtype.EventRunStarted, "", 0, 0, "", "")}},
+		{ID: "snoozy", Workflow: e2e.ChaosJobName, Kind: hephtype.KindFlow, Status: hephtype.StatusCompleted, Input: snoozeRaw,
+			History: []store.NewEvent{
+				ev(hephtype.EventRunStarted, "", 0, 0, "", ""),
+				ev(hephtype.EventStepStarted, "job", 0, 1, "", ""),
+				ev(hephtype.EventStepSnoozed, "job", 0, 1, "", ""),
+				ev(hephtype.EventStepStarted, "job", 0, 1, "", ""),
+				ev(hephtype.EventStepSnoozed, "job", 0, 1, "", ""), // a snooze applied twice
+				ev(hephtype.EventStepStarted, "job", 0, 1, "", ""),
+				ev(hephtype.EventStepCompleted, "job", 0, 1, "", "null"),
+				ev(hephtype.EventRunCompleted, "", 0, 0, "", "null"),
+			}},
+		{ID: "quitter", Workflow: e2e.ChaosJobName, Kind: hephtype.KindFlow, Status: hephtype.StatusCompleted, Input: cancelRaw, // should have cancelled
+			History: []store.NewEvent{
+				ev(hephtype.EventRunStarted, "", 0, 0, "", ""),
+				ev(hephtype.EventStepStarted, "job", 0, 1, "", ""),
+				ev(hephtype.EventStepCompleted, "job", 0, 1, "", "null"),
+				ev(hephtype.EventRunCompleted, "", 0, 0, "", "null"),
+			}},
 	}
 	p := &store.ApplyParams{Now: time.Now()}
 	for _, c := range creates {
@@ -840,12 +993,63 @@ func TestChaosCheckerFindsFaults(t *testing.T) {
 		{ID: "wf", WfIn: in, Signals: []string{"s"}, Updates: []string{"u"}},
 		{ID: "flow", Flow: true, FlowIn: flowIn},
 		{ID: "stuck", Flow: true, FlowIn: flowIn},
+		{ID: "snoozy", Job: true, JobIn: snoozeIn},
+		{ID: "quitter", Job: true, JobIn: cancelIn},
 	}
+	// The schedule: tick 1 has its run, tick 2's run is missing, and the
+	// run of tick 3 was never logged.
+	cl, err := heph.New(&heph.Config{Store: st}) // never started: it only writes the schedule
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = cl.Stop(context.Background()) }()
+	if _, err := cl.CreateSchedule(ctx, e2e.ChaosSchedule()); err != nil {
+		t.Fatal(err)
+	}
+	stored, err := st.GetSchedule(ctx, e2e.ChaosScheduleID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tick := time.Date(2030, 1, 2, 3, 4, 5, 0, time.UTC)
+	tickRun := func(k int) string {
+		return e2e.ChaosScheduleID + "@" + tick.Add(time.Duration(k)*time.Second).Format("2006-01-02T15:04:05Z")
+	}
+	if _, err := st.UpdateSchedule(ctx, &store.UpdateScheduleParams{Schedule: stored, Now: time.Now(), Ticks: []store.ScheduleTick{
+		{Tick: tick.Add(time.Second), Outcome: store.TickStarted, RunID: tickRun(1)},
+		{Tick: tick.Add(2 * time.Second), Outcome: store.TickStarted, RunID: tickRun(2)},
+	}}); err != nil {
+		t.Fatal(err)
+	}
+	schedIn, _ := json.Marshal(e2e.ChaosScheduledJob)
+	jobHist := []store.NewEvent{
+		ev(hephtype.EventRunStarted, "", 0, 0, "", ""),
+		ev(hephtype.EventStepStarted, "job", 0, 1, "", ""),
+		ev(hephtype.EventStepSnoozed, "job", 0, 1, "", ""),
+		ev(hephtype.EventStepStarted, "job", 0, 1, "", ""),
+		ev(hephtype.EventStepCompleted, "job", 0, 1, "", "null"),
+		ev(hephtype.EventRunCompleted, "", 0, 0, "", "null"),
+	}
+	p = &store.ApplyParams{Now: time.Now()}
+	for _, k := range []int{1, 3} {
+		p.Changes = append(p.Changes, store.Change{Create: &store.NewRun{ID: tickRun(k), Workflow: e2e.ChaosJobName, Kind: hephtype.KindFlow,
+			Status: hephtype.StatusCompleted, Input: schedIn, History: jobHist}})
+	}
+	if res, err := st.Apply(ctx, p); err != nil || res.Changes[0].Err != nil || res.Changes[1].Err != nil {
+		t.Fatal(res, err)
+	}
+
 	f, problems := e2e.CheckChaos(ctx, st, runs)
-	if f.Duplicates != 7 {
-		t.Errorf("%d duplicates found, want 7 (activity, timer, signal, update, child report, continue-as-new, map element):\n%s", f.Duplicates, strings.Join(problems, "\n"))
+	if !strings.Contains(strings.Join(problems, "\n"), "LOST: tick 2030-01-02T03:04:07Z") ||
+		!strings.Contains(strings.Join(problems, "\n"), tickRun(3)+" of "+e2e.ChaosScheduleID+" exists and its tick is not logged") {
+		t.Errorf("the missing run of a tick, or the run of a tick not logged, was not reported:\n%s", strings.Join(problems, "\n"))
 	}
-	if f.Lost != 1 { // the stuck run
-		t.Errorf("%d lost runs found, want 1:\n%s", f.Lost, strings.Join(problems, "\n"))
+	if f.ScheduledJobs != 2 || f.Ticks != 2 {
+		t.Errorf("%d scheduled jobs, %d ticks; want 2 and 2", f.ScheduledJobs, f.Ticks)
+	}
+	if f.Duplicates != 8 {
+		t.Errorf("%d duplicates found, want 8 (activity, timer, signal, update, child report, continue-as-new, map element, job snooze):\n%s", f.Duplicates, strings.Join(problems, "\n"))
+	}
+	if f.Lost != 3 { // the stuck run, the job that did not cancel, the run of tick 2
+		t.Errorf("%d lost runs found, want 3:\n%s", f.Lost, strings.Join(problems, "\n"))
 	}
 }
