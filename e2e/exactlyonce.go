@@ -33,6 +33,7 @@ func testExactlyOnce(t *testing.T, b Backend) {
 		{"SignalRetriedCommit", testSignalRetriedCommit},
 		{"UpdateAcceptRetriedCommit", testUpdateAcceptRetriedCommit},
 		{"UpdateRequestRetriedCommit", testUpdateRequestRetriedCommit},
+		{"UpdateDecisionStoreFailure", testUpdateDecisionStoreFailure},
 		{"CancelAndResumeRetriedCommit", testCancelResumeRetriedCommit},
 		{"GateDecisionRetriedCommit", testGateDecisionRetriedCommit},
 		{"LeaseWatchdog", testLeaseWatchdog},
@@ -58,6 +59,18 @@ type faultStore struct {
 	lost      atomic.Int32
 	// loseRequest: see CreateRequest.
 	loseRequest atomic.Bool
+	// failHistory makes that many History calls fail, as on a connection
+	// the server terminated.
+	failHistory atomic.Int32
+}
+
+func (s *faultStore) History(ctx context.Context, p *store.HistoryParams) ([]store.Event, error) {
+	for n := s.failHistory.Load(); n > 0; n = s.failHistory.Load() {
+		if s.failHistory.CompareAndSwap(n, n-1) {
+			return nil, errors.New("injected: terminating connection due to administrator command")
+		}
+	}
+	return s.Store.History(ctx, p)
 }
 
 func (s *faultStore) Apply(ctx context.Context, p *store.ApplyParams) (*store.ApplyResult, error) {
@@ -906,4 +919,31 @@ func testUpdateRequestRetriedCommit(t *testing.T, b Backend) {
 	fs.loseRequest.Store(true)
 	sendUpdates(t, e, sender, r)
 	fs.waitLost(t, 1)
+}
+
+// The store fails under the decision that offers an update to the
+// workflow (its history read, on a connection the server terminated): the
+// update is not rejected, since the workflow did nothing wrong; the
+// request stays pending, its task is tried again, and the update is
+// accepted and handled once.
+func testUpdateDecisionStoreFailure(t *testing.T, b Backend) {
+	st, reopen := b.New(t)
+	fs := &faultStore{Store: st}
+	e := &env{t: t, st: st, reopen: reopen}
+	e.c = startWfClient(t, fs, func(c *heph.Config) { c.LeaseDuration = 3 * time.Second }, wfs(updateCounter))
+	ctx := ctxT(t)
+	r, err := heph.StartWorkflow(ctx, e.c, updateCounter, struct{}{}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sender, err := heph.New(&heph.Config{Store: st, Logger: QuietLogger()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { stopClient(sender) })
+	fs.failHistory.Store(1)
+	sendUpdates(t, e, sender, r)
+	if n := fs.failHistory.Load(); n != 0 {
+		t.Fatalf("%d injected history failures left, want the one used", n)
+	}
 }

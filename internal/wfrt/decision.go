@@ -452,6 +452,15 @@ type decideInput struct {
 	request bool
 }
 
+// decisionFailure is the failure of a decision itself (the workflow's code
+// does not replay, panics, is not deterministic), as opposed to the store
+// failing under it (a history read or a commit on a lost connection),
+// which says nothing about the workflow and is tried again.
+type decisionFailure struct{ err error }
+
+func (e *decisionFailure) Error() string { return e.err.Error() }
+func (e *decisionFailure) Unwrap() error { return e.err }
+
 type decideResult struct {
 	dec *replay.Decision
 	// seq is the run's last sequence number after the decision.
@@ -468,7 +477,7 @@ func (c *Runtime) decideLocked(ctx context.Context, e *stickyEntry, fn replay.Fu
 	if e.inst == nil {
 		inst, err := replay.New(&replay.Config{Workflow: fn, RunID: in.runID, Logger: c.cfg.Logger})
 		if err != nil {
-			return res, err
+			return res, &decisionFailure{err}
 		}
 		e.inst = inst
 	}
@@ -495,7 +504,7 @@ func (c *Runtime) decideLocked(ctx context.Context, e *stickyEntry, fn replay.Fu
 	dec, err := e.inst.Decide(&replay.Activation{Events: append(evs, in.extra...), Time: now, Updates: in.updates})
 	if err != nil {
 		e.drop()
-		return res, err
+		return res, &decisionFailure{err}
 	}
 	res.dec, res.seq = dec, base
 	if in.request && len(dec.Updates) == 1 && (!dec.Updates[0].Accepted || dec.Updates[0].Duplicate) {

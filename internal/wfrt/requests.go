@@ -201,6 +201,12 @@ func (c *Runtime) runUpdateRequest(ctx context.Context, t *store.Task, req *stor
 		return claimed, reject(RejectFinished, err.Error())
 	case ctx.Err() != nil:
 		return claimed, err
+	case !errors.As(err, new(*decisionFailure)):
+		// The store failed under the decision (a lost connection, a
+		// commit whose outcome is unknown), not the workflow: the request
+		// stays pending and its task is tried again; if the commit did
+		// happen, the next try finds the update accepted.
+		return claimed, err
 	default:
 		c.cfg.Logger.Error("workflow decision for an update failed; the update is rejected", slog.String("run", t.RunID),
 			slog.String("update", up.ID), slog.Any("err", err))
