@@ -56,10 +56,14 @@ func tickFlow(name string) *flow.Flow {
 	return b.MustBuild()
 }
 
-// schedClient is a started client on st with the fake clock fc.
+// schedClient is a started client on st with the fake clock fc. Its
+// leases last a day of fake time: the tests advance the clock by minutes
+// while a step runs (the overlap tests' gate), and a lease that the jump
+// carried past its end would be lost before its heartbeat, the step
+// stopped and retried at a fake time that never comes.
 func schedClient(t *testing.T, st store.Store, fc *clock.Fake, flows ...*flow.Flow) *heph.Client {
 	t.Helper()
-	return startClient(t, st, func(c *heph.Config) { c.Clock = fc }, flows...)
+	return startClient(t, st, func(c *heph.Config) { c.Clock, c.LeaseDuration = fc, 24*time.Hour }, flows...)
 }
 
 // waitTick waits until the schedule has handled tick (its LastTick is at
