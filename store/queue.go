@@ -192,6 +192,17 @@ type PauseQueueParams struct {
 	Now    time.Time
 }
 
+// Check reports what is wrong with p, naming the field.
+func (p *PauseQueueParams) Check() error {
+	if err := CheckQueueName(p.Name); err != nil {
+		return err
+	}
+	if p.Now.IsZero() {
+		return errors.New("Now is zero")
+	}
+	return nil
+}
+
 // QueueStatsParams selects the queues QueueStats describes.
 type QueueStatsParams struct {
 	// Names, or all queues with a configuration or tasks when empty.

@@ -220,3 +220,15 @@ func ScheduleLimit(n, def int) int {
 	}
 	return min(n, defaultMaxLimit)
 }
+
+// Normalized returns a copy of s with its times as every backend keeps
+// them: UTC, to the microsecond.
+func (s *Schedule) Normalized() *Schedule {
+	c := *s
+	for _, t := range []*time.Time{&c.Anchor, &c.Since, &c.NextFire, &c.LastTick, &c.BufferedTick, &c.PendingTick, &c.CreatedAt, &c.UpdatedAt} {
+		if !t.IsZero() {
+			*t = time.UnixMicro(t.UnixMicro()).UTC()
+		}
+	}
+	return &c
+}

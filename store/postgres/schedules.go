@@ -68,14 +68,6 @@ func scheduleArgs(s *store.Schedule) []any {
 		s.PendingRunID, s.PendingCancel}
 }
 
-func normalizeSchedule(s *store.Schedule) *store.Schedule {
-	c := *s
-	for _, t := range []*time.Time{&c.Anchor, &c.Since, &c.NextFire, &c.LastTick, &c.BufferedTick, &c.PendingTick, &c.CreatedAt, &c.UpdatedAt} {
-		*t = truncate(*t)
-	}
-	return &c
-}
-
 // CreateSchedule stores a new schedule; the primary key refuses a second
 // one with the same id.
 func (s *Store) CreateSchedule(ctx context.Context, p *store.CreateScheduleParams) (*store.Schedule, error) {
@@ -86,7 +78,7 @@ func (s *Store) CreateSchedule(ctx context.Context, p *store.CreateScheduleParam
 		return nil, fmt.Errorf("create schedule: %w", err)
 	}
 	q := newScheduleQueries(s.schema)
-	out := normalizeSchedule(p.Schedule)
+	out := p.Schedule.Normalized()
 	out.Version, out.CreatedAt, out.UpdatedAt = 1, truncate(p.Now), truncate(p.Now)
 	args := append([]any{out.ID}, scheduleArgs(out)...)
 	args = append(args, out.Version, out.CreatedAt, out.UpdatedAt)
@@ -117,7 +109,7 @@ func (s *Store) UpdateSchedule(ctx context.Context, p *store.UpdateScheduleParam
 	}
 	q := newScheduleQueries(s.schema)
 	now := truncate(p.Now)
-	out := normalizeSchedule(p.Schedule)
+	out := p.Schedule.Normalized()
 	args := append(scheduleArgs(out), now, out.ID, out.Version)
 	var refusal error
 	err := s.once(ctx, func(ctx context.Context) error {

@@ -79,11 +79,8 @@ func (s *Store) PauseQueue(ctx context.Context, p *store.PauseQueueParams) error
 	if err := s.check(); err != nil {
 		return fmt.Errorf("pause queue: %w", err)
 	}
-	if err := store.CheckQueueName(p.Name); err != nil {
+	if err := p.Check(); err != nil {
 		return fmt.Errorf("pause queue: %w", err)
-	}
-	if p.Now.IsZero() {
-		return errors.New("pause queue: Now is zero")
 	}
 	err := s.withWriter(ctx, func(w *wconn) error {
 		return w.tx(func() error {

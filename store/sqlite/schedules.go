@@ -40,15 +40,6 @@ func scheduleArgs(s *store.Schedule) []any {
 		s.PendingRunID, s.PendingCancel}
 }
 
-// normalize rounds a schedule's times to what the database keeps.
-func normalizeSchedule(s *store.Schedule) *store.Schedule {
-	c := *s
-	for _, t := range []*time.Time{&c.Anchor, &c.Since, &c.NextFire, &c.LastTick, &c.BufferedTick, &c.PendingTick, &c.CreatedAt, &c.UpdatedAt} {
-		*t = truncate(*t)
-	}
-	return &c
-}
-
 // CreateSchedule stores a new schedule.
 func (s *Store) CreateSchedule(ctx context.Context, p *store.CreateScheduleParams) (*store.Schedule, error) {
 	if err := s.check(); err != nil {
@@ -57,7 +48,7 @@ func (s *Store) CreateSchedule(ctx context.Context, p *store.CreateScheduleParam
 	if err := p.Schedule.Check(); err != nil {
 		return nil, fmt.Errorf("create schedule: %w", err)
 	}
-	out := normalizeSchedule(p.Schedule)
+	out := p.Schedule.Normalized()
 	out.Version, out.CreatedAt, out.UpdatedAt = 1, truncate(p.Now), truncate(p.Now)
 	var n int64
 	err := s.withWriter(ctx, func(w *wconn) error {
@@ -109,7 +100,7 @@ func (s *Store) UpdateSchedule(ctx context.Context, p *store.UpdateScheduleParam
 		return nil, fmt.Errorf("update schedule: %w", err)
 	}
 	now := truncate(p.Now)
-	out := normalizeSchedule(p.Schedule)
+	out := p.Schedule.Normalized()
 	var refusal error
 	err := s.withWriter(ctx, func(w *wconn) error {
 		return w.tx(func() error {
