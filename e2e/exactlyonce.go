@@ -877,15 +877,16 @@ func sendUpdates(t *testing.T, e *env, c *heph.Client, r *heph.WorkflowRun[[]str
 	}
 }
 
-// An update's acceptance commits, the worker loses its outcome and the
-// commit is retried: the update is accepted, and handled, once.
-func testUpdateAcceptRetriedCommit(t *testing.T, b Backend) {
+// faultyUpdateWorker starts a run of updateCounter worked by a client on a
+// faultStore (3 s leases), and a sender client on the plain store whose
+// updates reach the run as requests.
+func faultyUpdateWorker(t *testing.T, b Backend) (*env, *faultStore, *heph.WorkflowRun[[]string], *heph.Client) {
+	t.Helper()
 	st, reopen := b.New(t)
 	fs := &faultStore{Store: st}
 	e := &env{t: t, st: st, reopen: reopen}
 	e.c = startWfClient(t, fs, func(c *heph.Config) { c.LeaseDuration = 3 * time.Second }, wfs(updateCounter))
-	ctx := ctxT(t)
-	r, err := heph.StartWorkflow(ctx, e.c, updateCounter, struct{}{}, nil)
+	r, err := heph.StartWorkflow(ctxT(t), e.c, updateCounter, struct{}{}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -894,7 +895,14 @@ func testUpdateAcceptRetriedCommit(t *testing.T, b Backend) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { stopClient(sender) })
-	fs.loseOnce(func() bool { return hasEvent(st, r.ID, hephtype.EventUpdateAccepted) })
+	return e, fs, r, sender
+}
+
+// An update's acceptance commits, the worker loses its outcome and the
+// commit is retried: the update is accepted, and handled, once.
+func testUpdateAcceptRetriedCommit(t *testing.T, b Backend) {
+	e, fs, r, sender := faultyUpdateWorker(t, b)
+	fs.loseOnce(func() bool { return hasEvent(e.st, r.ID, hephtype.EventUpdateAccepted) })
 	sendUpdates(t, e, sender, r)
 	fs.waitLost(t, 1)
 }
@@ -927,20 +935,7 @@ func testUpdateRequestRetriedCommit(t *testing.T, b Backend) {
 // request stays pending, its task is tried again, and the update is
 // accepted and handled once.
 func testUpdateDecisionStoreFailure(t *testing.T, b Backend) {
-	st, reopen := b.New(t)
-	fs := &faultStore{Store: st}
-	e := &env{t: t, st: st, reopen: reopen}
-	e.c = startWfClient(t, fs, func(c *heph.Config) { c.LeaseDuration = 3 * time.Second }, wfs(updateCounter))
-	ctx := ctxT(t)
-	r, err := heph.StartWorkflow(ctx, e.c, updateCounter, struct{}{}, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	sender, err := heph.New(&heph.Config{Store: st, Logger: QuietLogger()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { stopClient(sender) })
+	e, fs, r, sender := faultyUpdateWorker(t, b)
 	fs.failHistory.Store(1)
 	sendUpdates(t, e, sender, r)
 	if n := fs.failHistory.Load(); n != 0 {
