@@ -70,10 +70,10 @@ func TestMigratePostgres(t *testing.T) {
 	}
 	s.Close()
 
-	wantLines(t, "down", ok(t, nil, args("migrate", "down")...), `^postgres schema heph: reverted 0008_schedules$`)
-	wantLines(t, "down the rest", ok(t, nil, args("migrate", "down", "--steps", "7")...), `^postgres schema heph: reverted 0007_flow_control$`, `^postgres schema heph: reverted 0006_documents$`, `^postgres schema heph: reverted 0005_requests$`,
+	wantLines(t, "down", ok(t, nil, args("migrate", "down", "--yes")...), `^postgres schema heph: reverted 0008_schedules$`)
+	wantLines(t, "down the rest", ok(t, nil, args("migrate", "down", "--steps", "7", "-y")...), `^postgres schema heph: reverted 0007_flow_control$`, `^postgres schema heph: reverted 0006_documents$`, `^postgres schema heph: reverted 0005_requests$`,
 		`^postgres schema heph: reverted 0004_history_rows$`, `^postgres schema heph: reverted 0001_init$`)
-	wantLines(t, "down again", ok(t, nil, args("migrate", "down", "--steps", "3")...), `^postgres schema heph: nothing to revert$`)
+	wantLines(t, "down again", ok(t, nil, args("migrate", "down", "--steps", "3", "--yes")...), `^postgres schema heph: nothing to revert$`)
 	wantLines(t, "status after down", ok(t, nil, args("migrate", "status")...), `^0001\s+init\s+pending\s*$`)
 
 	// The DSN from the environment, another schema.
@@ -116,7 +116,7 @@ func TestMigrateSQLite(t *testing.T) {
 	}
 	s.Close()
 	env := map[string]string{cli.EnvPostgres: "postgres://nowhere:1/x"}
-	wantLines(t, "down", ok(t, env, args("migrate", "down", "--steps", "6")...), `^sqlite .*: reverted 0006_schedules$`, `^sqlite .*: reverted 0005_flow_control$`, `^sqlite .*: reverted 0004_documents$`, `^sqlite .*: reverted 0003_requests$`, `^sqlite .*: reverted 0002_exactly_once$`,
+	wantLines(t, "down", ok(t, env, args("migrate", "down", "--steps", "6", "--yes")...), `^sqlite .*: reverted 0006_schedules$`, `^sqlite .*: reverted 0005_flow_control$`, `^sqlite .*: reverted 0004_documents$`, `^sqlite .*: reverted 0003_requests$`, `^sqlite .*: reverted 0002_exactly_once$`,
 		`^sqlite .*: reverted 0001_init$`)
 	wantLines(t, "status after down", ok(t, nil, args("migrate", "status")...), `^0001\s+init\s+pending`, `^0002\s+exactly_once\s+pending`, `^0003\s+requests\s+pending`, `^0004\s+documents\s+pending`,
 		`^0005\s+flow_control\s+pending`, `^0006\s+schedules\s+pending`)
@@ -136,8 +136,9 @@ func TestMigrateUsage(t *testing.T) {
 		{[]string{"migrate", "up", "--sqlite", file, "--schema", "x"}, 2, "--schema is for PostgreSQL"},
 		{[]string{"migrate", "down", "--sqlite", file, "--steps", "0"}, 2, "--steps must be positive"},
 		{[]string{"migrate", "up", "--postgres", "postgres://h/db", "--schema", "Bad-Name"}, 1, "Config.Schema"},
-		{[]string{"migrate", "sideways"}, 1, "unknown command"},
-		{[]string{"migrate", "up", "extra"}, 1, "unknown command"},
+		{[]string{"migrate", "sideways"}, 2, "unknown command"},
+		{[]string{"migrate", "up", "extra"}, 2, "unknown command"},
+		{[]string{"migrate", "down", "--sqlite", file, "--bogus"}, 2, "unknown flag"},
 	} {
 		code, _, errOut := heph(t, nil, tc.args...)
 		if code != tc.code || !strings.Contains(errOut, tc.msg) {

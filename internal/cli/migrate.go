@@ -1,15 +1,20 @@
 package cli
 
 import (
+	"bufio"
 	"context"
 	"database/sql"
+	"errors"
 	"fmt"
 	"io/fs"
 	"os"
+	"regexp"
 	"strings"
 	"text/tabwriter"
 	"time"
 
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/stdlib"
 	"github.com/spf13/cobra"
 	_ "modernc.org/sqlite" // registers the "sqlite" driver
 
@@ -35,8 +40,12 @@ type target struct {
 	desc    string
 	files   fs.FS
 	dialect migrate.Dialect
-	// with runs fn on a connection to the database.
+	// with runs fn on a connection to the database, under the lock that
+	// serializes migrations.
 	with func(ctx context.Context, fn func(ctx context.Context, db migrate.DB) error) error
+	// read runs fn on a connection that takes no lock and creates
+	// nothing: for migrate status.
+	read func(ctx context.Context, fn func(ctx context.Context, db migrate.DB) error) error
 }
 
 // target resolves the flags: --sqlite, or --postgres (from the
@@ -61,6 +70,24 @@ func (f *dbFlags) target(cmd *cobra.Command, env *Env, mustExist bool) (*target,
 			with: func(ctx context.Context, fn func(ctx context.Context, db migrate.DB) error) error {
 				return postgres.WithMigrationLock(ctx, cfg, func(ctx context.Context, conn *sql.Conn) error { return fn(ctx, conn) })
 			},
+			read: func(ctx context.Context, fn func(ctx context.Context, db migrate.DB) error) (err error) {
+				if !schemaName.MatchString(f.schema) {
+					return fmt.Errorf("postgres: Config.Schema %q: want a lower-case SQL identifier", f.schema)
+				}
+				cc, err := pgx.ParseConfig(dsn)
+				if err != nil {
+					return errors.New("postgres: the DSN cannot be parsed")
+				}
+				// The schema may not exist: then nothing is applied.
+				cc.RuntimeParams["search_path"] = f.schema
+				db := stdlib.OpenDB(*cc)
+				defer func() {
+					if cerr := db.Close(); err == nil {
+						err = cerr
+					}
+				}()
+				return fn(ctx, db)
+			},
 		}, nil
 	}
 	return nil, usagef("name a database: --postgres DSN (or $%s) or --sqlite PATH", EnvPostgres)
@@ -72,13 +99,9 @@ func sqliteTarget(path string, mustExist bool) (*target, error) {
 			return nil, fmt.Errorf("sqlite database %s: %w", path, err)
 		}
 	}
-	return &target{
-		desc: "sqlite " + path, files: sqlite.Migrations(), dialect: migrate.SQLite,
-		with: func(ctx context.Context, fn func(ctx context.Context, db migrate.DB) error) (err error) {
-			// BEGIN IMMEDIATE serializes the runner against other
-			// processes on the file, as the store does.
-			dsn := "file:" + strings.NewReplacer("%", "%25", "?", "%3f", "#", "%23").Replace(path) +
-				"?_txlock=immediate&_busy_timeout=10000"
+	open := func(params string) func(ctx context.Context, fn func(ctx context.Context, db migrate.DB) error) error {
+		return func(ctx context.Context, fn func(ctx context.Context, db migrate.DB) error) (err error) {
+			dsn := "file:" + strings.NewReplacer("%", "%25", "?", "%3f", "#", "%23").Replace(path) + "?" + params
 			db, err := sql.Open("sqlite", dsn)
 			if err != nil {
 				return err
@@ -90,9 +113,20 @@ func sqliteTarget(path string, mustExist bool) (*target, error) {
 			}()
 			db.SetMaxOpenConns(1)
 			return fn(ctx, db)
-		},
+		}
+	}
+	return &target{
+		desc: "sqlite " + path, files: sqlite.Migrations(), dialect: migrate.SQLite,
+		// BEGIN IMMEDIATE serializes the runner against other processes
+		// on the file, as the store does.
+		with: open("_txlock=immediate&_busy_timeout=10000"),
+		read: open("_busy_timeout=10000"),
 	}, nil
 }
+
+// schemaName is what a PostgreSQL schema name may be (as the store
+// checks it).
+var schemaName = regexp.MustCompile(`^[a-z_][a-z0-9_]{0,62}$`)
 
 func newMigrate(env *Env) *cobra.Command {
 	var db dbFlags
@@ -132,11 +166,17 @@ func newMigrate(env *Env) *cobra.Command {
 		},
 	})
 
-	var steps int
+	var (
+		steps int
+		yes   bool
+	)
 	down := &cobra.Command{
 		Use:   "down",
-		Short: "Revert the last migrations (one by default)",
-		Args:  cobra.NoArgs,
+		Short: "Revert the last migrations (one by default), after a confirmation",
+		Long: "down reverts the last migrations, dropping what they created and the data in it.\n" +
+			"It asks for a confirmation on a terminal; --yes skips it, and is required when\n" +
+			"standard input is not a terminal.",
+		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if steps <= 0 {
 				return usagef("--steps must be positive, got %d", steps)
@@ -144,6 +184,16 @@ func newMigrate(env *Env) *cobra.Command {
 			t, err := db.target(cmd, env, true)
 			if err != nil {
 				return err
+			}
+			if !yes {
+				ok, err := confirm(env, fmt.Sprintf("Revert the last %d migration(s) of %s, dropping their tables and data? [y/N] ", steps, t.desc))
+				if err != nil {
+					return err
+				}
+				if !ok {
+					fmt.Fprintln(env.Stderr, "heph: nothing reverted")
+					return exitWith(ExitFailure)
+				}
 			}
 			var done []int
 			err = t.with(cmd.Context(), func(ctx context.Context, conn migrate.DB) (err error) {
@@ -161,11 +211,12 @@ func newMigrate(env *Env) *cobra.Command {
 		},
 	}
 	down.Flags().IntVar(&steps, "steps", 1, "number of migrations to revert")
+	down.Flags().BoolVarP(&yes, "yes", "y", false, "revert without asking")
 	cmd.AddCommand(down)
 
 	cmd.AddCommand(&cobra.Command{
 		Use:   "status",
-		Short: "List the migrations and whether each is applied",
+		Short: "List the migrations and whether each is applied (changes nothing)",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			t, err := db.target(cmd, env, true)
@@ -173,7 +224,7 @@ func newMigrate(env *Env) *cobra.Command {
 				return err
 			}
 			var states []migrate.State
-			err = t.with(cmd.Context(), func(ctx context.Context, conn migrate.DB) (err error) {
+			err = t.read(cmd.Context(), func(ctx context.Context, conn migrate.DB) (err error) {
 				states, err = migrate.Status(ctx, conn, t.files, t.dialect)
 				return err
 			})
@@ -214,4 +265,22 @@ func report(env *Env, t *target, verb string, versions []int) {
 		}
 		fmt.Fprintf(env.Stdout, "%s: %s %04d%s\n", t.desc, verb, v, name)
 	}
+}
+
+// confirm asks a yes/no question on the terminal. Without a terminal on
+// standard input it refuses: a usage error that names --yes.
+func confirm(env *Env, question string) (bool, error) {
+	if !env.terminal(env.Stdin) {
+		return false, usagef("standard input is not a terminal to confirm on: add --yes")
+	}
+	fmt.Fprint(env.Stderr, question)
+	line, err := bufio.NewReader(env.Stdin).ReadString('\n')
+	if err != nil && line == "" {
+		return false, nil
+	}
+	switch strings.ToLower(strings.TrimSpace(line)) {
+	case "y", "yes":
+		return true, nil
+	}
+	return false, nil
 }

@@ -49,6 +49,10 @@ type Dialect struct {
 	// NowMicros is an SQL expression for the current time in Unix
 	// microseconds.
 	NowMicros string
+	// HasTable is a query of one argument, a table name, that returns 1
+	// when the table exists (in the schema of the connection's search
+	// path) and 0 otherwise.
+	HasTable string
 }
 
 // The dialects.
@@ -57,11 +61,13 @@ var (
 		Name:      "sqlite",
 		Bind:      func(int) string { return "?" },
 		NowMicros: "CAST((julianday('now') - 2440587.5) * 86400000000 AS INTEGER)",
+		HasTable:  "SELECT count(*) FROM sqlite_master WHERE type = 'table' AND name = ?",
 	}
 	Postgres = Dialect{
 		Name:      "postgres",
 		Bind:      func(n int) string { return "$" + strconv.Itoa(n) },
 		NowMicros: "CAST(EXTRACT(EPOCH FROM clock_timestamp()) * 1000000 AS BIGINT)",
+		HasTable:  "SELECT CASE WHEN to_regclass($1) IS NULL THEN 0 ELSE 1 END",
 	}
 )
 
@@ -236,15 +242,22 @@ func Down(ctx context.Context, db DB, fsys fs.FS, d Dialect, steps int) ([]int, 
 }
 
 // Status returns every migration, known or applied, in version order. It
-// creates the version table when it is missing.
+// only reads: a database without the version table has every migration
+// pending.
 func Status(ctx context.Context, db DB, fsys fs.FS, d Dialect) ([]State, error) {
 	ms, err := Load(fsys)
 	if err != nil {
 		return nil, err
 	}
-	applied, err := appliedVersions(ctx, db, d)
+	applied := map[int]appliedRow{}
+	has, err := hasTable(ctx, db, d)
 	if err != nil {
 		return nil, fmt.Errorf("migrate status: %w", err)
+	}
+	if has {
+		if applied, err = readApplied(ctx, db); err != nil {
+			return nil, fmt.Errorf("migrate status: %w", err)
+		}
 	}
 	var out []State
 	for _, m := range ms {
@@ -272,6 +285,27 @@ func appliedVersions(ctx context.Context, db DB, d Dialect) (map[int]appliedRow,
 	if _, err := db.ExecContext(ctx, create); err != nil {
 		return nil, err
 	}
+	return readApplied(ctx, db)
+}
+
+// hasTable reports whether the version table exists.
+func hasTable(ctx context.Context, db DB, d Dialect) (bool, error) {
+	rows, err := db.QueryContext(ctx, d.HasTable, Table)
+	if err != nil {
+		return false, err
+	}
+	defer rows.Close()
+	n := 0
+	if rows.Next() {
+		if err := rows.Scan(&n); err != nil {
+			return false, err
+		}
+	}
+	return n > 0, rows.Err()
+}
+
+// readApplied reads the version table.
+func readApplied(ctx context.Context, db DB) (map[int]appliedRow, error) {
 	rows, err := db.QueryContext(ctx, fmt.Sprintf("SELECT version, name, applied_at FROM %s", Table))
 	if err != nil {
 		return nil, err

@@ -1,0 +1,230 @@
+package apiclient
+
+import (
+	"context"
+	"encoding/json"
+	"net/http"
+	"net/url"
+	"strconv"
+	"time"
+)
+
+// Health reports whether the server answers (GET /healthz).
+func (c *Client) Health(ctx context.Context) (*Response, error) {
+	return c.do(ctx, &request{method: http.MethodGet, path: "/healthz"})
+}
+
+// Ready reports whether the server and its store answer (GET /readyz).
+func (c *Client) Ready(ctx context.Context) (*Response, error) {
+	return c.do(ctx, &request{method: http.MethodGet, path: "/readyz"})
+}
+
+// Definitions lists what the server can start.
+func (c *Client) Definitions(ctx context.Context) ([]Definition, *Response, error) {
+	return list[Definition](ctx, c, &request{method: http.MethodGet, path: "/definitions"})
+}
+
+// GraphJSON returns a definition's graph for drawing (version 0: the
+// latest).
+func (c *Client) GraphJSON(ctx context.Context, name string, version int) (*Graph, *Response, error) {
+	return call[Graph](ctx, c, &request{method: http.MethodGet, path: "/definitions/" + seg(name) + "/graph", query: graphQuery(version, "json")})
+}
+
+// GraphText returns a definition's graph as Mermaid ("mermaid") or
+// Graphviz DOT ("dot") text.
+func (c *Client) GraphText(ctx context.Context, name string, version int, format string) (string, *Response, error) {
+	resp, err := c.do(ctx, &request{method: http.MethodGet, path: "/definitions/" + seg(name) + "/graph", query: graphQuery(version, format)})
+	if err != nil {
+		return "", resp, err
+	}
+	return string(resp.Body), resp, nil
+}
+
+func graphQuery(version int, format string) url.Values {
+	q := url.Values{"format": {format}}
+	if version > 0 {
+		q.Set("version", strconv.Itoa(version))
+	}
+	return q
+}
+
+// PutDocument stores a flow document (a new version when its content
+// changed).
+func (c *Client) PutDocument(ctx context.Context, req *DocumentRequest) (*Document, *Response, error) {
+	return call[Document](ctx, c, &request{method: http.MethodPost, path: "/documents", body: req})
+}
+
+// ValidateDocument checks a flow document; an invalid one is an *Error
+// with status 422 and its Errors.
+func (c *Client) ValidateDocument(ctx context.Context, format, content string) (*Response, error) {
+	return c.do(ctx, &request{method: http.MethodPost, path: "/documents/validate", body: &DocumentRequest{Format: format, Content: content}})
+}
+
+// ListDocuments lists the stored documents (name "" for all).
+func (c *Client) ListDocuments(ctx context.Context, name string) ([]Document, *Response, error) {
+	q := url.Values{}
+	if name != "" {
+		q.Set("name", name)
+	}
+	return list[Document](ctx, c, &request{method: http.MethodGet, path: "/documents", query: q})
+}
+
+// GetDocument returns a stored document with its content (version 0: the
+// latest).
+func (c *Client) GetDocument(ctx context.Context, name string, version int) (*Document, *Response, error) {
+	q := url.Values{}
+	if version > 0 {
+		q.Set("version", strconv.Itoa(version))
+	}
+	return call[Document](ctx, c, &request{method: http.MethodGet, path: "/documents/" + seg(name), query: q})
+}
+
+// Schedules lists the schedules.
+func (c *Client) Schedules(ctx context.Context) ([]Schedule, *Response, error) {
+	return list[Schedule](ctx, c, &request{method: http.MethodGet, path: "/schedules"})
+}
+
+// GetSchedule returns a schedule.
+func (c *Client) GetSchedule(ctx context.Context, id string) (*Schedule, *Response, error) {
+	return call[Schedule](ctx, c, &request{method: http.MethodGet, path: "/schedules/" + seg(id)})
+}
+
+// CreateSchedule creates a schedule; body is its JSON.
+func (c *Client) CreateSchedule(ctx context.Context, body json.RawMessage) (*Schedule, *Response, error) {
+	return call[Schedule](ctx, c, &request{method: http.MethodPost, path: "/schedules", body: body})
+}
+
+// UpdateSchedule replaces a schedule; body is its JSON.
+func (c *Client) UpdateSchedule(ctx context.Context, id string, body json.RawMessage) (*Schedule, *Response, error) {
+	return call[Schedule](ctx, c, &request{method: http.MethodPut, path: "/schedules/" + seg(id), body: body})
+}
+
+// DeleteSchedule deletes a schedule.
+func (c *Client) DeleteSchedule(ctx context.Context, id string) (*Response, error) {
+	return c.do(ctx, &request{method: http.MethodDelete, path: "/schedules/" + seg(id)})
+}
+
+// ScheduleAction pauses, resumes or triggers a schedule (action "pause",
+// "resume", "trigger").
+func (c *Client) ScheduleAction(ctx context.Context, id, action string) (*Response, error) {
+	return c.do(ctx, &request{method: http.MethodPost, path: "/schedules/" + seg(id) + "/" + action, body: struct{}{}})
+}
+
+// Backfill starts the runs of a schedule's ticks in [from, to).
+func (c *Client) Backfill(ctx context.Context, id string, from, to time.Time) ([]string, *Response, error) {
+	v, resp, err := call[struct {
+		RunIDs []string `json:"run_ids"`
+	}](ctx, c, &request{method: http.MethodPost, path: "/schedules/" + seg(id) + "/backfill",
+		body: map[string]string{"from": from.UTC().Format(time.RFC3339Nano), "to": to.UTC().Format(time.RFC3339Nano)}})
+	if v == nil {
+		return nil, resp, err
+	}
+	return v.RunIDs, resp, err
+}
+
+// NextFires returns a schedule's next n fire times.
+func (c *Client) NextFires(ctx context.Context, id string, n int) ([]time.Time, *Response, error) {
+	q := url.Values{}
+	if n > 0 {
+		q.Set("n", strconv.Itoa(n))
+	}
+	return list[time.Time](ctx, c, &request{method: http.MethodGet, path: "/schedules/" + seg(id) + "/next", query: q})
+}
+
+// ScheduleRuns lists the runs a schedule started, newest first.
+func (c *Client) ScheduleRuns(ctx context.Context, id string, limit int) ([]ScheduleRun, *Response, error) {
+	q := url.Values{}
+	if limit > 0 {
+		q.Set("limit", strconv.Itoa(limit))
+	}
+	return list[ScheduleRun](ctx, c, &request{method: http.MethodGet, path: "/schedules/" + seg(id) + "/runs", query: q})
+}
+
+// Queues lists the queues with their figures.
+func (c *Client) Queues(ctx context.Context) ([]Queue, *Response, error) {
+	return list[Queue](ctx, c, &request{method: http.MethodGet, path: "/queues"})
+}
+
+// GetQueue returns a queue.
+func (c *Client) GetQueue(ctx context.Context, name string) (*Queue, *Response, error) {
+	return call[Queue](ctx, c, &request{method: http.MethodGet, path: "/queues/" + seg(name)})
+}
+
+// SetQueue sets a queue's flow-control options.
+func (c *Client) SetQueue(ctx context.Context, name string, opts *QueueOptions) (*Queue, *Response, error) {
+	return call[Queue](ctx, c, &request{method: http.MethodPut, path: "/queues/" + seg(name), body: opts})
+}
+
+// PauseQueue pauses (pause true) or resumes a queue.
+func (c *Client) PauseQueue(ctx context.Context, name string, pause bool) (*Response, error) {
+	verb := "resume"
+	if pause {
+		verb = "pause"
+	}
+	return c.do(ctx, &request{method: http.MethodPost, path: "/queues/" + seg(name) + "/" + verb, body: struct{}{}})
+}
+
+// Workers lists the live workers.
+func (c *Client) Workers(ctx context.Context) ([]Worker, *Response, error) {
+	return list[Worker](ctx, c, &request{method: http.MethodGet, path: "/workers"})
+}
+
+// Tokens lists the API tokens.
+func (c *Client) Tokens(ctx context.Context) ([]Token, *Response, error) {
+	return list[Token](ctx, c, &request{method: http.MethodGet, path: "/tokens"})
+}
+
+// CreateToken creates a token of a role ("admin", "worker", "read"); the
+// answer holds its secret, shown this once.
+func (c *Client) CreateToken(ctx context.Context, name, role string) (*Token, *Response, error) {
+	return call[Token](ctx, c, &request{method: http.MethodPost, path: "/tokens", body: map[string]string{"name": name, "role": role}})
+}
+
+// RevokeToken revokes a token.
+func (c *Client) RevokeToken(ctx context.Context, id string) (*Response, error) {
+	return c.do(ctx, &request{method: http.MethodDelete, path: "/tokens/" + seg(id)})
+}
+
+// Audit returns a page of the audit log, newest first.
+func (c *Client) Audit(ctx context.Context, limit int, cursor string) (*AuditPage, *Response, error) {
+	q := url.Values{}
+	if limit > 0 {
+		q.Set("limit", strconv.Itoa(limit))
+	}
+	if cursor != "" {
+		q.Set("cursor", cursor)
+	}
+	v, resp, err := call[auditPage](ctx, c, &request{method: http.MethodGet, path: "/audit", query: q})
+	if v == nil {
+		return nil, resp, err
+	}
+	return &AuditPage{Entries: v.entries.items, Next: v.next}, resp, err
+}
+
+// auditPage decodes an array of entries, or an object with the entries
+// under any key and the cursor under "next".
+type auditPage struct {
+	entries listOf[AuditEntry]
+	next    string
+}
+
+func (p *auditPage) UnmarshalJSON(b []byte) error {
+	if err := json.Unmarshal(b, &p.entries); err != nil {
+		return err
+	}
+	var obj struct {
+		Next string `json:"next"`
+	}
+	_ = json.Unmarshal(b, &obj) // an array has no cursor
+	p.next = obj.Next
+	return nil
+}
+
+// list calls r and decodes a list of T.
+func list[T any](ctx context.Context, c *Client, r *request) ([]T, *Response, error) {
+	v, resp, err := call[listOf[T]](ctx, c, r)
+	if v == nil {
+		return nil, resp, err
+	}
+	return v.items, resp, err
+}

@@ -1,0 +1,362 @@
+package apiclient
+
+import (
+	"encoding/json"
+	"time"
+)
+
+// The run statuses.
+const (
+	StatusPending   = "pending"
+	StatusRunning   = "running"
+	StatusWaiting   = "waiting"
+	StatusCompleted = "completed"
+	StatusFailed    = "failed"
+	StatusCancelled = "cancelled"
+	StatusContinued = "continued"
+)
+
+// Terminal reports whether a run of status s has ended.
+func Terminal(s string) bool {
+	switch s {
+	case StatusCompleted, StatusFailed, StatusCancelled, StatusContinued:
+		return true
+	}
+	return false
+}
+
+// Run is a run (GET /runs/{id}); the items of a run list carry a subset of
+// its fields.
+type Run struct {
+	ID             string                     `json:"id"`
+	Kind           string                     `json:"kind"`
+	Workflow       string                     `json:"workflow"`
+	Version        int                        `json:"version"`
+	Status         string                     `json:"status"`
+	Input          json.RawMessage            `json:"input,omitempty"`
+	Output         json.RawMessage            `json:"output,omitempty"`
+	Error          string                     `json:"error,omitempty"`
+	BusinessID     string                     `json:"business_id,omitempty"`
+	Tags           []string                   `json:"tags,omitempty"`
+	Metadata       map[string]json.RawMessage `json:"metadata,omitempty"`
+	ConcurrencyKey string                     `json:"concurrency_key,omitempty"`
+	Queue          string                     `json:"queue,omitempty"`
+	Condition      *Condition                 `json:"condition,omitempty"`
+	Steps          []Step                     `json:"steps,omitempty"`
+	Document       *DocumentRef               `json:"document,omitempty"`
+	CreatedAt      time.Time                  `json:"created_at"`
+	UpdatedAt      time.Time                  `json:"updated_at"`
+	FinishedAt     *time.Time                 `json:"finished_at,omitempty"`
+}
+
+// Condition says why a run does not progress.
+type Condition struct {
+	Kind   string     `json:"kind"`
+	Reason string     `json:"reason,omitempty"`
+	Since  *time.Time `json:"since,omitempty"`
+}
+
+// Step is a step's state within a run.
+type Step struct {
+	Name       string          `json:"name"`
+	Status     string          `json:"status"`
+	Attempts   int             `json:"attempts"`
+	Event      string          `json:"event,omitempty"`
+	Output     json.RawMessage `json:"output,omitempty"`
+	Error      string          `json:"error,omitempty"`
+	StartedAt  *time.Time      `json:"started_at,omitempty"`
+	FinishedAt *time.Time      `json:"finished_at,omitempty"`
+}
+
+// DocumentRef names the flow document a run runs.
+type DocumentRef struct {
+	Name    string `json:"name"`
+	Version int    `json:"version"`
+	Hash    string `json:"hash"`
+}
+
+// StartRequest is the body of POST /runs.
+type StartRequest struct {
+	// Kind is "flow", "workflow", "job" or "document"; the server's
+	// default is "flow".
+	Kind           string            `json:"kind,omitempty"`
+	Name           string            `json:"name"`
+	Version        int               `json:"version,omitempty"`
+	Input          json.RawMessage   `json:"input,omitempty"`
+	BusinessValue  string            `json:"business_value,omitempty"`
+	WorkflowID     string            `json:"workflow_id,omitempty"`
+	Tags           []string          `json:"tags,omitempty"`
+	Metadata       map[string]string `json:"metadata,omitempty"`
+	ConcurrencyKey string            `json:"concurrency_key,omitempty"`
+	CreatedBy      string            `json:"created_by,omitempty"`
+}
+
+// RunFilter selects runs: the query of GET /runs and the filter of a bulk
+// operation. Zero fields do not filter.
+type RunFilter struct {
+	Statuses      []string          `json:"statuses,omitempty"`
+	Workflow      string            `json:"workflow,omitempty"`
+	Queue         string            `json:"queue,omitempty"`
+	Tags          []string          `json:"tags,omitempty"`
+	Metadata      map[string]string `json:"metadata,omitempty"`
+	CreatedAfter  *time.Time        `json:"created_after,omitempty"`
+	CreatedBefore *time.Time        `json:"created_before,omitempty"`
+	Text          string            `json:"q,omitempty"`
+}
+
+// Empty reports whether f selects every run.
+func (f *RunFilter) Empty() bool {
+	return len(f.Statuses) == 0 && f.Workflow == "" && f.Queue == "" && len(f.Tags) == 0 &&
+		len(f.Metadata) == 0 && f.CreatedAfter == nil && f.CreatedBefore == nil && f.Text == ""
+}
+
+// RunList is a page of runs.
+type RunList struct {
+	Runs []Run `json:"runs"`
+	// Next continues the list; "" at its end.
+	Next string `json:"next"`
+}
+
+// HistoryEvent is one entry of a run's history.
+type HistoryEvent struct {
+	Seq     int64           `json:"seq"`
+	Kind    string          `json:"kind"`
+	Step    string          `json:"step,omitempty"`
+	Index   int             `json:"index,omitempty"`
+	Attempt int             `json:"attempt,omitempty"`
+	Name    string          `json:"name,omitempty"`
+	Data    json.RawMessage `json:"data,omitempty"`
+	Error   string          `json:"error,omitempty"`
+	At      time.Time       `json:"at"`
+}
+
+// History is a page of a run's history.
+type History struct {
+	Events []HistoryEvent `json:"events"`
+	// Last is the sequence number of the last event returned (or the
+	// after the request gave, when none).
+	Last int64 `json:"last"`
+}
+
+// UpdateResult is the answer of POST /runs/{id}/updates/{name}: the
+// update's result when it completed, or Stage "accepted".
+type UpdateResult struct {
+	Result json.RawMessage `json:"result,omitempty"`
+	Stage  string          `json:"stage,omitempty"`
+}
+
+// QueryResult is the answer of a query.
+type QueryResult struct {
+	Result json.RawMessage `json:"result"`
+}
+
+// Decision is a decision recorded on an approval gate.
+type Decision struct {
+	RunID     string    `json:"run_id"`
+	Step      string    `json:"step"`
+	Event     string    `json:"event"`
+	Actor     string    `json:"actor"`
+	Comment   string    `json:"comment,omitempty"`
+	DecidedAt time.Time `json:"decided_at"`
+	Repeated  bool      `json:"repeated,omitempty"`
+}
+
+// PendingApproval is an approval gate waiting for a decision.
+type PendingApproval struct {
+	RunID        string     `json:"run_id"`
+	Workflow     string     `json:"workflow"`
+	Version      int        `json:"version"`
+	Step         string     `json:"step"`
+	Prompt       string     `json:"prompt,omitempty"`
+	Users        []string   `json:"users,omitempty"`
+	Groups       []string   `json:"groups,omitempty"`
+	WaitingSince time.Time  `json:"waiting_since"`
+	Deadline     *time.Time `json:"deadline,omitempty"`
+}
+
+// Operation is a bulk cancel or retry.
+type Operation struct {
+	ID        string          `json:"id"`
+	Action    string          `json:"action"`
+	Filter    json.RawMessage `json:"filter,omitempty"`
+	Reason    string          `json:"reason,omitempty"`
+	Status    string          `json:"status"`
+	Total     int             `json:"total"`
+	Done      int             `json:"done"`
+	Failed    int             `json:"failed"`
+	Errors    []string        `json:"errors,omitempty"`
+	CreatedBy string          `json:"created_by,omitempty"`
+	CreatedAt time.Time       `json:"created_at"`
+	UpdatedAt time.Time       `json:"updated_at"`
+}
+
+// Finished reports whether the operation has ended.
+func (o *Operation) Finished() bool {
+	return o.Status == "completed" || o.Status == "failed" || o.Status == "cancelled"
+}
+
+// OperationRequest is the body of POST /operations.
+type OperationRequest struct {
+	Action string    `json:"action"`
+	Filter RunFilter `json:"filter"`
+	Reason string    `json:"reason,omitempty"`
+}
+
+// Definition is a flow, workflow, job kind or document the server knows.
+type Definition struct {
+	Kind     string `json:"kind"`
+	Name     string `json:"name"`
+	Versions []int  `json:"versions,omitempty"`
+	Latest   int    `json:"latest"`
+}
+
+// Graph is a definition's graph, for drawing.
+type Graph struct {
+	Name    string      `json:"name,omitempty"`
+	Version int         `json:"version,omitempty"`
+	Nodes   []GraphNode `json:"nodes"`
+	Edges   []GraphEdge `json:"edges"`
+}
+
+// GraphNode is a step of a graph (or its start and done markers).
+type GraphNode struct {
+	ID    string `json:"id"`
+	Label string `json:"label,omitempty"`
+	// Kind is "step", "map", "wait", "start" or "done".
+	Kind string `json:"kind,omitempty"`
+}
+
+// GraphEdge is an edge: From emitting Event leads to To.
+type GraphEdge struct {
+	From  string `json:"from"`
+	To    string `json:"to"`
+	Event string `json:"event,omitempty"`
+}
+
+// Document is a stored flow document.
+type Document struct {
+	Name      string    `json:"name"`
+	Version   int       `json:"version"`
+	Hash      string    `json:"hash"`
+	Format    string    `json:"format"`
+	Content   string    `json:"content,omitempty"`
+	CreatedAt time.Time `json:"created_at"`
+}
+
+// DocumentRequest is the body of POST /documents and of
+// POST /documents/validate (without Name).
+type DocumentRequest struct {
+	Name    string `json:"name,omitempty"`
+	Format  string `json:"format"`
+	Content string `json:"content"`
+}
+
+// Schedule starts runs of a target on a timing.
+type Schedule struct {
+	ID         string          `json:"id"`
+	Target     string          `json:"target"`
+	TargetName string          `json:"target_name"`
+	Cron       string          `json:"cron,omitempty"`
+	Every      string          `json:"every,omitempty"`
+	Anchor     *time.Time      `json:"anchor,omitempty"`
+	TimeZone   string          `json:"time_zone,omitempty"`
+	Jitter     string          `json:"jitter,omitempty"`
+	Overlap    string          `json:"overlap,omitempty"`
+	CatchUp    *CatchUp        `json:"catch_up,omitempty"`
+	Input      json.RawMessage `json:"input,omitempty"`
+	Paused     bool            `json:"paused"`
+	Declared   bool            `json:"declared,omitempty"`
+	NextFire   *time.Time      `json:"next_fire,omitempty"`
+	LastTick   *time.Time      `json:"last_tick,omitempty"`
+	LastRunID  string          `json:"last_run_id,omitempty"`
+	Version    int64           `json:"version,omitempty"`
+	CreatedAt  *time.Time      `json:"created_at,omitempty"`
+	UpdatedAt  *time.Time      `json:"updated_at,omitempty"`
+}
+
+// CatchUp is what a schedule runs of the ticks it missed.
+type CatchUp struct {
+	Ticks  int    `json:"ticks,omitempty"`
+	Within string `json:"within,omitempty"`
+}
+
+// ScheduleRun is a run a schedule started.
+type ScheduleRun struct {
+	Tick time.Time `json:"tick"`
+	// Outcome is "started", "skipped", "buffered" or "failed".
+	Outcome string `json:"outcome,omitempty"`
+	RunID   string `json:"run_id,omitempty"`
+	Status  string `json:"status,omitempty"`
+	Error   string `json:"error,omitempty"`
+}
+
+// QueueOptions are a queue's flow-control limits.
+type QueueOptions struct {
+	MaxRunning       int            `json:"max_running,omitempty"`
+	MaxRunningPerKey int            `json:"max_running_per_key,omitempty"`
+	Rate             *RateLimit     `json:"rate,omitempty"`
+	KeyRate          *RateLimit     `json:"key_rate,omitempty"`
+	Fair             bool           `json:"fair,omitempty"`
+	Weights          map[string]int `json:"weights,omitempty"`
+}
+
+// RateLimit is at most Limit starts in each window of Period.
+type RateLimit struct {
+	Limit  int    `json:"limit"`
+	Period string `json:"period"`
+}
+
+// Queue is a queue's configuration and figures.
+type Queue struct {
+	Name           string       `json:"name"`
+	Configured     bool         `json:"configured,omitempty"`
+	Paused         bool         `json:"paused"`
+	Options        QueueOptions `json:"options"`
+	Ready          int          `json:"ready"`
+	Scheduled      int          `json:"scheduled"`
+	Leased         int          `json:"leased"`
+	Running        int          `json:"running"`
+	OldestReadyAge string       `json:"oldest_ready_age,omitempty"`
+}
+
+// Worker is a worker process or an HTTP worker.
+type Worker struct {
+	ID            string     `json:"id"`
+	Queues        []string   `json:"queues,omitempty"`
+	Handlers      []string   `json:"handlers,omitempty"`
+	StartedAt     *time.Time `json:"started_at,omitempty"`
+	LastHeartbeat time.Time  `json:"last_heartbeat"`
+	ExpiresAt     time.Time  `json:"expires_at"`
+}
+
+// Token is an API token; Secret is set only in the answer that creates
+// it.
+type Token struct {
+	ID         string     `json:"id"`
+	Name       string     `json:"name"`
+	Role       string     `json:"role"`
+	Secret     string     `json:"token,omitempty"`
+	CreatedAt  time.Time  `json:"created_at"`
+	RevokedAt  *time.Time `json:"revoked_at,omitempty"`
+	LastUsedAt *time.Time `json:"last_used_at,omitempty"`
+}
+
+// AuditEntry is one mutating call of the audit log.
+type AuditEntry struct {
+	ID     int64     `json:"id"`
+	At     time.Time `json:"at"`
+	Actor  string    `json:"actor"`
+	Role   string    `json:"role"`
+	Method string    `json:"method"`
+	Path   string    `json:"path"`
+	Action string    `json:"action"`
+	Target string    `json:"target,omitempty"`
+	Status int       `json:"status"`
+	Detail string    `json:"detail,omitempty"`
+}
+
+// AuditPage is a page of the audit log, newest first.
+type AuditPage struct {
+	Entries []AuditEntry `json:"entries"`
+	Next    string       `json:"next"`
+}
