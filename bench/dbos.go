@@ -14,6 +14,8 @@ import (
 
 	"github.com/dbos-inc/dbos-transact-golang/dbos"
 	_ "github.com/dbos-inc/dbos-transact-golang/dbos/driver/sqlite"
+
+	"github.com/hephaestus-go/hephaestus/internal/benchrun"
 )
 
 // dbosInc is the step of (a) to (c): its input plus one.
@@ -60,20 +62,20 @@ func openDBOSSQLite(path, sync string) (*sql.DB, error) {
 // openDBOS launches DBOS on t (its system database is the fresh
 // PostgreSQL database, or a new SQLite file) with the two workflows
 // registered; each call runs a workflow and waits for its result.
-func openDBOS(ctx context.Context, t target) (*caller, error) {
+func openDBOS(ctx context.Context, t benchrun.Target) (*benchrun.Caller, error) {
 	cfg := dbos.Config{AppName: "heph-bench", Logger: slog.New(slog.DiscardHandler)}
 	var sqlDB *sql.DB
-	switch t.backend {
-	case backendPostgres:
-		cfg.DatabaseURL = t.where
-	case backendSQLite:
-		db, err := openDBOSSQLite(t.where, t.sync)
+	switch t.Backend {
+	case benchrun.Postgres:
+		cfg.DatabaseURL = t.Where
+	case benchrun.SQLite:
+		db, err := openDBOSSQLite(t.Where, t.Sync)
 		if err != nil {
 			return nil, err
 		}
 		sqlDB, cfg.SQLiteSystemDB = db, db
 	default:
-		return nil, fmt.Errorf("dbos: unknown backend %q", t.backend)
+		return nil, fmt.Errorf("dbos: unknown backend %q", t.Backend)
 	}
 	closeDB := func() {
 		if sqlDB != nil {
@@ -103,10 +105,10 @@ func openDBOS(ctx context.Context, t target) (*caller, error) {
 		}
 		return err
 	}
-	return &caller{
-		one:   func(_ context.Context, in int) error { return run(dbosOne, in, in+1) },
-		chain: func(_ context.Context, in int) error { return run(dbosChain, in, in+10) },
-		close: func() {
+	return &benchrun.Caller{
+		One:   func(_ context.Context, in int) error { return run(dbosOne, in, in+1) },
+		Chain: func(_ context.Context, in int) error { return run(dbosChain, in, in+10) },
+		Close: func() {
 			_ = dbos.Shutdown(dctx, 10*time.Second)
 			closeDB()
 		},

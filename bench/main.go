@@ -38,6 +38,8 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+
+	"github.com/hephaestus-go/hephaestus/internal/benchrun"
 )
 
 // workload is one of the measured workloads.
@@ -63,9 +65,9 @@ type contestant struct {
 	backend string
 	heph    bool // Hephaestus: the numerator of the ratios
 	// open sets it up for (a) to (c); nil if it does not take part.
-	open func(ctx context.Context, t target) (*caller, error)
+	open func(ctx context.Context, t benchrun.Target) (*benchrun.Caller, error)
 	// jobs runs the jobs workload; nil if it does not take part.
-	jobs func(ctx context.Context, dsn string, n, workers, batch int) (result, error)
+	jobs func(ctx context.Context, t benchrun.Target, o benchrun.JobsOptions) (benchrun.JobsResult, error)
 }
 
 func (c contestant) key() string { return c.label + " on " + c.backend }
@@ -77,26 +79,35 @@ func contestants(engines, backends []string) []contestant {
 	for _, b := range backends {
 		if slices.Contains(engines, "heph") {
 			out = append(out,
-				contestant{label: "Hephaestus flows", engine: "heph", backend: b, heph: true, open: openHephFlows},
-				contestant{label: "Hephaestus workflows", engine: "heph", backend: b, heph: true, open: openHephWorkflows})
+				contestant{label: "Hephaestus flows", engine: "heph", backend: b, heph: true, open: benchrun.OpenFlows},
+				contestant{label: "Hephaestus workflows", engine: "heph", backend: b, heph: true, open: benchrun.OpenWorkflows})
 		}
 		if slices.Contains(engines, "dbos") {
 			out = append(out, contestant{label: "DBOS", engine: "dbos", backend: b, open: openDBOS})
 		}
 	}
-	if slices.Contains(backends, backendPostgres) {
+	if slices.Contains(backends, benchrun.Postgres) {
 		if slices.Contains(engines, "heph") {
-			out = append(out, contestant{label: "Hephaestus", engine: "heph", backend: backendPostgres, heph: true, jobs: runHeph})
+			out = append(out, contestant{label: "Hephaestus", engine: "heph", backend: benchrun.Postgres, heph: true,
+				jobs: func(ctx context.Context, t benchrun.Target, o benchrun.JobsOptions) (benchrun.JobsResult, error) {
+					return benchrun.RunJobs(ctx, t, &o)
+				}})
 		}
 		// Flow control's cost: the same jobs through a controlled claim.
 		if slices.Contains(engines, "heph-key") {
-			out = append(out, contestant{label: "Hephaestus, keys", engine: "heph-key", backend: backendPostgres, heph: true, jobs: runHephKeyed})
+			out = append(out, contestant{label: "Hephaestus, keys", engine: "heph-key", backend: benchrun.Postgres, heph: true,
+				jobs: func(ctx context.Context, t benchrun.Target, o benchrun.JobsOptions) (benchrun.JobsResult, error) {
+					return benchrun.RunJobs(ctx, t, benchrun.Keyed(o))
+				}})
 		}
 		if slices.Contains(engines, "heph-rate") {
-			out = append(out, contestant{label: "Hephaestus, rate limit", engine: "heph-rate", backend: backendPostgres, heph: true, jobs: runHephRated})
+			out = append(out, contestant{label: "Hephaestus, rate limit", engine: "heph-rate", backend: benchrun.Postgres, heph: true,
+				jobs: func(ctx context.Context, t benchrun.Target, o benchrun.JobsOptions) (benchrun.JobsResult, error) {
+					return benchrun.RunJobs(ctx, t, benchrun.Rated(o))
+				}})
 		}
 		if slices.Contains(engines, "river") {
-			out = append(out, contestant{label: "River", engine: "river", backend: backendPostgres, jobs: runRiver})
+			out = append(out, contestant{label: "River", engine: "river", backend: benchrun.Postgres, jobs: runRiver})
 		}
 	}
 	return out
@@ -108,7 +119,7 @@ func (c contestant) takesPart(w workload) bool {
 	case "jobs":
 		return c.jobs != nil
 	case "bytes": // what a PostgreSQL database keeps
-		return c.open != nil && c.backend == backendPostgres
+		return c.open != nil && c.backend == benchrun.Postgres
 	}
 	return c.open != nil
 }
@@ -153,7 +164,7 @@ func main() {
 		}
 	}
 	for _, b := range bs {
-		if b != backendPostgres && b != backendSQLite {
+		if b != benchrun.Postgres && b != benchrun.SQLite {
 			log.Fatalf("unknown backend %q", b)
 		}
 	}
@@ -177,15 +188,15 @@ func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
 	defer stop()
 
-	usePG := slices.Contains(bs, backendPostgres)
+	usePG := slices.Contains(bs, benchrun.Postgres)
 	fmt.Printf("%s, %d CPUs, GOMAXPROCS %d; %s\n", runtime.Version(), runtime.NumCPU(), runtime.GOMAXPROCS(0), serverVersion(ctx, o.dsn, usePG))
 	fmt.Printf("load average at start: %s\n", loadAverage())
 
 	refs := map[string][]float64{}
-	all := map[string][]measure{} // by workload key + contestant key
+	all := map[string][]benchrun.Measure{} // by workload key + contestant key
 	for round := range *rounds {
 		if *raw > 0 {
-			if err := measureRaw(ctx, o, *raw, usePG, slices.Contains(bs, backendSQLite), refs); err != nil {
+			if err := measureRaw(ctx, o, *raw, usePG, slices.Contains(bs, benchrun.SQLite), refs); err != nil {
 				log.Fatalf("raw reference: %v", err)
 			}
 		}
@@ -217,52 +228,53 @@ func main() {
 
 // measureOne runs workload w once on c, in a fresh database or SQLite
 // file that is removed after.
-func measureOne(ctx context.Context, o options, w workload, c contestant) (measure, error) {
-	t := target{backend: c.backend, sync: o.sqliteSync}
+func measureOne(ctx context.Context, o options, w workload, c contestant) (benchrun.Measure, error) {
+	t := benchrun.Target{Backend: c.backend, Sync: o.sqliteSync}
 	switch c.backend {
-	case backendPostgres:
+	case benchrun.Postgres:
 		dsn, drop, err := freshDB(ctx, o.dsn)
 		if err != nil {
-			return measure{}, err
+			return benchrun.Measure{}, err
 		}
 		defer drop()
-		t.where = dsn
-	case backendSQLite:
+		t.Where = dsn
+	case benchrun.SQLite:
 		dir, err := os.MkdirTemp(o.sqliteDir, "heph-bench-")
 		if err != nil {
-			return measure{}, err
+			return benchrun.Measure{}, err
 		}
 		defer os.RemoveAll(dir)
-		t.where = filepath.Join(dir, "bench.db")
+		t.Where = filepath.Join(dir, "bench.db")
 	}
 	if w.key == "jobs" {
-		r, err := c.jobs(ctx, t.where, o.jobs, o.workers, o.batch)
+		r, err := c.jobs(ctx, t, benchrun.JobsOptions{Jobs: o.jobs, Workers: o.workers, Batch: o.batch})
 		if err != nil {
-			return measure{}, err
+			return benchrun.Measure{}, err
 		}
-		return measure{rate: float64(r.jobs) / r.wall.Seconds(), p50: r.p50, p99: r.p99}, nil
+		fmt.Fprintf(os.Stderr, "%s: inserted in %v\n", r.Engine, r.Inserted)
+		return benchrun.Measure{Rate: float64(r.Jobs) / r.Wall.Seconds(), P50: r.P50, P99: r.P99}, nil
 	}
 	if c.heph && o.history > 0 {
 		start := time.Now()
-		if err := fillHeph(ctx, t, o.history); err != nil {
-			return measure{}, fmt.Errorf("fill with %d finished runs: %w", o.history, err)
+		if err := benchrun.Fill(ctx, t, o.history); err != nil {
+			return benchrun.Measure{}, fmt.Errorf("fill with %d finished runs: %w", o.history, err)
 		}
 		fmt.Fprintf(os.Stderr, "hephaestus: %d finished runs in %v\n", o.history, time.Since(start).Round(time.Second))
 	}
 	cl, err := c.open(ctx, t)
 	if err != nil {
-		return measure{}, err
+		return benchrun.Measure{}, err
 	}
-	defer cl.close()
+	defer cl.Close()
 	switch w.key {
 	case "bytes":
-		return bytesPerRun(ctx, t.where, cl.one)
+		return benchrun.BytesPerRun(ctx, t.Where, cl.One)
 	case "a":
-		return throughput(ctx, cl.one)
+		return benchrun.Throughput(ctx, cl.One)
 	case "b":
-		return latency(ctx, latencyRuns, cl.one)
+		return benchrun.Latency(ctx, benchrun.LatencyRuns, cl.One)
 	default:
-		return latency(ctx, chainRuns, cl.chain)
+		return benchrun.Latency(ctx, benchrun.ChainRuns, cl.Chain)
 	}
 }
 
@@ -281,10 +293,10 @@ func measureRaw(ctx context.Context, o options, d time.Duration, pg, lite bool, 
 		if err != nil {
 			return err
 		}
-		one, err := rawPostgres(ctx, dsn, 1, d)
+		one, err := benchrun.RawPostgres(ctx, dsn, "", 1, d)
 		var eight float64
 		if err == nil {
-			eight, err = rawPostgres(ctx, dsn, refClients, d)
+			eight, err = benchrun.RawPostgres(ctx, dsn, "", refClients, d)
 		}
 		drop()
 		if err != nil {
@@ -299,7 +311,7 @@ func measureRaw(ctx context.Context, o options, d time.Duration, pg, lite bool, 
 		if err != nil {
 			return err
 		}
-		rate, err := rawSQLite(filepath.Join(dir, "raw.db"), o.sqliteSync, d)
+		rate, err := benchrun.RawSQLite(filepath.Join(dir, "raw.db"), o.sqliteSync, d)
 		_ = os.RemoveAll(dir)
 		if err != nil {
 			return err
@@ -313,7 +325,7 @@ func measureRaw(ctx context.Context, o options, d time.Duration, pg, lite bool, 
 
 // report prints the medians of the rounds and the ratios Hephaestus/peer
 // as Markdown tables.
-func report(rounds int, o options, ws []workload, cs []contestant, refs map[string][]float64, all map[string][]measure) {
+func report(rounds int, o options, ws []workload, cs []contestant, refs map[string][]float64, all map[string][]benchrun.Measure) {
 	fmt.Printf("Median of %d rounds.\n\n", rounds)
 	if len(refs) > 0 {
 		fmt.Println("| raw reference | median | rounds |")
@@ -357,9 +369,9 @@ func report(rounds int, o options, ws []workload, cs []contestant, refs map[stri
 					continue
 				}
 				a, b := medianMeasure(hm), medianMeasure(pm)
-				name, ratio := "runs/s", a.rate/b.rate
+				name, ratio := "runs/s", a.Rate/b.Rate
 				if w.latency {
-					name, ratio = "p50", float64(a.p50)/float64(b.p50)
+					name, ratio = "p50", float64(a.P50)/float64(b.P50)
 				}
 				label := "(" + w.key + ") " + name
 				switch w.key {
@@ -378,8 +390,8 @@ func report(rounds int, o options, ws []workload, cs []contestant, refs map[stri
 // flowControlCost prints the jobs rates under flow control as ratios of
 // the plain jobs rate of the same run (below 1: the controlled claim
 // costs that much throughput).
-func flowControlCost(cs []contestant, all map[string][]measure) {
-	var plain []measure
+func flowControlCost(cs []contestant, all map[string][]benchrun.Measure) {
+	var plain []benchrun.Measure
 	for _, c := range cs {
 		if c.engine == "heph" && c.jobs != nil {
 			plain = all["jobs|"+c.key()]
@@ -403,56 +415,56 @@ func flowControlCost(cs []contestant, all map[string][]measure) {
 			first = false
 		}
 		a, b := medianMeasure(ms), medianMeasure(plain)
-		fmt.Printf("| %s | %s | %s | %.2f |\n", c.label, thousands(a.rate), thousands(b.rate), a.rate/b.rate)
+		fmt.Printf("| %s | %s | %s | %.2f |\n", c.label, thousands(a.Rate), thousands(b.Rate), a.Rate/b.Rate)
 	}
 }
 
 // formatMeasure prints m as workload w reports it.
-func formatMeasure(w workload, m measure) string {
+func formatMeasure(w workload, m benchrun.Measure) string {
 	switch {
 	case w.key == "jobs":
-		return fmt.Sprintf("%s; %s / %s", thousands(m.rate), fmtMs(m.p50), fmtMs(m.p99))
+		return fmt.Sprintf("%s; %s / %s", thousands(m.Rate), fmtMs(m.P50), fmtMs(m.P99))
 	case w.latency:
-		return fmt.Sprintf("%s / %s / %s", fmtMs(m.p50), fmtMs(m.p90), fmtMs(m.p99))
-	case w.lower && m.detail != "":
-		return thousands(m.rate) + " (" + m.detail + ")"
+		return fmt.Sprintf("%s / %s / %s", fmtMs(m.P50), fmtMs(m.P90), fmtMs(m.P99))
+	case w.lower && m.Detail != "":
+		return thousands(m.Rate) + " (" + m.Detail + ")"
 	}
-	return thousands(m.rate)
+	return thousands(m.Rate)
 }
 
 // formatRounds prints the figure each round gave: the rate, or the p50.
-func formatRounds(w workload, ms []measure) string {
+func formatRounds(w workload, ms []benchrun.Measure) string {
 	if w.latency {
 		parts := make([]string, len(ms))
 		for i, m := range ms {
-			parts[i] = fmtMs(m.p50)
+			parts[i] = fmtMs(m.P50)
 		}
 		return "p50 " + strings.Join(parts, " / ")
 	}
 	rates := make([]float64, len(ms))
 	for i, m := range ms {
-		rates[i] = m.rate
+		rates[i] = m.Rate
 	}
 	return joinRates(rates)
 }
 
 // medianMeasure takes the median of each figure separately.
-func medianMeasure(ms []measure) measure {
-	pick := func(f func(m measure) float64) float64 {
+func medianMeasure(ms []benchrun.Measure) benchrun.Measure {
+	pick := func(f func(m benchrun.Measure) float64) float64 {
 		xs := make([]float64, len(ms))
 		for i, m := range ms {
 			xs[i] = f(m)
 		}
 		return median(xs)
 	}
-	dur := func(f func(m measure) time.Duration) time.Duration {
-		return time.Duration(pick(func(m measure) float64 { return float64(f(m)) }))
+	dur := func(f func(m benchrun.Measure) time.Duration) time.Duration {
+		return time.Duration(pick(func(m benchrun.Measure) float64 { return float64(f(m)) }))
 	}
-	return measure{
-		rate: pick(func(m measure) float64 { return m.rate }),
-		p50:  dur(func(m measure) time.Duration { return m.p50 }),
-		p90:  dur(func(m measure) time.Duration { return m.p90 }),
-		p99:  dur(func(m measure) time.Duration { return m.p99 }),
+	return benchrun.Measure{
+		Rate: pick(func(m benchrun.Measure) float64 { return m.Rate }),
+		P50:  dur(func(m benchrun.Measure) time.Duration { return m.P50 }),
+		P90:  dur(func(m benchrun.Measure) time.Duration { return m.P90 }),
+		P99:  dur(func(m benchrun.Measure) time.Duration { return m.P99 }),
 	}
 }
 
@@ -476,7 +488,7 @@ func joinRates(xs []float64) string {
 // fmtMs prints a duration in milliseconds with three significant digits
 // or so.
 func fmtMs(d time.Duration) string {
-	switch v := ms(d); {
+	switch v := benchrun.Ms(d); {
 	case v >= 100:
 		return fmt.Sprintf("%.0f", v)
 	case v >= 10:

@@ -7,13 +7,14 @@ package main
 import (
 	"context"
 	"fmt"
-	"os"
 	"time"
 
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/riverqueue/river"
 	"github.com/riverqueue/river/riverdriver/riverpgxv5"
 	"github.com/riverqueue/river/rivermigrate"
+
+	"github.com/hephaestus-go/hephaestus/internal/benchrun"
 )
 
 type noopArgs struct {
@@ -31,19 +32,20 @@ func (noopWorker) Work(ctx context.Context, job *river.Job[noopArgs]) error { re
 // runRiver is the jobs workload on River: n no-op jobs inserted with
 // InsertMany in batches, worked by a default queue of the given size,
 // timed from the first insert to the last completion event.
-func runRiver(ctx context.Context, dsn string, n, workers, batch int) (result, error) {
-	pool, err := pgxpool.New(ctx, dsn)
+func runRiver(ctx context.Context, t benchrun.Target, o benchrun.JobsOptions) (benchrun.JobsResult, error) {
+	n, workers, batch := o.Jobs, o.Workers, o.Batch
+	pool, err := pgxpool.New(ctx, t.Where)
 	if err != nil {
-		return result{}, err
+		return benchrun.JobsResult{}, err
 	}
 	defer pool.Close()
 	driver := riverpgxv5.New(pool)
 	mig, err := rivermigrate.New(driver, nil)
 	if err != nil {
-		return result{}, err
+		return benchrun.JobsResult{}, err
 	}
 	if _, err := mig.Migrate(ctx, rivermigrate.DirectionUp, nil); err != nil {
-		return result{}, err
+		return benchrun.JobsResult{}, err
 	}
 	ws := river.NewWorkers()
 	river.AddWorker(ws, &noopWorker{})
@@ -54,19 +56,19 @@ func runRiver(ctx context.Context, dsn string, n, workers, batch int) (result, e
 		FetchPollInterval: 20 * time.Millisecond,
 	})
 	if err != nil {
-		return result{}, err
+		return benchrun.JobsResult{}, err
 	}
 	// A buffer for every completion: River drops the events that overflow
 	// a subscription's buffer (1,000 by default), and the count would
 	// never reach n.
 	events, cancel := client.SubscribeConfig(&river.SubscribeConfig{ChanSize: n, Kinds: []river.EventKind{river.EventKindJobCompleted}})
 	defer cancel()
-	lat := &latencies{inserted: map[string]time.Time{}}
+	lat := benchrun.NewLatencies()
 	all := make(chan struct{})
 	go func() {
 		done := 0
 		for ev := range events {
-			lat.done(fmt.Sprint(ev.Job.ID), time.Now())
+			lat.Done(fmt.Sprint(ev.Job.ID), time.Now())
 			if done++; done == n {
 				close(all)
 				return
@@ -74,7 +76,7 @@ func runRiver(ctx context.Context, dsn string, n, workers, batch int) (result, e
 		}
 	}()
 	if err := client.Start(ctx); err != nil {
-		return result{}, err
+		return benchrun.JobsResult{}, err
 	}
 	defer func() { _ = client.Stop(ctx) }()
 	start := time.Now()
@@ -86,19 +88,19 @@ func runRiver(ctx context.Context, dsn string, n, workers, batch int) (result, e
 		at := time.Now()
 		res, err := client.InsertMany(ctx, params)
 		if err != nil {
-			return result{}, err
+			return benchrun.JobsResult{}, err
 		}
-		lat.mu.Lock()
-		for _, r := range res {
-			lat.inserted[fmt.Sprint(r.Job.ID)] = at
+		ids := make([]string, len(res))
+		for k, r := range res {
+			ids[k] = fmt.Sprint(r.Job.ID)
 		}
-		lat.mu.Unlock()
+		lat.Inserted(at, ids...)
 	}
-	fmt.Fprintf(os.Stderr, "river: inserted in %v\n", time.Since(start))
+	inserted := time.Since(start)
 	select {
 	case <-all:
 	case <-ctx.Done():
-		return result{}, ctx.Err()
+		return benchrun.JobsResult{}, ctx.Err()
 	}
-	return result{engine: "river", jobs: n, wall: time.Since(start), p50: lat.pct(0.5), p99: lat.pct(0.99)}, nil
+	return benchrun.JobsResult{Engine: "river", Jobs: n, Wall: time.Since(start), Inserted: inserted, P50: lat.Pct(0.5), P99: lat.Pct(0.99)}, nil
 }

@@ -145,3 +145,21 @@ func TestMigrateDownConfirms(t *testing.T) {
 	}
 	wantLines(t, "status after yes", ok(t, nil, "migrate", "status", "--sqlite", path), `^0006\s+schedules\s+pending\s*$`, `^0005\s+flow_control\s+applied\s`)
 }
+
+func TestBenchPostgres(t *testing.T) {
+	t.Parallel()
+	dsn := pgtest.DSN(t)
+	out := ok(t, map[string]string{cli.EnvPostgres: dsn}, "bench", "--backends", "postgres", "--workloads", "b,jobs", "--engines", "flows",
+		"--jobs", "200", "--batch", "50", "--workers", "8", "--raw", "20ms")
+	wantLines(t, "bench", out, `^raw reference: PostgreSQL one-row INSERT transactions/s, 1 client \d+$`,
+		`^\(b\) .*\s+postgres\s+flows\s+[\d.]+ / `, `^jobs/s.*\s+postgres\s+jobs\s+\d+; `)
+	conn, err := pgx.Connect(t.Context(), dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close(context.Background())
+	var n int
+	if err := conn.QueryRow(t.Context(), "SELECT count(*) FROM pg_namespace WHERE nspname LIKE 'heph_bench_%'").Scan(&n); err != nil || n != 0 {
+		t.Fatalf("bench left %d schemas (%v)", n, err)
+	}
+}

@@ -227,3 +227,39 @@ func TestHelpListsExitCodes(t *testing.T) {
 		t.Fatal("help prints the token")
 	}
 }
+
+func TestBench(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	out := ok(t, nil, "bench", "--workloads", "b,jobs", "--engines", "flows", "--jobs", "200", "--batch", "50", "--workers", "8", "--raw", "20ms", "--sqlite-dir", dir)
+	wantLines(t, "bench", out, `^raw reference: SQLite one-row commits/s \d+$`,
+		`^\(b\) one-step start-to-result ms, p50 / p90 / p99\s+sqlite\s+flows\s+[\d.]+ / [\d.]+ / [\d.]+\s+[\d.]+$`,
+		`^jobs/s; insert-to-completion ms, p50 / p99\s+sqlite\s+jobs\s+\d+; [\d.]+ / [\d.]+\s+\d+$`)
+	if entries, err := os.ReadDir(dir); err != nil || len(entries) != 0 {
+		t.Fatalf("bench left %v in its directory (%v)", entries, err)
+	}
+
+	out = ok(t, nil, "bench", "--workloads", "c", "--engines", "workflows", "--raw", "0s", "--sqlite-dir", dir, "-o", "json")
+	var res struct {
+		References map[string]float64
+		Results    []struct {
+			Workload, Backend, Engine string
+			Median                    struct {
+				P50ms float64 `json:"p50_ms"`
+			}
+			Rounds []json.RawMessage
+		}
+	}
+	if err := json.Unmarshal([]byte(out), &res); err != nil {
+		t.Fatalf("bench -o json: %v\n%s", err, out)
+	}
+	if len(res.References) != 0 || len(res.Results) != 1 || res.Results[0].Workload != "c" || res.Results[0].Engine != "workflows" || res.Results[0].Median.P50ms <= 0 || len(res.Results[0].Rounds) != 1 {
+		t.Fatalf("bench -o json: %+v", res)
+	}
+
+	for _, args := range [][]string{{"--workloads", "d"}, {"--engines", "dbos"}, {"--backends", "mysql"}, {"--backends", "postgres"}, {"--rounds", "0"}, {"--sqlite-sync", "OFF"}} {
+		if code, _, _ := heph(t, nil, append([]string{"bench"}, args...)...); code != cli.ExitUsage {
+			t.Errorf("bench %v: exit %d, want 2", args, code)
+		}
+	}
+}

@@ -1,16 +1,15 @@
-// Hephaestus in the side-by-side runs: flows and code-first workflows for
-// workloads (a) to (c), on PostgreSQL or SQLite, defined as in
-// e2e/bench_test.go and e2e/workflow_bench_test.go, and the job API
-// (package job) for the jobs workload on PostgreSQL.
+// Hephaestus in the workloads: flows and code-first workflows for (a) to
+// (c), on PostgreSQL or SQLite, defined as in e2e/bench_test.go and
+// e2e/workflow_bench_test.go, and the job API (package job) for the jobs
+// workload.
 
-package main
+package benchrun
 
 import (
 	"context"
 	"encoding/json"
 	"fmt"
 	"log/slog"
-	"os"
 	"sync/atomic"
 	"time"
 
@@ -58,30 +57,31 @@ var (
 	})
 )
 
-// openHephStore opens the store t names: a fresh PostgreSQL database or a
-// new SQLite file with t's synchronous mode.
-func openHephStore(ctx context.Context, t target) (store.Store, error) {
-	switch t.backend {
-	case backendPostgres:
-		st, err := postgres.Open(ctx, &postgres.Config{DSN: t.where})
+// OpenStore opens the store t names: a fresh PostgreSQL database (or
+// schema) or a new SQLite file with t's synchronous mode. maxConns sizes
+// a PostgreSQL pool (0: the store's default).
+func OpenStore(ctx context.Context, t Target, maxConns int) (store.Store, error) {
+	switch t.Backend {
+	case Postgres:
+		st, err := postgres.Open(ctx, &postgres.Config{DSN: t.Where, Schema: t.Schema, MaxConns: maxConns})
 		if err != nil {
 			return nil, err
 		}
 		return st, nil
-	case backendSQLite:
-		st, err := sqlite.Open(ctx, &sqlite.Config{Path: t.where, Synchronous: t.sync})
+	case SQLite:
+		st, err := sqlite.Open(ctx, &sqlite.Config{Path: t.Where, Synchronous: t.Sync})
 		if err != nil {
 			return nil, err
 		}
 		return st, nil
 	}
-	return nil, fmt.Errorf("hephaestus: unknown backend %q", t.backend)
+	return nil, fmt.Errorf("hephaestus: unknown backend %q", t.Backend)
 }
 
 // startHeph starts a client on t with the default queue of the e2e
 // benchmarks (64 workers); register adds the definitions.
-func startHeph(ctx context.Context, t target, register func(c *heph.Client) error) (*heph.Client, func(), error) {
-	st, err := openHephStore(ctx, t)
+func startHeph(ctx context.Context, t Target, register func(c *heph.Client) error) (*heph.Client, func(), error) {
+	st, err := OpenStore(ctx, t, 0)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -102,9 +102,9 @@ func startHeph(ctx context.Context, t target, register func(c *heph.Client) erro
 	}, nil
 }
 
-// openHephFlows sets up Hephaestus flows for (a) to (c): each call is
+// OpenFlows sets up Hephaestus flows for (a) to (c): each call is
 // Client.Run, which starts a run and waits for it to finish.
-func openHephFlows(ctx context.Context, t target) (*caller, error) {
+func OpenFlows(ctx context.Context, t Target) (*Caller, error) {
 	c, stop, err := startHeph(ctx, t, func(c *heph.Client) error { return c.Register(hephFlows()...) })
 	if err != nil {
 		return nil, err
@@ -125,17 +125,17 @@ func openHephFlows(ctx context.Context, t target) (*caller, error) {
 		}
 		return nil
 	}
-	return &caller{
-		one:   func(ctx context.Context, in int) error { return run(ctx, "one", "step", in, in+1) },
-		chain: func(ctx context.Context, in int) error { return run(ctx, "chain", "s9", in, in) },
-		close: stop,
+	return &Caller{
+		One:   func(ctx context.Context, in int) error { return run(ctx, "one", "step", in, in+1) },
+		Chain: func(ctx context.Context, in int) error { return run(ctx, "chain", "s9", in, in) },
+		Close: stop,
 	}, nil
 }
 
-// openHephWorkflows sets up Hephaestus code-first workflows for (a) to (c):
+// OpenWorkflows sets up Hephaestus code-first workflows for (a) to (c):
 // each call is ExecuteWorkflow, which starts a workflow and waits for its
 // result.
-func openHephWorkflows(ctx context.Context, t target) (*caller, error) {
+func OpenWorkflows(ctx context.Context, t Target) (*Caller, error) {
 	c, stop, err := startHeph(ctx, t, func(c *heph.Client) error {
 		if err := c.RegisterWorkflows(hephOne, hephChain); err != nil {
 			return err
@@ -152,106 +152,114 @@ func openHephWorkflows(ctx context.Context, t target) (*caller, error) {
 		}
 		return err
 	}
-	return &caller{
-		one:   func(ctx context.Context, in int) error { return run(ctx, hephOne, in, in+1) },
-		chain: func(ctx context.Context, in int) error { return run(ctx, hephChain, in, in+10) },
-		close: stop,
+	return &Caller{
+		One:   func(ctx context.Context, in int) error { return run(ctx, hephOne, in, in+1) },
+		Chain: func(ctx context.Context, in int) error { return run(ctx, hephChain, in, in+10) },
+		Close: stop,
 	}, nil
 }
 
-// runHeph is the jobs workload on Hephaestus: n jobs of a no-op kind
-// inserted with InsertJobs in batches, worked by a default queue of the
-// given size, timed from the first insert to the last RunCompleted event.
-func runHeph(ctx context.Context, dsn string, n, workers, batch int) (result, error) {
-	return runHephControlled(ctx, dsn, n, workers, batch, nil, 0)
+// JobsOptions are the parameters of the jobs workload.
+type JobsOptions struct {
+	// Jobs is how many jobs are inserted; Workers the size of the default
+	// queue; Batch how many jobs one InsertJobs call inserts.
+	Jobs, Workers, Batch int
+	// Queue, when set, puts the default queue under flow control.
+	Queue *heph.QueueOptions
+	// Keys, when positive, spreads the jobs over that many concurrency
+	// keys.
+	Keys int
 }
 
-// benchTenants is how many concurrency keys the keyed jobs workload
+// BenchTenants is how many concurrency keys the keyed jobs workload
 // spreads its jobs over.
-const benchTenants = 10
+const BenchTenants = 10
 
-// runHephKeyed is the jobs workload with flow control on the queue: each
-// job has one of benchTenants concurrency keys, and the queue allows as
-// many per key as there are workers, so the limit never binds; what it
-// measures is the cost of the controlled claim (limits checked, keys
-// rotated, in the claim's transaction).
-func runHephKeyed(ctx context.Context, dsn string, n, workers, batch int) (result, error) {
-	return runHephControlled(ctx, dsn, n, workers, batch, &heph.QueueOptions{MaxRunningPerKey: workers}, benchTenants)
+// Keyed is the jobs workload with flow control on the queue: each job has
+// one of BenchTenants concurrency keys, and the queue allows as many per
+// key as there are workers, so the limit never binds; what it measures is
+// the cost of the controlled claim (limits checked, keys rotated, in the
+// claim's transaction).
+func Keyed(o JobsOptions) *JobsOptions {
+	o.Queue, o.Keys = &heph.QueueOptions{MaxRunningPerKey: o.Workers}, BenchTenants
+	return &o
 }
 
-// runHephRated is the jobs workload under a queue rate limit too high to
-// bind (ten million starts a second): the cost of the controlled claim
-// and its rate window.
-func runHephRated(ctx context.Context, dsn string, n, workers, batch int) (result, error) {
-	return runHephControlled(ctx, dsn, n, workers, batch, &heph.QueueOptions{Rate: heph.RateLimit{Limit: 10_000_000, Period: time.Second}}, 0)
+// Rated is the jobs workload under a queue rate limit too high to bind
+// (ten million starts a second): the cost of the controlled claim and its
+// rate window.
+func Rated(o JobsOptions) *JobsOptions {
+	o.Queue = &heph.QueueOptions{Rate: heph.RateLimit{Limit: 10_000_000, Period: time.Second}}
+	return &o
 }
 
-// runHephControlled is the jobs workload with the default queue set to q
-// (nil: no flow control) and the jobs spread over keys concurrency keys
-// (0: none).
-func runHephControlled(ctx context.Context, dsn string, n, workers, batch int, q *heph.QueueOptions, keys int) (result, error) {
-	st, err := postgres.Open(ctx, &postgres.Config{DSN: dsn, MaxConns: 16})
+// RunJobs is the jobs workload on Hephaestus: o.Jobs jobs of a no-op kind
+// inserted with InsertJobs in batches, worked by a default queue of
+// o.Workers, timed from the first insert to the last RunCompleted event.
+func RunJobs(ctx context.Context, t Target, o *JobsOptions) (JobsResult, error) {
+	n := o.Jobs
+	st, err := OpenStore(ctx, t, 16)
 	if err != nil {
-		return result{}, err
+		return JobsResult{}, err
 	}
 	defer st.Close()
-	c, err := jobClient(st, workers, nil)
+	c, err := jobClient(st, o.Workers, nil)
 	if err != nil {
-		return result{}, err
+		return JobsResult{}, err
 	}
-	if q != nil {
-		if err := c.SetQueue(ctx, "default", *q); err != nil {
-			return result{}, err
+	if o.Queue != nil {
+		if err := c.SetQueue(ctx, "default", *o.Queue); err != nil {
+			return JobsResult{}, err
 		}
 	}
-	lat := &latencies{inserted: map[string]time.Time{}}
+	lat := NewLatencies()
 	var completed atomic.Int64
 	all := make(chan struct{})
 	c.Subscribe(func(e heph.Event) {
 		if e.Kind == heph.RunCompleted {
-			lat.done(e.RunID, time.Now())
+			lat.Done(e.RunID, time.Now())
 			if completed.Add(1) == int64(n) {
 				close(all)
 			}
 		}
 	})
 	if err := c.Start(ctx); err != nil {
-		return result{}, err
+		return JobsResult{}, err
 	}
 	defer func() { _ = c.Stop(ctx) }()
 	start := time.Now()
-	for i := 0; i < n; i += batch {
-		reqs := make([]heph.JobInsert[int], min(batch, n-i))
+	for i := 0; i < n; i += o.Batch {
+		reqs := make([]heph.JobInsert[int], min(o.Batch, n-i))
 		for k := range reqs {
 			reqs[k] = heph.JobInsert[int]{Args: i + k}
-			if keys > 0 {
-				reqs[k].Options = &heph.JobOptions{ConcurrencyKey: fmt.Sprintf("tenant-%d", (i+k)%keys)}
+			if o.Keys > 0 {
+				reqs[k].Options = &heph.JobOptions{ConcurrencyKey: fmt.Sprintf("tenant-%d", (i+k)%o.Keys)}
 			}
 		}
 		at := time.Now()
 		jobs, err := heph.InsertJobs(ctx, c, benchJob, reqs)
 		if err != nil {
-			return result{}, err
+			return JobsResult{}, err
 		}
-		lat.mu.Lock()
-		for _, j := range jobs {
-			lat.inserted[j.ID] = at
+		ids := make([]string, len(jobs))
+		for k, j := range jobs {
+			ids[k] = j.ID
 		}
-		lat.mu.Unlock()
+		lat.Inserted(at, ids...)
 	}
-	fmt.Fprintf(os.Stderr, "hephaestus: inserted in %v\n", time.Since(start))
+	inserted := time.Since(start)
 	select {
 	case <-all:
 	case <-ctx.Done():
-		return result{}, ctx.Err()
+		return JobsResult{}, ctx.Err()
 	}
-	return result{engine: "hephaestus", jobs: n, wall: time.Since(start), p50: lat.pct(0.5), p99: lat.pct(0.99)}, nil
+	return JobsResult{Engine: "hephaestus", Jobs: n, Wall: time.Since(start), Inserted: inserted, P50: lat.Pct(0.5), P99: lat.Pct(0.99)}, nil
 }
 
-// fillHeph puts n finished one-step runs (of the jobs workload's flow) in
-// t's database, as a history for (a) to (c) to run beside.
-func fillHeph(ctx context.Context, t target, n int) error {
-	st, err := openHephStore(ctx, t)
+// Fill puts n finished one-step runs (of the jobs workload's kind) in t's
+// database, as a history for (a) to (c) to run beside.
+func Fill(ctx context.Context, t Target, n int) error {
+	st, err := OpenStore(ctx, t, 0)
 	if err != nil {
 		return err
 	}
