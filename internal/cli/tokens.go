@@ -2,13 +2,21 @@ package cli
 
 import (
 	"context"
+	"crypto/rand"
+	"encoding/base64"
+	"errors"
 	"fmt"
 	"io"
 	"slices"
+	"time"
 
+	"github.com/google/uuid"
 	"github.com/spf13/cobra"
 
 	"github.com/hephaestus-go/hephaestus/internal/apiclient"
+	"github.com/hephaestus-go/hephaestus/store"
+	"github.com/hephaestus-go/hephaestus/store/postgres"
+	"github.com/hephaestus-go/hephaestus/store/sqlite"
 )
 
 var tokenRoles = []string{"admin", "worker", "read"}
@@ -91,7 +99,7 @@ func tokensCreate(g *globals) *cobra.Command {
 				err  error
 			)
 			if fl.Changed("sqlite") || fl.Changed("postgres") {
-				t, err = bootstrapToken(cmd, g.env, &db, args[0], role)
+				t, err = bootstrapToken(cmd, &db, args[0], role)
 			} else {
 				api, aerr := g.api()
 				if aerr != nil {
@@ -165,7 +173,66 @@ func newAudit(g *globals) *cobra.Command {
 	return cmd
 }
 
-// bootstrapToken creates a token straight in the store.
-func bootstrapToken(cmd *cobra.Command, env *Env, db *dbFlags, name, role string) (*apiclient.Token, error) {
-	return nil, fmt.Errorf("tokens create --sqlite/--postgres: not built yet")
+// bootstrapToken creates a token straight in the store (migrated first,
+// as the store does when it opens), for the first admin token of a
+// server.
+func bootstrapToken(cmd *cobra.Command, db *dbFlags, name, role string) (*apiclient.Token, error) {
+	ctx := cmd.Context()
+	fl := cmd.Flags()
+	var (
+		st  store.Store
+		err error
+	)
+	switch {
+	case fl.Changed("sqlite") && fl.Changed("postgres"):
+		return nil, usagef("give --postgres or --sqlite, not both")
+	case fl.Changed("sqlite"):
+		if fl.Changed("schema") {
+			return nil, usagef("--schema is for PostgreSQL; SQLite has none")
+		}
+		st, err = sqlite.Open(ctx, &sqlite.Config{Path: db.sqlite})
+	default:
+		st, err = postgres.Open(ctx, &postgres.Config{DSN: db.postgres, Schema: db.schema})
+	}
+	if err != nil {
+		return nil, fmt.Errorf("open store: %w", err)
+	}
+	defer st.Close()
+	acc, ok := st.(store.Access)
+	if !ok {
+		return nil, errors.New("the store keeps no tokens")
+	}
+	secret, err := NewTokenSecret()
+	if err != nil {
+		return nil, err
+	}
+	id, err := uuid.NewV7()
+	if err != nil {
+		return nil, err
+	}
+	t := &store.Token{ID: id.String(), Name: name, Role: role, Hash: store.HashToken(secret), CreatedAt: time.Now().UTC()}
+	if err := t.Check(); err != nil {
+		return nil, usagef("%v", err)
+	}
+	if err := acc.CreateToken(ctx, t); err != nil {
+		if errors.Is(err, store.ErrTokenExists) {
+			return nil, &exitError{code: ExitConflict, msg: fmt.Sprintf("create token: an active token is named %q: revoke it first", name)}
+		}
+		return nil, fmt.Errorf("create token: %w", err)
+	}
+	return &apiclient.Token{ID: t.ID, Name: t.Name, Role: t.Role, Secret: secret, CreatedAt: t.CreatedAt}, nil
+}
+
+// TokenPrefix starts every token secret heph makes, so that a secret is
+// recognisable (in logs, in secret scanners).
+const TokenPrefix = "heph_"
+
+// NewTokenSecret returns a new token secret: TokenPrefix and 32 random
+// bytes in unpadded base64url.
+func NewTokenSecret() (string, error) {
+	b := make([]byte, 32)
+	if _, err := rand.Read(b); err != nil {
+		return "", fmt.Errorf("token secret: %w", err)
+	}
+	return TokenPrefix + base64.RawURLEncoding.EncodeToString(b), nil
 }

@@ -1,0 +1,83 @@
+package cli_test
+
+import (
+	"encoding/json"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+
+	"github.com/hephaestus-go/hephaestus/internal/cli"
+	"github.com/hephaestus-go/hephaestus/internal/pgtest"
+	"github.com/hephaestus-go/hephaestus/store"
+	"github.com/hephaestus-go/hephaestus/store/postgres"
+	"github.com/hephaestus-go/hephaestus/store/sqlite"
+)
+
+var secretRE = regexp.MustCompile(`secret \(shown once\): (heph_[A-Za-z0-9_-]{43})\n`)
+
+// checkBootstrap creates tokens with args (the store's flags) and checks
+// them in the store open returns.
+func checkBootstrap(t *testing.T, open func() store.Store, args ...string) {
+	t.Helper()
+	out := ok(t, nil, append([]string{"tokens", "create", "root", "--role", "admin"}, args...)...)
+	m := secretRE.FindStringSubmatch(out)
+	if m == nil {
+		t.Fatalf("tokens create printed no secret:\n%s", out)
+	}
+	out = ok(t, nil, append([]string{"tokens", "create", "ci", "--role", "read", "-o", "json"}, args...)...)
+	var made struct{ ID, Name, Role, Token string }
+	if err := json.Unmarshal([]byte(out), &made); err != nil || made.Name != "ci" || made.Role != "read" || !strings.HasPrefix(made.Token, cli.TokenPrefix) {
+		t.Fatalf("tokens create -o json: %v\n%s", err, out)
+	}
+	// A second active token of one name: a conflict.
+	code, _, errOut := heph(t, nil, append([]string{"tokens", "create", "root", "--role", "admin"}, args...)...)
+	if code != cli.ExitConflict || !strings.Contains(errOut, `named "root"`) {
+		t.Fatalf("a second root token: exit %d, %s", code, errOut)
+	}
+
+	st := open()
+	defer st.Close()
+	acc := st.(store.Access)
+	tok, err := acc.TokenByHash(t.Context(), store.HashToken(m[1]))
+	if err != nil || tok.Name != "root" || tok.Role != "admin" || !tok.Active() {
+		t.Fatalf("the root token in the store: %+v, %v", tok, err)
+	}
+	list, err := acc.ListTokens(t.Context())
+	if err != nil || len(list) != 2 || list[1].ID != made.ID {
+		t.Fatalf("tokens in the store: %+v, %v", list, err)
+	}
+}
+
+func TestTokensBootstrapSQLite(t *testing.T) {
+	t.Parallel()
+	path := filepath.Join(t.TempDir(), "heph.db") // made and migrated by the command
+	checkBootstrap(t, func() store.Store {
+		st, err := sqlite.Open(t.Context(), &sqlite.Config{Path: path})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return st
+	}, "--sqlite", path)
+	for _, args := range [][]string{
+		{"--sqlite", path, "--postgres", "postgres://x/y"},
+		{"--sqlite", path, "--schema", "s"},
+		{"--sqlite", path, "--role", "god"},
+	} {
+		if code, _, _ := heph(t, nil, append([]string{"tokens", "create", "x"}, args...)...); code != cli.ExitUsage {
+			t.Errorf("tokens create %v: exit %d, want 2", args, code)
+		}
+	}
+}
+
+func TestTokensBootstrapPostgres(t *testing.T) {
+	t.Parallel()
+	dsn := pgtest.DSN(t)
+	checkBootstrap(t, func() store.Store {
+		st, err := postgres.Open(t.Context(), &postgres.Config{DSN: dsn, Schema: "tok"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return st
+	}, "--postgres", dsn, "--schema", "tok")
+}
