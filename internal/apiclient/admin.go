@@ -60,13 +60,21 @@ func (c *Client) ValidateDocument(ctx context.Context, format, content string) (
 	return c.do(ctx, &request{method: http.MethodPost, path: "/documents/validate", body: &DocumentRequest{Format: format, Content: content}})
 }
 
-// ListDocuments lists the stored documents (name "" for all).
-func (c *Client) ListDocuments(ctx context.Context, name string) ([]Document, *Response, error) {
+// ListDocuments lists a page of the stored documents (name "" for all),
+// from cursor; next continues the list ("" at its end).
+func (c *Client) ListDocuments(ctx context.Context, name, cursor string) (docs []Document, next string, resp *Response, err error) {
 	q := url.Values{}
 	if name != "" {
 		q.Set("name", name)
 	}
-	return list[Document](ctx, c, &request{method: http.MethodGet, path: "/documents", query: q})
+	if cursor != "" {
+		q.Set("cursor", cursor)
+	}
+	v, resp, err := call[page[Document]](ctx, c, &request{method: http.MethodGet, path: "/documents", query: q})
+	if v == nil {
+		return nil, "", resp, err
+	}
+	return v.items.items, v.next, resp, err
 }
 
 // GetDocument returns a stored document with its content (version 0: the
@@ -79,9 +87,18 @@ func (c *Client) GetDocument(ctx context.Context, name string, version int) (*Do
 	return call[Document](ctx, c, &request{method: http.MethodGet, path: "/documents/" + seg(name), query: q})
 }
 
-// Schedules lists the schedules.
-func (c *Client) Schedules(ctx context.Context) ([]Schedule, *Response, error) {
-	return list[Schedule](ctx, c, &request{method: http.MethodGet, path: "/schedules"})
+// Schedules lists a page of the schedules, by id after after; next
+// continues the list ("" at its end).
+func (c *Client) Schedules(ctx context.Context, after string) (ss []Schedule, next string, resp *Response, err error) {
+	q := url.Values{}
+	if after != "" {
+		q.Set("after", after)
+	}
+	v, resp, err := call[page[Schedule]](ctx, c, &request{method: http.MethodGet, path: "/schedules", query: q})
+	if v == nil {
+		return nil, "", resp, err
+	}
+	return v.items.items, v.next, resp, err
 }
 
 // GetSchedule returns a schedule.
@@ -194,22 +211,22 @@ func (c *Client) Audit(ctx context.Context, limit int, cursor string) (*AuditPag
 	if cursor != "" {
 		q.Set("cursor", cursor)
 	}
-	v, resp, err := call[auditPage](ctx, c, &request{method: http.MethodGet, path: "/audit", query: q})
+	v, resp, err := call[page[AuditEntry]](ctx, c, &request{method: http.MethodGet, path: "/audit", query: q})
 	if v == nil {
 		return nil, resp, err
 	}
-	return &AuditPage{Entries: v.entries.items, Next: v.next}, resp, err
+	return &AuditPage{Entries: v.items.items, Next: v.next}, resp, err
 }
 
-// auditPage decodes an array of entries, or an object with the entries
-// under any key and the cursor under "next".
-type auditPage struct {
-	entries listOf[AuditEntry]
-	next    string
+// page decodes a page of a list: an array, or an object with the array
+// under any key and the cursor of the next page under "next".
+type page[T any] struct {
+	items listOf[T]
+	next  string
 }
 
-func (p *auditPage) UnmarshalJSON(b []byte) error {
-	if err := json.Unmarshal(b, &p.entries); err != nil {
+func (p *page[T]) UnmarshalJSON(b []byte) error {
+	if err := json.Unmarshal(b, &p.items); err != nil {
 		return err
 	}
 	var obj struct {

@@ -239,6 +239,7 @@ type Document struct {
 	Version   int       `json:"version"`
 	Hash      string    `json:"hash"`
 	Format    string    `json:"format"`
+	Size      int       `json:"size,omitempty"`
 	Content   string    `json:"content,omitempty"`
 	CreatedAt time.Time `json:"created_at"`
 }
@@ -253,8 +254,9 @@ type DocumentRequest struct {
 
 // Schedule starts runs of a target on a timing.
 type Schedule struct {
-	ID         string          `json:"id"`
-	Target     string          `json:"target"`
+	ID string `json:"id"`
+	// TargetKind is "flow", "workflow", "document" or "job".
+	TargetKind string          `json:"target_kind"`
 	TargetName string          `json:"target_name"`
 	Cron       string          `json:"cron,omitempty"`
 	Every      string          `json:"every,omitempty"`
@@ -324,6 +326,8 @@ type Worker struct {
 	ID            string     `json:"id"`
 	Queues        []string   `json:"queues,omitempty"`
 	Handlers      []string   `json:"handlers,omitempty"`
+	Host          string     `json:"host,omitempty"`
+	PID           int        `json:"pid,omitempty"`
 	StartedAt     *time.Time `json:"started_at,omitempty"`
 	LastHeartbeat time.Time  `json:"last_heartbeat"`
 	ExpiresAt     time.Time  `json:"expires_at"`

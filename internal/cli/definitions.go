@@ -348,11 +348,26 @@ func newDocuments(g *globals) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			ctx, cancel := g.reqCtx(cmd.Context(), 0)
-			defer cancel()
-			docs, resp, err := api.ListDocuments(ctx, lsName)
-			if err != nil {
-				return err
+			var (
+				docs   []apiclient.Document
+				resp   *apiclient.Response
+				cursor string
+				pages  int
+			)
+			for ; ; pages++ {
+				ctx, cancel := g.reqCtx(cmd.Context(), 0)
+				page, next, r, err := api.ListDocuments(ctx, lsName, cursor)
+				cancel()
+				if err != nil {
+					return err
+				}
+				docs, resp, cursor = append(docs, page...), r, next
+				if next == "" {
+					break
+				}
+			}
+			if g.json() && pages > 0 {
+				return g.emitValue(map[string]any{"documents": docs, "next": ""}, nil)
 			}
 			return g.emit(resp, func(w io.Writer) error {
 				tw := newTable(w, "NAME", "VERSION", "FORMAT", "HASH", "CREATED")

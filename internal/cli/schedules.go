@@ -44,16 +44,31 @@ func schedulesList(g *globals) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			ctx, cancel := g.reqCtx(cmd.Context(), 0)
-			defer cancel()
-			list, resp, err := api.Schedules(ctx)
-			if err != nil {
-				return err
+			var (
+				list  []apiclient.Schedule
+				resp  *apiclient.Response
+				after string
+				pages int
+			)
+			for ; ; pages++ {
+				ctx, cancel := g.reqCtx(cmd.Context(), 0)
+				page, next, r, err := api.Schedules(ctx, after)
+				cancel()
+				if err != nil {
+					return err
+				}
+				list, resp, after = append(list, page...), r, next
+				if next == "" {
+					break
+				}
+			}
+			if g.json() && pages > 0 {
+				return g.emitValue(map[string]any{"schedules": list, "next": ""}, nil)
 			}
 			return g.emit(resp, func(w io.Writer) error {
 				tw := newTable(w, "ID", "TARGET", "TIMING", "ZONE", "OVERLAP", "PAUSED", "NEXT FIRE", "LAST RUN")
 				for _, s := range list {
-					row(tw, s.ID, s.Target+" "+s.TargetName, timing(&s), s.TimeZone, s.Overlap, s.Paused, s.NextFire, s.LastRunID)
+					row(tw, s.ID, s.TargetKind+" "+s.TargetName, timing(&s), s.TimeZone, s.Overlap, s.Paused, s.NextFire, s.LastRunID)
 				}
 				return tw.Flush()
 			})
@@ -101,7 +116,7 @@ func printSchedule(w io.Writer, s *apiclient.Schedule) error {
 			catchUp += ", within " + c.Within
 		}
 	}
-	return kv(w, "id", s.ID, "target", s.Target+" "+s.TargetName, "timing", timing(s), "anchor", s.Anchor,
+	return kv(w, "id", s.ID, "target", s.TargetKind+" "+s.TargetName, "timing", timing(s), "anchor", s.Anchor,
 		"time zone", s.TimeZone, "jitter", s.Jitter, "overlap", s.Overlap, "catch up", catchUp,
 		"input", compactJSON(s.Input), "paused", s.Paused, "declared", s.Declared,
 		"next fire", s.NextFire, "last tick", s.LastTick, "last run", s.LastRunID,
@@ -141,7 +156,7 @@ func (f *scheduleFlags) apply(cmd *cobra.Command, env *Env, body map[string]any)
 			body[key] = v
 		}
 	}
-	set("target", "target", f.target)
+	set("target", "target_kind", f.target)
 	set("name", "target_name", f.name)
 	set("cron", "cron", f.cron)
 	set("every", "every", f.every)
@@ -186,6 +201,10 @@ func (f *scheduleFlags) apply(cmd *cobra.Command, env *Env, body map[string]any)
 	return nil
 }
 
+// scheduleSettings are the fields of a schedule that POST and PUT take;
+// the others (next fire, version...) are the server's.
+var scheduleSettings = []string{"id", "target_kind", "target_name", "cron", "every", "anchor", "time_zone", "jitter", "overlap", "catch_up", "input", "paused"}
+
 func schedulesCreate(g *globals, update bool) *cobra.Command {
 	var f scheduleFlags
 	use, short, example := "create <id>", "Create a schedule", `  heph schedules create nightly --name digest --cron "0 3 * * *" --time-zone Europe/Paris
@@ -216,13 +235,20 @@ func schedulesCreate(g *globals, update bool) *cobra.Command {
 			ctx, cancel := g.reqCtx(cmd.Context(), 0)
 			defer cancel()
 			if update && f.file == "" {
-				// Start from the stored schedule: PUT replaces it.
+				// Start from the stored schedule's settings: PUT
+				// replaces them all.
 				_, resp, err := api.GetSchedule(ctx, args[0])
 				if err != nil {
 					return err
 				}
-				if err := json.Unmarshal(resp.Body, &body); err != nil {
+				var stored map[string]json.RawMessage
+				if err := json.Unmarshal(resp.Body, &stored); err != nil {
 					return fmt.Errorf("decode schedule: %w", err)
+				}
+				for _, k := range scheduleSettings {
+					if v, ok := stored[k]; ok {
+						body[k] = v
+					}
 				}
 			}
 			if err := f.apply(cmd, g.env, body); err != nil {
