@@ -104,13 +104,16 @@ func (c *Client) Result(ctx context.Context, id string, wait time.Duration) (run
 	return run, err == nil && resp.Status == http.StatusOK, resp, err
 }
 
-// State returns the run's published state (GET /runs/{id}/state).
+// State returns the run's published state (GET /runs/{id}/state:
+// {"state": ...}).
 func (c *Client) State(ctx context.Context, id string) (json.RawMessage, *Response, error) {
-	resp, err := c.do(ctx, &request{method: http.MethodGet, path: "/runs/" + seg(id) + "/state"})
+	v, resp, err := call[struct {
+		State json.RawMessage `json:"state"`
+	}](ctx, c, &request{method: http.MethodGet, path: "/runs/" + seg(id) + "/state"})
 	if err != nil {
 		return nil, resp, err
 	}
-	return resp.Body, resp, nil
+	return v.State, resp, nil
 }
 
 // Signal sends a signal to a workflow run.

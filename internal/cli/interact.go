@@ -136,7 +136,7 @@ func newQuery(g *globals) *cobra.Command {
 				if err != nil {
 					return err
 				}
-				return g.emit(resp, func(w io.Writer) error { return writeJSON(w, state) })
+				return g.emit(resp, func(w io.Writer) error { return writeJSON(w, orNull(state)) })
 			}
 			res, resp, err := api.Query(ctx, args[0], args[1], a)
 			if err != nil {
