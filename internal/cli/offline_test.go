@@ -2,10 +2,14 @@ package cli_test
 
 import (
 	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
+
+	"github.com/spf13/cobra"
 
 	"github.com/hephaestus-go/hephaestus/internal/cli"
 )
@@ -260,6 +264,35 @@ func TestBench(t *testing.T) {
 	for _, args := range [][]string{{"--workloads", "d"}, {"--engines", "dbos"}, {"--backends", "mysql"}, {"--backends", "postgres"}, {"--rounds", "0"}, {"--sqlite-sync", "OFF"}} {
 		if code, _, _ := heph(t, nil, append([]string{"bench"}, args...)...); code != cli.ExitUsage {
 			t.Errorf("bench %v: exit %d, want 2", args, code)
+		}
+	}
+}
+
+// TestDocsCoverEveryCommand checks that docs/cli.md shows every command
+// in an example, and every exit code.
+func TestDocsCoverEveryCommand(t *testing.T) {
+	t.Parallel()
+	b, err := os.ReadFile(filepath.Join("..", "..", "docs", "cli.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	docs := string(b)
+	var walk func(c *cobra.Command)
+	walk = func(c *cobra.Command) {
+		if c.Hidden || c.Name() == "help" || c.Name() == "completion" {
+			return
+		}
+		if c.HasParent() && !c.HasSubCommands() && !regexp.MustCompile(`(?m)^`+regexp.QuoteMeta(c.CommandPath())+`( |$)`).MatchString(docs) {
+			t.Errorf("docs/cli.md has no example of %q", c.CommandPath())
+		}
+		for _, s := range c.Commands() {
+			walk(s)
+		}
+	}
+	walk(cli.New(&cli.Env{}))
+	for code := range 9 {
+		if !strings.Contains(docs, fmt.Sprintf("\n| %d | ", code)) {
+			t.Errorf("docs/cli.md does not explain exit code %d", code)
 		}
 	}
 }
