@@ -1,18 +1,308 @@
 package cli
 
 import (
+	"context"
 	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"net/url"
+	"strconv"
+	"strings"
+	"time"
 
 	"github.com/spf13/cobra"
+
+	hephaestus "github.com/hephaestus-go/hephaestus"
+	"github.com/hephaestus-go/hephaestus/store"
+	"github.com/hephaestus-go/hephaestus/store/postgres"
+	"github.com/hephaestus-go/hephaestus/store/sqlite"
 )
 
+// The server's defaults.
+const (
+	defaultListen       = "127.0.0.1:7070"
+	defaultSQLite       = "heph.db"
+	defaultMaxBody      = 4 << 20
+	defaultReqTimeout   = 60 * time.Second
+	defaultWorkers      = 16
+	shutdownGrace       = 30 * time.Second
+	readHeaderTimeout   = 10 * time.Second
+	serverIdleTimeout   = 2 * time.Minute
+	envSchema           = "HEPH_SCHEMA"
+	envMaxBody          = "HEPH_MAX_BODY"
+	envRequestTimeout   = "HEPH_REQUEST_TIMEOUT"
+	envWorkers          = "HEPH_WORKERS"
+	envLogLevel         = "HEPH_LOG_LEVEL"
+	listeningLinePrefix = "heph: listening on "
+)
+
+// serverFlags configure heph server.
+type serverFlags struct {
+	addr, sqlite, postgres, schema, logLevel string
+	insecure                                 bool
+	maxBody                                  int64
+	reqTimeout                               time.Duration
+	workers                                  int
+}
+
 func newServer(g *globals) *cobra.Command {
-	return &cobra.Command{
+	var f serverFlags
+	cmd := &cobra.Command{
 		Use:   "server",
-		Short: "Serve the HTTP API",
-		Args:  cobra.NoArgs,
+		Short: "Serve the HTTP API on a store (SQLite ./heph.db by default)",
+		Long: "server serves the HTTP API under /api/v1 on a SQLite file (./heph.db by default) or a\n" +
+			"PostgreSQL database, running the runs' steps in this process and handing the actions it\n" +
+			"has no code for to HTTP workers. It migrates the store first, and stops gracefully on\n" +
+			"SIGINT or SIGTERM. The first line on standard error is \"heph: listening on URL\".\n\n" +
+			"Requests need a bearer token (make the first one with heph tokens create --role admin\n" +
+			"--sqlite FILE) unless --insecure, which is accepted only on a loopback address.\n" +
+			"Every flag has an environment variable: HEPH_ADDR, HEPH_SQLITE, HEPH_POSTGRES,\n" +
+			"HEPH_SCHEMA, HEPH_INSECURE, HEPH_MAX_BODY, HEPH_REQUEST_TIMEOUT, HEPH_WORKERS, HEPH_LOG_LEVEL.",
+		Example: `  heph server --insecure
+  heph server --postgres postgres://heph@db/heph --addr 0.0.0.0:7070
+  heph server --addr 127.0.0.1:0 --sqlite /tmp/heph.db`,
+		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			return errors.New("heph server: not built yet")
+			if err := f.fromEnv(cmd, g.env); err != nil {
+				return err
+			}
+			if err := f.check(cmd); err != nil {
+				return err
+			}
+			return runServer(cmd.Context(), g.env, &f)
 		},
 	}
+	fl := cmd.Flags()
+	fl.StringVar(&f.addr, "addr", defaultListen, "host:port to listen on (port 0: any free port); $"+EnvAddr)
+	fl.StringVar(&f.sqlite, "sqlite", defaultSQLite, "SQLite database file, created when missing (when no --postgres); $"+EnvSQLite)
+	fl.StringVar(&f.postgres, "postgres", "", "PostgreSQL DSN instead of SQLite; $"+EnvPostgres)
+	fl.StringVar(&f.schema, "schema", "heph", "PostgreSQL schema of the store; $"+envSchema)
+	fl.BoolVar(&f.insecure, "insecure", false, "serve without tokens (only on a loopback address); $"+EnvInsecure)
+	fl.Int64Var(&f.maxBody, "max-body", defaultMaxBody, "largest request body in bytes; $"+envMaxBody)
+	fl.DurationVar(&f.reqTimeout, "request-timeout", defaultReqTimeout, "time limit of a request (long polls wait at most this); $"+envRequestTimeout)
+	fl.IntVar(&f.workers, "workers", defaultWorkers, "steps this process runs at once on the default queue; $"+envWorkers)
+	fl.StringVar(&f.logLevel, "log-level", "info", "debug, info, warn or error; $"+envLogLevel)
+	return cmd
+}
+
+// fromEnv sets each flag not given from its environment variable.
+func (f *serverFlags) fromEnv(cmd *cobra.Command, env *Env) error {
+	fl := cmd.Flags()
+	str := func(flag, key string, dst *string) {
+		if v := env.getenv(key); v != "" && !fl.Changed(flag) {
+			*dst = v
+		}
+	}
+	str("addr", EnvAddr, &f.addr)
+	str("sqlite", EnvSQLite, &f.sqlite)
+	str("postgres", EnvPostgres, &f.postgres)
+	str("schema", envSchema, &f.schema)
+	str("log-level", envLogLevel, &f.logLevel)
+	if v := env.getenv(EnvInsecure); v != "" && !fl.Changed("insecure") {
+		b, err := strconv.ParseBool(v)
+		if err != nil {
+			return usagef("$%s=%q: want true or false", EnvInsecure, v)
+		}
+		f.insecure = b
+	}
+	if v := env.getenv(envMaxBody); v != "" && !fl.Changed("max-body") {
+		n, err := strconv.ParseInt(v, 10, 64)
+		if err != nil {
+			return usagef("$%s=%q: want a number of bytes", envMaxBody, v)
+		}
+		f.maxBody = n
+	}
+	if v := env.getenv(envRequestTimeout); v != "" && !fl.Changed("request-timeout") {
+		d, err := time.ParseDuration(v)
+		if err != nil {
+			return usagef("$%s=%q: want a duration", envRequestTimeout, v)
+		}
+		f.reqTimeout = d
+	}
+	if v := env.getenv(envWorkers); v != "" && !fl.Changed("workers") {
+		n, err := strconv.Atoi(v)
+		if err != nil {
+			return usagef("$%s=%q: want a number", envWorkers, v)
+		}
+		f.workers = n
+	}
+	// HEPH_ADDR is the clients' URL too: take its host.
+	if strings.Contains(f.addr, "://") {
+		u, err := url.Parse(f.addr)
+		if err != nil || u.Host == "" {
+			return usagef("--addr %q: want host:port", f.addr)
+		}
+		f.addr = u.Host
+	}
+	return nil
+}
+
+func (f *serverFlags) check(cmd *cobra.Command) error {
+	host, port, err := net.SplitHostPort(f.addr)
+	if err != nil {
+		return usagef("--addr %q: want host:port: %v", f.addr, err)
+	}
+	if _, err := strconv.ParseUint(port, 10, 16); err != nil {
+		return usagef("--addr %q: bad port", f.addr)
+	}
+	switch {
+	case f.insecure && !loopback(host):
+		return usagef("--insecure serves without tokens: only on a loopback address (127.0.0.1, ::1, localhost), not %q", host)
+	case f.maxBody <= 0:
+		return usagef("--max-body must be positive, got %d", f.maxBody)
+	case f.reqTimeout <= 0:
+		return usagef("--request-timeout must be positive, got %v", f.reqTimeout)
+	case f.workers <= 0:
+		return usagef("--workers must be positive, got %d", f.workers)
+	case f.postgres != "" && cmd.Flags().Changed("sqlite"):
+		return usagef("give --postgres or --sqlite, not both")
+	}
+	if _, err := logLevel(f.logLevel); err != nil {
+		return err
+	}
+	return nil
+}
+
+func logLevel(s string) (slog.Level, error) {
+	var l slog.Level
+	if err := l.UnmarshalText([]byte(s)); err != nil {
+		return 0, usagef("--log-level %q: want debug, info, warn or error", s)
+	}
+	return l, nil
+}
+
+// loopback reports whether a listen host is a loopback address.
+func loopback(host string) bool {
+	if host == "localhost" {
+		return true
+	}
+	ip := net.ParseIP(host)
+	return ip != nil && ip.IsLoopback()
+}
+
+// api is what heph server serves: the API's handler and its background
+// work (the bulk-operation processor).
+type api interface {
+	http.Handler
+	Start(ctx context.Context) error
+	Stop()
+}
+
+// runServer opens the store, starts a client and serves the API until ctx
+// ends.
+func runServer(ctx context.Context, env *Env, f *serverFlags) (err error) {
+	level, _ := logLevel(f.logLevel)
+	logger := slog.New(slog.NewTextHandler(env.Stderr, &slog.HandlerOptions{Level: level}))
+	var st store.Store
+	if f.postgres != "" {
+		st, err = postgres.Open(ctx, &postgres.Config{DSN: f.postgres, Schema: f.schema})
+	} else {
+		st, err = sqlite.Open(ctx, &sqlite.Config{Path: f.sqlite})
+	}
+	if err != nil {
+		return fmt.Errorf("open store: %w", err)
+	}
+	defer func() {
+		if cerr := st.Close(); err == nil && cerr != nil {
+			err = fmt.Errorf("close store: %w", cerr)
+		}
+	}()
+	acc, ok := st.(store.Access)
+	if !ok {
+		return errors.New("the store keeps no API tokens")
+	}
+	host, _, _ := net.SplitHostPort(f.addr)
+	if !f.insecure {
+		active, err := activeTokens(ctx, acc)
+		if err != nil {
+			return err
+		}
+		switch {
+		case active == 0 && !loopback(host):
+			return fmt.Errorf("no API token in the store: make the first with `heph tokens create admin --role admin %s`, or serve a loopback address with --insecure", storeFlag(f))
+		case active == 0:
+			logger.Warn("no API token in the store: every request will be refused (401); make one with heph tokens create, or restart with --insecure", "store", storeFlag(f))
+		}
+	}
+
+	client, err := hephaestus.New(&hephaestus.Config{Store: st, Queues: map[string]int{"default": f.workers}, Logger: logger})
+	if err != nil {
+		return fmt.Errorf("client: %w", err)
+	}
+	if err := client.RegisterDocuments(ctx, serverRegistry()); err != nil {
+		return fmt.Errorf("register documents: %w", err)
+	}
+	if err := client.Start(ctx); err != nil {
+		return fmt.Errorf("start client: %w", err)
+	}
+	defer func() {
+		sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), shutdownGrace)
+		defer cancel()
+		if serr := client.Stop(sctx); err == nil && serr != nil {
+			err = fmt.Errorf("stop client: %w", serr)
+		}
+	}()
+	h, err := newAPI(client, st, f, logger)
+	if err != nil {
+		return err
+	}
+	if err := h.Start(ctx); err != nil {
+		return fmt.Errorf("start server: %w", err)
+	}
+	defer h.Stop()
+
+	ln, err := (&net.ListenConfig{}).Listen(ctx, "tcp", f.addr)
+	if err != nil {
+		return fmt.Errorf("listen: %w", err)
+	}
+	srv := &http.Server{
+		Handler:           h,
+		ReadHeaderTimeout: readHeaderTimeout,
+		IdleTimeout:       serverIdleTimeout,
+		ErrorLog:          slog.NewLogLogger(logger.Handler(), slog.LevelWarn),
+		BaseContext:       func(net.Listener) context.Context { return context.WithoutCancel(ctx) },
+	}
+	fmt.Fprintf(env.Stderr, "%shttp://%s\n", listeningLinePrefix, ln.Addr())
+	served := make(chan error, 1)
+	go func() { served <- srv.Serve(ln) }()
+	select {
+	case err := <-served:
+		return fmt.Errorf("serve: %w", err)
+	case <-ctx.Done():
+	}
+	logger.Info("shutting down: finishing the requests in flight")
+	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), shutdownGrace)
+	defer cancel()
+	if err := srv.Shutdown(sctx); err != nil {
+		_ = srv.Close()
+		<-served
+		return fmt.Errorf("shut down: %w", err)
+	}
+	<-served // http.ErrServerClosed
+	return nil
+}
+
+// activeTokens counts the tokens that are not revoked.
+func activeTokens(ctx context.Context, acc store.Access) (int, error) {
+	ts, err := acc.ListTokens(ctx)
+	if err != nil {
+		return 0, fmt.Errorf("list tokens: %w", err)
+	}
+	n := 0
+	for _, t := range ts {
+		if t.Active() {
+			n++
+		}
+	}
+	return n, nil
+}
+
+// storeFlag names the server's store as tokens create takes it.
+func storeFlag(f *serverFlags) string {
+	if f.postgres != "" {
+		return "--postgres DSN --schema " + f.schema
+	}
+	return "--sqlite " + f.sqlite
 }

@@ -81,3 +81,31 @@ func TestTokensBootstrapPostgres(t *testing.T) {
 		return st
 	}, "--postgres", dsn, "--schema", "tok")
 }
+
+func TestServerRefuses(t *testing.T) {
+	t.Parallel()
+	db := filepath.Join(t.TempDir(), "heph.db")
+	for _, tc := range []struct {
+		env  map[string]string
+		args []string
+		code int
+		msg  string
+	}{
+		{nil, []string{"--insecure", "--addr", "0.0.0.0:7070"}, 2, "only on a loopback address"},
+		{nil, []string{"--insecure", "--addr", ":7070"}, 2, "only on a loopback address"},
+		{map[string]string{cli.EnvInsecure: "1", cli.EnvAddr: "http://192.0.2.1:7070"}, nil, 2, `not "192.0.2.1"`},
+		{map[string]string{cli.EnvInsecure: "maybe"}, nil, 2, "HEPH_INSECURE"},
+		{nil, []string{"--addr", "nowhere"}, 2, "want host:port"},
+		{nil, []string{"--addr", "127.0.0.1:99999"}, 2, "bad port"},
+		{nil, []string{"--workers", "0"}, 2, "--workers"},
+		{nil, []string{"--log-level", "loud"}, 2, "--log-level"},
+		{nil, []string{"--sqlite", db, "--postgres", "postgres://x/y"}, 2, "not both"},
+		// No token and a non-loopback address: refused, naming the fix.
+		{nil, []string{"--sqlite", db, "--addr", "0.0.0.0:0"}, 1, "heph tokens create admin --role admin --sqlite " + db},
+	} {
+		code, _, errOut := heph(t, tc.env, append([]string{"server"}, tc.args...)...)
+		if code != tc.code || !strings.Contains(errOut, tc.msg) {
+			t.Errorf("heph server %v (env %v): exit %d, %q; want %d and %q", tc.args, tc.env, code, errOut, tc.code, tc.msg)
+		}
+	}
+}
