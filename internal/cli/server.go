@@ -277,10 +277,10 @@ func runServer(ctx context.Context, env *Env, f *serverFlags) (err error) {
 	defer cancel()
 	if err := srv.Shutdown(sctx); err != nil {
 		_ = srv.Close()
-		<-served
+		_ = <-served
 		return fmt.Errorf("shut down: %w", err)
 	}
-	<-served // http.ErrServerClosed
+	_ = <-served // http.ErrServerClosed
 	return nil
 }
 
