@@ -277,11 +277,18 @@ func runServer(ctx context.Context, env *Env, f *serverFlags) (err error) {
 	defer cancel()
 	if err := srv.Shutdown(sctx); err != nil {
 		_ = srv.Close()
-		_ = <-served
-		return fmt.Errorf("shut down: %w", err)
+		return errors.Join(fmt.Errorf("shut down: %w", err), serveErr(<-served))
 	}
-	_ = <-served // http.ErrServerClosed
-	return nil
+	return serveErr(<-served)
+}
+
+// serveErr is what Serve returned once the server was shut down: nothing
+// but ErrServerClosed is expected.
+func serveErr(err error) error {
+	if err == nil || errors.Is(err, http.ErrServerClosed) {
+		return nil
+	}
+	return fmt.Errorf("serve: %w", err)
 }
 
 // activeTokens counts the tokens that are not revoked.
