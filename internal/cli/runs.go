@@ -94,7 +94,7 @@ func kindOf(r *apiclient.Run) string {
 		return "document"
 	}
 	if r.Kind == "" {
-		return "run of"
+		return "flow"
 	}
 	return r.Kind
 }
