@@ -26,7 +26,8 @@ func (g *globals) newProgress(ctx context.Context, label string) progress {
 	if !g.env.terminal(g.env.Stderr) {
 		return noProgress{}
 	}
-	p := mpb.NewWithContext(ctx, mpb.WithOutput(g.env.Stderr), mpb.WithWidth(40))
+	// Auto refresh: the Env says stderr is a terminal, whatever its type.
+	p := mpb.NewWithContext(ctx, mpb.WithOutput(g.env.Stderr), mpb.WithWidth(40), mpb.WithAutoRefresh())
 	bar := p.AddBar(0,
 		mpb.PrependDecorators(decor.Name(label+" ", decor.WCSyncSpaceR), decor.CountersNoUnit("%d / %d", decor.WCSyncWidth)),
 		mpb.AppendDecorators(decor.Percentage(decor.WC{W: 5}), decor.Name(" "), decor.Elapsed(decor.ET_STYLE_GO)),
