@@ -404,6 +404,14 @@ type Update struct {
 	// task's holder then loses its lease; stores that notify tell the
 	// holder's process, see Notifier).
 	Cancel []TaskMatch
+	// Reopen makes a finished run active again (a failed flow run that is
+	// retried); Status must be set. The run's Error, Output and FinishedAt
+	// are cleared (before Error and Output are set; a finished Status sets
+	// FinishedAt anew), and when Status is active, a business id of
+	// ScopeActive, which the run released when it finished, is taken
+	// again: the change is refused with a *DuplicateRunError when another
+	// active run holds it meanwhile.
+	Reopen bool
 }
 
 // ChangeResult is the outcome of one change.
