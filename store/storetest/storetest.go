@@ -75,6 +75,7 @@ func Run(t *testing.T, newStore func(t *testing.T) store.Store, opts ...Option) 
 		{"ListRunsFilters", testListRunsFilters},
 		{"ListRunsPagination", testListRunsPagination},
 		{"ListRunsLimits", testListRunsLimits},
+		{"ListRunsMoreFilters", testListRunsMore},
 		{"Reopen", testReopen},
 		{"History", testHistory},
 		{"ApplyUpdate", testApplyUpdate},
