@@ -283,6 +283,26 @@ type ListOptions struct {
 	Tags          []string
 	CreatedAfter  time.Time
 	CreatedBefore time.Time
+	// Kind keeps the runs of one kind: KindFlow (flows, documents, jobs)
+	// or KindWorkflow. Another value is ErrInvalidInput.
+	Kind RunKind
+	// Queue keeps the runs that have a task (a step, a timer, a decision,
+	// an activity) queued or running in this queue, and every run of the
+	// flows, documents and job kinds registered in this client with a
+	// step on it: a finished run has no task left, so a finished run
+	// matches through its flow's declaration only (a job inserted with
+	// JobOptions.Queue, once finished, matches its kind's queue; a
+	// finished workflow run matches no queue).
+	Queue string
+	// Metadata keeps the runs whose metadata has each key with a value
+	// equal to the given one: a JSON string equals the string it holds; a
+	// number, a boolean or null equals its JSON text ("42", "true",
+	// "null"); an object or an array equals nothing.
+	Metadata map[string]string
+	// Text keeps the runs in which it occurs, ignoring the case of ASCII
+	// letters, in the id, the flow or workflow name, the business id, a
+	// tag or the error. It reads every run the other filters keep.
+	Text string
 	// Limit defaults to 100.
 	Limit int
 	// Cursor continues from RunList.Next.
@@ -301,10 +321,18 @@ func (c *Client) ListRuns(ctx context.Context, opts *ListOptions) (*RunList, err
 	if opts == nil {
 		opts = &ListOptions{}
 	}
-	p, err := c.cfg.Store.ListRuns(ctx, &store.ListRunsParams{
+	if opts.Kind != "" && opts.Kind != KindFlow && opts.Kind != KindWorkflow {
+		return nil, fmt.Errorf("list runs: %w: ListOptions.Kind %q is not %q or %q", ErrInvalidInput, opts.Kind, KindFlow, KindWorkflow)
+	}
+	params := &store.ListRunsParams{
 		Workflow: opts.Flow, Statuses: opts.Statuses, BusinessID: opts.BusinessID, Tags: opts.Tags,
 		CreatedAfter: opts.CreatedAfter, CreatedBefore: opts.CreatedBefore, Limit: opts.Limit, Cursor: opts.Cursor,
-	})
+		Kind: opts.Kind, Queue: opts.Queue, Metadata: opts.Metadata, Text: opts.Text,
+	}
+	if opts.Queue != "" {
+		params.QueueWorkflows = c.flows.FlowsOnQueue(opts.Queue)
+	}
+	p, err := c.cfg.Store.ListRuns(ctx, params)
 	if err != nil {
 		return nil, fmt.Errorf("list runs: %w", err)
 	}
