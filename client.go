@@ -191,14 +191,40 @@ type StartOptions struct {
 	// keys (see docs/jobs.md). It overrides the key the flow computes
 	// from the input; "" keeps that one.
 	ConcurrencyKey string
+	// RunID, when set, is the new run's id instead of a random one: a
+	// UUID in canonical form (ErrInvalidInput otherwise). A start that
+	// finds a run with this id already starts nothing and returns that
+	// run with an error that wraps ErrRunExists: derive the id from an
+	// idempotency key to make a start idempotent.
+	RunID string
+}
+
+func (o *StartOptions) check() error {
+	if o == nil {
+		return nil
+	}
+	return checkRunID("StartOptions.RunID", o.RunID)
+}
+
+func (o *StartOptions) runID() string {
+	if o == nil {
+		return ""
+	}
+	return o.RunID
 }
 
 // StartRun starts a run of the named flow with input (encoded as JSON) and
 // returns it as stored, without waiting for it to progress.
+//
+// With StartOptions.RunID of a run that exists, it returns that run and an
+// error that wraps ErrRunExists.
 func (c *Client) StartRun(ctx context.Context, flowName string, input any, opts *StartOptions) (*Run, error) {
+	if err := opts.check(); err != nil {
+		return nil, fmt.Errorf("start %q: %w", flowName, err)
+	}
 	r, err := c.flows.Start(ctx, flowName, input, opts.internal())
 	if err != nil {
-		return nil, err
+		return c.existingRun(ctx, opts.runID(), err)
 	}
 	return c.toRun(r), nil
 }
@@ -208,7 +234,7 @@ func (o *StartOptions) internal() *flowrt.StartOptions {
 		return nil
 	}
 	return &flowrt.StartOptions{BusinessValue: o.BusinessValue, Version: o.Version, Tags: o.Tags, Metadata: o.Metadata, CreatedBy: o.CreatedBy,
-		ConcurrencyKey: o.ConcurrencyKey}
+		ConcurrencyKey: o.ConcurrencyKey, RunID: o.RunID}
 }
 
 // StartRequest is one run for StartRuns.
@@ -220,11 +246,15 @@ type StartRequest struct {
 // StartRuns starts many runs of a flow at once, committed together (in
 // batches of Config.MaxCommitBatch): the way to enqueue jobs in bulk. Every
 // request is checked first; if one is invalid, none is started. Runs that
-// the store refuses (a business-key conflict) leave a nil in the result,
-// and the error joins the reasons, each naming its request's index.
+// the store refuses (a business-key conflict, a RunID that exists) leave
+// a nil in the result, and the error joins the reasons, each naming its
+// request's index.
 func (c *Client) StartRuns(ctx context.Context, flowName string, reqs []StartRequest) ([]*Run, error) {
 	in := make([]flowrt.StartRequest, len(reqs))
 	for i, rq := range reqs {
+		if err := rq.Options.check(); err != nil {
+			return nil, fmt.Errorf("start %q, request %d: %w", flowName, i, err)
+		}
 		in[i] = flowrt.StartRequest{Input: rq.Input, Options: rq.Options.internal()}
 	}
 	stored, err := c.flows.StartMany(ctx, flowName, in)
@@ -245,7 +275,7 @@ func (c *Client) StartRuns(ctx context.Context, flowName string, reqs []StartReq
 func (c *Client) Run(ctx context.Context, flowName string, input any, opts *StartOptions) (*Run, error) {
 	r, err := c.StartRun(ctx, flowName, input, opts)
 	if err != nil {
-		return nil, err
+		return r, err // with a RunID that exists, that run
 	}
 	if !r.Status.Terminal() {
 		if err := c.checkServed(ctx, r.ID, "flow:"+flowName+"@"); err != nil {
