@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -48,6 +49,10 @@ type Client struct {
 
 	// handlers are what this process can run (Task.Handler), for claims.
 	handlers atomic.Pointer[[]string]
+
+	// kinds are the registered job kinds by name (a job.Untyped), for
+	// InsertJobJSON.
+	kinds sync.Map
 
 	// watches are the callers of HistoryAfter waiting for their runs.
 	watches runWatches
