@@ -48,6 +48,9 @@ type Client struct {
 
 	// handlers are what this process can run (Task.Handler), for claims.
 	handlers atomic.Pointer[[]string]
+
+	// remote is the state of workers outside the process (remote.go).
+	remote remoteWork
 }
 
 // New returns a Client for cfg. It starts no goroutine: call Start to run
@@ -64,6 +67,7 @@ func New(cfg *Config) (*Client, error) {
 		LeaseDuration: c.LeaseDuration, MaxCommitBatch: c.MaxCommitBatch, Handlers: cl.claimHandlers,
 		AfterCommit: func(batch []*commit.Request, claimed map[int64]bool, now time.Time) {
 			cl.pool.AfterCommit(batch, claimed, now)
+			cl.remote.afterCommit(batch, claimed, now)
 		},
 	})
 	cl.flows = flowrt.New(&flowrt.Config{
