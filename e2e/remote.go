@@ -37,6 +37,7 @@ var remoteTests = []subtest{
 	{"RemoteStrictClaim", testRemoteStrictClaim},
 	{"RemoteInvalidToken", testRemoteInvalidToken},
 	{"RemoteFlowControl", testRemoteFlowControl},
+	{"RemoteChaos", testRemoteChaos},
 }
 
 // remoteWorker is the test's stand-in for a worker in another language.
