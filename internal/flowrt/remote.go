@@ -73,7 +73,7 @@ func (r *Runtime) PrepareRemote(ctx context.Context, t *store.Task, worker strin
 		info.Kind, info.Err = telemetry.StepFailed, err
 		r.cfg.Telemetry.Emit(info)
 		o := &Outcome{Err: fmt.Sprintf("step %q: prepare the remote worker's input: %v", t.Step, err), Retryable: spec.Retry.Retryable(err),
-			StartedAt: claimedAt, Worker: worker}
+			StartedAt: claimedAt, Worker: worker, Details: t.Details}
 		if _, cerr := r.Complete(t, o, ""); cerr != nil {
 			return nil, errors.Join(err, cerr)
 		}
