@@ -27,6 +27,7 @@ import (
 // remoteTests are the suite's tests of remote work.
 var remoteTests = []subtest{
 	{"RemoteDocument", testRemoteDocument},
+	{"RemoteDocumentMap", testRemoteDocumentMap},
 	{"RemoteGoStep", testRemoteGoStep},
 	{"RemoteActivity", testRemoteActivity},
 	{"RemoteRetryThenSuccess", testRemoteRetry},
@@ -164,6 +165,54 @@ func testRemoteDocument(t *testing.T, b Backend) {
 	if !found {
 		t.Fatalf("the remote worker is not registered with its handlers: %+v", ws)
 	}
+}
+
+const remoteMapDoc = `
+name: remote-map
+steps:
+  thumbs:
+    action: thumb
+    map: input.images
+    args: {image: "{{item}}", size: "{{input.size}}"}
+    done: true
+`
+
+// A map step whose action is remote: each element is a task of its own,
+// with the element's resolved arguments, and the step's output is the
+// workers' outputs in input order, whatever order they finish in.
+func testRemoteDocumentMap(t *testing.T, b Backend) {
+	e := newEnv(t, b, nil)
+	ctx := ctxT(t)
+	reg := flowdoc.NewRegistry()
+	reg.SetFallback(flowdoc.RemoteAction)
+	if err := e.c.RegisterDocuments(ctx, reg); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := e.c.PutDocument(ctx, "remote-map", heph.DocumentYAML, []byte(remoteMapDoc)); err != nil {
+		t.Fatal(err)
+	}
+	r, err := e.c.StartDocument(ctx, "remote-map", 0, map[string]any{"images": []string{"a.png", "b.png", "c.png"}, "size": 64}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	w := newRemoteWorker(t, e.c, "thumbnailer", []string{"thumb"}, nil)
+	var got []*heph.RemoteTask
+	for len(got) < 3 {
+		got = append(got, w.next())
+	}
+	seen := map[int]bool{}
+	for i := len(got) - 1; i >= 0; i-- { // finish in reverse order
+		tk := got[i]
+		if tk.Step != "thumbs" || tk.Index < 0 || tk.Index > 2 || seen[tk.Index] {
+			t.Fatalf("task %+v is not a new element of the map step", tk)
+		}
+		seen[tk.Index] = true
+		img := []string{"a.png", "b.png", "c.png"}[tk.Index]
+		wantJSON(t, tk.Input, `{"image":"`+img+`","size":64}`)
+		w.complete(tk, `"small-`+img+`"`)
+	}
+	done := e.waitStatus(r.ID, heph.StatusCompleted)
+	wantJSON(t, done.Output, `{"thumbs":["small-a.png","small-b.png","small-c.png"]}`)
 }
 
 func entries(h []heph.HistoryEvent) []string {
