@@ -43,6 +43,9 @@ var (
 	// already: the change was applied before (a retried commit, a request
 	// sent twice) and is not applied again.
 	ErrDuplicateChange = errors.New("change applied already")
+	// ErrTaskNotFound: no task has the given id (it was completed or
+	// cancelled, or never existed).
+	ErrTaskNotFound = errors.New("task not found")
 )
 
 // DuplicateRunError reports a business-key conflict.
@@ -98,6 +101,10 @@ type Store interface {
 	// ReleaseTasks gives leased tasks back without completing them: they are
 	// claimable at once. Leases no longer held are ignored.
 	ReleaseTasks(ctx context.Context, leases []Lease) error
+	// GetTask returns a task by id, with its lease as stored (Owner,
+	// Token, LeaseUntil), or ErrTaskNotFound. It takes no lock: a change
+	// that acts on what it read is fenced by the lease it read.
+	GetTask(ctx context.Context, id int64) (*Task, error)
 	// NextReady returns the earliest ready time among unleased tasks of the
 	// queues (or the earliest lease expiry of leased ones), and false when
 	// there are no tasks at all.
@@ -407,6 +414,14 @@ type Update struct {
 	// task's holder then loses its lease; stores that notify tell the
 	// holder's process, see Notifier).
 	Cancel []TaskMatch
+	// Reopen makes a finished run active again (a failed flow run that is
+	// retried); Status must be set. The run's Error, Output and FinishedAt
+	// are cleared (before Error and Output are set; a finished Status sets
+	// FinishedAt anew), and when Status is active, a business id of
+	// ScopeActive, which the run released when it finished, is taken
+	// again: the change is refused with a *DuplicateRunError when another
+	// active run holds it meanwhile.
+	Reopen bool
 }
 
 // ChangeResult is the outcome of one change.
@@ -429,6 +444,25 @@ type ListRunsParams struct {
 	Tags          []string
 	CreatedAfter  time.Time // inclusive
 	CreatedBefore time.Time // exclusive
+	// Kind keeps the runs of one kind (flow or workflow).
+	Kind hephtype.RunKind
+	// Queue keeps the runs that have a task (queued or leased) in this
+	// queue, and, when QueueWorkflows is not empty, every run of those
+	// workflows: a run that has finished has no task left, so a caller
+	// that knows which workflows declare their work on the queue names
+	// them.
+	Queue          string
+	QueueWorkflows []string
+	// Metadata keeps the runs whose metadata has each key with a value
+	// equal to the given one: a JSON string equals the string it holds; a
+	// number, a boolean or null equals its JSON text as the store keeps
+	// it ("42", "1.5", "true", "null"); an object or an array equals
+	// nothing.
+	Metadata map[string]string
+	// Text keeps the runs in which it occurs, ignoring the case of ASCII
+	// letters, in the id, the workflow name, the business id, a tag or the
+	// error. It scans the runs that the other filters keep.
+	Text string
 	// Limit defaults to 100 and is capped at 1000.
 	Limit int
 	// Cursor continues from RunPage.Next.
@@ -462,10 +496,31 @@ type ClaimParams struct {
 	// Handlers, when not nil, restricts the claim to tasks whose Handler
 	// is empty or one of these: a worker claims only what it can run.
 	Handlers []string
+	// Strict, with Handlers, leaves out the tasks whose Handler is empty
+	// too (workflow timers and operations, which need a worker that has
+	// the runtime): the claim gets only tasks of the listed handlers. A
+	// worker outside the process claims strictly. Ignored when Handlers
+	// is nil.
+	Strict   bool
 	Owner    string
 	Limit    int
 	LeaseFor time.Duration
 	Now      time.Time
+}
+
+// HandlerSet is the set of handlers the claim's tasks may have, as
+// backends filter them: nil for any task; otherwise Handlers, and the
+// empty handler (tasks any worker runs) unless the claim is Strict.
+func (p *ClaimParams) HandlerSet() []string {
+	if p.Handlers == nil {
+		return nil
+	}
+	out := make([]string, 0, len(p.Handlers)+1)
+	out = append(out, p.Handlers...)
+	if !p.Strict {
+		out = append(out, "")
+	}
+	return out
 }
 
 // HeartbeatParams extends leases until Until.
