@@ -35,50 +35,19 @@ func docName(path string) string {
 }
 
 // loadOffline parses and compiles a flow document without a server: every
-// action it names is taken as one a worker runs, so what is checked is
-// the document itself (structure, graph, templates, conditions).
+// action it names is taken as a remote one (run by a worker), so what is
+// checked is the document itself (structure, graph, templates,
+// conditions), as a server without Go actions checks it.
 func loadOffline(path string, data []byte) (*flow.Flow, error) {
-	doc, err := flowdoc.Parse(path, data)
-	if err != nil {
-		return nil, err
-	}
+	return flowdoc.Load(path, data, remoteRegistry())
+}
+
+// remoteRegistry is a registry whose every action is remote: the
+// server's, and the offline commands'.
+func remoteRegistry() *flowdoc.Registry {
 	reg := flowdoc.NewRegistry()
-	for range 2 {
-		f, err := flowdoc.Compile(doc, reg)
-		if err == nil {
-			return f, nil
-		}
-		// Register the unknown actions as stubs and compile again; the
-		// second pass reports the document's other problems.
-		added := false
-		for _, e := range flowdoc.Errors(err) {
-			if name, ok := unknownAction(e); ok {
-				if reg.Register(stubAction(name)) == nil {
-					added = true
-				}
-			}
-		}
-		if !added {
-			return nil, err
-		}
-	}
-	return flowdoc.Compile(doc, reg)
-}
-
-// unknownAction returns the action an "unknown action" error names.
-func unknownAction(e *flowdoc.Error) (string, bool) {
-	rest, ok := strings.CutPrefix(e.Message, "unknown action ")
-	if !ok || !strings.HasSuffix(e.Path, "action") {
-		return "", false
-	}
-	name, err := strconv.Unquote(rest)
-	return name, err == nil
-}
-
-func stubAction(name string) *flowdoc.Action {
-	return &flowdoc.Action{Name: name, Invoke: func(context.Context, flowdoc.ActionCall, json.RawMessage) (json.RawMessage, error) {
-		return nil, errors.New("heph validate: actions do not run offline")
-	}}
+	reg.SetFallback(flowdoc.RemoteAction)
+	return reg
 }
 
 // validation is the result of validating one file, as -o json prints it.

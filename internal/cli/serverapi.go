@@ -9,8 +9,10 @@ import (
 	"github.com/hephaestus-go/hephaestus/store"
 )
 
-// serverRegistry is the action registry of the server's documents.
-func serverRegistry() *flowdoc.Registry { return flowdoc.NewRegistry() }
+// serverRegistry is the action registry of the server's documents: the
+// server has no Go action, so every action is remote (run by HTTP
+// workers).
+func serverRegistry() *flowdoc.Registry { return remoteRegistry() }
 
 // newAPI builds the API's handler.
 func newAPI(c *hephaestus.Client, st store.Store, f *serverFlags, logger *slog.Logger) (api, error) {
