@@ -138,6 +138,9 @@ type Store interface {
 	Schedules
 	// Queues keeps the flow control of task queues (queue.go).
 	Queues
+	// Access keeps API tokens, the audit log and bulk operations
+	// (access.go).
+	Access
 
 	// Close releases the store's resources.
 	Close() error

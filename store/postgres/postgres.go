@@ -243,6 +243,7 @@ type Store struct {
 	cancels string // leased tasks cancelled, by run
 	timeout time.Duration
 	q       queries
+	acc     *accessQueries
 	// suspect is when (Unix nanoseconds) the pool stops checking its
 	// connections before use; see noteFailure.
 	suspect *atomic.Int64
@@ -318,7 +319,7 @@ func open(ctx context.Context, cfg *Config, tune func(*pgxpool.Config)) (*Store,
 	}
 	s := &Store{
 		pool: pool, conn: pcfg.ConnConfig, schema: c.Schema, channel: channelName(c.Schema),
-		cancels: cancelChannelName(c.Schema), timeout: c.Timeout, q: newQueries(c.Schema), suspect: suspect,
+		cancels: cancelChannelName(c.Schema), timeout: c.Timeout, q: newQueries(c.Schema), acc: newAccessQueries(c.Schema), suspect: suspect,
 		applyConc: max(1, c.MaxConns/4), known: newKnown(), vacuumEvery: int64(max(0, c.VacuumTasksEvery)),
 	}
 	s.ctx, s.stop = context.WithCancel(context.Background())

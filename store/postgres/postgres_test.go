@@ -212,7 +212,7 @@ func TestSchemaHonoured(t *testing.T) {
 		t.Fatalf("claim in the other schema: %v, %v", ts, err)
 	}
 	got := tables(t, connect(t, dsn))
-	want := []string{"documents", "history", migrate.Table, "queue_keys", "queue_leases", "queues", "requests", "runs", "schedule_ticks", "schedules", "tasks", "workers"}
+	want := []string{"api_tokens", "audit_log", "documents", "history", migrate.Table, "operations", "queue_keys", "queue_leases", "queues", "requests", "runs", "schedule_ticks", "schedules", "tasks", "workers"}
 	slices.Sort(want)
 	for _, schema := range []string{"tenant_a", "tenant_b"} {
 		if !slices.Equal(got[schema], want) {
@@ -250,7 +250,7 @@ func TestConcurrentMigrations(t *testing.T) {
 	if err == nil {
 		versions, err = pgx.CollectRows(rows, pgx.RowTo[int])
 	}
-	if want := []int{1, 2, 3, 4, 5, 6, 7, 8}; err != nil || !slices.Equal(versions, want) {
+	if want := []int{1, 2, 3, 4, 5, 6, 7, 8, 9}; err != nil || !slices.Equal(versions, want) {
 		t.Fatalf("applied versions %v, %v; want %v", versions, err, want)
 	}
 }

@@ -129,6 +129,13 @@ func Run(t *testing.T, newStore func(t *testing.T) store.Store, opts ...Option) 
 		{"QueueFairness", testQueueFairness},
 		{"QueueConcurrentClaims", testQueueConcurrentClaims},
 		{"QueueManyKeys", testQueueManyKeys},
+		{"Tokens", testTokens},
+		{"TouchToken", testTouchToken},
+		{"Audit", testAudit},
+		{"AuditLimits", testAuditLimits},
+		{"Operations", testOperations},
+		{"OperationLeases", testOperationLeases},
+		{"ConcurrentOperationClaims", testConcurrentOperationClaims},
 	}
 	tests = append(tests, txTests(&c)...)
 	for _, tc := range tests {

@@ -1,0 +1,3 @@
+DROP TABLE operations;
+DROP TABLE audit_log;
+DROP TABLE api_tokens;
