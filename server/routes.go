@@ -75,4 +75,10 @@ func (s *Server) register() {
 	s.handle(post, p+"/queues/{name}/pause", accessAdmin, "queues.pause", s.pauseQueue(true))
 	s.handle(post, p+"/queues/{name}/resume", accessAdmin, "queues.resume", s.pauseQueue(false))
 	s.handle(get, p+"/workers", accessRead, "", s.listWorkers)
+
+	// Tokens and the audit log.
+	s.handle(get, p+"/tokens", accessAdmin, "", s.listTokens)
+	s.handle(post, p+"/tokens", accessAdmin, "tokens.create", s.createToken)
+	s.handle(del, p+"/tokens/{id}", accessAdmin, "tokens.revoke", s.revokeToken)
+	s.handle(get, p+"/audit", accessAdmin, "", s.listAudit)
 }

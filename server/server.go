@@ -316,11 +316,3 @@ func (s *Server) authenticate(c *call, rt *route) error {
 	}
 	return nil
 }
-
-// lookupToken finds the name and role of a token's secret.
-func (s *Server) lookupToken(ctx context.Context, secret string) (string, role, error) {
-	return "", "", &Problem{Status: http.StatusUnauthorized, Kind: kindUnauthorized, Detail: "unknown token"}
-}
-
-// audit records a mutating call.
-func (s *Server) audit(c *call, rt *route, status int) {}
