@@ -255,7 +255,7 @@ func openAPIValidator() (validator.Validator, error) {
 		}
 		// Security is checked by the tests themselves (missing, unknown
 		// and revoked tokens are requests made on purpose).
-		v, errs := validator.NewValidator(doc, config.WithoutSecurityValidation())
+		v, errs := validator.NewValidator(doc, config.WithoutSecurityValidation(), config.WithFormatAssertions())
 		if len(errs) > 0 {
 			oasErr = errors.Join(errs...)
 			return
