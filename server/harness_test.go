@@ -218,6 +218,12 @@ func newEnv(t *testing.T, b backend, cfg *Config) *env {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = c.Stop(context.Background()) })
+	return serve(t, st, c, cfg)
+}
+
+// serve starts a server over a client and its store.
+func serve(t *testing.T, st store.Store, c *heph.Client, cfg *Config) *env {
+	t.Helper()
 	var sc Config
 	if cfg != nil {
 		sc = *cfg
@@ -229,13 +235,20 @@ func newEnv(t *testing.T, b backend, cfg *Config) *env {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := srv.Start(ctx); err != nil {
+	if err := srv.Start(context.Background()); err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(srv.Stop)
 	hs := httptest.NewServer(srv)
 	t.Cleanup(hs.Close)
 	return &env{t: t, store: st, client: c, server: srv, http: hs, api: &apiClient{t: t, base: hs.URL, hc: hs.Client()}}
+}
+
+// newEnvOn starts a second server (insecure) over the client and store of
+// e: another server sharing the database.
+func newEnvOn(t *testing.T, e *env) *env {
+	t.Helper()
+	return serve(t, e.store, e.client, nil)
 }
 
 // The OpenAPI checker, built once.

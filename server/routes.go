@@ -46,6 +46,9 @@ func (s *Server) register() {
 	s.handle(post, p+"/runs/{id}/steps/{step}/reject", accessAdmin, "runs.reject", s.decide(false))
 	s.handle(post, p+"/runs/{id}/cancel", accessAdmin, "runs.cancel", s.cancel)
 	s.handle(get, p+"/approvals", accessRead, "", s.approvals)
+	s.handle(post, p+"/operations", accessAdmin, "operations.create", s.createOperation)
+	s.handle(get, p+"/operations", accessRead, "", s.listOperations)
+	s.handle(get, p+"/operations/{id}", accessRead, "", s.getOperation)
 
 	// Definitions and documents.
 	s.handle(get, p+"/definitions", accessRead, "", s.definitions)

@@ -63,6 +63,7 @@ type Server struct {
 	cfg    Config
 	mux    *http.ServeMux
 	routes []*route
+	ops    *processor
 }
 
 // role is what a token may do.
@@ -159,6 +160,7 @@ func New(cfg *Config) (*Server, error) {
 		c.Clock = clock.Real{}
 	}
 	s := &Server{cfg: c, mux: http.NewServeMux()}
+	s.ops = newProcessor(s)
 	s.register()
 	for _, rt := range s.routes {
 		s.mux.Handle(rt.method+" "+rt.path, s.wrap(rt))
@@ -209,13 +211,17 @@ func (c *captured) WriteHeader(code int) {
 	}
 }
 
-// Start starts the server's background work (the processor of bulk
-// operations). It returns at once; Stop ends it. Safe to call twice.
-func (s *Server) Start(ctx context.Context) error { return nil }
+// Start starts the server's background work: the processor of bulk
+// operations, which claims the operations of every server sharing the
+// store. It returns at once; Stop ends it. Safe to call twice.
+func (s *Server) Start(ctx context.Context) error {
+	s.ops.start(ctx)
+	return nil
+}
 
 // Stop ends the background work Start began and waits for it. Safe to
 // call twice and before Start.
-func (s *Server) Stop() {}
+func (s *Server) Stop() { s.ops.stop() }
 
 // handle adds a route.
 func (s *Server) handle(method, path string, a access, action string, h func(c *call) error) {
