@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -48,6 +49,13 @@ type Client struct {
 
 	// handlers are what this process can run (Task.Handler), for claims.
 	handlers atomic.Pointer[[]string]
+
+	// kinds are the registered job kinds by name (a job.Untyped), for
+	// InsertJobJSON.
+	kinds sync.Map
+
+	// watches are the callers of HistoryAfter waiting for their runs.
+	watches runWatches
 }
 
 // New returns a Client for cfg. It starts no goroutine: call Start to run
@@ -64,6 +72,7 @@ func New(cfg *Config) (*Client, error) {
 		LeaseDuration: c.LeaseDuration, MaxCommitBatch: c.MaxCommitBatch, Handlers: cl.claimHandlers,
 		AfterCommit: func(batch []*commit.Request, claimed map[int64]bool, now time.Time) {
 			cl.pool.AfterCommit(batch, claimed, now)
+			cl.watches.committed(batch)
 		},
 	})
 	cl.flows = flowrt.New(&flowrt.Config{
@@ -191,14 +200,40 @@ type StartOptions struct {
 	// keys (see docs/jobs.md). It overrides the key the flow computes
 	// from the input; "" keeps that one.
 	ConcurrencyKey string
+	// RunID, when set, is the new run's id instead of a random one: a
+	// UUID in canonical form (ErrInvalidInput otherwise). A start that
+	// finds a run with this id already starts nothing and returns that
+	// run with an error that wraps ErrRunExists: derive the id from an
+	// idempotency key to make a start idempotent.
+	RunID string
+}
+
+func (o *StartOptions) check() error {
+	if o == nil {
+		return nil
+	}
+	return checkRunID("StartOptions.RunID", o.RunID)
+}
+
+func (o *StartOptions) runID() string {
+	if o == nil {
+		return ""
+	}
+	return o.RunID
 }
 
 // StartRun starts a run of the named flow with input (encoded as JSON) and
 // returns it as stored, without waiting for it to progress.
+//
+// With StartOptions.RunID of a run that exists, it returns that run and an
+// error that wraps ErrRunExists.
 func (c *Client) StartRun(ctx context.Context, flowName string, input any, opts *StartOptions) (*Run, error) {
+	if err := opts.check(); err != nil {
+		return nil, fmt.Errorf("start %q: %w", flowName, err)
+	}
 	r, err := c.flows.Start(ctx, flowName, input, opts.internal())
 	if err != nil {
-		return nil, err
+		return c.existingRun(ctx, opts.runID(), err)
 	}
 	return c.toRun(r), nil
 }
@@ -208,7 +243,7 @@ func (o *StartOptions) internal() *flowrt.StartOptions {
 		return nil
 	}
 	return &flowrt.StartOptions{BusinessValue: o.BusinessValue, Version: o.Version, Tags: o.Tags, Metadata: o.Metadata, CreatedBy: o.CreatedBy,
-		ConcurrencyKey: o.ConcurrencyKey}
+		ConcurrencyKey: o.ConcurrencyKey, RunID: o.RunID}
 }
 
 // StartRequest is one run for StartRuns.
@@ -220,11 +255,15 @@ type StartRequest struct {
 // StartRuns starts many runs of a flow at once, committed together (in
 // batches of Config.MaxCommitBatch): the way to enqueue jobs in bulk. Every
 // request is checked first; if one is invalid, none is started. Runs that
-// the store refuses (a business-key conflict) leave a nil in the result,
-// and the error joins the reasons, each naming its request's index.
+// the store refuses (a business-key conflict, a RunID that exists) leave
+// a nil in the result, and the error joins the reasons, each naming its
+// request's index.
 func (c *Client) StartRuns(ctx context.Context, flowName string, reqs []StartRequest) ([]*Run, error) {
 	in := make([]flowrt.StartRequest, len(reqs))
 	for i, rq := range reqs {
+		if err := rq.Options.check(); err != nil {
+			return nil, fmt.Errorf("start %q, request %d: %w", flowName, i, err)
+		}
 		in[i] = flowrt.StartRequest{Input: rq.Input, Options: rq.Options.internal()}
 	}
 	stored, err := c.flows.StartMany(ctx, flowName, in)
@@ -245,7 +284,7 @@ func (c *Client) StartRuns(ctx context.Context, flowName string, reqs []StartReq
 func (c *Client) Run(ctx context.Context, flowName string, input any, opts *StartOptions) (*Run, error) {
 	r, err := c.StartRun(ctx, flowName, input, opts)
 	if err != nil {
-		return nil, err
+		return r, err // with a RunID that exists, that run
 	}
 	if !r.Status.Terminal() {
 		if err := c.checkServed(ctx, r.ID, "flow:"+flowName+"@"); err != nil {
@@ -283,6 +322,26 @@ type ListOptions struct {
 	Tags          []string
 	CreatedAfter  time.Time
 	CreatedBefore time.Time
+	// Kind keeps the runs of one kind: KindFlow (flows, documents, jobs)
+	// or KindWorkflow. Another value is ErrInvalidInput.
+	Kind RunKind
+	// Queue keeps the runs that have a task (a step, a timer, a decision,
+	// an activity) queued or running in this queue, and every run of the
+	// flows, documents and job kinds registered in this client with a
+	// step on it: a finished run has no task left, so a finished run
+	// matches through its flow's declaration only (a job inserted with
+	// JobOptions.Queue, once finished, matches its kind's queue; a
+	// finished workflow run matches no queue).
+	Queue string
+	// Metadata keeps the runs whose metadata has each key with a value
+	// equal to the given one: a JSON string equals the string it holds; a
+	// number, a boolean or null equals its JSON text ("42", "true",
+	// "null"); an object or an array equals nothing.
+	Metadata map[string]string
+	// Text keeps the runs in which it occurs, ignoring the case of ASCII
+	// letters, in the id, the flow or workflow name, the business id, a
+	// tag or the error. It reads every run the other filters keep.
+	Text string
 	// Limit defaults to 100.
 	Limit int
 	// Cursor continues from RunList.Next.
@@ -301,10 +360,18 @@ func (c *Client) ListRuns(ctx context.Context, opts *ListOptions) (*RunList, err
 	if opts == nil {
 		opts = &ListOptions{}
 	}
-	p, err := c.cfg.Store.ListRuns(ctx, &store.ListRunsParams{
+	if opts.Kind != "" && opts.Kind != KindFlow && opts.Kind != KindWorkflow {
+		return nil, fmt.Errorf("list runs: %w: ListOptions.Kind %q is not %q or %q", ErrInvalidInput, opts.Kind, KindFlow, KindWorkflow)
+	}
+	params := &store.ListRunsParams{
 		Workflow: opts.Flow, Statuses: opts.Statuses, BusinessID: opts.BusinessID, Tags: opts.Tags,
 		CreatedAfter: opts.CreatedAfter, CreatedBefore: opts.CreatedBefore, Limit: opts.Limit, Cursor: opts.Cursor,
-	})
+		Kind: opts.Kind, Queue: opts.Queue, Metadata: opts.Metadata, Text: opts.Text,
+	}
+	if opts.Queue != "" {
+		params.QueueWorkflows = c.flows.FlowsOnQueue(opts.Queue)
+	}
+	p, err := c.cfg.Store.ListRuns(ctx, params)
 	if err != nil {
 		return nil, fmt.Errorf("list runs: %w", err)
 	}

@@ -130,14 +130,20 @@ func (c *Client) registerDocument(d *Document) (*flow.Flow, error) {
 // document that does not compile fails with flowdoc's *Error, positioned
 // in it), registered as flow name version <document version>, and the
 // run is pinned to its content. opts.Version is ignored: version chooses.
+//
+// With StartOptions.RunID of a run that exists, it returns that run and an
+// error that wraps ErrRunExists.
 func (c *Client) StartDocument(ctx context.Context, name string, version int, input any, opts *StartOptions) (*Run, error) {
+	if err := opts.check(); err != nil {
+		return nil, fmt.Errorf("start document %q: %w", name, err)
+	}
 	o := opts.internal()
 	if o == nil {
 		o = &flowrt.StartOptions{}
 	}
 	r, err := c.startDocument(ctx, name, version, input, o)
 	if err != nil {
-		return nil, err
+		return c.existingRun(ctx, opts.runID(), err)
 	}
 	return c.toRun(r), nil
 }
@@ -167,7 +173,7 @@ func (c *Client) startDocument(ctx context.Context, name string, version int, in
 func (c *Client) RunDocument(ctx context.Context, name string, version int, input any, opts *StartOptions) (*Run, error) {
 	r, err := c.StartDocument(ctx, name, version, input, opts)
 	if err != nil {
-		return nil, err
+		return r, err // with a RunID that exists, that run
 	}
 	if !r.Status.Terminal() {
 		if err := c.checkServed(ctx, r.ID, fmt.Sprintf("flow:%s@%d", r.Flow, r.Version)); err != nil {

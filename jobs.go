@@ -42,6 +42,9 @@ func (c *Client) RegisterJobs(kinds ...job.Registrable) error {
 		if err := c.flows.Register(k.Flow()); err != nil {
 			return err
 		}
+		if u, ok := k.(interface{ Untyped() job.Untyped }); ok {
+			c.kinds.Store(k.Name(), u.Untyped())
+		}
 		if err := c.declare(TargetJob, k.Name(), k.Flow().Schedules()); err != nil {
 			return fmt.Errorf("hephaestus: RegisterJobs %q: %w", k.Name(), err)
 		}
@@ -74,6 +77,11 @@ type JobOptions struct {
 	// Tags and Metadata are stored on the job's run (see StartOptions).
 	Tags     []string
 	Metadata map[string]any
+	// RunID, when set, is the job's id instead of a random one: a UUID in
+	// canonical form (ErrInvalidInput otherwise). An insert that finds a
+	// job (a run) with this id inserts nothing and returns that job with
+	// Duplicate set, as for a unique job.
+	RunID string
 }
 
 // Job is an inserted job, as stored.
@@ -88,7 +96,8 @@ type Job struct {
 	// transaction.
 	Status RunStatus
 	// Duplicate is true when the insert found the job existing already
-	// (a unique job) and inserted nothing: ID is the existing job's.
+	// (a unique job, or JobOptions.RunID of a job that exists) and
+	// inserted nothing: ID is the existing job's.
 	Duplicate bool
 	// Attempt is the attempt of the job's step as stored.
 	Attempt int
@@ -128,13 +137,51 @@ func InsertJobs[A any](ctx context.Context, c *Client, kind *job.Kind[A], insert
 	if err != nil {
 		return nil, err
 	}
+	return c.insertJobs(ctx, kind.Name(), runs)
+}
+
+// InsertJobJSON inserts a job of the kind named kind, with arguments
+// given as JSON, and returns it: InsertJob for callers that know the kind
+// by name only (the HTTP API). The kind must be registered in this client
+// (RegisterJobs; ErrFlowNotFound otherwise): its options apply as for
+// InsertJob — queue, priority, retries, uniqueness (by arguments: the
+// decoded arguments, so a JSON insert and a typed insert of the same
+// arguments are the same job), and the concurrency key it computes from
+// the arguments. Arguments that do not decode into the kind's argument
+// type fail with ErrInvalidInput.
+func (c *Client) InsertJobJSON(ctx context.Context, kind string, args json.RawMessage, opts *JobOptions) (*Job, error) {
+	v, ok := c.kinds.Load(kind)
+	if !ok {
+		return nil, fmt.Errorf("insert job of %q: %w: no job kind %q is registered in this client (RegisterJobs)", kind, ErrFlowNotFound, kind)
+	}
+	k := v.(job.Untyped)
+	if len(args) == 0 {
+		args = json.RawMessage("null")
+	}
+	a, err := k.Decode(args)
+	if err != nil {
+		return nil, fmt.Errorf("insert job of %q: %w: %w", kind, ErrInvalidInput, err)
+	}
+	runs, err := c.prepareJobs(&k, []untypedInsert{{args: a, opts: opts}})
+	if err != nil {
+		return nil, err
+	}
+	jobs, err := c.insertJobs(ctx, kind, runs)
+	if err != nil {
+		return nil, err
+	}
+	return jobs[0], nil
+}
+
+// insertJobs commits the runs of prepared inserts of a kind.
+func (c *Client) insertJobs(ctx context.Context, kind string, runs []*store.NewRun) ([]*Job, error) {
 	changes := make([]store.Change, len(runs))
 	for i, nr := range runs {
 		changes[i] = store.Change{Create: nr}
 	}
 	results, err := c.commit.SubmitAll(ctx, changes)
 	if err != nil {
-		return nil, fmt.Errorf("insert jobs of %q: %w", kind.Name(), err)
+		return nil, fmt.Errorf("insert jobs of %q: %w", kind, err)
 	}
 	out := make([]*Job, len(runs))
 	var errs []error
@@ -147,22 +194,23 @@ func InsertJobs[A any](ctx context.Context, c *Client, kind *job.Kind[A], insert
 		case errors.As(res.Err, &de):
 			r, err := c.cfg.Store.GetRun(ctx, de.ExistingRunID)
 			if err != nil {
-				errs = append(errs, fmt.Errorf("insert job %d of %q: read the existing job %s: %w", i, kind.Name(), de.ExistingRunID, err))
+				errs = append(errs, fmt.Errorf("insert job %d of %q: read the existing job %s: %w", i, kind, de.ExistingRunID, err))
 				continue
 			}
 			out[i] = jobOf(r)
 			out[i].Duplicate = true
 		case errors.Is(res.Err, store.ErrRunExists):
-			// A commit retried after its outcome was lost: the first try
-			// inserted it.
+			// A job inserted with that RunID before (a commit retried
+			// after its outcome was lost finds its own run as inserted).
 			r, err := c.cfg.Store.GetRun(ctx, runs[i].ID)
 			if err != nil {
-				errs = append(errs, fmt.Errorf("insert job %d of %q: %w", i, kind.Name(), err))
+				errs = append(errs, fmt.Errorf("insert job %d of %q: %w", i, kind, err))
 				continue
 			}
 			out[i] = jobOf(r)
+			out[i].Duplicate = true
 		default:
-			errs = append(errs, fmt.Errorf("insert job %d of %q: %w", i, kind.Name(), res.Err))
+			errs = append(errs, fmt.Errorf("insert job %d of %q: %w", i, kind, res.Err))
 		}
 	}
 	if err := errors.Join(errs...); err != nil {
@@ -214,6 +262,8 @@ func InsertJobsTx[A any](ctx context.Context, c *Client, tx any, kind *job.Kind[
 			out[i] = jobOf(res.Run)
 		case errors.As(res.Err, &de):
 			out[i] = &Job{ID: de.ExistingRunID, Kind: kind.Name(), Duplicate: true}
+		case errors.Is(res.Err, store.ErrRunExists):
+			out[i] = &Job{ID: runs[i].ID, Kind: kind.Name(), Duplicate: true}
 		default:
 			errs = append(errs, fmt.Errorf("insert job %d of %q: %w", i, kind.Name(), res.Err))
 		}
@@ -233,52 +283,72 @@ func (c *Client) GetJob(ctx context.Context, id string) (*Job, error) {
 	return jobOf(r), nil
 }
 
-// prepareJobs checks the inserts and builds their runs.
+// untypedInsert is one insert of a kind seen without its argument type:
+// args is an A.
+type untypedInsert struct {
+	args any
+	opts *JobOptions
+}
+
+// prepareJobs checks typed inserts and builds their runs.
 func prepareJobs[A any](c *Client, kind *job.Kind[A], inserts []JobInsert[A]) ([]*store.NewRun, error) {
 	if kind == nil {
 		return nil, errors.New("insert jobs: nil job kind")
 	}
-	if _, err := c.flows.Flow(kind.Name(), kind.Flow().Version()); err != nil {
+	k := kind.Untyped()
+	ins := make([]untypedInsert, len(inserts))
+	for i, in := range inserts {
+		ins[i] = untypedInsert{args: in.Args, opts: in.Options}
+	}
+	return c.prepareJobs(&k, ins)
+}
+
+// prepareJobs checks the inserts of a kind and builds their runs.
+func (c *Client) prepareJobs(kind *job.Untyped, inserts []untypedInsert) ([]*store.NewRun, error) {
+	if _, err := c.flows.Flow(kind.Name, kind.Flow.Version()); err != nil {
 		// Not registered here: register it, so that its flow is known
 		// (a client without workers for its queue only inserts).
-		if err := c.flows.Register(kind.Flow()); err != nil {
+		if err := c.flows.Register(kind.Flow); err != nil {
 			return nil, err
 		}
 	}
-	kopts := kind.Options()
 	now := c.cfg.Clock.Now()
 	runs := make([]*store.NewRun, len(inserts))
 	for i, in := range inserts {
-		o := in.Options
+		o := in.opts
 		if o == nil {
 			o = &JobOptions{}
 		}
-		so := &flowrt.StartOptions{Version: kind.Flow().Version(), Tags: o.Tags, Metadata: o.Metadata, Queue: o.Queue, RunAt: o.RunAt}
+		if err := checkRunID("JobOptions.RunID", o.RunID); err != nil {
+			return nil, fmt.Errorf("insert job %d of %q: %w", i, kind.Name, err)
+		}
+		so := &flowrt.StartOptions{Version: kind.Flow.Version(), Tags: o.Tags, Metadata: o.Metadata, Queue: o.Queue, RunAt: o.RunAt,
+			RunID: o.RunID}
 		if o.RunAfter > 0 {
 			if !o.RunAt.IsZero() {
-				return nil, fmt.Errorf("insert job %d of %q: %w: set RunAt or RunAfter, not both", i, kind.Name(), ErrInvalidInput)
+				return nil, fmt.Errorf("insert job %d of %q: %w: set RunAt or RunAfter, not both", i, kind.Name, ErrInvalidInput)
 			}
 			so.RunAt = now.Add(o.RunAfter)
 		}
 		if o.RunAfter < 0 {
-			return nil, fmt.Errorf("insert job %d of %q: %w: RunAfter is %s; it must not be negative", i, kind.Name(), ErrInvalidInput, o.RunAfter)
+			return nil, fmt.Errorf("insert job %d of %q: %w: RunAfter is %s; it must not be negative", i, kind.Name, ErrInvalidInput, o.RunAfter)
 		}
 		if o.Priority != 0 {
 			p := o.Priority
 			so.Priority = &p
 		}
 		so.ConcurrencyKey = o.ConcurrencyKey
-		if so.ConcurrencyKey == "" && kopts.ConcurrencyKey != nil {
-			so.ConcurrencyKey = kopts.ConcurrencyKey(in.Args)
+		if so.ConcurrencyKey == "" && kind.ConcurrencyKey != nil {
+			so.ConcurrencyKey = kind.ConcurrencyKey(in.args)
 		}
-		bid, scope, err := uniqueID(in.Args, o, kopts.Unique, now)
+		bid, scope, err := uniqueID(in.args, o, kind.Unique, now)
 		if err != nil {
-			return nil, fmt.Errorf("insert job %d of %q: %w: %w", i, kind.Name(), ErrInvalidInput, err)
+			return nil, fmt.Errorf("insert job %d of %q: %w: %w", i, kind.Name, ErrInvalidInput, err)
 		}
 		so.BusinessID, so.KeyScope = bid, scope
-		nr, err := c.flows.Prepare(kind.Name(), in.Args, so)
+		nr, err := c.flows.Prepare(kind.Name, in.args, so)
 		if err != nil {
-			return nil, fmt.Errorf("insert job %d of %q: %w", i, kind.Name(), err)
+			return nil, fmt.Errorf("insert job %d of %q: %w", i, kind.Name, err)
 		}
 		runs[i] = nr
 	}

@@ -23,6 +23,18 @@ const (
 	StatusCancelled = hephtype.StatusCancelled
 )
 
+// RunKind tells a run's authoring model.
+type RunKind = hephtype.RunKind
+
+// The run kinds.
+const (
+	// KindFlow: a run of a DAG flow (a Go flow, a stored document or a
+	// job).
+	KindFlow = hephtype.KindFlow
+	// KindWorkflow: a run of a code-first workflow.
+	KindWorkflow = hephtype.KindWorkflow
+)
+
 // Condition says why an active run does not progress, when the runtime
 // knows: its Code is one of the Condition… constants, its Message the
 // last error. The zero Condition means nothing is known to be wrong. The
@@ -43,9 +55,12 @@ const (
 
 // Run is a run as stored.
 type Run struct {
-	ID         string
-	Flow       string
-	Version    int
+	ID      string
+	Flow    string
+	Version int
+	// Kind is KindFlow for runs of flows, documents and jobs, and
+	// KindWorkflow for runs of code-first workflows.
+	Kind       RunKind
 	Status     RunStatus
 	Input      json.RawMessage
 	Output     json.RawMessage
@@ -98,7 +113,7 @@ func (c *Client) toRun(r *store.Run) *Run {
 		return nil
 	}
 	out := &Run{
-		ID: r.ID, Flow: r.Workflow, Version: r.Version, Status: r.Status, Input: r.Input, Output: r.Output,
+		ID: r.ID, Flow: r.Workflow, Version: r.Version, Kind: r.Kind, Status: r.Status, Input: r.Input, Output: r.Output,
 		Error: r.Error, BusinessID: r.BusinessID, Tags: r.Tags, Metadata: r.Metadata, Condition: r.Condition,
 		ConcurrencyKey: r.ConcurrencyKey, CreatedAt: r.CreatedAt, UpdatedAt: r.UpdatedAt, FinishedAt: r.FinishedAt,
 	}

@@ -174,6 +174,9 @@ func (r *WorkflowRun[Out]) Query(ctx context.Context, name string, args any) (js
 // with the same updateOpts.ID returns the first call's outcome (set the
 // ID when the call may be retried).
 func (c *Client) UpdateWithStart(ctx context.Context, name, id string, input any, opts *WorkflowOptions, update string, args any, updateOpts *UpdateOptions) (*Run, json.RawMessage, error) {
+	if err := opts.noRunID("UpdateWithStart"); err != nil {
+		return nil, nil, fmt.Errorf("update with start %q: %w", name, err)
+	}
 	p := &wfrt.UpdateParams{Name: update, Args: args}
 	if updateOpts != nil {
 		p.ID = updateOpts.ID

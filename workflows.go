@@ -114,6 +114,11 @@ type WorkflowOptions struct {
 	// StartOptions.ConcurrencyKey); "" keeps the key the workflow
 	// computes from its input, if any.
 	ConcurrencyKey string
+	// RunID, when set, is the new run's id instead of a random one: a
+	// UUID in canonical form (ErrInvalidInput otherwise). A start that
+	// finds a run with this id already starts nothing and returns that
+	// run with an error that wraps ErrRunExists.
+	RunID string
 }
 
 // WorkflowError is the failure of a workflow run: the error its function
@@ -149,10 +154,21 @@ func (e *CanceledError) Error() string {
 // (encoded as JSON) and returns it as stored. The first activation is
 // decided in the same transaction as the creation, so the run's first
 // activities are queued when StartWorkflow returns.
+//
+// With WorkflowOptions.RunID of a run that exists, it returns that run and
+// an error that wraps ErrRunExists.
 func (c *Client) StartWorkflow(ctx context.Context, name string, input any, opts *WorkflowOptions) (*Run, error) {
-	r, err := c.wf.StartWorkflow(ctx, name, input, opts.internal())
+	o := opts.internal()
+	runID := ""
+	if opts != nil {
+		if err := checkRunID("WorkflowOptions.RunID", opts.RunID); err != nil {
+			return nil, fmt.Errorf("start workflow %q: %w", name, err)
+		}
+		runID, o.RunID = opts.RunID, opts.RunID
+	}
+	r, err := c.wf.StartWorkflow(ctx, name, input, o)
 	if err != nil {
-		return nil, err
+		return c.existingRun(ctx, runID, err)
 	}
 	return c.toRun(r), nil
 }
@@ -162,6 +178,15 @@ func (o *WorkflowOptions) internal() *wfrt.StartOptions {
 		return nil
 	}
 	return &wfrt.StartOptions{ID: o.ID, Tags: o.Tags, Metadata: o.Metadata, ConcurrencyKey: o.ConcurrencyKey}
+}
+
+// noRunID refuses a WorkflowOptions.RunID where a call finds or starts a
+// run by its workflow id.
+func (o *WorkflowOptions) noRunID(call string) error {
+	if o != nil && o.RunID != "" {
+		return fmt.Errorf("%w: WorkflowOptions.RunID is for StartWorkflow; %s finds or starts the run by its workflow id (WorkflowOptions.ID)", ErrInvalidInput, call)
+	}
+	return nil
 }
 
 // FindWorkflow returns the current run of a workflow id: the newest run of
@@ -188,6 +213,9 @@ func (c *Client) SignalWorkflow(ctx context.Context, runID, name string, payload
 // first (with input) if there is none; a new run receives the signal in its
 // first activation. It returns the run that got the signal.
 func (c *Client) SignalWithStart(ctx context.Context, name, id, signal string, payload, input any, opts *WorkflowOptions) (*Run, error) {
+	if err := opts.noRunID("SignalWithStart"); err != nil {
+		return nil, fmt.Errorf("signal with start %q: %w", name, err)
+	}
 	r, err := c.wf.SignalWithStart(ctx, name, id, signal, payload, input, opts.internal())
 	if err != nil {
 		return nil, err
@@ -323,10 +351,11 @@ type WorkflowRun[Out any] struct {
 // StartWorkflow starts a run of def with input in (see Client.StartWorkflow).
 func StartWorkflow[In, Out any](ctx context.Context, c *Client, def *workflow.Definition[In, Out], in In, opts *WorkflowOptions) (*WorkflowRun[Out], error) {
 	r, err := c.StartWorkflow(ctx, def.Name(), in, opts)
-	if err != nil {
+	if r == nil {
 		return nil, err
 	}
-	return &WorkflowRun[Out]{c: c, ID: r.ID, Workflow: def.Name()}, nil
+	// With a RunID that exists, the handle of that run and ErrRunExists.
+	return &WorkflowRun[Out]{c: c, ID: r.ID, Workflow: def.Name()}, err
 }
 
 // ExecuteWorkflow starts a run of def and waits for its result. When this

@@ -48,6 +48,8 @@ func postgresBackend() e2e.Backend {
 
 func TestPostgres(t *testing.T) { e2e.Run(t, postgresBackend()) }
 
+func TestPostgresRootAPI(t *testing.T) { e2e.RunRootAPI(t, postgresBackend()) }
+
 // Cancellation reaches step code that runs in another process promptly, by
 // a notification: the heartbeat, the fallback, comes only every hour here.
 func TestPostgresCrossProcessCancel(t *testing.T) {

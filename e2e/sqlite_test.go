@@ -44,3 +44,5 @@ func sqliteBackend() e2e.Backend {
 func TestSQLite(t *testing.T) { e2e.Run(t, sqliteBackend()) }
 
 func TestSQLiteSchedules(t *testing.T) { e2e.RunSchedules(t, sqliteBackend()) }
+
+func TestSQLiteRootAPI(t *testing.T) { e2e.RunRootAPI(t, sqliteBackend()) }

@@ -24,6 +24,9 @@ var (
 	ErrUnknownStep = errors.New("unknown step")
 	// ErrRunFinished: the run is completed, failed or cancelled.
 	ErrRunFinished = errors.New("run is finished")
+	// ErrNotRetryable: the run cannot be retried in place: it is not
+	// failed, or it is a code-first workflow run.
+	ErrNotRetryable = errors.New("run cannot be retried")
 	// ErrClosed: the client was stopped.
 	ErrClosed = errors.New("client stopped")
 	// ErrWorkflowNotFound: no workflow of that name is registered.

@@ -65,11 +65,14 @@ type EventKind string
 
 // The history event kinds.
 const (
-	EventRunStarted    EventKind = "run_started"
-	EventRunCompleted  EventKind = "run_completed"
-	EventRunFailed     EventKind = "run_failed"
-	EventRunCancelled  EventKind = "run_cancelled"
-	EventRunContinued  EventKind = "run_continued"
+	EventRunStarted   EventKind = "run_started"
+	EventRunCompleted EventKind = "run_completed"
+	EventRunFailed    EventKind = "run_failed"
+	EventRunCancelled EventKind = "run_cancelled"
+	EventRunContinued EventKind = "run_continued"
+	// EventRunRetried records that a failed flow run was retried: its
+	// failed steps run again, and the steps after them.
+	EventRunRetried    EventKind = "run_retried"
 	EventStepScheduled EventKind = "step_scheduled"
 	EventStepStarted   EventKind = "step_started"
 	EventStepCompleted EventKind = "step_completed"

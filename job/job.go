@@ -202,6 +202,40 @@ func (k *Kind[A]) Flow() *flow.Flow { return k.flow }
 // given.
 func (k *Kind[A]) Options() Options[A] { return k.opts }
 
+// Untyped is a kind of job seen without the type of its arguments: what a
+// client needs to insert jobs of the kind by name with JSON arguments (the
+// root package's InsertJobJSON, which the HTTP API uses).
+type Untyped struct {
+	Name string
+	Flow *flow.Flow
+	// Decode decodes JSON arguments into the kind's argument type, and
+	// returns them (an A) as any.
+	Decode func(args json.RawMessage) (any, error)
+	// Unique is the kind's uniqueness policy (Options.Unique).
+	Unique *Unique
+	// ConcurrencyKey computes a job's concurrency key from its arguments
+	// (an A, as Decode returns them); nil when the kind computes none.
+	ConcurrencyKey func(args any) string
+}
+
+// Untyped returns the kind without the type of its arguments.
+func (k *Kind[A]) Untyped() Untyped {
+	u := Untyped{Name: k.name, Flow: k.flow, Unique: k.opts.Unique, Decode: func(raw json.RawMessage) (any, error) {
+		var a A
+		if err := json.Unmarshal(raw, &a); err != nil {
+			return nil, fmt.Errorf("arguments of job kind %q do not decode into %T: %w", k.name, a, err)
+		}
+		return a, nil
+	}}
+	if ck := k.opts.ConcurrencyKey; ck != nil {
+		u.ConcurrencyKey = func(args any) string {
+			a, _ := args.(A) // the zero A for a nil interface
+			return ck(a)
+		}
+	}
+	return u
+}
+
 // Snooze returns the error a worker function returns to run the job again
 // after d, without counting an attempt (see flow.Snooze). The job's
 // priority and queue stay as they were.

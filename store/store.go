@@ -407,6 +407,14 @@ type Update struct {
 	// task's holder then loses its lease; stores that notify tell the
 	// holder's process, see Notifier).
 	Cancel []TaskMatch
+	// Reopen makes a finished run active again (a failed flow run that is
+	// retried); Status must be set. The run's Error, Output and FinishedAt
+	// are cleared (before Error and Output are set; a finished Status sets
+	// FinishedAt anew), and when Status is active, a business id of
+	// ScopeActive, which the run released when it finished, is taken
+	// again: the change is refused with a *DuplicateRunError when another
+	// active run holds it meanwhile.
+	Reopen bool
 }
 
 // ChangeResult is the outcome of one change.
@@ -429,6 +437,25 @@ type ListRunsParams struct {
 	Tags          []string
 	CreatedAfter  time.Time // inclusive
 	CreatedBefore time.Time // exclusive
+	// Kind keeps the runs of one kind (flow or workflow).
+	Kind hephtype.RunKind
+	// Queue keeps the runs that have a task (queued or leased) in this
+	// queue, and, when QueueWorkflows is not empty, every run of those
+	// workflows: a run that has finished has no task left, so a caller
+	// that knows which workflows declare their work on the queue names
+	// them.
+	Queue          string
+	QueueWorkflows []string
+	// Metadata keeps the runs whose metadata has each key with a value
+	// equal to the given one: a JSON string equals the string it holds; a
+	// number, a boolean or null equals its JSON text as the store keeps
+	// it ("42", "1.5", "true", "null"); an object or an array equals
+	// nothing.
+	Metadata map[string]string
+	// Text keeps the runs in which it occurs, ignoring the case of ASCII
+	// letters, in the id, the workflow name, the business id, a tag or the
+	// error. It scans the runs that the other filters keep.
+	Text string
 	// Limit defaults to 100 and is capped at 1000.
 	Limit int
 	// Cursor continues from RunPage.Next.

@@ -15,6 +15,9 @@ func (u *Update) Check() error {
 	if u.Status != "" && !u.Status.Valid() {
 		return fmt.Errorf("unknown status %q", u.Status)
 	}
+	if u.Reopen && u.Status == "" {
+		return errors.New("reopen: the status is empty")
+	}
 	return CheckTasks(u.Tasks)
 }
 
@@ -47,6 +50,9 @@ func CheckTasks(ts []NewTask) error {
 // once the status is terminal. Empty JSON values are stored as absent.
 func (u *Update) Next(run *Run, now time.Time) Run {
 	next := *run
+	if u.Reopen {
+		next.Error, next.Output, next.FinishedAt = "", nil, time.Time{}
+	}
 	if u.Status != "" {
 		next.Status = u.Status
 	}
@@ -76,6 +82,12 @@ func (u *Update) Next(run *Run, now time.Time) Run {
 		next.FinishedAt = now
 	}
 	return next
+}
+
+// TakesKey reports whether an update takes again the business id of a run
+// that released it: a reopened ScopeActive run.
+func (u *Update) TakesKey(run *Run) bool {
+	return u.Reopen && u.Status.Active() && run.BusinessID != "" && run.KeyScope == businesskey.ScopeActive && run.Status.Terminal()
 }
 
 // FreesKey reports whether a run whose business id is held under its scope

@@ -30,6 +30,9 @@ func Start(g *Graph, input json.RawMessage) *Decision {
 // Apply returns the decision that follows from ev in state s. It never
 // modifies s. An error means the event was refused and nothing changed.
 func Apply(g *Graph, s *State, ev Event) (*Decision, error) {
+	if _, ok := ev.(RunRetried); ok {
+		return retry(g, s)
+	}
 	if s.Status.Terminal() {
 		if _, ok := ev.(Cancel); ok {
 			return nil, fmt.Errorf("cancel: %w (status %s)", ErrRunFinished, s.Status)
@@ -144,8 +147,8 @@ func (d *decider) stepFailed(ev StepFailed) error {
 		return err
 	}
 	d.history(History{Kind: hephtype.EventStepFailed, Step: ev.Step, Attempt: ev.Attempt, Error: ev.Error})
-	if ev.Retryable && ev.Attempt < d.g.Steps[i].maxAttempts() {
-		st := &d.s.Steps[i]
+	st := &d.s.Steps[i]
+	if ev.Retryable && ev.Attempt-st.Base < d.g.Steps[i].maxAttempts() {
 		st.Attempt++
 		d.history(History{Kind: hephtype.EventStepRetrying, Step: ev.Step, Attempt: st.Attempt})
 		d.command(ScheduleStep{Step: ev.Step, Index: -1, Attempt: st.Attempt, Retry: true, Input: d.input(i)})
@@ -252,7 +255,7 @@ func (d *decider) itemFailed(ev ItemFailed) error {
 		return err
 	}
 	d.history(History{Kind: hephtype.EventItemFailed, Step: ev.Step, Index: ev.Index, Attempt: ev.Attempt, Error: ev.Error})
-	if ev.Retryable && ev.Attempt < d.g.Steps[i].maxAttempts() {
+	if ev.Retryable && ev.Attempt-it.Base < d.g.Steps[i].maxAttempts() {
 		it.Attempt++
 		d.history(History{Kind: hephtype.EventStepRetrying, Step: ev.Step, Index: ev.Index, Attempt: it.Attempt})
 		d.command(ScheduleStep{Step: ev.Step, Index: ev.Index, Attempt: it.Attempt, Retry: true, Input: d.input(i), Item: it.Input})

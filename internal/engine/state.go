@@ -29,8 +29,11 @@ type State struct {
 type StepState struct {
 	Status  hephtype.StepStatus `json:"status"`
 	Attempt int                 `json:"attempt,omitempty"`
-	Event   string              `json:"event,omitempty"`
-	Output  json.RawMessage     `json:"output,omitempty"`
+	// Base is the attempts made before the run was last retried
+	// (RunRetried): the step's retry policy counts Attempt-Base.
+	Base   int             `json:"base,omitempty"`
+	Event  string          `json:"event,omitempty"`
+	Output json.RawMessage `json:"output,omitempty"`
 	// In holds the resolution of each incoming edge, aligned with Step.In.
 	In []EdgeState `json:"in,omitempty"`
 	// Items holds a map step's elements once it has expanded.
@@ -53,8 +56,10 @@ const (
 type ItemState struct {
 	Status  hephtype.StepStatus `json:"status"`
 	Attempt int                 `json:"attempt"`
-	Input   json.RawMessage     `json:"input,omitempty"`
-	Output  json.RawMessage     `json:"output,omitempty"`
+	// Base: see StepState.Base.
+	Base   int             `json:"base,omitempty"`
+	Input  json.RawMessage `json:"input,omitempty"`
+	Output json.RawMessage `json:"output,omitempty"`
 }
 
 // Clone returns a deep copy of s; Apply never modifies its argument.
@@ -154,6 +159,15 @@ type StepCancelled struct {
 func (StepCompleted) isEvent() {}
 func (StepWaiting) isEvent()   {}
 func (StepFailed) isEvent()    {}
+
+// RunRetried retries a failed run from where it failed: every failed step
+// and map element, and every step the failure cancelled, runs again with a
+// fresh attempt budget; completed steps and elements keep their outputs
+// and never run again; steps left pending become ready when their
+// dependencies allow. The run is running again. Applied to a run that is
+// not failed it is refused with ErrNotRetryable.
+type RunRetried struct{}
+
 func (ItemCompleted) isEvent() {}
 func (ItemFailed) isEvent()    {}
 func (Resume) isEvent()        {}
@@ -161,6 +175,7 @@ func (TimerFired) isEvent()    {}
 func (Cancel) isEvent()        {}
 func (StepSnoozed) isEvent()   {}
 func (StepCancelled) isEvent() {}
+func (RunRetried) isEvent()    {}
 
 // Command is something the runtime must do: the output of Apply.
 type Command interface{ isCommand() }
@@ -253,6 +268,7 @@ var (
 	ErrUnknownEvent = hephtype.ErrUnknownEvent
 	ErrNotWaiting   = hephtype.ErrNotWaiting
 	ErrRunFinished  = hephtype.ErrRunFinished
+	ErrNotRetryable = hephtype.ErrNotRetryable
 	ErrStale        = errors.New("stale report")
 	ErrNotMap       = errors.New("step is not a map step")
 )

@@ -327,6 +327,7 @@ type op struct {
 	key    *string    // the business key it holds after the change
 	meta   *string    // a create's metadata
 	frees  *string    // an update's business key that it releases
+	takes  *string    // an update's business key that it takes again (Update.Reopen)
 	seq    int64      // the run's seq before the change
 	fence  *store.Lease
 	cancel []store.TaskMatch
@@ -387,7 +388,8 @@ func (g *segment) add(o *op) {
 // task fences a create of the segment (the create came first, so it must
 // meet its fence held: the statement of the updates runs first).
 func (g *segment) conflicts(o *op) bool {
-	return (o.frees != nil && g.keys[*o.frees]) || (len(o.cancel) > 0 && (g.tasksOf[o.id] || g.fenceRuns[o.id]))
+	return (o.frees != nil && g.keys[*o.frees]) || (o.takes != nil && g.keys[*o.takes]) ||
+		(len(o.cancel) > 0 && (g.tasksOf[o.id] || g.fenceRuns[o.id]))
 }
 
 func (a *applier) run(ctx context.Context) (*store.ApplyResult, *lostCommit, error) {
@@ -912,6 +914,18 @@ func (a *applier) change(ctx context.Context, i int) (*op, error) {
 				// A transaction the locks did not keep out recorded the key.
 				o.res.Err = fmt.Errorf("update run %s: key %q: %w", o.id, o.ckey, store.ErrDuplicateChange)
 			}
+			if o.takes != nil && businessKeyTaken(oe.err) {
+				// A reopened run's business id is held by another run.
+				var same, other *string
+				if err := a.conn.QueryRow(ctx, a.s.q.lookup, o.id, *o.takes).Scan(&same, &other); err != nil {
+					return nil, err
+				}
+				holder := ""
+				if other != nil {
+					holder = *other
+				}
+				o.res.Err = fmt.Errorf("update run %s: reopen: %w", o.id, &store.DuplicateRunError{BusinessID: o.run.BusinessID, ExistingRunID: holder})
+			}
 			return o, nil
 		default:
 			return nil, err
@@ -955,6 +969,13 @@ func (a *applier) load(ctx context.Context, id string) error {
 func keyTaken(err error) bool {
 	var pe *pgconn.PgError
 	return errors.As(err, &pe) && pe.Code == "23505" && pe.ConstraintName == "history_key"
+}
+
+// businessKeyTaken reports whether err is the violation of
+// runs_unique_key: a business id held by another run.
+func businessKeyTaken(err error) bool {
+	var pe *pgconn.PgError
+	return errors.As(err, &pe) && pe.Code == "23505" && pe.ConstraintName == "runs_unique_key"
 }
 
 // flush sends the segment's writes, with whatever else is queued, and
@@ -1419,15 +1440,21 @@ func (a *applier) planUpdate(i int, c *store.Change) (*op, store.ChangeResult) {
 		return nil, refused(fmt.Errorf("update run %s: condition: %w", run.ID, err))
 	}
 	newKey := st.key
-	var frees *string
+	var frees, takes *string
 	if newKey != nil && store.FreesKey(next.KeyScope, next) {
 		frees, newKey = newKey, nil
+	}
+	if u.TakesKey(run) {
+		// Another run may hold it: the update then fails on
+		// runs_unique_key, and the change is refused in the slow mode.
+		newKey = uniqueKey(&next)
+		takes = newKey
 	}
 	entries, err := encodeEntries(run.ID, run.Seq, u.History)
 	if err != nil {
 		return nil, refused(fmt.Errorf("update run %s: %w", run.ID, err))
 	}
-	o := &op{i: i, id: run.ID, run: &next, key: newKey, frees: frees, seq: run.Seq, fence: c.Fence,
+	o := &op{i: i, id: run.ID, run: &next, key: newKey, frees: frees, takes: takes, seq: run.Seq, fence: c.Fence,
 		cancel: u.Cancel, entries: entries, n: len(u.History), cond: cond,
 		res: store.ChangeResult{Run: &next, Tasks: newTasks(&next, u.Tasks, a.now)}}
 	if len(u.History) > 0 {

@@ -5,6 +5,8 @@ import (
 	"encoding/base64"
 	"errors"
 	"fmt"
+	"maps"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -101,6 +103,31 @@ func (s *Store) ListRuns(ctx context.Context, p *store.ListRunsParams) (*store.R
 	if !p.CreatedBefore.IsZero() {
 		arg("created_at < $?", truncate(p.CreatedBefore))
 	}
+	if p.Kind != "" {
+		arg("kind = $?", string(p.Kind))
+	}
+	if p.Queue != "" {
+		cond := `EXISTS (SELECT 1 FROM "` + s.schema + `".tasks t WHERE t.run_id = runs.id AND t.queue = $?)`
+		if len(p.QueueWorkflows) > 0 {
+			args = append(args, p.QueueWorkflows)
+			cond = fmt.Sprintf("(%s OR workflow = ANY($%d::text[]))", cond, len(args))
+		}
+		arg(cond, p.Queue)
+	}
+	for _, k := range slices.Sorted(maps.Keys(p.Metadata)) {
+		// A JSON string compares as its text, a container never, another
+		// value as its JSON text.
+		args = append(args, k)
+		arg(fmt.Sprintf(`(CASE jsonb_typeof(metadata -> $%[1]d) WHEN 'string' THEN metadata ->> $%[1]d
+			WHEN 'object' THEN NULL WHEN 'array' THEN NULL ELSE (metadata -> $%[1]d)::text END) = $?`, len(args)), p.Metadata[k])
+	}
+	if p.Text != "" {
+		// lower() of the "C" collation folds ASCII letters only, as
+		// lowerASCII does.
+		arg(`(strpos(lower(id), $?) > 0 OR strpos(lower(workflow), $?) > 0
+			OR strpos(lower(coalesce(business_id, '')), $?) > 0 OR strpos(lower(error COLLATE "C"), $?) > 0
+			OR EXISTS (SELECT 1 FROM unnest(tags) tag WHERE strpos(lower(tag COLLATE "C"), $?) > 0))`, lowerASCII(p.Text))
+	}
 	if p.Cursor != "" {
 		at, id, err := decodeCursor(p.Cursor)
 		if err != nil {
@@ -138,6 +165,18 @@ func (s *Store) ListRuns(ctx context.Context, p *store.ListRunsParams) (*store.R
 		page.Next = encodeCursor(last.CreatedAt, last.ID)
 	}
 	return page, nil
+}
+
+// lowerASCII folds the ASCII letters of s to lower case, as lower() does
+// under the "C" collation.
+func lowerASCII(s string) string {
+	b := []byte(s)
+	for i, c := range b {
+		if 'A' <= c && c <= 'Z' {
+			b[i] = c + 'a' - 'A'
+		}
+	}
+	return string(b)
 }
 
 // A cursor is the creation time (Unix microseconds) and id of the last

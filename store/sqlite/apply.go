@@ -223,19 +223,14 @@ func (a *applier) create(n *store.NewRun, fence *store.Lease) (store.ChangeResul
 	if n, err := res.RowsAffected(); err != nil {
 		return store.ChangeResult{}, fmt.Errorf("insert run: %w", err)
 	} else if n == 0 {
-		w.arg(key)
-		rows, err := w.query(qHolder)
+		holder, err := a.holder(key)
 		if err != nil {
-			return store.ChangeResult{}, fmt.Errorf("find business id holder: %w", err)
+			return store.ChangeResult{}, err
 		}
-		ok, err := w.row(rows, 1)
-		if err != nil {
-			return store.ChangeResult{}, fmt.Errorf("find business id holder: %w", err)
-		}
-		if !ok {
+		if holder == "" {
 			return store.ChangeResult{}, fmt.Errorf("find business id holder: no run holds %q", key)
 		}
-		return refused(&store.DuplicateRunError{BusinessID: r.BusinessID, ExistingRunID: vString(w.dest[0])})
+		return refused(&store.DuplicateRunError{BusinessID: r.BusinessID, ExistingRunID: holder})
 	}
 	rowid, err := res.LastInsertId()
 	if err != nil {
@@ -253,6 +248,24 @@ func (a *applier) create(n *store.NewRun, fence *store.Lease) (store.ChangeResul
 	a.setChanged(st)
 	a.insertEvents(r.ID, 0, n.History, "")
 	return store.ChangeResult{Run: r, Tasks: a.insertTasks(r, n.Tasks)}, nil
+}
+
+// holder returns the run that holds a unique key, or "".
+func (a *applier) holder(key any) (string, error) {
+	w := a.w
+	w.arg(key)
+	rows, err := w.query(qHolder)
+	if err != nil {
+		return "", fmt.Errorf("find business id holder: %w", err)
+	}
+	ok, err := w.row(rows, 1)
+	if err != nil {
+		return "", fmt.Errorf("find business id holder: %w", err)
+	}
+	if !ok {
+		return "", nil
+	}
+	return vString(w.dest[0]), nil
 }
 
 // uniqueKey is the value of the unique_key column of r: its workflow and
@@ -440,6 +453,18 @@ func (a *applier) update(c *store.Change) (store.ChangeResult, error) {
 	newKey := st.key
 	if newKey != nil && store.FreesKey(next.KeyScope, next) {
 		newKey = nil
+	}
+	if u.TakesKey(run) {
+		// The single writer: no other transaction takes it meanwhile.
+		newKey = uniqueKey(&next)
+		holder, err := a.holder(newKey)
+		if err != nil {
+			return store.ChangeResult{}, err
+		}
+		if holder != "" && holder != run.ID {
+			return a.refuse(c, run.ID, fmt.Errorf("update run %s: reopen: %w", run.ID,
+				&store.DuplicateRunError{BusinessID: run.BusinessID, ExistingRunID: holder}))
+		}
 	}
 	cond := st.cond
 	if u.Condition != nil {

@@ -6,6 +6,8 @@ import (
 	"encoding/base64"
 	"errors"
 	"fmt"
+	"maps"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -112,6 +114,38 @@ func (s *Store) ListRuns(ctx context.Context, p *store.ListRunsParams) (*store.R
 	if !p.CreatedBefore.IsZero() {
 		where, args = append(where, "created_at < ?"), append(args, micros(p.CreatedBefore))
 	}
+	if p.Kind != "" {
+		where, args = append(where, "kind = ?"), append(args, string(p.Kind))
+	}
+	if p.Queue != "" {
+		cond := "EXISTS (SELECT 1 FROM tasks WHERE tasks.run_id = runs.id AND tasks.queue = ?)"
+		args = append(args, p.Queue)
+		if len(p.QueueWorkflows) > 0 {
+			wfs, err := jsonList(p.QueueWorkflows)
+			if err != nil {
+				return nil, fmt.Errorf("list runs: %w", err)
+			}
+			cond = "(" + cond + " OR workflow IN (SELECT value FROM json_each(?)))"
+			args = append(args, wfs)
+		}
+		where = append(where, cond)
+	}
+	for _, k := range slices.Sorted(maps.Keys(p.Metadata)) {
+		// A JSON string compares as its text, a container never, another
+		// value as its JSON text (-> keeps the text of a number).
+		where = append(where, `EXISTS (SELECT 1 FROM json_each(runs.metadata) m WHERE m.key = ? AND
+			(CASE m.type WHEN 'text' THEN m.value WHEN 'object' THEN NULL WHEN 'array' THEN NULL
+			ELSE runs.metadata -> m.fullkey END) = ?)`)
+		args = append(args, k, p.Metadata[k])
+	}
+	if p.Text != "" {
+		// lower() folds ASCII letters only, as lowerASCII does.
+		where = append(where, strings.ReplaceAll(`(instr(lower(id), ?N) > 0 OR instr(lower(workflow), ?N) > 0
+			OR instr(lower(coalesce(business_id, '')), ?N) > 0 OR instr(lower(error), ?N) > 0
+			OR EXISTS (SELECT 1 FROM json_each(runs.tags) WHERE instr(lower(json_each.value), ?N) > 0))`,
+			"?N", "?"+strconv.Itoa(len(args)+1)))
+		args = append(args, lowerASCII(p.Text))
+	}
 	if p.Cursor != "" {
 		at, id, err := decodeCursor(p.Cursor)
 		if err != nil {
@@ -148,6 +182,18 @@ func (s *Store) ListRuns(ctx context.Context, p *store.ListRunsParams) (*store.R
 		page.Next = encodeCursor(micros(last.CreatedAt), last.ID)
 	}
 	return page, nil
+}
+
+// lowerASCII folds the ASCII letters of s to lower case, as SQLite's
+// lower() does.
+func lowerASCII(s string) string {
+	b := []byte(s)
+	for i, c := range b {
+		if 'A' <= c && c <= 'Z' {
+			b[i] = c + 'a' - 'A'
+		}
+	}
+	return string(b)
 }
 
 // A cursor is the creation time and id of the last run of a page.

@@ -75,6 +75,8 @@ func Run(t *testing.T, newStore func(t *testing.T) store.Store, opts ...Option) 
 		{"ListRunsFilters", testListRunsFilters},
 		{"ListRunsPagination", testListRunsPagination},
 		{"ListRunsLimits", testListRunsLimits},
+		{"ListRunsMoreFilters", testListRunsMore},
+		{"Reopen", testReopen},
 		{"History", testHistory},
 		{"ApplyUpdate", testApplyUpdate},
 		{"ApplySameRunTwiceInBatch", testSameRunTwiceInBatch},
