@@ -18,10 +18,10 @@ import (
 // registered, a definition's flow (for its graph), and the validation of
 // a document with the client's actions.
 
-// Definition names what runs start from: a flow, a workflow, or a stored
-// document.
+// Definition names what runs start from: a flow, a workflow, a job kind
+// or a stored document.
 type Definition struct {
-	// Kind is "flow", "workflow" or "document".
+	// Kind is "flow", "workflow", "job" or "document".
 	Kind string
 	Name string
 	// Versions are the registered versions of a flow, or the stored
@@ -31,9 +31,9 @@ type Definition struct {
 	Latest int
 }
 
-// Definitions lists the flows (job kinds among them) and workflows this
-// client has registered, and the documents stored, by kind then name. A
-// document registered as a flow (it ran here) is listed as a document.
+// Definitions lists the flows, job kinds and workflows this client has
+// registered, and the documents stored, by kind then name. A document
+// registered as a flow (it ran here) is listed as a document.
 func (c *Client) Definitions(ctx context.Context) ([]Definition, error) {
 	docs := map[string][]int{}
 	var cursor string
@@ -69,7 +69,11 @@ func (c *Client) Definitions(ctx context.Context) ([]Definition, error) {
 		}
 	}
 	for name, vs := range flows {
-		out = append(out, definition("flow", name, vs))
+		kind := "flow"
+		if _, ok := c.kinds.Load(name); ok {
+			kind = "job"
+		}
+		out = append(out, definition(kind, name, vs))
 	}
 	for name, vs := range docs {
 		out = append(out, definition("document", name, vs))

@@ -68,15 +68,15 @@ func TestDefinitionsDocumentsGraph(t *testing.T) {
 			t.Fatalf("document with content %+v", d)
 		}
 
-		// Definitions: the flows, the job kind (a flow), the workflow and
-		// the documents.
+		// Definitions: the flows, the job kind, the workflow and the
+		// documents.
 		var ds []Definition
 		e.api.call(http.MethodGet, "/api/v1/definitions", nil, http.StatusOK, &ds)
 		var names []string
 		for _, d := range ds {
 			names = append(names, d.Kind+":"+d.Name)
 		}
-		want := "document:approval document:approval-ann document:echo-doc flow:email flow:gate flow:greet workflow:counter"
+		want := "document:approval document:approval-ann document:echo-doc flow:flaky flow:gate flow:greet job:email workflow:counter"
 		if strings.Join(names, " ") != want {
 			t.Fatalf("definitions %s, want %s", strings.Join(names, " "), want)
 		}

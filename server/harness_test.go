@@ -14,6 +14,7 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -113,6 +114,23 @@ func gateFlow() *flow.Flow {
 	return b.Start("wait").Edge("wait", "go", "after").Edge("wait", "stop", flow.Done).Edge("after", flow.EventOK, flow.Done).MustBuild()
 }
 
+// flakyFlow is "first" then "second"; second fails for good while fail
+// is set.
+func flakyFlow(fail *atomic.Bool, firstCalls *atomic.Int32) *flow.Flow {
+	b := flow.New("flaky")
+	flow.Step(b, "first", func(ctx context.Context, in any) (int, error) {
+		firstCalls.Add(1)
+		return 1, nil
+	})
+	flow.Step(b, "second", func(ctx context.Context, in any) (int, error) {
+		if fail.Load() {
+			return 0, flow.NonRetryable(errors.New("second fails"))
+		}
+		return 2, nil
+	}, flow.DependsOn("first"))
+	return b.MustBuild()
+}
+
 // counter counts the "add" signals until "done"; the update "set" sets
 // the count and answers the old one; the query "count" reads it.
 var (
@@ -172,12 +190,15 @@ var approvalAnnDoc = strings.ReplaceAll(strings.Replace(approvalDoc, "[insecure,
 
 // env is a server under test.
 type env struct {
-	t      *testing.T
-	store  store.Store
-	client *heph.Client
-	server *Server
-	http   *httptest.Server
-	api    *apiClient
+	t *testing.T
+	// fail makes the flaky flow fail; firstCalls counts its first step.
+	fail       *atomic.Bool
+	firstCalls *atomic.Int32
+	store      store.Store
+	client     *heph.Client
+	server     *Server
+	http       *httptest.Server
+	api        *apiClient
 }
 
 // newEnv starts a client with the test definitions on a new store of the
@@ -190,7 +211,8 @@ func newEnv(t *testing.T, b backend, cfg *Config) *env {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := c.Register(greetFlow(), gateFlow()); err != nil {
+	fail, firstCalls := &atomic.Bool{}, &atomic.Int32{}
+	if err := c.Register(greetFlow(), gateFlow(), flakyFlow(fail, firstCalls)); err != nil {
 		t.Fatal(err)
 	}
 	if err := c.RegisterWorkflows(counter); err != nil {
@@ -218,7 +240,9 @@ func newEnv(t *testing.T, b backend, cfg *Config) *env {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = c.Stop(context.Background()) })
-	return serve(t, st, c, cfg)
+	e := serve(t, st, c, cfg)
+	e.fail, e.firstCalls = fail, firstCalls
+	return e
 }
 
 // serve starts a server over a client and its store.

@@ -48,6 +48,7 @@ const (
 
 // RunFilter selects runs: the filter of GET /runs as JSON.
 type RunFilter struct {
+	Kind          string            `json:"kind,omitempty"`
 	Statuses      []string          `json:"statuses,omitempty"`
 	Workflow      string            `json:"workflow,omitempty"`
 	Queue         string            `json:"queue,omitempty"`
@@ -60,7 +61,7 @@ type RunFilter struct {
 
 // empty reports whether the filter selects every run.
 func (f *RunFilter) empty() bool {
-	return len(f.Statuses) == 0 && f.Workflow == "" && f.Queue == "" && len(f.Tags) == 0 && len(f.Metadata) == 0 &&
+	return f.Kind == "" && len(f.Statuses) == 0 && f.Workflow == "" && f.Queue == "" && len(f.Tags) == 0 && len(f.Metadata) == 0 &&
 		f.CreatedAfter == nil && f.CreatedBefore == nil && f.Q == ""
 }
 
@@ -71,13 +72,10 @@ func (f *RunFilter) check() error {
 			return fieldProblem("filter.statuses", fmt.Sprintf("%q is not a run status", st))
 		}
 	}
-	switch {
-	case f.Queue != "":
-		return fieldProblem("filter.queue", "filtering by queue is not served yet")
-	case len(f.Metadata) > 0:
-		return fieldProblem("filter.metadata", "filtering by metadata is not served yet")
-	case f.Q != "":
-		return fieldProblem("filter.q", "text search is not served yet")
+	switch f.Kind {
+	case "", string(hephaestus.KindFlow), string(hephaestus.KindWorkflow):
+	default:
+		return fieldProblem("filter.kind", fmt.Sprintf(`%q is not a kind of run: use "flow" or "workflow"`, f.Kind))
 	}
 	return nil
 }
@@ -85,7 +83,10 @@ func (f *RunFilter) check() error {
 // listOptions returns the ListRuns options of the filter, bounded to the
 // runs created before at.
 func (f *RunFilter) listOptions(before time.Time) *hephaestus.ListOptions {
-	o := &hephaestus.ListOptions{Flow: f.Workflow, Tags: f.Tags, CreatedBefore: before, Limit: operationPage}
+	o := &hephaestus.ListOptions{
+		Flow: f.Workflow, Kind: hephaestus.RunKind(f.Kind), Tags: f.Tags, Queue: f.Queue, Metadata: f.Metadata, Text: f.Q,
+		CreatedBefore: before, Limit: operationPage,
+	}
 	for _, st := range f.Statuses {
 		o.Statuses = append(o.Statuses, hephtype.RunStatus(st))
 	}
@@ -315,7 +316,7 @@ func (p *processor) run(ctx context.Context, op *store.Operation) error {
 			if slices.Contains(pr.Done, r.ID) {
 				continue
 			}
-			if err := p.act(ctx, op, r.ID); err != nil {
+			if err := p.act(ctx, op, r); err != nil {
 				op.Failed++
 				op.Errors = store.KeptErrors(append(op.Errors, fmt.Sprintf("run %s: %v", r.ID, err)))
 			} else {
@@ -357,23 +358,31 @@ func (p *processor) count(ctx context.Context, f *RunFilter, before time.Time) (
 }
 
 // act carries out the operation's action on one run. A run that ended
-// before its turn is done.
-func (p *processor) act(ctx context.Context, op *store.Operation, runID string) error {
-	var err error
+// (cancel) or was retried (retry) before its turn is done.
+func (p *processor) act(ctx context.Context, op *store.Operation, r *hephaestus.Run) error {
+	cl := p.s.cfg.Client
 	switch op.Action {
 	case store.OperationCancel:
 		reason := op.Reason
 		if reason == "" {
 			reason = "cancelled by operation " + op.ID
 		}
-		err = p.s.cfg.Client.CancelRun(ctx, runID, reason)
+		err := cl.CancelRun(ctx, r.ID, reason)
 		if errors.Is(err, hephaestus.ErrRunFinished) {
 			return nil
 		}
-	default:
-		err = fmt.Errorf("the action %q is not served yet", op.Action)
+		return err
+	case store.OperationRetry:
+		if r.Kind == hephaestus.KindWorkflow {
+			return errors.New("a workflow run is not retried in place: start a new run")
+		}
+		_, err := cl.RetryRun(ctx, r.ID)
+		if errors.Is(err, hephaestus.ErrNotRetryable) {
+			return nil
+		}
+		return err
 	}
-	return err
+	return fmt.Errorf("the action %q is not one of cancel, retry", op.Action)
 }
 
 // save records the operation's progress, fenced by its lease, and extends

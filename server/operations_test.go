@@ -138,3 +138,34 @@ func TestBulkResumed(t *testing.T) {
 		}
 	})
 }
+
+// A retry operation runs every failed run of a flow again.
+func TestBulkRetry(t *testing.T) {
+	forEach(t, func(t *testing.T, b backend) {
+		e := newEnv(t, b, nil)
+		e.fail.Store(true)
+		var ids []string
+		for range 3 {
+			var r Run
+			e.api.call(http.MethodPost, "/api/v1/runs", map[string]any{"name": "flaky"}, http.StatusCreated, &r)
+			ids = append(ids, r.ID)
+		}
+		for _, id := range ids {
+			e.waitStatus(id, "failed")
+		}
+		e.fail.Store(false)
+		var op Operation
+		e.api.call(http.MethodPost, "/api/v1/operations", map[string]any{"action": "retry", "filter": map[string]any{"statuses": []string{"failed"}, "workflow": "flaky"}}, http.StatusAccepted, &op)
+		done := e.waitOperation(op.ID)
+		if done.Status != store.OperationCompleted || done.Done != 3 || done.Failed != 0 {
+			t.Fatalf("the retry operation: %+v", done)
+		}
+		for _, id := range ids {
+			var r Run
+			e.api.call(http.MethodGet, "/api/v1/runs/"+id+"/result?wait=60s", nil, http.StatusOK, &r)
+			if r.Status != "completed" {
+				t.Errorf("run %s is %s after the retry", id, r.Status)
+			}
+		}
+	})
+}

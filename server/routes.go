@@ -45,6 +45,7 @@ func (s *Server) register() {
 	s.handle(post, p+"/runs/{id}/steps/{step}/approve", accessAdmin, "runs.approve", s.decide(true))
 	s.handle(post, p+"/runs/{id}/steps/{step}/reject", accessAdmin, "runs.reject", s.decide(false))
 	s.handle(post, p+"/runs/{id}/cancel", accessAdmin, "runs.cancel", s.cancel)
+	s.handle(post, p+"/runs/{id}/retry", accessAdmin, "runs.retry", s.retry)
 	s.handle(get, p+"/approvals", accessRead, "", s.approvals)
 	s.handle(post, p+"/operations", accessAdmin, "operations.create", s.createOperation)
 	s.handle(get, p+"/operations", accessRead, "", s.listOperations)

@@ -3,10 +3,14 @@ package server
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"net/http"
 	"net/url"
+	"strings"
 	"time"
+
+	"github.com/google/uuid"
 
 	hephaestus "github.com/hephaestus-go/hephaestus"
 	"github.com/hephaestus-go/hephaestus/hephtype"
@@ -54,7 +58,7 @@ type StepJSON struct {
 // runJSON converts a run; full includes its input, output and steps.
 func runJSON(r *hephaestus.Run, full bool) *Run {
 	out := &Run{
-		ID: r.ID, Kind: runKind(r), Workflow: r.Flow, Version: r.Version, Status: string(r.Status), Error: r.Error,
+		ID: r.ID, Kind: string(r.Kind), Workflow: r.Flow, Version: r.Version, Status: string(r.Status), Error: r.Error,
 		BusinessID: r.BusinessID, Tags: r.Tags, Metadata: r.Metadata, ConcurrencyKey: r.ConcurrencyKey,
 		CreatedAt: r.CreatedAt.UTC(), UpdatedAt: r.UpdatedAt.UTC(),
 	}
@@ -84,15 +88,6 @@ func runJSON(r *hephaestus.Run, full bool) *Run {
 	return out
 }
 
-// runKind tells a flow run from a workflow run: only flow runs have
-// steps.
-func runKind(r *hephaestus.Run) string {
-	if len(r.Steps) > 0 {
-		return "flow"
-	}
-	return "workflow"
-}
-
 // startRequest is the body of POST /runs.
 type startRequest struct {
 	Kind           string                     `json:"kind"`
@@ -113,9 +108,7 @@ func (b *startRequest) check() error {
 		b.Kind = "flow"
 	}
 	switch b.Kind {
-	case "flow", "workflow", "document":
-	case "job":
-		return badRequest(`kind "job" is not served yet`)
+	case "flow", "workflow", "document", "job":
 	default:
 		return fieldProblem("kind", fmt.Sprintf(`%q is not a kind: use "flow", "workflow", "job" or "document"`, b.Kind))
 	}
@@ -127,6 +120,9 @@ func (b *startRequest) check() error {
 	}
 	if b.Kind == "workflow" && (b.BusinessValue != "" || b.Version != 0) {
 		return fieldProblem("business_value", "a workflow takes workflow_id, not business_value or version")
+	}
+	if b.Kind == "job" && b.Version != 0 {
+		return fieldProblem("version", "a job kind has no versions")
 	}
 	if b.Kind != "workflow" && b.WorkflowID != "" {
 		return fieldProblem("workflow_id", "only a workflow takes a workflow id; a flow takes business_value")
@@ -160,6 +156,21 @@ func input(raw json.RawMessage) any {
 	return raw
 }
 
+// idempotencyNamespace is the UUID namespace of the run ids derived from
+// Idempotency-Key headers.
+var idempotencyNamespace = uuid.MustParse("6f1c2a0e-3b7d-5e8f-9a41-2c6d8e0f1b35")
+
+// maxIdempotencyKey bounds an Idempotency-Key, in bytes.
+const maxIdempotencyKey = 200
+
+// runIDOf derives the run id of a start from its Idempotency-Key, its kind
+// and its name: a repeated request names the same run.
+func runIDOf(key, kind, name string) string {
+	return uuid.NewSHA1(idempotencyNamespace, []byte(key+"\x00"+kind+"\x00"+name)).String()
+}
+
+// startRun starts a run: 201 with it, or 200 with the run an earlier
+// request with the same Idempotency-Key (and kind and name) started.
 func (s *Server) startRun(c *call) error {
 	var b startRequest
 	if err := c.decode(&b, false); err != nil {
@@ -167,6 +178,13 @@ func (s *Server) startRun(c *call) error {
 	}
 	if err := b.check(); err != nil {
 		return err
+	}
+	var runID string
+	if key := c.r.Header.Get("Idempotency-Key"); key != "" {
+		if len(key) > maxIdempotencyKey {
+			return badRequest(fmt.Sprintf("the Idempotency-Key header is %d bytes long, more than %d", len(key), maxIdempotencyKey))
+		}
+		runID = runIDOf(key, b.Kind, b.Name)
 	}
 	createdBy := b.CreatedBy
 	if createdBy == "" {
@@ -185,12 +203,26 @@ func (s *Server) startRun(c *call) error {
 			md["created_by"] = createdBy
 		}
 		run, err = cl.StartWorkflow(c.ctx(), b.Name, input(b.Input), &hephaestus.WorkflowOptions{
-			ID: b.WorkflowID, Tags: b.Tags, Metadata: md, ConcurrencyKey: b.ConcurrencyKey,
+			ID: b.WorkflowID, Tags: b.Tags, Metadata: md, ConcurrencyKey: b.ConcurrencyKey, RunID: runID,
 		})
+	case "job":
+		var j *hephaestus.Job
+		j, err = cl.InsertJobJSON(c.ctx(), b.Name, b.Input, &hephaestus.JobOptions{
+			UniqueKey: b.BusinessValue, Tags: b.Tags, Metadata: anyMap(b.Metadata), ConcurrencyKey: b.ConcurrencyKey, RunID: runID,
+		})
+		if err != nil {
+			return err
+		}
+		if run, err = cl.GetRun(c.ctx(), j.ID); err != nil {
+			return err
+		}
+		if j.Duplicate {
+			err = hephaestus.ErrRunExists
+		}
 	default:
 		opts := &hephaestus.StartOptions{
 			BusinessValue: b.BusinessValue, Version: b.Version, Tags: b.Tags, Metadata: anyMap(b.Metadata),
-			CreatedBy: createdBy, ConcurrencyKey: b.ConcurrencyKey,
+			CreatedBy: createdBy, ConcurrencyKey: b.ConcurrencyKey, RunID: runID,
 		}
 		if b.Kind == "document" {
 			run, err = cl.StartDocument(c.ctx(), b.Name, b.Version, input(b.Input), opts)
@@ -198,12 +230,16 @@ func (s *Server) startRun(c *call) error {
 			run, err = cl.StartRun(c.ctx(), b.Name, input(b.Input), opts)
 		}
 	}
+	status := http.StatusCreated
+	if errors.Is(err, hephaestus.ErrRunExists) && run != nil && runID != "" {
+		status, err = http.StatusOK, nil
+	}
 	if err != nil {
 		return err
 	}
 	c.target = run.ID
 	c.w.Header().Set("Location", "/api/v1/runs/"+url.PathEscape(run.ID))
-	return c.json(http.StatusCreated, runJSON(run, true))
+	return c.json(status, runJSON(run, true))
 }
 
 // RunList is a page of runs.
@@ -220,8 +256,24 @@ func (s *Server) listRuns(c *call) error {
 		Tags:          q.list("tag"),
 		CreatedAfter:  q.time("created_after"),
 		CreatedBefore: q.time("created_before"),
+		Queue:         q.str("queue"),
+		Text:          q.str("q"),
 		Limit:         q.integer("limit", 100, 1, 1000),
 		Cursor:        q.str("cursor"),
+	}
+	switch k := q.str("kind"); k {
+	case "", string(hephaestus.KindFlow), string(hephaestus.KindWorkflow):
+		opts.Kind = hephaestus.RunKind(k)
+	default:
+		q.fail("kind", `%q is not a kind of run: use "flow" or "workflow"`, k)
+	}
+	for name, vs := range q.v {
+		if key, ok := strings.CutPrefix(name, "meta."); ok && key != "" {
+			if opts.Metadata == nil {
+				opts.Metadata = map[string]string{}
+			}
+			opts.Metadata[key] = vs[0]
+		}
 	}
 	for _, st := range q.list("status") {
 		if !hephtype.RunStatus(st).Valid() {
@@ -275,18 +327,16 @@ type History struct {
 func (s *Server) history(c *call) error {
 	q := c.query()
 	after := q.int64("after")
+	wait := q.dur("wait", MaxWait)
 	if err := q.err(); err != nil {
 		return err
 	}
-	evs, err := s.cfg.Client.History(c.ctx(), c.r.PathValue("id"))
+	evs, err := s.cfg.Client.HistoryAfter(c.ctx(), c.r.PathValue("id"), after, s.longPoll(wait))
 	if err != nil {
 		return err
 	}
 	out := &History{Events: []Event{}, Last: after}
 	for _, e := range evs {
-		if e.Seq <= after {
-			continue
-		}
 		out.Events = append(out.Events, Event{Seq: e.Seq, Kind: string(e.Kind), Step: e.Step, Index: e.Index, Attempt: e.Attempt,
 			Name: e.Name, Data: e.Data, Error: e.Error, At: e.At.UTC()})
 		out.Last = e.Seq
@@ -335,4 +385,15 @@ func (s *Server) result(c *call) error {
 	}
 	c.w.Header().Set("Retry-After", "1")
 	return c.json(http.StatusAccepted, runJSON(r, true))
+}
+
+// retry runs a failed run again from its failed steps.
+func (s *Server) retry(c *call) error {
+	id := c.r.PathValue("id")
+	c.target = id
+	r, err := s.cfg.Client.RetryRun(c.ctx(), id)
+	if err != nil {
+		return err
+	}
+	return c.json(http.StatusOK, runJSON(r, true))
 }
