@@ -49,12 +49,12 @@ import (
 // backend opens a store for one test.
 type backend struct {
 	name string
-	open func(t *testing.T) store.Store
+	open func(t testing.TB) store.Store
 }
 
 func backends() []backend {
 	return []backend{
-		{"sqlite", func(t *testing.T) store.Store {
+		{"sqlite", func(t testing.TB) store.Store {
 			st, err := sqlite.Open(context.Background(), &sqlite.Config{Path: filepath.Join(t.TempDir(), "heph.db")})
 			if err != nil {
 				t.Fatal(err)
@@ -62,7 +62,7 @@ func backends() []backend {
 			t.Cleanup(func() { _ = st.Close() })
 			return st
 		}},
-		{"postgres", func(t *testing.T) store.Store {
+		{"postgres", func(t testing.TB) store.Store {
 			st, err := postgres.Open(context.Background(), &postgres.Config{DSN: pgtest.DSN(t)})
 			if err != nil {
 				t.Fatal(err)
@@ -190,7 +190,7 @@ var approvalAnnDoc = strings.ReplaceAll(strings.Replace(approvalDoc, "[insecure,
 
 // env is a server under test.
 type env struct {
-	t *testing.T
+	t testing.TB
 	// fail makes the flaky flow fail; firstCalls counts its first step.
 	fail       *atomic.Bool
 	firstCalls *atomic.Int32
@@ -204,7 +204,7 @@ type env struct {
 // newEnv starts a client with the test definitions on a new store of the
 // backend, and a server over it. cfg, when not nil, adjusts the server's
 // Config (Client and Store are set).
-func newEnv(t *testing.T, b backend, cfg *Config) *env {
+func newEnv(t testing.TB, b backend, cfg *Config) *env {
 	t.Helper()
 	st := b.open(t)
 	c, err := heph.New(&heph.Config{Store: st, Logger: quietLogger()})
@@ -246,7 +246,7 @@ func newEnv(t *testing.T, b backend, cfg *Config) *env {
 }
 
 // serve starts a server over a client and its store.
-func serve(t *testing.T, st store.Store, c *heph.Client, cfg *Config) *env {
+func serve(t testing.TB, st store.Store, c *heph.Client, cfg *Config) *env {
 	t.Helper()
 	var sc Config
 	if cfg != nil {
@@ -270,7 +270,7 @@ func serve(t *testing.T, st store.Store, c *heph.Client, cfg *Config) *env {
 
 // newEnvOn starts a second server (insecure) over the client and store of
 // e: another server sharing the database.
-func newEnvOn(t *testing.T, e *env) *env {
+func newEnvOn(t testing.TB, e *env) *env {
 	t.Helper()
 	return serve(t, e.store, e.client, nil)
 }
@@ -320,7 +320,7 @@ func describe[E interface{ Error() string }](errs []E) string {
 // apiClient sends requests to the server and checks each request and its
 // response against the OpenAPI document.
 type apiClient struct {
-	t     *testing.T
+	t     testing.TB
 	base  string
 	hc    *http.Client
 	token string
