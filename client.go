@@ -56,6 +56,9 @@ type Client struct {
 
 	// watches are the callers of HistoryAfter waiting for their runs.
 	watches runWatches
+
+	// remote is the state of workers outside the process (remote.go).
+	remote remoteWork
 }
 
 // New returns a Client for cfg. It starts no goroutine: call Start to run
@@ -73,6 +76,7 @@ func New(cfg *Config) (*Client, error) {
 		AfterCommit: func(batch []*commit.Request, claimed map[int64]bool, now time.Time) {
 			cl.pool.AfterCommit(batch, claimed, now)
 			cl.watches.committed(batch)
+			cl.remote.afterCommit(batch, claimed, now)
 		},
 	})
 	cl.flows = flowrt.New(&flowrt.Config{

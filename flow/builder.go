@@ -112,6 +112,12 @@ type stepDef struct {
 
 	reads    []string
 	readsSet bool
+
+	// remote is the handler of a remote step (remote.go), with its hooks.
+	remote    string
+	remoteSet bool
+	prepare   func(ctx context.Context, in RemoteInput) (json.RawMessage, error)
+	finish    func(ctx context.Context, in RemoteInput, out json.RawMessage) (Result[json.RawMessage], error)
 }
 
 func (d *stepDef) contextKey() string {
@@ -254,6 +260,10 @@ type StepSpec struct {
 	// Reads lists the steps whose outputs the step's context holds, when
 	// it declares them with the Reads option; nil means every ancestor.
 	Reads []string
+	// Remote is the handler of a remote step (Remote, RemoteMap), whose
+	// tasks workers outside the process run; "" for a step run by step
+	// code.
+	Remote string `json:",omitempty"`
 }
 
 // Edge is one resolved edge of the flow: From emitting Event leads to To
@@ -338,7 +348,7 @@ func (b *Builder) resolve(d *stepDef) StepSpec {
 	s := StepSpec{
 		Name: d.name, Key: d.contextKey(), Kind: d.kind,
 		DependsOn: slices.Clone(d.deps), Waits: d.waits, WaitTimeout: d.waitTimeout,
-		Timeout: DefaultTimeout, Queue: DefaultQueue,
+		Timeout: DefaultTimeout, Queue: DefaultQueue, Remote: d.remote,
 	}
 	if d.readsSet {
 		s.Reads = append([]string{}, d.reads...)

@@ -182,6 +182,9 @@ func (c *checker) flowOptions() {
 	if d.depsSet || d.eventsSet || d.keySet || d.waitsSet || d.overSet || d.readsSet {
 		c.add(RuleInvalidOption, "", nil, "Defaults accepts only Retry, Timeout, Queue and Priority; DependsOn, Events, Key, Waits, Over and Reads belong to single steps")
 	}
+	if d.prepare != nil || d.finish != nil {
+		c.add(RuleInvalidOption, "", nil, "Defaults accepts only Retry, Timeout, Queue and Priority; RemotePrepare and RemoteFinish belong to single remote steps")
+	}
 	c.stepOptions("flow defaults", "", d)
 }
 
@@ -241,6 +244,7 @@ func (c *checker) stepNames() map[string]*stepDef {
 			byKey[key] = d
 		}
 		c.stepOptions(what, d.name, d)
+		c.checkRemote(d)
 		if d.kind == KindMap && d.waits {
 			c.add(RuleInvalidOption, d.at, []string{d.name}, "map step %q cannot wait; make the waiting step a plain step after it", d.name)
 		}

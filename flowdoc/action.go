@@ -41,15 +41,30 @@ type Action struct {
 	// document passing another name fails validation. Nil accepts any
 	// arguments.
 	Params map[string]func(json.RawMessage) error
-	// Invoke runs the action.
+	// Invoke runs the action. Unused (and may be nil) for a remote
+	// action.
 	Invoke func(ctx context.Context, call ActionCall, args json.RawMessage) (json.RawMessage, error)
+	// Remote: workers outside the process run the action (RemoteAction).
+	Remote bool
 }
+
+// RemoteAction returns an action that workers outside the process run:
+// those that claim the action's name (the server's HTTP workers, in any
+// language). A step that calls it becomes a remote step
+// (flow.Remote; flow.RemoteMap for a map step) whose task carries the
+// handler "action:<name>": the worker receives the step's resolved
+// arguments (each element's, for a map step) and reports the output,
+// which the step's branch conditions then read, as they read a Go
+// action's. Retries, timeouts and routing are those of any step. It
+// accepts any arguments (Params is nil).
+func RemoteAction(name string) *Action { return &Action{Name: name, Remote: true} }
 
 // Registry holds the actions documents may call. The zero value is not
 // usable; use NewRegistry. It is safe for concurrent use.
 type Registry struct {
-	mu      sync.RWMutex
-	actions map[string]*Action
+	mu       sync.RWMutex
+	actions  map[string]*Action
+	fallback func(name string) *Action
 }
 
 // NewRegistry returns an empty registry.
@@ -57,8 +72,8 @@ func NewRegistry() *Registry { return &Registry{actions: map[string]*Action{}} }
 
 // Register adds an action; a second action of one name is an error.
 func (r *Registry) Register(a *Action) error {
-	if a == nil || a.Name == "" || a.Invoke == nil {
-		return errors.New("flowdoc: register action: an action needs a name and an Invoke function")
+	if a == nil || a.Name == "" || (a.Invoke == nil && !a.Remote) {
+		return errors.New("flowdoc: register action: an action needs a name and an Invoke function (or Remote)")
 	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
@@ -69,15 +84,34 @@ func (r *Registry) Register(a *Action) error {
 	return nil
 }
 
-// Lookup returns the named action.
+// SetFallback makes fn answer Lookup for the names no registered action
+// has: a non-nil result is the action, nil leaves the name unknown. A
+// server that runs documents for workers outside the process passes
+// RemoteAction, so that every action a document names that the server
+// has no Go function for is remote, and submitted documents validate and
+// run. nil removes the fallback.
+func (r *Registry) SetFallback(fn func(name string) *Action) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.fallback = fn
+}
+
+// Lookup returns the named action: the registered one, or else the
+// fallback's (SetFallback).
 func (r *Registry) Lookup(name string) (*Action, error) {
 	r.mu.RLock()
-	defer r.mu.RUnlock()
 	a, ok := r.actions[name]
-	if !ok {
-		return nil, fmt.Errorf("%w %q", ErrUnknownAction, name)
+	fallback := r.fallback
+	r.mu.RUnlock()
+	if ok {
+		return a, nil
 	}
-	return a, nil
+	if fallback != nil && name != "" {
+		if a := fallback(name); a != nil && (a.Invoke != nil || a.Remote) {
+			return a, nil
+		}
+	}
+	return nil, fmt.Errorf("%w %q", ErrUnknownAction, name)
 }
 
 // Names returns the registered names, sorted.

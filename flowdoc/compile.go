@@ -381,6 +381,10 @@ func addStep(b *flow.Builder, rt *stepRT, c *errs) {
 			rt.reads = append(rt.reads, step)
 		}
 		opts = append(opts, flow.Over(step, field))
+		if rt.action != nil && rt.action.Remote {
+			flow.RemoteMap(b, s.name, rt.action.Name, append(opts, rt.remoteHooks(true)...)...)
+			return
+		}
 		flow.Map(b, s.name, func(ctx context.Context, item json.RawMessage) (json.RawMessage, error) {
 			in, err := flow.RunInput[json.RawMessage](ctx)
 			if err != nil {
@@ -398,6 +402,10 @@ func addStep(b *flow.Builder, rt *stepRT, c *errs) {
 		}, opts...)
 		return
 	}
+	if rt.action != nil && rt.action.Remote {
+		flow.Remote(b, s.name, rt.action.Name, append(opts, rt.remoteHooks(false)...)...)
+		return
+	}
 	flow.EventStep(b, s.name, func(ctx context.Context, in json.RawMessage) (flow.Result[json.RawMessage], error) {
 		out, ev, err := rt.call(ctx, in, nil, false)
 		if err != nil {
@@ -410,22 +418,42 @@ func addStep(b *flow.Builder, rt *stepRT, c *errs) {
 // call runs the step's action with its resolved arguments and picks the
 // event from its branch.
 func (rt *stepRT) call(ctx context.Context, in, item json.RawMessage, isMap bool) (json.RawMessage, string, error) {
+	sc, call, args, err := rt.prepare(ctx, in, item, isMap)
+	if err != nil {
+		return nil, "", err
+	}
+	out, err := rt.action.Invoke(ctx, call, args)
+	if err != nil {
+		var ae *ArgsError
+		if errors.As(err, &ae) {
+			return nil, "", flow.NonRetryable(err)
+		}
+		return nil, "", err
+	}
+	return rt.finish(sc, out)
+}
+
+// prepare resolves the step's arguments in the step's call context: the
+// scope its templates and conditions read, the action's call, and the
+// arguments. What a step does before it invokes its action, in this
+// process or (a remote action) before it hands the task out.
+func (rt *stepRT) prepare(ctx context.Context, in, item json.RawMessage, isMap bool) (*scope, ActionCall, json.RawMessage, error) {
 	s := rt.doc
 	info, _ := flow.CallInfo(ctx)
 	sc := &scope{step: s.name, steps: map[string]any{}, isMap: isMap}
 	if err := unmarshal(in, &sc.input); err != nil {
-		return nil, "", flow.NonRetryable(fmt.Errorf("step %q: the run input is not JSON: %w", s.name, err))
+		return nil, ActionCall{}, nil, flow.NonRetryable(fmt.Errorf("step %q: the run input is not JSON: %w", s.name, err))
 	}
 	if isMap {
 		if err := unmarshal(item, &sc.item); err != nil {
-			return nil, "", flow.NonRetryable(fmt.Errorf("step %q: element %d is not JSON: %w", s.name, info.Index, err))
+			return nil, ActionCall{}, nil, flow.NonRetryable(fmt.Errorf("step %q: element %d is not JSON: %w", s.name, info.Index, err))
 		}
 	}
 	// The run's created_by (StartOptions.CreatedBy); a run started without
 	// one falls back to its input's "created_by" field.
 	createdBy, err := flow.CreatedBy(ctx)
 	if err != nil {
-		return nil, "", err // the run could not be read: retried
+		return nil, ActionCall{}, nil, err // the run could not be read: retried
 	}
 	if m, ok := sc.input.(map[string]any); ok && createdBy == "" {
 		createdBy, _ = m["created_by"].(string)
@@ -437,11 +465,11 @@ func (rt *stepRT) call(ctx context.Context, in, item json.RawMessage, isMap bool
 			continue
 		}
 		if err != nil {
-			return nil, "", flow.NonRetryable(err)
+			return nil, ActionCall{}, nil, flow.NonRetryable(err)
 		}
 		var v any
 		if err := unmarshal(raw, &v); err != nil {
-			return nil, "", flow.NonRetryable(fmt.Errorf("step %q: the output of %q is not JSON: %w", s.name, r, err))
+			return nil, ActionCall{}, nil, flow.NonRetryable(fmt.Errorf("step %q: the output of %q is not JSON: %w", s.name, r, err))
 		}
 		sc.steps[r] = v
 	}
@@ -449,24 +477,24 @@ func (rt *stepRT) call(ctx context.Context, in, item json.RawMessage, isMap bool
 	if rt.args != nil {
 		v, err := rt.args.resolve(sc)
 		if err != nil {
-			return nil, "", flow.NonRetryable(err)
+			return nil, ActionCall{}, nil, flow.NonRetryable(err)
 		}
 		if args, err = json.Marshal(v); err != nil {
-			return nil, "", flow.NonRetryable(fmt.Errorf("step %q: the arguments do not encode: %w", s.name, err))
+			return nil, ActionCall{}, nil, flow.NonRetryable(fmt.Errorf("step %q: the arguments do not encode: %w", s.name, err))
 		}
 		if len(args) > MaxTemplateOutput {
-			return nil, "", flow.NonRetryable(fmt.Errorf("step %q: the resolved arguments are %d bytes, more than the limit of %d", s.name, len(args), MaxTemplateOutput))
+			return nil, ActionCall{}, nil, flow.NonRetryable(fmt.Errorf("step %q: the resolved arguments are %d bytes, more than the limit of %d", s.name, len(args), MaxTemplateOutput))
 		}
 	}
 	call := ActionCall{RunID: info.RunID, Step: s.name, Index: info.Index, CreatedBy: createdBy, IdempotencyKey: info.IdempotencyKey}
-	out, err := rt.action.Invoke(ctx, call, args)
-	if err != nil {
-		var ae *ArgsError
-		if errors.As(err, &ae) {
-			return nil, "", flow.NonRetryable(err)
-		}
-		return nil, "", err
-	}
+	return sc, call, args, nil
+}
+
+// finish picks the event of the action's output from the step's branch:
+// what a step does after its action returned, in this process or (a
+// remote action) when its worker completes the task.
+func (rt *stepRT) finish(sc *scope, out json.RawMessage) (json.RawMessage, string, error) {
+	s := rt.doc
 	if len(out) == 0 {
 		out = json.RawMessage("null")
 	}
@@ -490,6 +518,40 @@ func (rt *stepRT) call(ctx context.Context, in, item json.RawMessage, isMap bool
 		}
 	}
 	return nil, "", flow.NonRetryable(fmt.Errorf("step %q: no branch condition matched the result %s; add an else case", s.name, out))
+}
+
+// remoteHooks are the hooks of a step whose action workers outside the
+// process run: the worker receives the resolved arguments (of the
+// element, for a map step), and its output goes through the branch.
+func (rt *stepRT) remoteHooks(isMap bool) []flow.StepOption {
+	// in is the run input, or the element of a map step.
+	scope := func(ctx context.Context, in json.RawMessage) (*scope, ActionCall, json.RawMessage, error) {
+		if !isMap {
+			return rt.prepare(ctx, in, nil, false)
+		}
+		run, err := flow.RunInput[json.RawMessage](ctx)
+		if err != nil {
+			return nil, ActionCall{}, nil, err
+		}
+		return rt.prepare(ctx, run, in, true)
+	}
+	return []flow.StepOption{
+		flow.RemotePrepare(func(ctx context.Context, in flow.RemoteInput) (json.RawMessage, error) {
+			_, _, args, err := scope(ctx, in)
+			return args, err
+		}),
+		flow.RemoteFinish(func(ctx context.Context, in flow.RemoteInput, out json.RawMessage) (flow.Result[json.RawMessage], error) {
+			sc, _, _, err := scope(ctx, in)
+			if err != nil {
+				return flow.Result[json.RawMessage]{}, err
+			}
+			res, ev, err := rt.finish(sc, out)
+			if err != nil {
+				return flow.Result[json.RawMessage]{}, err
+			}
+			return flow.Emit(ev, res), nil
+		}),
+	}
 }
 
 func unmarshal(raw json.RawMessage, v *any) error {

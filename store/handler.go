@@ -18,6 +18,10 @@ import (
 //     "workflow:<name>" (WorkflowHandler);
 //   - activity tasks need the activity: "activity:<name>"
 //     (ActivityHandler);
+//   - the steps of a flow that a worker outside the process runs (a
+//     remote step, a document's remote action) need that worker's
+//     action: "action:<name>" (ActionHandler); the flow's other tasks
+//     keep the flow's handler;
 //   - workflow timers and operations (starting or cancelling a child,
 //     reporting to a parent, continuing as new) need nothing: any worker
 //     runs them, handing the decision they cause to a decision task when
@@ -34,6 +38,10 @@ func WorkflowHandler(name string) string { return "workflow:" + name }
 // ActivityHandler is the handler of an activity's tasks.
 func ActivityHandler(name string) string { return "activity:" + name }
 
+// ActionHandler is the handler of the steps that workers outside the
+// process run for the action name (flow.Remote, flowdoc.RemoteAction).
+func ActionHandler(name string) string { return "action:" + name }
+
 // DescribeHandler says what a handler needs, for people.
 func DescribeHandler(h string) string {
 	kind, name, ok := strings.Cut(h, ":")
@@ -47,6 +55,8 @@ func DescribeHandler(h string) string {
 		}
 	case "workflow", "activity":
 		return kind + " " + strconv.Quote(name)
+	case "action":
+		return "remote action " + strconv.Quote(name)
 	}
 	return strconv.Quote(h)
 }

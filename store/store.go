@@ -43,6 +43,9 @@ var (
 	// already: the change was applied before (a retried commit, a request
 	// sent twice) and is not applied again.
 	ErrDuplicateChange = errors.New("change applied already")
+	// ErrTaskNotFound: no task has the given id (it was completed or
+	// cancelled, or never existed).
+	ErrTaskNotFound = errors.New("task not found")
 )
 
 // DuplicateRunError reports a business-key conflict.
@@ -98,6 +101,10 @@ type Store interface {
 	// ReleaseTasks gives leased tasks back without completing them: they are
 	// claimable at once. Leases no longer held are ignored.
 	ReleaseTasks(ctx context.Context, leases []Lease) error
+	// GetTask returns a task by id, with its lease as stored (Owner,
+	// Token, LeaseUntil), or ErrTaskNotFound. It takes no lock: a change
+	// that acts on what it read is fenced by the lease it read.
+	GetTask(ctx context.Context, id int64) (*Task, error)
 	// NextReady returns the earliest ready time among unleased tasks of the
 	// queues (or the earliest lease expiry of leased ones), and false when
 	// there are no tasks at all.
@@ -489,10 +496,31 @@ type ClaimParams struct {
 	// Handlers, when not nil, restricts the claim to tasks whose Handler
 	// is empty or one of these: a worker claims only what it can run.
 	Handlers []string
+	// Strict, with Handlers, leaves out the tasks whose Handler is empty
+	// too (workflow timers and operations, which need a worker that has
+	// the runtime): the claim gets only tasks of the listed handlers. A
+	// worker outside the process claims strictly. Ignored when Handlers
+	// is nil.
+	Strict   bool
 	Owner    string
 	Limit    int
 	LeaseFor time.Duration
 	Now      time.Time
+}
+
+// HandlerSet is the set of handlers the claim's tasks may have, as
+// backends filter them: nil for any task; otherwise Handlers, and the
+// empty handler (tasks any worker runs) unless the claim is Strict.
+func (p *ClaimParams) HandlerSet() []string {
+	if p.Handlers == nil {
+		return nil
+	}
+	out := make([]string, 0, len(p.Handlers)+1)
+	out = append(out, p.Handlers...)
+	if !p.Strict {
+		out = append(out, "")
+	}
+	return out
 }
 
 // HeartbeatParams extends leases until Until.

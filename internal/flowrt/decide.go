@@ -71,9 +71,16 @@ func translate(f *flow.Flow, d *engine.Decision, now time.Time) *store.Update {
 					}
 				}
 			}
+			// A remote step's tasks go to the workers outside the process
+			// that registered its action; the flow's other tasks need the
+			// flow.
+			h := handler
+			if spec.Remote != "" {
+				h = store.ActionHandler(spec.Remote)
+			}
 			u.Tasks = append(u.Tasks, store.NewTask{
 				Queue: queue, Kind: store.TaskStep, Step: c.Step, Index: c.Index, Attempt: c.Attempt,
-				Payload: c.Input, Item: c.Item, Priority: prio, ReadyAt: ready, Handler: handler,
+				Payload: c.Input, Item: c.Item, Priority: prio, ReadyAt: ready, Handler: h,
 			})
 		case engine.StartTimer:
 			spec, _ := f.Step(c.Step)

@@ -524,6 +524,9 @@ type Outcome struct {
 	// StartedAt is when the attempt started (for its step_started entry);
 	// zero means the commit's time.
 	StartedAt time.Time
+	// Worker names who ran the attempt (for its step_started entry): a
+	// worker outside the process; "" is this process (Config.WorkerID).
+	Worker string
 }
 
 // Complete commits the outcome of a step task's attempt, fenced by the
@@ -539,7 +542,7 @@ func (r *Runtime) Complete(t *store.Task, o *Outcome, handoff string) ([]*store.
 	}
 	if o.Err == "" {
 		if err := limits.Payload(o.Output, r.cfg.MaxPayloadSize, "output of step "+strconv.Quote(t.Step)); err != nil {
-			o = &Outcome{Err: err.Error(), Details: o.Details, StartedAt: o.StartedAt}
+			o = &Outcome{Err: err.Error(), Details: o.Details, StartedAt: o.StartedAt, Worker: o.Worker}
 		}
 	}
 	if o.Err == "" && !o.Wait && o.Details != nil {
@@ -570,7 +573,11 @@ func (r *Runtime) Complete(t *store.Task, o *Outcome, handoff string) ([]*store.
 	}
 	// Indexed as the engine's step entries: 0 for a step, the element for
 	// a map step.
-	started := worker.Started(r.cfg.WorkerID, t, at, t.Step, max(t.Index, 0))
+	by := o.Worker
+	if by == "" {
+		by = r.cfg.WorkerID
+	}
+	started := worker.Started(by, t, at, t.Step, max(t.Index, 0))
 	return r.commitEvent(t, ev, &started, o.Details, handoff)
 }
 
@@ -615,13 +622,6 @@ func (r *Runtime) runStep(ctx context.Context, h *worker.Held) (*Outcome, error)
 		// only a task enqueued without a handler gets here.
 		return &Outcome{Err: fmt.Sprintf("this worker cannot run step %q: %v", t.Step, err)}, nil
 	}
-	createdBy := func(ctx context.Context) (string, error) {
-		by, err := r.createdBy(ctx, t.RunID)
-		if err != nil {
-			return "", fmt.Errorf("step %q: read the run's created_by: %w", t.Step, err)
-		}
-		return by, nil
-	}
 	spec, _ := f.Step(t.Step)
 	tctx, tcancel := context.WithTimeout(ctx, spec.Timeout)
 	defer tcancel()
@@ -629,23 +629,19 @@ func (r *Runtime) runStep(ctx context.Context, h *worker.Held) (*Outcome, error)
 	info := telemetry.Event{RunID: t.RunID, Workflow: t.Workflow, Version: t.Version, Step: t.Step, Index: t.Index, Attempt: t.Attempt, Queue: t.Queue, TaskID: t.ID}
 	info.Kind = telemetry.StepStarted
 	r.cfg.Telemetry.Emit(info)
-	out, err := f.Invoke(tctx, flow.Call{
-		RunID: t.RunID, Step: t.Step, Index: t.Index, Attempt: t.Attempt,
-		IdempotencyKey: fmt.Sprintf("%s/%s/%d", t.RunID, t.Step, t.Index),
-		Input:          t.Payload, Item: t.Item,
-		Details: t.Details, CreatedBy: createdBy,
-		Heartbeat: func(details any) error {
-			b, err := json.Marshal(details)
-			if err != nil {
-				return fmt.Errorf("heartbeat details of step %q do not encode as JSON: %w", t.Step, err)
-			}
-			if err := limits.Payload(b, r.cfg.MaxPayloadSize, "heartbeat details of step "+strconv.Quote(t.Step)); err != nil {
-				return err
-			}
-			h.RecordDetails(b)
-			return nil
-		},
-	})
+	call := r.callOf(t)
+	call.Heartbeat = func(details any) error {
+		b, err := json.Marshal(details)
+		if err != nil {
+			return fmt.Errorf("heartbeat details of step %q do not encode as JSON: %w", t.Step, err)
+		}
+		if err := limits.Payload(b, r.cfg.MaxPayloadSize, "heartbeat details of step "+strconv.Quote(t.Step)); err != nil {
+			return err
+		}
+		h.RecordDetails(b)
+		return nil
+	}
+	out, err := f.Invoke(tctx, call)
 	info.Duration = r.cfg.Clock.Now().Sub(start)
 	if cause := context.Cause(ctx); cause != nil {
 		info.Kind, info.Err = telemetry.StepFailed, cause
@@ -684,6 +680,22 @@ func (r *Runtime) runStep(ctx context.Context, h *worker.Held) (*Outcome, error)
 	info.Kind = telemetry.StepCompleted
 	r.cfg.Telemetry.Emit(info)
 	return &Outcome{Event: out.Event, Output: out.Output, Wait: out.Wait}, nil
+}
+
+// callOf is the invocation of step code for a task's attempt.
+func (r *Runtime) callOf(t *store.Task) flow.Call {
+	return flow.Call{
+		RunID: t.RunID, Step: t.Step, Index: t.Index, Attempt: t.Attempt,
+		IdempotencyKey: fmt.Sprintf("%s/%s/%d", t.RunID, t.Step, t.Index),
+		Input:          t.Payload, Item: t.Item, Details: t.Details,
+		CreatedBy: func(ctx context.Context) (string, error) {
+			by, err := r.createdBy(ctx, t.RunID)
+			if err != nil {
+				return "", fmt.Errorf("step %q: read the run's created_by: %w", t.Step, err)
+			}
+			return by, nil
+		},
+	}
 }
 
 // createdBy returns the run's MetaCreatedBy ("" when it has none).

@@ -55,22 +55,19 @@ func (c *Runtime) runActivity(ctx context.Context, h *worker.Held, handoff strin
 	start := c.cfg.Clock.Now()
 	var p activityPayload
 	if err := json.Unmarshal(t.Payload, &p); err != nil {
-		return c.activityOutcome(h, start, p, handoff, nil, flow.NonRetryable(fmt.Errorf("activity %q: bad task payload: %w", t.Step, err)), flow.RetryPolicy{})
+		return c.activityOutcome(&attempt{task: t, details: h.Details(), start: start}, p, handoff, nil, flow.NonRetryable(fmt.Errorf("activity %q: bad task payload: %w", t.Step, err)), flow.RetryPolicy{})
 	}
-	policy := flow.RetryPolicy{MaxAttempts: p.MaxAttempts, InitialBackoff: p.Initial, MaxBackoff: p.MaxBackoff, Multiplier: p.Multiplier, Jitter: p.Jitter}
+	policy := p.policy()
 	act, ok := c.reg.activity(t.Step)
 	if !ok {
 		// Claims ask only for registered activities (Task.Handler): only
 		// a task enqueued without a handler gets here. Another process
 		// serving the queue may have it: a retryable failure.
-		return c.activityOutcome(h, start, p, handoff, nil, fmt.Errorf("activity %q is not registered in this process (worker %s)", t.Step, c.cfg.WorkerID), policy)
+		return c.activityOutcome(&attempt{task: t, details: h.Details(), start: start}, p, handoff, nil, fmt.Errorf("activity %q is not registered in this process (worker %s)", t.Step, c.cfg.WorkerID), policy)
 	}
 	policy.NonRetryable = act.Options().RetryPolicy.NonRetryable
 
-	timeout := p.StartToClose
-	if timeout <= 0 {
-		timeout = flow.DefaultTimeout
-	}
+	timeout := p.timeout()
 	tctx, tcancel := context.WithTimeout(ctx, timeout)
 	defer tcancel()
 	actx, hbcancel := context.WithCancelCause(tctx)
@@ -113,7 +110,7 @@ func (c *Runtime) runActivity(ctx context.Context, h *worker.Held, handoff strin
 			h.RecordDetails(b)
 		},
 	}
-	ev := telemetry.Event{RunID: t.RunID, Workflow: t.Workflow, Version: t.Version, Step: t.Step, Index: t.Index, Attempt: t.Attempt, Queue: t.Queue, TaskID: t.ID}
+	ev := activityEvent(t)
 	ev.Kind = telemetry.StepStarted
 	c.cfg.Telemetry.Emit(ev)
 	out, err := act.Invoke(replay.WithActivityInfo(actx, info), p.Input)
@@ -143,15 +140,39 @@ func (c *Runtime) runActivity(ctx context.Context, h *worker.Held, handoff strin
 		ev.Kind = telemetry.StepCompleted
 	}
 	c.cfg.Telemetry.Emit(ev)
-	return c.activityOutcome(h, start, p, handoff, out, err, policy)
+	return c.activityOutcome(&attempt{task: t, details: h.Details(), start: start}, p, handoff, out, err, policy)
+}
+
+// policy is the retry policy of the activity, as its command recorded it
+// (without NonRetryable, a function: the registered activity's).
+func (p *activityPayload) policy() flow.RetryPolicy {
+	return flow.RetryPolicy{MaxAttempts: p.MaxAttempts, InitialBackoff: p.Initial, MaxBackoff: p.MaxBackoff, Multiplier: p.Multiplier, Jitter: p.Jitter}
+}
+
+// attempt is an attempt of an activity whose outcome is committed: run in
+// this process, or by a worker outside it (remote.go).
+type attempt struct {
+	task *store.Task
+	// details are the attempt's last heartbeat details, which a retry
+	// reads.
+	details json.RawMessage
+	// start is when the attempt started; worker who ran it ("": this
+	// process).
+	start  time.Time
+	worker string
 }
 
 // activityOutcome commits the outcome of an activity attempt, after the
-// attempt's step_started entry.
-func (c *Runtime) activityOutcome(h *worker.Held, start time.Time, p activityPayload, handoff string, out json.RawMessage, err error, policy flow.RetryPolicy) ([]*store.Task, error) {
-	t := h.Task()
+// attempt's step_started entry: the one commit of an activity's outcome,
+// whoever ran it.
+func (c *Runtime) activityOutcome(a *attempt, p activityPayload, handoff string, out json.RawMessage, err error, policy flow.RetryPolicy) ([]*store.Task, error) {
+	t := a.task
 	lease := t.Lease()
-	started := fromStoredNew(worker.Started(c.cfg.WorkerID, t, start, "", t.Index))
+	by := a.worker
+	if by == "" {
+		by = c.cfg.WorkerID
+	}
+	started := fromStoredNew(worker.Started(by, t, a.start, "", t.Index))
 	started.Name = t.Step
 	d := &delivery{runID: t.RunID, workflow: t.Workflow, fence: &lease, handoff: handoff, replay: true}
 	if err == nil {
@@ -168,7 +189,7 @@ func (c *Runtime) activityOutcome(h *worker.Held, start time.Time, p activityPay
 		attempts = flow.DefaultRetryPolicy.MaxAttempts
 	}
 	if t.Attempt < attempts && policy.Retryable(err) {
-		return nil, c.retryActivity(h, started, err, policy)
+		return nil, c.retryActivity(a, started, err, policy)
 	}
 	failed := replay.ActivityFailed(t.Index, t.Step, t.Attempt, err.Error())
 	if app := workflow.ApplicationErrorOf(err, nil); app != nil {
@@ -189,8 +210,8 @@ func fromStoredNew(e store.NewEvent) replay.Event {
 // next attempt carries the heartbeat details this one recorded last. A
 // cached instance of the run is told of the events, so that the next
 // decision need not read the history.
-func (c *Runtime) retryActivity(h *worker.Held, started replay.Event, cause error, policy flow.RetryPolicy) error {
-	t := h.Task()
+func (c *Runtime) retryActivity(a *attempt, started replay.Event, cause error, policy flow.RetryPolicy) error {
+	t := a.task
 	now := c.cfg.Clock.Now()
 	backoff := policy.Backoff(t.Attempt+1, rand.Float64())
 	ready := now.Add(backoff)
@@ -199,7 +220,7 @@ func (c *Runtime) retryActivity(h *worker.Held, started replay.Event, cause erro
 	next := store.NewTask{
 		Queue: t.Queue, Kind: store.TaskActivity, Step: t.Step, Index: t.Index, Attempt: t.Attempt + 1,
 		Payload: t.Payload, Priority: t.Priority, ReadyAt: ready, Handler: store.ActivityHandler(t.Step),
-		Details: h.Details(),
+		Details: a.details,
 	}
 	e := c.sticky.lock(t.RunID)
 	defer c.sticky.unlock(e)

@@ -25,8 +25,9 @@ import (
 // the chosen tasks, recording the leases and the new rotation and rate
 // state, before it commits.
 
-// handlerCondSQL is handlerCond over the claim's handlers ($6).
-var handlerCondSQL = handlerCond("$6")
+// handlerCondSQL is handlerSetCond over the claim's handlers ($6: its
+// HandlerSet).
+var handlerCondSQL = handlerSetCond("$6")
 
 // maxKeysPerClaim bounds the concurrency keys one controlled claim visits
 // (docs/flow-control.md): it walks the keys of the queue in order from
@@ -199,9 +200,9 @@ func (s *Store) claimLocked(ctx context.Context, conn *pgx.Conn, p *store.ClaimP
 	b.Queue("BEGIN")
 	b.Queue(applySettings)
 	b.Queue(s.sq(lockQueueSQL), queue)
-	b.Queue(s.sq(bookkeepingSQL), queue, p.Owner, until, now, limit, p.Handlers)
+	b.Queue(s.sq(bookkeepingSQL), queue, p.Owner, until, now, limit, p.HandlerSet())
 	b.Queue(s.sq(runningSQL), queue, now)
-	b.Queue(s.sq(candidatesSQL), queue, "", maxKeysPerClaim, now, limit, p.Handlers)
+	b.Queue(s.sq(candidatesSQL), queue, "", maxKeysPerClaim, now, limit, p.HandlerSet())
 	var st qstate
 	var out []*store.Task
 	in := &flowctl.Input{Now: now}

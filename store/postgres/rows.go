@@ -183,6 +183,7 @@ type queries struct {
 	loadRuns, loadFenced, loadKeys, writeCreates, writeUpdates, lookup string
 	guard, created, vacuumTasks                                        string
 	claimOne, claimMany, heartbeat, release, nextReady, stranded       string
+	getTask                                                            string
 	strandedPerRun                                                     string
 	getRun, findRun, runExists, history, pruneLock, prune              string
 	registerWorker, removeWorker, listWorkers                          string
@@ -231,6 +232,7 @@ func newQueries(schema string) queries {
 		claimOne:  s(claimSQL("queue = $1 AND NOT EXISTS (SELECT 1 FROM §queues c WHERE c.name = $1 AND c.controlled)")),
 		claimMany: s(claimSQL("queue = ANY($1::text[]) AND queue <> ALL(ARRAY(SELECT name FROM §queues WHERE name = ANY($1::text[]) AND controlled))")),
 		heartbeat: s(heartbeatSQL),
+		getTask:   s("SELECT " + taskCols + " FROM §tasks WHERE id = $1"),
 		release:   s(leaseSQL("owner = NULL, lease_until = NULL")),
 		nextReady: s(`SELECT min(least(r.t, l.t)) FROM unnest($1::text[]) AS q(name)
 			CROSS JOIN LATERAL (SELECT min(ready_at) FROM §tasks WHERE queue = q.name AND owner IS NULL
@@ -288,6 +290,13 @@ func handlerCond(p string) string {
 	return "(" + p + "::text[] IS NULL OR handler = '' OR handler = ANY(" + p + "::text[]))"
 }
 
+// handlerSetCond keeps the tasks of a claim whose handler is in the array
+// parameter p (store.ClaimParams.HandlerSet: it holds the empty handler
+// unless the claim is strict), or all when p is NULL.
+func handlerSetCond(p string) string {
+	return "(" + p + "::text[] IS NULL OR handler = ANY(" + p + "::text[]))"
+}
+
 // claimSQL leases up to $5 tasks of the queues selected by queueCond (over
 // $1) that the handlers $6 can run to owner $2 until $3, at time $4. Rows
 // locked by others (being claimed, or fenced by an Apply) are skipped,
@@ -298,7 +307,7 @@ func claimSQL(queueCond string) string {
 	return `WITH picked AS (
 		SELECT id FROM §tasks
 		WHERE ` + queueCond + ` AND ready_at <= $4 AND (lease_until IS NULL OR lease_until <= $4)
-			AND ` + handlerCond("$6") + `
+			AND ` + handlerSetCond("$6") + `
 		ORDER BY priority DESC, ready_at, id LIMIT $5
 		FOR UPDATE SKIP LOCKED)
 	UPDATE §tasks t SET owner = $2, token = t.token + 1, lease_until = $3, claims = t.claims + 1

@@ -126,14 +126,14 @@ func checkClaim(p *store.ClaimParams) error {
 
 // claimArgs is the claim statement for p and its arguments. One queue
 // gets a plan that walks the claim index in order and stops at the limit.
-// Nil handlers go as NULL (no filter), an empty list as an empty array.
+// Nil handlers go as NULL (no filter), others as the claim's HandlerSet.
 func claimArgs(q *queries, p *store.ClaimParams) (string, []any) {
 	now := truncate(p.Now)
 	until := truncate(p.Now.Add(p.LeaseFor))
 	if len(p.Queues) == 1 {
-		return q.claimOne, []any{p.Queues[0], p.Owner, until, now, p.Limit, p.Handlers}
+		return q.claimOne, []any{p.Queues[0], p.Owner, until, now, p.Limit, p.HandlerSet()}
 	}
-	return q.claimMany, []any{p.Queues, p.Owner, until, now, p.Limit, p.Handlers}
+	return q.claimMany, []any{p.Queues, p.Owner, until, now, p.Limit, p.HandlerSet()}
 }
 
 // collectTasks reads tasks in claim order (RETURNING has none).
@@ -226,6 +226,25 @@ func (s *Store) leases(ctx context.Context, sql string, leases []store.Lease, ex
 		}
 	}
 	return lost, nil
+}
+
+// GetTask returns a task by id.
+func (s *Store) GetTask(ctx context.Context, id int64) (*store.Task, error) {
+	if err := s.check(); err != nil {
+		return nil, fmt.Errorf("get task: %w", err)
+	}
+	var t *store.Task
+	err := s.idempotent(ctx, func(ctx context.Context) (err error) {
+		t, err = scanTask(s.pool.QueryRow(ctx, s.q.getTask, id))
+		return err
+	})
+	if errors.Is(err, pgx.ErrNoRows) {
+		return nil, fmt.Errorf("get task %d: %w", id, store.ErrTaskNotFound)
+	}
+	if err != nil {
+		return nil, s.fail("get task", err)
+	}
+	return t, nil
 }
 
 // NextReady returns when a task of the queues that p.Handlers can run is

@@ -56,8 +56,9 @@ const (
 		ON CONFLICT (queue, key) DO UPDATE SET vtime = ?3, window_start = ?4, window_starts = ?5`
 	putQueueStateSQL = "UPDATE queues SET window_start = ?2, window_starts = ?3, vclock = ?4, key_cursor = ?5 WHERE name = ?1"
 
-	handlersOrAny    = "(?4 IS NULL OR handler = '' OR handler IN (SELECT value FROM json_each(?4)))"
-	handlersOrAnyAt5 = "(?5 IS NULL OR handler = '' OR handler IN (SELECT value FROM json_each(?5)))"
+	// The claim's store.ClaimParams.HandlerSet (NULL: any).
+	handlersOrAny    = "(?4 IS NULL OR handler IN (SELECT value FROM json_each(?4)))"
+	handlersOrAnyAt5 = "(?5 IS NULL OR handler IN (SELECT value FROM json_each(?5)))"
 )
 
 // controlledOf returns the controlled queues among p.Queues.
@@ -159,7 +160,7 @@ func handlersArg(h []string) (any, error) {
 func claimControlled(w *wconn, p *store.ClaimParams, queue string, limit int) ([]*store.Task, error) {
 	now := micros(p.Now)
 	until := now + p.LeaseFor.Microseconds()
-	handlers, err := handlersArg(p.Handlers)
+	handlers, err := handlersArg(p.HandlerSet())
 	if err != nil {
 		return nil, err
 	}

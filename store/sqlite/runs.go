@@ -18,7 +18,7 @@ import (
 type readStmts struct {
 	getRun, findRun, runExists, history   *sql.Stmt
 	nextReady, nextReadyHandlers, strands *sql.Stmt
-	strandsPerRun, listWorkers            *sql.Stmt
+	strandsPerRun, listWorkers, getTask   *sql.Stmt
 }
 
 func (r *readStmts) set() stmtSet {
@@ -32,6 +32,7 @@ func (r *readStmts) set() stmtSet {
 		{&r.strands, strandedQuery},
 		{&r.strandsPerRun, strandedPerRunQuery},
 		{&r.listWorkers, "SELECT " + workerCols + " FROM workers WHERE expires_at > ? ORDER BY id"},
+		{&r.getTask, "SELECT " + taskCols + " FROM tasks WHERE id = ?"},
 	}
 }
 

@@ -2,6 +2,7 @@ package sqlite
 
 import (
 	"context"
+	"database/sql"
 	"database/sql/driver"
 	"encoding/json"
 	"errors"
@@ -40,9 +41,16 @@ const (
 )
 
 // handlerIn is the condition that the task's handler is empty or in the
-// JSON array bound to param: see store.ClaimParams.Handlers.
+// JSON array bound to param: see store.NextReadyParams.Handlers.
 func handlerIn(param string) string {
 	return "(handler = '' OR handler IN (SELECT value FROM json_each(" + param + ")))"
+}
+
+// handlerSetIn is the condition of a claim that the task's handler is in
+// the JSON array bound to param: store.ClaimParams.HandlerSet, which holds
+// the empty handler unless the claim is strict.
+func handlerSetIn(param string) string {
+	return "handler IN (SELECT value FROM json_each(" + param + "))"
 }
 
 // jsonList is a list bound as one JSON array (never "null": json_each
@@ -120,7 +128,7 @@ func claim(w *wconn, p *store.ClaimParams) ([]*store.Task, error) {
 	var handlers string
 	if p.Handlers != nil {
 		var err error
-		if handlers, err = jsonList(p.Handlers); err != nil {
+		if handlers, err = jsonList(p.HandlerSet()); err != nil {
 			return nil, err
 		}
 		if q == qClaimOne {
@@ -279,6 +287,49 @@ func (s *Store) leases(ctx context.Context, leases []store.Lease, stmt func(w *w
 	return nil
 }
 
+// GetTask returns a task by id.
+func (s *Store) GetTask(ctx context.Context, id int64) (*store.Task, error) {
+	if err := s.check(); err != nil {
+		return nil, fmt.Errorf("get task: %w", err)
+	}
+	rows, err := s.r.getTask.QueryContext(ctx, id)
+	if err != nil {
+		return nil, s.fail("get task", err)
+	}
+	ts, err := scanTasks(rows)
+	if err != nil {
+		return nil, s.fail("get task", err)
+	}
+	if len(ts) == 0 {
+		return nil, fmt.Errorf("get task %d: %w", id, store.ErrTaskNotFound)
+	}
+	return ts[0], nil
+}
+
+// scanTasks reads rows of taskCols and closes them.
+func scanTasks(rows *sql.Rows) ([]*store.Task, error) {
+	defer rows.Close()
+	var out []*store.Task
+	vals := make([]any, numTaskCols)
+	ptrs := make([]any, numTaskCols)
+	for i := range vals {
+		ptrs[i] = &vals[i]
+	}
+	dest := make([]driver.Value, numTaskCols)
+	for rows.Next() {
+		// Scanned into *any, the values are the driver's (TEXT as string,
+		// INTEGER as int64, NULL as nil), as taskFromValues reads them.
+		if err := rows.Scan(ptrs...); err != nil {
+			return nil, err
+		}
+		for i, v := range vals {
+			dest[i] = v
+		}
+		out = append(out, taskFromValues(dest))
+	}
+	return out, rows.Err()
+}
+
 // nextReadyQuery returns the earliest ready time of the unleased tasks of
 // the queues in the JSON array ?1 and the earliest lease expiry of the
 // leased ones; handlerCond, when not empty, restricts the tasks.
@@ -363,26 +414,8 @@ func (s *Store) StrandedTasks(ctx context.Context, p *store.StrandedParams) ([]*
 	if err != nil {
 		return nil, s.fail("stranded tasks", err)
 	}
-	defer rows.Close()
-	var out []*store.Task
-	vals := make([]any, numTaskCols)
-	ptrs := make([]any, numTaskCols)
-	for i := range vals {
-		ptrs[i] = &vals[i]
-	}
-	dest := make([]driver.Value, numTaskCols)
-	for rows.Next() {
-		// Scanned into *any, the values are the driver's (TEXT as string,
-		// INTEGER as int64, NULL as nil), as taskFromValues reads them.
-		if err := rows.Scan(ptrs...); err != nil {
-			return nil, s.fail("stranded tasks", err)
-		}
-		for i, v := range vals {
-			dest[i] = v
-		}
-		out = append(out, taskFromValues(dest))
-	}
-	if err := rows.Err(); err != nil {
+	out, err := scanTasks(rows)
+	if err != nil {
 		return nil, s.fail("stranded tasks", err)
 	}
 	return out, nil

@@ -30,6 +30,8 @@
 //     store.ErrClosed.
 //   - A Change.Key is checked against the run's history as stored and
 //     against the earlier changes of the same Apply.
+//   - GetTask returns a task's lease as stored: an expired lease still
+//     shows its owner and token.
 //   - ListDocuments orders by name (byte order), then version, newest
 //     first; GetDocument by a hash that several names have returns the
 //     oldest of those versions (then by name).
@@ -108,6 +110,8 @@ func Run(t *testing.T, newStore func(t *testing.T) store.Store, opts ...Option) 
 		{"FenceOtherRun", testFenceOtherRun},
 		{"FencedCreate", testFencedCreate},
 		{"Handlers", testHandlers},
+		{"StrictClaims", testStrictClaims},
+		{"GetTask", testGetTask},
 		{"HeartbeatDetails", testHeartbeatDetails},
 		{"Condition", testCondition},
 		{"PruneKeepsWork", testPruneKeepsWork},
