@@ -56,7 +56,7 @@ func TestDefinitionsDocumentsGraph(t *testing.T) {
 		// List and get.
 		var dl DocumentList
 		e.api.call(http.MethodGet, "/api/v1/documents", nil, http.StatusOK, &dl)
-		if len(dl.Documents) != 3 || dl.Documents[0].Content != nil {
+		if len(dl.Documents) != 4 || dl.Documents[0].Content != nil {
 			t.Fatalf("documents %+v", dl)
 		}
 		e.api.call(http.MethodGet, "/api/v1/documents?name=echo-doc", nil, http.StatusOK, &dl)
@@ -76,7 +76,7 @@ func TestDefinitionsDocumentsGraph(t *testing.T) {
 		for _, d := range ds {
 			names = append(names, d.Kind+":"+d.Name)
 		}
-		want := "document:approval document:approval-ann document:echo-doc flow:flaky flow:gate flow:greet job:email workflow:counter"
+		want := "document:approval document:approval-ann document:echo-doc document:remote-doc flow:flaky flow:gate flow:greet flow:remote job:email workflow:counter"
 		if strings.Join(names, " ") != want {
 			t.Fatalf("definitions %s, want %s", strings.Join(names, " "), want)
 		}

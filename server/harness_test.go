@@ -131,6 +131,25 @@ func flakyFlow(fail *atomic.Bool, firstCalls *atomic.Int32) *flow.Flow {
 	return b.MustBuild()
 }
 
+// remoteFlow's step "shout" runs in a worker outside the process (the
+// handler "action:shout").
+func remoteFlow() *flow.Flow {
+	b := flow.New("remote")
+	flow.Remote(b, "shout", "shout")
+	return b.MustBuild()
+}
+
+// remoteDoc calls the action "upper", which workers outside the process
+// run.
+const remoteDoc = `
+name: remote-doc
+steps:
+  up:
+    action: upper
+    args: {text: "{{input.text}}"}
+    done: true
+`
+
 // counter counts the "add" signals until "done"; the update "set" sets
 // the count and answers the old one; the query "count" reads it.
 var (
@@ -212,7 +231,7 @@ func newEnv(t testing.TB, b backend, cfg *Config) *env {
 		t.Fatal(err)
 	}
 	fail, firstCalls := &atomic.Bool{}, &atomic.Int32{}
-	if err := c.Register(greetFlow(), gateFlow(), flakyFlow(fail, firstCalls)); err != nil {
+	if err := c.Register(greetFlow(), gateFlow(), flakyFlow(fail, firstCalls), remoteFlow()); err != nil {
 		t.Fatal(err)
 	}
 	if err := c.RegisterWorkflows(counter); err != nil {
@@ -227,8 +246,11 @@ func newEnv(t testing.TB, b backend, cfg *Config) *env {
 	}); err != nil {
 		t.Fatal(err)
 	}
+	if err := reg.Register(flowdoc.RemoteAction("upper")); err != nil {
+		t.Fatal(err)
+	}
 	ctx := context.Background()
-	for name, doc := range map[string]string{"approval": approvalDoc, "approval-ann": approvalAnnDoc} {
+	for name, doc := range map[string]string{"approval": approvalDoc, "approval-ann": approvalAnnDoc, "remote-doc": remoteDoc} {
 		if _, err := c.PutDocument(ctx, name, heph.DocumentYAML, []byte(doc)); err != nil {
 			t.Fatal(err)
 		}

@@ -77,6 +77,9 @@ var kindStatus = []struct {
 	kind   string
 }{
 	{hephaestus.ErrPayloadTooLarge, http.StatusRequestEntityTooLarge, kindTooLarge},
+	{store.ErrLeaseLost, http.StatusConflict, kindLeaseLost},
+	{hephaestus.ErrTaskLost, http.StatusConflict, kindLeaseLost},
+	{hephaestus.ErrInvalidToken, http.StatusBadRequest, kindBadRequest},
 	{hephaestus.ErrRunNotFound, http.StatusNotFound, kindNotFound},
 	{hephaestus.ErrFlowNotFound, http.StatusNotFound, kindNotFound},
 	{hephaestus.ErrWorkflowNotFound, http.StatusNotFound, kindNotFound},
@@ -108,7 +111,7 @@ var kindStatus = []struct {
 	{hephaestus.ErrDecisionFailed, http.StatusConflict, kindConflict},
 	{hephaestus.ErrFlowConflict, http.StatusConflict, kindConflict},
 	{hephaestus.ErrNotStarted, http.StatusConflict, kindNotServed},
-	{store.ErrLeaseLost, http.StatusConflict, kindLeaseLost},
+
 	{hephaestus.ErrClosed, http.StatusServiceUnavailable, kindUnavailable},
 	{store.ErrClosed, http.StatusServiceUnavailable, kindUnavailable},
 	{context.DeadlineExceeded, http.StatusGatewayTimeout, kindTimeout},

@@ -80,6 +80,12 @@ func (s *Server) register() {
 	s.handle(post, p+"/queues/{name}/resume", accessAdmin, "queues.resume", s.pauseQueue(false))
 	s.handle(get, p+"/workers", accessRead, "", s.listWorkers)
 
+	// The worker protocol. Claims and heartbeats are not audited.
+	s.handle(post, p+"/tasks/claim", accessWorker, "", s.claim)
+	s.handle(post, p+"/tasks/heartbeat", accessWorker, "", s.heartbeat)
+	s.handle(post, p+"/tasks/complete", accessWorker, "tasks.complete", s.complete)
+	s.handle(post, p+"/tasks/fail", accessWorker, "tasks.fail", s.failTask)
+
 	// Tokens and the audit log.
 	s.handle(get, p+"/tokens", accessAdmin, "", s.listTokens)
 	s.handle(post, p+"/tokens", accessAdmin, "tokens.create", s.createToken)
