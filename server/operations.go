@@ -255,7 +255,13 @@ func (p *processor) loop(ctx context.Context) {
 			log.Error("server: claim a bulk operation", "err", err)
 		}
 		if op != nil {
-			if err := p.run(ctx, op); err != nil && ctx.Err() == nil {
+			err := p.run(ctx, op)
+			if errors.Is(err, hephaestus.ErrInvalidInput) {
+				// The filter cannot select runs: no retry will.
+				op.Errors = store.KeptErrors(append(op.Errors, err.Error()))
+				err = p.save(ctx, op, progress{}, store.OperationFailed)
+			}
+			if err != nil && ctx.Err() == nil {
 				log.Warn("server: bulk operation stopped", "operation", op.ID, "err", err)
 			}
 			continue

@@ -169,3 +169,18 @@ func TestBulkRetry(t *testing.T) {
 		}
 	})
 }
+
+// An operation whose filter no store query takes fails at once, with the
+// reason, rather than being tried again and again.
+func TestBulkBadFilter(t *testing.T) {
+	e := newEnv(t, backends()[0], nil)
+	op := &store.Operation{ID: "bad-filter", Action: store.OperationCancel, Filter: json.RawMessage(`{"kind": "robot"}`), CreatedBy: "test", CreatedAt: time.Now()}
+	if err := e.store.CreateOperation(context.Background(), op); err != nil {
+		t.Fatal(err)
+	}
+	e.server.ops.wake()
+	got := e.waitOperation("bad-filter")
+	if got.Status != store.OperationFailed || len(got.Errors) != 1 {
+		t.Fatalf("an operation with a bad filter: %+v", got)
+	}
+}
