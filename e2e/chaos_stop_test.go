@@ -71,7 +71,10 @@ func TestChaosSigstop(t *testing.T) {
 		for poll := 0; ; poll++ {
 			fleet.mu.Lock()
 			for k, slow := range fleet.inflight[p] {
-				if slow {
+				// Only a step whose latest attempt is p's: a step p still
+				// runs after an earlier freeze was already taken over, and
+				// nobody will start it again.
+				if st := fleet.starters[k]; slow && len(st) > 0 && st[len(st)-1] == p {
 					inflight = append(inflight, k)
 					startsBefore[k] = len(fleet.starters[k])
 				}

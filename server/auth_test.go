@@ -1,0 +1,127 @@
+package server
+
+import (
+	"context"
+	"net/http"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+)
+
+// token makes a token in the env's store and returns its secret.
+func (e *env) token(name, role string) string {
+	e.t.Helper()
+	_, secret, err := NewToken(context.Background(), e.store, name, role, time.Now())
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	return secret
+}
+
+// Missing, unknown and revoked tokens are 401; a role that does not admit
+// the call is 403; every mutating call with a known caller is in the
+// audit log.
+func TestAuth(t *testing.T) {
+	forEach(t, func(t *testing.T, b backend) {
+		e := newEnv(t, b, &Config{})
+		admin, reader, worker := e.token("admin", RoleAdmin), e.token("reader", RoleRead), e.token("worker", RoleWorker)
+		e.api.token = admin
+
+		// No token needed.
+		for _, p := range []string{"/healthz", "/readyz", "/api/v1/openapi.json"} {
+			if r := e.api.do(req{method: http.MethodGet, path: p, token: "-"}); r.status != http.StatusOK {
+				t.Errorf("GET %s without a token: %d %s", p, r.status, r.body)
+			}
+		}
+		// Missing and unknown tokens.
+		p := e.api.do(req{method: http.MethodGet, path: "/api/v1/runs", token: "-"}).problem(t, http.StatusUnauthorized)
+		if !strings.Contains(p.Detail, "missing bearer token") {
+			t.Errorf("missing token: %+v", p)
+		}
+		e.api.do(req{method: http.MethodGet, path: "/api/v1/runs", token: "heph_nope"}).problem(t, http.StatusUnauthorized)
+		e.api.do(req{method: http.MethodGet, path: "/api/v1/runs", header: map[string]string{"Authorization": "Basic eDp5"}, token: "-"}).problem(t, http.StatusUnauthorized)
+
+		// Roles.
+		for _, p := range []string{"/api/v1/runs", "/api/v1/definitions", "/api/v1/queues"} {
+			if r := e.api.do(req{method: http.MethodGet, path: p, token: reader}); r.status != http.StatusOK {
+				t.Errorf("GET %s as a reader: %d %s", p, r.status, r.body)
+			}
+		}
+		e.api.do(req{method: http.MethodPost, path: "/api/v1/runs", token: reader, body: map[string]any{"name": "greet"}}).problem(t, http.StatusForbidden)
+		e.api.do(req{method: http.MethodGet, path: "/api/v1/tokens", token: reader}).problem(t, http.StatusForbidden)
+		if r := e.api.do(req{method: http.MethodGet, path: "/api/v1/runs", token: worker}); r.status != http.StatusOK {
+			t.Errorf("GET /runs as a worker: %d %s", r.status, r.body)
+		}
+		e.api.do(req{method: http.MethodGet, path: "/api/v1/definitions", token: worker}).problem(t, http.StatusForbidden)
+		e.api.do(req{method: http.MethodPost, path: "/api/v1/runs/x/cancel", token: worker}).problem(t, http.StatusForbidden)
+
+		// The admin starts a run (its creator is the token's name) and
+		// approves a gate as the token's name.
+		var r Run
+		e.api.call(http.MethodPost, "/api/v1/runs", map[string]any{"kind": "document", "name": "approval", "input": map[string]string{"title": "t"}}, http.StatusCreated, &r)
+		if string(r.Metadata["created_by"]) != `"admin"` {
+			t.Errorf("created_by %s, want the token's name", r.Metadata["created_by"])
+		}
+		e.waitStatus(r.ID, "waiting")
+		var d Decision
+		e.api.call(http.MethodPost, "/api/v1/runs/"+r.ID+"/steps/review/approve", nil, http.StatusOK, &d)
+		if d.Actor != "admin" {
+			t.Errorf("decision by %q, want admin", d.Actor)
+		}
+
+		// Tokens through the API: create, use, list, revoke.
+		var nt NewTokenJSON
+		e.api.call(http.MethodPost, "/api/v1/tokens", map[string]any{"name": "ci", "role": "read"}, http.StatusCreated, &nt)
+		if !strings.HasPrefix(nt.Token, TokenPrefix) || nt.Role != "read" {
+			t.Fatalf("new token %+v", nt)
+		}
+		if r := e.api.do(req{method: http.MethodGet, path: "/api/v1/runs", token: nt.Token}); r.status != http.StatusOK {
+			t.Errorf("GET /runs with a new token: %d %s", r.status, r.body)
+		}
+		e.api.do(req{method: http.MethodPost, path: "/api/v1/tokens", body: map[string]any{"name": "ci", "role": "read"}}).problem(t, http.StatusConflict)
+		e.api.do(req{method: http.MethodPost, path: "/api/v1/tokens", body: map[string]any{"name": "x", "role": "root"}, invalid: true}).problem(t, http.StatusBadRequest)
+		var ts []Token
+		e.api.call(http.MethodGet, "/api/v1/tokens", nil, http.StatusOK, &ts)
+		if len(ts) != 4 {
+			t.Fatalf("tokens %+v", ts)
+		}
+		e.api.call(http.MethodDelete, "/api/v1/tokens/"+nt.ID, nil, http.StatusNoContent, nil)
+		p = e.api.do(req{method: http.MethodGet, path: "/api/v1/runs", token: nt.Token}).problem(t, http.StatusUnauthorized)
+		if !strings.Contains(p.Detail, "revoked") {
+			t.Errorf("revoked token: %+v", p)
+		}
+		e.api.do(req{method: http.MethodDelete, path: "/api/v1/tokens/nope"}).problem(t, http.StatusNotFound)
+
+		// The audit log, newest first, one page at a time.
+		var al AuditList
+		e.api.call(http.MethodGet, "/api/v1/audit?limit=1000", nil, http.StatusOK, &al)
+		var got []string
+		for _, a := range al.Entries {
+			got = append(got, a.Actor+" "+a.Action+" "+strconv.Itoa(a.Status))
+		}
+		want := []string{
+			"admin tokens.revoke 404", "admin tokens.revoke 204", "admin tokens.create 400", "admin tokens.create 409", "admin tokens.create 201",
+			"admin runs.approve 200", "admin runs.start 201", "worker runs.cancel 403", "reader runs.start 403",
+		}
+		if strings.Join(got, "\n") != strings.Join(want, "\n") {
+			t.Fatalf("audit log:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
+		}
+		if al.Entries[6].Target != r.ID || al.Entries[6].Method != http.MethodPost || al.Entries[6].Path != "/api/v1/runs" || al.Entries[6].Role != "admin" {
+			t.Errorf("the start's entry: %+v", al.Entries[6])
+		}
+		var page AuditList
+		e.api.call(http.MethodGet, "/api/v1/audit?limit=2", nil, http.StatusOK, &page)
+		if len(page.Entries) != 2 || page.Next == "" {
+			t.Fatalf("first page %+v", page)
+		}
+		e.api.call(http.MethodGet, "/api/v1/audit?limit=2&cursor="+page.Next, nil, http.StatusOK, &page)
+		if len(page.Entries) != 2 || page.Entries[0].ID != al.Entries[2].ID {
+			t.Fatalf("second page %+v", page)
+		}
+		e.api.call(http.MethodGet, "/api/v1/audit?action=runs.start", nil, http.StatusOK, &page)
+		if len(page.Entries) != 2 {
+			t.Fatalf("runs.start entries %+v", page)
+		}
+	})
+}

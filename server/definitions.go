@@ -1,0 +1,197 @@
+package server
+
+import (
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"net/url"
+	"time"
+
+	hephaestus "github.com/hephaestus-go/hephaestus"
+	"github.com/hephaestus-go/hephaestus/internal/graphtext"
+)
+
+// Definition is what runs start from.
+type Definition struct {
+	Kind     string `json:"kind"`
+	Name     string `json:"name"`
+	Versions []int  `json:"versions"`
+	Latest   int    `json:"latest"`
+}
+
+func (s *Server) definitions(c *call) error {
+	ds, err := s.cfg.Client.Definitions(c.ctx())
+	if err != nil {
+		return err
+	}
+	out := make([]Definition, 0, len(ds))
+	for _, d := range ds {
+		out = append(out, Definition{Kind: d.Kind, Name: d.Name, Versions: nonNil(d.Versions), Latest: d.Latest})
+	}
+	return c.json(http.StatusOK, out)
+}
+
+// graph draws a definition's graph: JSON (graphtext.Graph) by default,
+// Mermaid or DOT text with ?format.
+func (s *Server) graph(c *call) error {
+	q := c.query()
+	version := q.integer("version", 0, 0, 1<<31-1)
+	format := q.str("format")
+	switch format {
+	case "", "json", "mermaid", "dot":
+	default:
+		q.fail("format", `%q is not a format: use "json", "mermaid" or "dot"`, format)
+	}
+	if err := q.err(); err != nil {
+		return err
+	}
+	f, err := s.cfg.Client.Flow(c.ctx(), c.r.PathValue("name"), version)
+	if err != nil {
+		return err
+	}
+	g := graphtext.Of(f)
+	switch format {
+	case "mermaid":
+		return c.text("text/vnd.mermaid; charset=utf-8", graphtext.Mermaid(g))
+	case "dot":
+		return c.text("text/vnd.graphviz; charset=utf-8", graphtext.DOT(g))
+	}
+	return c.json(http.StatusOK, g)
+}
+
+// text writes a 200 text answer.
+func (c *call) text(contentType, body string) error {
+	c.wrote = true
+	c.w.Header().Set("Content-Type", contentType)
+	c.w.WriteHeader(http.StatusOK)
+	_, _ = c.w.Write([]byte(body))
+	return nil
+}
+
+// Document is a stored flow document.
+type Document struct {
+	Name      string    `json:"name"`
+	Version   int       `json:"version"`
+	Hash      string    `json:"hash"`
+	Format    string    `json:"format"`
+	Size      int       `json:"size"`
+	CreatedAt time.Time `json:"created_at"`
+	// Content is the document as submitted; only GET /documents/{name}
+	// returns it.
+	Content *string `json:"content,omitempty"`
+}
+
+func documentJSON(d *hephaestus.Document) *Document {
+	out := &Document{Name: d.Name, Version: d.Version, Hash: d.Hash, Format: d.Format, Size: d.Size, CreatedAt: d.CreatedAt.UTC()}
+	if d.Content != nil {
+		s := string(d.Content)
+		out.Content = &s
+	}
+	return out
+}
+
+// documentBody is the body of POST /documents and /documents/validate.
+type documentBody struct {
+	Name    string `json:"name"`
+	Format  string `json:"format"`
+	Content string `json:"content"`
+}
+
+// check validates the body's format and content: an invalid document is
+// a 422 with its positioned errors.
+func (s *Server) checkDocument(b *documentBody, named bool) error {
+	if named && b.Name == "" {
+		return fieldProblem("name", "is required")
+	}
+	switch b.Format {
+	case hephaestus.DocumentJSON:
+		if !json.Valid([]byte(b.Content)) {
+			return &Problem{Status: http.StatusUnprocessableEntity, Kind: kindUnprocessable, Detail: "the document is invalid",
+				Errors: []FieldError{{Line: 1, Column: 1, Message: `the content is not JSON; send format "yaml" for YAML`}}}
+		}
+	case hephaestus.DocumentYAML:
+	default:
+		return fieldProblem("format", fmt.Sprintf(`%q is not a format: use "json" or "yaml"`, b.Format))
+	}
+	if b.Content == "" {
+		return fieldProblem("content", "is required")
+	}
+	if len(b.Content) > hephaestus.MaxDocumentSize {
+		return &Problem{Status: http.StatusRequestEntityTooLarge, Kind: kindTooLarge, Detail: fmt.Sprintf("a document is at most %d bytes", hephaestus.MaxDocumentSize)}
+	}
+	name := b.Name
+	if name == "" {
+		name = "document"
+	}
+	return s.cfg.Client.ValidateDocument(name, []byte(b.Content))
+}
+
+func (s *Server) putDocument(c *call) error {
+	var b documentBody
+	if err := c.decode(&b, false); err != nil {
+		return err
+	}
+	c.target = b.Name
+	if err := s.checkDocument(&b, true); err != nil {
+		return err
+	}
+	d, err := s.cfg.Client.PutDocument(c.ctx(), b.Name, b.Format, []byte(b.Content))
+	if err != nil {
+		return err
+	}
+	c.w.Header().Set("Location", "/api/v1/documents/"+url.PathEscape(d.Name)+fmt.Sprintf("?version=%d", d.Version))
+	d.Content = nil
+	return c.json(http.StatusCreated, documentJSON(d))
+}
+
+// Validation is the answer to a valid document.
+type Validation struct {
+	Valid bool `json:"valid"`
+}
+
+func (s *Server) validateDocument(c *call) error {
+	var b documentBody
+	if err := c.decode(&b, false); err != nil {
+		return err
+	}
+	if err := s.checkDocument(&b, false); err != nil {
+		return err
+	}
+	return c.json(http.StatusOK, Validation{Valid: true})
+}
+
+// DocumentList is a page of documents, without their content.
+type DocumentList struct {
+	Documents []*Document `json:"documents"`
+	Next      string      `json:"next"`
+}
+
+func (s *Server) listDocuments(c *call) error {
+	q := c.query()
+	opts := &hephaestus.ListDocumentsOptions{Name: q.str("name"), Limit: q.integer("limit", 100, 1, 1000), Cursor: q.str("cursor")}
+	if err := q.err(); err != nil {
+		return err
+	}
+	page, err := s.cfg.Client.ListDocuments(c.ctx(), opts)
+	if err != nil {
+		return err
+	}
+	out := &DocumentList{Documents: make([]*Document, 0, len(page.Documents)), Next: page.Next}
+	for _, d := range page.Documents {
+		out.Documents = append(out.Documents, documentJSON(d))
+	}
+	return c.json(http.StatusOK, out)
+}
+
+func (s *Server) getDocument(c *call) error {
+	q := c.query()
+	version := q.integer("version", 0, 0, 1<<31-1)
+	if err := q.err(); err != nil {
+		return err
+	}
+	d, err := s.cfg.Client.GetDocument(c.ctx(), c.r.PathValue("name"), version)
+	if err != nil {
+		return err
+	}
+	return c.json(http.StatusOK, documentJSON(d))
+}

@@ -1,0 +1,94 @@
+package server
+
+import (
+	_ "embed"
+	"net/http"
+)
+
+// Prefix is the path of the API's routes.
+const Prefix = "/api/v1"
+
+//go:embed openapi.json
+var openAPI []byte
+
+// OpenAPI returns the OpenAPI 3.1 document of the API.
+func OpenAPI() []byte { return append([]byte(nil), openAPI...) }
+
+// register lists every route: one table, which the OpenAPI document
+// matches route for route (a test checks it both ways).
+func (s *Server) register() {
+	const p = Prefix
+	get, post, put, del := http.MethodGet, http.MethodPost, http.MethodPut, http.MethodDelete
+
+	s.handle(get, "/healthz", accessPublic, "", s.healthz)
+	s.handle(get, "/readyz", accessPublic, "", s.readyz)
+	s.handle(get, p+"/openapi.json", accessPublic, "", func(c *call) error {
+		c.wrote = true
+		c.w.Header().Set("Content-Type", "application/json")
+		_, _ = c.w.Write(openAPI)
+		return nil
+	})
+
+	// Runs.
+	s.handle(post, p+"/runs", accessAdmin, "runs.start", s.startRun)
+	s.handle(get, p+"/runs", accessRuns, "", s.listRuns)
+	s.handle(get, p+"/runs/{id}", accessRuns, "", s.getRun)
+	s.handle(get, p+"/runs/{id}/history", accessRuns, "", s.history)
+	s.handle(get, p+"/runs/{id}/result", accessRuns, "", s.result)
+	s.handle(get, p+"/runs/{id}/state", accessRuns, "", s.state)
+
+	// Interactions.
+	s.handle(post, p+"/runs/{id}/signals/{name}", accessAdmin, "runs.signal", s.signal)
+	s.handle(post, p+"/runs/{id}/updates/{name}", accessAdmin, "runs.update", s.update)
+	s.handle(post, p+"/runs/{id}/queries/{name}", accessRead, "runs.query", s.query)
+	s.handle(post, p+"/runs/{id}/resume", accessAdmin, "runs.resume", s.resume)
+	s.handle(post, p+"/runs/{id}/steps/{step}/approve", accessAdmin, "runs.approve", s.decide(true))
+	s.handle(post, p+"/runs/{id}/steps/{step}/reject", accessAdmin, "runs.reject", s.decide(false))
+	s.handle(post, p+"/runs/{id}/cancel", accessAdmin, "runs.cancel", s.cancel)
+	s.handle(post, p+"/runs/{id}/retry", accessAdmin, "runs.retry", s.retry)
+	s.handle(get, p+"/approvals", accessRead, "", s.approvals)
+	s.handle(post, p+"/operations", accessAdmin, "operations.create", s.createOperation)
+	s.handle(get, p+"/operations", accessRead, "", s.listOperations)
+	s.handle(get, p+"/operations/{id}", accessRead, "", s.getOperation)
+
+	// Definitions and documents.
+	s.handle(get, p+"/definitions", accessRead, "", s.definitions)
+	s.handle(get, p+"/definitions/{name}/graph", accessRead, "", s.graph)
+	s.handle(post, p+"/documents", accessAdmin, "documents.put", s.putDocument)
+	s.handle(get, p+"/documents", accessRead, "", s.listDocuments)
+	s.handle(post, p+"/documents/validate", accessRead, "documents.validate", s.validateDocument)
+	s.handle(get, p+"/documents/{name}", accessRead, "", s.getDocument)
+
+	// Schedules.
+	s.handle(get, p+"/schedules", accessRead, "", s.listSchedules)
+	s.handle(post, p+"/schedules", accessAdmin, "schedules.create", s.createSchedule)
+	s.handle(get, p+"/schedules/{id}", accessRead, "", s.getSchedule)
+	s.handle(put, p+"/schedules/{id}", accessAdmin, "schedules.update", s.updateSchedule)
+	s.handle(del, p+"/schedules/{id}", accessAdmin, "schedules.delete", s.deleteSchedule)
+	s.handle(post, p+"/schedules/{id}/pause", accessAdmin, "schedules.pause", s.pauseSchedule(true))
+	s.handle(post, p+"/schedules/{id}/resume", accessAdmin, "schedules.resume", s.pauseSchedule(false))
+	s.handle(post, p+"/schedules/{id}/trigger", accessAdmin, "schedules.trigger", s.triggerSchedule)
+	s.handle(post, p+"/schedules/{id}/backfill", accessAdmin, "schedules.backfill", s.backfill)
+	s.handle(get, p+"/schedules/{id}/next", accessRead, "", s.nextFires)
+	s.handle(get, p+"/schedules/{id}/runs", accessRead, "", s.scheduleRuns)
+
+	// Queues and workers.
+	s.handle(get, p+"/queues", accessRead, "", s.listQueues)
+	s.handle(get, p+"/queues/{name}", accessRead, "", s.getQueue)
+	s.handle(put, p+"/queues/{name}", accessAdmin, "queues.set", s.setQueue)
+	s.handle(post, p+"/queues/{name}/pause", accessAdmin, "queues.pause", s.pauseQueue(true))
+	s.handle(post, p+"/queues/{name}/resume", accessAdmin, "queues.resume", s.pauseQueue(false))
+	s.handle(get, p+"/workers", accessRead, "", s.listWorkers)
+
+	// The worker protocol. Claims and heartbeats are not audited.
+	s.handle(post, p+"/tasks/claim", accessWorker, "", s.claim)
+	s.handle(post, p+"/tasks/heartbeat", accessWorker, "", s.heartbeat)
+	s.handle(post, p+"/tasks/complete", accessWorker, "tasks.complete", s.complete)
+	s.handle(post, p+"/tasks/fail", accessWorker, "tasks.fail", s.failTask)
+
+	// Tokens and the audit log.
+	s.handle(get, p+"/tokens", accessAdmin, "", s.listTokens)
+	s.handle(post, p+"/tokens", accessAdmin, "tokens.create", s.createToken)
+	s.handle(del, p+"/tokens/{id}", accessAdmin, "tokens.revoke", s.revokeToken)
+	s.handle(get, p+"/audit", accessAdmin, "", s.listAudit)
+}

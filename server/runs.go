@@ -1,0 +1,399 @@
+package server
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"net/url"
+	"strings"
+	"time"
+
+	"github.com/google/uuid"
+
+	hephaestus "github.com/hephaestus-go/hephaestus"
+	"github.com/hephaestus-go/hephaestus/hephtype"
+)
+
+// Run is a run as the API shows it.
+type Run struct {
+	ID             string                     `json:"id"`
+	Kind           string                     `json:"kind"`
+	Workflow       string                     `json:"workflow"`
+	Version        int                        `json:"version"`
+	Status         string                     `json:"status"`
+	Input          json.RawMessage            `json:"input,omitempty"`
+	Output         json.RawMessage            `json:"output,omitempty"`
+	Error          string                     `json:"error,omitempty"`
+	BusinessID     string                     `json:"business_id,omitempty"`
+	Tags           []string                   `json:"tags"`
+	Metadata       map[string]json.RawMessage `json:"metadata"`
+	ConcurrencyKey string                     `json:"concurrency_key,omitempty"`
+	Condition      *RunCondition              `json:"condition,omitempty"`
+	// Steps is nil in a RunSummary (a list); a workflow run has none.
+	Steps      []StepJSON              `json:"steps,omitempty"`
+	Document   *hephaestus.DocumentRef `json:"document,omitempty"`
+	CreatedAt  time.Time               `json:"created_at"`
+	UpdatedAt  time.Time               `json:"updated_at"`
+	FinishedAt *time.Time              `json:"finished_at,omitempty"`
+}
+
+// RunCondition says why an active run does not progress.
+type RunCondition struct {
+	Kind   string    `json:"kind"`
+	Reason string    `json:"reason,omitempty"`
+	Since  time.Time `json:"since,omitzero"`
+}
+
+// StepJSON is a step's state in a run.
+type StepJSON struct {
+	Name     string          `json:"name"`
+	Status   string          `json:"status"`
+	Attempts int             `json:"attempts"`
+	Event    string          `json:"event,omitempty"`
+	Output   json.RawMessage `json:"output,omitempty"`
+}
+
+// runJSON converts a run; full includes its input, output and steps.
+func runJSON(r *hephaestus.Run, full bool) *Run {
+	out := &Run{
+		ID: r.ID, Kind: string(r.Kind), Workflow: r.Flow, Version: r.Version, Status: string(r.Status), Error: r.Error,
+		BusinessID: r.BusinessID, Tags: r.Tags, Metadata: r.Metadata, ConcurrencyKey: r.ConcurrencyKey,
+		CreatedAt: r.CreatedAt.UTC(), UpdatedAt: r.UpdatedAt.UTC(),
+	}
+	if out.Tags == nil {
+		out.Tags = []string{}
+	}
+	if out.Metadata == nil {
+		out.Metadata = map[string]json.RawMessage{}
+	}
+	if !r.Condition.IsZero() {
+		out.Condition = &RunCondition{Kind: r.Condition.Code, Reason: r.Condition.Message, Since: r.Condition.Since.UTC()}
+	}
+	if !r.FinishedAt.IsZero() {
+		t := r.FinishedAt.UTC()
+		out.FinishedAt = &t
+	}
+	if d, ok := r.Document(); ok {
+		out.Document = &d
+	}
+	if full {
+		out.Input, out.Output = r.Input, r.Output
+		out.Steps = make([]StepJSON, 0, len(r.Steps))
+		for _, s := range r.Steps {
+			out.Steps = append(out.Steps, StepJSON{Name: s.Name, Status: string(s.Status), Attempts: s.Attempt, Event: s.Event, Output: s.Output})
+		}
+	}
+	return out
+}
+
+// startRequest is the body of POST /runs.
+type startRequest struct {
+	Kind           string                     `json:"kind"`
+	Name           string                     `json:"name"`
+	Version        int                        `json:"version"`
+	Input          json.RawMessage            `json:"input"`
+	BusinessValue  string                     `json:"business_value"`
+	WorkflowID     string                     `json:"workflow_id"`
+	Tags           []string                   `json:"tags"`
+	Metadata       map[string]json.RawMessage `json:"metadata"`
+	ConcurrencyKey string                     `json:"concurrency_key"`
+	CreatedBy      string                     `json:"created_by"`
+}
+
+// check validates what decoding cannot.
+func (b *startRequest) check() error {
+	if b.Kind == "" {
+		b.Kind = "flow"
+	}
+	switch b.Kind {
+	case "flow", "workflow", "document", "job":
+	default:
+		return fieldProblem("kind", fmt.Sprintf(`%q is not a kind: use "flow", "workflow", "job" or "document"`, b.Kind))
+	}
+	if b.Name == "" {
+		return fieldProblem("name", "is required")
+	}
+	if b.Version < 0 {
+		return fieldProblem("version", "must not be negative")
+	}
+	if b.Kind == "workflow" && (b.BusinessValue != "" || b.Version != 0) {
+		return fieldProblem("business_value", "a workflow takes workflow_id, not business_value or version")
+	}
+	if b.Kind == "job" && b.Version != 0 {
+		return fieldProblem("version", "a job kind has no versions")
+	}
+	if b.Kind != "workflow" && b.WorkflowID != "" {
+		return fieldProblem("workflow_id", "only a workflow takes a workflow id; a flow takes business_value")
+	}
+	return nil
+}
+
+// fieldProblem is a 400 naming a field of the body.
+func fieldProblem(field, msg string) *Problem {
+	p := badRequest(field + ": " + msg)
+	p.Errors = []FieldError{{Path: field, Message: msg}}
+	return p
+}
+
+func anyMap(m map[string]json.RawMessage) map[string]any {
+	if m == nil {
+		return nil
+	}
+	out := make(map[string]any, len(m))
+	for k, v := range m {
+		out[k] = v
+	}
+	return out
+}
+
+// input is the run input to pass on: JSON null when absent.
+func input(raw json.RawMessage) any {
+	if len(raw) == 0 {
+		return nil
+	}
+	return raw
+}
+
+// idempotencyNamespace is the UUID namespace of the run ids derived from
+// Idempotency-Key headers.
+var idempotencyNamespace = uuid.MustParse("6f1c2a0e-3b7d-5e8f-9a41-2c6d8e0f1b35")
+
+// maxIdempotencyKey bounds an Idempotency-Key, in bytes.
+const maxIdempotencyKey = 200
+
+// runIDOf derives the run id of a start from its Idempotency-Key, its kind
+// and its name: a repeated request names the same run.
+func runIDOf(key, kind, name string) string {
+	return uuid.NewSHA1(idempotencyNamespace, []byte(key+"\x00"+kind+"\x00"+name)).String()
+}
+
+// startRun starts a run: 201 with it, or 200 with the run an earlier
+// request with the same Idempotency-Key (and kind and name) started.
+func (s *Server) startRun(c *call) error {
+	var b startRequest
+	if err := c.decode(&b, false); err != nil {
+		return err
+	}
+	if err := b.check(); err != nil {
+		return err
+	}
+	var runID string
+	if key := c.r.Header.Get("Idempotency-Key"); key != "" {
+		if len(key) > maxIdempotencyKey {
+			return badRequest(fmt.Sprintf("the Idempotency-Key header is %d bytes long, more than %d", len(key), maxIdempotencyKey))
+		}
+		runID = runIDOf(key, b.Kind, b.Name)
+	}
+	createdBy := b.CreatedBy
+	if createdBy == "" {
+		createdBy = c.actor
+	}
+	cl := s.cfg.Client
+	var run *hephaestus.Run
+	var err error
+	switch b.Kind {
+	case "workflow":
+		md := anyMap(b.Metadata)
+		if md == nil {
+			md = map[string]any{}
+		}
+		if _, ok := md["created_by"]; !ok && createdBy != "" {
+			md["created_by"] = createdBy
+		}
+		run, err = cl.StartWorkflow(c.ctx(), b.Name, input(b.Input), &hephaestus.WorkflowOptions{
+			ID: b.WorkflowID, Tags: b.Tags, Metadata: md, ConcurrencyKey: b.ConcurrencyKey, RunID: runID,
+		})
+	case "job":
+		var j *hephaestus.Job
+		j, err = cl.InsertJobJSON(c.ctx(), b.Name, b.Input, &hephaestus.JobOptions{
+			UniqueKey: b.BusinessValue, Tags: b.Tags, Metadata: anyMap(b.Metadata), ConcurrencyKey: b.ConcurrencyKey, RunID: runID,
+		})
+		if err != nil {
+			return err
+		}
+		if run, err = cl.GetRun(c.ctx(), j.ID); err != nil {
+			return err
+		}
+		if j.Duplicate {
+			err = hephaestus.ErrRunExists
+		}
+	default:
+		opts := &hephaestus.StartOptions{
+			BusinessValue: b.BusinessValue, Version: b.Version, Tags: b.Tags, Metadata: anyMap(b.Metadata),
+			CreatedBy: createdBy, ConcurrencyKey: b.ConcurrencyKey, RunID: runID,
+		}
+		if b.Kind == "document" {
+			run, err = cl.StartDocument(c.ctx(), b.Name, b.Version, input(b.Input), opts)
+		} else {
+			run, err = cl.StartRun(c.ctx(), b.Name, input(b.Input), opts)
+		}
+	}
+	status := http.StatusCreated
+	if errors.Is(err, hephaestus.ErrRunExists) && run != nil && runID != "" {
+		status, err = http.StatusOK, nil
+	}
+	if err != nil {
+		return err
+	}
+	c.target = run.ID
+	c.w.Header().Set("Location", "/api/v1/runs/"+url.PathEscape(run.ID))
+	return c.json(status, runJSON(run, true))
+}
+
+// RunList is a page of runs.
+type RunList struct {
+	Runs []*Run `json:"runs"`
+	Next string `json:"next"`
+}
+
+func (s *Server) listRuns(c *call) error {
+	q := c.query()
+	opts := &hephaestus.ListOptions{
+		Flow:          q.str("workflow"),
+		BusinessID:    q.str("business_id"),
+		Tags:          q.list("tag"),
+		CreatedAfter:  q.time("created_after"),
+		CreatedBefore: q.time("created_before"),
+		Queue:         q.str("queue"),
+		Text:          q.str("q"),
+		Limit:         q.integer("limit", 100, 1, 1000),
+		Cursor:        q.str("cursor"),
+	}
+	switch k := q.str("kind"); k {
+	case "", string(hephaestus.KindFlow), string(hephaestus.KindWorkflow):
+		opts.Kind = hephaestus.RunKind(k)
+	default:
+		q.fail("kind", `%q is not a kind of run: use "flow" or "workflow"`, k)
+	}
+	for name, vs := range q.v {
+		if key, ok := strings.CutPrefix(name, "meta."); ok && key != "" {
+			if opts.Metadata == nil {
+				opts.Metadata = map[string]string{}
+			}
+			opts.Metadata[key] = vs[0]
+		}
+	}
+	for _, st := range q.list("status") {
+		if !hephtype.RunStatus(st).Valid() {
+			q.fail("status", "%q is not a run status", st)
+		}
+		opts.Statuses = append(opts.Statuses, hephtype.RunStatus(st))
+	}
+	if err := q.err(); err != nil {
+		return err
+	}
+	page, err := s.cfg.Client.ListRuns(c.ctx(), opts)
+	if err != nil {
+		return err
+	}
+	out := &RunList{Runs: make([]*Run, 0, len(page.Runs)), Next: page.Next}
+	for _, r := range page.Runs {
+		out.Runs = append(out.Runs, runJSON(r, false))
+	}
+	return c.json(http.StatusOK, out)
+}
+
+func (s *Server) getRun(c *call) error {
+	r, err := s.cfg.Client.GetRun(c.ctx(), c.r.PathValue("id"))
+	if err != nil {
+		return err
+	}
+	return c.json(http.StatusOK, runJSON(r, true))
+}
+
+// Event is a history entry as the API shows it.
+type Event struct {
+	Seq     int64           `json:"seq"`
+	Kind    string          `json:"kind"`
+	Step    string          `json:"step,omitempty"`
+	Index   int             `json:"index"`
+	Attempt int             `json:"attempt,omitempty"`
+	Name    string          `json:"name,omitempty"`
+	Data    json.RawMessage `json:"data,omitempty"`
+	Error   string          `json:"error,omitempty"`
+	At      time.Time       `json:"at"`
+}
+
+// History is a page of a run's history.
+type History struct {
+	Events []Event `json:"events"`
+	// Last is the sequence number of the last event returned (the after
+	// parameter when none): the next call's after.
+	Last int64 `json:"last"`
+}
+
+func (s *Server) history(c *call) error {
+	q := c.query()
+	after := q.int64("after")
+	wait := q.dur("wait", MaxWait)
+	if err := q.err(); err != nil {
+		return err
+	}
+	evs, err := s.cfg.Client.HistoryAfter(c.ctx(), c.r.PathValue("id"), after, s.longPoll(wait))
+	if err != nil {
+		return err
+	}
+	out := &History{Events: []Event{}, Last: after}
+	for _, e := range evs {
+		out.Events = append(out.Events, Event{Seq: e.Seq, Kind: string(e.Kind), Step: e.Step, Index: e.Index, Attempt: e.Attempt,
+			Name: e.Name, Data: e.Data, Error: e.Error, At: e.At.UTC()})
+		out.Last = e.Seq
+	}
+	return c.json(http.StatusOK, out)
+}
+
+// longPoll bounds a requested wait: at most MaxWait, and nine tenths of
+// the request timeout so that the answer is written in time.
+func (s *Server) longPoll(d time.Duration) time.Duration {
+	return min(d, MaxWait, s.cfg.RequestTimeout*9/10)
+}
+
+// result answers 200 with the run once it is terminal, 202 (with
+// Retry-After) while it is not; with ?wait it first waits up to that long
+// for the run to end.
+func (s *Server) result(c *call) error {
+	q := c.query()
+	wait := q.dur("wait", MaxWait)
+	if err := q.err(); err != nil {
+		return err
+	}
+	id := c.r.PathValue("id")
+	cl := s.cfg.Client
+	r, err := cl.GetRun(c.ctx(), id)
+	if err != nil {
+		return err
+	}
+	if !r.Status.Terminal() && wait > 0 {
+		wctx, cancel := context.WithTimeout(c.ctx(), s.longPoll(wait))
+		done, err := cl.WaitRun(wctx, id)
+		cancel()
+		switch {
+		case err == nil:
+			r = done
+		case wctx.Err() != nil && c.ctx().Err() == nil:
+			if r, err = cl.GetRun(c.ctx(), id); err != nil {
+				return err
+			}
+		default:
+			return err
+		}
+	}
+	if r.Status.Terminal() {
+		return c.json(http.StatusOK, runJSON(r, true))
+	}
+	c.w.Header().Set("Retry-After", "1")
+	return c.json(http.StatusAccepted, runJSON(r, true))
+}
+
+// retry runs a failed run again from its failed steps.
+func (s *Server) retry(c *call) error {
+	id := c.r.PathValue("id")
+	c.target = id
+	r, err := s.cfg.Client.RetryRun(c.ctx(), id)
+	if err != nil {
+		return err
+	}
+	return c.json(http.StatusOK, runJSON(r, true))
+}

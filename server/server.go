@@ -1,0 +1,324 @@
+// Package server is the HTTP JSON API of Hephaestus (issue 14): runs,
+// their interactions, definitions and documents, schedules, queues,
+// workers, tokens, the audit log, bulk operations and the worker protocol
+// for workers in any language, all under /api/v1, described by the
+// OpenAPI 3.1 document it serves at /api/v1/openapi.json.
+//
+// A Server is an http.Handler over a started hephaestus.Client. It never
+// does what the client does itself: each handler decodes its request
+// strictly, calls the client, and writes JSON, or an RFC 9457 problem
+// whose status one function (statusOf) derives from the error.
+package server
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"runtime/debug"
+	"strings"
+	"time"
+
+	hephaestus "github.com/hephaestus-go/hephaestus"
+	"github.com/hephaestus-go/hephaestus/clock"
+	"github.com/hephaestus-go/hephaestus/store"
+)
+
+// Defaults of Config.
+const (
+	DefaultMaxBodyBytes   = 4 << 20
+	DefaultRequestTimeout = 60 * time.Second
+	// MaxWait bounds every long poll (history, result, task claims).
+	MaxWait = 60 * time.Second
+)
+
+// Config configures a Server. Client and Store are required.
+type Config struct {
+	// Client runs the API's operations. Required. It should be started
+	// (Client.Start) for runs to progress and for waits to be served.
+	Client *hephaestus.Client
+	// Store is the client's store: the server reads it for readiness and
+	// the live workers. Required.
+	Store store.Store
+	// Insecure serves every request without a token, as the actor
+	// "insecure" with the admin role. Only for a server bound to
+	// loopback; the binary checks that. Defaults to false.
+	Insecure bool
+	// MaxBodyBytes bounds a request body; a larger one is refused with
+	// 413. Defaults to 4 MiB.
+	MaxBodyBytes int64
+	// RequestTimeout bounds a request's handling. Long polls wait at most
+	// the smaller of it and MaxWait. Defaults to 60 seconds.
+	RequestTimeout time.Duration
+	// Logger receives the server's logs (internal errors, recovered
+	// panics). Defaults to slog.Default().
+	Logger *slog.Logger
+	// Clock stamps tokens and audit entries. Defaults to the system clock.
+	Clock clock.Clock
+}
+
+// Server serves the API. Create it with New.
+type Server struct {
+	cfg    Config
+	mux    *http.ServeMux
+	routes []*route
+	ops    *processor
+}
+
+// role is what a token may do.
+type role string
+
+// The roles.
+const (
+	roleAdmin  role = "admin"  // everything
+	roleWorker role = "worker" // the worker protocol and reading runs
+	roleRead   role = "read"   // every read
+)
+
+// access says which roles a route admits (admin admits all).
+type access int
+
+const (
+	accessPublic access = iota // no token needed
+	accessRead                 // read and admin
+	accessRuns                 // read, worker and admin: reading runs
+	accessWorker               // worker and admin: the worker protocol
+	accessAdmin                // admin only
+)
+
+func (a access) admits(r role) bool {
+	switch a {
+	case accessPublic:
+		return true
+	case accessRead:
+		return r == roleAdmin || r == roleRead
+	case accessRuns:
+		return r == roleAdmin || r == roleRead || r == roleWorker
+	case accessWorker:
+		return r == roleAdmin || r == roleWorker
+	default:
+		return r == roleAdmin
+	}
+}
+
+// route is one endpoint.
+type route struct {
+	method, path string // path as registered, under the root
+	access       access
+	// action names the operation in the audit log ("runs.start"); empty
+	// for calls that are not recorded.
+	action string
+	handle func(c *call) error
+}
+
+// call is one request being handled.
+type call struct {
+	w http.ResponseWriter
+	r *http.Request
+	s *Server
+	// actor and role: who calls (the token's name and role).
+	actor string
+	role  role
+	// target is what the call acted on, for the audit log.
+	target string
+	// wrote is set once a response has been written.
+	wrote bool
+}
+
+// ctx is the request's context.
+func (c *call) ctx() context.Context { return c.r.Context() }
+
+// New returns a Server for cfg.
+func New(cfg *Config) (*Server, error) {
+	if cfg == nil {
+		return nil, errors.New("server: nil Config")
+	}
+	c := *cfg
+	if c.Client == nil {
+		return nil, errors.New("server: Config.Client is required")
+	}
+	if c.Store == nil {
+		return nil, errors.New("server: Config.Store is required")
+	}
+	if c.MaxBodyBytes < 0 {
+		return nil, fmt.Errorf("server: Config.MaxBodyBytes is %d: must be positive (or 0 for the default)", c.MaxBodyBytes)
+	}
+	if c.MaxBodyBytes == 0 {
+		c.MaxBodyBytes = DefaultMaxBodyBytes
+	}
+	if c.RequestTimeout < 0 {
+		return nil, fmt.Errorf("server: Config.RequestTimeout is %s: must be positive (or 0 for the default)", c.RequestTimeout)
+	}
+	if c.RequestTimeout == 0 {
+		c.RequestTimeout = DefaultRequestTimeout
+	}
+	if c.Logger == nil {
+		c.Logger = slog.Default()
+	}
+	if c.Clock == nil {
+		c.Clock = clock.Real{}
+	}
+	s := &Server{cfg: c, mux: http.NewServeMux()}
+	s.ops = newProcessor(s)
+	s.register()
+	for _, rt := range s.routes {
+		s.mux.Handle(rt.method+" "+rt.path, s.wrap(rt))
+	}
+	return s, nil
+}
+
+// ServeHTTP serves a request. A path no route has is 404, a method the
+// path does not take 405 (with Allow), both as problems.
+func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	h, pattern := s.mux.Handler(r)
+	if pattern != "" {
+		s.mux.ServeHTTP(w, r) // sets the path values
+		return
+	}
+	// The mux's own answer (404, 405, or a redirect to a cleaned path):
+	// keep its status and headers, replace its text with a problem.
+	cw := &captured{header: http.Header{}}
+	h.ServeHTTP(cw, r)
+	for k, v := range cw.header {
+		if k != "Content-Type" && k != "Content-Length" && k != "X-Content-Type-Options" {
+			w.Header()[k] = v
+		}
+	}
+	switch cw.status {
+	case http.StatusMethodNotAllowed:
+		writeProblem(w, r, &Problem{Status: cw.status, Kind: kindMethod, Detail: fmt.Sprintf("%s does not take %s; it takes %s", r.URL.Path, r.Method, cw.header.Get("Allow"))})
+	case http.StatusNotFound, 0:
+		writeProblem(w, r, &Problem{Status: http.StatusNotFound, Kind: kindNotFound, Detail: fmt.Sprintf("no route %s %s", r.Method, r.URL.Path)})
+	default:
+		w.WriteHeader(cw.status)
+	}
+}
+
+// captured holds the mux's answer to a request no route matched.
+type captured struct {
+	header http.Header
+	status int
+}
+
+func (c *captured) Header() http.Header { return c.header }
+
+func (c *captured) Write(b []byte) (int, error) { return len(b), nil }
+
+func (c *captured) WriteHeader(code int) {
+	if c.status == 0 {
+		c.status = code
+	}
+}
+
+// Start starts the server's background work: the processor of bulk
+// operations, which claims the operations of every server sharing the
+// store. It returns at once; Stop ends it. Safe to call twice.
+func (s *Server) Start(ctx context.Context) error {
+	s.ops.start(ctx)
+	return nil
+}
+
+// Stop ends the background work Start began and waits for it. Safe to
+// call twice and before Start.
+func (s *Server) Stop() { s.ops.stop() }
+
+// handle adds a route.
+func (s *Server) handle(method, path string, a access, action string, h func(c *call) error) {
+	s.routes = append(s.routes, &route{method: method, path: path, access: a, action: action, handle: h})
+}
+
+// wrap is the middleware of every route: request timeout, body limit,
+// authentication and authorization, recovery from panics (500), the
+// problem for a handler's error, and the audit entry.
+func (s *Server) wrap(rt *route) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		ctx, cancel := context.WithTimeout(r.Context(), s.cfg.RequestTimeout)
+		defer cancel()
+		r = r.WithContext(ctx)
+		if r.Body != nil {
+			r.Body = http.MaxBytesReader(w, r.Body, s.cfg.MaxBodyBytes)
+		}
+		rec := &recorder{ResponseWriter: w}
+		c := &call{w: rec, r: r, s: s}
+		defer func() {
+			if p := recover(); p != nil {
+				s.cfg.Logger.Error("server: handler panicked", "method", r.Method, "path", r.URL.Path, "panic", p, "stack", string(debug.Stack()))
+				if rec.status == 0 {
+					writeProblem(rec, r, &Problem{Status: http.StatusInternalServerError, Kind: kindInternal, Detail: "the server failed to handle the request"})
+				}
+			}
+			s.audit(c, rt, rec.status)
+		}()
+		if err := s.authenticate(c, rt); err != nil {
+			s.fail(c, err)
+			return
+		}
+		if err := rt.handle(c); err != nil {
+			s.fail(c, err)
+		}
+	})
+}
+
+// fail writes the problem of a handler's error, unless a response was
+// written already.
+func (s *Server) fail(c *call, err error) {
+	p := problemOf(err)
+	if p.Status >= 500 && p.Status != http.StatusGatewayTimeout && p.Status != http.StatusServiceUnavailable {
+		s.cfg.Logger.Error("server: request failed", "method", c.r.Method, "path", c.r.URL.Path, "err", err)
+	}
+	if c.wrote {
+		return
+	}
+	c.wrote = true
+	writeProblem(c.w, c.r, p)
+}
+
+// recorder remembers the status a handler wrote.
+type recorder struct {
+	http.ResponseWriter
+	status int
+}
+
+func (r *recorder) WriteHeader(code int) {
+	if r.status == 0 {
+		r.status = code
+	}
+	r.ResponseWriter.WriteHeader(code)
+}
+
+func (r *recorder) Write(b []byte) (int, error) {
+	if r.status == 0 {
+		r.status = http.StatusOK
+	}
+	return r.ResponseWriter.Write(b)
+}
+
+// Unwrap lets http.ResponseController reach the connection.
+func (r *recorder) Unwrap() http.ResponseWriter { return r.ResponseWriter }
+
+// authenticate sets the caller's actor and role from its bearer token and
+// checks that the route admits the role.
+func (s *Server) authenticate(c *call, rt *route) error {
+	if rt.access == accessPublic {
+		return nil
+	}
+	if s.cfg.Insecure {
+		c.actor, c.role = "insecure", roleAdmin
+		return nil
+	}
+	h := c.r.Header.Get("Authorization")
+	secret, ok := strings.CutPrefix(h, "Bearer ")
+	if !ok || strings.TrimSpace(secret) == "" {
+		return &Problem{Status: http.StatusUnauthorized, Kind: kindUnauthorized, Detail: "missing bearer token: send Authorization: Bearer <token>"}
+	}
+	actor, r, err := s.lookupToken(c.ctx(), strings.TrimSpace(secret))
+	if err != nil {
+		return err
+	}
+	c.actor, c.role = actor, r
+	if !rt.access.admits(r) {
+		return &Problem{Status: http.StatusForbidden, Kind: kindForbidden, Detail: fmt.Sprintf("the role %s may not %s %s", r, c.r.Method, rt.path)}
+	}
+	return nil
+}

@@ -1,0 +1,167 @@
+package server
+
+import (
+	"encoding/json"
+	"net/http"
+	"time"
+
+	hephaestus "github.com/hephaestus-go/hephaestus"
+)
+
+// The worker protocol: workers in any language claim tasks (the steps and
+// document actions they registered, and workflow activities), heartbeat
+// them, and complete or fail them, all through the client's task seam
+// (Client.ClaimRemote and the rest), so fencing, retries, timeouts and
+// exactly-once hold as for Go workers.
+
+// Defaults of a claim.
+const (
+	defaultClaimWait  = 30 * time.Second
+	defaultClaimLease = 30 * time.Second
+)
+
+// Task is a task handed to a worker.
+type Task struct {
+	// Token is the claim's opaque, fenced token.
+	Token    string `json:"token"`
+	RunID    string `json:"run_id"`
+	Kind     string `json:"kind"`
+	Name     string `json:"name"`
+	Workflow string `json:"workflow"`
+	Version  int    `json:"version"`
+	Step     string `json:"step"`
+	Index    int    `json:"index"`
+	Attempt  int    `json:"attempt"`
+	Queue    string `json:"queue"`
+	// Input is the action's resolved arguments, the remote step's input,
+	// a map element, or the activity's input.
+	Input json.RawMessage `json:"input"`
+	// Deadline is when the attempt must be done.
+	Deadline time.Time `json:"deadline"`
+	// HeartbeatTimeout is the lease: heartbeat more often than that.
+	HeartbeatTimeout duration  `json:"heartbeat_timeout"`
+	LeaseUntil       time.Time `json:"lease_until"`
+	// Details are the heartbeat details recorded last, to resume from.
+	Details json.RawMessage `json:"details,omitempty"`
+}
+
+// Tasks is the answer to a claim.
+type Tasks struct {
+	Tasks []Task `json:"tasks"`
+}
+
+func (s *Server) claim(c *call) error {
+	var b struct {
+		WorkerID   string    `json:"worker_id"`
+		Actions    []string  `json:"actions"`
+		Activities []string  `json:"activities"`
+		Queues     []string  `json:"queues"`
+		MaxTasks   int       `json:"max_tasks"`
+		Wait       *duration `json:"wait"`
+		Lease      duration  `json:"lease"`
+	}
+	if err := c.decode(&b, false); err != nil {
+		return err
+	}
+	switch {
+	case b.WorkerID == "":
+		return fieldProblem("worker_id", "is required")
+	case len(b.Actions)+len(b.Activities) == 0:
+		return fieldProblem("actions", "name at least one action or activity the worker runs")
+	case b.MaxTasks < 0 || b.MaxTasks > hephaestus.MaxRemoteClaim:
+		return fieldProblem("max_tasks", "must be 1 to 100")
+	}
+	wait := defaultClaimWait
+	if b.Wait != nil {
+		wait = time.Duration(*b.Wait)
+	}
+	lease := time.Duration(b.Lease)
+	if lease == 0 {
+		lease = defaultClaimLease
+	}
+	c.target = b.WorkerID
+	ts, err := s.cfg.Client.ClaimRemote(c.ctx(), &hephaestus.RemoteClaim{
+		WorkerID: b.WorkerID, Actions: b.Actions, Activities: b.Activities, Queues: b.Queues, Max: max(b.MaxTasks, 1),
+		Lease: lease, Wait: s.longPoll(wait),
+	})
+	if err != nil {
+		return err
+	}
+	out := Tasks{Tasks: make([]Task, 0, len(ts))}
+	for _, t := range ts {
+		in := t.Input
+		if len(in) == 0 {
+			in = json.RawMessage("null")
+		}
+		out.Tasks = append(out.Tasks, Task{
+			Token: t.Token, RunID: t.RunID, Kind: t.Kind, Name: t.Name, Workflow: t.Workflow, Version: t.Version, Step: t.Step,
+			Index: t.Index, Attempt: t.Attempt, Queue: t.Queue, Input: in, Deadline: t.Deadline.UTC(),
+			HeartbeatTimeout: duration(t.Lease), LeaseUntil: t.LeaseUntil.UTC(), Details: t.Details,
+		})
+	}
+	return c.json(http.StatusOK, out)
+}
+
+// Heartbeat is the answer to a heartbeat.
+type Heartbeat struct {
+	// Cancelled: the run was cancelled; the worker stops the task.
+	Cancelled bool `json:"cancelled"`
+}
+
+func (s *Server) heartbeat(c *call) error {
+	var b struct {
+		Token   string          `json:"token"`
+		Details json.RawMessage `json:"details"`
+	}
+	if err := c.decode(&b, false); err != nil {
+		return err
+	}
+	if b.Token == "" {
+		return fieldProblem("token", "is required")
+	}
+	cancelled, err := s.cfg.Client.HeartbeatRemote(c.ctx(), b.Token, b.Details)
+	if err != nil {
+		return err
+	}
+	return c.json(http.StatusOK, Heartbeat{Cancelled: cancelled})
+}
+
+func (s *Server) complete(c *call) error {
+	var b struct {
+		Token  string          `json:"token"`
+		Output json.RawMessage `json:"output"`
+	}
+	if err := c.decode(&b, false); err != nil {
+		return err
+	}
+	if b.Token == "" {
+		return fieldProblem("token", "is required")
+	}
+	if err := s.cfg.Client.CompleteRemote(c.ctx(), b.Token, b.Output); err != nil {
+		return err
+	}
+	return c.json(http.StatusOK, empty{})
+}
+
+func (s *Server) failTask(c *call) error {
+	var b struct {
+		Token     string          `json:"token"`
+		Error     string          `json:"error"`
+		Retryable *bool           `json:"retryable"`
+		Details   json.RawMessage `json:"details"`
+	}
+	if err := c.decode(&b, false); err != nil {
+		return err
+	}
+	if b.Token == "" {
+		return fieldProblem("token", "is required")
+	}
+	if b.Error == "" {
+		return fieldProblem("error", "is required: say why the task failed")
+	}
+	retryable := b.Retryable == nil || *b.Retryable
+	if err := s.cfg.Client.FailRemote(c.ctx(), b.Token, b.Error, retryable, b.Details); err != nil {
+		return err
+	}
+	return c.json(http.StatusOK, empty{})
+}
