@@ -210,27 +210,32 @@ type Definition struct {
 	Latest   int    `json:"latest"`
 }
 
-// Graph is a definition's graph, for drawing.
+// Graph is a definition's graph, for drawing (package graphtext's JSON).
 type Graph struct {
-	Name    string      `json:"name,omitempty"`
-	Version int         `json:"version,omitempty"`
+	Flow    string      `json:"flow"`
+	Version int         `json:"version"`
 	Nodes   []GraphNode `json:"nodes"`
 	Edges   []GraphEdge `json:"edges"`
 }
 
-// GraphNode is a step of a graph (or its start and done markers).
+// GraphNode is a step of a graph, or its start or done pseudo-node.
 type GraphNode struct {
 	ID    string `json:"id"`
-	Label string `json:"label,omitempty"`
-	// Kind is "step", "map", "wait", "start" or "done".
-	Kind string `json:"kind,omitempty"`
+	Label string `json:"label"`
+	// Kind is "start", "step", "map", "wait" or "done".
+	Kind string `json:"kind"`
+	// Detail says what sets a map or waiting step apart.
+	Detail string `json:"detail,omitempty"`
+	// State is the step's status in a run, when the graph has states.
+	State string `json:"state,omitempty"`
 }
 
-// GraphEdge is an edge: From emitting Event leads to To.
+// GraphEdge leads From a node To another on Event.
 type GraphEdge struct {
-	From  string `json:"from"`
-	To    string `json:"to"`
-	Event string `json:"event,omitempty"`
+	From    string `json:"from"`
+	To      string `json:"to"`
+	Event   string `json:"event,omitempty"`
+	Failure bool   `json:"failure,omitempty"`
 }
 
 // Document is a stored flow document.

@@ -17,6 +17,7 @@ import (
 	"github.com/hephaestus-go/hephaestus/flow"
 	"github.com/hephaestus-go/hephaestus/flowdoc"
 	"github.com/hephaestus-go/hephaestus/internal/apiclient"
+	"github.com/hephaestus-go/hephaestus/internal/graphtext"
 )
 
 // docFormat is a document file's format by its extension: json, or yaml.
@@ -183,8 +184,8 @@ func newGraph(g *globals) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "graph <file | name>",
 		Short: "Draw a flow document's graph (offline; --remote: a definition of the server)",
-		Long: "graph draws the DAG of a flow document file as text (layers of steps with their\n" +
-			"edges), Mermaid, Graphviz DOT or JSON (nodes and edges). With --remote it draws the\n" +
+		Long: "graph draws the DAG of a flow document file as text (each step indented by its depth,\n" +
+			"with its edges), Mermaid, Graphviz DOT or JSON (nodes and edges). With --remote it draws the\n" +
 			"graph of a flow or document the server knows, by name. An invalid document prints its\n" +
 			"problems and exits 1.",
 		Example: `  heph graph order.yaml
@@ -215,19 +216,20 @@ func newGraph(g *globals) *cobra.Command {
 				}
 				return &exitError{code: ExitFailure, msg: "invalid document", silent: true}
 			}
+			graph := graphtext.Of(f)
 			w := g.env.Stdout
 			switch format {
 			case "mermaid":
-				_, err = io.WriteString(w, f.Mermaid())
+				_, err = io.WriteString(w, graphtext.Mermaid(graph))
 			case "dot":
-				_, err = io.WriteString(w, f.DOT())
+				_, err = io.WriteString(w, graphtext.DOT(graph))
 			case "json":
 				var b []byte
-				if b, err = json.Marshal(flowGraph(f)); err == nil {
+				if b, err = json.Marshal(graph); err == nil {
 					err = writeJSON(w, b)
 				}
 			default:
-				_, err = io.WriteString(w, drawDAG(flowGraph(f), nil))
+				_, err = io.WriteString(w, graphtext.Text(graph))
 			}
 			return err
 		},
@@ -247,14 +249,18 @@ func graphRemote(ctx context.Context, g *globals, name string, version int, form
 	defer cancel()
 	switch format {
 	case "json", "text":
-		graph, resp, err := api.GraphJSON(rctx, name, version)
+		_, resp, err := api.GraphJSON(rctx, name, version)
 		if err != nil {
 			return err
 		}
 		if format == "json" {
 			return writeJSON(g.env.Stdout, resp.Body)
 		}
-		_, err = io.WriteString(g.env.Stdout, drawDAG(graph, nil))
+		var graph graphtext.Graph
+		if err := json.Unmarshal(resp.Body, &graph); err != nil {
+			return fmt.Errorf("decode graph: %w", err)
+		}
+		_, err = io.WriteString(g.env.Stdout, graphtext.Text(&graph))
 		return err
 	}
 	text, _, err := api.GraphText(rctx, name, version, format)

@@ -109,24 +109,30 @@ func TestGraphOffline(t *testing.T) {
 	good := writeFile(t, "good.yaml", goodDoc)
 
 	text := ok(t, nil, "graph", good)
-	want := `  1  fetch
-       branch-0 → summarize, tag
-       else → skip
-  2  summarize        tag              skip
-       ok → publish     ok → publish     ok → (done)
-  3  publish
-       ok → publish_done
-  4  publish_done
-       ok → (done)
+	want := `review v1
+[ ] fetch
+      branch-0 -> summarize
+      branch-0 -> tag
+      else -> skip
+  [ ] summarize
+        ok -> publish
+  [ ] tag
+        ok -> publish
+  [ ] skip
+        ok -> (done)
+    [ ] publish
+          ok -> publish_done
+      [ ] publish_done
+            ok -> (done)
 `
 	if text != want {
 		t.Errorf("graph text:\n%s\nwant:\n%s", text, want)
 	}
-	wantLines(t, "mermaid", ok(t, nil, "graph", good, "--format", "mermaid"), `^flowchart TD$`, `s0\["fetch"\]`)
-	wantLines(t, "dot", ok(t, nil, "graph", good, "--format", "dot"), `^digraph "?review"? \{$`, `"fetch" -> "summarize"`)
+	wantLines(t, "mermaid", ok(t, nil, "graph", good, "--format", "mermaid"), `^flowchart TD$`, `"fetch"`)
+	wantLines(t, "dot", ok(t, nil, "graph", good, "--format", "dot"), `^digraph `, `"fetch" -> "summarize"`)
 
 	var g struct {
-		Name  string
+		Flow  string
 		Nodes []struct{ ID, Kind string }
 		Edges []struct{ From, To, Event string }
 	}
@@ -135,7 +141,7 @@ func TestGraphOffline(t *testing.T) {
 		if err := json.Unmarshal([]byte(out), &g); err != nil {
 			t.Fatalf("graph %v: %v\n%s", args, err, out)
 		}
-		if g.Name != "review" || len(g.Nodes) != 8 || g.Nodes[0].Kind != "start" || g.Nodes[7].Kind != "done" || len(g.Edges) != 9 {
+		if g.Flow != "review" || len(g.Nodes) != 8 || g.Nodes[0].Kind != "start" || g.Nodes[7].Kind != "done" || len(g.Edges) != 9 {
 			t.Fatalf("graph %v: %+v", args, g)
 		}
 	}

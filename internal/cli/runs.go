@@ -13,6 +13,7 @@ import (
 
 	"github.com/hephaestus-go/hephaestus/hephtype"
 	"github.com/hephaestus-go/hephaestus/internal/apiclient"
+	"github.com/hephaestus-go/hephaestus/internal/graphtext"
 )
 
 // longPoll is how long one long-poll request asks the server to wait; the
@@ -330,13 +331,18 @@ func newShow(g *globals) *cobra.Command {
 			}
 			// The DAG of a flow or document run; a code-first workflow
 			// has none, and a server that cannot draw it is no failure.
-			var graph *apiclient.Graph
+			var graph *graphtext.Graph
 			if run.Kind != "workflow" {
 				name := run.Workflow
 				if run.Document != nil {
 					name = run.Document.Name
 				}
-				graph, _, _ = api.GraphJSON(ctx, name, run.Version)
+				if _, gresp, err := api.GraphJSON(ctx, name, run.Version); err == nil {
+					graph = new(graphtext.Graph)
+					if json.Unmarshal(gresp.Body, graph) != nil {
+						graph = nil
+					}
+				}
 			}
 			return printRun(g.env.Stdout, run, graph)
 		},
@@ -345,7 +351,7 @@ func newShow(g *globals) *cobra.Command {
 }
 
 // printRun prints a run for people.
-func printRun(w io.Writer, r *apiclient.Run, graph *apiclient.Graph) error {
+func printRun(w io.Writer, r *apiclient.Run, graph *graphtext.Graph) error {
 	pairs := []any{"id", r.ID, "kind", r.Kind, "workflow", fmt.Sprintf("%s v%d", r.Workflow, r.Version), "status", r.Status}
 	if r.Condition != nil && r.Condition.Kind != "" {
 		pairs = append(pairs, "condition", strings.TrimSpace(r.Condition.Kind+" "+r.Condition.Reason))
@@ -399,7 +405,7 @@ func printRun(w io.Writer, r *apiclient.Run, graph *apiclient.Graph) error {
 			states[s.Name] = s.Status
 		}
 		fmt.Fprintln(w)
-		_, err := io.WriteString(w, drawDAG(graph, states))
+		_, err := io.WriteString(w, graphtext.Text(graph.WithStates(states)))
 		return err
 	}
 	return nil

@@ -15,6 +15,8 @@ import (
 	"github.com/spf13/cobra"
 
 	hephaestus "github.com/hephaestus-go/hephaestus"
+	"github.com/hephaestus-go/hephaestus/flowdoc"
+	"github.com/hephaestus-go/hephaestus/server"
 	"github.com/hephaestus-go/hephaestus/store"
 	"github.com/hephaestus-go/hephaestus/store/postgres"
 	"github.com/hephaestus-go/hephaestus/store/sqlite"
@@ -182,13 +184,10 @@ func loopback(host string) bool {
 	return ip != nil && ip.IsLoopback()
 }
 
-// api is what heph server serves: the API's handler and its background
-// work (the bulk-operation processor).
-type api interface {
-	http.Handler
-	Start(ctx context.Context) error
-	Stop()
-}
+// serverRegistry is the action registry of the server's documents: the
+// server has no Go action, so every action is remote (run by HTTP
+// workers).
+func serverRegistry() *flowdoc.Registry { return remoteRegistry() }
 
 // runServer opens the store, starts a client and serves the API until ctx
 // ends.
@@ -244,7 +243,7 @@ func runServer(ctx context.Context, env *Env, f *serverFlags) (err error) {
 			err = fmt.Errorf("stop client: %w", serr)
 		}
 	}()
-	h, err := newAPI(client, st, f, logger)
+	h, err := server.New(&server.Config{Client: client, Store: st, Insecure: f.insecure, MaxBodyBytes: f.maxBody, RequestTimeout: f.reqTimeout, Logger: logger})
 	if err != nil {
 		return err
 	}

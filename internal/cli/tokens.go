@@ -2,18 +2,17 @@ package cli
 
 import (
 	"context"
-	"crypto/rand"
-	"encoding/base64"
 	"errors"
 	"fmt"
 	"io"
 	"slices"
 	"time"
 
-	"github.com/google/uuid"
 	"github.com/spf13/cobra"
 
+	"github.com/hephaestus-go/hephaestus/hephtype"
 	"github.com/hephaestus-go/hephaestus/internal/apiclient"
+	"github.com/hephaestus-go/hephaestus/server"
 	"github.com/hephaestus-go/hephaestus/store"
 	"github.com/hephaestus-go/hephaestus/store/postgres"
 	"github.com/hephaestus-go/hephaestus/store/sqlite"
@@ -202,37 +201,14 @@ func bootstrapToken(cmd *cobra.Command, db *dbFlags, name, role string) (*apicli
 	if !ok {
 		return nil, errors.New("the store keeps no tokens")
 	}
-	secret, err := NewTokenSecret()
-	if err != nil {
-		return nil, err
-	}
-	id, err := uuid.NewV7()
-	if err != nil {
-		return nil, err
-	}
-	t := &store.Token{ID: id.String(), Name: name, Role: role, Hash: store.HashToken(secret), CreatedAt: time.Now().UTC()}
-	if err := t.Check(); err != nil {
+	t, secret, err := server.NewToken(ctx, acc, name, role, time.Now())
+	switch {
+	case errors.Is(err, store.ErrTokenExists):
+		return nil, &exitError{code: ExitConflict, msg: fmt.Sprintf("create token: an active token is named %q: revoke it first", name)}
+	case errors.Is(err, hephtype.ErrInvalidInput):
 		return nil, usagef("%v", err)
-	}
-	if err := acc.CreateToken(ctx, t); err != nil {
-		if errors.Is(err, store.ErrTokenExists) {
-			return nil, &exitError{code: ExitConflict, msg: fmt.Sprintf("create token: an active token is named %q: revoke it first", name)}
-		}
+	case err != nil:
 		return nil, fmt.Errorf("create token: %w", err)
 	}
 	return &apiclient.Token{ID: t.ID, Name: t.Name, Role: t.Role, Secret: secret, CreatedAt: t.CreatedAt}, nil
-}
-
-// TokenPrefix starts every token secret heph makes, so that a secret is
-// recognisable (in logs, in secret scanners).
-const TokenPrefix = "heph_"
-
-// NewTokenSecret returns a new token secret: TokenPrefix and 32 random
-// bytes in unpadded base64url.
-func NewTokenSecret() (string, error) {
-	b := make([]byte, 32)
-	if _, err := rand.Read(b); err != nil {
-		return "", fmt.Errorf("token secret: %w", err)
-	}
-	return TokenPrefix + base64.RawURLEncoding.EncodeToString(b), nil
 }

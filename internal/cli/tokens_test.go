@@ -9,6 +9,7 @@ import (
 
 	"github.com/hephaestus-go/hephaestus/internal/cli"
 	"github.com/hephaestus-go/hephaestus/internal/pgtest"
+	"github.com/hephaestus-go/hephaestus/server"
 	"github.com/hephaestus-go/hephaestus/store"
 	"github.com/hephaestus-go/hephaestus/store/postgres"
 	"github.com/hephaestus-go/hephaestus/store/sqlite"
@@ -27,7 +28,7 @@ func checkBootstrap(t *testing.T, open func() store.Store, args ...string) {
 	}
 	out = ok(t, nil, append([]string{"tokens", "create", "ci", "--role", "read", "-o", "json"}, args...)...)
 	var made struct{ ID, Name, Role, Token string }
-	if err := json.Unmarshal([]byte(out), &made); err != nil || made.Name != "ci" || made.Role != "read" || !strings.HasPrefix(made.Token, cli.TokenPrefix) {
+	if err := json.Unmarshal([]byte(out), &made); err != nil || made.Name != "ci" || made.Role != "read" || !strings.HasPrefix(made.Token, server.TokenPrefix) {
 		t.Fatalf("tokens create -o json: %v\n%s", err, out)
 	}
 	// A second active token of one name: a conflict.
