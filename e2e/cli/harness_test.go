@@ -90,14 +90,14 @@ func startServer(t *testing.T, env []string, args ...string) *server {
 	case l, ok := <-first:
 		m := listening.FindStringSubmatch(l)
 		if !ok || m == nil {
-			s.wait(t)
-			t.Fatalf("heph server %v: first line %q, then:\n%s", args, l, s.log())
+			err := s.wait(t)
+			t.Fatalf("heph server %v: first line %q, exit %v, then:\n%s", args, l, err, s.log())
 		}
 		s.url = m[1]
 	case <-time.After(wait):
 		_ = cmd.Process.Kill()
-		s.wait(t)
-		t.Fatalf("heph server %v: not listening after %v:\n%s", args, wait, s.log())
+		err := s.wait(t)
+		t.Fatalf("heph server %v: not listening after %v (exit %v):\n%s", args, wait, err, s.log())
 	}
 	t.Cleanup(func() {
 		if s.stop(t, syscall.SIGTERM) != nil {
