@@ -582,3 +582,24 @@ func TestPostgres(t *testing.T) {
 		t.Fatalf("runs in clie2e.runs: %d, %v", tables, err)
 	}
 }
+
+// TestDefaults starts heph server with no store flag: it serves ./heph.db
+// of its working directory; without a token every call is refused, with
+// --insecure none is.
+func TestDefaults(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	srv := startServerIn(t, dir, nil)
+	srv.client(t, "").fails(exitAuth, "heph: Unauthorized", "ls")
+	if err := srv.stop(t, syscall.SIGTERM); err != nil {
+		t.Fatalf("stop: %v\n%s", err, srv.log())
+	}
+	if !strings.Contains(srv.log(), "no API token in the store") {
+		t.Errorf("no warning of the missing tokens:\n%s", srv.log())
+	}
+	if _, err := os.Stat(filepath.Join(dir, "heph.db")); err != nil {
+		t.Fatalf("the default store: %v", err)
+	}
+	srv = startServerIn(t, dir, nil, "--insecure")
+	lines(t, srv.client(t, "").ok("ls"), `^ID\s+KIND\s+WORKFLOW`)
+}

@@ -53,8 +53,16 @@ var listening = regexp.MustCompile(`^heph: listening on (http://\S+)$`)
 // when the test ends, and must exit 0.
 func startServer(t *testing.T, env []string, args ...string) *server {
 	t.Helper()
+	return startServerIn(t, "", env, args...)
+}
+
+// startServerIn is startServer in a working directory ("" for the
+// test's).
+func startServerIn(t *testing.T, dir string, env []string, args ...string) *server {
+	t.Helper()
 	cmd := exec.Command(hephBin, append([]string{"server", "--addr", "127.0.0.1:0"}, args...)...)
 	cmd.Env = append(baseEnv(), env...)
+	cmd.Dir = dir
 	stderr, err := cmd.StderrPipe()
 	if err != nil {
 		t.Fatal(err)

@@ -213,17 +213,16 @@ func runServer(ctx context.Context, env *Env, f *serverFlags) (err error) {
 		return errors.New("the store keeps no API tokens")
 	}
 	host, _, _ := net.SplitHostPort(f.addr)
+	noTokens := false
 	if !f.insecure {
 		active, err := activeTokens(ctx, acc)
 		if err != nil {
 			return err
 		}
-		switch {
-		case active == 0 && !loopback(host):
+		if active == 0 && !loopback(host) {
 			return fmt.Errorf("no API token in the store: make the first with `heph tokens create admin --role admin %s`, or serve a loopback address with --insecure", storeFlag(f))
-		case active == 0:
-			logger.Warn("no API token in the store: every request will be refused (401); make one with heph tokens create, or restart with --insecure", "store", storeFlag(f))
 		}
+		noTokens = active == 0
 	}
 
 	client, err := hephaestus.New(&hephaestus.Config{Store: st, Queues: map[string]int{"default": f.workers}, Logger: logger})
@@ -264,6 +263,9 @@ func runServer(ctx context.Context, env *Env, f *serverFlags) (err error) {
 		BaseContext:       func(net.Listener) context.Context { return context.WithoutCancel(ctx) },
 	}
 	fmt.Fprintf(env.Stderr, "%shttp://%s\n", listeningLinePrefix, ln.Addr())
+	if noTokens {
+		logger.Warn("no API token in the store: every request will be refused (401); make one with heph tokens create, or restart with --insecure", "store", storeFlag(f))
+	}
 	served := make(chan error, 1)
 	go func() { served <- srv.Serve(ln) }()
 	select {
