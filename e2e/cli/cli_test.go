@@ -3,8 +3,6 @@ package cli_test
 import (
 	"context"
 	"encoding/json"
-	"io"
-	"net/http"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -15,6 +13,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
+	"github.com/hephaestus-go/hephaestus/internal/apiclient"
 	"github.com/hephaestus-go/hephaestus/internal/pgtest"
 )
 
@@ -421,22 +420,58 @@ func TestSQLite(t *testing.T) {
 		var r run
 		c.json(&r, "start", "shout", "--kind", "document", "--input", `{"text": "hi"}`)
 		// A worker in the test, over the HTTP protocol, runs the step.
-		var claim struct {
-			Tasks []struct {
-				Token string          `json:"token"`
-				RunID string          `json:"run_id"`
-				Input json.RawMessage `json:"input"`
-			}
+		api, err := apiclient.New(&apiclient.Config{Addr: srv.url, Token: admin.Token})
+		if err != nil {
+			t.Fatal(err)
 		}
-		post(t, srv.url+"/api/v1/tasks/claim", admin.Token, `{"worker_id": "e2e-worker", "actions": ["upper"], "wait": "30s"}`, &claim)
-		if len(claim.Tasks) != 1 || claim.Tasks[0].RunID != r.ID || !strings.Contains(string(claim.Tasks[0].Input), `"hi"`) {
-			t.Fatalf("claim: %+v", claim)
+		claim := func() apiclient.Task {
+			t.Helper()
+			tasks, _, err := api.ClaimTasks(t.Context(), &apiclient.Claim{WorkerID: "e2e-worker", Actions: []string{"upper"}, Wait: "30s"})
+			if err != nil || len(tasks) != 1 {
+				t.Fatalf("claim: %+v, %v", tasks, err)
+			}
+			return tasks[0]
+		}
+		task := claim()
+		if task.RunID != r.ID || !strings.Contains(string(task.Input), `"hi"`) {
+			t.Fatalf("claimed: %+v", task)
 		}
 		lines(t, c.ok("workers"), `^e2e-worker\s+default\s+action:upper\s`)
 		lines(t, c.ok("show", r.ID), `^loud\s+(scheduled|running)\s+1\s`, `^\[>\] loud  (scheduled|running)$`)
-		post(t, srv.url+"/api/v1/tasks/complete", admin.Token, `{"token": "`+claim.Tasks[0].Token+`", "output": {"text": "HI"}}`, nil)
+		if cancelled, _, err := api.Heartbeat(t.Context(), task.Token, json.RawMessage(`{"done": 0.5}`)); err != nil || cancelled {
+			t.Fatalf("heartbeat: %v, %v", cancelled, err)
+		}
+		if _, err := api.CompleteTask(t.Context(), task.Token, json.RawMessage(`{"text": "HI"}`)); err != nil {
+			t.Fatal(err)
+		}
 		lines(t, c.ok("result", r.ID, "--wait", "30s"), `^run \S+ completed$`, `"text": "HI"`)
 		lines(t, c.ok("show", r.ID), `^\[x\] loud  completed$`)
+		// A stale token: the lease is gone, a conflict.
+		if _, err := api.CompleteTask(t.Context(), task.Token, json.RawMessage(`{}`)); !apiclient.IsStatus(err, 409) {
+			t.Fatalf("complete again: %v", err)
+		}
+
+		// A failure that is not retryable fails the run; retry runs the
+		// step again, and this time the worker completes it.
+		c.json(&r, "start", "shout", "--kind", "document", "--input", `{"text": "again"}`)
+		task = claim()
+		if _, err := api.FailTask(t.Context(), task.Token, "the printer is on fire", false, nil); err != nil {
+			t.Fatal(err)
+		}
+		waitStatus(c, r.ID, "failed")
+		lines(t, c.fails(exitRunFailed, "", "result", r.ID), `^error: .*the printer is on fire`)
+		lines(t, c.ok("retry", r.ID), `^run `+regexp.QuoteMeta(r.ID)+` retried: `)
+		task = claim()
+		if task.RunID != r.ID || task.Attempt < 2 {
+			t.Fatalf("claimed after the retry: %+v", task)
+		}
+		if _, err := api.CompleteTask(t.Context(), task.Token, json.RawMessage(`{"text": "AGAIN"}`)); err != nil {
+			t.Fatal(err)
+		}
+		lines(t, c.ok("result", r.ID, "--wait", "30s"), `^run \S+ completed$`, `"text": "AGAIN"`)
+		if doc, err := api.OpenAPI(t.Context()); err != nil || !strings.Contains(string(doc), `"openapi"`) {
+			t.Fatalf("openapi.json: %v", err)
+		}
 	})
 
 	t.Run("retry", func(t *testing.T) {
@@ -485,34 +520,6 @@ func TestSQLite(t *testing.T) {
 		}
 		c.fails(exitUnreachable, "server unreachable", "ls")
 	})
-}
-
-// post sends a JSON body to url with a token and decodes the answer,
-// which must be a 2xx, into v (unless nil).
-func post(t *testing.T, url, token, body string, v any) {
-	t.Helper()
-	ctx, cancel := context.WithTimeout(t.Context(), wait)
-	defer cancel()
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, url, strings.NewReader(body))
-	if err != nil {
-		t.Fatal(err)
-	}
-	req.Header.Set("Content-Type", "application/json")
-	req.Header.Set("Authorization", "Bearer "+token)
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	b, _ := io.ReadAll(resp.Body)
-	if resp.StatusCode/100 != 2 {
-		t.Fatalf("POST %s: %s\n%s", url, resp.Status, b)
-	}
-	if v != nil {
-		if err := json.Unmarshal(b, v); err != nil {
-			t.Fatalf("POST %s: %v\n%s", url, err, b)
-		}
-	}
 }
 
 // with returns c for another (sub)test.

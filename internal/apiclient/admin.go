@@ -245,3 +245,12 @@ func list[T any](ctx context.Context, c *Client, r *request) ([]T, *Response, er
 	}
 	return v.items, resp, err
 }
+
+// OpenAPI returns the API's OpenAPI 3.1 document.
+func (c *Client) OpenAPI(ctx context.Context) (json.RawMessage, error) {
+	resp, err := c.do(ctx, &request{method: http.MethodGet, path: "/openapi.json"})
+	if err != nil {
+		return nil, err
+	}
+	return resp.Body, nil
+}
