@@ -100,6 +100,21 @@ func startGate(c *client, args ...string) string {
 	return r.ID
 }
 
+// waitStep waits until a step of the run has a status.
+func waitStep(c *client, id, step, status string) {
+	c.t.Helper()
+	eventually(c.t, "step "+step+" of run "+id+" "+status, func() bool {
+		var r run
+		c.json(&r, "show", id)
+		for _, s := range r.Steps {
+			if s.Name == step && s.Status == status {
+				return true
+			}
+		}
+		return false
+	})
+}
+
 // waitStatus waits until the run has a status.
 func waitStatus(c *client, id, status string) {
 	c.t.Helper()
@@ -216,7 +231,7 @@ func TestSQLite(t *testing.T) {
 		lines(t, c.ok("approvals"), regexp.QuoteMeta(id)+`\s+review\s+gate\s`)
 		follow := c.start("history", id, "--follow", "-o", "json")
 		lines(t, c.ok("approve", id, "review", "--comment", "fine"), `^step review of run `+regexp.QuoteMeta(id)+` approved by root$`)
-		waitStatus(c, id, "waiting")
+		waitStep(c, id, "confirm", "waiting")
 		lines(t, c.ok("resume", id, "ok", "--step", "confirm", "--payload", `{"by": "e2e"}`), `resumed with ok$`)
 		lines(t, c.ok("result", id, "--wait", "30s"), `^run `+regexp.QuoteMeta(id)+` completed$`)
 		fr := follow.wait()
@@ -489,8 +504,18 @@ func TestSQLite(t *testing.T) {
 		r := c.fails(exitRunFailed, "", "result", ids[0])
 		lines(t, r, `^run \S+ failed$`, `^error: .*not a JSON array`)
 		lines(t, c.ok("retry", ids[0]), `^run `+regexp.QuoteMeta(ids[0])+` retried: `)
-		waitStatus(c, ids[0], "failed") // its input is still no array
-		lines(t, c.ok("history", ids[0]), `\srun_failed\s`)
+		eventually(t, "the retried run fails again", func() bool { // its input is still no array
+			var h struct{ Events []struct{ Kind string } }
+			c.json(&h, "history", ids[0])
+			n := 0
+			for _, e := range h.Events {
+				if e.Kind == "run_failed" {
+					n++
+				}
+			}
+			return n == 2
+		})
+		waitStatus(c, ids[0], "failed")
 		// Bulk: every failed run of the document.
 		r = c.ok("retry", "--workflow", "failing", "--status", "failed", "--all-matching")
 		lines(t, r, `^action:\s+retry$`, `^status:\s+completed$`, `^runs:\s+2 matched, 2 done, 0 failed$`)
