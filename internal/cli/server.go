@@ -38,6 +38,10 @@ const (
 	envWorkers          = "HEPH_WORKERS"
 	envLogLevel         = "HEPH_LOG_LEVEL"
 	listeningLinePrefix = "heph: listening on "
+	// firstTokenLinePrefix starts the line that shows the admin token a
+	// first start on loopback makes, named firstTokenName.
+	firstTokenLinePrefix = "heph: no API token in the store, so this first start made the admin token "
+	firstTokenName       = "admin"
 )
 
 // serverFlags configure heph server.
@@ -58,8 +62,10 @@ func newServer(g *globals) *cobra.Command {
 			"PostgreSQL database, running the runs' steps in this process and handing the actions it\n" +
 			"has no code for to HTTP workers. It migrates the store first, and stops gracefully on\n" +
 			"SIGINT or SIGTERM. The first line on standard error is \"heph: listening on URL\".\n\n" +
-			"Requests need a bearer token (make the first one with heph tokens create --role admin\n" +
-			"--sqlite FILE) unless --insecure, which is accepted only on a loopback address.\n" +
+			"Requests need a bearer token unless --insecure, which is accepted only on a loopback\n" +
+			"address. A first start on a loopback address with no token in the store makes the admin\n" +
+			"token \"admin\" and prints it once; before serving another address, make the first one\n" +
+			"with heph tokens create admin --role admin --sqlite FILE (or --postgres URL).\n" +
 			"Every flag has an environment variable: HEPH_ADDR, HEPH_SQLITE, HEPH_POSTGRES,\n" +
 			"HEPH_SCHEMA, HEPH_INSECURE, HEPH_MAX_BODY, HEPH_REQUEST_TIMEOUT, HEPH_WORKERS, HEPH_LOG_LEVEL.",
 		Example: `  heph server --insecure
@@ -264,7 +270,15 @@ func runServer(ctx context.Context, env *Env, f *serverFlags) (err error) {
 	}
 	fmt.Fprintf(env.Stderr, "%shttp://%s\n", listeningLinePrefix, ln.Addr())
 	if noTokens {
-		logger.Warn("no API token in the store: every request will be refused (401); make one with heph tokens create, or restart with --insecure", "store", storeFlag(f))
+		// The first start on loopback: make the first admin token, so a
+		// fresh checkout serves with no other set-up, and show it once.
+		_, secret, err := server.NewToken(ctx, acc, firstTokenName, server.RoleAdmin, time.Now())
+		if err != nil {
+			_ = srv.Close()
+			return fmt.Errorf("make the first admin token: %w", err)
+		}
+		fmt.Fprintf(env.Stderr, "%s%q (shown once; revoke it with heph tokens revoke):\n  export %s=%s\n",
+			firstTokenLinePrefix, firstTokenName, EnvToken, secret)
 	}
 	served := make(chan error, 1)
 	go func() { served <- srv.Serve(ln) }()
