@@ -159,6 +159,9 @@ func testScheduleExactlyOnce(t *testing.T, b Backend) {
 
 // schedFaultStore fails the first UpdateSchedule that records a started tick:
 // before it commits (the advance is lost), or after (the answer is lost).
+// Before: the process dies there, so every later UpdateSchedule fails
+// too; else its loop, woken by the run's end, would record the tick
+// before the test stops it.
 type schedFaultStore struct {
 	store.Store
 	after  bool
@@ -173,6 +176,9 @@ func (f *schedFaultStore) UpdateSchedule(ctx context.Context, p *store.UpdateSch
 	started := false
 	for _, tk := range p.Ticks {
 		started = started || tk.Outcome == store.TickStarted
+	}
+	if f.fired.Load() && !f.after {
+		return nil, errSchedInjected
 	}
 	if !started || f.fired.Load() {
 		return f.Store.UpdateSchedule(ctx, p)

@@ -16,7 +16,10 @@
 //     cleared with another compare-and-set that records the tick in the
 //     log. A process that dies between the create and the clear leaves the
 //     tick pending; the next one finds the create refused, records the tick
-//     and advances.
+//     and advances;
+//   - a decision is made at a time read after the schedule it decides on,
+//     so it never judges a newer state (a resume) at an older time; a
+//     change after the read (a pause) fails the compare-and-set.
 package schedule
 
 import (
@@ -144,6 +147,8 @@ func (s *Service) loop(ctx context.Context, done chan struct{}) {
 // Tick handles every schedule that has work now and returns the earliest
 // time one has more (zero when none is known).
 func (s *Service) Tick(ctx context.Context) (time.Time, error) {
+	// now only selects the schedules to look at: Fire decides at a time
+	// it reads after them.
 	now := s.cfg.Clock.Now()
 	var errs []error
 	buffered := false
@@ -154,7 +159,7 @@ func (s *Service) Tick(ctx context.Context) (time.Time, error) {
 		}
 		progressed := false
 		for _, sc := range due {
-			p, err := s.Fire(ctx, sc, now)
+			p, err := s.Fire(ctx, sc)
 			if err != nil {
 				errs = append(errs, err)
 			}
@@ -188,12 +193,19 @@ func (s *Service) Tick(ctx context.Context) (time.Time, error) {
 // pending start, so a catch-up of many ticks takes several Ticks.
 const maxSteps = 64
 
-// Fire handles what schedule sc has to do at now, step by step, each
-// step a compare-and-set. It reports whether it changed anything. A lost
-// race (store.ErrScheduleConflict) reads the schedule again.
-func (s *Service) Fire(ctx context.Context, sc *store.Schedule, now time.Time) (bool, error) {
+// Fire handles what schedule sc has to do now, step by step, each step
+// a compare-and-set. It reports whether it changed anything. A lost race
+// (store.ErrScheduleConflict) reads the schedule again.
+//
+// Each step decides at a time read from the clock after the schedule it
+// decides on was read, never at a time read before: a decision at an
+// older time on a newer state would take a schedule resumed since then
+// for one that was never paused, and run a tick missed while paused as
+// if it were on time, then the latest missed one after it.
+func (s *Service) Fire(ctx context.Context, sc *store.Schedule) (bool, error) {
 	progressed := false
 	for range maxSteps {
+		now := s.cfg.Clock.Now()
 		next, changed, err := s.step(ctx, sc, now)
 		if errors.Is(err, store.ErrScheduleConflict) {
 			next, err = s.cfg.Store.GetSchedule(ctx, sc.ID)
