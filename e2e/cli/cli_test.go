@@ -431,7 +431,8 @@ func TestSQLite(t *testing.T) {
 
 	t.Run("worker", func(t *testing.T) {
 		c := c.with(t)
-		c.ok("documents", "put", writeFile(t, dir, "shout.yaml", workDoc))
+		// Named by its name field, not by its file.
+		lines(t, c.ok("documents", "put", writeFile(t, dir, "shout-v1.yaml", workDoc)), `^document shout version 1 \(`)
 		var r run
 		c.json(&r, "start", "shout", "--kind", "document", "--input", `{"text": "hi"}`)
 		// A worker in the test, over the HTTP protocol, runs the step.

@@ -294,6 +294,10 @@ func newDocuments(g *globals) *cobra.Command {
 			n := name
 			if n == "" {
 				n = docName(args[0])
+				// The document's own name, when it parses.
+				if f, err := loadOffline(args[0], data); err == nil && f.Name() != "" {
+					n = f.Name()
+				}
 			}
 			api, err := g.api()
 			if err != nil {
@@ -311,7 +315,7 @@ func newDocuments(g *globals) *cobra.Command {
 			})
 		},
 	}
-	put.Flags().StringVar(&name, "name", "", "the document's name (default the file's name without its extension)")
+	put.Flags().StringVar(&name, "name", "", "the document's name (default its name field, else the file's name without its extension)")
 
 	var lsName string
 	ls := &cobra.Command{
