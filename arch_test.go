@@ -21,7 +21,7 @@ var runtimePkgs = []string{
 }
 
 // pureCores decide without I/O; they know nothing of the runtime.
-var pureCores = []string{module + "/internal/engine", module + "/internal/replay", module + "/internal/flowctl", module + "/flow", module + "/workflow", module + "/hephtype", module + "/job"}
+var pureCores = []string{module + "/internal/engine", module + "/internal/replay", module + "/internal/flowctl", module + "/flow", module + "/workflow", module + "/hephtype", module + "/job", module + "/internal/graphtext"}
 
 // importViolations applies the direction rules to an import graph
 // (package → its imports, module packages only): nothing below the root
