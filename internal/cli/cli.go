@@ -227,3 +227,23 @@ func (e *exitError) Error() string { return e.msg }
 func exitWith(code int) error {
 	return &exitError{code: code, silent: true, msg: fmt.Sprintf("exit %d", code)}
 }
+
+// allPages fetches every page of a list through fetch (cursor "" is the
+// first page; an empty next ends it), each with the request timeout. It
+// returns the items, the last response, and whether there was more than
+// one page (then -o json prints the items, not one page's body).
+func allPages[T any](ctx context.Context, g *globals, fetch func(ctx context.Context, cursor string) ([]T, string, *apiclient.Response, error)) (items []T, last *apiclient.Response, many bool, err error) {
+	cursor := ""
+	for pages := 0; ; pages++ {
+		rctx, cancel := g.reqCtx(ctx, 0)
+		page, next, r, err := fetch(rctx, cursor)
+		cancel()
+		if err != nil {
+			return nil, nil, false, err
+		}
+		items, last, cursor = append(items, page...), r, next
+		if next == "" {
+			return items, last, pages > 0, nil
+		}
+	}
+}

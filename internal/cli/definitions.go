@@ -327,25 +327,13 @@ func newDocuments(g *globals) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			var (
-				docs   []apiclient.Document
-				resp   *apiclient.Response
-				cursor string
-				pages  int
-			)
-			for ; ; pages++ {
-				ctx, cancel := g.reqCtx(cmd.Context(), 0)
-				page, next, r, err := api.ListDocuments(ctx, lsName, cursor)
-				cancel()
-				if err != nil {
-					return err
-				}
-				docs, resp, cursor = append(docs, page...), r, next
-				if next == "" {
-					break
-				}
+			docs, resp, many, err := allPages(cmd.Context(), g, func(ctx context.Context, cursor string) ([]apiclient.Document, string, *apiclient.Response, error) {
+				return api.ListDocuments(ctx, lsName, cursor)
+			})
+			if err != nil {
+				return err
 			}
-			if g.json() && pages > 0 {
+			if g.json() && many {
 				return g.emitValue(map[string]any{"documents": docs, "next": ""}, nil)
 			}
 			return g.emit(resp, func(w io.Writer) error {

@@ -44,25 +44,11 @@ func schedulesList(g *globals) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			var (
-				list  []apiclient.Schedule
-				resp  *apiclient.Response
-				after string
-				pages int
-			)
-			for ; ; pages++ {
-				ctx, cancel := g.reqCtx(cmd.Context(), 0)
-				page, next, r, err := api.Schedules(ctx, after)
-				cancel()
-				if err != nil {
-					return err
-				}
-				list, resp, after = append(list, page...), r, next
-				if next == "" {
-					break
-				}
+			list, resp, many, err := allPages(cmd.Context(), g, api.Schedules)
+			if err != nil {
+				return err
 			}
-			if g.json() && pages > 0 {
+			if g.json() && many {
 				return g.emitValue(map[string]any{"schedules": list, "next": ""}, nil)
 			}
 			return g.emit(resp, func(w io.Writer) error {
