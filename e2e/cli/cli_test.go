@@ -301,6 +301,14 @@ func TestSQLite(t *testing.T) {
 		c.fails(exitUsage, "accepts 2 arg(s)", "signal", id)
 	})
 
+	t.Run("workflow messages", func(t *testing.T) {
+		// A client in this process, on the server's file, runs the
+		// code-first workflow the binary talks to.
+		w := startBasketWorker(t, openSQLite(t, db), "e2e-basket-sqlite")
+		testBasket(t, c.with(t), w, "ann")
+		lines(t, c.with(t).ok("workers"), `^e2e-basket-sqlite\s+default\s+\S*workflow:cli_basket`)
+	})
+
 	t.Run("schedules", func(t *testing.T) {
 		c := c.with(t)
 		lines(t, c.ok("schedules", "create", "nightly", "--target", "document", "--name", "gate", "--cron", "0 3 * * *", "--time-zone", "Europe/Paris", "--input", `{"n": 2}`),
@@ -614,6 +622,10 @@ func TestPostgres(t *testing.T) {
 	if err := conn.QueryRow(t.Context(), "SELECT count(*) FROM clie2e.runs").Scan(&tables); err != nil || tables != 1 {
 		t.Fatalf("runs in clie2e.runs: %d, %v", tables, err)
 	}
+	// Signals, updates and queries to a workflow a client on the same
+	// schema runs.
+	w := startBasketWorker(t, openPostgres(t, dsn, "clie2e"), "e2e-basket-pg")
+	testBasket(t, c, w, "bob")
 }
 
 // TestDefaults starts heph server with no store flag: it serves ./heph.db
