@@ -37,3 +37,18 @@ func (c *Client) checkServed(ctx context.Context, runID, prefix string) error {
 	return fmt.Errorf("hephaestus: run %s: %w: call Client.Start in this process, or start a worker process that registers %s %q",
 		runID, ErrNotStarted, kind, name)
 }
+
+// servedElsewhere reports whether a live worker recorded in the store has
+// the handler (false when the store cannot tell).
+func (c *Client) servedElsewhere(ctx context.Context, handler string) bool {
+	ws, err := c.cfg.Store.ListWorkers(ctx, &store.ListWorkersParams{Now: c.cfg.Clock.Now()})
+	if err != nil {
+		return false
+	}
+	for _, w := range ws {
+		if slices.Contains(w.Handlers, handler) {
+			return true
+		}
+	}
+	return false
+}

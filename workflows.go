@@ -155,6 +155,14 @@ func (e *CanceledError) Error() string {
 // decided in the same transaction as the creation, so the run's first
 // activities are queued when StartWorkflow returns.
 //
+// A workflow this client does not register is started too when a live
+// worker of another process sharing the store registers it (as `heph
+// server` starts the workflows of Go workers): its first activation is
+// then decided by that worker, and a concurrency key the workflow would
+// compute from its input is not computed (pass
+// WorkflowOptions.ConcurrencyKey). With neither, it fails with
+// ErrWorkflowNotFound.
+//
 // With WorkflowOptions.RunID of a run that exists, it returns that run and
 // an error that wraps ErrRunExists.
 func (c *Client) StartWorkflow(ctx context.Context, name string, input any, opts *WorkflowOptions) (*Run, error) {

@@ -117,18 +117,34 @@ func startBasketWorker(t *testing.T, st store.Store, id string) *heph.Client {
 	return c
 }
 
-// basketRun starts a run of the basket workflow with the worker's client
-// and waits until it published its first state. The binary cannot start
-// it (yet): the server's client refuses to start a workflow it does not
-// register itself, even when another process on its store runs it. When
-// the server starts such runs, start it with heph start here.
+// basketRun starts a run of the basket workflow with heph start (the
+// server does not register the workflow; the worker's client, another
+// process on its store, does) and waits until it published its first
+// state.
 func basketRun(c *client, w *heph.Client, owner string) string {
 	c.t.Helper()
-	c.fails(exitNotFound, `heph: Not Found: start workflow "cli_basket": workflow not found`,
-		"start", basketWorkflow.Name(), "--kind", "workflow", "--input", `{"owner": "`+owner+`"}`)
-	r, err := heph.StartWorkflow(c.t.Context(), w, basketWorkflow, basket{Owner: owner}, nil)
-	if err != nil {
-		c.t.Fatal(err)
+	// The server starts a workflow it does not register once a live
+	// worker that does is recorded in the store.
+	eventually(c.t, "the basket worker in heph workers", func() bool {
+		var ws []struct {
+			ID       string   `json:"id"`
+			Handlers []string `json:"handlers"`
+		}
+		c.json(&ws, "workers")
+		for _, x := range ws {
+			if slices.Contains(x.Handlers, "workflow:"+basketWorkflow.Name()) {
+				return true
+			}
+		}
+		return false
+	})
+	var r run
+	c.json(&r, "start", basketWorkflow.Name(), "--kind", "workflow", "--input", `{"owner": "`+owner+`"}`)
+	if r.ID == "" || r.Workflow != basketWorkflow.Name() {
+		c.t.Fatalf("heph start %s: %+v", basketWorkflow.Name(), r)
+	}
+	if _, err := w.GetRun(c.t.Context(), r.ID); err != nil {
+		c.t.Fatalf("the worker's client does not see run %s: %v", r.ID, err)
 	}
 	waitState(c, r.ID, func(b basket) bool { return b.Owner == owner })
 	var shown run

@@ -85,6 +85,11 @@ type Config struct {
 	// Wake tells this process's workers that a task of a queue is ready
 	// (one the runtime wrote outside the Committer: a request's).
 	Wake func(queue string)
+	// Served reports whether a live worker of some process has a handler
+	// (store.WorkflowHandler): a start of a workflow this process does not
+	// register is accepted when one does (a server starting the workflows
+	// of the Go workers that share its store). Nil accepts none.
+	Served func(ctx context.Context, handler string) bool
 }
 
 // Runtime runs code-first workflows.
@@ -357,8 +362,8 @@ func (c *Runtime) startWorkflow(ctx context.Context, name string, input any, opt
 		r.RunID = spec.id
 		spec.request = &r
 	}
-	if _, ok := c.reg.workflow(name); !ok {
-		return nil, fmt.Errorf("start workflow %q: %w: register it with RegisterWorkflows", name, ErrWorkflowNotFound)
+	if _, ok := c.reg.workflow(name); !ok && (c.cfg.Served == nil || !c.cfg.Served(ctx, store.WorkflowHandler(name))) {
+		return nil, fmt.Errorf("start workflow %q: %w: register it with RegisterWorkflows, here or in a running worker process", name, ErrWorkflowNotFound)
 	}
 	r, err := c.createWorkflowRun(ctx, spec)
 	if err != nil {
