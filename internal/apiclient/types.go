@@ -3,6 +3,8 @@ package apiclient
 import (
 	"encoding/json"
 	"time"
+
+	"github.com/hephaestus-go/hephaestus/server"
 )
 
 // The run statuses.
@@ -118,61 +120,23 @@ type RunList struct {
 }
 
 // HistoryEvent is one entry of a run's history.
-type HistoryEvent struct {
-	Seq     int64           `json:"seq"`
-	Kind    string          `json:"kind"`
-	Step    string          `json:"step,omitempty"`
-	Index   int             `json:"index,omitempty"`
-	Attempt int             `json:"attempt,omitempty"`
-	Name    string          `json:"name,omitempty"`
-	Data    json.RawMessage `json:"data,omitempty"`
-	Error   string          `json:"error,omitempty"`
-	At      time.Time       `json:"at"`
-}
+type HistoryEvent = server.Event
 
 // History is a page of a run's history.
-type History struct {
-	Events []HistoryEvent `json:"events"`
-	// Last is the sequence number of the last event returned (or the
-	// after the request gave, when none).
-	Last int64 `json:"last"`
-}
+type History = server.History
 
 // UpdateResult is the answer of POST /runs/{id}/updates/{name}: the
 // update's result when it completed, or Stage "accepted".
-type UpdateResult struct {
-	Result json.RawMessage `json:"result,omitempty"`
-	Stage  string          `json:"stage,omitempty"`
-}
+type UpdateResult = server.UpdateResult
 
 // QueryResult is the answer of a query.
-type QueryResult struct {
-	Result json.RawMessage `json:"result"`
-}
+type QueryResult = server.QueryResult
 
 // Decision is a decision recorded on an approval gate.
-type Decision struct {
-	RunID     string    `json:"run_id"`
-	Step      string    `json:"step"`
-	Event     string    `json:"event"`
-	Actor     string    `json:"actor"`
-	Comment   string    `json:"comment,omitempty"`
-	DecidedAt time.Time `json:"decided_at"`
-	Repeated  bool      `json:"repeated,omitempty"`
-}
+type Decision = server.Decision
 
 // PendingApproval is an approval gate waiting for a decision.
-type PendingApproval struct {
-	RunID        string     `json:"run_id"`
-	Workflow     string     `json:"workflow"`
-	Version      int        `json:"version"`
-	Step         string     `json:"step"`
-	Prompt       string     `json:"prompt,omitempty"`
-	Users        []string   `json:"users,omitempty"`
-	Groups       []string   `json:"groups,omitempty"`
-	WaitingSince time.Time  `json:"waiting_since"`
-	Deadline     *time.Time `json:"deadline,omitempty"`
-}
+type PendingApproval = server.PendingApproval
 
 // Operation is a bulk cancel or retry.
 type Operation struct {
@@ -327,16 +291,7 @@ type Queue struct {
 }
 
 // Worker is a worker process or an HTTP worker.
-type Worker struct {
-	ID            string     `json:"id"`
-	Queues        []string   `json:"queues,omitempty"`
-	Handlers      []string   `json:"handlers,omitempty"`
-	Host          string     `json:"host,omitempty"`
-	PID           int        `json:"pid,omitempty"`
-	StartedAt     *time.Time `json:"started_at,omitempty"`
-	LastHeartbeat time.Time  `json:"last_heartbeat"`
-	ExpiresAt     time.Time  `json:"expires_at"`
-}
+type Worker = server.Worker
 
 // Token is an API token; Secret is set only in the answer that creates
 // it.
@@ -351,18 +306,7 @@ type Token struct {
 }
 
 // AuditEntry is one mutating call of the audit log.
-type AuditEntry struct {
-	ID     int64     `json:"id"`
-	At     time.Time `json:"at"`
-	Actor  string    `json:"actor"`
-	Role   string    `json:"role"`
-	Method string    `json:"method"`
-	Path   string    `json:"path"`
-	Action string    `json:"action"`
-	Target string    `json:"target,omitempty"`
-	Status int       `json:"status"`
-	Detail string    `json:"detail,omitempty"`
-}
+type AuditEntry = server.AuditEntry
 
 // AuditPage is a page of the audit log, newest first.
 type AuditPage struct {
