@@ -125,3 +125,60 @@ func TestAuth(t *testing.T) {
 		}
 	})
 }
+
+// The session cookie authenticates like a bearer token when there is no
+// Authorization header; GET /whoami names the caller; an unsafe request a
+// browser sends from another origin is refused, whatever its credentials,
+// and one from the same origin passes.
+func TestSessionCookie(t *testing.T) {
+	forEach(t, func(t *testing.T, b backend) {
+		e := newEnv(t, b, &Config{})
+		admin, reader := e.token("admin", RoleAdmin), e.token("reader", RoleRead)
+		cookie := func(secret string) map[string]string { return map[string]string{"Cookie": SessionCookie + "=" + secret} }
+
+		var who Caller
+		if r := e.api.do(req{method: http.MethodGet, path: "/api/v1/whoami", token: "-", header: cookie(reader)}); r.status != http.StatusOK {
+			t.Fatalf("whoami with the reader's cookie: %d %s", r.status, r.body)
+		} else {
+			r.decode(t, &who)
+		}
+		if who != (Caller{Actor: "reader", Role: RoleRead}) {
+			t.Errorf("whoami: %+v", who)
+		}
+		e.api.do(req{method: http.MethodGet, path: "/api/v1/whoami", token: "-", header: cookie("heph_nope")}).problem(t, http.StatusUnauthorized)
+		e.api.do(req{method: http.MethodGet, path: "/api/v1/whoami", token: "-"}).problem(t, http.StatusUnauthorized)
+		// A bearer token wins over the cookie.
+		e.api.do(req{method: http.MethodGet, path: "/api/v1/whoami", token: "heph_nope", header: cookie(admin)}).problem(t, http.StatusUnauthorized)
+		// The reader's cookie may not start a run.
+		start := map[string]any{"kind": "document", "name": "approval", "input": map[string]string{"title": "t"}}
+		e.api.do(req{method: http.MethodPost, path: "/api/v1/runs", token: "-", header: cookie(reader), body: start}).problem(t, http.StatusForbidden)
+
+		// Same origin (as the dashboard's fetch sends it): accepted.
+		same := cookie(admin)
+		same["Sec-Fetch-Site"] = "same-origin"
+		if r := e.api.do(req{method: http.MethodPost, path: "/api/v1/runs", token: "-", header: same, body: start}); r.status != http.StatusCreated {
+			t.Fatalf("same-origin start with the admin's cookie: %d %s", r.status, r.body)
+		}
+		// Another site's form or fetch: refused, with the cookie or a token.
+		for _, h := range []map[string]string{
+			{"Cookie": SessionCookie + "=" + admin, "Sec-Fetch-Site": "cross-site"},
+			{"Cookie": SessionCookie + "=" + admin, "Origin": "https://evil.example"},
+			{"Authorization": "Bearer " + admin, "Sec-Fetch-Site": "same-site"},
+		} {
+			p := e.api.do(req{method: http.MethodPost, path: "/api/v1/runs", token: "-", header: h, body: start}).problem(t, http.StatusForbidden)
+			if !strings.Contains(p.Detail, "cross-origin") {
+				t.Errorf("%v: %+v", h, p)
+			}
+		}
+		// Reads from anywhere are answered (they change nothing).
+		if r := e.api.do(req{method: http.MethodGet, path: "/api/v1/runs", token: "-", header: map[string]string{"Cookie": SessionCookie + "=" + admin, "Sec-Fetch-Site": "cross-site"}}); r.status != http.StatusOK {
+			t.Errorf("cross-site GET: %d %s", r.status, r.body)
+		}
+		var list RunList
+		e.api.token = admin
+		e.api.call(http.MethodGet, "/api/v1/runs", nil, http.StatusOK, &list)
+		if len(list.Runs) != 1 {
+			t.Errorf("runs: %d, want the one same-origin start", len(list.Runs))
+		}
+	})
+}

@@ -29,6 +29,8 @@ func (s *Server) register() {
 		return nil
 	})
 
+	s.handle(get, p+"/whoami", accessRuns, "", s.whoami)
+
 	// Runs.
 	s.handle(post, p+"/runs", accessAdmin, "runs.start", s.startRun)
 	s.handle(get, p+"/runs", accessRuns, "", s.listRuns)

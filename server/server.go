@@ -64,7 +64,17 @@ type Server struct {
 	mux    *http.ServeMux
 	routes []*route
 	ops    *processor
+	// csrf refuses the unsafe requests a browser sends from another
+	// origin (Sec-Fetch-Site, Origin), whatever their credentials.
+	csrf *http.CrossOriginProtection
 }
+
+// SessionCookie is the cookie through which a browser (the dashboard)
+// sends its token, when it sends no Authorization header. The dashboard
+// sets it HttpOnly and SameSite=Strict; and the server refuses every
+// unsafe request (POST, PUT, DELETE) that a browser sends from another
+// origin, so a page elsewhere cannot act with it.
+const SessionCookie = "heph_session"
 
 // role is what a token may do.
 type role string
@@ -159,7 +169,7 @@ func New(cfg *Config) (*Server, error) {
 	if c.Clock == nil {
 		c.Clock = clock.Real{}
 	}
-	s := &Server{cfg: c, mux: http.NewServeMux()}
+	s := &Server{cfg: c, mux: http.NewServeMux(), csrf: http.NewCrossOriginProtection()}
 	s.ops = newProcessor(s)
 	s.register()
 	for _, rt := range s.routes {
@@ -250,6 +260,10 @@ func (s *Server) wrap(rt *route) http.Handler {
 			}
 			s.audit(c, rt, rec.status)
 		}()
+		if err := s.csrf.Check(r); err != nil {
+			s.fail(c, &Problem{Status: http.StatusForbidden, Kind: kindForbidden, Detail: "cross-origin request refused: " + err.Error()})
+			return
+		}
 		if err := s.authenticate(c, rt); err != nil {
 			s.fail(c, err)
 			return
@@ -297,8 +311,9 @@ func (r *recorder) Write(b []byte) (int, error) {
 // Unwrap lets http.ResponseController reach the connection.
 func (r *recorder) Unwrap() http.ResponseWriter { return r.ResponseWriter }
 
-// authenticate sets the caller's actor and role from its bearer token and
-// checks that the route admits the role.
+// authenticate sets the caller's actor and role from its bearer token (or,
+// without an Authorization header, the SessionCookie) and checks that the
+// route admits the role.
 func (s *Server) authenticate(c *call, rt *route) error {
 	if rt.access == accessPublic {
 		return nil
@@ -309,6 +324,11 @@ func (s *Server) authenticate(c *call, rt *route) error {
 	}
 	h := c.r.Header.Get("Authorization")
 	secret, ok := strings.CutPrefix(h, "Bearer ")
+	if h == "" {
+		if ck, err := c.r.Cookie(SessionCookie); err == nil && ck.Value != "" {
+			secret, ok = ck.Value, true
+		}
+	}
 	if !ok || strings.TrimSpace(secret) == "" {
 		return &Problem{Status: http.StatusUnauthorized, Kind: kindUnauthorized, Detail: "missing bearer token: send Authorization: Bearer <token>"}
 	}

@@ -218,3 +218,17 @@ func (s *Server) audit(c *call, rt *route, status int) {
 		s.cfg.Logger.Error("server: append to the audit log", "action", rt.action, "target", c.target, "err", err)
 	}
 }
+
+// Caller is who calls the API: GET /whoami.
+type Caller struct {
+	// Actor is the token's name ("insecure" on an insecure server).
+	Actor string `json:"actor"`
+	// Role is admin, worker or read.
+	Role string `json:"role"`
+	// Insecure is set when the server serves every request without a token.
+	Insecure bool `json:"insecure"`
+}
+
+func (s *Server) whoami(c *call) error {
+	return c.json(http.StatusOK, Caller{Actor: c.actor, Role: string(c.role), Insecure: s.cfg.Insecure})
+}
