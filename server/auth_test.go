@@ -134,7 +134,9 @@ func TestSessionCookie(t *testing.T) {
 	forEach(t, func(t *testing.T, b backend) {
 		e := newEnv(t, b, &Config{})
 		admin, reader := e.token("admin", RoleAdmin), e.token("reader", RoleRead)
-		cookie := func(secret string) map[string]string { return map[string]string{"Cookie": SessionCookie + "=" + secret} }
+		cookie := func(secret string) map[string]string {
+			return map[string]string{"Cookie": SessionCookie + "=" + secret}
+		}
 
 		var who Caller
 		if r := e.api.do(req{method: http.MethodGet, path: "/api/v1/whoami", token: "-", header: cookie(reader)}); r.status != http.StatusOK {
