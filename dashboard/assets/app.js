@@ -1,0 +1,278 @@
+// Hephaestus dashboard: live refresh, actions through the API with a
+// confirmation, selection and bulk operations with progress. Every
+// action is one call of the API (/api/v1), sent with the session cookie.
+"use strict";
+
+(function () {
+  const $ = (sel, root) => (root || document).querySelector(sel);
+  const $$ = (sel, root) => Array.from((root || document).querySelectorAll(sel));
+
+  // toast shows a short message.
+  function toast(msg, bad) {
+    const t = $("#toast");
+    if (!t) return;
+    t.textContent = msg;
+    t.className = bad ? "show bad" : "show";
+    clearTimeout(toast.timer);
+    toast.timer = setTimeout(() => { t.className = ""; }, 5000);
+  }
+
+  // problemText turns an API problem (RFC 9457) into one line.
+  function problemText(p, status) {
+    if (!p || typeof p !== "object") return "the API answered " + status;
+    let s = (p.title || ("HTTP " + status)) + (p.detail ? ": " + p.detail : "");
+    if (Array.isArray(p.errors) && p.errors.length) {
+      s += " (" + p.errors.map((e) => (e.line ? "line " + e.line + (e.column ? ":" + e.column : "") + " " : "") + (e.path ? e.path + ": " : "") + e.message).join("; ") + ")";
+    }
+    return s;
+  }
+
+  // callAPI sends one request to the API and returns {ok, status, body}.
+  async function callAPI(method, url, body) {
+    const init = { method: method, credentials: "same-origin", headers: { "Accept": "application/json" } };
+    if (body !== undefined) {
+      init.headers["Content-Type"] = "application/json";
+      init.body = JSON.stringify(body);
+    }
+    const res = await fetch(url, init);
+    let data = null;
+    const text = await res.text();
+    if (text) {
+      try { data = JSON.parse(text); } catch (e) { data = text; }
+    }
+    return { ok: res.ok, status: res.status, body: data };
+  }
+
+  // setPath sets obj[a][b]… for the dotted path "a.b".
+  function setPath(obj, path, value) {
+    const parts = path.split(".");
+    let o = obj;
+    for (let i = 0; i < parts.length - 1; i++) {
+      if (typeof o[parts[i]] !== "object" || o[parts[i]] === null) o[parts[i]] = {};
+      o = o[parts[i]];
+    }
+    o[parts[parts.length - 1]] = value;
+  }
+
+  // selected lists the run ids whose boxes are ticked.
+  function selected() {
+    return $$("input.select:checked").map((b) => b.value);
+  }
+
+  function updateSelection() {
+    const n = selected().length;
+    const c = $("#selected-count");
+    if (c) c.textContent = String(n);
+    $$("button[data-select]").forEach((b) => { b.disabled = n === 0; });
+  }
+
+  // confirmDialog asks for confirmation and the fields of an action;
+  // it resolves to the field values, or null when cancelled. submit is
+  // called with the values and returns an error text to keep the dialog
+  // open, or "" to close it.
+  function confirmDialog(title, text, fields, submit) {
+    const dlg = $("#confirm");
+    $("#confirm-title").textContent = title || "Confirm";
+    $("#confirm-text").textContent = text || "";
+    const box = $("#confirm-fields");
+    box.replaceChildren();
+    const err = $("#confirm-error");
+    err.textContent = "";
+    const inputs = [];
+    for (const f of fields) {
+      const label = document.createElement("label");
+      label.textContent = f.label || f.name;
+      const input = document.createElement(f.type === "text" ? "input" : "textarea");
+      input.name = f.name;
+      input.dataset.type = f.type || "text";
+      if (f.placeholder) input.placeholder = f.placeholder;
+      if (f.value !== undefined) input.value = f.value;
+      if (f.type !== "text") input.rows = 4;
+      label.appendChild(input);
+      box.appendChild(label);
+      inputs.push({ f: f, input: input });
+    }
+    const yes = $("#confirm-yes");
+    const no = $("#confirm-no");
+    const form = $("#confirm-form");
+    const onSubmit = async (ev) => {
+      ev.preventDefault();
+      const values = {};
+      for (const { f, input } of inputs) {
+        const v = input.value;
+        if (f.type === "json") {
+          if (v.trim() === "") { if (f.required) { err.textContent = (f.label || f.name) + " is required"; return; } continue; }
+          try { values[f.name] = JSON.parse(v); } catch (e) { err.textContent = (f.label || f.name) + " is not JSON: " + e.message; return; }
+        } else if (v !== "" || f.required) {
+          if (f.required && v.trim() === "") { err.textContent = (f.label || f.name) + " is required"; return; }
+          values[f.name] = v;
+        }
+      }
+      yes.disabled = true;
+      try {
+        const msg = await submit(values);
+        if (msg) { err.textContent = msg; } else { close(); }
+      } finally {
+        yes.disabled = false;
+      }
+    };
+    const close = () => {
+      form.removeEventListener("submit", onSubmit);
+      no.removeEventListener("click", close);
+      dlg.close();
+    };
+    form.addEventListener("submit", onSubmit);
+    no.addEventListener("click", close);
+    dlg.showModal();
+    if (inputs.length) inputs[0].input.focus(); else yes.focus();
+  }
+
+  // act runs the action of a button with data-api.
+  function act(btn) {
+    const method = btn.dataset.method || "POST";
+    const url = btn.dataset.api;
+    let fields = [];
+    let base;
+    try {
+      fields = btn.dataset.fields ? JSON.parse(btn.dataset.fields) : [];
+      base = btn.dataset.body ? JSON.parse(btn.dataset.body) : undefined;
+    } catch (e) {
+      toast("the action's description is broken: " + e.message, true);
+      return;
+    }
+    confirmDialog(btn.dataset.title || btn.textContent.trim(), btn.dataset.confirm || "", fields, async (values) => {
+      let body = base === undefined ? undefined : JSON.parse(JSON.stringify(base));
+      if (fields.length) {
+        body = body || {};
+        for (const k of Object.keys(values)) setPath(body, k, values[k]);
+      }
+      if (btn.dataset.select) {
+        body = body || {};
+        setPath(body, btn.dataset.select, selected());
+      }
+      if (body === undefined && method !== "GET" && method !== "DELETE") body = {};
+      let res;
+      try {
+        res = await callAPI(method, url, body);
+      } catch (e) {
+        return "the server could not be reached: " + e.message;
+      }
+      if (!res.ok) return problemText(res.body, res.status);
+      done(btn, res.body);
+      return "";
+    });
+  }
+
+  // done follows an action that succeeded, as its data-then says.
+  function done(btn, body) {
+    const then = btn.dataset.then || "reload";
+    toast((btn.dataset.title || btn.textContent.trim()) + ": done");
+    if (then === "operation" && body && body.id) {
+      followOperation(body.id);
+      return;
+    }
+    if (then.startsWith("goto:")) {
+      location.assign(then.slice(5).replace("{id}", body && body.id ? encodeURIComponent(body.id) : ""));
+      return;
+    }
+    if (then.startsWith("show:")) {
+      const out = $(then.slice(5));
+      if (out) {
+        out.hidden = false;
+        out.textContent = typeof body === "string" ? body : JSON.stringify(body, null, 2);
+      }
+      return;
+    }
+    refresh(true);
+  }
+
+  // followOperation shows a bulk operation's progress until it ends.
+  async function followOperation(id) {
+    const box = $("#operation");
+    if (!box) return;
+    box.hidden = false;
+    box.dataset.operation = id;
+    for (;;) {
+      let res;
+      try {
+        res = await callAPI("GET", "/api/v1/operations/" + encodeURIComponent(id));
+      } catch (e) {
+        res = null;
+      }
+      if (res && res.ok) {
+        const op = res.body;
+        box.replaceChildren();
+        const label = document.createElement("span");
+        label.textContent = "Operation " + op.action + " " + op.status + ": " + op.done + " of " + op.total + " done" + (op.failed ? ", " + op.failed + " failed" : "");
+        const bar = document.createElement("progress");
+        bar.max = Math.max(op.total, 1);
+        bar.value = op.done + op.failed;
+        box.append(label, bar);
+        box.dataset.status = op.status;
+        if (op.status === "completed" || op.status === "failed" || op.status === "cancelled") {
+          refresh(true);
+          return;
+        }
+      }
+      await new Promise((r) => setTimeout(r, 700));
+    }
+  }
+
+  // refresh re-reads this page and swaps its live parts ([data-live]
+  // with an id), keeping ticked boxes ticked.
+  let refreshing = false;
+  async function refresh(force) {
+    if (refreshing) return;
+    const toggle = $("#live-toggle");
+    if (!force && toggle && !toggle.checked) return;
+    if (!force && ($("#confirm").open || document.hidden)) return;
+    refreshing = true;
+    try {
+      const res = await fetch(location.href, { credentials: "same-origin", headers: { "Accept": "text/html" } });
+      if (!res.ok) return;
+      const doc = new DOMParser().parseFromString(await res.text(), "text/html");
+      const ticked = new Set(selected());
+      for (const el of $$("[data-live][id]")) {
+        const fresh = doc.getElementById(el.id);
+        if (fresh) el.replaceWith(document.importNode(fresh, true));
+      }
+      $$("input.select").forEach((b) => { b.checked = ticked.has(b.value); });
+      updateSelection();
+      document.dispatchEvent(new CustomEvent("heph:refreshed"));
+    } catch (e) {
+      // The next tick tries again.
+    } finally {
+      refreshing = false;
+    }
+  }
+
+  document.addEventListener("click", (ev) => {
+    const btn = ev.target.closest("button[data-api]");
+    if (btn) {
+      ev.preventDefault();
+      act(btn);
+    }
+  });
+  document.addEventListener("change", (ev) => {
+    if (ev.target.id === "select-all") {
+      $$("input.select").forEach((b) => { b.checked = ev.target.checked; });
+    }
+    if (ev.target.matches("input.select, #select-all")) updateSelection();
+  });
+  // A filter form sends only the fields that are filled in, so that its
+  // URLs stay short enough to read and share.
+  document.addEventListener("submit", (ev) => {
+    const form = ev.target;
+    if (form.method !== "get" || !form.classList.contains("filters")) return;
+    for (const el of form.elements) {
+      if (el.name && (el.tagName === "INPUT" || el.tagName === "SELECT") && el.type !== "checkbox" && el.value === "") el.disabled = true;
+    }
+    setTimeout(() => { for (const el of form.elements) el.disabled = false; }, 0);
+  });
+  document.addEventListener("DOMContentLoaded", () => {
+    updateSelection();
+    const every = Number(document.body.dataset.refresh || 0);
+    if (every > 0) setInterval(() => refresh(false), every * 1000);
+  });
+  window.heph = { refresh: refresh, callAPI: callAPI, toast: toast };
+})();

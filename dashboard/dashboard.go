@@ -1,0 +1,423 @@
+package dashboard
+
+import (
+	"bytes"
+	"embed"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"html/template"
+
+	"io/fs"
+	"log/slog"
+	"net/http"
+	"net/url"
+	"path"
+	"strings"
+	"time"
+
+	"github.com/hephaestus-go/hephaestus/server"
+)
+
+//go:embed templates/*.html
+var templateFS embed.FS
+
+//go:embed assets
+var assetFS embed.FS
+
+// Config configures a Dashboard.
+type Config struct {
+	// API is the HTTP API the dashboard reads and acts through: a
+	// *server.Server, or a handler that serves it. Required. The
+	// dashboard serves it under /api/ (and /healthz, /readyz), so one
+	// handler serves both.
+	API http.Handler
+	// Logger receives the dashboard's logs. Defaults to slog.Default().
+	Logger *slog.Logger
+	// Now tells the time for the pictures of running work. Defaults to
+	// time.Now.
+	Now func() time.Time
+	// Refresh is how often a page that shows live data refreshes itself
+	// in the browser. Defaults to 5 seconds.
+	Refresh time.Duration
+}
+
+// Dashboard serves the dashboard and, under /api/, the API. Create it
+// with New.
+type Dashboard struct {
+	cfg   Config
+	mux   *http.ServeMux
+	pages map[string]*template.Template
+	csrf  *http.CrossOriginProtection
+}
+
+// New returns a Dashboard for cfg.
+func New(cfg *Config) (*Dashboard, error) {
+	if cfg == nil || cfg.API == nil {
+		return nil, errors.New("dashboard: Config.API is required")
+	}
+	c := *cfg
+	if c.Logger == nil {
+		c.Logger = slog.Default()
+	}
+	if c.Now == nil {
+		c.Now = time.Now
+	}
+	if c.Refresh <= 0 {
+		c.Refresh = 5 * time.Second
+	}
+	pages, err := parsePages()
+	if err != nil {
+		return nil, err
+	}
+	d := &Dashboard{cfg: c, mux: http.NewServeMux(), pages: pages, csrf: http.NewCrossOriginProtection()}
+	d.routes()
+	return d, nil
+}
+
+// page is a dashboard page's handler: it returns the template to render
+// and its data, or an error (an *apiError renders as its problem).
+type page func(r *http.Request) (name string, data any, err error)
+
+// routes registers the pages.
+func (d *Dashboard) routes() {
+	assets, _ := fs.Sub(assetFS, "assets")
+	static := http.StripPrefix("/assets/", http.FileServerFS(assets))
+	d.mux.Handle("GET /assets/", cacheFor(static, time.Hour))
+	d.mux.HandleFunc("GET /favicon.ico", func(w http.ResponseWriter, r *http.Request) {
+		http.Redirect(w, r, "/assets/favicon.svg", http.StatusMovedPermanently)
+	})
+	d.mux.HandleFunc("GET /login", d.loginForm)
+	d.mux.HandleFunc("POST /login", d.login)
+	d.mux.HandleFunc("POST /logout", d.logout)
+	for _, p := range d.pageRoutes() {
+		d.mux.Handle("GET "+p.pattern, d.serve(p.handle))
+	}
+}
+
+// pageRoute is a page and its path pattern.
+type pageRoute struct {
+	pattern string
+	handle  page
+}
+
+// pageRoutes lists the pages; the navigation lists those with a nav
+// label (navItems).
+func (d *Dashboard) pageRoutes() []pageRoute {
+	return []pageRoute{
+		{"/{$}", d.runsPage},
+	}
+}
+
+// navItem is an entry of the navigation bar.
+type navItem struct {
+	Label, Path string
+}
+
+// navItems are the navigation bar's entries, in order.
+var navItems = []navItem{
+	{"Runs", "/"},
+}
+
+// ServeHTTP serves the API under /api/, /healthz and /readyz, and the
+// dashboard's pages and assets elsewhere.
+func (d *Dashboard) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	p := r.URL.Path
+	if strings.HasPrefix(p, "/api/") || p == "/healthz" || p == "/readyz" {
+		d.cfg.API.ServeHTTP(w, r)
+		return
+	}
+	h := w.Header()
+	h.Set("Content-Security-Policy", "default-src 'self'; img-src 'self' data:; style-src 'self'; script-src 'self'; object-src 'none'; frame-ancestors 'none'; base-uri 'none'; form-action 'self'")
+	h.Set("X-Frame-Options", "DENY")
+	h.Set("X-Content-Type-Options", "nosniff")
+	h.Set("Referrer-Policy", "same-origin")
+	d.mux.ServeHTTP(w, r)
+}
+
+func cacheFor(h http.Handler, d time.Duration) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Cache-Control", fmt.Sprintf("public, max-age=%d", int(d.Seconds())))
+		h.ServeHTTP(w, r)
+	})
+}
+
+// view is what the layout template receives.
+type view struct {
+	Title   string
+	Path    string
+	Nav     []navItem
+	Caller  *server.Caller
+	Refresh int // seconds; 0: the page does not refresh
+	Data    any
+	// Problem is the API's answer when a page could not be read.
+	Problem *server.Problem
+	// Partial is set when the browser's refresh asks for the page.
+	Partial bool
+}
+
+// Admin reports whether the caller may act (start, cancel, approve …).
+func (v *view) Admin() bool { return v.Caller != nil && v.Caller.Role == server.RoleAdmin }
+
+// titled is implemented by page data that names the page.
+type titled interface{ PageTitle() string }
+
+// live is implemented by page data whose page refreshes itself.
+type live interface{ Live() bool }
+
+// serve renders a page: on 401 it sends the browser to the login form.
+func (d *Dashboard) serve(p page) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		v := &view{Path: r.URL.Path, Nav: navItems}
+		who := &server.Caller{}
+		if err := d.get(r, "/api/v1/whoami", nil, who); err != nil {
+			d.fail(w, r, v, err)
+			return
+		}
+		v.Caller = who
+		name, data, err := p(r)
+		if err != nil {
+			d.fail(w, r, v, err)
+			return
+		}
+		v.Data = data
+		if t, ok := data.(titled); ok {
+			v.Title = t.PageTitle()
+		}
+		if l, ok := data.(live); ok && l.Live() {
+			v.Refresh = int(d.cfg.Refresh.Seconds())
+		}
+		d.render(w, http.StatusOK, name, v)
+	})
+}
+
+// fail answers a page whose data could not be read.
+func (d *Dashboard) fail(w http.ResponseWriter, r *http.Request, v *view, err error) {
+	var ae *apiError
+	if errors.As(err, &ae) {
+		if ae.Status == http.StatusUnauthorized {
+			http.Redirect(w, r, "/login?next="+url.QueryEscape(r.URL.RequestURI()), http.StatusSeeOther)
+			return
+		}
+		v.Title, v.Problem = ae.Problem.Title, &ae.Problem
+		d.render(w, ae.Status, "error", v)
+		return
+	}
+	var pe *pageError
+	if errors.As(err, &pe) {
+		v.Title, v.Problem = http.StatusText(pe.status), &server.Problem{Status: pe.status, Title: http.StatusText(pe.status), Detail: pe.msg}
+		d.render(w, pe.status, "error", v)
+		return
+	}
+	d.cfg.Logger.Error("dashboard: page failed", "path", r.URL.Path, "err", err)
+	v.Title, v.Problem = "Error", &server.Problem{Status: http.StatusInternalServerError, Title: "Internal Server Error", Detail: err.Error()}
+	d.render(w, http.StatusInternalServerError, "error", v)
+}
+
+// pageError is a page's own error (a bad query parameter).
+type pageError struct {
+	status int
+	msg    string
+}
+
+func (e *pageError) Error() string { return e.msg }
+
+// badRequest is a 400 page.
+func badRequest(format string, args ...any) error {
+	return &pageError{status: http.StatusBadRequest, msg: fmt.Sprintf(format, args...)}
+}
+
+// render executes a page template into a buffer, then writes it.
+func (d *Dashboard) render(w http.ResponseWriter, status int, name string, v *view) {
+	t, ok := d.pages[name]
+	if !ok {
+		d.cfg.Logger.Error("dashboard: no template", "name", name)
+		http.Error(w, "no template "+name, http.StatusInternalServerError)
+		return
+	}
+	var buf bytes.Buffer
+	if err := t.ExecuteTemplate(&buf, "layout", v); err != nil {
+		d.cfg.Logger.Error("dashboard: render", "page", name, "err", err)
+		http.Error(w, "the page failed to render", http.StatusInternalServerError)
+		return
+	}
+	w.Header().Set("Content-Type", "text/html; charset=utf-8")
+	w.Header().Set("Cache-Control", "no-store")
+	w.WriteHeader(status)
+	_, _ = w.Write(buf.Bytes())
+}
+
+// apiError is an answer of the API that is not a success.
+type apiError struct {
+	Status  int
+	Problem server.Problem
+}
+
+func (e *apiError) Error() string {
+	return fmt.Sprintf("%d %s: %s", e.Status, e.Problem.Title, e.Problem.Detail)
+}
+
+// get reads path from the API in process, as the browser's caller (its
+// session cookie, sent as the bearer token), and decodes the JSON answer
+// into out.
+func (d *Dashboard) get(r *http.Request, p string, q url.Values, out any) error {
+	u := p
+	if len(q) > 0 {
+		u += "?" + q.Encode()
+	}
+	req, err := http.NewRequestWithContext(r.Context(), http.MethodGet, u, nil)
+	if err != nil {
+		return err
+	}
+	req.Host = r.Host
+	req.RemoteAddr = r.RemoteAddr
+	if c, err := r.Cookie(server.SessionCookie); err == nil && c.Value != "" {
+		req.Header.Set("Authorization", "Bearer "+c.Value)
+	}
+	rec := &memResponse{header: http.Header{}}
+	d.cfg.API.ServeHTTP(rec, req)
+	if rec.status == 0 {
+		rec.status = http.StatusOK
+	}
+	if rec.status >= 300 {
+		ae := &apiError{Status: rec.status}
+		if err := json.Unmarshal(rec.body.Bytes(), &ae.Problem); err != nil || ae.Problem.Title == "" {
+			ae.Problem = server.Problem{Status: rec.status, Title: http.StatusText(rec.status), Detail: strings.TrimSpace(rec.body.String())}
+		}
+		return ae
+	}
+	if out == nil {
+		return nil
+	}
+	if err := json.Unmarshal(rec.body.Bytes(), out); err != nil {
+		return fmt.Errorf("decode the answer of GET %s: %w", p, err)
+	}
+	return nil
+}
+
+// memResponse keeps an in-process answer of the API.
+type memResponse struct {
+	header http.Header
+	status int
+	body   bytes.Buffer
+}
+
+func (m *memResponse) Header() http.Header { return m.header }
+
+func (m *memResponse) Write(b []byte) (int, error) {
+	if m.status == 0 {
+		m.status = http.StatusOK
+	}
+	return m.body.Write(b)
+}
+
+func (m *memResponse) WriteHeader(code int) {
+	if m.status == 0 {
+		m.status = code
+	}
+}
+
+// loginData is the login form's.
+type loginData struct {
+	Next, Error string
+	Insecure    bool
+}
+
+func (loginData) PageTitle() string { return "Sign in" }
+
+func (d *Dashboard) loginForm(w http.ResponseWriter, r *http.Request) {
+	v := &view{Path: r.URL.Path, Title: "Sign in"}
+	ld := loginData{Next: safeNext(r.URL.Query().Get("next"))}
+	who := &server.Caller{}
+	if err := d.get(r, "/api/v1/whoami", nil, who); err == nil && who.Insecure {
+		ld.Insecure = true
+	}
+	v.Data = ld
+	d.render(w, http.StatusOK, "login", v)
+}
+
+// login checks the token of the form through the API and keeps it in the
+// session cookie.
+func (d *Dashboard) login(w http.ResponseWriter, r *http.Request) {
+	v := &view{Path: r.URL.Path, Title: "Sign in"}
+	if err := d.csrf.Check(r); err != nil {
+		v.Data = loginData{Error: "cross-origin sign-in refused"}
+		d.render(w, http.StatusForbidden, "login", v)
+		return
+	}
+	r.Body = http.MaxBytesReader(w, r.Body, 64<<10)
+	if err := r.ParseForm(); err != nil {
+		v.Data = loginData{Error: "the form could not be read: " + err.Error()}
+		d.render(w, http.StatusBadRequest, "login", v)
+		return
+	}
+	token := strings.TrimSpace(r.PostForm.Get("token"))
+	next := safeNext(r.PostForm.Get("next"))
+	if token == "" {
+		v.Data = loginData{Next: next, Error: "enter an API token"}
+		d.render(w, http.StatusOK, "login", v)
+		return
+	}
+	probe := r.Clone(r.Context())
+	probe.Header = http.Header{}
+	probe.AddCookie(&http.Cookie{Name: server.SessionCookie, Value: token})
+	if err := d.get(probe, "/api/v1/whoami", nil, &server.Caller{}); err != nil {
+		msg := err.Error()
+		var ae *apiError
+		if errors.As(err, &ae) {
+			msg = ae.Problem.Detail
+		}
+		v.Data = loginData{Next: next, Error: "sign-in refused: " + msg}
+		// 200, not 401: the form is the answer, and a browser logs a 4xx
+		// page load as an error.
+		d.render(w, http.StatusOK, "login", v)
+		return
+	}
+	http.SetCookie(w, &http.Cookie{Name: server.SessionCookie, Value: token, Path: "/", HttpOnly: true, SameSite: http.SameSiteStrictMode, Secure: r.TLS != nil})
+	http.Redirect(w, r, next, http.StatusSeeOther)
+}
+
+func (d *Dashboard) logout(w http.ResponseWriter, r *http.Request) {
+	if err := d.csrf.Check(r); err != nil {
+		http.Error(w, "cross-origin sign-out refused", http.StatusForbidden)
+		return
+	}
+	http.SetCookie(w, &http.Cookie{Name: server.SessionCookie, Value: "", Path: "/", MaxAge: -1, HttpOnly: true, SameSite: http.SameSiteStrictMode, Secure: r.TLS != nil})
+	http.Redirect(w, r, "/login", http.StatusSeeOther)
+}
+
+// safeNext keeps a redirect target on this site: a path, never "//host".
+func safeNext(next string) string {
+	if next == "" || !strings.HasPrefix(next, "/") || strings.HasPrefix(next, "//") || strings.HasPrefix(next, "/\\") {
+		return "/"
+	}
+	return next
+}
+
+// parsePages parses each page template with the layout.
+func parsePages() (map[string]*template.Template, error) {
+	base, err := template.New("").Funcs(funcs).ParseFS(templateFS, "templates/layout.html")
+	if err != nil {
+		return nil, fmt.Errorf("dashboard: parse the layout: %w", err)
+	}
+	files, err := fs.Glob(templateFS, "templates/*.html")
+	if err != nil {
+		return nil, err
+	}
+	pages := map[string]*template.Template{}
+	for _, f := range files {
+		name := strings.TrimSuffix(path.Base(f), ".html")
+		if name == "layout" {
+			continue
+		}
+		t, err := base.Clone()
+		if err != nil {
+			return nil, err
+		}
+		if _, err := t.ParseFS(templateFS, f); err != nil {
+			return nil, fmt.Errorf("dashboard: parse %s: %w", f, err)
+		}
+		pages[name] = t
+	}
+	return pages, nil
+}
