@@ -6,9 +6,13 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"go/ast"
+	"go/parser"
+	gotoken "go/token"
 	"log/slog"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -408,3 +412,107 @@ var (
 		return strings.Join([]string{rs[0].Value, label}, " "), nil
 	}).Declare(recAdd, recDone)
 )
+
+// eventKinds reads the event kinds hephtype declares, so that a kind
+// added there fails TestDescribeEveryKind until describeEvent knows it.
+func eventKinds(t *testing.T) []string {
+	t.Helper()
+	fset := gotoken.NewFileSet()
+	file, err := parser.ParseFile(fset, filepath.Join("..", "hephtype", "hephtype.go"), nil, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var kinds []string
+	for _, d := range file.Decls {
+		gd, ok := d.(*ast.GenDecl)
+		if !ok || gd.Tok != gotoken.CONST {
+			continue
+		}
+		for _, spec := range gd.Specs {
+			vs := spec.(*ast.ValueSpec)
+			if id, ok := vs.Type.(*ast.Ident); !ok || id.Name != "EventKind" {
+				continue
+			}
+			for _, v := range vs.Values {
+				if lit, ok := v.(*ast.BasicLit); ok {
+					s, _ := strconv.Unquote(lit.Value)
+					kinds = append(kinds, s)
+				}
+			}
+		}
+	}
+	if len(kinds) < 30 {
+		t.Fatalf("found %d event kinds in hephtype: %q", len(kinds), kinds)
+	}
+	return kinds
+}
+
+func TestDescribeEveryKind(t *testing.T) {
+	for _, k := range eventKinds(t) {
+		for _, e := range []server.Event{
+			{Kind: k},
+			{Kind: k, Step: "charge_payment", Attempt: 2, Name: "approved", Error: "card declined", Data: json.RawMessage(`{"after":"1h0m0s"}`)},
+			{Kind: k, Index: 3, Attempt: 1, Name: "charge", Data: json.RawMessage(`"5s"`)},
+		} {
+			got := describeEvent(e)
+			if got == "" || strings.HasPrefix(got, "entry ") || strings.Contains(got, "_") && !strings.Contains(got, "charge_payment") {
+				t.Errorf("describeEvent(%+v) = %q", e, got)
+			}
+		}
+	}
+	if got := describeEvent(server.Event{Kind: "something_new", Step: "s"}); got != "entry something_new of step s" {
+		t.Errorf("an unknown kind: %q", got)
+	}
+}
+
+func TestDescribeEvent(t *testing.T) {
+	at := func(name string, seq int64) server.Event {
+		for _, e := range loadFixture(t, name).Events {
+			if e.Seq == seq {
+				return e
+			}
+		}
+		t.Fatalf("%s has no entry %d", name, seq)
+		return server.Event{}
+	}
+	for _, c := range []struct {
+		e    server.Event
+		want string
+	}{
+		{at("order", 1), "run started"},
+		{at("order", 6), "map step price_items expanded to 3 elements"},
+		{at("order", 11), "step price_items element 1 attempt 1 failed: price service unavailable"},
+		{at("order", 14), "step charge_payment attempt 1 failed: card declined"},
+		{at("order", 15), "step charge_payment retries as attempt 2 in 140ms"},
+		{at("order", 23), "step charge_payment attempt 2 started on worker a1f59562a33d"},
+		{at("order", 28), "timer 1h of step approve started"},
+		{at("order", 30), `step approve resumed with approved`},
+		{at("order", 32), "step refund skipped"},
+		{at("order", 35), "run completed"},
+		{at("order_failed", 27), `run failed: step "price_items" failed: element 0: no price for item 1`},
+		{at("doc_gate", 10), `step request_approval resumed with approved by ann ("looks good")`},
+		{at("checkout", 1), "run of checkout started"},
+		{at("checkout", 5), "signal checkout received"},
+		{at("checkout", 12), "activity notify #3 scheduled"},
+		{at("checkout", 17), "activity charge #2 attempt 1 failed: gateway timeout; it retries as attempt 2 in 127ms"},
+		{at("checkout", 21), "timer 200ms #4 started"},
+		{at("checkout", 24), "child workflow ship #5 started"},
+		{server.Event{Kind: "update_completed", Name: "add_item", Error: "full"}, "update add_item failed: full"},
+		{server.Event{Kind: "step_completed", Step: "validate", Name: "invalid"}, "step validate completed with event invalid"},
+	} {
+		if got := describeEvent(c.e); got != c.want {
+			t.Errorf("describeEvent(%d %s) = %q, want %q", c.e.Seq, c.e.Kind, got, c.want)
+		}
+	}
+}
+
+// TestDescribeGolden writes every recorded history as readable lines.
+func TestDescribeGolden(t *testing.T) {
+	for _, name := range fixtureNames {
+		var b strings.Builder
+		for _, e := range loadFixture(t, name).Events {
+			fmt.Fprintf(&b, "%3d %s\n", e.Seq, describeEvent(e))
+		}
+		golden(t, name+".history.txt", b.String())
+	}
+}

@@ -68,8 +68,8 @@ func workflowGraph(events []server.Event) *graphtext.Graph {
 			w.byIndex(e.Index, id)
 		case hephtype.EventTimerFired:
 			w.finish(w.seq[e.Index], "completed", "")
-		case hephtype.EventTimerCancelled:
-			w.finish(w.seq[e.Index], "cancelled", "cancelled")
+		case hephtype.EventTimerCancelled: // the workflow cancelled it: nothing follows it
+			w.setState(w.seq[e.Index], "cancelled")
 		case hephtype.EventChildStarted:
 			id := e.Name + "#" + strconv.Itoa(e.Index)
 			w.command(graphtext.Node{ID: id, Label: e.Name, Kind: kindChild, Detail: "child workflow #" + strconv.Itoa(e.Index), State: "running"})
