@@ -338,7 +338,11 @@ func seedExamples(ctx context.Context, client *hephaestus.Client, logger *slog.L
 	go func() {
 		defer close(done)
 		ids, err := demo.Seed(ctx, client)
-		if err != nil {
+		switch {
+		case err != nil && errors.Is(err, context.Canceled):
+			logger.Warn("stopped seeding the example runs: the server is stopping", "runs", len(ids))
+			return
+		case err != nil:
 			logger.Error("seed the example runs", "runs", len(ids), "err", err)
 			return
 		}
