@@ -23,9 +23,10 @@ import (
 const wait = 60 * time.Second
 
 // baseEnv is the environment of every heph process: the system's path and
-// home, and nothing of the caller's HEPH_* variables.
+// home, and nothing of the caller's HEPH_* variables but HEPH_EXAMPLES=false,
+// so that a server seeds no example run unless a test asks for them.
 func baseEnv() []string {
-	var env []string
+	env := []string{"HEPH_EXAMPLES=false"}
 	for _, k := range []string{"PATH", "HOME", "TMPDIR", "SYSTEMROOT"} {
 		if v, ok := os.LookupEnv(k); ok {
 			env = append(env, k+"="+v)

@@ -16,6 +16,7 @@ import (
 
 	hephaestus "github.com/hephaestus-go/hephaestus"
 	"github.com/hephaestus-go/hephaestus/flowdoc"
+	"github.com/hephaestus-go/hephaestus/internal/demo"
 	"github.com/hephaestus-go/hephaestus/server"
 	"github.com/hephaestus-go/hephaestus/store"
 	"github.com/hephaestus-go/hephaestus/store/postgres"
@@ -30,6 +31,7 @@ const (
 	defaultReqTimeout   = 60 * time.Second
 	defaultWorkers      = 16
 	shutdownGrace       = 30 * time.Second
+	seedTimeout         = 5 * time.Minute
 	readHeaderTimeout   = 10 * time.Second
 	serverIdleTimeout   = 2 * time.Minute
 	envSchema           = "HEPH_SCHEMA"
@@ -37,6 +39,7 @@ const (
 	envRequestTimeout   = "HEPH_REQUEST_TIMEOUT"
 	envWorkers          = "HEPH_WORKERS"
 	envLogLevel         = "HEPH_LOG_LEVEL"
+	envExamples         = "HEPH_EXAMPLES"
 	listeningLinePrefix = "heph: listening on "
 	// firstTokenLinePrefix starts the line that shows the admin token a
 	// first start on loopback makes, named firstTokenName.
@@ -47,7 +50,7 @@ const (
 // serverFlags configure heph server.
 type serverFlags struct {
 	addr, sqlite, postgres, schema, logLevel string
-	insecure                                 bool
+	insecure, examples                       bool
 	maxBody                                  int64
 	reqTimeout                               time.Duration
 	workers                                  int
@@ -65,12 +68,16 @@ func newServer(g *globals) *cobra.Command {
 			"Requests need a bearer token unless --insecure, which is accepted only on a loopback\n" +
 			"address. A first start on a loopback address with no token in the store makes the admin\n" +
 			"token \"admin\" and prints it once; before serving another address, make the first one\n" +
-			"with heph tokens create admin --role admin --sqlite FILE (or --postgres URL).\n" +
+			"with heph tokens create admin --role admin --sqlite FILE (or --postgres URL).\n\n" +
+			"With --examples (the default) the server registers example definitions, named example.*,\n" +
+			"and on a store's first start (no run at all) seeds example runs of each of them, in the\n" +
+			"background once it listens; --examples=false registers and seeds nothing.\n" +
 			"Every flag has an environment variable: HEPH_ADDR, HEPH_SQLITE, HEPH_POSTGRES,\n" +
-			"HEPH_SCHEMA, HEPH_INSECURE, HEPH_MAX_BODY, HEPH_REQUEST_TIMEOUT, HEPH_WORKERS, HEPH_LOG_LEVEL.",
+			"HEPH_SCHEMA, HEPH_INSECURE, HEPH_MAX_BODY, HEPH_REQUEST_TIMEOUT, HEPH_WORKERS, HEPH_LOG_LEVEL,\n" +
+			"HEPH_EXAMPLES.",
 		Example: `  heph server --insecure
   heph server --postgres postgres://heph@db/heph --addr 0.0.0.0:7070
-  heph server --addr 127.0.0.1:0 --sqlite /tmp/heph.db`,
+  heph server --addr 127.0.0.1:0 --sqlite /tmp/heph.db --examples=false`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if err := f.fromEnv(cmd, g.env); err != nil {
@@ -88,6 +95,7 @@ func newServer(g *globals) *cobra.Command {
 	fl.StringVar(&f.postgres, "postgres", "", "PostgreSQL DSN instead of SQLite; $"+EnvPostgres)
 	fl.StringVar(&f.schema, "schema", "heph", "PostgreSQL schema of the store; $"+envSchema)
 	fl.BoolVar(&f.insecure, "insecure", false, "serve without tokens (only on a loopback address); $"+EnvInsecure)
+	fl.BoolVar(&f.examples, "examples", true, "register the example.* definitions, and seed example runs on a store with no run; $"+envExamples)
 	fl.Int64Var(&f.maxBody, "max-body", defaultMaxBody, "largest request body in bytes; $"+envMaxBody)
 	fl.DurationVar(&f.reqTimeout, "request-timeout", defaultReqTimeout, "time limit of a request (long polls wait at most this); $"+envRequestTimeout)
 	fl.IntVar(&f.workers, "workers", defaultWorkers, "steps this process runs at once on the default queue; $"+envWorkers)
@@ -108,12 +116,17 @@ func (f *serverFlags) fromEnv(cmd *cobra.Command, env *Env) error {
 	str("postgres", EnvPostgres, &f.postgres)
 	str("schema", envSchema, &f.schema)
 	str("log-level", envLogLevel, &f.logLevel)
-	if v := env.getenv(EnvInsecure); v != "" && !fl.Changed("insecure") {
-		b, err := strconv.ParseBool(v)
-		if err != nil {
-			return usagef("$%s=%q: want true or false", EnvInsecure, v)
+	for _, b := range []struct {
+		flag, key string
+		dst       *bool
+	}{{"insecure", EnvInsecure, &f.insecure}, {"examples", envExamples, &f.examples}} {
+		if v := env.getenv(b.key); v != "" && !fl.Changed(b.flag) {
+			on, err := strconv.ParseBool(v)
+			if err != nil {
+				return usagef("$%s=%q: want true or false", b.key, v)
+			}
+			*b.dst = on
 		}
-		f.insecure = b
 	}
 	if v := env.getenv(envMaxBody); v != "" && !fl.Changed("max-body") {
 		n, err := strconv.ParseInt(v, 10, 64)
@@ -190,9 +203,9 @@ func loopback(host string) bool {
 	return ip != nil && ip.IsLoopback()
 }
 
-// serverRegistry is the action registry of the server's documents: the
-// server has no Go action, so every action is remote (run by HTTP
-// workers).
+// serverRegistry is the action registry of the server's documents: every
+// action is remote (run by HTTP workers) but the example document's,
+// which --examples registers in it as Go functions.
 func serverRegistry() *flowdoc.Registry { return remoteRegistry() }
 
 // runServer opens the store, starts a client and serves the API until ctx
@@ -235,7 +248,19 @@ func runServer(ctx context.Context, env *Env, f *serverFlags) (err error) {
 	if err != nil {
 		return fmt.Errorf("client: %w", err)
 	}
-	if err := client.RegisterDocuments(ctx, serverRegistry()); err != nil {
+	reg := serverRegistry()
+	seed := false
+	if f.examples {
+		if err := demo.Register(ctx, client, reg); err != nil {
+			return err
+		}
+		// Before the client starts, so that no schedule tick has
+		// started a run yet.
+		if seed, err = demo.Empty(ctx, client); err != nil {
+			return err
+		}
+	}
+	if err := client.RegisterDocuments(ctx, reg); err != nil {
 		return fmt.Errorf("register documents: %w", err)
 	}
 	if err := client.Start(ctx); err != nil {
@@ -282,6 +307,13 @@ func runServer(ctx context.Context, env *Env, f *serverFlags) (err error) {
 	}
 	served := make(chan error, 1)
 	go func() { served <- srv.Serve(ln) }()
+	switch {
+	case seed:
+		stopSeed := seedExamples(ctx, client, logger)
+		defer stopSeed()
+	case f.examples:
+		logger.Info("registered the example definitions; the store has runs, so no example run is seeded")
+	}
 	select {
 	case err := <-served:
 		return fmt.Errorf("serve: %w", err)
@@ -295,6 +327,31 @@ func runServer(ctx context.Context, env *Env, f *serverFlags) (err error) {
 		return errors.Join(fmt.Errorf("shut down: %w", err), serveErr(<-served))
 	}
 	return serveErr(<-served)
+}
+
+// seedExamples seeds the example runs in the background, logging the
+// outcome; the function it returns stops the seeding and waits for it.
+func seedExamples(ctx context.Context, client *hephaestus.Client, logger *slog.Logger) (stop func()) {
+	ctx, cancel := context.WithTimeout(ctx, seedTimeout)
+	done := make(chan struct{})
+	logger.Info("seeding the example runs in the background: the store has no run")
+	go func() {
+		defer close(done)
+		ids, err := demo.Seed(ctx, client)
+		switch {
+		case err != nil && errors.Is(err, context.Canceled):
+			logger.Warn("stopped seeding the example runs: the server is stopping", "runs", len(ids))
+			return
+		case err != nil:
+			logger.Error("seed the example runs", "runs", len(ids), "err", err)
+			return
+		}
+		logger.Info("seeded the example runs: this first start found the store empty", "runs", len(ids), "tag", demo.Tag)
+	}()
+	return func() {
+		cancel()
+		<-done
+	}
 }
 
 // serveErr is what Serve returned once the server was shut down: nothing

@@ -96,6 +96,7 @@ func TestServerRefuses(t *testing.T) {
 		{nil, []string{"--insecure", "--addr", ":7070"}, 2, "only on a loopback address"},
 		{map[string]string{cli.EnvInsecure: "1", cli.EnvAddr: "http://192.0.2.1:7070"}, nil, 2, `not "192.0.2.1"`},
 		{map[string]string{cli.EnvInsecure: "maybe"}, nil, 2, "HEPH_INSECURE"},
+		{map[string]string{"HEPH_EXAMPLES": "sometimes"}, nil, 2, `$HEPH_EXAMPLES="sometimes": want true or false`},
 		{nil, []string{"--addr", "nowhere"}, 2, "want host:port"},
 		{nil, []string{"--addr", "127.0.0.1:99999"}, 2, "bad port"},
 		{nil, []string{"--workers", "0"}, 2, "--workers"},
