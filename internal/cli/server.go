@@ -15,6 +15,7 @@ import (
 	"github.com/spf13/cobra"
 
 	hephaestus "github.com/hephaestus-go/hephaestus"
+	"github.com/hephaestus-go/hephaestus/dashboard"
 	"github.com/hephaestus-go/hephaestus/flowdoc"
 	"github.com/hephaestus-go/hephaestus/internal/demo"
 	"github.com/hephaestus-go/hephaestus/server"
@@ -281,13 +282,19 @@ func runServer(ctx context.Context, env *Env, f *serverFlags) (err error) {
 		return fmt.Errorf("start server: %w", err)
 	}
 	defer h.Stop()
+	// The dashboard at / serves the API too (under /api/, /healthz and
+	// /readyz): one handler for both.
+	dash, err := dashboard.New(&dashboard.Config{API: h, Logger: logger})
+	if err != nil {
+		return err
+	}
 
 	ln, err := (&net.ListenConfig{}).Listen(ctx, "tcp", f.addr)
 	if err != nil {
 		return fmt.Errorf("listen: %w", err)
 	}
 	srv := &http.Server{
-		Handler:           h,
+		Handler:           dash,
 		ReadHeaderTimeout: readHeaderTimeout,
 		IdleTimeout:       serverIdleTimeout,
 		ErrorLog:          slog.NewLogLogger(logger.Handler(), slog.LevelWarn),
@@ -304,6 +311,7 @@ func runServer(ctx context.Context, env *Env, f *serverFlags) (err error) {
 		}
 		fmt.Fprintf(env.Stderr, "%s%q (shown once; revoke it with heph tokens revoke):\n  export %s=%s\n",
 			firstTokenLinePrefix, firstTokenName, EnvToken, secret)
+		fmt.Fprintf(env.Stderr, "heph: the dashboard is at http://%s/ (sign in with that token)\n", ln.Addr())
 	}
 	served := make(chan error, 1)
 	go func() { served <- srv.Serve(ln) }()
