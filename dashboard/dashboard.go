@@ -106,6 +106,12 @@ type pageRoute struct {
 func (d *Dashboard) pageRoutes() []pageRoute {
 	return []pageRoute{
 		{"/{$}", d.runsPage},
+		{"/approvals", d.approvalsPage},
+		{"/schedules", d.schedulesPage},
+		{"/queues", d.queuesPage},
+		{"/workers", d.workersPage},
+		{"/definitions", d.definitionsPage},
+		{"/definitions/{name}", d.definitionPage},
 	}
 }
 
@@ -117,6 +123,11 @@ type navItem struct {
 // navItems are the navigation bar's entries, in order.
 var navItems = []navItem{
 	{"Runs", "/"},
+	{"Approvals", "/approvals"},
+	{"Schedules", "/schedules"},
+	{"Queues", "/queues"},
+	{"Workers", "/workers"},
+	{"Definitions", "/definitions"},
 }
 
 // ServeHTTP serves the API under /api/, /healthz and /readyz, and the

@@ -276,3 +276,130 @@
   });
   window.heph = { refresh: refresh, callAPI: callAPI, toast: toast };
 })();
+
+// The definitions page's document form: line numbers beside the text,
+// validation through the API with each error listed at its line (a link
+// that moves the cursor there) and its line marked in the gutter, and the
+// Submit button's body kept in step with the form (the button is an
+// ordinary action: one API call behind the confirmation dialog).
+(function () {
+  const $ = (sel) => document.querySelector(sel);
+
+  function docBody() {
+    const content = $("#doc-content").value;
+    let name = $("#doc-name").value.trim();
+    if (name === "") {
+      const m = /^name:\s*["']?([^"'\s#]+)/m.exec(content) || /"name"\s*:\s*"([^"]+)"/.exec(content);
+      if (m) name = m[1];
+    }
+    return { name: name, format: $("#doc-format").value, content: content };
+  }
+
+  // gutter numbers the lines of the text; bad lines are marked.
+  function gutter(bad) {
+    const g = $("#doc-gutter");
+    const n = $("#doc-content").value.split("\n").length;
+    const marks = bad || new Map();
+    const parts = [];
+    for (let i = 1; i <= n; i++) {
+      const s = document.createElement("span");
+      s.dataset.line = String(i);
+      s.textContent = String(i);
+      if (marks.has(i)) {
+        s.className = "bad";
+        s.title = marks.get(i);
+      }
+      parts.push(s, document.createTextNode("\n"));
+    }
+    g.replaceChildren(...parts);
+    g.scrollTop = $("#doc-content").scrollTop;
+  }
+
+  // goTo puts the cursor at a line and column of the text.
+  function goTo(line, column) {
+    const ta = $("#doc-content");
+    const lines = ta.value.split("\n");
+    let off = 0;
+    for (let i = 0; i < line - 1 && i < lines.length; i++) off += lines[i].length + 1;
+    off += Math.max(0, Math.min((column || 1) - 1, (lines[line - 1] || "").length));
+    ta.focus();
+    ta.setSelectionRange(off, off);
+    const lh = parseFloat(getComputedStyle(ta).lineHeight) || 18;
+    ta.scrollTop = Math.max(0, (line - 3) * lh);
+    $("#doc-gutter").scrollTop = ta.scrollTop;
+  }
+
+  function showErrors(problem, status) {
+    const list = $("#doc-errors");
+    const st = $("#doc-status");
+    list.replaceChildren();
+    const bad = new Map();
+    const errs = problem && Array.isArray(problem.errors) ? problem.errors : [];
+    st.className = "error";
+    st.textContent = (problem && problem.title ? problem.title : "HTTP " + status) + (problem && problem.detail ? ": " + problem.detail : "");
+    for (const e of errs) {
+      const li = document.createElement("li");
+      if (e.line) {
+        li.dataset.line = String(e.line);
+        const a = document.createElement("a");
+        a.href = "#doc-content";
+        a.className = "goto-line";
+        a.dataset.line = String(e.line);
+        a.dataset.column = String(e.column || 1);
+        a.textContent = "line " + e.line + (e.column ? ":" + e.column : "");
+        li.append(a, document.createTextNode(" "));
+        bad.set(e.line, (bad.has(e.line) ? bad.get(e.line) + "; " : "") + e.message);
+      }
+      li.append(document.createTextNode((e.path ? e.path + ": " : "") + e.message));
+      list.append(li);
+    }
+    list.hidden = errs.length === 0;
+    gutter(bad);
+  }
+
+  async function validate() {
+    const st = $("#doc-status");
+    st.className = "hint";
+    st.textContent = "validating…";
+    let res;
+    try {
+      res = await window.heph.callAPI("POST", "/api/v1/documents/validate", docBody());
+    } catch (e) {
+      st.className = "error";
+      st.textContent = "the server could not be reached: " + e.message;
+      return;
+    }
+    if (res.ok) {
+      $("#doc-errors").replaceChildren();
+      $("#doc-errors").hidden = true;
+      st.className = "valid";
+      st.textContent = "The document is valid.";
+      gutter();
+      return;
+    }
+    showErrors(res.body, res.status);
+  }
+
+  function syncSubmit() {
+    const btn = $("#doc-submit");
+    if (btn) btn.dataset.body = JSON.stringify(docBody());
+  }
+
+  document.addEventListener("DOMContentLoaded", () => {
+    const ta = $("#doc-content");
+    if (!ta) return;
+    gutter();
+    syncSubmit();
+    ta.addEventListener("input", () => { gutter(); syncSubmit(); });
+    ta.addEventListener("scroll", () => { $("#doc-gutter").scrollTop = ta.scrollTop; });
+    $("#doc-name").addEventListener("input", syncSubmit);
+    $("#doc-format").addEventListener("change", syncSubmit);
+    $("#doc-validate").addEventListener("click", validate);
+    $("#doc-errors").addEventListener("click", (ev) => {
+      const a = ev.target.closest("a.goto-line");
+      if (!a) return;
+      ev.preventDefault();
+      goTo(Number(a.dataset.line), Number(a.dataset.column));
+    });
+  });
+})();
