@@ -1,8 +1,8 @@
 package demo
 
 import (
-	"fmt"
 	"context"
+	"fmt"
 	"strings"
 	"time"
 
