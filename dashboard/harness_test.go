@@ -89,9 +89,9 @@ func gateFlow() *flow.Flow {
 	return b.Start("hold").Edge("hold", "go", "after").Edge("after", flow.EventOK, flow.Done).MustBuild()
 }
 
-// newEnv starts a server with the dashboard on a new SQLite file; each
-// setup registers more on the client before it starts.
-func newEnv(t *testing.T, insecure bool, setups ...func(ctx context.Context, c *heph.Client) error) *env {
+// newEnv starts a server with the dashboard on a new SQLite file; setup
+// functions register more before the client starts.
+func newEnv(t *testing.T, insecure bool, setup ...func(ctx context.Context, c *heph.Client) error) *env {
 	t.Helper()
 	ctx := context.Background()
 	st, err := sqlite.Open(ctx, &sqlite.Config{Path: filepath.Join(t.TempDir(), "heph.db")})
@@ -110,8 +110,8 @@ func newEnv(t *testing.T, insecure bool, setups ...func(ctx context.Context, c *
 	if err := c.Register(orderFlow(), gateFlow()); err != nil {
 		t.Fatal(err)
 	}
-	for _, setup := range setups {
-		if err := setup(ctx, c); err != nil {
+	for _, f := range setup {
+		if err := f(ctx, c); err != nil {
 			t.Fatal(err)
 		}
 	}
