@@ -211,3 +211,40 @@ func TestNotFound(t *testing.T) {
 		t.Errorf("GET /nope: %d %s", res.StatusCode, body)
 	}
 }
+
+// "Cancel selected" cancels exactly the ticked runs, as one operation.
+func TestBulkCancelSelection(t *testing.T) {
+	e := newEnv(t, true)
+	var gates []string
+	for i := range 4 {
+		gates = append(gates, e.start("gate", map[string]int{"n": i}))
+	}
+	for _, g := range gates {
+		e.waitStatus(g, heph.StatusWaiting)
+	}
+	b := newBrowser(t)
+	b.open(e.url + "/?workflow=gate")
+	for _, g := range gates[:2] {
+		b.run("tick "+g, chromedp.Click(fmt.Sprintf(`input.select[value=%q]`, g), chromedp.ByQuery))
+	}
+	if n := b.text("#selected-count"); n != "2" {
+		t.Errorf("the page counts %s selected", n)
+	}
+	b.run("cancel selected", chromedp.Click("#cancel-selected", chromedp.ByQuery), chromedp.WaitVisible("#confirm", chromedp.ByQuery),
+		chromedp.Click("#confirm-yes", chromedp.ByQuery))
+	b.waitJS("the operation completed", `document.querySelector("#operation")?.dataset.status === "completed"`)
+	for i, g := range gates {
+		r, err := e.client.GetRun(context.Background(), g)
+		if err != nil {
+			t.Fatal(err)
+		}
+		want := heph.StatusWaiting
+		if i < 2 {
+			want = heph.StatusCancelled
+		}
+		if r.Status != want {
+			t.Errorf("run %d is %s, want %s", i, r.Status, want)
+		}
+	}
+	b.noErrors("cancel selected")
+}
