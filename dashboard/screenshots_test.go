@@ -67,16 +67,6 @@ func demoEnv(t *testing.T) (*env, []string) {
 	}
 }
 
-// runOf finds the first seeded run of a definition in a status.
-func (e *env) runOf(name string, status heph.RunStatus) string {
-	e.t.Helper()
-	page, err := e.client.ListRuns(context.Background(), &heph.ListOptions{Flow: name, Statuses: []heph.RunStatus{status}, Limit: 1})
-	if err != nil || len(page.Runs) == 0 {
-		e.t.Fatalf("no %s run of %s: %v", status, name, err)
-	}
-	return page.Runs[0].ID
-}
-
 // TestScreenshots renders the pages of a server with the example runs in
 // Chromium, checks each screenshot is a real picture, and with
 // -screenshots writes them for the documentation.
