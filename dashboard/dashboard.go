@@ -110,6 +110,7 @@ type pageRoute struct {
 func (d *Dashboard) pageRoutes() []pageRoute {
 	return []pageRoute{
 		{"/{$}", d.runsPage},
+		{"/operations", d.operationsPage},
 	}
 }
 
@@ -121,6 +122,7 @@ type navItem struct {
 // navItems are the navigation bar's entries, in order.
 var navItems = []navItem{
 	{"Runs", "/"},
+	{"Operations", "/operations"},
 }
 
 // ServeHTTP serves the API under /api/, /healthz and /readyz, and the

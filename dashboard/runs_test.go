@@ -180,6 +180,16 @@ func TestBulkCancelOverFilter(t *testing.T) {
 		t.Errorf("the order outside the filter is %s", r.Status)
 	}
 	b.noErrors("the bulk cancel")
+
+	// The operations page lists it, done, with its filter and reason.
+	b.open(e.url + "/operations")
+	row := b.text("table.operations tbody tr")
+	for _, want := range []string{"cancel", "bulk test", "status=waiting workflow=gate", fmt.Sprintf("%d of %d done", n, n)} {
+		if !strings.Contains(row, want) {
+			t.Errorf("the operation's row %q lacks %q", row, want)
+		}
+	}
+	b.noErrors("the operations page")
 }
 
 // Pages and API share one handler: the API answers under /api/ and the
