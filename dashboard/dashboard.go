@@ -93,6 +93,10 @@ func (d *Dashboard) routes() {
 	for _, p := range d.pageRoutes() {
 		d.mux.Handle("GET "+p.pattern, d.serve(p.handle))
 	}
+	// Any other path: a 404 page with the navigation.
+	d.mux.Handle("/", d.serve(func(r *http.Request) (string, any, error) {
+		return "", nil, &pageError{status: http.StatusNotFound, msg: "no page " + r.URL.Path}
+	}))
 }
 
 // pageRoute is a page and its path pattern.
@@ -112,6 +116,7 @@ func (d *Dashboard) pageRoutes() []pageRoute {
 		{"/workers", d.workersPage},
 		{"/definitions", d.definitionsPage},
 		{"/definitions/{name}", d.definitionPage},
+		{"/operations", d.operationsPage},
 	}
 }
 
@@ -128,6 +133,7 @@ var navItems = []navItem{
 	{"Queues", "/queues"},
 	{"Workers", "/workers"},
 	{"Definitions", "/definitions"},
+	{"Operations", "/operations"},
 }
 
 // ServeHTTP serves the API under /api/, /healthz and /readyz, and the

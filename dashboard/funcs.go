@@ -14,18 +14,19 @@ import (
 
 // funcs are the templates' functions.
 var funcs = template.FuncMap{
-	"ago":      ago,
-	"stamp":    stamp,
-	"duration": humanDuration,
-	"pretty":   prettyJSON,
-	"short":    shortID,
-	"tojson":   toJSON,
-	"join":     strings.Join,
-	"has":      hasString,
-	"metaText": metaText,
-	"add":      func(a, b int) int { return a + b },
-	"took":     took,
-	"dict":     dict,
+	"ago":        ago,
+	"stamp":      stamp,
+	"duration":   humanDuration,
+	"pretty":     prettyJSON,
+	"short":      shortID,
+	"tojson":     toJSON,
+	"join":       strings.Join,
+	"has":        hasString,
+	"metaText":   metaText,
+	"add":        func(a, b int) int { return a + b },
+	"took":       took,
+	"dict":       dict,
+	"filterText": filterText,
 	"pct": func(part, whole int) int {
 		if whole <= 0 {
 			return 0

@@ -145,7 +145,8 @@ func (f *runFilter) apiQuery() url.Values {
 // operationFilter is the filter as POST /api/v1/operations takes it.
 func (f *runFilter) operationFilter() *server.RunFilter {
 	md, _ := f.metadata()
-	return &server.RunFilter{Kind: f.Kind, Statuses: f.Statuses, Workflow: f.Workflow, Queue: f.Queue, Tags: f.tags(),
+	v, _ := strconv.Atoi(f.Version)
+	return &server.RunFilter{Kind: f.Kind, Statuses: f.Statuses, Workflow: f.Workflow, Version: v, Queue: f.Queue, Tags: f.tags(),
 		Metadata: md, CreatedAfter: utcTime(f.CreatedAfter), CreatedBefore: utcTime(f.CreatedBefore), Q: f.Q}
 }
 

@@ -3,6 +3,7 @@ package dashboard_test
 import (
 	"context"
 	"fmt"
+	"io"
 	"net/http"
 	"strings"
 	"testing"
@@ -179,6 +180,16 @@ func TestBulkCancelOverFilter(t *testing.T) {
 		t.Errorf("the order outside the filter is %s", r.Status)
 	}
 	b.noErrors("the bulk cancel")
+
+	// The operations page lists it, done, with its filter and reason.
+	b.open(e.url + "/operations")
+	row := b.text("table.operations tbody tr")
+	for _, want := range []string{"cancel", "bulk test", "status=waiting workflow=gate", fmt.Sprintf("%d of %d done", n, n)} {
+		if !strings.Contains(row, want) {
+			t.Errorf("the operation's row %q lacks %q", row, want)
+		}
+	}
+	b.noErrors("the operations page")
 }
 
 // Pages and API share one handler: the API answers under /api/ and the
@@ -195,4 +206,55 @@ func TestServesAPI(t *testing.T) {
 			t.Errorf("GET %s: %d", p, res.StatusCode)
 		}
 	}
+}
+
+// A path with no page is a 404 page with the navigation.
+func TestNotFound(t *testing.T) {
+	e := newEnv(t, true)
+	res, err := httpGet(e.url+"/nope", "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = res.Body.Close() }()
+	body, _ := io.ReadAll(res.Body)
+	if res.StatusCode != http.StatusNotFound || !strings.Contains(string(body), "no page /nope") || !strings.Contains(string(body), `<nav>`) {
+		t.Errorf("GET /nope: %d %s", res.StatusCode, body)
+	}
+}
+
+// "Cancel selected" cancels exactly the ticked runs, as one operation.
+func TestBulkCancelSelection(t *testing.T) {
+	e := newEnv(t, true)
+	var gates []string
+	for i := range 4 {
+		gates = append(gates, e.start("gate", map[string]int{"n": i}))
+	}
+	for _, g := range gates {
+		e.waitStatus(g, heph.StatusWaiting)
+	}
+	b := newBrowser(t)
+	b.open(e.url + "/?workflow=gate")
+	for _, g := range gates[:2] {
+		b.run("tick "+g, chromedp.Click(fmt.Sprintf(`input.select[value=%q]`, g), chromedp.ByQuery))
+	}
+	if n := b.text("#selected-count"); n != "2" {
+		t.Errorf("the page counts %s selected", n)
+	}
+	b.run("cancel selected", chromedp.Click("#cancel-selected", chromedp.ByQuery), chromedp.WaitVisible("#confirm", chromedp.ByQuery),
+		chromedp.Click("#confirm-yes", chromedp.ByQuery))
+	b.waitJS("the operation completed", `document.querySelector("#operation")?.dataset.status === "completed"`)
+	for i, g := range gates {
+		r, err := e.client.GetRun(context.Background(), g)
+		if err != nil {
+			t.Fatal(err)
+		}
+		want := heph.StatusWaiting
+		if i < 2 {
+			want = heph.StatusCancelled
+		}
+		if r.Status != want {
+			t.Errorf("run %d is %s, want %s", i, r.Status, want)
+		}
+	}
+	b.noErrors("cancel selected")
 }

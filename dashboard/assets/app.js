@@ -207,7 +207,10 @@
         const bar = document.createElement("progress");
         bar.max = Math.max(op.total, 1);
         bar.value = op.done + op.failed;
-        box.append(label, bar);
+        const link = document.createElement("a");
+        link.href = "/operations";
+        link.textContent = "all operations";
+        box.append(label, bar, link);
         box.dataset.status = op.status;
         if (op.status === "completed" || op.status === "failed" || op.status === "cancelled") {
           refresh(true);
