@@ -110,6 +110,7 @@ type pageRoute struct {
 func (d *Dashboard) pageRoutes() []pageRoute {
 	return []pageRoute{
 		{"/{$}", d.runsPage},
+		{"/overview", d.overviewPage},
 		{"/approvals", d.approvalsPage},
 		{"/schedules", d.schedulesPage},
 		{"/queues", d.queuesPage},
@@ -127,6 +128,7 @@ type navItem struct {
 
 // navItems are the navigation bar's entries, in order.
 var navItems = []navItem{
+	{"Overview", "/overview"},
 	{"Runs", "/"},
 	{"Approvals", "/approvals"},
 	{"Schedules", "/schedules"},

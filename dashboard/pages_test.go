@@ -68,6 +68,7 @@ func TestPagesLoad(t *testing.T) {
 		// actions is a selector of the admin's actions on the page.
 		actions string
 	}{
+		{"/overview", ""},
 		{"/approvals", "button.approve"},
 		{"/schedules", "button.pause"},
 		{"/queues", "button.resume"},
