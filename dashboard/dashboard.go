@@ -106,6 +106,7 @@ type pageRoute struct {
 func (d *Dashboard) pageRoutes() []pageRoute {
 	return []pageRoute{
 		{"/{$}", d.runsPage},
+		{"/runs/{id}", d.runPage},
 	}
 }
 

@@ -89,6 +89,10 @@ func gateFlow() *flow.Flow {
 	return b.Start("hold").Edge("hold", "go", "after").Edge("after", flow.EventOK, flow.Done).MustBuild()
 }
 
+// envDefinitions register more definitions on the env's client before it
+// starts: each test file that needs its own appends to it in an init.
+var envDefinitions []func(ctx context.Context, c *heph.Client) error
+
 // newEnv starts a server with the dashboard on a new SQLite file.
 func newEnv(t *testing.T, insecure bool) *env {
 	t.Helper()
@@ -108,6 +112,11 @@ func newEnv(t *testing.T, insecure bool) *env {
 	}
 	if err := c.Register(orderFlow(), gateFlow()); err != nil {
 		t.Fatal(err)
+	}
+	for _, register := range envDefinitions {
+		if err := register(ctx, c); err != nil {
+			t.Fatal(err)
+		}
 	}
 	cctx, cancel := context.WithCancel(ctx)
 	if err := c.Start(cctx); err != nil {
