@@ -85,12 +85,13 @@ func prettyJSON(raw json.RawMessage) string {
 	return b.String()
 }
 
-// shortID is the first 8 characters of an id.
+// shortID is the last 8 characters of an id: the random end of a UUID
+// v7, whose start is its time (and the same for runs started together).
 func shortID(id string) string {
 	if len(id) <= 8 {
 		return id
 	}
-	return id[:8]
+	return "…" + id[len(id)-8:]
 }
 
 // toJSON encodes v for a data-* attribute.

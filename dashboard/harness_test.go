@@ -89,12 +89,9 @@ func gateFlow() *flow.Flow {
 	return b.Start("hold").Edge("hold", "go", "after").Edge("after", flow.EventOK, flow.Done).MustBuild()
 }
 
-// envDefinitions register more definitions on the env's client before it
-// starts: each test file that needs its own appends to it in an init.
-var envDefinitions []func(ctx context.Context, c *heph.Client) error
-
-// newEnv starts a server with the dashboard on a new SQLite file.
-func newEnv(t *testing.T, insecure bool) *env {
+// newEnv starts a server with the dashboard on a new SQLite file; setup
+// functions register more before the client starts.
+func newEnv(t *testing.T, insecure bool, setup ...func(ctx context.Context, c *heph.Client) error) *env {
 	t.Helper()
 	ctx := context.Background()
 	st, err := sqlite.Open(ctx, &sqlite.Config{Path: filepath.Join(t.TempDir(), "heph.db")})
@@ -113,8 +110,8 @@ func newEnv(t *testing.T, insecure bool) *env {
 	if err := c.Register(orderFlow(), gateFlow()); err != nil {
 		t.Fatal(err)
 	}
-	for _, register := range envDefinitions {
-		if err := register(ctx, c); err != nil {
+	for _, f := range setup {
+		if err := f(ctx, c); err != nil {
 			t.Fatal(err)
 		}
 	}

@@ -26,8 +26,6 @@ import (
 // document with an approval gate ("expense"), a code-first workflow with
 // an update, a signal and a query ("tally") and a job kind ("mail").
 
-func init() { envDefinitions = append(envDefinitions, registerRunDefinitions) }
-
 // flakyIn is the input of the flaky flow.
 type flakyIn struct {
 	Key string `json:"key"`
@@ -186,7 +184,7 @@ func (b *browser) confirm(what string, values map[string]string) {
 // queued or running as running), for runs that hold completed, failed,
 // skipped and waiting steps between them; the steps table agrees.
 func TestRunPageDAGStates(t *testing.T) {
-	e := newEnv(t, true)
+	e := newEnv(t, true, registerRunDefinitions)
 	ok := e.start("order", order{ID: "a1", Amount: 10})
 	bad := e.start("order", order{ID: "b2", Amount: 5000})
 	invalid := e.start("order", order{ID: "c3", Amount: 0})
@@ -248,7 +246,7 @@ func TestRunPageDAGStates(t *testing.T) {
 // Cancel a waiting run from its page: the API then says it is cancelled
 // with the reason given, and the page's header follows without a reload.
 func TestRunPageCancel(t *testing.T) {
-	e := newEnv(t, false)
+	e := newEnv(t, false, registerRunDefinitions)
 	id := e.start("gate", nil)
 	e.waitStatus(id, heph.StatusWaiting)
 
@@ -284,7 +282,7 @@ func TestRunPageCancel(t *testing.T) {
 // the run completes through the paying branch, and the gate's output
 // records the decision, its actor and its comment.
 func TestRunPageApprove(t *testing.T) {
-	e := newEnv(t, false)
+	e := newEnv(t, false, registerRunDefinitions)
 	r, err := e.client.StartDocument(context.Background(), "expense", 0, map[string]int{"amount": 120}, nil)
 	if err != nil {
 		t.Fatal(err)
@@ -334,7 +332,7 @@ func TestRunPageApprove(t *testing.T) {
 // Retry a failed run from its page: the step that failed runs again and
 // succeeds, and the API says the run completed.
 func TestRunPageRetry(t *testing.T) {
-	e := newEnv(t, true)
+	e := newEnv(t, true, registerRunDefinitions)
 	id := e.start("flaky", flakyIn{Key: "retry-" + t.Name()})
 	e.waitStatus(id, heph.StatusFailed)
 
@@ -365,7 +363,7 @@ func TestRunPageRetry(t *testing.T) {
 // query and the update show their answers, the published state follows,
 // and the signal ends the run with the total.
 func TestRunPageWorkflowMessages(t *testing.T) {
-	e := newEnv(t, true)
+	e := newEnv(t, true, registerRunDefinitions)
 	r, err := e.client.StartWorkflow(context.Background(), "tally", 2, nil)
 	if err != nil {
 		t.Fatal(err)
@@ -419,7 +417,7 @@ func TestRunPageWorkflowMessages(t *testing.T) {
 // lists its steps and says why there is no picture; the history's
 // download link answers the history as JSON.
 func TestRunPageEveryKind(t *testing.T) {
-	e := newEnv(t, true)
+	e := newEnv(t, true, registerRunDefinitions)
 	ctx := context.Background()
 	flowRun := e.start("order", order{ID: "a1", Amount: 10})
 	doc, err := e.client.StartDocument(ctx, "expense", 0, map[string]int{"amount": 3}, nil)

@@ -2,6 +2,7 @@ package demo
 
 import (
 	"context"
+	"fmt"
 	"strings"
 	"time"
 
@@ -19,7 +20,7 @@ type Email struct {
 // example.hourly-digest schedule, which mails the digest every hour.
 var EmailKind = job.MustNew(EmailJob, func(ctx context.Context, j *job.Job[Email]) error {
 	if !strings.Contains(j.Args.To, "@") {
-		return job.Cancel("no address to send " + j.Args.Subject + " to: " + j.Args.To)
+		return job.Cancel(fmt.Sprintf("no address to send %q to: %q", j.Args.Subject, j.Args.To))
 	}
 	return nil
 }, &job.Options[Email]{

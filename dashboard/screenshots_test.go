@@ -1,0 +1,104 @@
+package dashboard_test
+
+import (
+	"bytes"
+	"context"
+	"flag"
+	"image/png"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/chromedp/chromedp"
+
+	heph "github.com/hephaestus-go/hephaestus"
+	"github.com/hephaestus-go/hephaestus/flowdoc"
+	"github.com/hephaestus-go/hephaestus/internal/demo"
+)
+
+// -screenshots writes the screenshots that docs/dashboard.md and the
+// README show: go test ./dashboard -run TestScreenshots -screenshots
+var writeShots = flag.Bool("screenshots", false, "write the dashboard's screenshots into docs/images")
+
+// demoEnv is a server with the example definitions and the example runs
+// that heph server seeds on a fresh store, once they have settled.
+func demoEnv(t *testing.T) (*env, []string) {
+	t.Helper()
+	e := newEnv(t, false, func(ctx context.Context, c *heph.Client) error {
+		reg := flowdoc.NewRegistry()
+		if err := demo.Register(ctx, c, reg); err != nil {
+			return err
+		}
+		return c.RegisterDocuments(ctx, reg)
+	})
+	ids, err := demo.Seed(context.Background(), e.client)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Wait until the seeded runs reach the outcomes the seed promises.
+	deadline := time.Now().Add(2 * time.Minute)
+	for {
+		counts := map[string]int{}
+		page, err := e.client.ListRuns(context.Background(), &heph.ListOptions{Tags: []string{demo.Tag}, Limit: 1000})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, r := range page.Runs {
+			counts[r.Flow+"/"+string(r.Status)]++
+		}
+		settled := true
+		for _, o := range demo.Expected() {
+			if counts[o.Name+"/"+string(o.Status)] != o.Count {
+				settled = false
+			}
+		}
+		if settled {
+			return e, ids
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the example runs did not settle in two minutes: %v", counts)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}
+
+// runOf finds the first seeded run of a definition in a status.
+func (e *env) runOf(name string, status heph.RunStatus) string {
+	e.t.Helper()
+	page, err := e.client.ListRuns(context.Background(), &heph.ListOptions{Flow: name, Statuses: []heph.RunStatus{status}, Limit: 1})
+	if err != nil || len(page.Runs) == 0 {
+		e.t.Fatalf("no %s run of %s: %v", status, name, err)
+	}
+	return page.Runs[0].ID
+}
+
+// TestScreenshots renders the pages of a server with the example runs in
+// Chromium, checks each screenshot is a real picture, and with
+// -screenshots writes them for the documentation.
+func TestScreenshots(t *testing.T) {
+	e, _ := demoEnv(t)
+	b := newBrowser(t)
+	b.login(e.url, e.admin)
+	shots := []struct{ file, path, wait string }{
+		{"dashboard-runs.png", "/", "table.runs"},
+	}
+	for _, s := range shots {
+		b.open(e.url + s.path)
+		var buf []byte
+		b.run("screenshot "+s.path, chromedp.WaitReady(s.wait, chromedp.ByQuery), chromedp.CaptureScreenshot(&buf))
+		b.noErrors(s.path)
+		img, err := png.Decode(bytes.NewReader(buf))
+		if err != nil {
+			t.Fatalf("%s: the screenshot is not a PNG: %v", s.path, err)
+		}
+		if r := img.Bounds(); r.Dx() < 1000 || r.Dy() < 600 {
+			t.Errorf("%s: a %dx%d screenshot", s.path, r.Dx(), r.Dy())
+		}
+		if *writeShots {
+			if err := os.WriteFile(filepath.Join("..", "docs", "images", s.file), buf, 0o644); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+}
