@@ -80,10 +80,19 @@ func TestScreenshots(t *testing.T) {
 	e, _ := demoEnv(t)
 	b := newBrowser(t)
 	b.login(e.url, e.admin)
-	shots := []struct{ file, path, wait string }{
-		{"dashboard-runs.png", "/", "table.runs"},
+	// height, when set, is the window's for that shot (the run page: its
+	// DAG and its timeline).
+	shots := []struct {
+		file, path, wait string
+		height           int64
+	}{
+		{"dashboard-runs.png", "/", "table.runs", 0},
+		{"dashboard-run.png", "/runs/" + e.runOf(demo.OrderFlow, heph.StatusFailed), "#run-timeline svg", 1240},
 	}
 	for _, s := range shots {
+		if s.height > 0 {
+			b.run("resize the window", chromedp.EmulateViewport(1400, s.height))
+		}
 		b.open(e.url + s.path)
 		var buf []byte
 		b.run("screenshot "+s.path, chromedp.WaitReady(s.wait, chromedp.ByQuery), chromedp.CaptureScreenshot(&buf))
