@@ -347,6 +347,15 @@ type ListOptions struct {
 	// letters, in the id, the flow or workflow name, the business id, a
 	// tag or the error. It reads every run the other filters keep.
 	Text string
+	// Version keeps the runs of one flow or document version (0: any).
+	// Negative is ErrInvalidInput.
+	Version int
+	// Parent keeps the runs whose parent is this run: the child
+	// workflows a workflow run started.
+	Parent string
+	// IDs keeps only these runs (empty: any); at most 1000 of them, more
+	// is ErrInvalidInput.
+	IDs []string
 	// Limit defaults to 100.
 	Limit int
 	// Cursor continues from RunList.Next.
@@ -372,6 +381,7 @@ func (c *Client) ListRuns(ctx context.Context, opts *ListOptions) (*RunList, err
 		Workflow: opts.Flow, Statuses: opts.Statuses, BusinessID: opts.BusinessID, Tags: opts.Tags,
 		CreatedAfter: opts.CreatedAfter, CreatedBefore: opts.CreatedBefore, Limit: opts.Limit, Cursor: opts.Cursor,
 		Kind: opts.Kind, Queue: opts.Queue, Metadata: opts.Metadata, Text: opts.Text,
+		Version: opts.Version, ParentID: opts.Parent, IDs: opts.IDs,
 	}
 	if opts.Queue != "" {
 		params.QueueWorkflows = c.flows.FlowsOnQueue(opts.Queue)

@@ -66,8 +66,11 @@ type Run struct {
 	Output     json.RawMessage
 	Error      string
 	BusinessID string
-	Tags       []string
-	Metadata   map[string]json.RawMessage
+	// ParentID is the run that started this one as a child workflow, or
+	// "".
+	ParentID string
+	Tags     []string
+	Metadata map[string]json.RawMessage
 	// ConcurrencyKey groups the run's steps for flow control
 	// (docs/flow-control.md); "" for none.
 	ConcurrencyKey string
@@ -114,7 +117,7 @@ func (c *Client) toRun(r *store.Run) *Run {
 	}
 	out := &Run{
 		ID: r.ID, Flow: r.Workflow, Version: r.Version, Kind: r.Kind, Status: r.Status, Input: r.Input, Output: r.Output,
-		Error: r.Error, BusinessID: r.BusinessID, Tags: r.Tags, Metadata: r.Metadata, Condition: r.Condition,
+		Error: r.Error, BusinessID: r.BusinessID, ParentID: r.ParentID, Tags: r.Tags, Metadata: r.Metadata, Condition: r.Condition,
 		ConcurrencyKey: r.ConcurrencyKey, CreatedAt: r.CreatedAt, UpdatedAt: r.UpdatedAt, FinishedAt: r.FinishedAt,
 	}
 	var s struct {

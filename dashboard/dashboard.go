@@ -93,6 +93,10 @@ func (d *Dashboard) routes() {
 	for _, p := range d.pageRoutes() {
 		d.mux.Handle("GET "+p.pattern, d.serve(p.handle))
 	}
+	// Any other path: a 404 page with the navigation.
+	d.mux.Handle("/", d.serve(func(r *http.Request) (string, any, error) {
+		return "", nil, &pageError{status: http.StatusNotFound, msg: "no page " + r.URL.Path}
+	}))
 }
 
 // pageRoute is a page and its path pattern.

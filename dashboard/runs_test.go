@@ -3,6 +3,7 @@ package dashboard_test
 import (
 	"context"
 	"fmt"
+	"io"
 	"net/http"
 	"strings"
 	"testing"
@@ -194,5 +195,19 @@ func TestServesAPI(t *testing.T) {
 		if res.StatusCode != http.StatusOK {
 			t.Errorf("GET %s: %d", p, res.StatusCode)
 		}
+	}
+}
+
+// A path with no page is a 404 page with the navigation.
+func TestNotFound(t *testing.T) {
+	e := newEnv(t, true)
+	res, err := httpGet(e.url+"/nope", "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = res.Body.Close() }()
+	body, _ := io.ReadAll(res.Body)
+	if res.StatusCode != http.StatusNotFound || !strings.Contains(string(body), "no page /nope") || !strings.Contains(string(body), `<nav>`) {
+		t.Errorf("GET /nope: %d %s", res.StatusCode, body)
 	}
 }

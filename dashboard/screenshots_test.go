@@ -5,8 +5,11 @@ import (
 	"context"
 	"flag"
 	"image/png"
+	"net/http"
+	"net/url"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -15,6 +18,7 @@ import (
 	heph "github.com/hephaestus-go/hephaestus"
 	"github.com/hephaestus-go/hephaestus/flowdoc"
 	"github.com/hephaestus-go/hephaestus/internal/demo"
+	"github.com/hephaestus-go/hephaestus/server"
 )
 
 // -screenshots writes the screenshots that docs/dashboard.md and the
@@ -109,5 +113,69 @@ func TestScreenshots(t *testing.T) {
 				t.Fatal(err)
 			}
 		}
+	}
+}
+
+// Every page the dashboard links to loads with 200 and no console error,
+// as an admin and as a reader: the test follows every same-site link of
+// the pages (the navigation, each run, each definition …) from the runs
+// list of a server with the example runs.
+func TestEveryPageLoads(t *testing.T) {
+	e, _ := demoEnv(t)
+	_, reader, err := server.NewToken(context.Background(), e.store, "viewer", server.RoleRead, time.Now())
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, who := range []struct{ name, token string }{{"admin", e.admin}, {"reader", reader}} {
+		t.Run(who.name, func(t *testing.T) {
+			b := newBrowser(t)
+			b.login(e.url, who.token)
+			seen := map[string]bool{}
+			queue := []string{"/"}
+			for len(queue) > 0 && len(seen) < 200 {
+				p := queue[0]
+				queue = queue[1:]
+				if seen[p] {
+					continue
+				}
+				seen[p] = true
+				res, err := chromedp.RunResponse(b.ctx, chromedp.Navigate(e.url+p))
+				if err != nil {
+					t.Fatalf("open %s: %v", p, err)
+				}
+				if res.Status != http.StatusOK {
+					t.Errorf("%s: %d", p, res.Status)
+					b.noErrors(p + " (the failed load)")
+					continue
+				}
+				b.run("wait for "+p, chromedp.WaitReady("main#main", chromedp.ByQuery))
+				b.noErrors(p)
+				if who.name == "reader" {
+					if n := b.count("button[data-api]:not([data-method=GET])"); n > 0 && !strings.Contains(p, "/definitions") {
+						var ids []string
+						b.eval(`Array.from(document.querySelectorAll("button[data-api]")).map(b => b.dataset.api)`, &ids)
+						t.Errorf("%s shows a reader %d action buttons: %v", p, n, ids)
+					}
+				}
+				var links []string
+				b.eval(`Array.from(document.querySelectorAll("a[href]")).map(a => a.getAttribute("href"))`, &links)
+				for _, l := range links {
+					u, err := url.Parse(l)
+					if err != nil || u.Host != "" || !strings.HasPrefix(u.Path, "/") || strings.HasPrefix(u.Path, "/api/") ||
+						strings.HasPrefix(u.Path, "/assets/") || u.Path == "/login" {
+						continue
+					}
+					if !seen[u.RequestURI()] {
+						queue = append(queue, u.RequestURI())
+					}
+				}
+			}
+			t.Logf("%d pages loaded", len(seen))
+			for _, want := range []string{"/"} {
+				if !seen[want] {
+					t.Errorf("no link led to %s", want)
+				}
+			}
+		})
 	}
 }

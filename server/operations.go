@@ -57,12 +57,18 @@ type RunFilter struct {
 	CreatedAfter  *time.Time        `json:"created_after,omitempty"`
 	CreatedBefore *time.Time        `json:"created_before,omitempty"`
 	Q             string            `json:"q,omitempty"`
+	Version       int               `json:"version,omitempty"`
+	Parent        string            `json:"parent,omitempty"`
+	IDs           []string          `json:"ids,omitempty"`
 }
+
+// maxFilterIDs bounds the run ids of a filter.
+const maxFilterIDs = 1000
 
 // empty reports whether the filter selects every run.
 func (f *RunFilter) empty() bool {
 	return f.Kind == "" && len(f.Statuses) == 0 && f.Workflow == "" && f.Queue == "" && len(f.Tags) == 0 && len(f.Metadata) == 0 &&
-		f.CreatedAfter == nil && f.CreatedBefore == nil && f.Q == ""
+		f.CreatedAfter == nil && f.CreatedBefore == nil && f.Q == "" && f.Version == 0 && f.Parent == "" && len(f.IDs) == 0
 }
 
 // check validates the filter.
@@ -77,6 +83,17 @@ func (f *RunFilter) check() error {
 	default:
 		return fieldProblem("filter.kind", fmt.Sprintf(`%q is not a kind of run: use "flow" or "workflow"`, f.Kind))
 	}
+	if f.Version < 0 {
+		return fieldProblem("filter.version", fmt.Sprintf("%d is negative", f.Version))
+	}
+	if len(f.IDs) > maxFilterIDs {
+		return fieldProblem("filter.ids", fmt.Sprintf("%d run ids, more than %d", len(f.IDs), maxFilterIDs))
+	}
+	for i, id := range f.IDs {
+		if id == "" {
+			return fieldProblem(fmt.Sprintf("filter.ids[%d]", i), "is empty")
+		}
+	}
 	return nil
 }
 
@@ -85,7 +102,7 @@ func (f *RunFilter) check() error {
 func (f *RunFilter) listOptions(before time.Time) *hephaestus.ListOptions {
 	o := &hephaestus.ListOptions{
 		Flow: f.Workflow, Kind: hephaestus.RunKind(f.Kind), Tags: f.Tags, Queue: f.Queue, Metadata: f.Metadata, Text: f.Q,
-		CreatedBefore: before, Limit: operationPage,
+		Version: f.Version, Parent: f.Parent, IDs: f.IDs, CreatedBefore: before, Limit: operationPage,
 	}
 	for _, st := range f.Statuses {
 		o.Statuses = append(o.Statuses, hephtype.RunStatus(st))

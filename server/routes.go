@@ -81,6 +81,7 @@ func (s *Server) register() {
 	s.handle(post, p+"/queues/{name}/pause", accessAdmin, "queues.pause", s.pauseQueue(true))
 	s.handle(post, p+"/queues/{name}/resume", accessAdmin, "queues.resume", s.pauseQueue(false))
 	s.handle(get, p+"/workers", accessRead, "", s.listWorkers)
+	s.handle(get, p+"/stats", accessRead, "", s.stats)
 
 	// The worker protocol. Claims and heartbeats are not audited.
 	s.handle(post, p+"/tasks/claim", accessWorker, "", s.claim)

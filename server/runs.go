@@ -27,6 +27,7 @@ type Run struct {
 	Output         json.RawMessage            `json:"output,omitempty"`
 	Error          string                     `json:"error,omitempty"`
 	BusinessID     string                     `json:"business_id,omitempty"`
+	ParentID       string                     `json:"parent_id,omitempty"`
 	Tags           []string                   `json:"tags"`
 	Metadata       map[string]json.RawMessage `json:"metadata"`
 	ConcurrencyKey string                     `json:"concurrency_key,omitempty"`
@@ -59,7 +60,7 @@ type StepJSON struct {
 func runJSON(r *hephaestus.Run, full bool) *Run {
 	out := &Run{
 		ID: r.ID, Kind: string(r.Kind), Workflow: r.Flow, Version: r.Version, Status: string(r.Status), Error: r.Error,
-		BusinessID: r.BusinessID, Tags: r.Tags, Metadata: r.Metadata, ConcurrencyKey: r.ConcurrencyKey,
+		BusinessID: r.BusinessID, ParentID: r.ParentID, Tags: r.Tags, Metadata: r.Metadata, ConcurrencyKey: r.ConcurrencyKey,
 		CreatedAt: r.CreatedAt.UTC(), UpdatedAt: r.UpdatedAt.UTC(),
 	}
 	if out.Tags == nil {
@@ -258,8 +259,14 @@ func (s *Server) listRuns(c *call) error {
 		CreatedBefore: q.time("created_before"),
 		Queue:         q.str("queue"),
 		Text:          q.str("q"),
+		Version:       q.integer("version", 0, 0, 1<<31-1),
+		Parent:        q.str("parent"),
+		IDs:           q.list("id"),
 		Limit:         q.integer("limit", 100, 1, 1000),
 		Cursor:        q.str("cursor"),
+	}
+	if n := len(opts.IDs); n > maxFilterIDs {
+		q.fail("id", "%d run ids, more than %d", n, maxFilterIDs)
 	}
 	switch k := q.str("kind"); k {
 	case "", string(hephaestus.KindFlow), string(hephaestus.KindWorkflow):

@@ -134,6 +134,13 @@ type Store interface {
 	// by ID. Expired records may be deleted on the way.
 	ListWorkers(ctx context.Context, p *ListWorkersParams) ([]*Worker, error)
 
+	// RunStats computes the figures of an overview (stats.go): the runs
+	// started and finished in each bucket of a window, the latency of
+	// those completed in it, and the active, blocked and stale runs.
+	// Invalid parameters give an error that wraps
+	// hephtype.ErrInvalidInput.
+	RunStats(ctx context.Context, p *RunStatsParams) (*RunStats, error)
+
 	// Requester records requests to runs and their answers (request.go).
 	Requester
 
@@ -463,10 +470,36 @@ type ListRunsParams struct {
 	// letters, in the id, the workflow name, the business id, a tag or the
 	// error. It scans the runs that the other filters keep.
 	Text string
+	// Version keeps the runs of one definition version (0: any).
+	Version int
+	// ParentID keeps the runs whose parent is this run: the children a
+	// workflow started.
+	ParentID string
+	// IDs keeps only these runs (empty: any). At most MaxListIDs of them;
+	// more is an error that wraps hephtype.ErrInvalidInput.
+	IDs []string
 	// Limit defaults to 100 and is capped at 1000.
 	Limit int
 	// Cursor continues from RunPage.Next.
 	Cursor string
+}
+
+// MaxListIDs bounds ListRunsParams.IDs.
+const MaxListIDs = 1000
+
+// Check validates the parameters a backend cannot interpret: the errors
+// wrap hephtype.ErrInvalidInput.
+func (p *ListRunsParams) Check() error {
+	if p.Limit < 0 {
+		return fmt.Errorf("%w: Limit must not be negative, got %d", hephtype.ErrInvalidInput, p.Limit)
+	}
+	if p.Version < 0 {
+		return fmt.Errorf("%w: Version must not be negative, got %d", hephtype.ErrInvalidInput, p.Version)
+	}
+	if len(p.IDs) > MaxListIDs {
+		return fmt.Errorf("%w: IDs has %d run ids, more than %d", hephtype.ErrInvalidInput, len(p.IDs), MaxListIDs)
+	}
+	return nil
 }
 
 // RunPage is one page of runs; Next is empty on the last page.

@@ -612,6 +612,32 @@ func TestPostgres(t *testing.T) {
 	if len(list.Runs) != 1 || list.Runs[0].ID != id {
 		t.Fatalf("ls --status cancelled: %+v", list)
 	}
+	// The filters by id, version and parent.
+	c.json(&list, "ls", "--id", id+",no-such-run", "--version", "1")
+	if len(list.Runs) != 1 || list.Runs[0].ID != id {
+		t.Fatalf("ls --id --version 1: %+v", list)
+	}
+	for _, args := range [][]string{{"--workflow", "gate", "--version", "2"}, {"--parent", id}} {
+		c.json(&list, append([]string{"ls"}, args...)...)
+		if len(list.Runs) != 0 {
+			t.Fatalf("ls %v: %+v", args, list)
+		}
+	}
+	c.fails(exitUsage, "--version must not be negative", "ls", "--version", "-1")
+	// A bulk cancel of the waiting runs of version 1 of the gate.
+	second := startGate(c)
+	waitStatus(c, second, "waiting")
+	c.ok("cancel", "--all-matching", "--workflow", "gate", "--version", "1", "--status", "waiting")
+	waitStatus(c, second, "cancelled")
+	// The overview: two gates started and cancelled in the last hour.
+	lines(t, c.ok("stats", "--workflow", "gate"), `^window:\s+\S+ to \S+ by 1m0s$`, `^runs:\s+started 2, completed 0, failed 0, cancelled 2$`,
+		`^active:\s+pending 0, running 0, waiting 0$`, `^BUCKET\s+STARTED\s+COMPLETED\s+FAILED\s+CANCELLED$`)
+	var st apiclient.Stats
+	c.json(&st, "stats", "--workflow", "gate", "--since", "2h", "--until", "0s", "--bucket", "1h")
+	if st.Totals.Started != 2 || st.Totals.Cancelled != 2 || len(st.Buckets) != 2 || st.BucketSeconds != 3600 || st.Workflow != "gate" {
+		t.Fatalf("stats -o json: %+v", st)
+	}
+	c.fails(exitFailure, "query parameter bucket", "stats", "--bucket", "1s")
 	// The store is PostgreSQL's, in the schema the environment named.
 	var tables int
 	conn, err := pgx.Connect(t.Context(), dsn)
@@ -619,7 +645,7 @@ func TestPostgres(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer conn.Close(context.Background())
-	if err := conn.QueryRow(t.Context(), "SELECT count(*) FROM clie2e.runs").Scan(&tables); err != nil || tables != 1 {
+	if err := conn.QueryRow(t.Context(), "SELECT count(*) FROM clie2e.runs").Scan(&tables); err != nil || tables != 2 {
 		t.Fatalf("runs in clie2e.runs: %d, %v", tables, err)
 	}
 	// Signals, updates and queries to a workflow a client on the same

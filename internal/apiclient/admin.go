@@ -254,3 +254,34 @@ func (c *Client) OpenAPI(ctx context.Context) (json.RawMessage, error) {
 	}
 	return resp.Body, nil
 }
+
+// StatsQuery chooses the window and the runs of Stats; zero fields take
+// the server's defaults.
+type StatsQuery struct {
+	Since, Until       time.Time
+	Bucket, StaleAfter time.Duration
+	Workflow           string
+}
+
+// Stats returns the overview's figures (GET /stats).
+func (c *Client) Stats(ctx context.Context, sq *StatsQuery) (*Stats, *Response, error) {
+	q := url.Values{}
+	if sq != nil {
+		if !sq.Since.IsZero() {
+			q.Set("since", sq.Since.UTC().Format(time.RFC3339Nano))
+		}
+		if !sq.Until.IsZero() {
+			q.Set("until", sq.Until.UTC().Format(time.RFC3339Nano))
+		}
+		if sq.Bucket > 0 {
+			q.Set("bucket", sq.Bucket.String())
+		}
+		if sq.StaleAfter > 0 {
+			q.Set("stale_after", sq.StaleAfter.String())
+		}
+		if sq.Workflow != "" {
+			q.Set("workflow", sq.Workflow)
+		}
+	}
+	return call[Stats](ctx, c, &request{method: http.MethodGet, path: "/stats", query: q})
+}

@@ -71,6 +71,15 @@ func FilterQuery(f *RunFilter) url.Values {
 	if f.Text != "" {
 		q.Set("q", f.Text)
 	}
+	if f.Version != 0 {
+		q.Set("version", strconv.Itoa(f.Version))
+	}
+	if f.Parent != "" {
+		q.Set("parent", f.Parent)
+	}
+	for _, id := range f.IDs {
+		q.Add("id", id)
+	}
 	return q
 }
 

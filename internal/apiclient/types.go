@@ -39,6 +39,7 @@ type Run struct {
 	Output         json.RawMessage            `json:"output,omitempty"`
 	Error          string                     `json:"error,omitempty"`
 	BusinessID     string                     `json:"business_id,omitempty"`
+	ParentID       string                     `json:"parent_id,omitempty"`
 	Tags           []string                   `json:"tags,omitempty"`
 	Metadata       map[string]json.RawMessage `json:"metadata,omitempty"`
 	ConcurrencyKey string                     `json:"concurrency_key,omitempty"`
@@ -104,12 +105,16 @@ type RunFilter struct {
 	CreatedAfter  *time.Time        `json:"created_after,omitempty"`
 	CreatedBefore *time.Time        `json:"created_before,omitempty"`
 	Text          string            `json:"q,omitempty"`
+	Version       int               `json:"version,omitempty"`
+	Parent        string            `json:"parent,omitempty"`
+	IDs           []string          `json:"ids,omitempty"`
 }
 
 // Empty reports whether f selects every run.
 func (f *RunFilter) Empty() bool {
 	return len(f.Statuses) == 0 && f.Workflow == "" && f.Queue == "" && len(f.Tags) == 0 &&
-		len(f.Metadata) == 0 && f.CreatedAfter == nil && f.CreatedBefore == nil && f.Text == ""
+		len(f.Metadata) == 0 && f.CreatedAfter == nil && f.CreatedBefore == nil && f.Text == "" &&
+		f.Version == 0 && f.Parent == "" && len(f.IDs) == 0
 }
 
 // RunList is a page of runs.
@@ -292,6 +297,12 @@ type Queue struct {
 
 // Worker is a worker process or an HTTP worker.
 type Worker = server.Worker
+
+// Stats are the overview's figures (GET /stats).
+type Stats = server.Stats
+
+// StatsRun is a blocked or stale run of Stats.
+type StatsRun = server.StatsRun
 
 // Token is an API token; Secret is set only in the answer that creates
 // it.

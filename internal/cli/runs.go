@@ -193,8 +193,10 @@ func printResult(g *globals, run *apiclient.Run, done bool, resp *apiclient.Resp
 
 // filterFlags are the run filters of ls and of the bulk cancel and retry.
 type filterFlags struct {
-	statuses, tags, meta                 []string
+	statuses, tags, meta, ids            []string
 	workflow, queue, since, until, query string
+	parent                               string
+	version                              int
 }
 
 func (f *filterFlags) register(cmd *cobra.Command) {
@@ -207,10 +209,23 @@ func (f *filterFlags) register(cmd *cobra.Command) {
 	fl.StringVar(&f.since, "since", "", "runs created at or after: RFC 3339, a date, or a duration ago (24h)")
 	fl.StringVar(&f.until, "until", "", "runs created before: RFC 3339, a date, or a duration ago")
 	fl.StringVar(&f.query, "search", "", "runs whose id, business id or error holds this text")
+	fl.IntVar(&f.version, "version", 0, "runs of this flow or document version")
+	fl.StringVar(&f.parent, "parent", "", "runs whose parent is this run (a workflow's children)")
 }
 
 func (f *filterFlags) filter(now time.Time) (*apiclient.RunFilter, error) {
-	out := &apiclient.RunFilter{Workflow: f.workflow, Queue: f.queue, Tags: f.tags, Text: f.query}
+	out := &apiclient.RunFilter{Workflow: f.workflow, Queue: f.queue, Tags: f.tags, Text: f.query, Version: f.version, Parent: f.parent}
+	if f.version < 0 {
+		return nil, usagef("--version must not be negative, got %d", f.version)
+	}
+	for _, id := range f.ids {
+		if id = strings.TrimSpace(id); id != "" {
+			out.IDs = append(out.IDs, id)
+		}
+	}
+	if len(out.IDs) > 1000 {
+		return nil, usagef("--id: %d run ids, more than 1000", len(out.IDs))
+	}
 	for _, s := range f.statuses {
 		if !slices.Contains([]string{"pending", "running", "waiting", "completed", "failed", "cancelled", "continued"}, s) {
 			return nil, usagef("--status %q: not a run status", s)
@@ -246,7 +261,9 @@ func newList(g *globals) *cobra.Command {
 			"follows every page.",
 		Example: `  heph ls --status failed --since 24h
   heph ls --workflow order --tag web --meta tenant=acme --limit 20
-  heph ls --search timeout --all -o json`,
+  heph ls --search timeout --all -o json
+  heph ls --parent 0190a1b2-... --version 2
+  heph ls --id 0190a1b2-... --id 0190a1c3-...`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if limit < 0 {
@@ -295,6 +312,7 @@ func newList(g *globals) *cobra.Command {
 		},
 	}
 	ff.register(cmd)
+	cmd.Flags().StringSliceVar(&ff.ids, "id", nil, "only these runs (comma-separated or repeated; at most 1000)")
 	cmd.Flags().IntVar(&limit, "limit", 0, "runs per page (default the server's, 100)")
 	cmd.Flags().StringVar(&cursor, "cursor", "", "continue from a previous page's cursor")
 	cmd.Flags().BoolVar(&all, "all", false, "follow every page")

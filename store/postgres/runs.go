@@ -66,10 +66,11 @@ func (s *Store) ListRuns(ctx context.Context, p *store.ListRunsParams) (*store.R
 	if p == nil {
 		p = &store.ListRunsParams{}
 	}
+	if err := p.Check(); err != nil {
+		return nil, fmt.Errorf("list runs: %w", err)
+	}
 	limit := p.Limit
 	switch {
-	case limit < 0:
-		return nil, fmt.Errorf("list runs: Limit must not be negative, got %d", limit)
 	case limit == 0:
 		limit = 100
 	case limit > 1000:
@@ -105,6 +106,15 @@ func (s *Store) ListRuns(ctx context.Context, p *store.ListRunsParams) (*store.R
 	}
 	if p.Kind != "" {
 		arg("kind = $?", string(p.Kind))
+	}
+	if p.Version != 0 {
+		arg("version = $?", int64(p.Version))
+	}
+	if p.ParentID != "" {
+		arg("parent_id = $?", p.ParentID)
+	}
+	if len(p.IDs) > 0 {
+		arg("id = ANY($?::text[])", p.IDs)
 	}
 	if p.Queue != "" {
 		cond := `EXISTS (SELECT 1 FROM "` + s.schema + `".tasks t WHERE t.run_id = runs.id AND t.queue = $?)`

@@ -82,10 +82,11 @@ func (s *Store) ListRuns(ctx context.Context, p *store.ListRunsParams) (*store.R
 	if p == nil {
 		p = &store.ListRunsParams{}
 	}
+	if err := p.Check(); err != nil {
+		return nil, fmt.Errorf("list runs: %w", err)
+	}
 	limit := p.Limit
 	switch {
-	case limit < 0:
-		return nil, fmt.Errorf("list runs: Limit must not be negative, got %d", limit)
 	case limit == 0:
 		limit = 100
 	case limit > 1000:
@@ -117,6 +118,19 @@ func (s *Store) ListRuns(ctx context.Context, p *store.ListRunsParams) (*store.R
 	}
 	if p.Kind != "" {
 		where, args = append(where, "kind = ?"), append(args, string(p.Kind))
+	}
+	if p.Version != 0 {
+		where, args = append(where, "version = ?"), append(args, int64(p.Version))
+	}
+	if p.ParentID != "" {
+		where, args = append(where, "parent_id = ?"), append(args, p.ParentID)
+	}
+	if len(p.IDs) > 0 {
+		ids, err := jsonList(p.IDs)
+		if err != nil {
+			return nil, fmt.Errorf("list runs: %w", err)
+		}
+		where, args = append(where, "id IN (SELECT value FROM json_each(?))"), append(args, ids)
 	}
 	if p.Queue != "" {
 		cond := "EXISTS (SELECT 1 FROM tasks WHERE tasks.run_id = runs.id AND tasks.queue = ?)"

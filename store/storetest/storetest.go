@@ -78,6 +78,8 @@ func Run(t *testing.T, newStore func(t *testing.T) store.Store, opts ...Option) 
 		{"ListRunsPagination", testListRunsPagination},
 		{"ListRunsLimits", testListRunsLimits},
 		{"ListRunsMoreFilters", testListRunsMore},
+		{"ListRunsVersionParentIDs", testListRunsVersionParentIDs},
+		{"RunStats", testRunStats},
 		{"Reopen", testReopen},
 		{"History", testHistory},
 		{"ApplyUpdate", testApplyUpdate},
