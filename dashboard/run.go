@@ -47,9 +47,13 @@ type runData struct {
 	// StateNote says why there is none when it could not be read.
 	State     string
 	StateNote string
-	// Children are the child workflows the run started (from its
-	// history).
-	Children []childRow
+	// Parent is the run that started this one as a child workflow (nil
+	// for none, or when it cannot be read); Children are the child
+	// workflows this one started, oldest first.
+	Parent   *server.Run
+	Children []*server.Run
+	// MoreChildren is set when the run has more children than listed.
+	MoreChildren bool
 	// Waiting are the steps that wait to be resumed from outside, with
 	// the events that resume them; gates among them are approval gates.
 	Waiting []waitingStep
@@ -66,13 +70,6 @@ type eventRow struct {
 	Step string
 	Text string
 	Bad  bool
-}
-
-// childRow is a child workflow started by a run.
-type childRow struct {
-	Name   string
-	Seq    int
-	Status string // started, completed, failed or cancelling
 }
 
 // waitingStep is a step that waits for a resume or a decision.
@@ -159,7 +156,10 @@ func (d *Dashboard) runPage(r *http.Request) (string, any, error) {
 		data.Events = append(data.Events, eventRow{Seq: e.Seq, At: stamp(e.At), Kind: e.Kind, Step: e.Step, Text: describeEvent(e), Bad: e.Error != ""})
 	}
 	data.Timeline = timelineSVG(timelineOf(run, hist.Events, d.cfg.Now()))
-	data.Children, data.Signals, data.Updates = fromHistory(hist.Events)
+	data.Signals, data.Updates = messageNames(hist.Events)
+	if err := d.family(r, run, data); err != nil {
+		return "", nil, err
+	}
 
 	var graph *graphtext.Graph
 	if data.IsWorkflow() {
@@ -275,20 +275,43 @@ func (d *Dashboard) waitingSteps(r *http.Request, run *server.Run, g *graphtext.
 	return nil
 }
 
-// fromHistory reads from a workflow's history the children it started
-// and the names of the signals and updates it received.
-func fromHistory(events []server.Event) (children []childRow, signals, updates []string) {
-	byIndex := map[int]int{}
+// maxChildren is how many child runs the page lists.
+const maxChildren = 100
+
+// family reads a workflow run's parent and children: the parent by its
+// id (a parent that cannot be read, removed by retention, is left out),
+// the children through GET /runs?parent=.
+func (d *Dashboard) family(r *http.Request, run *server.Run, data *runData) error {
+	if run.ParentID != "" {
+		p := &server.Run{}
+		err := d.get(r, "/api/v1/runs/"+url.PathEscape(run.ParentID), nil, p)
+		switch {
+		case err == nil:
+			data.Parent = p
+		case isNotFound(err):
+			data.Parent = &server.Run{ID: run.ParentID}
+		default:
+			return err
+		}
+	}
+	if run.Kind != string(hephtype.KindWorkflow) {
+		return nil
+	}
+	var list server.RunList
+	if err := d.get(r, "/api/v1/runs", url.Values{"parent": {run.ID}, "limit": {strconv.Itoa(maxChildren)}}, &list); err != nil {
+		return err
+	}
+	data.Children = list.Runs
+	slices.SortStableFunc(data.Children, func(a, b *server.Run) int { return a.CreatedAt.Compare(b.CreatedAt) })
+	data.MoreChildren = list.Next != ""
+	return nil
+}
+
+// messageNames reads from a workflow's history the names of the signals
+// and updates it received.
+func messageNames(events []server.Event) (signals, updates []string) {
 	for _, e := range events {
 		switch hephtype.EventKind(e.Kind) {
-		case hephtype.EventChildStarted:
-			byIndex[e.Index] = len(children)
-			children = append(children, childRow{Name: e.Name, Seq: e.Index, Status: "started"})
-		case hephtype.EventChildCompleted, hephtype.EventChildFailed, hephtype.EventChildCancelled:
-			if i, ok := byIndex[e.Index]; ok {
-				children[i].Status = map[hephtype.EventKind]string{hephtype.EventChildCompleted: "completed",
-					hephtype.EventChildFailed: "failed", hephtype.EventChildCancelled: "cancelling"}[hephtype.EventKind(e.Kind)]
-			}
 		case hephtype.EventSignalReceived:
 			if e.Name != "" && !slices.Contains(signals, e.Name) {
 				signals = append(signals, e.Name)
@@ -299,7 +322,7 @@ func fromHistory(events []server.Event) (children []childRow, signals, updates [
 			}
 		}
 	}
-	return children, signals, updates
+	return signals, updates
 }
 
 // isNotFound reports whether err is the API's 404.
@@ -342,9 +365,9 @@ func jsonAttr(v any) string {
 	return string(b)
 }
 
-// AdminActions are the actions that change the run, for an admin: cancel,
-// retry, resume, approve and reject, signal and update, those that apply
-// to the run as it is.
+// AdminActions are the actions an admin may take on the run, those that
+// apply to it as it is: cancel, retry, resume, approve and reject, signal,
+// update and query.
 func (d *runData) AdminActions() []runAction {
 	base := "/api/v1/runs/" + url.PathEscape(d.Run.ID)
 	var out []runAction
@@ -392,18 +415,11 @@ func (d *runData) AdminActions() []runAction {
 				Fields: jsonAttr([]field{{Name: "name", Label: "Update", Type: "text", Required: true, Path: true, Options: d.Updates},
 					{Name: "args", Label: "Arguments (JSON)", Type: "json"}})})
 	}
-	return out
-}
-
-// ReadActions are the actions that read the run, for any caller but a
-// worker: a workflow's queries.
-func (d *runData) ReadActions() []runAction {
-	if !d.IsWorkflow() {
-		return nil
+	if d.IsWorkflow() {
+		out = append(out, runAction{ID: "action-query", Label: "Query…", API: base + "/queries/{name}", Title: "Query the workflow",
+			Confirm: "Ask the workflow a query with optional JSON arguments.", Then: "show:#action-answer",
+			Fields: jsonAttr([]field{{Name: "name", Label: "Query", Type: "text", Required: true, Path: true},
+				{Name: "args", Label: "Arguments (JSON)", Type: "json"}})})
 	}
-	base := "/api/v1/runs/" + url.PathEscape(d.Run.ID)
-	return []runAction{{ID: "action-query", Label: "Query…", API: base + "/queries/{name}", Title: "Query the workflow",
-		Confirm: "Ask the workflow a query with optional JSON arguments.", Then: "show:#action-answer",
-		Fields: jsonAttr([]field{{Name: "name", Label: "Query", Type: "text", Required: true, Path: true},
-			{Name: "args", Label: "Arguments (JSON)", Type: "json"}})}}
+	return out
 }

@@ -108,6 +108,20 @@ func init() {
 	workflow.HandleQuery(tallyWorkflow, totalQuery, func(s tallyState, _ struct{}) (int, error) { return s.Total, nil })
 }
 
+// kidWorkflow doubles its input; familyWorkflow runs it twice as its
+// child and adds the results.
+var (
+	kidWorkflow    = workflow.New("kid", func(ctx workflow.Context, n int) (int, error) { return 2 * n, nil })
+	familyWorkflow = workflow.New("family", func(ctx workflow.Context, n int) (int, error) {
+		a, err := kidWorkflow.ExecuteChild(ctx, n)
+		if err != nil {
+			return 0, err
+		}
+		b, err := kidWorkflow.ExecuteChild(ctx, n+1)
+		return a + b, err
+	})
+)
+
 // mailArgs are a mail job's.
 type mailArgs struct {
 	To string `json:"to"`
@@ -119,7 +133,7 @@ func registerRunDefinitions(ctx context.Context, c *heph.Client) error {
 	if err := c.Register(flakyFlow()); err != nil {
 		return err
 	}
-	if err := c.RegisterWorkflows(tallyWorkflow); err != nil {
+	if err := c.RegisterWorkflows(tallyWorkflow, kidWorkflow, familyWorkflow); err != nil {
 		return err
 	}
 	if err := c.RegisterActivities(tallyStart); err != nil {
@@ -513,5 +527,45 @@ func TestRunPageEveryKind(t *testing.T) {
 	_ = res.Body.Close()
 	if res.StatusCode != http.StatusNotFound || !strings.Contains(string(body), "404") {
 		t.Errorf("the page of a run that does not exist answers %d", res.StatusCode)
+	}
+}
+
+// A workflow's page links the children it started, and a child's page
+// links its parent, as the API relates them.
+func TestRunPageFamily(t *testing.T) {
+	e := newEnv(t, true, registerRunDefinitions)
+	r, err := e.client.StartWorkflow(context.Background(), "family", 3, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	e.waitStatus(r.ID, heph.StatusCompleted)
+	if run := e.apiRun(r.ID); string(run.Output) != "14" {
+		t.Fatalf("the family returned %s, want 6+8", run.Output)
+	}
+
+	b := newBrowser(t)
+	b.open(e.url + "/runs/" + r.ID)
+	var kids []string
+	b.eval(`Array.from(document.querySelectorAll("#run-children li a")).map(a => a.getAttribute("href"))`, &kids)
+	if len(kids) != 2 {
+		t.Fatalf("the parent's page links %v, want its two children", kids)
+	}
+	if n := b.count("#run-parent"); n != 0 {
+		t.Error("a run started by nobody shows a parent")
+	}
+	b.noErrors("the parent's page")
+	for _, href := range kids {
+		id := strings.TrimPrefix(href, "/runs/")
+		child := e.apiRun(id)
+		if child.ParentID != r.ID || child.Workflow != "kid" || child.Status != "completed" {
+			t.Errorf("the linked run %s is a %s run, %s, with parent %q", id, child.Workflow, child.Status, child.ParentID)
+		}
+		b.open(e.url + href)
+		var parent string
+		b.eval(`document.querySelector("#run-parent a")?.getAttribute("href") || ""`, &parent)
+		if parent != "/runs/"+r.ID {
+			t.Errorf("the child's page links its parent as %q", parent)
+		}
+		b.noErrors("a child's page")
 	}
 }
