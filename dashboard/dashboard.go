@@ -111,6 +111,7 @@ func (d *Dashboard) pageRoutes() []pageRoute {
 	return []pageRoute{
 		{"/{$}", d.runsPage},
 		{"/operations", d.operationsPage},
+		{"/runs/{id}", d.runPage},
 	}
 }
 
