@@ -366,8 +366,8 @@ func jsonAttr(v any) string {
 }
 
 // AdminActions are the actions an admin may take on the run, those that
-// apply to it as it is: cancel, retry, resume, approve and reject, signal,
-// update and query.
+// apply to it as it is: cancel, retry, resume, approve and reject, signal
+// and update.
 func (d *runData) AdminActions() []runAction {
 	base := "/api/v1/runs/" + url.PathEscape(d.Run.ID)
 	var out []runAction
@@ -415,11 +415,17 @@ func (d *runData) AdminActions() []runAction {
 				Fields: jsonAttr([]field{{Name: "name", Label: "Update", Type: "text", Required: true, Path: true, Options: d.Updates},
 					{Name: "args", Label: "Arguments (JSON)", Type: "json"}})})
 	}
-	if d.IsWorkflow() {
-		out = append(out, runAction{ID: "action-query", Label: "Query…", API: base + "/queries/{name}", Title: "Query the workflow",
-			Confirm: "Ask the workflow a query with optional JSON arguments.", Then: "show:#action-answer",
-			Fields: jsonAttr([]field{{Name: "name", Label: "Query", Type: "text", Required: true, Path: true},
-				{Name: "args", Label: "Arguments (JSON)", Type: "json"}})})
-	}
 	return out
+}
+
+// QueryAction is the query of a workflow run, which a reader may ask too
+// (the API admits the read role); nil for other runs.
+func (d *runData) QueryAction() *runAction {
+	if !d.IsWorkflow() {
+		return nil
+	}
+	return &runAction{ID: "action-query", Label: "Query…", API: "/api/v1/runs/" + url.PathEscape(d.Run.ID) + "/queries/{name}", Title: "Query the workflow",
+		Confirm: "Ask the workflow a query with optional JSON arguments.", Then: "show:#action-answer",
+		Fields: jsonAttr([]field{{Name: "name", Label: "Query", Type: "text", Required: true, Path: true},
+			{Name: "args", Label: "Arguments (JSON)", Type: "json"}})}
 }

@@ -10,6 +10,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/chromedp/cdproto/runtime"
 	"github.com/chromedp/chromedp"
@@ -568,4 +569,29 @@ func TestRunPageFamily(t *testing.T) {
 		}
 		b.noErrors("a child's page")
 	}
+}
+
+// A reader may query a workflow from its page (the API admits the read
+// role) and sees no other action.
+func TestRunPageReaderQueries(t *testing.T) {
+	e := newEnv(t, false, registerRunDefinitions)
+	r, err := e.client.StartWorkflow(context.Background(), "tally", 3, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, reader, err := server.NewToken(context.Background(), e.store, "viewer", server.RoleRead, time.Now())
+	if err != nil {
+		t.Fatal(err)
+	}
+	b := newBrowser(t)
+	b.login(e.url, reader)
+	b.open(e.url + "/runs/" + r.ID)
+	b.waitJS("the state is published", `(document.querySelector("#run-state")?.textContent || "").includes('"total": 3')`)
+	if n := b.count("#run-actions button[data-api]"); n != 1 {
+		t.Errorf("a reader sees %d action buttons, want the query alone", n)
+	}
+	b.run("query", chromedp.Click("#action-query", chromedp.ByQuery))
+	b.confirm("query total", map[string]string{"name": "total"})
+	b.waitJS("the query's answer", `(document.querySelector("#action-answer").textContent || "").includes('"result": 3')`)
+	b.noErrors("a reader's query")
 }
