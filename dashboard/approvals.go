@@ -39,14 +39,6 @@ type approvalItem struct {
 	Fields []field
 }
 
-// field is a field of an action's dialog (data-fields).
-type field struct {
-	Name        string `json:"name"`
-	Label       string `json:"label"`
-	Type        string `json:"type"`
-	Placeholder string `json:"placeholder,omitempty"`
-}
-
 // approvalsPage lists the gates waiting for a decision, oldest first,
 // filtered by assignee, group and definition.
 func (d *Dashboard) approvalsPage(r *http.Request) (string, any, error) {

@@ -118,6 +118,7 @@ func (d *Dashboard) pageRoutes() []pageRoute {
 		{"/definitions", d.definitionsPage},
 		{"/definitions/{name}", d.definitionPage},
 		{"/operations", d.operationsPage},
+		{"/runs/{id}", d.runPage},
 	}
 }
 

@@ -89,6 +89,19 @@
       if (f.value !== undefined) input.value = f.value;
       if (f.type !== "text") input.rows = 4;
       label.appendChild(input);
+      // options are suggestions for a text field (a datalist).
+      if (f.type === "text" && Array.isArray(f.options) && f.options.length) {
+        const list = document.createElement("datalist");
+        list.id = "confirm-options-" + f.name;
+        for (const o of f.options) {
+          const opt = document.createElement("option");
+          opt.value = o;
+          list.appendChild(opt);
+        }
+        label.appendChild(list);
+        input.setAttribute("list", list.id);
+        input.autocomplete = "off";
+      }
       box.appendChild(label);
       inputs.push({ f: f, input: input });
     }
@@ -142,6 +155,13 @@
     }
     confirmDialog(btn.dataset.title || btn.textContent.trim(), btn.dataset.confirm || "", fields, async (values) => {
       let body = base === undefined ? undefined : JSON.parse(JSON.stringify(base));
+      // A field with "path" fills {its name} in the API's path, not the body.
+      let target = url;
+      for (const f of fields) {
+        if (!f.path) continue;
+        target = target.replace("{" + f.name + "}", encodeURIComponent(values[f.name] || ""));
+        delete values[f.name];
+      }
       if (fields.length) {
         body = body || {};
         for (const k of Object.keys(values)) setPath(body, k, values[k]);
@@ -153,7 +173,7 @@
       if (body === undefined && method !== "GET" && method !== "DELETE") body = {};
       let res;
       try {
-        res = await callAPI(method, url, body);
+        res = await callAPI(method, target, body);
       } catch (e) {
         return "the server could not be reached: " + e.message;
       }
@@ -235,9 +255,15 @@
       if (!res.ok) return;
       const doc = new DOMParser().parseFromString(await res.text(), "text/html");
       const ticked = new Set(selected());
+      // Opened <details> with an id stay open.
+      const open = new Set($$("details[open][id]").map((d) => d.id));
       for (const el of $$("[data-live][id]")) {
         const fresh = doc.getElementById(el.id);
         if (fresh) el.replaceWith(document.importNode(fresh, true));
+      }
+      for (const id of open) {
+        const d = document.getElementById(id);
+        if (d) d.open = true;
       }
       $$("input.select").forEach((b) => { b.checked = ticked.has(b.value); });
       updateSelection();
