@@ -68,7 +68,7 @@ func (d *Dashboard) overviewPage(r *http.Request) (string, any, error) {
 		}
 	}
 	now := d.cfg.Now().UTC()
-	q := url.Values{"since": {now.Add(-w.Span).Format(time.RFC3339)}, "until": {now.Format(time.RFC3339)}, "bucket": {w.Bucket.String()}}
+	q := url.Values{"since": {now.Add(-w.Span).Format(time.RFC3339Nano)}, "until": {now.Format(time.RFC3339Nano)}, "bucket": {w.Bucket.String()}}
 	st := &server.Stats{}
 	if err := d.get(r, "/api/v1/stats", q, st); err != nil {
 		return "", nil, err
