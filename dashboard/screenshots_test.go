@@ -82,6 +82,12 @@ func TestScreenshots(t *testing.T) {
 	}{
 		{"dashboard-runs.png", "/", "table.runs", 0},
 		{"dashboard-run.png", "/runs/" + e.runOf(demo.OrderFlow, heph.StatusFailed), "#run-timeline svg", 1240},
+		{"dashboard-workflow.png", "/runs/" + e.runOf(demo.Onboarding, heph.StatusCompleted), "#run-timeline svg", 1240},
+		{"dashboard-approvals.png", "/approvals", "table.approvals", 0},
+		{"dashboard-overview.png", "/overview", "main h1", 0},
+		{"dashboard-definitions.png", "/definitions/" + demo.ExpenseDoc, "main h1", 0},
+		{"dashboard-queues.png", "/queues", "main h1", 0},
+		{"dashboard-schedules.png", "/schedules", "main h1", 0},
 	}
 	for _, s := range shots {
 		if s.height > 0 {
