@@ -94,7 +94,9 @@ func (m *Committer) stepEvents(r *Request, run *store.Run) {
 		retry := false
 		for j := i + 1; j < len(h); j++ {
 			o := &h[j]
-			if o.Step != s.Step || o.Name != s.Name || o.Index != s.Index {
+			// A flow's entries name the step in Step (Name is the event
+			// a step_completed routes); an activity's in Name.
+			if o.Step != s.Step || (s.Step == "" && o.Name != s.Name) || o.Index != s.Index {
 				continue
 			}
 			if out == nil && attemptEnd[o.Kind] != "" {
