@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"slices"
 	"sync"
 	"sync/atomic"
@@ -17,6 +18,7 @@ import (
 	"github.com/hephaestus-go/hephaestus/internal/commit"
 	"github.com/hephaestus-go/hephaestus/internal/flowrt"
 	"github.com/hephaestus-go/hephaestus/internal/maintenance"
+	"github.com/hephaestus-go/hephaestus/internal/metrics"
 	"github.com/hephaestus-go/hephaestus/internal/schedule"
 	"github.com/hephaestus-go/hephaestus/internal/telemetry"
 	"github.com/hephaestus-go/hephaestus/internal/wfrt"
@@ -40,6 +42,12 @@ type Client struct {
 	wf     *wfrt.Runtime
 	maint  *maintenance.Service
 	sched  *schedule.Service
+	meter  *metrics.Metrics
+
+	// gaugesMu guards stopGauges, the unregistration of the metric gauges
+	// while the client is started.
+	gaugesMu   sync.Mutex
+	stopGauges func()
 
 	// declared are the schedules declared in code (DeclareSchedules).
 	declared declaredSchedules
@@ -70,6 +78,15 @@ func New(cfg *Config) (*Client, error) {
 		return nil, fmt.Errorf("hephaestus: %w", err)
 	}
 	cl := &Client{cfg: c, hub: telemetry.New(c.Clock)}
+	queues := slices.Sorted(maps.Keys(c.Queues))
+	if !slices.Contains(queues, c.WorkflowQueue) {
+		queues = append(queues, c.WorkflowQueue)
+	}
+	cl.meter, err = metrics.New(&metrics.Config{MeterProvider: c.MeterProvider, Store: c.Store, Clock: c.Clock, Logger: c.Logger, Queues: queues})
+	if err != nil {
+		return nil, fmt.Errorf("hephaestus: %w", err)
+	}
+	cl.hub.Subscribe(cl.meter.Record)
 	cl.commit = commit.New(&commit.Config{
 		Store: c.Store, Clock: c.Clock, Logger: c.Logger, Telemetry: cl.hub, WorkerID: c.WorkerID,
 		LeaseDuration: c.LeaseDuration, MaxCommitBatch: c.MaxCommitBatch, Handlers: cl.claimHandlers,
@@ -121,6 +138,16 @@ func (c *Client) Start(ctx context.Context) error {
 	if err := c.pool.Start(ctx); err != nil {
 		return err
 	}
+	c.gaugesMu.Lock()
+	if c.stopGauges == nil {
+		stop, err := c.meter.Observe()
+		if err != nil {
+			c.gaugesMu.Unlock()
+			return fmt.Errorf("hephaestus: %w", err)
+		}
+		c.stopGauges = stop
+	}
+	c.gaugesMu.Unlock()
 	c.maint.Start(ctx)
 	return c.startSchedules(ctx)
 }
@@ -132,6 +159,12 @@ func (c *Client) Start(ctx context.Context) error {
 // and before Start.
 func (c *Client) Stop(ctx context.Context) error {
 	c.sched.Stop()
+	c.gaugesMu.Lock()
+	if c.stopGauges != nil {
+		c.stopGauges()
+		c.stopGauges = nil
+	}
+	c.gaugesMu.Unlock()
 	c.pool.Stop(ctx)
 	c.maint.Stop()
 	c.commit.Close()

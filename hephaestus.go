@@ -42,6 +42,9 @@ import (
 	"slices"
 	"time"
 
+	"go.opentelemetry.io/otel"
+	"go.opentelemetry.io/otel/metric"
+
 	"github.com/hephaestus-go/hephaestus/clock"
 	"github.com/hephaestus-go/hephaestus/hephtype"
 	"github.com/hephaestus-go/hephaestus/internal/limits"
@@ -151,6 +154,11 @@ type Config struct {
 	// decisions, lost leases, tasks no worker can run. Defaults to
 	// slog.Default() (standard error, unless the program set another).
 	Logger *slog.Logger
+	// MeterProvider receives the runtime's OpenTelemetry metrics (runs,
+	// steps, queues, commits, schedules: docs/observability.md). Defaults
+	// to otel.GetMeterProvider(), the global provider, which records
+	// nothing until the program installs an SDK.
+	MeterProvider metric.MeterProvider
 }
 
 func (c *Config) withDefaults() (Config, error) {
@@ -202,6 +210,9 @@ func (c *Config) withDefaults() (Config, error) {
 	defInt("MaxPayloadSize", &cfg.MaxPayloadSize, limits.DefaultPayloadSize)
 	if cfg.WorkflowQueue == "" {
 		cfg.WorkflowQueue = "default"
+	}
+	if cfg.MeterProvider == nil {
+		cfg.MeterProvider = otel.GetMeterProvider()
 	}
 	if cfg.Retention < 0 {
 		errs = append(errs, fmt.Errorf("Config.Retention is %s; it must not be negative", cfg.Retention))

@@ -13,7 +13,6 @@ import (
 
 	"github.com/hephaestus-go/hephaestus/businesskey"
 	"github.com/hephaestus-go/hephaestus/internal/flowrt"
-	"github.com/hephaestus-go/hephaestus/internal/telemetry"
 	"github.com/hephaestus-go/hephaestus/job"
 	"github.com/hephaestus-go/hephaestus/store"
 )
@@ -190,7 +189,6 @@ func (c *Client) insertJobs(ctx context.Context, kind string, runs []*store.NewR
 		switch {
 		case res.Err == nil:
 			out[i] = jobOf(res.Res.Run)
-			c.hub.Emit(telemetry.Event{Kind: telemetry.RunStarted, RunID: runs[i].ID, Workflow: runs[i].Workflow, Version: runs[i].Version})
 		case errors.As(res.Err, &de):
 			r, err := c.cfg.Store.GetRun(ctx, de.ExistingRunID)
 			if err != nil {

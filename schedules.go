@@ -554,7 +554,7 @@ func (c *Client) startSchedules(ctx context.Context) error {
 // newSchedules builds the schedule service of a client.
 func (c *Client) newSchedules() *schedule.Service {
 	svc := schedule.New(&schedule.Config{
-		Store: c.cfg.Store, Clock: c.cfg.Clock, Logger: c.cfg.Logger, PollInterval: 10 * c.cfg.PollInterval,
+		Store: c.cfg.Store, Clock: c.cfg.Clock, Logger: c.cfg.Logger, Telemetry: c.hub, PollInterval: 10 * c.cfg.PollInterval,
 		Start: func(ctx context.Context, s *store.Schedule, _ time.Time, runID string) error {
 			_, err := c.startTarget(ctx, s, runID)
 			return err

@@ -9,20 +9,25 @@ import (
 // The public event kinds are the runtime's, spelled out for go doc: they
 // must not drift apart.
 func TestEventKindsMatchRuntime(t *testing.T) {
-	pairs := map[EventKind]telemetry.Kind{
-		RunStarted: telemetry.RunStarted, RunCompleted: telemetry.RunCompleted, RunFailed: telemetry.RunFailed,
-		RunCancelled: telemetry.RunCancelled, RunContinued: telemetry.RunContinued, StepStarted: telemetry.StepStarted,
-		StepCompleted: telemetry.StepCompleted, StepFailed: telemetry.StepFailed, TaskStarted: telemetry.TaskStarted,
-		TaskCompleted: telemetry.TaskCompleted, TaskFailed: telemetry.TaskFailed, WorkerStarted: telemetry.WorkerStarted,
-		WorkerStopped: telemetry.WorkerStopped, WorkerFailed: telemetry.WorkerFailed, CommitFailed: telemetry.CommitFailed,
-		RetentionSwept: telemetry.RetentionSwept, DecisionFailed: telemetry.DecisionFailed, RunCondition: telemetry.RunCondition,
+	public := []EventKind{
+		RunStarted, RunCompleted, RunFailed, RunCancelled, RunContinued, RunCondition,
+		StepStarted, StepCompleted, StepFailed,
+		TaskStarted, TaskCompleted, TaskFailed,
+		DecisionStarted, DecisionCompleted, DecisionFailed,
+		WorkerStarted, WorkerStopped, WorkerPoll, WorkerFailed,
+		CommitCompleted, CommitFailed, RetentionSwept, ScheduleFired, ScheduleSkipped,
 	}
-	if len(pairs) != 18 {
-		t.Fatalf("%d distinct kinds, want 18", len(pairs))
+	if len(public) != len(telemetry.Kinds) {
+		t.Fatalf("%d public kinds, the runtime has %d", len(public), len(telemetry.Kinds))
 	}
-	for pub, in := range pairs {
-		if string(pub) != string(in) {
-			t.Errorf("public kind %q differs from the runtime's %q", pub, in)
+	seen := map[EventKind]bool{}
+	for i, pub := range public {
+		if seen[pub] {
+			t.Errorf("kind %q listed twice", pub)
+		}
+		seen[pub] = true
+		if string(pub) != string(telemetry.Kinds[i]) {
+			t.Errorf("public kind %q differs from the runtime's %q", pub, telemetry.Kinds[i])
 		}
 	}
 }

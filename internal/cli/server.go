@@ -245,7 +245,18 @@ func runServer(ctx context.Context, env *Env, f *serverFlags) (err error) {
 		noTokens = active == 0
 	}
 
-	client, err := hephaestus.New(&hephaestus.Config{Store: st, Queues: map[string]int{"default": f.workers}, Logger: logger})
+	sm, err := newServerMetrics(ctx, env.getenv)
+	if err != nil {
+		return err
+	}
+	defer func() {
+		sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), shutdownGrace)
+		defer cancel()
+		if serr := sm.shutdown(sctx); serr != nil {
+			logger.Warn("flush the metrics", slog.Any("err", serr))
+		}
+	}()
+	client, err := hephaestus.New(&hephaestus.Config{Store: st, Queues: map[string]int{"default": f.workers}, Logger: logger, MeterProvider: sm.meterProvider()})
 	if err != nil {
 		return fmt.Errorf("client: %w", err)
 	}
@@ -283,7 +294,7 @@ func runServer(ctx context.Context, env *Env, f *serverFlags) (err error) {
 	}
 	defer h.Stop()
 	// The dashboard at / serves the API too (under /api/, /healthz and
-	// /readyz): one handler for both.
+	// /readyz): one handler for both; GET /metrics goes to Prometheus.
 	dash, err := dashboard.New(&dashboard.Config{API: h, Logger: logger})
 	if err != nil {
 		return err
@@ -294,7 +305,7 @@ func runServer(ctx context.Context, env *Env, f *serverFlags) (err error) {
 		return fmt.Errorf("listen: %w", err)
 	}
 	srv := &http.Server{
-		Handler:           dash,
+		Handler:           sm.handler(dash),
 		ReadHeaderTimeout: readHeaderTimeout,
 		IdleTimeout:       serverIdleTimeout,
 		ErrorLog:          slog.NewLogLogger(logger.Handler(), slog.LevelWarn),

@@ -97,6 +97,10 @@ type Request struct {
 	Res    store.ChangeResult
 	Err    error
 	done   chan struct{}
+	// task is the task whose outcome the change commits (ForTask), and
+	// committedAt when its transaction committed: for telemetry.
+	task        *store.Task
+	committedAt time.Time
 }
 
 // Claim asks for up to N tasks of a queue; the committer fills Tasks (or
@@ -148,8 +152,8 @@ func (m *Committer) run() {
 
 // newRequest wraps a change so that the request records the last Update
 // its Decide returned.
-func newRequest(ch store.Change, queue string) *Request {
-	r := &Request{Change: ch, Handoff: queue, done: make(chan struct{})}
+func newRequest(ctx context.Context, ch store.Change, queue string) *Request {
+	r := &Request{Change: ch, Handoff: queue, done: make(chan struct{}), task: taskOf(ctx)}
 	if ch.Decide != nil {
 		decide := ch.Decide
 		r.Change.Decide = func(run *store.Run) (*store.Update, error) {
@@ -170,7 +174,7 @@ func (m *Committer) Submit(ctx context.Context, ch store.Change) (*Request, erro
 // empty) in the same transaction, into the result's Claimed.
 func (m *Committer) SubmitHandoff(ctx context.Context, ch store.Change, queue string) (*Request, error) {
 	m.run()
-	r := newRequest(ch, queue)
+	r := newRequest(ctx, ch, queue)
 	m.sending.RLock()
 	if m.closed {
 		m.sending.RUnlock()
@@ -200,7 +204,7 @@ func (m *Committer) SubmitAll(ctx context.Context, chs []store.Change) ([]*Reque
 	m.run()
 	reqs := make([]*Request, len(chs))
 	for i, ch := range chs {
-		reqs[i] = newRequest(ch, "")
+		reqs[i] = newRequest(ctx, ch, "")
 	}
 	size := m.cfg.MaxCommitBatch
 	m.sending.RLock()
@@ -443,7 +447,12 @@ func (m *Committer) apply(batch []*Request, claims []*Claim) {
 		if cfg.AfterCommit != nil {
 			cfg.AfterCommit(batch, claimed, now)
 		}
-		m.runsEnded(batch)
+		done := cfg.Clock.Now()
+		for _, r := range batch {
+			r.committedAt = done
+		}
+		cfg.Telemetry.Emit(telemetry.Event{Kind: telemetry.CommitCompleted, Count: len(batch), Duration: done.Sub(now)})
+		m.emitCommitted(batch)
 	} else {
 		cfg.Logger.Error("commit failed", slog.Int("changes", len(batch)), slog.Any("err", err))
 	}
@@ -466,38 +475,6 @@ func (m *Committer) Close() {
 		m.start.Do(func() { close(m.done) })
 	})
 	<-m.done
-}
-
-// runsEnded tells the callers waiting for the runs that this batch ended,
-// and emits the runs' end events.
-func (m *Committer) runsEnded(batch []*Request) {
-	for _, r := range batch {
-		run := r.Res.Run
-		if r.Err != nil || run == nil || !run.Status.Terminal() {
-			continue
-		}
-		if r.Change.Create == nil && (r.Update == nil || !r.Update.Status.Terminal()) {
-			continue // ended earlier: a stale change
-		}
-		m.waitMu.Lock()
-		for _, ch := range m.waiters[run.ID] {
-			select {
-			case ch <- run:
-			default:
-			}
-		}
-		m.waitMu.Unlock()
-		kind := map[hephtype.RunStatus]telemetry.Kind{
-			hephtype.StatusCompleted: telemetry.RunCompleted, hephtype.StatusFailed: telemetry.RunFailed,
-			hephtype.StatusCancelled: telemetry.RunCancelled, hephtype.StatusContinued: telemetry.RunContinued,
-		}[run.Status]
-		var err error
-		if run.Error != "" {
-			err = errors.New(run.Error)
-		}
-		m.cfg.Telemetry.Emit(telemetry.Event{Kind: kind, RunID: run.ID, Workflow: run.Workflow, Version: run.Version,
-			Duration: run.UpdatedAt.Sub(run.CreatedAt), Err: err})
-	}
 }
 
 // WaitRun waits until the run is completed, failed, cancelled or

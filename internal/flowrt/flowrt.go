@@ -218,7 +218,7 @@ func (r *Runtime) Prepare(flowName string, input any, opts *StartOptions) (*stor
 
 // Start creates a run of the named flow and returns it as stored.
 func (r *Runtime) Start(ctx context.Context, flowName string, input any, opts *StartOptions) (*store.Run, error) {
-	nr, f, err := r.newRun(flowName, input, opts)
+	nr, _, err := r.newRun(flowName, input, opts)
 	if err != nil {
 		return nil, err
 	}
@@ -226,7 +226,6 @@ func (r *Runtime) Start(ctx context.Context, flowName string, input any, opts *S
 	if err != nil {
 		return nil, fmt.Errorf("start %q: %w", flowName, err)
 	}
-	r.cfg.Telemetry.Emit(telemetry.Event{Kind: telemetry.RunStarted, RunID: nr.ID, Workflow: f.Name(), Version: f.Version()})
 	return res.Res.Run, nil
 }
 
@@ -242,13 +241,11 @@ type StartRequest struct {
 // each naming its request's index.
 func (r *Runtime) StartMany(ctx context.Context, flowName string, reqs []StartRequest) ([]*store.Run, error) {
 	changes := make([]store.Change, len(reqs))
-	var f *flow.Flow
 	for i, rq := range reqs {
-		nr, fl, err := r.newRun(flowName, rq.Input, rq.Options)
+		nr, _, err := r.newRun(flowName, rq.Input, rq.Options)
 		if err != nil {
 			return nil, fmt.Errorf("request %d: %w", i, err)
 		}
-		f = fl
 		changes[i] = store.Change{Create: nr}
 	}
 	results, err := r.cfg.Committer.SubmitAll(ctx, changes)
@@ -263,7 +260,6 @@ func (r *Runtime) StartMany(ctx context.Context, flowName string, reqs []StartRe
 			continue
 		}
 		runs[i] = res.Res.Run
-		r.cfg.Telemetry.Emit(telemetry.Event{Kind: telemetry.RunStarted, RunID: runs[i].ID, Workflow: f.Name(), Version: f.Version()})
 	}
 	return runs, errors.Join(errs...)
 }
@@ -586,7 +582,7 @@ func (r *Runtime) Complete(t *store.Task, o *Outcome, handoff string) ([]*store.
 func (r *Runtime) commitEvent(t *store.Task, ev engine.Event, started *store.NewEvent, details json.RawMessage, handoff string) ([]*store.Task, error) {
 	lease := t.Lease()
 	decide := r.decideWith(ev, r.cfg.Clock.Now(), false)
-	res, err := r.cfg.Committer.SubmitHandoff(context.Background(), store.Change{RunID: t.RunID, Fence: &lease, Decide: func(run *store.Run) (*store.Update, error) {
+	res, err := r.cfg.Committer.SubmitHandoff(commit.ForTask(context.Background(), t), store.Change{RunID: t.RunID, Fence: &lease, Decide: func(run *store.Run) (*store.Update, error) {
 		u, err := decide(run)
 		if err != nil || len(u.History) == 0 {
 			return u, err // stale: nothing to tell
@@ -625,8 +621,7 @@ func (r *Runtime) runStep(ctx context.Context, h *worker.Held) (*Outcome, error)
 	spec, _ := f.Step(t.Step)
 	tctx, tcancel := context.WithTimeout(ctx, spec.Timeout)
 	defer tcancel()
-	start := r.cfg.Clock.Now()
-	info := telemetry.Event{RunID: t.RunID, Workflow: t.Workflow, Version: t.Version, Step: t.Step, Index: t.Index, Attempt: t.Attempt, Queue: t.Queue, TaskID: t.ID}
+	info := telemetry.OfTask(t)
 	info.Kind = telemetry.StepStarted
 	r.cfg.Telemetry.Emit(info)
 	call := r.callOf(t)
@@ -641,11 +636,10 @@ func (r *Runtime) runStep(ctx context.Context, h *worker.Held) (*Outcome, error)
 		h.RecordDetails(b)
 		return nil
 	}
+	// The attempt's end (step.completed, step.failed) is emitted by the
+	// committer once its outcome commits.
 	out, err := f.Invoke(tctx, call)
-	info.Duration = r.cfg.Clock.Now().Sub(start)
 	if cause := context.Cause(ctx); cause != nil {
-		info.Kind, info.Err = telemetry.StepFailed, cause
-		r.cfg.Telemetry.Emit(info)
 		return nil, cause
 	}
 	if err == nil && tctx.Err() != nil {
@@ -660,12 +654,8 @@ func (r *Runtime) runStep(ctx context.Context, h *worker.Held) (*Outcome, error)
 	var cancel *flow.CancelError
 	switch {
 	case errors.As(err, &snooze):
-		info.Kind = telemetry.StepCompleted
-		r.cfg.Telemetry.Emit(info)
 		return &Outcome{Snoozed: true, Snooze: snooze.After}, nil
 	case errors.As(err, &cancel):
-		info.Kind, info.Err = telemetry.StepFailed, err
-		r.cfg.Telemetry.Emit(info)
 		return &Outcome{Cancelled: true, CancelReason: cancel.Reason}, nil
 	}
 	if err != nil {
@@ -673,12 +663,8 @@ func (r *Runtime) runStep(ctx context.Context, h *worker.Held) (*Outcome, error)
 		if errors.Is(tctx.Err(), context.DeadlineExceeded) {
 			err = fmt.Errorf("step %q timed out after %s: %w", t.Step, spec.Timeout, err)
 		}
-		info.Kind, info.Err = telemetry.StepFailed, err
-		r.cfg.Telemetry.Emit(info)
 		return &Outcome{Err: err.Error(), Retryable: retry}, nil
 	}
-	info.Kind = telemetry.StepCompleted
-	r.cfg.Telemetry.Emit(info)
 	return &Outcome{Event: out.Event, Output: out.Output, Wait: out.Wait}, nil
 }
 

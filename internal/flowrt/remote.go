@@ -63,15 +63,13 @@ func (r *Runtime) PrepareRemote(ctx context.Context, t *store.Task, worker strin
 	if err != nil {
 		return nil, err
 	}
-	info := r.stepEvent(t)
+	info := telemetry.OfTask(t)
 	info.Kind = telemetry.StepStarted
 	r.cfg.Telemetry.Emit(info)
 	tctx, cancel := context.WithTimeout(ctx, spec.Timeout)
 	defer cancel()
 	in, err := f.PrepareRemote(tctx, r.callOf(t))
 	if err != nil {
-		info.Kind, info.Err = telemetry.StepFailed, err
-		r.cfg.Telemetry.Emit(info)
 		o := &Outcome{Err: fmt.Sprintf("step %q: prepare the remote worker's input: %v", t.Step, err), Retryable: spec.Retry.Retryable(err),
 			StartedAt: claimedAt, Worker: worker, Details: t.Details}
 		if _, cerr := r.Complete(t, o, ""); cerr != nil {
@@ -100,12 +98,9 @@ func (r *Runtime) CompleteRemote(ctx context.Context, t *store.Task, worker stri
 	if err != nil {
 		return err
 	}
-	info := r.stepEvent(t)
-	info.Duration = r.cfg.Clock.Now().Sub(claimedAt)
 	var o *Outcome
 	if terr := r.lateRemote(t, spec, claimedAt); terr != nil {
 		o = &Outcome{Err: terr.Error(), Retryable: spec.Retry.Retryable(terr)}
-		info.Err = terr
 	} else {
 		tctx, cancel := context.WithTimeout(ctx, spec.Timeout)
 		out, ferr := f.FinishRemote(tctx, r.callOf(t), output)
@@ -113,13 +108,12 @@ func (r *Runtime) CompleteRemote(ctx context.Context, t *store.Task, worker stri
 		switch {
 		case ferr != nil:
 			o = &Outcome{Err: ferr.Error(), Retryable: spec.Retry.Retryable(ferr)}
-			info.Err = ferr
 		default:
 			o = &Outcome{Event: out.Event, Output: out.Output, Wait: out.Wait}
 		}
 	}
 	o.StartedAt, o.Worker, o.Details = claimedAt, worker, t.Details
-	return r.completeRemote(t, o, info)
+	return r.completeRemote(t, o)
 }
 
 // FailRemote commits the failure a worker outside the process reported
@@ -139,10 +133,8 @@ func (r *Runtime) FailRemote(ctx context.Context, t *store.Task, worker string, 
 	if terr := r.lateRemote(t, spec, claimedAt); terr != nil {
 		cause, retryable = terr, true
 	}
-	info := r.stepEvent(t)
-	info.Duration, info.Err = r.cfg.Clock.Now().Sub(claimedAt), cause
 	o := &Outcome{Err: cause.Error(), Retryable: retryable && spec.Retry.Retryable(cause), StartedAt: claimedAt, Worker: worker, Details: details}
-	return r.completeRemote(t, o, info)
+	return r.completeRemote(t, o)
 }
 
 // lateRemote returns the timeout error of an attempt reported after its
@@ -154,23 +146,8 @@ func (r *Runtime) lateRemote(t *store.Task, spec flow.StepSpec, claimedAt time.T
 	return nil
 }
 
-// completeRemote commits o and emits the step's end.
-func (r *Runtime) completeRemote(t *store.Task, o *Outcome, info telemetry.Event) error {
-	if _, err := r.Complete(t, o, ""); err != nil {
-		return err
-	}
-	info.Kind = telemetry.StepCompleted
-	if o.Err != "" {
-		info.Kind = telemetry.StepFailed
-		if info.Err == nil {
-			info.Err = errors.New(o.Err)
-		}
-	}
-	r.cfg.Telemetry.Emit(info)
-	return nil
-}
-
-// stepEvent is the telemetry event of a task's step.
-func (r *Runtime) stepEvent(t *store.Task) telemetry.Event {
-	return telemetry.Event{RunID: t.RunID, Workflow: t.Workflow, Version: t.Version, Step: t.Step, Index: t.Index, Attempt: t.Attempt, Queue: t.Queue, TaskID: t.ID}
+// completeRemote commits o; the committer emits the step's end.
+func (r *Runtime) completeRemote(t *store.Task, o *Outcome) error {
+	_, err := r.Complete(t, o, "")
+	return err
 }

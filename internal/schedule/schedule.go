@@ -32,6 +32,7 @@ import (
 
 	"github.com/hephaestus-go/hephaestus/clock"
 	"github.com/hephaestus-go/hephaestus/internal/cronspec"
+	"github.com/hephaestus-go/hephaestus/internal/telemetry"
 	"github.com/hephaestus-go/hephaestus/store"
 )
 
@@ -40,6 +41,9 @@ type Config struct {
 	Store  store.Store
 	Clock  clock.Clock
 	Logger *slog.Logger
+	// Telemetry receives schedule.fired and schedule.skipped, once per
+	// tick, from the process whose compare-and-set recorded it.
+	Telemetry *telemetry.Hub
 	// PollInterval bounds the loop's sleep, so it sees schedules that
 	// other processes create or change. Defaults to one minute.
 	PollInterval time.Duration
@@ -83,6 +87,9 @@ func New(cfg *Config) *Service {
 	}
 	if c.Permanent == nil {
 		c.Permanent = func(error) bool { return false }
+	}
+	if c.Telemetry == nil {
+		c.Telemetry = telemetry.New(c.Clock)
 	}
 	return &Service{cfg: c, wake: make(chan struct{}, 1)}
 }
@@ -342,7 +349,26 @@ func (s *Service) active(ctx context.Context, runID string) (bool, error) {
 }
 
 func (s *Service) update(ctx context.Context, n *store.Schedule, ticks []store.ScheduleTick, now time.Time) (*store.Schedule, error) {
-	return s.cfg.Store.UpdateSchedule(ctx, &store.UpdateScheduleParams{Schedule: n, Ticks: ticks, Now: now})
+	out, err := s.cfg.Store.UpdateSchedule(ctx, &store.UpdateScheduleParams{Schedule: n, Ticks: ticks, Now: now})
+	if err != nil {
+		return out, err
+	}
+	// Recorded once: the compare-and-set let this process write the ticks.
+	for _, t := range ticks {
+		e := telemetry.Event{Schedule: n.ID, Workflow: n.TargetName, RunID: t.RunID}
+		switch t.Outcome {
+		case store.TickStarted:
+			e.Kind = telemetry.ScheduleFired
+		case store.TickFailed:
+			e.Kind, e.Err = telemetry.ScheduleFired, errors.New(t.Error)
+		case store.TickSkipped:
+			e.Kind = telemetry.ScheduleSkipped
+		default:
+			continue // buffered: it fires later
+		}
+		s.cfg.Telemetry.Emit(e)
+	}
+	return out, nil
 }
 
 // Spec parses a stored schedule's timing.

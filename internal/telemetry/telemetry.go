@@ -11,11 +11,14 @@
 package telemetry
 
 import (
+	"encoding/json"
 	"log/slog"
 	"sync"
 	"time"
 
 	"github.com/hephaestus-go/hephaestus/clock"
+	"github.com/hephaestus-go/hephaestus/hephtype"
+	"github.com/hephaestus-go/hephaestus/store"
 )
 
 // Kind names an event. The values are those of hephaestus.EventKind.
@@ -41,24 +44,61 @@ const (
 	RetentionSwept Kind = "retention.swept"
 	DecisionFailed Kind = "decision.failed"
 	RunCondition   Kind = "run.condition"
+
+	DecisionStarted   Kind = "decision.started"
+	DecisionCompleted Kind = "decision.completed"
+	WorkerPoll        Kind = "worker.poll"
+	CommitCompleted   Kind = "commit.completed"
+	ScheduleFired     Kind = "schedule.fired"
+	ScheduleSkipped   Kind = "schedule.skipped"
 )
 
+// Kinds lists every kind, in the order the documentation gives them.
+var Kinds = []Kind{
+	RunStarted, RunCompleted, RunFailed, RunCancelled, RunContinued, RunCondition,
+	StepStarted, StepCompleted, StepFailed,
+	TaskStarted, TaskCompleted, TaskFailed,
+	DecisionStarted, DecisionCompleted, DecisionFailed,
+	WorkerStarted, WorkerStopped, WorkerPoll, WorkerFailed,
+	CommitCompleted, CommitFailed, RetentionSwept, ScheduleFired, ScheduleSkipped,
+}
+
 // Event is something the runtime did; fields that do not apply are zero.
+// The public hephaestus.Event documents each field.
 type Event struct {
 	Kind      Kind
 	Time      time.Time
 	RunID     string
 	Workflow  string
 	Version   int
+	RunKind   hephtype.RunKind
 	Step      string
 	Index     int
 	Attempt   int
 	Queue     string
 	TaskID    int64
+	TaskKind  string
 	Duration  time.Duration
 	Count     int
 	Condition string
+	Retry     bool
+	Schedule  string
+	Tags      []string
+	Metadata  map[string]json.RawMessage
 	Err       error
+}
+
+// WithRun copies the run's identity, tags and metadata into e.
+func (e Event) WithRun(r *store.Run) Event {
+	e.RunID, e.Workflow, e.Version, e.RunKind = r.ID, r.Workflow, r.Version, r.Kind
+	e.Tags, e.Metadata = r.Tags, r.Metadata
+	return e
+}
+
+// OfTask is an event about task t (kind left to set).
+func OfTask(t *store.Task) Event {
+	return Event{RunID: t.RunID, Workflow: t.Workflow, Version: t.Version, Step: t.Step, Index: t.Index, Attempt: t.Attempt,
+		Queue: t.Queue, TaskID: t.ID, TaskKind: string(t.Kind)}
 }
 
 // Hub delivers events to its subscribers. The zero Hub is not usable: use

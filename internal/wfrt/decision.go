@@ -318,7 +318,6 @@ func (c *Runtime) createWorkflowRun(ctx context.Context, spec *runSpec) (*store.
 	if err != nil {
 		return nil, err
 	}
-	c.cfg.Telemetry.Emit(telemetry.Event{Kind: telemetry.RunStarted, RunID: spec.id, Workflow: spec.workflow, Version: 1})
 	return reqs[0].Res.Run, nil
 }
 
@@ -619,10 +618,17 @@ func (c *Runtime) runDecision(ctx context.Context, t *store.Task, handoff string
 		return nil, err
 	}
 	lease := t.Lease()
+	ev := telemetry.OfTask(t)
+	ev.Kind = telemetry.DecisionStarted
+	c.cfg.Telemetry.Emit(ev)
+	start := c.cfg.Clock.Now()
 	in := &decideInput{runID: t.RunID, workflow: t.Workflow, fence: &lease, handoff: handoff, read: true, task: true}
 	_, claimed, err := c.decideRetrying(ctx, fn, in)
 	switch {
 	case err == nil:
+		// Committed: the decision's change held the task's lease.
+		ev.Kind, ev.Duration = telemetry.DecisionCompleted, c.cfg.Clock.Now().Sub(start)
+		c.cfg.Telemetry.Emit(ev)
 		return claimed, nil
 	case errors.Is(err, store.ErrLeaseLost), errors.Is(err, store.ErrRunNotFound):
 		return claimed, err
@@ -655,7 +661,9 @@ func (c *Runtime) retryDecision(t *store.Task, cause error) {
 	backoff = min(backoff, maxDecisionBackoff)
 	c.cfg.Logger.Error("workflow decision failed; it is retried later", slog.String("run", t.RunID), slog.String("workflow", t.Workflow),
 		slog.Int("attempt", t.Attempt), slog.Duration("retry_in", backoff), slog.Any("err", cause))
-	c.cfg.Telemetry.Emit(telemetry.Event{Kind: telemetry.DecisionFailed, RunID: t.RunID, Workflow: t.Workflow, Attempt: t.Attempt, Queue: t.Queue, TaskID: t.ID, Duration: backoff, Err: cause})
+	ev := telemetry.OfTask(t)
+	ev.Kind, ev.Duration, ev.Err = telemetry.DecisionFailed, backoff, cause
+	c.cfg.Telemetry.Emit(ev)
 	lease := t.Lease()
 	ready := c.cfg.Clock.Now().Add(backoff)
 	msg := fmt.Sprintf("the decision failed %d time(s) and is tried again at %s: %v", t.Attempt, ready.UTC().Format(time.RFC3339), cause)

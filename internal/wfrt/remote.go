@@ -39,13 +39,11 @@ func (c *Runtime) PrepareRemote(t *store.Task, worker string, claimedAt time.Tim
 	if t.Kind != store.TaskActivity {
 		return nil, fmt.Errorf("task %d is a %s, not an activity", t.ID, t.Kind)
 	}
-	ev := activityEvent(t)
+	ev := telemetry.OfTask(t)
 	ev.Kind = telemetry.StepStarted
 	c.cfg.Telemetry.Emit(ev)
 	p, err := decodeActivity(t)
 	if err != nil {
-		ev.Kind, ev.Err = telemetry.StepFailed, err
-		c.cfg.Telemetry.Emit(ev)
 		_, cerr := c.activityOutcome(&attempt{task: t, details: t.Details, start: claimedAt, worker: worker}, p, "", nil, err, flow.RetryPolicy{})
 		return nil, errors.Join(err, cerr)
 	}
@@ -101,18 +99,9 @@ func (c *Runtime) remoteOutcome(_ context.Context, t *store.Task, worker string,
 	if timeout := p.timeout(); c.cfg.Clock.Now().After(claimedAt.Add(timeout)) {
 		cause = fmt.Errorf("activity %q timed out after %s: %w", t.Step, timeout, context.DeadlineExceeded)
 	}
-	ev := activityEvent(t)
-	ev.Duration = c.cfg.Clock.Now().Sub(claimedAt)
+	// The committer emits the attempt's end.
 	_, err = c.activityOutcome(&attempt{task: t, details: details, start: claimedAt, worker: worker}, p, "", out, cause, policy)
-	if err != nil {
-		return err
-	}
-	ev.Kind = telemetry.StepCompleted
-	if cause != nil {
-		ev.Kind, ev.Err = telemetry.StepFailed, cause
-	}
-	c.cfg.Telemetry.Emit(ev)
-	return nil
+	return err
 }
 
 // decodeActivity reads an activity task's payload; an error is permanent.
@@ -130,8 +119,4 @@ func (p *activityPayload) timeout() time.Duration {
 		return flow.DefaultTimeout
 	}
 	return p.StartToClose
-}
-
-func activityEvent(t *store.Task) telemetry.Event {
-	return telemetry.Event{RunID: t.RunID, Workflow: t.Workflow, Version: t.Version, Step: t.Step, Index: t.Index, Attempt: t.Attempt, Queue: t.Queue, TaskID: t.ID}
 }

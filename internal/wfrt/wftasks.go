@@ -15,6 +15,7 @@ import (
 	"github.com/hephaestus-go/hephaestus/clock"
 	"github.com/hephaestus-go/hephaestus/flow"
 	"github.com/hephaestus-go/hephaestus/hephtype"
+	"github.com/hephaestus-go/hephaestus/internal/commit"
 	"github.com/hephaestus-go/hephaestus/internal/engine"
 	"github.com/hephaestus-go/hephaestus/internal/limits"
 	"github.com/hephaestus-go/hephaestus/internal/replay"
@@ -110,17 +111,16 @@ func (c *Runtime) runActivity(ctx context.Context, h *worker.Held, handoff strin
 			h.RecordDetails(b)
 		},
 	}
-	ev := activityEvent(t)
+	ev := telemetry.OfTask(t)
 	ev.Kind = telemetry.StepStarted
 	c.cfg.Telemetry.Emit(ev)
+	// The attempt's end (step.completed, step.failed) is emitted by the
+	// committer once its outcome commits.
 	out, err := act.Invoke(replay.WithActivityInfo(actx, info), p.Input)
 	close(stopWatch)
 	watch.Wait()
-	ev.Duration = c.cfg.Clock.Now().Sub(start)
 	if cause := context.Cause(ctx); cause != nil {
 		// Cancelled run, lost lease or shutdown: drop the result.
-		ev.Kind, ev.Err = telemetry.StepFailed, cause
-		c.cfg.Telemetry.Emit(ev)
 		return nil, cause
 	}
 	switch {
@@ -134,12 +134,6 @@ func (c *Runtime) runActivity(ctx context.Context, h *worker.Held, handoff strin
 			err = flow.NonRetryable(perr)
 		}
 	}
-	if err != nil {
-		ev.Kind, ev.Err = telemetry.StepFailed, err
-	} else {
-		ev.Kind = telemetry.StepCompleted
-	}
-	c.cfg.Telemetry.Emit(ev)
 	return c.activityOutcome(&attempt{task: t, details: h.Details(), start: start}, p, handoff, out, err, policy)
 }
 
@@ -182,7 +176,7 @@ func (c *Runtime) activityOutcome(a *attempt, p activityPayload, handoff string,
 		done := replay.ActivityCompleted(t.Index, t.Step, out)
 		done.Attempt = t.Attempt
 		d.events = []replay.Event{started, done}
-		return c.deliver(context.Background(), d)
+		return c.deliver(commit.ForTask(context.Background(), t), d)
 	}
 	attempts := policy.MaxAttempts
 	if attempts == 0 {
@@ -196,7 +190,7 @@ func (c *Runtime) activityOutcome(a *attempt, p activityPayload, handoff string,
 		failed.Data = app.FailureData() // its type and details reach the workflow
 	}
 	d.events = []replay.Event{started, failed}
-	return c.deliver(context.Background(), d)
+	return c.deliver(commit.ForTask(context.Background(), t), d)
 }
 
 // fromStoredNew is fromStored for an entry not yet stored.
@@ -230,7 +224,7 @@ func (c *Runtime) retryActivity(a *attempt, started replay.Event, cause error, p
 	}
 	var seen atomic.Int64
 	lease := t.Lease()
-	_, err := c.cfg.Committer.Submit(context.Background(), store.Change{RunID: t.RunID, Fence: &lease, Decide: func(run *store.Run) (*store.Update, error) {
+	_, err := c.cfg.Committer.Submit(commit.ForTask(context.Background(), t), store.Change{RunID: t.RunID, Fence: &lease, Decide: func(run *store.Run) (*store.Update, error) {
 		seen.Store(run.Seq)
 		if run.Status.Terminal() {
 			return &store.Update{}, nil

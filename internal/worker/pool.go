@@ -314,6 +314,7 @@ func (p *Pool) claimLoop(w *running, queue string, concurrency int) {
 				continue
 			}
 			backoff = 10 * time.Millisecond
+			p.cfg.Telemetry.Emit(telemetry.Event{Kind: telemetry.WorkerPoll, Queue: queue, Count: len(tasks)})
 			if len(tasks) > 0 {
 				poll = p.cfg.MinPollInterval
 			}
@@ -506,9 +507,12 @@ func (p *Pool) runTask(w *running, t *store.Task) *store.Task {
 	h := p.leases.hold(t, cancel)
 	defer p.leases.release(h)
 	start := p.cfg.Clock.Now()
-	info := telemetry.Event{RunID: t.RunID, Workflow: t.Workflow, Version: t.Version, Step: t.Step, Index: t.Index, Attempt: t.Attempt, Queue: t.Queue, TaskID: t.ID}
-	info.Kind = telemetry.TaskStarted
+	info := telemetry.OfTask(t)
+	// On task.started, Duration is how long the task waited in its queue
+	// once ready.
+	info.Kind, info.Duration = telemetry.TaskStarted, max(start.Sub(t.ReadyAt), 0)
 	p.cfg.Telemetry.Emit(info)
+	info.Duration = 0
 	handoff := t.Queue
 	if w.claimCtx.Err() != nil {
 		handoff = "" // stopping: claim nothing more
@@ -538,7 +542,7 @@ func (p *Pool) runTask(w *running, t *store.Task) *store.Task {
 		}
 		p.cfg.Logger.Log(context.Background(), level, "task", slog.String("kind", string(t.Kind)), slog.Int64("task", t.ID),
 			slog.String("run", t.RunID), slog.String("step", t.Step), slog.Any("err", err))
-		info.Kind, info.Err = telemetry.TaskFailed, err
+		info.Kind, info.Err, info.Duration = telemetry.TaskFailed, err, p.cfg.Clock.Now().Sub(start)
 		p.cfg.Telemetry.Emit(info)
 		return next
 	}

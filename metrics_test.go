@@ -1,0 +1,353 @@
+package hephaestus_test
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"go.opentelemetry.io/otel/attribute"
+	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
+	"go.opentelemetry.io/otel/sdk/metric/metricdata"
+
+	heph "github.com/hephaestus-go/hephaestus"
+	"github.com/hephaestus-go/hephaestus/flow"
+	"github.com/hephaestus-go/hephaestus/job"
+	"github.com/hephaestus-go/hephaestus/store/sqlite"
+)
+
+// workload runs a known mix on a started client: a flow whose step fails
+// once and is retried (tagged, with metadata), a flow that fails, a flow
+// run cancelled while it waits, a job, and a workflow with an activity.
+// It returns the run ids by name.
+func workload(t *testing.T, ctx context.Context, c *heph.Client) map[string]string {
+	t.Helper()
+	var tries atomic.Int32
+	fb := flow.New("flaky")
+	flow.Step(fb, "try", func(ctx context.Context, in string) (string, error) {
+		if tries.Add(1) == 1 {
+			return "", errors.New("transient")
+		}
+		return "ok", nil
+	}, flow.Retry(flow.RetryPolicy{MaxAttempts: 3, InitialBackoff: time.Millisecond, MaxBackoff: time.Millisecond}))
+	bb := flow.New("broken")
+	flow.Step(bb, "boom", func(ctx context.Context, in string) (string, error) {
+		return "", flow.NonRetryable(errors.New("bad input"))
+	})
+	gb := flow.New("gate")
+	flow.EventStep(gb, "hold", func(ctx context.Context, in string) (flow.Result[string], error) {
+		return flow.Wait[string](), nil
+	}, flow.Waits(0))
+	mail := job.MustNew("mail", func(ctx context.Context, j *job.Job[string]) error { return nil }, nil)
+	for _, f := range []*flow.Flow{fb.MustBuild(), bb.MustBuild(), gb.MustBuild()} {
+		if err := c.Register(f); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := c.RegisterJobs(mail); err != nil {
+		t.Fatal(err)
+	}
+	ids := map[string]string{}
+	r, err := c.Run(ctx, "flaky", "x", &heph.StartOptions{Tags: []string{"t1"}, Metadata: map[string]any{"team": "core"}})
+	if err != nil || r.Status != heph.StatusCompleted {
+		t.Fatalf("flaky: %+v, %v; want completed", r, err)
+	}
+	ids["flaky"] = r.ID
+	r, err = c.Run(ctx, "broken", "x", nil)
+	if err != nil || r.Status != heph.StatusFailed {
+		t.Fatalf("broken: %+v, %v; want failed", r, err)
+	}
+	ids["broken"] = r.ID
+	r, err = c.StartRun(ctx, "gate", "x", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ids["gate"] = r.ID
+	for r.Status != heph.StatusWaiting {
+		if ctx.Err() != nil {
+			t.Fatalf("gate never waited: %+v", r)
+		}
+		time.Sleep(5 * time.Millisecond) // polling for the state, not timing it
+		if r, err = c.GetRun(ctx, ids["gate"]); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := c.CancelRun(ctx, ids["gate"], "enough"); err != nil {
+		t.Fatal(err)
+	}
+	j, err := heph.InsertJob(ctx, c, mail, "hi", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ids["mail"] = j.ID
+	if r, err = c.WaitRun(ctx, j.ID); err != nil || r.Status != heph.StatusCompleted {
+		t.Fatalf("mail job: %+v, %v", r, err)
+	}
+	wr, err := c.StartWorkflow(ctx, "echo", "hi", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ids["echo"] = wr.ID
+	if r, err = c.WaitRun(ctx, wr.ID); err != nil || r.Status != heph.StatusCompleted {
+		t.Fatalf("echo workflow: %+v, %v", r, err)
+	}
+	return ids
+}
+
+func openSQLite(t *testing.T) *sqlite.Store {
+	t.Helper()
+	st, err := sqlite.Open(context.Background(), &sqlite.Config{Path: filepath.Join(t.TempDir(), "h.db")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = st.Close() })
+	return st
+}
+
+// series flattens collected metrics: "name{k=v,...}" -> value (a sum, a
+// gauge, or a histogram's count).
+func series(rm metricdata.ResourceMetrics) map[string]float64 {
+	out := map[string]float64{}
+	key := func(name string, set attribute.Set) string {
+		var kv []string
+		for _, a := range set.ToSlice() {
+			kv = append(kv, string(a.Key)+"="+a.Value.String())
+		}
+		return name + "{" + strings.Join(kv, ",") + "}"
+	}
+	for _, sm := range rm.ScopeMetrics {
+		for _, m := range sm.Metrics {
+			switch d := m.Data.(type) {
+			case metricdata.Sum[int64]:
+				for _, p := range d.DataPoints {
+					out[key(m.Name, p.Attributes)] = float64(p.Value)
+				}
+			case metricdata.Gauge[int64]:
+				for _, p := range d.DataPoints {
+					out[key(m.Name, p.Attributes)] = float64(p.Value)
+				}
+			case metricdata.Histogram[float64]:
+				for _, p := range d.DataPoints {
+					out[key(m.Name, p.Attributes)] = float64(p.Count)
+				}
+			case metricdata.Histogram[int64]:
+				for _, p := range d.DataPoints {
+					out[key(m.Name, p.Attributes)] = float64(p.Count)
+				}
+			}
+		}
+	}
+	return out
+}
+
+func TestMetricsAfterKnownWorkload(t *testing.T) {
+	t.Parallel()
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	reader := sdkmetric.NewManualReader()
+	mp := sdkmetric.NewMeterProvider(sdkmetric.WithReader(reader))
+	defer func() { _ = mp.Shutdown(context.Background()) }()
+	c, err := heph.New(&heph.Config{Store: openSQLite(t), PollInterval: 20 * time.Millisecond, MeterProvider: mp})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = c.Stop(context.Background()) }()
+	if err := c.RegisterWorkflows(echoWorkflow); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.RegisterActivities(echoActivity); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Start(ctx); err != nil {
+		t.Fatal(err)
+	}
+	workload(t, ctx, c)
+	var rm metricdata.ResourceMetrics
+	if err := reader.Collect(ctx, &rm); err != nil {
+		t.Fatal(err)
+	}
+	got := series(rm)
+	want := map[string]float64{
+		"heph.runs.started{kind=flow,workflow=flaky}":                                         1,
+		"heph.runs.started{kind=flow,workflow=broken}":                                        1,
+		"heph.runs.started{kind=flow,workflow=gate}":                                          1,
+		"heph.runs.started{kind=flow,workflow=mail}":                                          1,
+		"heph.runs.started{kind=workflow,workflow=echo}":                                      1,
+		"heph.runs.completed{kind=flow,workflow=flaky}":                                       1,
+		"heph.runs.completed{kind=flow,workflow=mail}":                                        1,
+		"heph.runs.completed{kind=workflow,workflow=echo}":                                    1,
+		"heph.runs.failed{kind=flow,workflow=broken}":                                         1,
+		"heph.runs.cancelled{kind=flow,workflow=gate}":                                        1,
+		"heph.step.retries{queue=default,step=try,workflow=flaky}":                            1,
+		"heph.step.duration{outcome=retried,queue=default,step=try,workflow=flaky}":           1,
+		"heph.step.duration{outcome=completed,queue=default,step=try,workflow=flaky}":         1,
+		"heph.step.duration{outcome=failed,queue=default,step=boom,workflow=broken}":          1,
+		"heph.step.duration{outcome=completed,queue=default,step=hold,workflow=gate}":         1,
+		"heph.activity.duration{outcome=completed,queue=default,step=echo.say,workflow=echo}": 1,
+		"heph.run.duration{kind=flow,status=cancelled,workflow=gate}":                         1,
+		"heph.runs.blocked{}":                         0,
+		"heph.runs.active{status=running}":            0,
+		"heph.queue.depth{queue=default,state=ready}": 0,
+	}
+	for k, v := range want {
+		if g, ok := got[k]; !ok || g != v {
+			t.Errorf("%s = %v (present %v), want %v", k, g, ok, v)
+		}
+	}
+	// Every attempt run here was claimed and waited in its queue: two
+	// of flaky, one each of broken, gate, mail, the activity, and the
+	// workflow's tasks.
+	if n := got["heph.task.claims{queue=default,task_kind=step}"]; n != 5 {
+		t.Errorf("step claims %v, want 5", n)
+	}
+	if n := got["heph.task.queue_wait{queue=default,step=try,task_kind=step,workflow=flaky}"]; n != 2 {
+		t.Errorf("queue waits of flaky's step %v, want 2", n)
+	}
+	for _, name := range []string{"heph.commit.batch_size{}", "heph.commit.duration{}"} {
+		if got[name] < 1 {
+			t.Errorf("%s recorded %v times, want some", name, got[name])
+		}
+	}
+	for k := range got {
+		if strings.Contains(k, "run_id") || strings.Contains(k, "run=") {
+			t.Errorf("a series names a run: %s", k)
+		}
+	}
+	if t.Failed() {
+		keys := slices.Sorted(func(yield func(string) bool) {
+			for k := range got {
+				if !yield(k) {
+					return
+				}
+			}
+		})
+		for _, k := range keys {
+			t.Logf("%s = %v", k, got[k])
+		}
+	}
+}
+
+func TestEventsOfEachModel(t *testing.T) {
+	t.Parallel()
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	c, err := heph.New(&heph.Config{Store: openSQLite(t), PollInterval: 20 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = c.Stop(context.Background()) }()
+	if err := c.RegisterWorkflows(echoWorkflow); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.RegisterActivities(echoActivity); err != nil {
+		t.Fatal(err)
+	}
+	var mu sync.Mutex
+	var events []heph.Event
+	c.Subscribe(func(e heph.Event) {
+		mu.Lock()
+		events = append(events, e)
+		mu.Unlock()
+	})
+	if err := c.Start(ctx); err != nil {
+		t.Fatal(err)
+	}
+	ids := workload(t, ctx, c)
+	if err := c.Stop(ctx); err != nil {
+		t.Fatal(err)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	of := func(run string) (out []string, evs []heph.Event) {
+		for _, e := range events {
+			if e.RunID == run && (strings.HasPrefix(string(e.Kind), "run.") || strings.HasPrefix(string(e.Kind), "step.")) {
+				s := string(e.Kind)
+				if e.Step != "" {
+					s += " " + e.Step + fmt.Sprint("#", e.Attempt)
+				}
+				if e.Retry {
+					s += " retry"
+				}
+				out = append(out, s)
+				evs = append(evs, e)
+			}
+		}
+		return out, evs
+	}
+	wants := map[string][]string{
+		"flaky":  {"run.started", "step.started try#1", "step.failed try#1 retry", "step.started try#2", "step.completed try#2", "run.completed"},
+		"broken": {"run.started", "step.started boom#1", "step.failed boom#1", "run.failed"},
+		"gate":   {"run.started", "step.started hold#1", "step.completed hold#1", "run.cancelled"},
+		"mail":   {"run.started", "step.started job#1", "step.completed job#1", "run.completed"},
+		"echo":   {"run.started", "step.started echo.say#1", "step.completed echo.say#1", "run.completed"},
+	}
+	for name, want := range wants {
+		got, evs := of(ids[name])
+		if !slices.Equal(got, want) {
+			t.Errorf("%s: events\n  %q\nwant\n  %q", name, got, want)
+		}
+		for _, e := range evs {
+			committed := e.Kind != heph.StepStarted
+			if committed && e.RunKind == "" {
+				t.Errorf("%s: %s carries no run kind", name, e.Kind)
+			}
+			if name != "flaky" || !committed {
+				continue
+			}
+			if !slices.Contains(e.Tags, "t1") || string(e.Metadata["team"]) != `"core"` {
+				t.Errorf("flaky: %s carries tags %v, metadata %s; want the run's", e.Kind, e.Tags, e.Metadata)
+			}
+		}
+	}
+	// The worker's own events: started, polled, stopped; a commit.
+	kinds := map[heph.EventKind]int{}
+	for _, e := range events {
+		kinds[e.Kind]++
+	}
+	for _, k := range []heph.EventKind{heph.WorkerStarted, heph.WorkerPoll, heph.WorkerStopped, heph.CommitCompleted, heph.TaskStarted, heph.TaskCompleted} {
+		if kinds[k] == 0 {
+			t.Errorf("no %s event; got %v", k, kinds)
+		}
+	}
+}
+
+func TestLogEvents(t *testing.T) {
+	var buf bytes.Buffer
+	logger := slog.New(slog.NewJSONHandler(&buf, &slog.HandlerOptions{Level: slog.LevelInfo}))
+	log := heph.LogEvents(logger, nil)
+	log(heph.Event{Kind: heph.StepFailed, RunID: "r1", Workflow: "orders", RunKind: heph.KindFlow, Step: "charge", Index: -1, Attempt: 2,
+		Queue: "default", Duration: 1500 * time.Millisecond, Retry: true, Tags: []string{"vip"},
+		Metadata: map[string]json.RawMessage{"team": json.RawMessage(`"core"`)}, Err: errors.New("card declined")})
+	log(heph.Event{Kind: heph.WorkerPoll, Queue: "default", Count: 3}) // Debug: below the logger's level
+	var rec map[string]any
+	if err := json.Unmarshal(buf.Bytes(), &rec); err != nil {
+		t.Fatalf("want exactly one JSON record, got %q: %v", buf.String(), err)
+	}
+	want := map[string]any{
+		"level": "WARN", "msg": "step.failed", "run": "r1", "workflow": "orders", "run_kind": "flow", "step": "charge",
+		"attempt": float64(2), "queue": "default", "duration": float64(1500 * time.Millisecond), "retry": true,
+		"err": "card declined", "metadata": map[string]any{"team": `"core"`}, "tags": []any{"vip"},
+	}
+	for k, v := range want {
+		if fmt.Sprint(rec[k]) != fmt.Sprint(v) {
+			t.Errorf("%s = %v, want %v (record %s)", k, rec[k], v, buf.String())
+		}
+	}
+	if _, ok := rec["index"]; ok {
+		t.Errorf("index -1 (not a map element) was logged: %s", buf.String())
+	}
+	buf.Reset()
+	heph.LogEvents(logger, func(heph.Event) slog.Level { return slog.LevelError })(heph.Event{Kind: heph.WorkerPoll, Queue: "q"})
+	if !strings.Contains(buf.String(), `"level":"ERROR"`) || !strings.Contains(buf.String(), `"msg":"worker.poll"`) {
+		t.Errorf("a custom level: %s", buf.String())
+	}
+}
