@@ -3,6 +3,7 @@ package dashboard_test
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"flag"
 	"image/png"
 	"net/http"
@@ -79,17 +80,26 @@ func TestScreenshots(t *testing.T) {
 	shots := []struct {
 		file, path, wait string
 		height           int64
+		before           func()
 	}{
-		{"dashboard-runs.png", "/", "table.runs", 0},
-		{"dashboard-run.png", "/runs/" + e.runOf(demo.OrderFlow, heph.StatusFailed), "#run-timeline svg", 1240},
-		{"dashboard-workflow.png", "/runs/" + e.runOf(demo.Onboarding, heph.StatusCompleted), "#run-timeline svg", 1240},
-		{"dashboard-approvals.png", "/approvals", "table.approvals", 0},
-		{"dashboard-overview.png", "/overview", "main h1", 0},
-		{"dashboard-definitions.png", "/definitions/" + demo.ExpenseDoc, "main h1", 0},
-		{"dashboard-queues.png", "/queues", "main h1", 0},
-		{"dashboard-schedules.png", "/schedules", "main h1", 0},
+		{"dashboard-runs.png", "/", "table.runs", 0, nil},
+		{"dashboard-run.png", "/runs/" + e.runOf(demo.OrderFlow, heph.StatusFailed), "#run-timeline svg", 1240, nil},
+		{"dashboard-workflow.png", "/runs/" + e.runOf(demo.Onboarding, heph.StatusCompleted), "#run-timeline svg", 1240, nil},
+		{"dashboard-approvals.png", "/approvals", "table.approvals", 0, nil},
+		{"dashboard-overview.png", "/overview", "main h1", 0, nil},
+		{"dashboard-definitions.png", "/definitions/" + demo.ExpenseDoc, "main h1", 0, nil},
+		{"dashboard-queues.png", "/queues", "main h1", 0, nil},
+		{"dashboard-schedules.png", "/schedules", "main h1", 0, nil},
+		{"dashboard-workers.png", "/workers", "main h1", 700, nil},
+		// Last, as it cancels the email job that is due tomorrow.
+		{"dashboard-operations.png", "/operations", `tr[data-status="completed"]`, 700, func() {
+			e.cancelAllMatching(map[string]any{"workflow": demo.EmailJob, "statuses": []string{"running"}})
+		}},
 	}
 	for _, s := range shots {
+		if s.before != nil {
+			s.before()
+		}
 		if s.height > 0 {
 			b.run("resize the window", chromedp.EmulateViewport(1400, s.height))
 		}
@@ -186,4 +196,46 @@ func (e *env) runOf(name string, status heph.RunStatus) string {
 		e.t.Fatalf("no %s run of %s: %v", status, name, err)
 	}
 	return page.Runs[0].ID
+}
+
+// cancelAllMatching creates a bulk cancel through the API, as an admin,
+// and waits (up to a minute) until it has completed.
+func (e *env) cancelAllMatching(filter map[string]any) {
+	e.t.Helper()
+	body, err := json.Marshal(map[string]any{"action": "cancel", "filter": filter, "reason": "not needed"})
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	req, err := http.NewRequest(http.MethodPost, e.url+"/api/v1/operations", bytes.NewReader(body))
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	req.Header.Set("Authorization", "Bearer "+e.admin)
+	req.Header.Set("Content-Type", "application/json")
+	res, err := http.DefaultClient.Do(req)
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	var op server.Operation
+	err = json.NewDecoder(res.Body).Decode(&op)
+	_ = res.Body.Close()
+	if err != nil || res.StatusCode != http.StatusAccepted {
+		e.t.Fatalf("create the operation: %d %v", res.StatusCode, err)
+	}
+	deadline := time.Now().Add(time.Minute)
+	for op.Status != "completed" {
+		if time.Now().After(deadline) {
+			e.t.Fatalf("the operation is %s after a minute", op.Status)
+		}
+		time.Sleep(50 * time.Millisecond)
+		res, err := httpGet(e.url+"/api/v1/operations/"+op.ID, e.admin)
+		if err != nil {
+			e.t.Fatal(err)
+		}
+		err = json.NewDecoder(res.Body).Decode(&op)
+		_ = res.Body.Close()
+		if err != nil {
+			e.t.Fatal(err)
+		}
+	}
 }
