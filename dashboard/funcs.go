@@ -16,7 +16,7 @@ import (
 var funcs = template.FuncMap{
 	"ago":        ago,
 	"stamp":      stamp,
-	"duration":   humanDuration,
+	"duration":   fmtDur,
 	"pretty":     prettyJSON,
 	"short":      shortID,
 	"tojson":     toJSON,
@@ -42,9 +42,9 @@ func ago(t time.Time) string {
 	}
 	d := time.Since(t)
 	if d < 0 {
-		return "in " + humanDuration(-d)
+		return "in " + fmtDur(-d)
 	}
-	return humanDuration(d) + " ago"
+	return fmtDur(d) + " ago"
 }
 
 // stamp is t in UTC to the second, as the title of an "ago".
@@ -53,25 +53,6 @@ func stamp(t time.Time) string {
 		return ""
 	}
 	return t.UTC().Format("2006-01-02 15:04:05Z")
-}
-
-// humanDuration rounds d to what a reader needs: 850ms, 4.2s, 3m10s,
-// 5h3m, 2d4h.
-func humanDuration(d time.Duration) string {
-	switch {
-	case d < time.Second:
-		return fmt.Sprintf("%dms", d.Milliseconds())
-	case d < 10*time.Second:
-		return fmt.Sprintf("%.1fs", d.Seconds())
-	case d < time.Minute:
-		return fmt.Sprintf("%ds", int(d.Seconds()))
-	case d < time.Hour:
-		return fmt.Sprintf("%dm%02ds", int(d.Minutes()), int(d.Seconds())%60)
-	case d < 48*time.Hour:
-		return fmt.Sprintf("%dh%02dm", int(d.Hours()), int(d.Minutes())%60)
-	default:
-		return fmt.Sprintf("%dd%02dh", int(d.Hours())/24, int(d.Hours())%24)
-	}
 }
 
 // prettyJSON indents JSON for a <pre>; "" for none.
@@ -124,7 +105,7 @@ func took(r *server.Run) string {
 	if r == nil || r.FinishedAt == nil {
 		return ""
 	}
-	return humanDuration(r.FinishedAt.Sub(r.CreatedAt))
+	return fmtDur(r.FinishedAt.Sub(r.CreatedAt))
 }
 
 // dict makes a map of key, value pairs for a template.

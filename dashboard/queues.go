@@ -66,7 +66,7 @@ func queueOf(q *server.Queue) *queueItem {
 		it.Keys = append(it.Keys, u)
 	}
 	if rl := q.Options.Rate; rl != nil && rl.Limit > 0 {
-		it.Rate = fmt.Sprintf("%d of %d per %s", q.RateWindowStarts, rl.Limit, humanDuration(time.Duration(rl.Period)))
+		it.Rate = fmt.Sprintf("%d of %d per %s", q.RateWindowStarts, rl.Limit, fmtDur(time.Duration(rl.Period)))
 		it.RateFull = q.RateWindowStarts >= rl.Limit
 	}
 	return it
