@@ -123,6 +123,33 @@ func NewRunStats(p *RunStatsParams) *RunStats {
 	return st
 }
 
+// AddStarted counts c runs created in bucket b (one outside the window
+// is ignored).
+func (st *RunStats) AddStarted(b, c int64) {
+	if b >= 0 && b < int64(len(st.Buckets)) {
+		st.Buckets[b].Started = int(c)
+	}
+}
+
+// AddFinished counts c runs that finished in bucket b with a status (one
+// outside the window is ignored), and returns how many of them completed:
+// what the latency's Count adds up.
+func (st *RunStats) AddFinished(b int64, status hephtype.RunStatus, c int64) (completed int) {
+	if b < 0 || b >= int64(len(st.Buckets)) {
+		return 0
+	}
+	switch status {
+	case hephtype.StatusCompleted:
+		st.Buckets[b].Completed = int(c)
+		return int(c)
+	case hephtype.StatusFailed:
+		st.Buckets[b].Failed = int(c)
+	case hephtype.StatusCancelled:
+		st.Buckets[b].Cancelled = int(c)
+	}
+	return 0
+}
+
 // ActiveStatuses are the statuses of a run that has not finished.
 func ActiveStatuses() []hephtype.RunStatus {
 	return []hephtype.RunStatus{hephtype.StatusPending, hephtype.StatusRunning, hephtype.StatusWaiting}

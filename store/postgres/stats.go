@@ -48,7 +48,6 @@ func (s *Store) RunStats(ctx context.Context, p *store.RunStatsParams) (*store.R
 	q := func(stmt string) string { return strings.ReplaceAll(stmt, "§", `"`+s.schema+`".`) }
 	since, until := truncate(p.Since), truncate(p.Until)
 	stale := until.Add(-p.StaleAfter)
-	n := p.Buckets()
 	var st *store.RunStats
 	err := s.idempotent(ctx, func(ctx context.Context) error {
 		st = store.NewRunStats(p)
@@ -60,9 +59,7 @@ func (s *Store) RunStats(ctx context.Context, p *store.RunStatsParams) (*store.R
 				return err
 			}
 			if _, err := pgx.ForEachRow(rows, []any{&b, &c}, func() error {
-				if b >= 0 && b < int64(n) {
-					st.Buckets[b].Started = int(c)
-				}
+				st.AddStarted(b, c)
 				return nil
 			}); err != nil {
 				return err
@@ -73,18 +70,7 @@ func (s *Store) RunStats(ctx context.Context, p *store.RunStatsParams) (*store.R
 			}
 			completed := 0
 			if _, err := pgx.ForEachRow(rows, []any{&b, &status, &c}, func() error {
-				if b < 0 || b >= int64(n) {
-					return nil
-				}
-				switch hephtype.RunStatus(status) {
-				case hephtype.StatusCompleted:
-					st.Buckets[b].Completed = int(c)
-					completed += int(c)
-				case hephtype.StatusFailed:
-					st.Buckets[b].Failed = int(c)
-				case hephtype.StatusCancelled:
-					st.Buckets[b].Cancelled = int(c)
-				}
+				completed += st.AddFinished(b, hephtype.RunStatus(status), c)
 				return nil
 			}); err != nil {
 				return err

@@ -55,7 +55,6 @@ func (s *Store) runStats(ctx context.Context, p *store.RunStatsParams) (*store.R
 	defer func() { _ = tx.Rollback() }()
 	since, until := micros(p.Since), micros(p.Until)
 	stale := micros(p.Until.Add(-p.StaleAfter))
-	n := int64(p.Buckets())
 	st := store.NewRunStats(p)
 	each := func(q string, args []any, dest []any, fn func()) error {
 		rows, err := tx.QueryContext(ctx, q, args...)
@@ -74,26 +73,13 @@ func (s *Store) runStats(ctx context.Context, p *store.RunStatsParams) (*store.R
 	var b, c, blocked, stalled int64
 	var status string
 	if err := each(statsStarted, []any{p.Workflow, since, p.Bucket.Microseconds(), until}, []any{&b, &c}, func() {
-		if b >= 0 && b < n {
-			st.Buckets[b].Started = int(c)
-		}
+		st.AddStarted(b, c)
 	}); err != nil {
 		return nil, err
 	}
 	completed := 0
 	if err := each(statsFinished, []any{p.Workflow, since, p.Bucket.Microseconds(), until}, []any{&b, &status, &c}, func() {
-		if b < 0 || b >= n {
-			return
-		}
-		switch hephtype.RunStatus(status) {
-		case hephtype.StatusCompleted:
-			st.Buckets[b].Completed = int(c)
-			completed += int(c)
-		case hephtype.StatusFailed:
-			st.Buckets[b].Failed = int(c)
-		case hephtype.StatusCancelled:
-			st.Buckets[b].Cancelled = int(c)
-		}
+		completed += st.AddFinished(b, hephtype.RunStatus(status), c)
 	}); err != nil {
 		return nil, err
 	}
