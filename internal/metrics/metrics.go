@@ -184,14 +184,16 @@ func (m *Metrics) Record(e telemetry.Event) {
 	case telemetry.RunStarted:
 		m.runsStarted.Add(ctx, 1, runAttrs(e))
 	case telemetry.RunCompleted, telemetry.RunFailed, telemetry.RunCancelled, telemetry.RunContinued:
-		status := map[telemetry.Kind]string{telemetry.RunCompleted: "completed", telemetry.RunFailed: "failed",
-			telemetry.RunCancelled: "cancelled", telemetry.RunContinued: "continued"}[e.Kind]
+		status := "continued"
 		switch e.Kind {
 		case telemetry.RunCompleted:
+			status = "completed"
 			m.runsCompleted.Add(ctx, 1, runAttrs(e))
 		case telemetry.RunFailed:
+			status = "failed"
 			m.runsFailed.Add(ctx, 1, runAttrs(e))
 		case telemetry.RunCancelled:
+			status = "cancelled"
 			m.runsCancelled.Add(ctx, 1, runAttrs(e))
 		}
 		m.runDuration.Record(ctx, e.Duration.Seconds(), metric.WithAttributes(
