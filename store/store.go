@@ -180,6 +180,13 @@ type Run struct {
 	// concurrency and rate limits, fairness); "" for none. Set when the
 	// run is created; every task of the run carries it.
 	ConcurrencyKey string
+	// TraceContext is the W3C traceparent of the run's root span
+	// ("00-<trace id>-<span id>-<flags>"), "" when the run is not traced.
+	// Set when the run is created and never changed; every task of the run
+	// carries it (Task.TraceContext), so a worker in any process parents
+	// its spans in the run's trace without reading the run. At most 256
+	// bytes.
+	TraceContext string
 	// State is the runtime's snapshot of the run's position (the engine
 	// state for flows); a cache that can be rebuilt from the history.
 	State json.RawMessage
@@ -293,6 +300,9 @@ type Task struct {
 	// ConcurrencyKey is the run's concurrency key on work tasks (kinds
 	// step and activity, which flow control governs); "" on the others.
 	ConcurrencyKey string
+	// TraceContext is the run's (Run.TraceContext), copied into every task
+	// of the run when the task is inserted.
+	TraceContext string
 }
 
 // Lease identifies a claim: the task and the token it was claimed with.
@@ -397,11 +407,13 @@ type NewRun struct {
 	Metadata map[string]json.RawMessage
 	// ConcurrencyKey: see Run.ConcurrencyKey.
 	ConcurrencyKey string
-	State          json.RawMessage
-	Output         json.RawMessage
-	Error          string
-	History        []NewEvent
-	Tasks          []NewTask
+	// TraceContext: see Run.TraceContext.
+	TraceContext string
+	State        json.RawMessage
+	Output       json.RawMessage
+	Error        string
+	History      []NewEvent
+	Tasks        []NewTask
 }
 
 // Update is what a Decide function returns: everything to write for one
