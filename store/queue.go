@@ -85,6 +85,9 @@ const (
 	MaxQueueWeights = 1000
 	// MaxConcurrencyKey is the largest concurrency key, in bytes.
 	MaxConcurrencyKey = 200
+	// MaxTraceContext is the largest trace context of a run
+	// (Run.TraceContext), in bytes.
+	MaxTraceContext = 256
 	// MinRatePeriod and MaxRatePeriod bound a rate limit's period.
 	MinRatePeriod = time.Millisecond
 	MaxRatePeriod = 366 * 24 * time.Hour
@@ -169,6 +172,21 @@ func CheckConcurrencyKey(key string) error {
 	for _, r := range key {
 		if r < 0x20 || r == 0x7f {
 			return fmt.Errorf("concurrency key %q holds a control character: %w", key, hephtype.ErrInvalidInput)
+		}
+	}
+	return nil
+}
+
+// CheckTraceContext validates a run's trace context (Run.TraceContext): at
+// most MaxTraceContext bytes of printable ASCII, which a W3C traceparent
+// is ("" is none). Every backend checks it when a run is created.
+func CheckTraceContext(tc string) error {
+	if len(tc) > MaxTraceContext {
+		return fmt.Errorf("trace context is %d bytes, at most %d: %w", len(tc), MaxTraceContext, hephtype.ErrInvalidInput)
+	}
+	for i := range len(tc) {
+		if c := tc[i]; c < 0x20 || c > 0x7e {
+			return fmt.Errorf("trace context %q holds a byte that is not printable ASCII: %w", tc, hephtype.ErrInvalidInput)
 		}
 	}
 	return nil

@@ -184,8 +184,8 @@ type Run struct {
 	// ("00-<trace id>-<span id>-<flags>"), "" when the run is not traced.
 	// Set when the run is created and never changed; every task of the run
 	// carries it (Task.TraceContext), so a worker in any process parents
-	// its spans in the run's trace without reading the run. At most 256
-	// bytes.
+	// its spans in the run's trace without reading the run. At most
+	// MaxTraceContext (256) bytes of printable ASCII (CheckTraceContext).
 	TraceContext string
 	// State is the runtime's snapshot of the run's position (the engine
 	// state for flows); a cache that can be rebuilt from the history.
