@@ -151,7 +151,7 @@ func (a *applier) create(n *store.NewRun, fence *store.Lease) (store.ChangeResul
 		ID: n.ID, Workflow: n.Workflow, Version: n.Version, Kind: n.Kind, Status: n.Status,
 		Input: orNil(n.Input), Output: orNil(n.Output), Error: n.Error, BusinessID: n.BusinessID,
 		KeyScope: n.KeyScope, ParentID: n.ParentID, State: orNil(n.State), ConcurrencyKey: n.ConcurrencyKey,
-		Seq: int64(len(n.History)), CreatedAt: a.now, UpdatedAt: a.now,
+		TraceContext: n.TraceContext, Seq: int64(len(n.History)), CreatedAt: a.now, UpdatedAt: a.now,
 	}
 	if len(n.Tags) > 0 {
 		r.Tags = n.Tags
@@ -166,6 +166,9 @@ func (a *applier) create(n *store.NewRun, fence *store.Lease) (store.ChangeResul
 		return refused(fmt.Errorf("create run %s: unknown status %q", r.ID, r.Status))
 	}
 	if err := store.CheckConcurrencyKey(r.ConcurrencyKey); err != nil {
+		return refused(fmt.Errorf("create run %s: %w", r.ID, err))
+	}
+	if err := store.CheckTraceContext(r.TraceContext); err != nil {
 		return refused(fmt.Errorf("create run %s: %w", r.ID, err))
 	}
 	if r.BusinessID != "" && r.KeyScope == "" {
@@ -210,6 +213,7 @@ func (a *applier) create(n *store.NewRun, fence *store.Lease) (store.ChangeResul
 	w.arg(a.nowUS)
 	w.arg(nullMicros(r.FinishedAt))
 	w.arg(r.ConcurrencyKey)
+	w.arg(r.TraceContext)
 	// A conflict on the id fails the statement, which writes nothing; a
 	// conflict on the business key does nothing.
 	res, err := w.exec(qInsertRun)
@@ -311,7 +315,7 @@ func (a *applier) run(id string) (*runState, error) {
 	if err != nil {
 		return nil, err
 	}
-	st := &runState{run: *run, rowid: vInt(w.dest[0]), key: w.dest[numRunCols+1], cond: w.dest[numRunCols-1]}
+	st := &runState{run: *run, rowid: vInt(w.dest[0]), key: w.dest[numRunCols+1], cond: w.dest[1+runCondCol]}
 	a.w.runs.put(id, st) // as committed: no change of this Apply touched it
 	return st, nil
 }
@@ -603,7 +607,7 @@ func (a *applier) insertTasks(r *store.Run, ts []store.NewTask) []*store.Task {
 			RunID: r.ID, Queue: n.Queue, Kind: n.Kind, Workflow: r.Workflow,
 			Version: r.Version, Step: n.Step, Index: n.Index, Attempt: n.Attempt,
 			Payload: orNil(n.Payload), Item: orNil(n.Item), Priority: n.Priority, ReadyAt: ready,
-			Handler: n.Handler, Details: orNil(n.Details), CreatedAt: a.now,
+			Handler: n.Handler, Details: orNil(n.Details), CreatedAt: a.now, TraceContext: r.TraceContext,
 		}
 		if n.Kind.Controlled() {
 			out[i].ConcurrencyKey = r.ConcurrencyKey
@@ -642,6 +646,7 @@ func (a *applier) flushTasks() error {
 			} else {
 				w.arg(nil)
 			}
+			w.arg(t.TraceContext)
 		}
 		res, err := w.runInsert(insertTasks, len(chunk))
 		if err != nil {

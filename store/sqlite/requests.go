@@ -32,7 +32,7 @@ func (s *Store) CreateRequest(ctx context.Context, p *store.CreateRequestParams)
 			if err != nil {
 				return err
 			}
-			found, err := w.row(rows, 3)
+			found, err := w.row(rows, 4)
 			if err != nil {
 				return err
 			}
@@ -40,7 +40,8 @@ func (s *Store) CreateRequest(ctx context.Context, p *store.CreateRequestParams)
 				refusal = fmt.Errorf("create request %s of run %s: %w", n.ID, n.RunID, store.ErrRunNotFound)
 				return nil
 			}
-			run := &store.Run{ID: n.RunID, Workflow: vString(w.dest[0]), Version: int(vInt(w.dest[1])), Seq: vInt(w.dest[2])}
+			run := &store.Run{ID: n.RunID, Workflow: vString(w.dest[0]), Version: int(vInt(w.dest[1])), Seq: vInt(w.dest[2]),
+				TraceContext: vString(w.dest[3])}
 			old, err := w.request(n.RunID, n.ID)
 			if err != nil {
 				return err

@@ -14,13 +14,15 @@ import (
 // The columns read by scanRun (and runFromValues), taskFromValues,
 // scanEvent and scanWorker, in order.
 const (
-	runCols    = "id, workflow, version, kind, status, input, output, error, business_id, key_scope, parent_id, tags, metadata, state, published, seq, created_at, updated_at, finished_at, condition, concurrency_key"
-	taskCols   = "id, run_id, queue, kind, workflow, version, step, idx, attempt, payload, item, priority, ready_at, owner, token, lease_until, claims, created_at, handler, details, flow_key"
+	runCols    = "id, workflow, version, kind, status, input, output, error, business_id, key_scope, parent_id, tags, metadata, state, published, seq, created_at, updated_at, finished_at, condition, concurrency_key, trace_context"
+	taskCols   = "id, run_id, queue, kind, workflow, version, step, idx, attempt, payload, item, priority, ready_at, owner, token, lease_until, claims, created_at, handler, details, flow_key, trace_context"
 	eventCols  = "run_id, seq, kind, step, idx, attempt, name, data, error, at, key"
 	workerCols = "id, queues, handlers, host, pid, started_at, seen_at, expires_at"
 
-	numRunCols  = 21
-	numTaskCols = 21
+	numRunCols  = 22
+	numTaskCols = 22
+	// runCondCol is the index of condition in runCols.
+	runCondCol = 19
 )
 
 type scanner interface{ Scan(dest ...any) error }
@@ -38,7 +40,7 @@ func scanRun(sc scanner) (*store.Run, error) {
 	)
 	dest := []any{&r.ID, &r.Workflow, &r.Version, &kind, &status, &input, &output, &r.Error,
 		&businessID, &scope, &r.ParentID, &tags, &meta, &state, &published, &r.Seq,
-		&created, &updated, &finished, &cond, &r.ConcurrencyKey}
+		&created, &updated, &finished, &cond, &r.ConcurrencyKey, &r.TraceContext}
 	if err := sc.Scan(dest...); err != nil {
 		return nil, err
 	}
@@ -266,7 +268,7 @@ func runFromValues(v []driver.Value) (*store.Run, error) {
 		KeyScope: businesskey.Scope(vString(v[9])), ParentID: vString(v[10]),
 		State: vJSON(v[13]), Published: vJSON(v[14]), Seq: vInt(v[15]),
 		CreatedAt: vTime(v[16]), UpdatedAt: vTime(v[17]), FinishedAt: vTime(v[18]),
-		ConcurrencyKey: vString(v[20]),
+		ConcurrencyKey: vString(v[20]), TraceContext: vString(v[21]),
 	}
 	if tags := vString(v[11]); tags != "" && tags != "[]" {
 		if err := json.Unmarshal([]byte(tags), &r.Tags); err != nil {
@@ -281,7 +283,7 @@ func runFromValues(v []driver.Value) (*store.Run, error) {
 			return nil, fmt.Errorf("run %s: metadata: %w", r.ID, err)
 		}
 	}
-	if cond, ok := v[19].(string); ok {
+	if cond, ok := v[runCondCol].(string); ok {
 		var err error
 		if r.Condition, err = parseCondition(cond); err != nil {
 			return nil, fmt.Errorf("run %s: %w", r.ID, err)
@@ -298,6 +300,6 @@ func taskFromValues(v []driver.Value) *store.Task {
 		Attempt: int(vInt(v[8])), Payload: vJSON(v[9]), Item: vJSON(v[10]), Priority: int(vInt(v[11])),
 		ReadyAt: vTime(v[12]), Owner: vString(v[13]), Token: vInt(v[14]), LeaseUntil: vTime(v[15]),
 		Claims: int(vInt(v[16])), CreatedAt: vTime(v[17]), Handler: vString(v[18]), Details: vJSON(v[19]),
-		ConcurrencyKey: vString(v[20]),
+		ConcurrencyKey: vString(v[20]), TraceContext: vString(v[21]),
 	}
 }

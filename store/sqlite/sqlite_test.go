@@ -195,6 +195,56 @@ func TestMigrationStatus(t *testing.T) {
 	}
 }
 
+// TestTraceContextMigration: a database from before trace contexts
+// (migration 9 reverted) migrates when opened: its runs and tasks read
+// back with none, and new runs store theirs.
+func TestTraceContextMigration(t *testing.T) {
+	t.Parallel()
+	const tc = "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01"
+	path := filepath.Join(t.TempDir(), "heph.db")
+	now := time.Date(2030, 1, 2, 3, 4, 5, 0, time.UTC)
+	mk := func(id string) *store.NewRun {
+		return &store.NewRun{ID: id, Workflow: "wf", Kind: hephtype.KindFlow, Status: hephtype.StatusRunning, TraceContext: tc,
+			Tasks: []store.NewTask{{Queue: "q", Kind: store.TaskTimer, Step: id, Index: -1}}}
+	}
+	create := func(s *Store, id string) {
+		t.Helper()
+		res, err := s.Apply(t.Context(), &store.ApplyParams{Now: now, Changes: []store.Change{{Create: mk(id)}}})
+		if err != nil || res.Changes[0].Err != nil {
+			t.Fatal(err, res)
+		}
+	}
+	s, err := Open(t.Context(), &Config{Path: path})
+	if err != nil {
+		t.Fatal(err)
+	}
+	create(s, "old")
+	if v, err := migrate.Down(t.Context(), s.writer, Migrations(), migrate.SQLite, 1); err != nil || len(v) != 1 || v[0] != 9 {
+		t.Fatalf("migrate down: %v, %v; want [9]", v, err)
+	}
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+
+	s = open(t, &Config{Path: path})
+	create(s, "new")
+	want := map[string]string{"old": "", "new": tc}
+	for id, want := range want {
+		if r, err := s.GetRun(t.Context(), id); err != nil || r.TraceContext != want {
+			t.Errorf("run %s after the migration: %+v, %v; want trace context %q", id, r, err, want)
+		}
+	}
+	ts, err := s.ClaimTasks(t.Context(), &store.ClaimParams{Queues: []string{"q"}, Owner: "w", Limit: 10, LeaseFor: time.Minute, Now: now})
+	if err != nil || len(ts) != 2 {
+		t.Fatalf("claim after the migration: %+v, %v", ts, err)
+	}
+	for _, tk := range ts {
+		if tk.TraceContext != want[tk.RunID] {
+			t.Errorf("task of run %s after the migration: trace context %q, want %q", tk.RunID, tk.TraceContext, want[tk.RunID])
+		}
+	}
+}
+
 func TestMemoryStoresAreIsolated(t *testing.T) {
 	t.Parallel()
 	a, b := open(t, &Config{Memory: true}), open(t, &Config{Memory: true})
