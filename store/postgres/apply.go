@@ -1216,7 +1216,7 @@ func (a *applier) updateArgs(ops []*op, w *written) []any {
 		ids, statuses, outputs, errs, states, published, seqs, finished, keys, conds, a.now}
 	args = append(args, ev.args()...)
 	args = append(args, tk.args()...)
-	return append(args, a.s.cancels, nonNil(tk.keys))
+	return append(args, a.s.cancels, nonNil(tk.keys), nonNil(tk.traces))
 }
 
 // createArgs are the arguments of writeCreates for the creates of a
@@ -1228,7 +1228,7 @@ func (a *applier) createArgs(ops []*op) []any {
 	versions, seqs := make([]int64, n), make([]int64, n)
 	inputs, outputs, businessIDs, keys := make([]*string, n), make([]*string, n), make([]*string, n), make([]*string, n)
 	tags, metas, states := make([]*string, n), make([]*string, n), make([]*string, n)
-	ckeys := make([]string, n)
+	ckeys, traces := make([]string, n), make([]string, n)
 	finished := make([]*time.Time, n)
 	var fruns []string
 	var fids []int64
@@ -1244,6 +1244,7 @@ func (a *applier) createArgs(ops []*op) []any {
 		versions[k], seqs[k] = int64(r.Version), r.Seq
 		inputs[k], outputs[k], businessIDs[k], keys[k] = jsonArg(r.Input), jsonArg(r.Output), nullString(r.BusinessID), o.key
 		tags[k], metas[k], states[k], ckeys[k] = tagsArg(r.Tags), o.meta, jsonArg(r.State), r.ConcurrencyKey
+		traces[k] = r.TraceContext
 		if !r.FinishedAt.IsZero() {
 			t := r.FinishedAt
 			finished[k] = &t
@@ -1255,12 +1256,13 @@ func (a *applier) createArgs(ops []*op) []any {
 		parents, tags, metas, states, seqs, finished, a.now}
 	args = append(args, ev.args()...)
 	args = append(args, tk.args()...)
-	return append(args, nonNil(fruns), nonNil(fids), ckeys, nonNil(tk.keys))
+	return append(args, nonNil(fruns), nonNil(fids), ckeys, nonNil(tk.keys), traces, nonNil(tk.traces))
 }
 
 // tasks are the columns of tasks to insert.
 type tasks struct {
 	runs, queues, kinds, workflows, steps, handlers []string
+	traces                                          []string
 	versions, idx, attempts, prios                  []int64
 	payloads, items, details, keys                  []*string
 	ready                                           []time.Time
@@ -1271,7 +1273,7 @@ func (t *tasks) add(r *store.Run, ts []*store.Task) {
 		t.runs, t.queues, t.kinds, t.workflows = append(t.runs, r.ID), append(t.queues, n.Queue), append(t.kinds, string(n.Kind)), append(t.workflows, r.Workflow)
 		t.steps, t.versions, t.idx, t.attempts = append(t.steps, n.Step), append(t.versions, int64(r.Version)), append(t.idx, int64(n.Index)), append(t.attempts, int64(n.Attempt))
 		t.prios, t.payloads, t.items, t.ready = append(t.prios, int64(n.Priority)), append(t.payloads, jsonArg(n.Payload)), append(t.items, jsonArg(n.Item)), append(t.ready, n.ReadyAt)
-		t.handlers, t.details = append(t.handlers, n.Handler), append(t.details, jsonArg(n.Details))
+		t.handlers, t.details, t.traces = append(t.handlers, n.Handler), append(t.details, jsonArg(n.Details)), append(t.traces, r.TraceContext)
 		var key *string
 		if n.Kind.Controlled() {
 			key = &r.ConcurrencyKey
@@ -1324,7 +1326,7 @@ func (a *applier) planCreate(i int, n *store.NewRun, fence *store.Lease) (*op, s
 		ID: n.ID, Workflow: n.Workflow, Version: n.Version, Kind: n.Kind, Status: n.Status,
 		Input: orNil(n.Input), Output: orNil(n.Output), Error: n.Error, BusinessID: n.BusinessID,
 		KeyScope: n.KeyScope, ParentID: n.ParentID, State: orNil(n.State), ConcurrencyKey: n.ConcurrencyKey,
-		Seq: int64(len(n.History)), CreatedAt: a.now, UpdatedAt: a.now,
+		TraceContext: n.TraceContext, Seq: int64(len(n.History)), CreatedAt: a.now, UpdatedAt: a.now,
 	}
 	if len(n.Tags) > 0 {
 		r.Tags = n.Tags
@@ -1339,6 +1341,9 @@ func (a *applier) planCreate(i int, n *store.NewRun, fence *store.Lease) (*op, s
 		return nil, refused(fmt.Errorf("create run %s: unknown status %q", r.ID, r.Status))
 	}
 	if err := store.CheckConcurrencyKey(r.ConcurrencyKey); err != nil {
+		return nil, refused(fmt.Errorf("create run %s: %w", r.ID, err))
+	}
+	if err := store.CheckTraceContext(r.TraceContext); err != nil {
 		return nil, refused(fmt.Errorf("create run %s: %w", r.ID, err))
 	}
 	if r.BusinessID != "" && r.KeyScope == "" {
@@ -1492,7 +1497,7 @@ func newTasks(r *store.Run, ts []store.NewTask, now time.Time) []*store.Task {
 			RunID: r.ID, Queue: n.Queue, Kind: n.Kind, Workflow: r.Workflow,
 			Version: r.Version, Step: n.Step, Index: n.Index, Attempt: n.Attempt,
 			Payload: orNil(n.Payload), Item: orNil(n.Item), Priority: n.Priority, ReadyAt: readyAt(n, now),
-			Handler: n.Handler, Details: orNil(n.Details), CreatedAt: now,
+			Handler: n.Handler, Details: orNil(n.Details), CreatedAt: now, TraceContext: r.TraceContext,
 		}
 		if n.Kind.Controlled() {
 			out[i].ConcurrencyKey = r.ConcurrencyKey

@@ -89,7 +89,7 @@ var (
 	leaseControlledSQL = `WITH l AS (
 		UPDATE §tasks t SET owner = $2, token = t.token + 1, lease_until = $3, claims = t.claims + 1
 		WHERE t.id = ANY($1::int8[]) AND t.ready_at <= $4 AND (t.lease_until IS NULL OR t.lease_until <= $4)
-		RETURNING ` + "t.id, t.run_id, t.queue, t.kind, t.workflow, t.version, t.step, t.idx, t.attempt, t.payload, t.item, t.priority, t.ready_at, t.handler, t.details, t.owner, t.token, t.lease_until, t.claims, t.created_at, t.flow_key" + `
+		RETURNING ` + prefixed("t.", taskCols) + `
 	), r AS (
 		INSERT INTO §queue_leases (task_id, token, queue, key)
 		SELECT id, token, queue, flow_key FROM l WHERE flow_key IS NOT NULL

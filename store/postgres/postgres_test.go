@@ -250,7 +250,7 @@ func TestConcurrentMigrations(t *testing.T) {
 	if err == nil {
 		versions, err = pgx.CollectRows(rows, pgx.RowTo[int])
 	}
-	if want := []int{1, 2, 3, 4, 5, 6, 7, 8, 9, 10}; err != nil || !slices.Equal(versions, want) {
+	if want := []int{1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11}; err != nil || !slices.Equal(versions, want) {
 		t.Fatalf("applied versions %v, %v; want %v", versions, err, want)
 	}
 }
@@ -334,6 +334,48 @@ func TestMigrationsUpDownStatus(t *testing.T) {
 	s = open(t, cfg)
 	if _, err := s.GetRun(t.Context(), "r"); !errors.Is(err, store.ErrRunNotFound) {
 		t.Fatalf("GetRun after down and up: %v", err)
+	}
+}
+
+// TestTraceContextMigration: a database from before trace contexts
+// (migration 11 reverted) migrates when opened: its runs and tasks read
+// back with none, and new runs store theirs.
+func TestTraceContextMigration(t *testing.T) {
+	t.Parallel()
+	const tc = "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01"
+	cfg := &postgres.Config{DSN: pgtest.DSN(t), Schema: "trace"}
+	mk := func(id string) *store.NewRun {
+		r := newRun(id, store.NewTask{Queue: "q", Kind: store.TaskTimer, Step: id, Index: -1, ReadyAt: now})
+		r.TraceContext = tc
+		return r
+	}
+	s, err := postgres.Open(t.Context(), cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	create(t, s, mk("old"))
+	s.Close()
+	var reverted []int
+	err = postgres.WithMigrationLock(t.Context(), cfg, func(ctx context.Context, conn *sql.Conn) (err error) {
+		reverted, err = migrate.Down(ctx, conn, postgres.Migrations(), migrate.Postgres, 1)
+		return err
+	})
+	if err != nil || !slices.Equal(reverted, []int{11}) {
+		t.Fatalf("down: %v, %v; want [11]", reverted, err)
+	}
+
+	s = open(t, cfg)
+	create(t, s, mk("new"))
+	want := map[string]string{"old": "", "new": tc}
+	for id, want := range want {
+		if r, err := s.GetRun(t.Context(), id); err != nil || r.TraceContext != want {
+			t.Errorf("run %s after the migration: %+v, %v; want trace context %q", id, r, err, want)
+		}
+	}
+	for _, tk := range claim(t, s, "q", 2) {
+		if tk.TraceContext != want[tk.RunID] {
+			t.Errorf("task of run %s after the migration: trace context %q, want %q", tk.RunID, tk.TraceContext, want[tk.RunID])
+		}
 	}
 }
 

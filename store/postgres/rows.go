@@ -14,8 +14,8 @@ import (
 
 // The columns read by scanRun, scanTask and scanEvent, in order.
 const (
-	runCols     = "id, workflow, version, kind, status, input, output, error, business_id, key_scope, parent_id, tags, metadata, state, published, condition, seq, created_at, updated_at, finished_at, concurrency_key"
-	taskCols    = "id, run_id, queue, kind, workflow, version, step, idx, attempt, payload, item, priority, ready_at, handler, details, owner, token, lease_until, claims, created_at, flow_key"
+	runCols     = "id, workflow, version, kind, status, input, output, error, business_id, key_scope, parent_id, tags, metadata, state, published, condition, seq, created_at, updated_at, finished_at, concurrency_key, trace_context"
+	taskCols    = "id, run_id, queue, kind, workflow, version, step, idx, attempt, payload, item, priority, ready_at, handler, details, owner, token, lease_until, claims, created_at, flow_key, trace_context"
 	historyCols = "run_id, seq, n, key, at, entries"
 	workerCols  = "id, queues, handlers, host, pid, started_at, seen_at, expires_at"
 )
@@ -37,7 +37,7 @@ func scanRun(sc scanner, extra ...any) (*store.Run, error) {
 	)
 	dest := []any{&r.ID, &r.Workflow, &r.Version, &kind, &status, &input, &output, &r.Error,
 		&businessID, &scope, &r.ParentID, &tags, &meta, &state, &published, &condition, &r.Seq,
-		&created, &updated, &finished, &r.ConcurrencyKey}
+		&created, &updated, &finished, &r.ConcurrencyKey, &r.TraceContext}
 	if err := sc.Scan(append(dest, extra...)...); err != nil {
 		return nil, err
 	}
@@ -80,7 +80,7 @@ func scanTask(sc scanner) (*store.Task, error) {
 		flowKey        *string
 	)
 	err := sc.Scan(&t.ID, &t.RunID, &t.Queue, &kind, &t.Workflow, &t.Version, &t.Step, &t.Index,
-		&t.Attempt, &payload, &item, &t.Priority, &ready, &t.Handler, &details, &owner, &t.Token, &leaseUntil, &t.Claims, &created, &flowKey)
+		&t.Attempt, &payload, &item, &t.Priority, &ready, &t.Handler, &details, &owner, &t.Token, &leaseUntil, &t.Claims, &created, &flowKey, &t.TraceContext)
 	if err != nil {
 		return nil, err
 	}
@@ -369,16 +369,17 @@ func historySQL(n, now int) string {
 // arrays, so their ids ascend in that order.
 //
 // $key is the array of the tasks' flow keys (NULL for tasks flow control
-// does not govern).
-func tasksSQL(n, now, key int) string {
+// does not govern), $trace that of their runs' trace contexts.
+func tasksSQL(n, now, key, trace int) string {
 	return `INSERT INTO §tasks (run_id, queue, kind, workflow, version, step, idx, attempt, payload, item,
-		priority, ready_at, handler, details, created_at, flow_key)
+		priority, ready_at, handler, details, created_at, flow_key, trace_context)
 	SELECT x.run_id, x.queue, x.kind, x.workflow, x.version, x.step, x.idx, x.attempt, x.payload::jsonb,
-		x.item::jsonb, x.priority, x.ready_at, x.handler, x.details::jsonb, $` + itoa(now) + `::timestamptz, x.flow_key
+		x.item::jsonb, x.priority, x.ready_at, x.handler, x.details::jsonb, $` + itoa(now) + `::timestamptz, x.flow_key,
+		x.trace_context
 	FROM unnest(` + unnest(n, "text", "text", "text", "text", "int8", "text", "int8", "int8", "text", "text", "int8",
-		"timestamptz", "text", "text") + `, $` + itoa(key) + `::text[])
+		"timestamptz", "text", "text") + `, $` + itoa(key) + `::text[], $` + itoa(trace) + `::text[])
 		WITH ORDINALITY AS x(run_id, queue, kind, workflow, version, step, idx, attempt, payload, item, priority,
-			ready_at, handler, details, flow_key, n)`
+			ready_at, handler, details, flow_key, trace_context, n)`
 }
 
 func itoa(n int) string { return strconv.Itoa(n) }
@@ -387,8 +388,8 @@ func itoa(n int) string { return strconv.Itoa(n) }
 // deletes the fenced tasks ($1: the caller holds them locked and checked
 // their tokens), cancels the tasks that match ($2 run ids, $3 kinds, $4
 // steps, $5 indexes), updates the runs ($6-$15, one row per run: its last
-// state), appends the history ($17-$21) and enqueues tasks ($22-$35, and
-// their flow keys $37); $16 is now. The sub-statements share one snapshot, so the cancellations
+// state), appends the history ($17-$21) and enqueues tasks ($22-$35, their
+// flow keys $37 and trace contexts $38); $16 is now. The sub-statements share one snapshot, so the cancellations
 // never see the tasks the segment enqueues (the applier leaves a
 // cancellation that must see them to a later segment). It returns the
 // number of fenced tasks deleted (by their fence or by a cancellation,
@@ -416,7 +417,7 @@ var writeUpdatesSQL = `WITH f AS (
 ), e AS (
 	` + historySQL(17, 16) + `
 ), t AS (
-	` + tasksSQL(22, 16, 37) + `
+	` + tasksSQL(22, 16, 37, 38) + `
 	ORDER BY x.n
 	RETURNING id
 )
@@ -427,9 +428,9 @@ SELECT (SELECT count(*) FROM f) + (SELECT count(*) FROM c WHERE c.id = ANY($1::i
 // writeCreatesSQL inserts the runs of a segment with their history and
 // tasks in one statement: $1-$17 are the runs' columns (tags as a JSON
 // array), $18 now, $19-$23 the history, $24-$37 the tasks, $38-$39 the
-// fences of creates, $40 the runs' concurrency keys and $41 the tasks'
-// flow keys (run ids and task ids: the caller holds the tasks
-// locked and checked their tokens). ON CONFLICT DO NOTHING covers both
+// fences of creates, $40 the runs' concurrency keys, $41 the tasks' flow
+// keys, $42 the runs' trace contexts and $43 the tasks' (run ids and task
+// ids: the caller holds the tasks locked and checked their tokens). ON CONFLICT DO NOTHING covers both
 // the primary key and the business-key index: a run that conflicts (with a
 // run of another transaction, or an earlier one of the arrays) writes
 // nothing, neither history nor tasks, and leaves its fence. It returns the
@@ -437,15 +438,17 @@ SELECT (SELECT count(*) FROM f) + (SELECT count(*) FROM c WHERE c.id = ANY($1::i
 // with their runs, and the number of fenced tasks deleted.
 var writeCreatesSQL = `WITH r AS (
 	INSERT INTO §runs (id, workflow, version, kind, status, input, output, error, business_id,
-		key_scope, unique_key, parent_id, tags, metadata, state, seq, created_at, updated_at, finished_at, concurrency_key)
+		key_scope, unique_key, parent_id, tags, metadata, state, seq, created_at, updated_at, finished_at, concurrency_key,
+		trace_context)
 	SELECT x.id, x.workflow, x.version, x.kind, x.status, x.input::jsonb, x.output::jsonb, x.error, x.business_id,
 		x.key_scope, x.unique_key, x.parent_id,
 		CASE WHEN x.tags IS NULL THEN '{}'::text[] ELSE ARRAY(SELECT json_array_elements_text(x.tags::json)) END,
-		x.metadata::jsonb, x.state::jsonb, x.seq, $18::timestamptz, $18::timestamptz, x.finished_at, x.ckey
+		x.metadata::jsonb, x.state::jsonb, x.seq, $18::timestamptz, $18::timestamptz, x.finished_at, x.ckey,
+		x.trace
 	FROM unnest($1::text[], $2::text[], $3::int8[], $4::text[], $5::text[], $6::text[], $7::text[], $8::text[],
 		$9::text[], $10::text[], $11::text[], $12::text[], $13::text[], $14::text[], $15::text[], $16::int8[],
-		$17::timestamptz[], $40::text[]) WITH ORDINALITY AS x(id, workflow, version, kind, status, input, output, error,
-		business_id, key_scope, unique_key, parent_id, tags, metadata, state, seq, finished_at, ckey, n)
+		$17::timestamptz[], $40::text[], $42::text[]) WITH ORDINALITY AS x(id, workflow, version, kind, status, input, output,
+		error, business_id, key_scope, unique_key, parent_id, tags, metadata, state, seq, finished_at, ckey, trace, n)
 	ORDER BY x.n
 	ON CONFLICT DO NOTHING
 	RETURNING id
@@ -457,7 +460,7 @@ var writeCreatesSQL = `WITH r AS (
 	` + historySQL(19, 18) + `
 	WHERE x.run_id IN (SELECT id FROM r)
 ), t AS (
-	` + tasksSQL(24, 18, 41) + `
+	` + tasksSQL(24, 18, 41, 43) + `
 	WHERE x.run_id IN (SELECT id FROM r)
 	ORDER BY x.n
 	RETURNING id, run_id
