@@ -144,6 +144,7 @@ func Run(t *testing.T, newStore func(t *testing.T) store.Store, opts ...Option) 
 		{"Operations", testOperations},
 		{"OperationLeases", testOperationLeases},
 		{"ConcurrentOperationClaims", testConcurrentOperationClaims},
+		{"TraceContext", testTraceContext},
 	}
 	tests = append(tests, txTests(&c)...)
 	for _, tc := range tests {

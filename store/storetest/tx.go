@@ -79,6 +79,7 @@ func txTests(c *config) []struct {
 		{"InsertInTxCommitAndRollback", with(testInsertInTx)},
 		{"InsertInTxBusinessKeys", with(testInsertInTxKeys)},
 		{"InsertInTxWrongType", with(testInsertInTxWrongType)},
+		{"InsertInTxTraceContext", with(testInsertInTxTrace)},
 	}
 }
 
