@@ -389,17 +389,17 @@ func itoa(n int) string { return strconv.Itoa(n) }
 // their tokens), cancels the tasks that match ($2 run ids, $3 kinds, $4
 // steps, $5 indexes), updates the runs ($6-$15, one row per run: its last
 // state), appends the history ($17-$21) and enqueues tasks ($22-$35, their
-// flow keys $37 and trace contexts $38); $16 is now. The sub-statements share one snapshot, so the cancellations
-// never see the tasks the segment enqueues (the applier leaves a
-// cancellation that must see them to a later segment). It returns the
-// number of fenced tasks deleted (by their fence or by a cancellation,
-// whichever came first: a row deleted by one is skipped by the other) and
-// of runs updated (the caller holds all of them locked: anything short is
-// a bug), the new task ids in ascending order, which is the order of the
-// arrays, and the number of runs whose leased tasks the cancellations
-// deleted: each is notified on channel $36 (at commit; the fenced tasks,
-// which their holders complete, do not count). A commit that cancels no
-// leased task calls no pg_notify.
+// flow keys $37 and trace contexts $38); $16 is now. The sub-statements
+// share one snapshot, so the cancellations never see the tasks the segment
+// enqueues (the applier leaves a cancellation that must see them to a later
+// segment). It returns the number of fenced tasks deleted (by their fence
+// or by a cancellation, whichever came first: a row deleted by one is
+// skipped by the other) and of runs updated (the caller holds all of them
+// locked: anything short is a bug), the new task ids in ascending order,
+// which is the order of the arrays, and the number of runs whose leased
+// tasks the cancellations deleted: each is notified on channel $36 (at
+// commit; the fenced tasks, which their holders complete, do not count). A
+// commit that cancels no leased task calls no pg_notify.
 var writeUpdatesSQL = `WITH f AS (
 	DELETE FROM §tasks WHERE id = ANY($1::int8[]) RETURNING id
 ), c AS (
@@ -428,14 +428,15 @@ SELECT (SELECT count(*) FROM f) + (SELECT count(*) FROM c WHERE c.id = ANY($1::i
 // writeCreatesSQL inserts the runs of a segment with their history and
 // tasks in one statement: $1-$17 are the runs' columns (tags as a JSON
 // array), $18 now, $19-$23 the history, $24-$37 the tasks, $38-$39 the
-// fences of creates, $40 the runs' concurrency keys, $41 the tasks' flow
-// keys, $42 the runs' trace contexts and $43 the tasks' (run ids and task
-// ids: the caller holds the tasks locked and checked their tokens). ON CONFLICT DO NOTHING covers both
-// the primary key and the business-key index: a run that conflicts (with a
-// run of another transaction, or an earlier one of the arrays) writes
-// nothing, neither history nor tasks, and leaves its fence. It returns the
-// ids of the runs inserted, the ids of the new tasks in ascending order
-// with their runs, and the number of fenced tasks deleted.
+// fences of creates (run ids and task ids: the caller holds the tasks
+// locked and checked their tokens), $40 the runs' concurrency keys, $41 the
+// tasks' flow keys, $42 the runs' trace contexts and $43 the tasks'. ON
+// CONFLICT DO NOTHING covers both the primary key and the business-key
+// index: a run that conflicts (with a run of another transaction, or an
+// earlier one of the arrays) writes nothing, neither history nor tasks, and
+// leaves its fence. It returns the ids of the runs inserted, the ids of the
+// new tasks in ascending order with their runs, and the number of fenced
+// tasks deleted.
 var writeCreatesSQL = `WITH r AS (
 	INSERT INTO §runs (id, workflow, version, kind, status, input, output, error, business_id,
 		key_scope, unique_key, parent_id, tags, metadata, state, seq, created_at, updated_at, finished_at, concurrency_key,
