@@ -17,6 +17,8 @@ var runtimePkgs = []string{
 	module + "/internal/wfrt",
 	module + "/internal/maintenance",
 	module + "/internal/telemetry",
+	module + "/internal/tracing",
+	module + "/internal/metrics",
 	module + "/internal/limits",
 }
 
@@ -87,5 +89,27 @@ func TestImportDirection(t *testing.T) {
 	}
 	if n := len(importViolations(bad)); n != 3 {
 		t.Fatalf("the rules found %d of 3 forbidden edges", n)
+	}
+}
+
+// The library uses the OpenTelemetry API only: the SDK and its exporters
+// are for the binary (internal/cli) and for tests. A program that embeds
+// the library chooses its own SDK, or none.
+func TestNoOpenTelemetrySDKInLibrary(t *testing.T) {
+	out, err := exec.Command("go", "list", "-deps", "-f", `{{.ImportPath}}`, ".", "./dashboard", "./server", "./store/...").Output()
+	if err != nil {
+		t.Fatalf("go list: %v", err)
+	}
+	for _, p := range strings.Fields(string(out)) {
+		if strings.HasPrefix(p, "go.opentelemetry.io/otel/sdk") || strings.HasPrefix(p, "go.opentelemetry.io/otel/exporters") {
+			t.Errorf("the library depends on %s", p)
+		}
+	}
+	cli, err := exec.Command("go", "list", "-deps", "-f", `{{.ImportPath}}`, "./internal/cli").Output()
+	if err != nil {
+		t.Fatalf("go list: %v", err)
+	}
+	if !strings.Contains(string(cli), "go.opentelemetry.io/otel/sdk/trace\n") {
+		t.Fatal("internal/cli does not use the trace SDK: the check above would not see one")
 	}
 }

@@ -21,6 +21,7 @@ import (
 	"github.com/hephaestus-go/hephaestus/internal/metrics"
 	"github.com/hephaestus-go/hephaestus/internal/schedule"
 	"github.com/hephaestus-go/hephaestus/internal/telemetry"
+	"github.com/hephaestus-go/hephaestus/internal/tracing"
 	"github.com/hephaestus-go/hephaestus/internal/wfrt"
 	"github.com/hephaestus-go/hephaestus/internal/worker"
 	"github.com/hephaestus-go/hephaestus/store"
@@ -43,6 +44,7 @@ type Client struct {
 	maint  *maintenance.Service
 	sched  *schedule.Service
 	meter  *metrics.Metrics
+	tracer *tracing.Tracer
 
 	// gaugesMu guards stopGauges, the unregistration of the metric gauges
 	// while the client is started.
@@ -69,6 +71,11 @@ type Client struct {
 	remote remoteWork
 }
 
+// uninstrumented, set by a benchmark only, leaves the clients made after
+// it without metrics and spans: the baseline that measures what the
+// instrumentation costs.
+var uninstrumented atomic.Bool
+
 // New returns a Client for cfg. It starts no goroutine: call Start to run
 // workers; a Client without workers can still start and steer runs that
 // other processes execute.
@@ -86,9 +93,12 @@ func New(cfg *Config) (*Client, error) {
 	if err != nil {
 		return nil, fmt.Errorf("hephaestus: %w", err)
 	}
-	cl.hub.Subscribe(cl.meter.Record)
+	if !uninstrumented.Load() {
+		cl.hub.Subscribe(cl.meter.Record)
+		cl.tracer = tracing.New(c.TracerProvider)
+	}
 	cl.commit = commit.New(&commit.Config{
-		Store: c.Store, Clock: c.Clock, Logger: c.Logger, Telemetry: cl.hub, WorkerID: c.WorkerID,
+		Store: c.Store, Clock: c.Clock, Logger: c.Logger, Telemetry: cl.hub, Tracer: cl.tracer, WorkerID: c.WorkerID,
 		LeaseDuration: c.LeaseDuration, MaxCommitBatch: c.MaxCommitBatch, Handlers: cl.claimHandlers,
 		AfterCommit: func(batch []*commit.Request, claimed map[int64]bool, now time.Time) {
 			cl.pool.AfterCommit(batch, claimed, now)
@@ -102,7 +112,7 @@ func New(cfg *Config) (*Client, error) {
 		Load: cl.loadDocumentFlow,
 	})
 	cl.wf = wfrt.New(&wfrt.Config{
-		Store: c.Store, Clock: c.Clock, Logger: c.Logger, Telemetry: cl.hub, Committer: cl.commit,
+		Store: c.Store, Clock: c.Clock, Logger: c.Logger, Telemetry: cl.hub, Tracer: cl.tracer, Committer: cl.commit,
 		Release: func(ts []*store.Task) { cl.pool.Release(ts) }, CancelRun: cl.CancelRun,
 		WorkerID: c.WorkerID, WorkflowQueue: c.WorkflowQueue, StickyCacheSize: c.StickyCacheSize,
 		DecisionRetryBackoff: c.DecisionRetryBackoff, MinPollInterval: c.MinPollInterval, PollInterval: c.PollInterval,
@@ -114,7 +124,7 @@ func New(cfg *Config) (*Client, error) {
 		exec[k] = cl.wf
 	}
 	cl.pool = worker.New(&worker.Config{
-		Store: c.Store, Clock: c.Clock, Logger: c.Logger, Telemetry: cl.hub, Committer: cl.commit, Executor: exec,
+		Store: c.Store, Clock: c.Clock, Logger: c.Logger, Telemetry: cl.hub, Tracer: cl.tracer, Committer: cl.commit, Executor: exec,
 		Handlers: cl.claimHandlers, Queues: c.Queues, ClaimBatch: c.ClaimBatch, LeaseDuration: c.LeaseDuration,
 		HeartbeatInterval: c.HeartbeatInterval, MinPollInterval: c.MinPollInterval, PollInterval: c.PollInterval,
 		ShutdownTimeout: c.ShutdownTimeout,

@@ -44,6 +44,7 @@ import (
 
 	"go.opentelemetry.io/otel"
 	"go.opentelemetry.io/otel/metric"
+	"go.opentelemetry.io/otel/trace"
 
 	"github.com/hephaestus-go/hephaestus/clock"
 	"github.com/hephaestus-go/hephaestus/hephtype"
@@ -159,6 +160,13 @@ type Config struct {
 	// to otel.GetMeterProvider(), the global provider, which records
 	// nothing until the program installs an SDK.
 	MeterProvider metric.MeterProvider
+	// TracerProvider receives the runtime's OpenTelemetry spans: one trace
+	// per run, with a span per step or activity attempt, decision, timer
+	// wait and child run (docs/observability.md#traces). Defaults to
+	// otel.GetTracerProvider(), the global provider, which records nothing
+	// until the program installs an SDK: then no run gets a trace context
+	// and the instrumentation costs one check per task.
+	TracerProvider trace.TracerProvider
 }
 
 func (c *Config) withDefaults() (Config, error) {
@@ -213,6 +221,9 @@ func (c *Config) withDefaults() (Config, error) {
 	}
 	if cfg.MeterProvider == nil {
 		cfg.MeterProvider = otel.GetMeterProvider()
+	}
+	if cfg.TracerProvider == nil {
+		cfg.TracerProvider = otel.GetTracerProvider()
 	}
 	if cfg.Retention < 0 {
 		errs = append(errs, fmt.Errorf("Config.Retention is %s; it must not be negative", cfg.Retention))

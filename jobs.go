@@ -11,6 +11,8 @@ import (
 	"strconv"
 	"time"
 
+	"go.opentelemetry.io/otel/trace"
+
 	"github.com/hephaestus-go/hephaestus/businesskey"
 	"github.com/hephaestus-go/hephaestus/internal/flowrt"
 	"github.com/hephaestus-go/hephaestus/job"
@@ -247,9 +249,22 @@ func InsertJobsTx[A any](ctx context.Context, c *Client, tx any, kind *job.Kind[
 	if err != nil {
 		return nil, err
 	}
-	results, err := ti.InsertInTx(ctx, tx, &store.InsertParams{Runs: runs, Now: c.cfg.Clock.Now()})
+	now := c.cfg.Clock.Now()
+	// The root spans end when the rows are inserted: whether the caller's
+	// transaction commits is not known here (a rolled-back job leaves a
+	// trace of its root span alone).
+	spans := make([]trace.Span, len(runs))
+	for i := range runs {
+		spans[i] = c.tracer.StartRun(ctx, runs[i], now)
+	}
+	results, err := ti.InsertInTx(ctx, tx, &store.InsertParams{Runs: runs, Now: now})
 	if err != nil {
 		return nil, fmt.Errorf("insert jobs of %q: %w", kind.Name(), err)
+	}
+	for i, res := range results {
+		if res.Err == nil && spans[i] != nil {
+			spans[i].End(trace.WithTimestamp(c.cfg.Clock.Now()))
+		}
 	}
 	out := make([]*Job, len(runs))
 	var errs []error

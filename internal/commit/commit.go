@@ -20,9 +20,12 @@ import (
 	"sync"
 	"time"
 
+	"go.opentelemetry.io/otel/trace"
+
 	"github.com/hephaestus-go/hephaestus/clock"
 	"github.com/hephaestus-go/hephaestus/hephtype"
 	"github.com/hephaestus-go/hephaestus/internal/telemetry"
+	"github.com/hephaestus-go/hephaestus/internal/tracing"
 	"github.com/hephaestus-go/hephaestus/store"
 )
 
@@ -32,10 +35,13 @@ var ErrClosed = hephtype.ErrClosed
 
 // Config configures a Committer.
 type Config struct {
-	Store          store.Store
-	Clock          clock.Clock
-	Logger         *slog.Logger
-	Telemetry      *telemetry.Hub
+	Store     store.Store
+	Clock     clock.Clock
+	Logger    *slog.Logger
+	Telemetry *telemetry.Hub
+	// Tracer makes the spans of the runs this committer creates and of
+	// the attempt outcomes, decisions and run ends it commits (nil: none).
+	Tracer         *tracing.Tracer
 	WorkerID       string
 	LeaseDuration  time.Duration
 	MaxCommitBatch int
@@ -101,6 +107,9 @@ type Request struct {
 	// committedAt when its transaction committed: for telemetry.
 	task        *store.Task
 	committedAt time.Time
+	// span is the root span of the run a Create makes, ended once the
+	// creation commits.
+	span trace.Span
 }
 
 // Claim asks for up to N tasks of a queue; the committer fills Tasks (or
@@ -152,8 +161,11 @@ func (m *Committer) run() {
 
 // newRequest wraps a change so that the request records the last Update
 // its Decide returned.
-func newRequest(ctx context.Context, ch store.Change, queue string) *Request {
+func (m *Committer) newRequest(ctx context.Context, ch store.Change, queue string) *Request {
 	r := &Request{Change: ch, Handoff: queue, done: make(chan struct{}), task: taskOf(ctx)}
+	if ch.Create != nil {
+		r.span = m.cfg.Tracer.StartRun(ctx, ch.Create, m.cfg.Clock.Now())
+	}
 	if ch.Decide != nil {
 		decide := ch.Decide
 		r.Change.Decide = func(run *store.Run) (*store.Update, error) {
@@ -174,7 +186,7 @@ func (m *Committer) Submit(ctx context.Context, ch store.Change) (*Request, erro
 // empty) in the same transaction, into the result's Claimed.
 func (m *Committer) SubmitHandoff(ctx context.Context, ch store.Change, queue string) (*Request, error) {
 	m.run()
-	r := newRequest(ctx, ch, queue)
+	r := m.newRequest(ctx, ch, queue)
 	m.sending.RLock()
 	if m.closed {
 		m.sending.RUnlock()
@@ -204,7 +216,7 @@ func (m *Committer) SubmitAll(ctx context.Context, chs []store.Change) ([]*Reque
 	m.run()
 	reqs := make([]*Request, len(chs))
 	for i, ch := range chs {
-		reqs[i] = newRequest(ctx, ch, "")
+		reqs[i] = m.newRequest(ctx, ch, "")
 	}
 	size := m.cfg.MaxCommitBatch
 	m.sending.RLock()

@@ -6,8 +6,11 @@ import (
 	"errors"
 	"time"
 
+	"go.opentelemetry.io/otel/trace"
+
 	"github.com/hephaestus-go/hephaestus/hephtype"
 	"github.com/hephaestus-go/hephaestus/internal/telemetry"
+	"github.com/hephaestus-go/hephaestus/internal/tracing"
 	"github.com/hephaestus-go/hephaestus/store"
 )
 
@@ -41,6 +44,9 @@ func (m *Committer) emitCommitted(batch []*Request) {
 			continue
 		}
 		if r.Change.Create != nil {
+			if r.span != nil {
+				r.span.End(trace.WithTimestamp(r.committedAt))
+			}
 			hub.Emit(telemetry.Event{Kind: telemetry.RunStarted}.WithRun(run))
 		}
 		if r.Update != nil {
@@ -76,6 +82,7 @@ func (m *Committer) runEnded(r *Request, run *store.Run) {
 		e.Err = errors.New(run.Error)
 	}
 	m.cfg.Telemetry.Emit(e)
+	m.cfg.Tracer.RunEnded(run, r.committedAt)
 }
 
 // stepEvents emits step.completed or step.failed for each attempt whose
@@ -127,12 +134,26 @@ func (m *Committer) stepEvents(r *Request, run *store.Run) {
 		if !d.StartedAt.IsZero() {
 			e.Duration = r.committedAt.Sub(d.StartedAt)
 		}
+		o := &tracing.Outcome{Step: e.Step, Index: s.Index, Attempt: s.Attempt, Result: outcomes[out.Kind], Start: d.StartedAt, End: r.committedAt}
 		if attemptEnd[out.Kind] == "failed" {
 			e.Kind = telemetry.StepFailed
 			e.Err = errors.New(out.Error)
+			o.Err = out.Error
+		}
+		if retry {
+			o.Result = "retried"
 		}
 		m.cfg.Telemetry.Emit(e)
+		m.cfg.Tracer.Attempt(run, t, o)
 	}
+}
+
+// outcomes names the outcome of an attempt on its span.
+var outcomes = map[hephtype.EventKind]string{
+	hephtype.EventStepCompleted: "completed", hephtype.EventItemCompleted: "completed",
+	hephtype.EventStepWaiting: "waiting", hephtype.EventStepSnoozed: "snoozed",
+	hephtype.EventStepFailed: "failed", hephtype.EventItemFailed: "failed", hephtype.EventStepRetrying: "retried",
+	hephtype.EventStepCancelled: "cancelled",
 }
 
 // attemptEnd classifies the history entries that end an attempt.

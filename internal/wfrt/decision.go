@@ -472,6 +472,7 @@ type decideResult struct {
 // (errConflict, a lost lease) or a failed decision drops the instance.
 func (c *Runtime) decideLocked(ctx context.Context, e *stickyEntry, fn replay.Func, in *decideInput) (*decideResult, error) {
 	res := &decideResult{}
+	begin := c.cfg.Clock.Now()
 	read := in.read || e.inst == nil
 	if e.inst == nil {
 		inst, err := replay.New(&replay.Config{Workflow: fn, RunID: in.runID, Logger: c.cfg.Logger})
@@ -525,6 +526,10 @@ func (c *Runtime) decideLocked(ctx context.Context, e *stickyEntry, fn replay.Fu
 		return res, err
 	}
 	res.seq = base + int64(len(in.extra)+len(dec.History))
+	if !in.task && !in.request && r.Res.Run != nil {
+		// A decision task's span (the worker's) is its decision's.
+		c.cfg.Tracer.Decision(ctx, r.Res.Run, begin, c.cfg.Clock.Now())
+	}
 	if dec.Status.Terminal() {
 		e.drop()
 	}

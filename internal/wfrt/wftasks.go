@@ -20,6 +20,7 @@ import (
 	"github.com/hephaestus-go/hephaestus/internal/limits"
 	"github.com/hephaestus-go/hephaestus/internal/replay"
 	"github.com/hephaestus-go/hephaestus/internal/telemetry"
+	"github.com/hephaestus-go/hephaestus/internal/tracing"
 	"github.com/hephaestus-go/hephaestus/internal/worker"
 	"github.com/hephaestus-go/hephaestus/store"
 	"github.com/hephaestus-go/hephaestus/workflow"
@@ -176,7 +177,7 @@ func (c *Runtime) activityOutcome(a *attempt, p activityPayload, handoff string,
 		done := replay.ActivityCompleted(t.Index, t.Step, out)
 		done.Attempt = t.Attempt
 		d.events = []replay.Event{started, done}
-		return c.deliver(commit.ForTask(context.Background(), t), d)
+		return c.deliver(commit.ForTask(c.cfg.Tracer.WithTask(context.Background(), t), t), d)
 	}
 	attempts := policy.MaxAttempts
 	if attempts == 0 {
@@ -190,7 +191,7 @@ func (c *Runtime) activityOutcome(a *attempt, p activityPayload, handoff string,
 		failed.Data = app.FailureData() // its type and details reach the workflow
 	}
 	d.events = []replay.Event{started, failed}
-	return c.deliver(commit.ForTask(context.Background(), t), d)
+	return c.deliver(commit.ForTask(c.cfg.Tracer.WithTask(context.Background(), t), t), d)
 }
 
 // fromStoredNew is fromStored for an entry not yet stored.
@@ -319,7 +320,8 @@ func (c *Runtime) opStartChild(ctx context.Context, t *store.Task) (done bool, e
 	if err != nil {
 		return false, fmt.Errorf("start child: %w", err)
 	}
-	_, err = c.createWorkflowRun(ctx, &runSpec{id: id, workflow: p.Workflow, input: p.Input, parent: t.RunID, parentSeq: t.Index, fence: &lease,
+	// The child's root span joins the parent's trace, under this task's.
+	_, err = c.createWorkflowRun(tracing.ChildRun(ctx), &runSpec{id: id, workflow: p.Workflow, input: p.Input, parent: t.RunID, parentSeq: t.Index, fence: &lease,
 		concurrencyKey: ckey})
 	switch {
 	case err == nil:

@@ -44,6 +44,7 @@ import (
 	"github.com/hephaestus-go/hephaestus/internal/limits"
 	"github.com/hephaestus-go/hephaestus/internal/replay"
 	"github.com/hephaestus-go/hephaestus/internal/telemetry"
+	"github.com/hephaestus-go/hephaestus/internal/tracing"
 	"github.com/hephaestus-go/hephaestus/store"
 	"github.com/hephaestus-go/hephaestus/workflow"
 )
@@ -67,6 +68,9 @@ type Config struct {
 	Clock     clock.Clock
 	Logger    *slog.Logger
 	Telemetry *telemetry.Hub
+	// Tracer records the decisions made outside decision tasks (nil: not
+	// traced); see internal/tracing.
+	Tracer    *tracing.Tracer
 	Committer *commit.Committer
 	// Release gives claimed tasks back (the worker pool's).
 	Release func([]*store.Task)

@@ -28,6 +28,7 @@ import (
 	"github.com/hephaestus-go/hephaestus/clock"
 	"github.com/hephaestus-go/hephaestus/internal/commit"
 	"github.com/hephaestus-go/hephaestus/internal/telemetry"
+	"github.com/hephaestus-go/hephaestus/internal/tracing"
 	"github.com/hephaestus-go/hephaestus/store"
 )
 
@@ -78,6 +79,8 @@ type Config struct {
 	Clock     clock.Clock
 	Logger    *slog.Logger
 	Telemetry *telemetry.Hub
+	// Tracer makes the span of each task a worker runs (nil: none).
+	Tracer    *tracing.Tracer
 	Committer *commit.Committer
 	Executor  Executor
 	// Handlers returns what this process can run: claims and look-aheads
@@ -513,6 +516,7 @@ func (p *Pool) runTask(w *running, t *store.Task) *store.Task {
 	info.Kind, info.Duration = telemetry.TaskStarted, max(start.Sub(t.ReadyAt), 0)
 	p.cfg.Telemetry.Emit(info)
 	info.Duration = 0
+	ctx, span := p.cfg.Tracer.StartTask(ctx, t, start)
 	handoff := t.Queue
 	if w.claimCtx.Err() != nil {
 		handoff = "" // stopping: claim nothing more
@@ -542,11 +546,15 @@ func (p *Pool) runTask(w *running, t *store.Task) *store.Task {
 		}
 		p.cfg.Logger.Log(context.Background(), level, "task", slog.String("kind", string(t.Kind)), slog.Int64("task", t.ID),
 			slog.String("run", t.RunID), slog.String("step", t.Step), slog.Any("err", err))
-		info.Kind, info.Err, info.Duration = telemetry.TaskFailed, err, p.cfg.Clock.Now().Sub(start)
+		end := p.cfg.Clock.Now()
+		p.cfg.Tracer.EndTask(t, span, err, end)
+		info.Kind, info.Err, info.Duration = telemetry.TaskFailed, err, end.Sub(start)
 		p.cfg.Telemetry.Emit(info)
 		return next
 	}
-	info.Kind, info.Duration = telemetry.TaskCompleted, p.cfg.Clock.Now().Sub(start)
+	end := p.cfg.Clock.Now()
+	p.cfg.Tracer.EndTask(t, span, nil, end)
+	info.Kind, info.Duration = telemetry.TaskCompleted, end.Sub(start)
 	p.cfg.Telemetry.Emit(info)
 	return next
 }
