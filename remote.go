@@ -114,6 +114,11 @@ type RemoteTask struct {
 	LeaseUntil time.Time
 	Lease      time.Duration
 	Queue      string
+	// TraceParent is the W3C traceparent of the run's root span ("" when
+	// the run is not traced): a worker parents its own spans with it to
+	// put them in the run's trace. The attempt's span is made when its
+	// outcome commits (docs/observability.md#traces).
+	TraceParent string
 }
 
 // The kinds of RemoteTask.
@@ -289,7 +294,7 @@ func (c *Client) claimRemoteOnce(ctx context.Context, cp *remoteClaimParams) ([]
 func (c *Client) handOut(ctx context.Context, t *store.Task, cp *remoteClaimParams, now time.Time) (*RemoteTask, error) {
 	rt := &RemoteTask{
 		RunID: t.RunID, Workflow: t.Workflow, Version: t.Version, Step: t.Step, Index: t.Index, Attempt: t.Attempt,
-		Details: t.Details, LeaseUntil: t.LeaseUntil, Lease: cp.lease, Queue: t.Queue,
+		Details: t.Details, LeaseUntil: t.LeaseUntil, Lease: cp.lease, Queue: t.Queue, TraceParent: t.TraceContext,
 	}
 	var timeout time.Duration
 	switch t.Kind {

@@ -43,6 +43,9 @@ type Task struct {
 	LeaseUntil       time.Time `json:"lease_until"`
 	// Details are the heartbeat details recorded last, to resume from.
 	Details json.RawMessage `json:"details,omitempty"`
+	// TraceParent is the W3C traceparent of the run's root span, when the
+	// run is traced: the worker's own spans may join the run's trace.
+	TraceParent string `json:"traceparent,omitempty"`
 }
 
 // Tasks is the answer to a claim.
@@ -96,7 +99,7 @@ func (s *Server) claim(c *call) error {
 		out.Tasks = append(out.Tasks, Task{
 			Token: t.Token, RunID: t.RunID, Kind: t.Kind, Name: t.Name, Workflow: t.Workflow, Version: t.Version, Step: t.Step,
 			Index: t.Index, Attempt: t.Attempt, Queue: t.Queue, Input: in, Deadline: t.Deadline.UTC(),
-			HeartbeatTimeout: duration(t.Lease), LeaseUntil: t.LeaseUntil.UTC(), Details: t.Details,
+			HeartbeatTimeout: duration(t.Lease), LeaseUntil: t.LeaseUntil.UTC(), Details: t.Details, TraceParent: t.TraceParent,
 		})
 	}
 	return c.json(http.StatusOK, out)

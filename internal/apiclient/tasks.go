@@ -45,6 +45,8 @@ type Task struct {
 	HeartbeatTimeout string          `json:"heartbeat_timeout"`
 	LeaseUntil       time.Time       `json:"lease_until"`
 	Details          json.RawMessage `json:"details,omitempty"`
+	// TraceParent is the run's root span (W3C traceparent), when traced.
+	TraceParent string `json:"traceparent,omitempty"`
 }
 
 // ClaimTasks claims tasks for a worker, long-polling up to claim.Wait;
