@@ -256,7 +256,21 @@ func runServer(ctx context.Context, env *Env, f *serverFlags) (err error) {
 			logger.Warn("flush the metrics", slog.Any("err", serr))
 		}
 	}()
-	client, err := hephaestus.New(&hephaestus.Config{Store: st, Queues: map[string]int{"default": f.workers}, Logger: logger, MeterProvider: sm.meterProvider()})
+	tp, err := newServerTraces(ctx, env.getenv)
+	if err != nil {
+		return err
+	}
+	if tp != nil {
+		defer func() {
+			sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), shutdownGrace)
+			defer cancel()
+			if serr := tp.Shutdown(sctx); serr != nil {
+				logger.Warn("flush the spans", slog.Any("err", serr))
+			}
+		}()
+	}
+	client, err := hephaestus.New(&hephaestus.Config{Store: st, Queues: map[string]int{"default": f.workers}, Logger: logger,
+		MeterProvider: sm.meterProvider(), TracerProvider: tracerProvider(tp)})
 	if err != nil {
 		return fmt.Errorf("client: %w", err)
 	}
