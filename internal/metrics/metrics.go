@@ -177,13 +177,22 @@ func (m *Metrics) observe(ctx context.Context, o metric.Observer) error {
 	return nil
 }
 
-// Record is the hub subscriber: it records one event.
+// Record is the hub subscriber: it records one event. The frequent events
+// (runs, attempts, tasks, commits, decisions, polls) first ask their
+// instruments whether they are enabled, so that with no SDK (the no-op or
+// the global provider before an SDK is installed) no attribute set is
+// built.
 func (m *Metrics) Record(e telemetry.Event) {
 	ctx := context.Background()
 	switch e.Kind {
 	case telemetry.RunStarted:
-		m.runsStarted.Add(ctx, 1, runAttrs(e))
+		if m.runsStarted.Enabled(ctx) {
+			m.runsStarted.Add(ctx, 1, runAttrs(e))
+		}
 	case telemetry.RunCompleted, telemetry.RunFailed, telemetry.RunCancelled, telemetry.RunContinued:
+		if !m.runDuration.Enabled(ctx) && !m.runsCompleted.Enabled(ctx) {
+			return // no SDK: build no attributes
+		}
 		status := "continued"
 		switch e.Kind {
 		case telemetry.RunCompleted:
@@ -199,6 +208,9 @@ func (m *Metrics) Record(e telemetry.Event) {
 		m.runDuration.Record(ctx, e.Duration.Seconds(), metric.WithAttributes(
 			attribute.String("workflow", e.Workflow), attribute.String("kind", string(e.RunKind)), attribute.String("status", status)))
 	case telemetry.StepCompleted, telemetry.StepFailed:
+		if !m.stepDuration.Enabled(ctx) && !m.activityDuration.Enabled(ctx) && !m.retries.Enabled(ctx) {
+			return
+		}
 		outcome := "completed"
 		switch {
 		case e.Retry:
@@ -214,6 +226,9 @@ func (m *Metrics) Record(e telemetry.Event) {
 		h.Record(ctx, e.Duration.Seconds(), metric.WithAttributes(attribute.String("workflow", e.Workflow), attribute.String("step", e.Step),
 			attribute.String("queue", e.Queue), attribute.String("outcome", outcome)))
 	case telemetry.TaskStarted:
+		if !m.claims.Enabled(ctx) && !m.queueWait.Enabled(ctx) {
+			return
+		}
 		m.claims.Add(ctx, 1, metric.WithAttributes(attribute.String("queue", e.Queue), attribute.String("task_kind", e.TaskKind)))
 		m.queueWait.Record(ctx, e.Duration.Seconds(), metric.WithAttributes(attribute.String("workflow", e.Workflow), attribute.String("step", e.Step),
 			attribute.String("queue", e.Queue), attribute.String("task_kind", e.TaskKind)))
@@ -222,11 +237,17 @@ func (m *Metrics) Record(e telemetry.Event) {
 			m.leaseLosses.Add(ctx, 1, metric.WithAttributes(attribute.String("queue", e.Queue), attribute.String("task_kind", e.TaskKind)))
 		}
 	case telemetry.CommitCompleted:
+		if !m.commitBatch.Enabled(ctx) && !m.commitDuration.Enabled(ctx) {
+			return
+		}
 		m.commitBatch.Record(ctx, int64(e.Count))
 		m.commitDuration.Record(ctx, e.Duration.Seconds())
 	case telemetry.CommitFailed:
 		m.commitFailures.Add(ctx, 1)
 	case telemetry.DecisionCompleted:
+		if !m.decisionDuration.Enabled(ctx) {
+			return
+		}
 		m.decisionDuration.Record(ctx, e.Duration.Seconds(), metric.WithAttributes(attribute.String("workflow", e.Workflow)))
 	case telemetry.DecisionFailed:
 		m.decisionFailures.Add(ctx, 1, metric.WithAttributes(attribute.String("workflow", e.Workflow)))
@@ -242,6 +263,9 @@ func (m *Metrics) Record(e telemetry.Event) {
 	case telemetry.RunCondition:
 		m.conditions.Add(ctx, 1, metric.WithAttributes(attribute.String("workflow", e.Workflow), attribute.String("condition", e.Condition)))
 	case telemetry.WorkerPoll:
+		if !m.polls.Enabled(ctx) {
+			return
+		}
 		m.polls.Add(ctx, 1, metric.WithAttributes(attribute.String("queue", e.Queue)))
 	case telemetry.WorkerFailed:
 		m.pollErrors.Add(ctx, 1, metric.WithAttributes(attribute.String("queue", e.Queue)))
