@@ -568,3 +568,51 @@ func waitFor(t *testing.T, ctx context.Context, cond func() bool) {
 var update = flag.Bool("update", false, "write the rendered trace into docs/observability.md")
 
 func quietLogger() *slog.Logger { return slog.New(slog.DiscardHandler) }
+
+// A remote worker's attempt: the claim hands the worker the run's
+// traceparent, and the span of the attempt is made when the outcome it
+// reported commits, under the run's root.
+func TestTraceRemoteAttempt(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	tp, exp := newTracing(t)
+	c, err := heph.New(&heph.Config{Store: openSQLite(t), TracerProvider: tp, Logger: quietLogger()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	fb := flow.New("trace.remote")
+	flow.Remote(fb, "ext", "trace.ext")
+	if err := c.Register(fb.Start("ext").Edge("ext", flow.EventOK, flow.Done).MustBuild()); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Start(ctx); err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = c.Stop(context.Background()) }()
+	r, err := c.StartRun(ctx, "trace.remote", map[string]int{"n": 1}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tasks, err := c.ClaimRemote(ctx, &heph.RemoteClaim{WorkerID: "py-1", Actions: []string{"trace.ext"}, Wait: time.Minute})
+	if err != nil || len(tasks) != 1 {
+		t.Fatalf("claim: %v, %v", tasks, err)
+	}
+	if err := c.CompleteRemote(ctx, tasks[0].Token, []byte(`{"ok":true}`)); err != nil {
+		t.Fatal(err)
+	}
+	if got, err := c.WaitRun(ctx, r.ID); err != nil || got.Status != heph.StatusCompleted {
+		t.Fatalf("run: %+v, %v", got, err)
+	}
+	waitSpans(t, ctx, exp, map[string]int{"run trace.remote": 1, "step ext": 1, "end trace.remote": 1})
+	root := rootOf(t, exp.GetSpans(), "run trace.remote")
+	if tp := tasks[0].TraceParent; tp == "" || !strings.Contains(tp, root.SpanContext.TraceID().String()) || !strings.Contains(tp, root.SpanContext.SpanID().String()) {
+		t.Errorf("the claimed task's traceparent %q; want the root span %s/%s", tp, root.SpanContext.TraceID(), root.SpanContext.SpanID())
+	}
+	ext := rootOf(t, exp.GetSpans(), "step ext")
+	if ext.Parent.SpanID() != root.SpanContext.SpanID() || !attr(ext, "heph.remote").AsBool() || attr(ext, "heph.outcome").AsString() != "completed" {
+		t.Errorf("remote attempt span: parent %s, attributes %v", ext.Parent.SpanID(), ext.Attributes)
+	}
+	if ext.EndTime.Before(ext.StartTime) || ext.StartTime.Before(root.StartTime) {
+		t.Errorf("remote attempt span %s – %s", ext.StartTime, ext.EndTime)
+	}
+}
