@@ -160,17 +160,9 @@ func TestTraceFanOutFanIn(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	tp, exp := newTracing(t)
-	c, err := heph.New(&heph.Config{Store: openSQLite(t), TracerProvider: tp, Logger: quietLogger()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := demo.Register(ctx, c, flowdoc.NewRegistry()); err != nil {
-		t.Fatal(err)
-	}
-	if err := c.Start(ctx); err != nil {
-		t.Fatal(err)
-	}
-	defer func() { _ = c.Stop(context.Background()) }()
+	c := startClient(t, ctx, &heph.Config{Store: openSQLite(t), TracerProvider: tp, Logger: quietLogger()}, func(c *heph.Client) error {
+		return demo.Register(ctx, c, flowdoc.NewRegistry())
+	})
 
 	// The caller's own span: the run's trace links to it.
 	cctx, caller := tp.Tracer("checkout").Start(ctx, "POST /checkout")
@@ -329,20 +321,9 @@ func TestTraceWorkflowReplayedFromEvictedCache(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	tp, exp := newTracing(t)
-	c, err := heph.New(&heph.Config{Store: openSQLite(t), TracerProvider: tp, StickyCacheSize: 1, Logger: quietLogger()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := c.RegisterWorkflows(traceParent, traceChild, traceHold); err != nil {
-		t.Fatal(err)
-	}
-	if err := c.RegisterActivities(traceFirst, traceSecond); err != nil {
-		t.Fatal(err)
-	}
-	if err := c.Start(ctx); err != nil {
-		t.Fatal(err)
-	}
-	defer func() { _ = c.Stop(context.Background()) }()
+	c := startClient(t, ctx, &heph.Config{Store: openSQLite(t), TracerProvider: tp, StickyCacheSize: 1, Logger: quietLogger()}, func(c *heph.Client) error {
+		return errors.Join(c.RegisterWorkflows(traceParent, traceChild, traceHold), c.RegisterActivities(traceFirst, traceSecond))
+	})
 	traceReplays.Store(0)
 	traceSecondTries.Store(0)
 
@@ -458,17 +439,9 @@ func TestTraceAcrossProcesses(t *testing.T) {
 	var clients []*heph.Client
 	for _, q := range []string{"qa", "qb"} {
 		tp, exp := newTracing(t)
-		c, err := heph.New(&heph.Config{Store: open(), TracerProvider: tp, Queues: map[string]int{q: 2}, Logger: quietLogger()})
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := c.Register(f); err != nil {
-			t.Fatal(err)
-		}
-		if err := c.Start(ctx); err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { _ = c.Stop(context.Background()) })
+		c := startClient(t, ctx, &heph.Config{Store: open(), TracerProvider: tp, Queues: map[string]int{q: 2}, Logger: quietLogger()}, func(c *heph.Client) error {
+			return c.Register(f)
+		})
 		exps, clients = append(exps, exp), append(clients, c)
 	}
 	r, err := clients[0].Run(ctx, "trace.split", "x", nil)
@@ -514,17 +487,7 @@ func TestNoTraceWithoutSDK(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	st := openSQLite(t)
-	c, err := heph.New(&heph.Config{Store: st, Logger: quietLogger()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := c.Register(echoFlow); err != nil {
-		t.Fatal(err)
-	}
-	if err := c.Start(ctx); err != nil {
-		t.Fatal(err)
-	}
-	defer func() { _ = c.Stop(context.Background()) }()
+	c := startClient(t, ctx, &heph.Config{Store: st, Logger: quietLogger()}, func(c *heph.Client) error { return c.Register(echoFlow) })
 	r, err := c.Run(ctx, echoFlow.Name(), "x", nil)
 	if err != nil {
 		t.Fatal(err)
@@ -533,6 +496,24 @@ func TestNoTraceWithoutSDK(t *testing.T) {
 	if err != nil || sr.TraceContext != "" {
 		t.Fatalf("trace context %q, %v; want none", sr.TraceContext, err)
 	}
+}
+
+// startClient starts a client on cfg after register, and stops it when
+// the test ends.
+func startClient(t *testing.T, ctx context.Context, cfg *heph.Config, register func(c *heph.Client) error) *heph.Client {
+	t.Helper()
+	c, err := heph.New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := register(c); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Start(ctx); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = c.Stop(context.Background()) })
+	return c
 }
 
 // waitSpans waits until exp holds at least want[name] spans of each
@@ -576,19 +557,10 @@ func TestTraceRemoteAttempt(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	tp, exp := newTracing(t)
-	c, err := heph.New(&heph.Config{Store: openSQLite(t), TracerProvider: tp, Logger: quietLogger()})
-	if err != nil {
-		t.Fatal(err)
-	}
 	fb := flow.New("trace.remote")
 	flow.Remote(fb, "ext", "trace.ext")
-	if err := c.Register(fb.Start("ext").Edge("ext", flow.EventOK, flow.Done).MustBuild()); err != nil {
-		t.Fatal(err)
-	}
-	if err := c.Start(ctx); err != nil {
-		t.Fatal(err)
-	}
-	defer func() { _ = c.Stop(context.Background()) }()
+	f := fb.Start("ext").Edge("ext", flow.EventOK, flow.Done).MustBuild()
+	c := startClient(t, ctx, &heph.Config{Store: openSQLite(t), TracerProvider: tp, Logger: quietLogger()}, func(c *heph.Client) error { return c.Register(f) })
 	r, err := c.StartRun(ctx, "trace.remote", map[string]int{"n": 1}, nil)
 	if err != nil {
 		t.Fatal(err)
