@@ -74,11 +74,20 @@ func newServerMetrics(ctx context.Context, getenv func(string) string) (*serverM
 	return sm, nil
 }
 
-func otlpExporter(ctx context.Context, getenv func(string) string) (sdkmetric.Exporter, error) {
-	proto, from := getenv("OTEL_EXPORTER_OTLP_METRICS_PROTOCOL"), "OTEL_EXPORTER_OTLP_METRICS_PROTOCOL"
-	if proto == "" {
-		proto, from = getenv("OTEL_EXPORTER_OTLP_PROTOCOL"), "OTEL_EXPORTER_OTLP_PROTOCOL"
+// otlpProtocol returns the OTLP protocol asked for a signal (METRICS,
+// TRACES): OTEL_EXPORTER_OTLP_<signal>_PROTOCOL, else
+// OTEL_EXPORTER_OTLP_PROTOCOL, with the variable it came from.
+func otlpProtocol(getenv func(string) string, signal string) (proto, from string) {
+	from = "OTEL_EXPORTER_OTLP_" + signal + "_PROTOCOL"
+	if proto = getenv(from); proto == "" {
+		from = "OTEL_EXPORTER_OTLP_PROTOCOL"
+		proto = getenv(from)
 	}
+	return proto, from
+}
+
+func otlpExporter(ctx context.Context, getenv func(string) string) (sdkmetric.Exporter, error) {
+	proto, from := otlpProtocol(getenv, "METRICS")
 	var (
 		exp sdkmetric.Exporter
 		err error

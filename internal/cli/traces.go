@@ -30,10 +30,7 @@ func newServerTraces(ctx context.Context, getenv func(string) string) (*sdktrace
 			if exp != nil {
 				continue
 			}
-			proto, from := getenv("OTEL_EXPORTER_OTLP_TRACES_PROTOCOL"), "OTEL_EXPORTER_OTLP_TRACES_PROTOCOL"
-			if proto == "" {
-				proto, from = getenv("OTEL_EXPORTER_OTLP_PROTOCOL"), "OTEL_EXPORTER_OTLP_PROTOCOL"
-			}
+			proto, from := otlpProtocol(getenv, "TRACES")
 			var err error
 			switch proto {
 			case "", "http/protobuf":
