@@ -115,7 +115,7 @@ func beginTx(t *testing.T, s store.Store) *storetest.Tx {
 func TestConformanceCustomSchema(t *testing.T) {
 	t.Parallel()
 	storetest.Run(t, func(t *testing.T) store.Store {
-		dsn := pgschema.DSN(t)
+		dsn := pgschema.DSN(t, "other_one")
 		open(t, &postgres.Config{DSN: dsn}) // a neighbour in "heph"
 		return open(t, &postgres.Config{DSN: dsn, Schema: "other_one"})
 	}, storetest.WithTx(beginTx))

@@ -1,5 +1,6 @@
 // Package pgschema gives each test a PostgreSQL database that already
-// holds the store's schema (in the default schema, "heph"), copied from a
+// holds the store's tables (in the default schema, "heph", and others a
+// test names), copied from a
 // template migrated once per server and set of migrations (see
 // pgtest.DSNFrom): opening a store on it finds nothing to migrate. Tests
 // of the migrations themselves use pgtest.DSN, an empty database.
@@ -10,6 +11,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"io/fs"
+	"strings"
 	"sync"
 	"testing"
 
@@ -18,14 +20,23 @@ import (
 )
 
 // DSN creates a new database with the store's schema for the test and
-// returns its DSN; it is dropped when the test ends.
-func DSN(t testing.TB) string {
+// returns its DSN; it is dropped when the test ends. The store's tables
+// are in the schema "heph", and in each of also.
+func DSN(t testing.TB, also ...string) string {
 	t.Helper()
 	v, err := version()
 	if err != nil {
 		t.Fatalf("pgschema: %v", err)
 	}
-	return pgtest.DSNFrom(t, "heph store "+v, migrate)
+	schemas := append([]string{"heph"}, also...)
+	return pgtest.DSNFrom(t, "heph store "+v+" "+strings.Join(schemas, ","), func(ctx context.Context, dsn string) error {
+		for _, sc := range schemas {
+			if err := migrate(ctx, dsn, sc); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
 }
 
 // version is a hash of the migrations' names and contents.
@@ -47,9 +58,9 @@ var version = sync.OnceValues(func() (string, error) {
 	return hex.EncodeToString(h.Sum(nil)), err
 })
 
-// migrate builds the schema: Open migrates.
-func migrate(ctx context.Context, dsn string) error {
-	s, err := postgres.Open(ctx, &postgres.Config{DSN: dsn})
+// migrate builds the store's tables in schema: Open migrates.
+func migrate(ctx context.Context, dsn, schema string) error {
+	s, err := postgres.Open(ctx, &postgres.Config{DSN: dsn, Schema: schema})
 	if err != nil {
 		return err
 	}
