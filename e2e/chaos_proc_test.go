@@ -318,6 +318,9 @@ func newChaosDriver(t *testing.T, st store.Store) *heph.Client {
 // PostgreSQL runs three worker processes at once, SQLite two (one file;
 // the test process writes to it too).
 func TestChaosSigkill(t *testing.T) {
+	// Its processes and database are its own: it overlaps the suite's
+	// tests instead of running alone before them.
+	t.Parallel()
 	for _, b := range chaosBackends() {
 		t.Run(b.name, func(t *testing.T) {
 			db := b.db(t)

@@ -45,7 +45,7 @@ import (
 	heph "github.com/hephaestus-go/hephaestus"
 	"github.com/hephaestus-go/hephaestus/e2e"
 	"github.com/hephaestus-go/hephaestus/hephtype"
-	"github.com/hephaestus-go/hephaestus/internal/pgtest"
+	"github.com/hephaestus-go/hephaestus/internal/pgtest/pgschema"
 	"github.com/hephaestus-go/hephaestus/store"
 	"github.com/hephaestus-go/hephaestus/store/postgres"
 	"github.com/hephaestus-go/hephaestus/store/sqlite"
@@ -81,7 +81,7 @@ func chaosSQLite(t *testing.T) chaosDB {
 }
 
 func chaosPostgres(t *testing.T) chaosDB {
-	dsn := pgtest.DSN(t)
+	dsn := pgschema.DSN(t)
 	return chaosDB{name: "postgres", spec: chaosSpec{Backend: "postgres", DSN: dsn}, dsn: dsn,
 		open: func(t *testing.T, appName string) store.Store {
 			st, err := openChaosPostgres(context.Background(), withDSNParam(dsn, "application_name", appName), 16)

@@ -124,6 +124,9 @@ func runCrashChild(path string, f *flow.Flow, n int) error {
 // times at different points, restarts it, and checks that every run
 // completes with exactly one completion per step in its history.
 func TestCrashRecovery(t *testing.T) {
+	// Its processes and database are its own: it overlaps the suite's
+	// tests instead of running alone before them.
+	t.Parallel()
 	path := filepath.Join(t.TempDir(), "crash.db")
 	kills := []int{20, 80, 140} // kill once this many runs have completed
 	for round := 0; round <= len(kills); round++ {

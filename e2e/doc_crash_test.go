@@ -75,6 +75,9 @@ func docCrashChild(path string) error {
 // SIGKILL twice, restarts it, and checks that every run completes with
 // the right output and one completion per step.
 func TestDocCrashRecovery(t *testing.T) {
+	// Its processes and database are its own: it overlaps the suite's
+	// tests instead of running alone before them.
+	t.Parallel()
 	path := filepath.Join(t.TempDir(), "doccrash.db")
 	kills := []int{10, 35}
 	for round := 0; round <= len(kills); round++ {

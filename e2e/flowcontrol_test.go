@@ -16,7 +16,7 @@ import (
 	"github.com/hephaestus-go/hephaestus/e2e"
 	"github.com/hephaestus-go/hephaestus/flow"
 	"github.com/hephaestus-go/hephaestus/hephtype"
-	"github.com/hephaestus-go/hephaestus/internal/pgtest"
+	"github.com/hephaestus-go/hephaestus/internal/pgtest/pgschema"
 	"github.com/hephaestus-go/hephaestus/store"
 	"github.com/hephaestus-go/hephaestus/store/postgres"
 	"github.com/hephaestus-go/hephaestus/store/sqlite"
@@ -170,7 +170,7 @@ func TestFlowControlAcrossProcesses(t *testing.T) {
 			}
 		}},
 		{"postgres", func(t *testing.T) func() store.Store {
-			dsn := pgtest.DSN(t)
+			dsn := pgschema.DSN(t)
 			return func() store.Store {
 				st, err := postgres.Open(t.Context(), &postgres.Config{DSN: dsn, MaxConns: 6})
 				if err != nil {

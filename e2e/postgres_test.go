@@ -10,6 +10,7 @@ import (
 	"github.com/hephaestus-go/hephaestus/e2e"
 	"github.com/hephaestus-go/hephaestus/flow"
 	"github.com/hephaestus-go/hephaestus/internal/pgtest"
+	"github.com/hephaestus-go/hephaestus/internal/pgtest/pgschema"
 	"github.com/hephaestus-go/hephaestus/store"
 	"github.com/hephaestus-go/hephaestus/store/postgres"
 )
@@ -19,7 +20,7 @@ func postgresBackend() e2e.Backend {
 	return e2e.Backend{
 		Name: "postgres",
 		New: func(t *testing.T) (store.Store, func(t *testing.T) store.Store) {
-			dsn := pgtest.DSN(t)
+			dsn := pgschema.DSN(t)
 			open := func(t *testing.T) store.Store {
 				st, err := postgres.Open(context.Background(), &postgres.Config{DSN: dsn})
 				if err != nil {

@@ -3,7 +3,8 @@
 // DSN creates a new, empty database for the calling test by copying a
 // template (fast: no schema to build from scratch, no checkpoint) and drops
 // it when the test ends, so tests run in parallel without seeing each
-// other. The server comes from $HEPH_TEST_POSTGRES (default
+// other. DSNFrom does the same from a template that holds a schema built
+// once (the store's migrations, see package pgschema). The server comes from $HEPH_TEST_POSTGRES (default
 // postgres://postgres@127.0.0.1:5432/postgres?sslmode=disable); the role
 // must be allowed to create databases. When the server cannot be reached
 // the test is skipped with a loud message, or fails when
@@ -13,6 +14,7 @@ package pgtest
 import (
 	"context"
 	"crypto/rand"
+	"crypto/sha256"
 	"encoding/hex"
 	"errors"
 	"fmt"
@@ -90,11 +92,17 @@ func serverDSN() string {
 // the test and its cleanups registered later are done.
 func DSN(t testing.TB) string {
 	t.Helper()
-	admin := ServerDSN(t)
+	return create(t, ServerDSN(t), template)
+}
+
+// create makes a database for the test as a copy of the template from,
+// dropped when the test ends, and returns its DSN.
+func create(t testing.TB, admin, from string) string {
+	t.Helper()
 	name := "heph_t_" + randomHex(8)
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	err := exec(ctx, admin, "CREATE DATABASE "+pgx.Identifier{name}.Sanitize()+" TEMPLATE "+pgx.Identifier{template}.Sanitize())
+	err := exec(ctx, admin, "CREATE DATABASE "+pgx.Identifier{name}.Sanitize()+" TEMPLATE "+pgx.Identifier{from}.Sanitize())
 	if err != nil {
 		t.Fatalf("pgtest: create database %s: %v", name, err)
 	}
@@ -110,6 +118,81 @@ func DSN(t testing.TB) string {
 		t.Fatalf("pgtest: %v", err)
 	}
 	return dsn
+}
+
+// DSNFrom is DSN for a database that starts with what prepare builds (a
+// migrated schema, say): prepare runs once per server and version, on a
+// database that then becomes a template named after a hash of version,
+// and each test gets a copy of it. Copying a template is much cheaper
+// than building its contents for every test. version must change
+// whenever what prepare builds does (a hash of the migrations, say);
+// prepare must close its connections before it returns.
+func DSNFrom(t testing.TB, version string, prepare func(ctx context.Context, dsn string) error) string {
+	t.Helper()
+	admin := ServerDSN(t)
+	sum := sha256.Sum256([]byte(version))
+	name := "heph_tmpl_" + hex.EncodeToString(sum[:8])
+	v, _ := prepared.LoadOrStore(name, new(preparedTemplate))
+	p := v.(*preparedTemplate)
+	p.once.Do(func() { p.err = prepareTemplate(admin, name, prepare) })
+	if p.err != nil {
+		t.Fatalf("pgtest: prepare template %s: %v", name, p.err)
+	}
+	return create(t, admin, name)
+}
+
+// prepared holds the templates of DSNFrom this process made or found,
+// by name.
+var prepared sync.Map
+
+type preparedTemplate struct {
+	once sync.Once
+	err  error
+}
+
+// prepareTemplate makes the template name unless it exists. Processes
+// that race to make it take turns under an advisory lock; the template
+// is built under another name and renamed when complete, so that a
+// process that fails halfway leaves no template behind.
+func prepareTemplate(admin, name string, prepare func(ctx context.Context, dsn string) error) error {
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	conn, err := pgx.Connect(ctx, admin)
+	if err != nil {
+		return err
+	}
+	defer conn.Close(context.Background())
+	if _, err := conn.Exec(ctx, "SELECT pg_advisory_lock(hashtext($1))", name); err != nil {
+		return fmt.Errorf("lock: %w", err)
+	}
+	defer func() { _, _ = conn.Exec(context.Background(), "SELECT pg_advisory_unlock(hashtext($1))", name) }()
+	var exists bool
+	if err := conn.QueryRow(ctx, "SELECT EXISTS (SELECT 1 FROM pg_database WHERE datname = $1)", name).Scan(&exists); err != nil {
+		return err
+	}
+	if exists {
+		return nil
+	}
+	raw := name + "_build_" + randomHex(4)
+	build := pgx.Identifier{raw}.Sanitize()
+	if _, err := conn.Exec(ctx, "CREATE DATABASE "+build+" TEMPLATE "+pgx.Identifier{template}.Sanitize()); err != nil {
+		return err
+	}
+	dsn, err := WithDatabase(admin, raw)
+	if err == nil {
+		err = prepare(ctx, dsn)
+	}
+	if err == nil {
+		_, err = conn.Exec(ctx, "ALTER DATABASE "+build+" WITH IS_TEMPLATE true ALLOW_CONNECTIONS false")
+	}
+	if err == nil {
+		_, err = conn.Exec(ctx, "ALTER DATABASE "+build+" RENAME TO "+pgx.Identifier{name}.Sanitize())
+	}
+	if err != nil {
+		_, _ = conn.Exec(context.Background(), "DROP DATABASE IF EXISTS "+build+" WITH (FORCE)")
+		return err
+	}
+	return nil
 }
 
 // WithDatabase returns dsn with its database replaced by name. It

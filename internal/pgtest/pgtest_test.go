@@ -1,6 +1,9 @@
 package pgtest_test
 
 import (
+	"context"
+	"slices"
+	"sync/atomic"
 	"testing"
 
 	"github.com/jackc/pgx/v5"
@@ -71,5 +74,49 @@ func TestWithDatabase(t *testing.T) {
 	cfg, err := pgx.ParseConfig("host=h user=u dbname=postgres dbname=x")
 	if err != nil || cfg.Database != "x" {
 		t.Fatalf("ParseConfig: %v, %v", cfg, err)
+	}
+}
+
+// DSNFrom copies a template that prepare built once: every database has
+// what prepare made, and what a test adds stays in its own database.
+func TestDSNFrom(t *testing.T) {
+	t.Parallel()
+	ctx := t.Context()
+	var prepares atomic.Int32
+	prepare := func(ctx context.Context, dsn string) error {
+		prepares.Add(1)
+		conn, err := pgx.Connect(ctx, dsn)
+		if err != nil {
+			return err
+		}
+		defer conn.Close(ctx)
+		_, err = conn.Exec(ctx, "CREATE TABLE prepared (x int)")
+		return err
+	}
+	for range 2 {
+		t.Run("db", func(t *testing.T) {
+			conn, err := pgx.Connect(ctx, pgtest.DSNFrom(t, "pgtest_test v1", prepare))
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer conn.Close(ctx)
+			var tables []string
+			rows, _ := conn.Query(ctx, "SELECT tablename FROM pg_tables WHERE schemaname = 'public' ORDER BY 1")
+			tables, err = pgx.CollectRows(rows, pgx.RowTo[string])
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !slices.Equal(tables, []string{"prepared"}) {
+				t.Errorf("tables %v, want the prepared one alone", tables)
+			}
+			if _, err := conn.Exec(ctx, "CREATE TABLE mine (x int)"); err != nil {
+				t.Fatal(err)
+			}
+		})
+	}
+	// Once per server and version: another process (or an earlier run)
+	// may have built it already.
+	if n := prepares.Load(); n > 1 {
+		t.Fatalf("prepare ran %d times, want at most once", n)
 	}
 }

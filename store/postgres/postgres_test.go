@@ -17,6 +17,7 @@ import (
 	"github.com/hephaestus-go/hephaestus/hephtype"
 	"github.com/hephaestus-go/hephaestus/internal/migrate"
 	"github.com/hephaestus-go/hephaestus/internal/pgtest"
+	"github.com/hephaestus-go/hephaestus/internal/pgtest/pgschema"
 	"github.com/hephaestus-go/hephaestus/store"
 	"github.com/hephaestus-go/hephaestus/store/postgres"
 	"github.com/hephaestus-go/hephaestus/store/storetest"
@@ -91,7 +92,7 @@ func create(t testing.TB, s store.Store, runs ...*store.NewRun) []store.ChangeRe
 func TestConformance(t *testing.T) {
 	t.Parallel()
 	storetest.Run(t, func(t *testing.T) store.Store {
-		return open(t, &postgres.Config{DSN: pgtest.DSN(t)})
+		return open(t, &postgres.Config{DSN: pgschema.DSN(t)})
 	}, storetest.WithTx(beginTx))
 }
 
@@ -114,7 +115,7 @@ func beginTx(t *testing.T, s store.Store) *storetest.Tx {
 func TestConformanceCustomSchema(t *testing.T) {
 	t.Parallel()
 	storetest.Run(t, func(t *testing.T) store.Store {
-		dsn := pgtest.DSN(t)
+		dsn := pgschema.DSN(t, "other_one")
 		open(t, &postgres.Config{DSN: dsn}) // a neighbour in "heph"
 		return open(t, &postgres.Config{DSN: dsn, Schema: "other_one"})
 	}, storetest.WithTx(beginTx))
@@ -383,7 +384,7 @@ func TestTraceContextMigration(t *testing.T) {
 // alone; the others in the batch apply.
 func TestFailingChangeRefusedAlone(t *testing.T) {
 	t.Parallel()
-	s := open(t, &postgres.Config{DSN: pgtest.DSN(t)})
+	s := open(t, &postgres.Config{DSN: pgschema.DSN(t)})
 	create(t, s, newRun("u1", task("q", now)), newRun("u2"))
 	lease := claim(t, s, "q", 1)[0].Lease()
 	bad := newRun("bad")
@@ -447,7 +448,7 @@ func TestFailingChangeRefusedAlone(t *testing.T) {
 // The same with updates only, whose batch commits with its writes.
 func TestFailingUpdateRefusedAlone(t *testing.T) {
 	t.Parallel()
-	s := open(t, &postgres.Config{DSN: pgtest.DSN(t)})
+	s := open(t, &postgres.Config{DSN: pgschema.DSN(t)})
 	create(t, s, newRun("a", task("q", now)), newRun("b"), newRun("c"))
 	lease := claim(t, s, "q", 1)[0].Lease()
 	output := func(out string) func(*store.Run) (*store.Update, error) {
@@ -495,7 +496,7 @@ func claim(t testing.TB, s store.Store, queue string, n int) []*store.Task {
 // the outcome of that creation.
 func TestCreateThenUpdateInBatch(t *testing.T) {
 	t.Parallel()
-	s := open(t, &postgres.Config{DSN: pgtest.DSN(t)})
+	s := open(t, &postgres.Config{DSN: pgschema.DSN(t)})
 	held := newRun("holder")
 	held.BusinessID = "k::1"
 	create(t, s, held)
@@ -541,7 +542,7 @@ func TestCreateThenUpdateInBatch(t *testing.T) {
 // location they were given in.
 func TestTimes(t *testing.T) {
 	t.Parallel()
-	s := open(t, &postgres.Config{DSN: pgtest.DSN(t)})
+	s := open(t, &postgres.Config{DSN: pgschema.DSN(t)})
 	paris := time.FixedZone("CET", 3600)
 	at := time.Date(2031, 3, 4, 6, 6, 7, 123456789, paris) // 05:06:07.123456789 UTC
 	res := apply(t, s, &store.ApplyParams{Now: at, Changes: []store.Change{{Create: newRun("t", task("q", at.Add(time.Nanosecond)))}}})
@@ -710,7 +711,7 @@ func TestDeadlockRetried(t *testing.T) {
 // the other.
 func TestBatchKeepsChangeOrder(t *testing.T) {
 	t.Parallel()
-	s := open(t, &postgres.Config{DSN: pgtest.DSN(t)})
+	s := open(t, &postgres.Config{DSN: pgschema.DSN(t)})
 	holder := newRun("holder")
 	holder.BusinessID = "k::1"
 	create(t, s, holder, newRun("r", task("q", now)), newRun("other", task("q", now)))
@@ -784,7 +785,7 @@ func TestBatchKeepsChangeOrder(t *testing.T) {
 // them; a cancellation after a fenced create does not undo it.
 func TestFencedCreatesInBatch(t *testing.T) {
 	t.Parallel()
-	s := open(t, &postgres.Config{DSN: pgtest.DSN(t)})
+	s := open(t, &postgres.Config{DSN: pgschema.DSN(t)})
 	holder := newRun("holder")
 	holder.BusinessID = "k::1"
 	create(t, s, holder, newRun("p", task("q", now), task("q", now)))
@@ -842,7 +843,7 @@ func TestFencedCreatesInBatch(t *testing.T) {
 // change alone.
 func TestKeysOneChangeAtATime(t *testing.T) {
 	t.Parallel()
-	s := open(t, &postgres.Config{DSN: pgtest.DSN(t)})
+	s := open(t, &postgres.Config{DSN: pgschema.DSN(t)})
 	create(t, s, newRun("a"), newRun("b"))
 	mark := func(name string) func(*store.Run) (*store.Update, error) {
 		return func(*store.Run) (*store.Update, error) {
