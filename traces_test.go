@@ -6,6 +6,8 @@ import (
 	"flag"
 	"fmt"
 	"log/slog"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"slices"
 	"strings"
@@ -15,6 +17,7 @@ import (
 
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/codes"
+	"go.opentelemetry.io/otel/propagation"
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	"go.opentelemetry.io/otel/sdk/trace/tracetest"
 	"go.opentelemetry.io/otel/trace"
@@ -24,6 +27,7 @@ import (
 	"github.com/hephaestus-go/hephaestus/flowdoc"
 	"github.com/hephaestus-go/hephaestus/internal/demo"
 	"github.com/hephaestus-go/hephaestus/internal/pgtest"
+	"github.com/hephaestus-go/hephaestus/server"
 	"github.com/hephaestus-go/hephaestus/store"
 	"github.com/hephaestus-go/hephaestus/store/postgres"
 	"github.com/hephaestus-go/hephaestus/workflow"
@@ -586,5 +590,46 @@ func TestTraceRemoteAttempt(t *testing.T) {
 	}
 	if ext.EndTime.Before(ext.StartTime) || ext.StartTime.Before(root.StartTime) {
 		t.Errorf("remote attempt span %s – %s", ext.StartTime, ext.EndTime)
+	}
+}
+
+// A run started through the HTTP API with a W3C traceparent header is
+// linked to the caller's span: the server reads the header with its
+// propagator.
+func TestTraceCallerOverHTTP(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	tp, exp := newTracing(t)
+	st := openSQLite(t)
+	c := startClient(t, ctx, &heph.Config{Store: st, TracerProvider: tp, Logger: quietLogger()}, func(c *heph.Client) error { return c.Register(echoFlow) })
+	srv, err := server.New(&server.Config{Client: c, Store: st, Insecure: true, Logger: quietLogger(), Propagator: propagation.TraceContext{}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	hs := httptest.NewServer(srv)
+	defer hs.Close()
+	const caller = "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01"
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, hs.URL+"/api/v1/runs", strings.NewReader(`{"name":"`+echoFlow.Name()+`","input":"x"}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Traceparent", caller)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_ = resp.Body.Close()
+	if resp.StatusCode/100 != 2 {
+		t.Fatalf("POST /api/v1/runs: %s", resp.Status)
+	}
+	waitSpans(t, ctx, exp, map[string]int{"run " + echoFlow.Name(): 1})
+	root := rootOf(t, exp.GetSpans(), "run "+echoFlow.Name())
+	if len(root.Links) != 1 || root.Links[0].SpanContext.TraceID().String() != "0af7651916cd43dd8448eb211c80319c" ||
+		root.Links[0].SpanContext.SpanID().String() != "b7ad6b7169203331" {
+		t.Errorf("root links %+v; want the caller's span from the header", root.Links)
+	}
+	if root.SpanContext.TraceID().String() == "0af7651916cd43dd8448eb211c80319c" {
+		t.Error("the run joined the caller's trace; want a trace of its own, linked")
 	}
 }

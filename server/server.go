@@ -20,6 +20,9 @@ import (
 	"strings"
 	"time"
 
+	"go.opentelemetry.io/otel"
+	"go.opentelemetry.io/otel/propagation"
+
 	hephaestus "github.com/hephaestus-go/hephaestus"
 	"github.com/hephaestus-go/hephaestus/clock"
 	"github.com/hephaestus-go/hephaestus/store"
@@ -56,6 +59,14 @@ type Config struct {
 	Logger *slog.Logger
 	// Clock stamps tokens and audit entries. Defaults to the system clock.
 	Clock clock.Clock
+	// Propagator reads the caller's trace context from each request's
+	// headers (W3C traceparent with propagation.TraceContext): a run the
+	// request starts is linked to the caller's span, and a decision it
+	// causes (a signal, an update) too. Defaults to
+	// otel.GetTextMapPropagator(), the global one, which reads nothing
+	// unless the program set one; heph server uses W3C trace context and
+	// baggage.
+	Propagator propagation.TextMapPropagator
 }
 
 // Server serves the API. Create it with New.
@@ -169,6 +180,9 @@ func New(cfg *Config) (*Server, error) {
 	if c.Clock == nil {
 		c.Clock = clock.Real{}
 	}
+	if c.Propagator == nil {
+		c.Propagator = otel.GetTextMapPropagator()
+	}
 	s := &Server{cfg: c, mux: http.NewServeMux(), csrf: http.NewCrossOriginProtection()}
 	s.ops = newProcessor(s)
 	s.register()
@@ -181,6 +195,7 @@ func New(cfg *Config) (*Server, error) {
 // ServeHTTP serves a request. A path no route has is 404, a method the
 // path does not take 405 (with Allow), both as problems.
 func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	r = r.WithContext(s.cfg.Propagator.Extract(r.Context(), propagation.HeaderCarrier(r.Header)))
 	h, pattern := s.mux.Handler(r)
 	if pattern != "" {
 		s.mux.ServeHTTP(w, r) // sets the path values

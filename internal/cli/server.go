@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
+	"go.opentelemetry.io/otel/propagation"
 
 	hephaestus "github.com/hephaestus-go/hephaestus"
 	"github.com/hephaestus-go/hephaestus/dashboard"
@@ -299,7 +300,8 @@ func runServer(ctx context.Context, env *Env, f *serverFlags) (err error) {
 			err = fmt.Errorf("stop client: %w", serr)
 		}
 	}()
-	h, err := server.New(&server.Config{Client: client, Store: st, Insecure: f.insecure, MaxBodyBytes: f.maxBody, RequestTimeout: f.reqTimeout, Logger: logger})
+	h, err := server.New(&server.Config{Client: client, Store: st, Insecure: f.insecure, MaxBodyBytes: f.maxBody, RequestTimeout: f.reqTimeout, Logger: logger,
+		Propagator: propagation.NewCompositeTextMapPropagator(propagation.TraceContext{}, propagation.Baggage{})})
 	if err != nil {
 		return err
 	}
