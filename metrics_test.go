@@ -23,6 +23,7 @@ import (
 	"github.com/hephaestus-go/hephaestus/flow"
 	"github.com/hephaestus-go/hephaestus/job"
 	"github.com/hephaestus-go/hephaestus/store/sqlite"
+	"github.com/hephaestus-go/hephaestus/workflow"
 )
 
 // workload runs a known mix on a started client: a flow whose step fails
@@ -300,7 +301,7 @@ func TestEventsOfEachModel(t *testing.T) {
 			if committed && e.RunKind == "" {
 				t.Errorf("%s: %s carries no run kind", name, e.Kind)
 			}
-			if name != "flaky" || !committed {
+			if name != "flaky" {
 				continue
 			}
 			if !slices.Contains(e.Tags, "t1") || string(e.Metadata["team"]) != `"core"` {
@@ -318,6 +319,163 @@ func TestEventsOfEachModel(t *testing.T) {
 			t.Errorf("no %s event; got %v", k, kinds)
 		}
 	}
+}
+
+// TestEventsCarryRunTags: every event of a run, those the process doing
+// the work emits (task.*, step.started, decision.*) as well as the
+// committer's, carries the run's tags and metadata, which each task of
+// the run copies when it is inserted: a tagged flow run, workflow run and
+// job. The workflow is started and signalled by a second client of the
+// same database that does not have it, so that decision tasks (not the
+// sender, inline) make its decisions.
+func TestEventsCarryRunTags(t *testing.T) {
+	t.Parallel()
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	path := filepath.Join(t.TempDir(), "h.db")
+	newClient := func() *heph.Client {
+		st, err := sqlite.Open(ctx, &sqlite.Config{Path: path})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { _ = st.Close() })
+		c, err := heph.New(&heph.Config{Store: st, PollInterval: 20 * time.Millisecond})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { _ = c.Stop(context.Background()) })
+		return c
+	}
+	c, sender := newClient(), newClient()
+	fb := flow.New("tagged")
+	flow.Step(fb, "one", func(ctx context.Context, in string) (string, error) { return in, nil })
+	if err := c.Register(fb.MustBuild()); err != nil {
+		t.Fatal(err)
+	}
+	mail := job.MustNew("tagged-mail", func(ctx context.Context, j *job.Job[string]) error { return nil }, nil)
+	if err := c.RegisterJobs(mail); err != nil {
+		t.Fatal(err)
+	}
+	signalled := workflow.New("signalled", func(ctx workflow.Context, in string) (string, error) {
+		out, err := echoActivity.Execute(ctx, in)
+		if err != nil {
+			return "", err
+		}
+		s, err := workflow.WaitSignal[string](ctx, "go")
+		return out + s, err
+	})
+	if err := c.RegisterWorkflows(signalled); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.RegisterActivities(echoActivity); err != nil {
+		t.Fatal(err)
+	}
+	var mu sync.Mutex
+	var events []heph.Event
+	changed := make(chan struct{}, 1)
+	collect := func(e heph.Event) {
+		mu.Lock()
+		events = append(events, e)
+		mu.Unlock()
+		select {
+		case changed <- struct{}{}:
+		default:
+		}
+	}
+	for _, c := range []*heph.Client{c, sender} {
+		c.Subscribe(collect)
+		if err := c.Start(ctx); err != nil {
+			t.Fatal(err)
+		}
+	}
+	meta := func(model string) map[string]any { return map[string]any{"model": model, "n": 7} }
+	tags := map[string][]string{} // by run id
+	fr, err := c.StartRun(ctx, "tagged", "x", &heph.StartOptions{Tags: []string{"flow", "shared"}, Metadata: meta("flow")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	tags[fr.ID] = []string{"flow", "shared"}
+	wr, err := sender.StartWorkflow(ctx, "signalled", "hi", &heph.WorkflowOptions{Tags: []string{"workflow"}, Metadata: meta("workflow")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	tags[wr.ID] = []string{"workflow"}
+	jr, err := heph.InsertJob(ctx, c, mail, "hi", &heph.JobOptions{Tags: []string{"job"}, Metadata: meta("job")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	tags[jr.ID] = []string{"job"}
+	models := map[string]string{fr.ID: "flow", wr.ID: "workflow", jr.ID: "job"}
+
+	// Wait for the events themselves: every kind each run must report;
+	// the workflow is signalled once its activity completed.
+	common := []heph.EventKind{heph.RunStarted, heph.TaskStarted, heph.StepStarted, heph.StepCompleted, heph.TaskCompleted}
+	want := map[string][]heph.EventKind{fr.ID: common, jr.ID: common, wr.ID: common}
+	missing := func() []string {
+		mu.Lock()
+		defer mu.Unlock()
+		seen := map[string]map[heph.EventKind]bool{}
+		for _, e := range events {
+			if seen[e.RunID] == nil {
+				seen[e.RunID] = map[heph.EventKind]bool{}
+			}
+			seen[e.RunID][e.Kind] = true
+		}
+		var out []string
+		for id, kinds := range want {
+			for _, k := range kinds {
+				if !seen[id][k] {
+					out = append(out, models[id]+" "+string(k))
+				}
+			}
+		}
+		return out
+	}
+	waitFor := func() {
+		t.Helper()
+		for m := missing(); len(m) > 0; m = missing() {
+			select {
+			case <-changed:
+			case <-ctx.Done():
+				t.Fatalf("events never reported: %v", m)
+			}
+		}
+	}
+	waitFor()
+	if err := sender.SignalWorkflow(ctx, wr.ID, "go", "!"); err != nil {
+		t.Fatal(err)
+	}
+	for id := range want {
+		want[id] = append(want[id], heph.RunCompleted)
+	}
+	want[wr.ID] = append(want[wr.ID], heph.DecisionStarted, heph.DecisionCompleted)
+	waitFor()
+	for _, c := range []*heph.Client{c, sender} {
+		if err := c.Stop(ctx); err != nil {
+			t.Fatal(err)
+		}
+	}
+
+	mu.Lock()
+	defer mu.Unlock()
+	counts := map[string]int{}
+	for _, e := range events {
+		if e.RunID == "" {
+			continue
+		}
+		model, ok := models[e.RunID]
+		if !ok {
+			t.Errorf("%s of run %s, which the test did not start", e.Kind, e.RunID)
+			continue
+		}
+		counts[model]++
+		if !slices.Equal(e.Tags, tags[e.RunID]) || len(e.Metadata) != 2 || string(e.Metadata["model"]) != `"`+model+`"` ||
+			string(e.Metadata["n"]) != "7" {
+			t.Errorf("%s: %s (task %d, %s %s) carries tags %q, metadata %s; want %q and the run's metadata", model, e.Kind, e.TaskID,
+				e.TaskKind, e.Step, e.Tags, e.Metadata, tags[e.RunID])
+		}
+	}
+	t.Logf("events checked per run: %v", counts)
 }
 
 func TestLogEvents(t *testing.T) {

@@ -118,9 +118,9 @@ type Event struct {
 	Retry bool
 	// Schedule is the schedule of a schedule.* event.
 	Schedule string
-	// Tags and Metadata are the run's (StartOptions), on the events of
-	// committed changes (run.*, step.completed, step.failed). Do not
-	// modify them.
+	// Tags and Metadata are the run's (StartOptions), on every event of a
+	// run (run.*, step.*, task.*, decision.*, run.condition): each task of
+	// the run holds a copy. Events share them: do not modify them.
 	Tags     []string
 	Metadata map[string]json.RawMessage
 	Err      error

@@ -303,6 +303,12 @@ type Task struct {
 	// TraceContext is the run's (Run.TraceContext), copied into every task
 	// of the run when the task is inserted.
 	TraceContext string
+	// Tags and Metadata are the run's (Run.Tags, Run.Metadata), copied
+	// when the task is inserted (they never change after the run is
+	// created), so that what a worker reports of the task names them
+	// without reading the run. Nil when the run has none, as on Run.
+	Tags     []string
+	Metadata map[string]json.RawMessage
 }
 
 // Lease identifies a claim: the task and the token it was claimed with.

@@ -235,7 +235,7 @@ func (c *Service) markStranded(ctx context.Context) error {
 			cerr := errors.New(r.Res.Run.Condition.Message)
 			c.cfg.Logger.Warn("a run waits for a worker that can run it", slog.String("run", t.RunID), slog.String("workflow", t.Workflow), slog.Any("err", cerr))
 			c.cfg.Telemetry.Emit(telemetry.Event{Kind: telemetry.RunCondition, RunID: t.RunID, Workflow: t.Workflow, Version: t.Version, Step: t.Step, Index: t.Index,
-				Queue: t.Queue, TaskID: t.ID, Condition: hephtype.ConditionUnserved, Err: cerr})
+				Queue: t.Queue, TaskID: t.ID, Condition: hephtype.ConditionUnserved, Err: cerr, Tags: t.Tags, Metadata: t.Metadata})
 		}
 	}
 	return errors.Join(errs...)

@@ -95,10 +95,11 @@ func (e Event) WithRun(r *store.Run) Event {
 	return e
 }
 
-// OfTask is an event about task t (kind left to set).
+// OfTask is an event about task t (kind left to set), with its run's tags
+// and metadata, which every task carries (copied when it was inserted).
 func OfTask(t *store.Task) Event {
 	return Event{RunID: t.RunID, Workflow: t.Workflow, Version: t.Version, Step: t.Step, Index: t.Index, Attempt: t.Attempt,
-		Queue: t.Queue, TaskID: t.ID, TaskKind: string(t.Kind)}
+		Queue: t.Queue, TaskID: t.ID, TaskKind: string(t.Kind), Tags: t.Tags, Metadata: t.Metadata}
 }
 
 // Hub delivers events to its subscribers. The zero Hub is not usable: use

@@ -686,7 +686,7 @@ func (c *Runtime) retryDecision(t *store.Task, cause error) {
 	switch {
 	case err == nil:
 		c.cfg.Telemetry.Emit(telemetry.Event{Kind: telemetry.RunCondition, RunID: t.RunID, Workflow: t.Workflow, Version: t.Version, Queue: t.Queue, TaskID: t.ID,
-			Attempt: t.Attempt, Condition: hephtype.ConditionDecisionFailing, Err: cause})
+			Attempt: t.Attempt, Condition: hephtype.ConditionDecisionFailing, Err: cause, Tags: t.Tags, Metadata: t.Metadata})
 	case !errors.Is(err, store.ErrLeaseLost):
 		c.cfg.Logger.Warn("reschedule workflow decision", slog.String("run", t.RunID), slog.Any("err", err))
 	}

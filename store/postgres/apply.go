@@ -1498,6 +1498,7 @@ func newTasks(r *store.Run, ts []store.NewTask, now time.Time) []*store.Task {
 			Version: r.Version, Step: n.Step, Index: n.Index, Attempt: n.Attempt,
 			Payload: orNil(n.Payload), Item: orNil(n.Item), Priority: n.Priority, ReadyAt: readyAt(n, now),
 			Handler: n.Handler, Details: orNil(n.Details), CreatedAt: now, TraceContext: r.TraceContext,
+			Tags: r.Tags, Metadata: r.Metadata,
 		}
 		if n.Kind.Controlled() {
 			out[i].ConcurrencyKey = r.ConcurrencyKey

@@ -3,6 +3,7 @@ package postgres_test
 import (
 	"context"
 	"database/sql"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"slices"
@@ -251,7 +252,7 @@ func TestConcurrentMigrations(t *testing.T) {
 	if err == nil {
 		versions, err = pgx.CollectRows(rows, pgx.RowTo[int])
 	}
-	if want := []int{1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11}; err != nil || !slices.Equal(versions, want) {
+	if want := []int{1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12}; err != nil || !slices.Equal(versions, want) {
 		t.Fatalf("applied versions %v, %v; want %v", versions, err, want)
 	}
 }
@@ -339,7 +340,7 @@ func TestMigrationsUpDownStatus(t *testing.T) {
 }
 
 // TestTraceContextMigration: a database from before trace contexts
-// (migration 11 reverted) migrates when opened: its runs and tasks read
+// (migrations 12 and 11 reverted) migrates when opened: its runs and tasks read
 // back with none, and new runs store theirs.
 func TestTraceContextMigration(t *testing.T) {
 	t.Parallel()
@@ -358,11 +359,11 @@ func TestTraceContextMigration(t *testing.T) {
 	s.Close()
 	var reverted []int
 	err = postgres.WithMigrationLock(t.Context(), cfg, func(ctx context.Context, conn *sql.Conn) (err error) {
-		reverted, err = migrate.Down(ctx, conn, postgres.Migrations(), migrate.Postgres, 1)
+		reverted, err = migrate.Down(ctx, conn, postgres.Migrations(), migrate.Postgres, 2)
 		return err
 	})
-	if err != nil || !slices.Equal(reverted, []int{11}) {
-		t.Fatalf("down: %v, %v; want [11]", reverted, err)
+	if err != nil || !slices.Equal(reverted, []int{12, 11}) {
+		t.Fatalf("down: %v, %v; want [12 11]", reverted, err)
 	}
 
 	s = open(t, cfg)
@@ -376,6 +377,48 @@ func TestTraceContextMigration(t *testing.T) {
 	for _, tk := range claim(t, s, "q", 2) {
 		if tk.TraceContext != want[tk.RunID] {
 			t.Errorf("task of run %s after the migration: trace context %q, want %q", tk.RunID, tk.TraceContext, want[tk.RunID])
+		}
+	}
+}
+
+// TestTaskRunAttrsMigration: a database from before tasks copied their
+// run's tags and metadata (migration 12 reverted) migrates when opened: the
+// tasks waiting get those of their runs, and new tasks copy them.
+func TestTaskRunAttrsMigration(t *testing.T) {
+	t.Parallel()
+	cfg := &postgres.Config{DSN: pgtest.DSN(t), Schema: "attrs"}
+	tags, meta := []string{"blue", `a "quoted", {braced} tag`}, map[string]json.RawMessage{"tenant": json.RawMessage(`"acme"`), "n": json.RawMessage(`42`)}
+	mk := func(id string, tagged bool) *store.NewRun {
+		r := newRun(id, task("q", now))
+		if tagged {
+			r.Tags, r.Metadata = tags, meta
+		}
+		return r
+	}
+	s, err := postgres.Open(t.Context(), cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	create(t, s, mk("old", true), mk("old-plain", false))
+	s.Close()
+	var reverted []int
+	err = postgres.WithMigrationLock(t.Context(), cfg, func(ctx context.Context, conn *sql.Conn) (err error) {
+		reverted, err = migrate.Down(ctx, conn, postgres.Migrations(), migrate.Postgres, 1)
+		return err
+	})
+	if err != nil || !slices.Equal(reverted, []int{12}) {
+		t.Fatalf("down: %v, %v; want [12]", reverted, err)
+	}
+
+	s = open(t, cfg)
+	create(t, s, mk("new", true), mk("new-plain", false))
+	for _, tk := range claim(t, s, "q", 4) {
+		if strings.HasSuffix(tk.RunID, "-plain") {
+			if tk.Tags != nil || tk.Metadata != nil {
+				t.Errorf("task of run %s after the migration: tags %q, metadata %s; want none", tk.RunID, tk.Tags, tk.Metadata)
+			}
+		} else if !slices.Equal(tk.Tags, tags) || len(tk.Metadata) != 2 || string(tk.Metadata["n"]) != "42" {
+			t.Errorf("task of run %s after the migration: tags %q, metadata %s; want %q, %s", tk.RunID, tk.Tags, tk.Metadata, tags, meta)
 		}
 	}
 }

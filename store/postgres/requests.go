@@ -24,7 +24,7 @@ func newRequestQueries(schema string) *requestQueries {
 	return &requestQueries{
 		// The share lock keeps PruneRuns away until the request and its
 		// task are written.
-		runOf: s("SELECT workflow, version, seq, trace_context FROM §runs WHERE id = $1 FOR KEY SHARE"),
+		runOf: s("SELECT workflow, version, seq, trace_context, tags, metadata::text FROM §runs WHERE id = $1 FOR KEY SHARE"),
 		insert: s(`INSERT INTO §requests (run_id, id, kind, name, args, seq, status, created_at)
 			VALUES ($1, $2, $3, $4, $5::text::jsonb, $6, 'pending', $7) ON CONFLICT (run_id, id) DO NOTHING`),
 		// A rejected request's id sent again: recorded anew in its place.
@@ -40,8 +40,9 @@ func newRequestQueries(schema string) *requestQueries {
 			WHERE run_id = $1 AND id = $2`),
 		fence: s("DELETE FROM §tasks WHERE id = $1 AND token = $2 AND owner IS NOT NULL"),
 		insertTask: s(`INSERT INTO §tasks (run_id, queue, kind, workflow, version, step, idx, attempt, payload, item,
-			priority, ready_at, handler, details, created_at, trace_context)
-			VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9::text::jsonb, $10::text::jsonb, $11, $12, $13, $14::text::jsonb, $15, $16)`),
+			priority, ready_at, handler, details, created_at, trace_context, tags, metadata)
+			VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9::text::jsonb, $10::text::jsonb, $11, $12, $13, $14::text::jsonb, $15, $16,
+				$17, $18::text::jsonb)`),
 	}
 }
 
@@ -85,7 +86,9 @@ func (s *Store) CreateRequest(ctx context.Context, p *store.CreateRequestParams)
 		return pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
 			var workflow, trace string
 			var version, seq int64
-			err := tx.QueryRow(ctx, q.runOf, n.RunID).Scan(&workflow, &version, &seq, &trace)
+			var tags []string
+			var meta *string
+			err := tx.QueryRow(ctx, q.runOf, n.RunID).Scan(&workflow, &version, &seq, &trace, &tags, &meta)
 			if errors.Is(err, pgx.ErrNoRows) {
 				refusal = fmt.Errorf("create request %s of run %s: %w", n.ID, n.RunID, store.ErrRunNotFound)
 				return nil
@@ -107,7 +110,8 @@ func (s *Store) CreateRequest(ctx context.Context, p *store.CreateRequestParams)
 				return nil
 			}
 			if _, err := tx.Exec(ctx, q.insertTask, n.RunID, t.Queue, string(t.Kind), workflow, version, t.Step, int64(t.Index),
-				int64(t.Attempt), jsonText(t.Payload), jsonText(t.Item), int64(t.Priority), ready, t.Handler, jsonText(t.Details), now, trace); err != nil {
+				int64(t.Attempt), jsonText(t.Payload), jsonText(t.Item), int64(t.Priority), ready, t.Handler, jsonText(t.Details), now, trace,
+				nonNil(tags), meta); err != nil {
 				return err
 			}
 			out = &store.Request{RunID: n.RunID, ID: n.ID, Kind: n.Kind, Name: n.Name, Args: orNil(n.Args),

@@ -15,7 +15,7 @@ import (
 // The columns read by scanRun, scanTask and scanEvent, in order.
 const (
 	runCols     = "id, workflow, version, kind, status, input, output, error, business_id, key_scope, parent_id, tags, metadata, state, published, condition, seq, created_at, updated_at, finished_at, concurrency_key, trace_context"
-	taskCols    = "id, run_id, queue, kind, workflow, version, step, idx, attempt, payload, item, priority, ready_at, handler, details, owner, token, lease_until, claims, created_at, flow_key, trace_context"
+	taskCols    = "id, run_id, queue, kind, workflow, version, step, idx, attempt, payload, item, priority, ready_at, handler, details, owner, token, lease_until, claims, created_at, flow_key, trace_context, tags, metadata"
 	historyCols = "run_id, seq, n, key, at, entries"
 	workerCols  = "id, queues, handlers, host, pid, started_at, seen_at, expires_at"
 )
@@ -78,11 +78,22 @@ func scanTask(sc scanner) (*store.Task, error) {
 		ready, created time.Time
 		leaseUntil     *time.Time
 		flowKey        *string
+		tags           []string
+		meta           []byte
 	)
 	err := sc.Scan(&t.ID, &t.RunID, &t.Queue, &kind, &t.Workflow, &t.Version, &t.Step, &t.Index,
-		&t.Attempt, &payload, &item, &t.Priority, &ready, &t.Handler, &details, &owner, &t.Token, &leaseUntil, &t.Claims, &created, &flowKey, &t.TraceContext)
+		&t.Attempt, &payload, &item, &t.Priority, &ready, &t.Handler, &details, &owner, &t.Token, &leaseUntil, &t.Claims, &created, &flowKey, &t.TraceContext,
+		&tags, &meta)
 	if err != nil {
 		return nil, err
+	}
+	if len(tags) > 0 {
+		t.Tags = tags
+	}
+	if len(meta) > 0 {
+		if err := json.Unmarshal(meta, &t.Metadata); err != nil {
+			return nil, fmt.Errorf("task %d: metadata: %w", t.ID, err)
+		}
 	}
 	t.Kind = store.TaskKind(kind)
 	t.Payload, t.Item, t.Details = payload, item, details
@@ -369,17 +380,21 @@ func historySQL(n, now int) string {
 // arrays, so their ids ascend in that order.
 //
 // $key is the array of the tasks' flow keys (NULL for tasks flow control
-// does not govern), $trace that of their runs' trace contexts.
-func tasksSQL(n, now, key, trace int) string {
+// does not govern), $trace that of their runs' trace contexts. runs names
+// the rows (id, tags, metadata) of the runs the statement writes: each
+// task copies its run's tags and metadata from them (they never change),
+// and the tasks of a run not among them are not inserted.
+func tasksSQL(n, now, key, trace int, runs string) string {
 	return `INSERT INTO §tasks (run_id, queue, kind, workflow, version, step, idx, attempt, payload, item,
-		priority, ready_at, handler, details, created_at, flow_key, trace_context)
+		priority, ready_at, handler, details, created_at, flow_key, trace_context, tags, metadata)
 	SELECT x.run_id, x.queue, x.kind, x.workflow, x.version, x.step, x.idx, x.attempt, x.payload::jsonb,
 		x.item::jsonb, x.priority, x.ready_at, x.handler, x.details::jsonb, $` + itoa(now) + `::timestamptz, x.flow_key,
-		x.trace_context
+		x.trace_context, a.tags, a.metadata
 	FROM unnest(` + unnest(n, "text", "text", "text", "text", "int8", "text", "int8", "int8", "text", "text", "int8",
 		"timestamptz", "text", "text") + `, $` + itoa(key) + `::text[], $` + itoa(trace) + `::text[])
 		WITH ORDINALITY AS x(run_id, queue, kind, workflow, version, step, idx, attempt, payload, item, priority,
-			ready_at, handler, details, flow_key, trace_context, n)`
+			ready_at, handler, details, flow_key, trace_context, n)
+	JOIN ` + runs + ` a ON a.id = x.run_id`
 }
 
 func itoa(n int) string { return strconv.Itoa(n) }
@@ -389,7 +404,8 @@ func itoa(n int) string { return strconv.Itoa(n) }
 // their tokens), cancels the tasks that match ($2 run ids, $3 kinds, $4
 // steps, $5 indexes), updates the runs ($6-$15, one row per run: its last
 // state), appends the history ($17-$21) and enqueues tasks ($22-$35, their
-// flow keys $37 and trace contexts $38); $16 is now. The sub-statements
+// flow keys $37 and trace contexts $38; their tags and metadata those of
+// the runs updated); $16 is now. The sub-statements
 // share one snapshot, so the cancellations never see the tasks the segment
 // enqueues (the applier leaves a cancellation that must see them to a later
 // segment). It returns the number of fenced tasks deleted (by their fence
@@ -413,11 +429,11 @@ var writeUpdatesSQL = `WITH f AS (
 		finished_at = x.finished_at, unique_key = x.unique_key
 	FROM unnest(` + unnest(6, "text", "text", "text", "text", "text", "text", "int8", "timestamptz", "text", "text") + `)
 		AS x(id, status, output, error, state, published, seq, finished_at, unique_key, condition)
-	WHERE r.id = x.id RETURNING 1
+	WHERE r.id = x.id RETURNING r.id, r.tags, r.metadata
 ), e AS (
 	` + historySQL(17, 16) + `
 ), t AS (
-	` + tasksSQL(22, 16, 37, 38) + `
+	` + tasksSQL(22, 16, 37, 38, "u") + `
 	ORDER BY x.n
 	RETURNING id
 )
@@ -430,7 +446,8 @@ SELECT (SELECT count(*) FROM f) + (SELECT count(*) FROM c WHERE c.id = ANY($1::i
 // array), $18 now, $19-$23 the history, $24-$37 the tasks, $38-$39 the
 // fences of creates (run ids and task ids: the caller holds the tasks
 // locked and checked their tokens), $40 the runs' concurrency keys, $41 the
-// tasks' flow keys, $42 the runs' trace contexts and $43 the tasks'. ON
+// tasks' flow keys, $42 the runs' trace contexts and $43 the tasks' (the
+// tasks' tags and metadata are those of the runs inserted). ON
 // CONFLICT DO NOTHING covers both the primary key and the business-key
 // index: a run that conflicts (with a run of another transaction, or an
 // earlier one of the arrays) writes nothing, neither history nor tasks, and
@@ -452,7 +469,7 @@ var writeCreatesSQL = `WITH r AS (
 		error, business_id, key_scope, unique_key, parent_id, tags, metadata, state, seq, finished_at, ckey, trace, n)
 	ORDER BY x.n
 	ON CONFLICT DO NOTHING
-	RETURNING id
+	RETURNING id, tags, metadata
 ), f AS (
 	DELETE FROM §tasks t USING unnest($38::text[], $39::int8[]) AS x(run_id, id)
 	WHERE t.id = x.id AND x.run_id IN (SELECT id FROM r)
@@ -461,8 +478,7 @@ var writeCreatesSQL = `WITH r AS (
 	` + historySQL(19, 18) + `
 	WHERE x.run_id IN (SELECT id FROM r)
 ), t AS (
-	` + tasksSQL(24, 18, 41, 43) + `
-	WHERE x.run_id IN (SELECT id FROM r)
+	` + tasksSQL(24, 18, 41, 43, "r") + `
 	ORDER BY x.n
 	RETURNING id, run_id
 )

@@ -117,7 +117,14 @@ type applier struct {
 	keys map[runKey]struct{}
 
 	events []pendingEvent
-	tasks  []*store.Task // without ids until flushTasks
+	tasks  []pendingTask // without ids until flushTasks
+}
+
+// pendingTask is a task to insert, with its run's tags and metadata as
+// stored.
+type pendingTask struct {
+	*store.Task
+	attrs attrCols
 }
 
 // change applies one change. A refused change comes back in the result,
@@ -245,13 +252,13 @@ func (a *applier) create(n *store.NewRun, fence *store.Lease) (store.ChangeResul
 			return store.ChangeResult{}, err
 		}
 	}
-	st := &runState{run: *cloneRun(r), key: key, rowid: rowid}
-	if err := st.storedForm(tags, meta); err != nil {
+	st := &runState{run: *cloneRun(r), key: key, attrs: attrCols{tags, meta}, rowid: rowid}
+	if err := st.storedForm(); err != nil {
 		return store.ChangeResult{}, fmt.Errorf("insert run: %w", err)
 	}
 	a.setChanged(st)
 	a.insertEvents(r.ID, 0, n.History, "")
-	return store.ChangeResult{Run: r, Tasks: a.insertTasks(r, n.Tasks)}, nil
+	return store.ChangeResult{Run: r, Tasks: a.insertTasks(r, st.attrs, n.Tasks)}, nil
 }
 
 // holder returns the run that holds a unique key, or "".
@@ -315,7 +322,8 @@ func (a *applier) run(id string) (*runState, error) {
 	if err != nil {
 		return nil, err
 	}
-	st := &runState{run: *run, rowid: vInt(w.dest[0]), key: w.dest[numRunCols+1], cond: w.dest[1+runCondCol]}
+	st := &runState{run: *run, rowid: vInt(w.dest[0]), key: w.dest[numRunCols+1], cond: w.dest[1+runCondCol],
+		attrs: attrCols{tags: vString(w.dest[1+runTagsCol]), meta: w.dest[1+runTagsCol+1]}}
 	a.w.runs.put(id, st) // as committed: no change of this Apply touched it
 	return st, nil
 }
@@ -528,8 +536,8 @@ func (a *applier) update(c *store.Change) (store.ChangeResult, error) {
 			return store.ChangeResult{}, fmt.Errorf("cancel tasks: %w", err)
 		}
 	}
-	a.setChanged(&runState{run: *cloneRun(&next), key: newKey, cond: cond, rowid: st.rowid})
-	return store.ChangeResult{Run: &next, Tasks: a.insertTasks(&next, u.Tasks)}, nil
+	a.setChanged(&runState{run: *cloneRun(&next), key: newKey, cond: cond, attrs: st.attrs, rowid: st.rowid})
+	return store.ChangeResult{Run: &next, Tasks: a.insertTasks(&next, st.attrs, u.Tasks)}, nil
 }
 
 // insertEvents appends evs to a run's history after seq, the first with
@@ -590,9 +598,10 @@ func (a *applier) flushEvents() error {
 	return nil
 }
 
-// insertTasks enqueues ts for run r. A zero ReadyAt means now. The rows
-// are written, and the ids filled in, by flushTasks.
-func (a *applier) insertTasks(r *store.Run, ts []store.NewTask) []*store.Task {
+// insertTasks enqueues ts for run r, whose tags and metadata are stored as
+// attrs. A zero ReadyAt means now. The rows are written, and the ids
+// filled in, by flushTasks.
+func (a *applier) insertTasks(r *store.Run, attrs attrCols, ts []store.NewTask) []*store.Task {
 	if len(ts) == 0 {
 		return nil
 	}
@@ -608,12 +617,13 @@ func (a *applier) insertTasks(r *store.Run, ts []store.NewTask) []*store.Task {
 			Version: r.Version, Step: n.Step, Index: n.Index, Attempt: n.Attempt,
 			Payload: orNil(n.Payload), Item: orNil(n.Item), Priority: n.Priority, ReadyAt: ready,
 			Handler: n.Handler, Details: orNil(n.Details), CreatedAt: a.now, TraceContext: r.TraceContext,
+			Tags: r.Tags, Metadata: r.Metadata,
 		}
 		if n.Kind.Controlled() {
 			out[i].ConcurrencyKey = r.ConcurrencyKey
 		}
+		a.tasks = append(a.tasks, pendingTask{out[i], attrs})
 	}
-	a.tasks = append(a.tasks, out...)
 	return out
 }
 
@@ -647,6 +657,8 @@ func (a *applier) flushTasks() error {
 				w.arg(nil)
 			}
 			w.arg(t.TraceContext)
+			w.arg(t.attrs.tags)
+			w.arg(t.attrs.meta)
 		}
 		res, err := w.runInsert(insertTasks, len(chunk))
 		if err != nil {

@@ -1,7 +1,6 @@
 package sqlite
 
 import (
-	"encoding/json"
 	"maps"
 	"slices"
 
@@ -26,27 +25,24 @@ type runState struct {
 	run   store.Run
 	key   any // the unique_key column: nil or a string
 	cond  any // the condition column: nil or a string (run.Condition as stored)
+	attrs attrCols
 	rowid int64
+}
+
+// attrCols are a run's tags and metadata as the columns of runs store
+// them, which every task of the run copies when it is inserted.
+type attrCols struct {
+	tags string // a JSON array, "[]" for none
+	meta any    // a JSON object, or nil (NULL) for none
 }
 
 // storedForm sets the tags and metadata of st.run as a read of its row
 // returns them, from their columns (JSON may come back compacted).
-func (st *runState) storedForm(tags string, meta any) error {
-	st.run.Tags, st.run.Metadata = nil, nil
-	if tags != "[]" {
-		if err := json.Unmarshal([]byte(tags), &st.run.Tags); err != nil {
-			return err
-		}
-		if len(st.run.Tags) == 0 {
-			st.run.Tags = nil
-		}
-	}
-	if m, ok := meta.(string); ok {
-		if err := json.Unmarshal([]byte(m), &st.run.Metadata); err != nil {
-			return err
-		}
-	}
-	return nil
+func (st *runState) storedForm() error {
+	m, _ := st.attrs.meta.(string)
+	var err error
+	st.run.Tags, st.run.Metadata, err = decodeAttrs([]byte(st.attrs.tags), []byte(m))
+	return err
 }
 
 // runCacheSize bounds a generation of the cache: it holds between

@@ -103,7 +103,7 @@ var queries = [numQueries]string{
 		started_at = ?6, seen_at = ?7, expires_at = ?8`,
 	qRemoveWorker: "DELETE FROM workers WHERE id = ?",
 	// Requests (requests.go).
-	qRunOf:       "SELECT workflow, version, seq, trace_context FROM runs WHERE id = ?",
+	qRunOf:       "SELECT workflow, version, seq, trace_context, tags, metadata FROM runs WHERE id = ?",
 	qGetRequestW: "SELECT " + requestCols + " FROM requests WHERE run_id = ? AND id = ?",
 	qInsertRequest: `INSERT INTO requests (run_id, id, kind, name, args, seq, status, created_at)
 		VALUES (?, ?, ?, ?, ?, ?, 'pending', ?)`,
@@ -130,10 +130,10 @@ const maxRows = 32
 var insertHeads = [numInserts]string{
 	insertEvents: "INSERT INTO events (" + eventCols + ") VALUES ",
 	insertTasks: `INSERT INTO tasks (run_id, queue, kind, workflow, version, step, idx, attempt,
-		payload, item, priority, ready_at, handler, details, created_at, flow_key, trace_context) VALUES `,
+		payload, item, priority, ready_at, handler, details, created_at, flow_key, trace_context, tags, metadata) VALUES `,
 }
 
-var insertWidths = [numInserts]int{insertEvents: 11, insertTasks: 17}
+var insertWidths = [numInserts]int{insertEvents: 11, insertTasks: 19}
 
 func insertQuery(kind, rows int) string {
 	var b strings.Builder

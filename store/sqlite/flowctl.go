@@ -209,8 +209,9 @@ func claimControlled(w *wconn, p *store.ClaimParams, queue string, limit int) ([
 	w.arg(int64(limit))
 	w.arg(handlers)
 	if err := each(w, bookkeepingSQL, numTaskCols, func(v []driver.Value) error {
-		bk = append(bk, taskFromValues(v))
-		return nil
+		t, err := taskFromValues(v)
+		bk = append(bk, t)
+		return err
 	}); err != nil {
 		return nil, err
 	}
@@ -313,8 +314,9 @@ func claimControlled(w *wconn, p *store.ClaimParams, queue string, limit int) ([
 		w.arg(id)
 		w.arg(now)
 		if err := each(w, taskByIDSQL, numTaskCols, func(v []driver.Value) error {
-			t = taskFromValues(v)
-			return nil
+			var err error
+			t, err = taskFromValues(v)
+			return err
 		}); err != nil {
 			return nil, err
 		}

@@ -32,7 +32,7 @@ func (s *Store) CreateRequest(ctx context.Context, p *store.CreateRequestParams)
 			if err != nil {
 				return err
 			}
-			found, err := w.row(rows, 4)
+			found, err := w.row(rows, 6)
 			if err != nil {
 				return err
 			}
@@ -42,6 +42,7 @@ func (s *Store) CreateRequest(ctx context.Context, p *store.CreateRequestParams)
 			}
 			run := &store.Run{ID: n.RunID, Workflow: vString(w.dest[0]), Version: int(vInt(w.dest[1])), Seq: vInt(w.dest[2]),
 				TraceContext: vString(w.dest[3])}
+			attrs := attrCols{tags: vString(w.dest[4]), meta: w.dest[5]}
 			old, err := w.request(n.RunID, n.ID)
 			if err != nil {
 				return err
@@ -66,7 +67,7 @@ func (s *Store) CreateRequest(ctx context.Context, p *store.CreateRequestParams)
 				return fmt.Errorf("insert request: %w", err)
 			}
 			a := &applier{w: w, now: now, nowUS: micros(now)}
-			a.insertTasks(run, []store.NewTask{p.Task})
+			a.insertTasks(run, attrs, []store.NewTask{p.Task})
 			if err := a.flushTasks(); err != nil {
 				return err
 			}

@@ -15,14 +15,16 @@ import (
 // scanEvent and scanWorker, in order.
 const (
 	runCols    = "id, workflow, version, kind, status, input, output, error, business_id, key_scope, parent_id, tags, metadata, state, published, seq, created_at, updated_at, finished_at, condition, concurrency_key, trace_context"
-	taskCols   = "id, run_id, queue, kind, workflow, version, step, idx, attempt, payload, item, priority, ready_at, owner, token, lease_until, claims, created_at, handler, details, flow_key, trace_context"
+	taskCols   = "id, run_id, queue, kind, workflow, version, step, idx, attempt, payload, item, priority, ready_at, owner, token, lease_until, claims, created_at, handler, details, flow_key, trace_context, tags, metadata"
 	eventCols  = "run_id, seq, kind, step, idx, attempt, name, data, error, at, key"
 	workerCols = "id, queues, handlers, host, pid, started_at, seen_at, expires_at"
 
 	numRunCols  = 22
-	numTaskCols = 22
+	numTaskCols = 24
 	// runCondCol is the index of condition in runCols.
 	runCondCol = 19
+	// runTagsCol is the index of tags in runCols, metadata's the next.
+	runTagsCol = 11
 )
 
 type scanner interface{ Scan(dest ...any) error }
@@ -51,18 +53,9 @@ func scanRun(sc scanner) (*store.Run, error) {
 	r.Status = hephtype.RunStatus(status)
 	r.KeyScope = businesskey.Scope(scope)
 	r.Input, r.Output, r.State, r.Published = input, output, state, published
-	if len(tags) > 0 && string(tags) != "[]" {
-		if err := json.Unmarshal(tags, &r.Tags); err != nil {
-			return nil, fmt.Errorf("run %s: tags: %w", r.ID, err)
-		}
-		if len(r.Tags) == 0 {
-			r.Tags = nil
-		}
-	}
-	if len(meta) > 0 {
-		if err := json.Unmarshal(meta, &r.Metadata); err != nil {
-			return nil, fmt.Errorf("run %s: metadata: %w", r.ID, err)
-		}
+	var err error
+	if r.Tags, r.Metadata, err = decodeAttrs(tags, meta); err != nil {
+		return nil, fmt.Errorf("run %s: %w", r.ID, err)
 	}
 	if cond != nil {
 		var err error
@@ -270,18 +263,9 @@ func runFromValues(v []driver.Value) (*store.Run, error) {
 		CreatedAt: vTime(v[16]), UpdatedAt: vTime(v[17]), FinishedAt: vTime(v[18]),
 		ConcurrencyKey: vString(v[20]), TraceContext: vString(v[21]),
 	}
-	if tags := vString(v[11]); tags != "" && tags != "[]" {
-		if err := json.Unmarshal([]byte(tags), &r.Tags); err != nil {
-			return nil, fmt.Errorf("run %s: tags: %w", r.ID, err)
-		}
-		if len(r.Tags) == 0 {
-			r.Tags = nil
-		}
-	}
-	if meta := vString(v[12]); meta != "" {
-		if err := json.Unmarshal([]byte(meta), &r.Metadata); err != nil {
-			return nil, fmt.Errorf("run %s: metadata: %w", r.ID, err)
-		}
+	var err error
+	if r.Tags, r.Metadata, err = decodeAttrs([]byte(vString(v[11])), []byte(vString(v[12]))); err != nil {
+		return nil, fmt.Errorf("run %s: %w", r.ID, err)
 	}
 	if cond, ok := v[runCondCol].(string); ok {
 		var err error
@@ -293,8 +277,8 @@ func runFromValues(v []driver.Value) (*store.Run, error) {
 }
 
 // taskFromValues reads taskCols.
-func taskFromValues(v []driver.Value) *store.Task {
-	return &store.Task{
+func taskFromValues(v []driver.Value) (*store.Task, error) {
+	t := &store.Task{
 		ID: vInt(v[0]), RunID: vString(v[1]), Queue: vString(v[2]), Kind: store.TaskKind(vString(v[3])),
 		Workflow: vString(v[4]), Version: int(vInt(v[5])), Step: vString(v[6]), Index: int(vInt(v[7])),
 		Attempt: int(vInt(v[8])), Payload: vJSON(v[9]), Item: vJSON(v[10]), Priority: int(vInt(v[11])),
@@ -302,4 +286,36 @@ func taskFromValues(v []driver.Value) *store.Task {
 		Claims: int(vInt(v[16])), CreatedAt: vTime(v[17]), Handler: vString(v[18]), Details: vJSON(v[19]),
 		ConcurrencyKey: vString(v[20]), TraceContext: vString(v[21]),
 	}
+	// Most runs have neither: no conversion, nothing to decode.
+	if tags, meta := vString(v[22]), vString(v[23]); tags != "[]" || meta != "" {
+		var err error
+		if t.Tags, t.Metadata, err = decodeAttrs([]byte(tags), []byte(meta)); err != nil {
+			return nil, fmt.Errorf("task %d: %w", t.ID, err)
+		}
+	}
+	return t, nil
+}
+
+// decodeAttrs decodes a run's tags and metadata as their columns (of runs
+// and of tasks) hold them: a JSON array ("[]", or empty, for none) and a
+// JSON object (empty for NULL). None are nil.
+func decodeAttrs(tags, meta []byte) ([]string, map[string]json.RawMessage, error) {
+	var (
+		ts []string
+		m  map[string]json.RawMessage
+	)
+	if len(tags) > 0 && string(tags) != "[]" {
+		if err := json.Unmarshal(tags, &ts); err != nil {
+			return nil, nil, fmt.Errorf("tags: %w", err)
+		}
+		if len(ts) == 0 {
+			ts = nil
+		}
+	}
+	if len(meta) > 0 {
+		if err := json.Unmarshal(meta, &m); err != nil {
+			return nil, nil, fmt.Errorf("metadata: %w", err)
+		}
+	}
+	return ts, m, nil
 }

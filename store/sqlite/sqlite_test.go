@@ -6,6 +6,7 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -196,7 +197,7 @@ func TestMigrationStatus(t *testing.T) {
 }
 
 // TestTraceContextMigration: a database from before trace contexts
-// (migration 9 reverted) migrates when opened: its runs and tasks read
+// (migrations 10 and 9 reverted) migrates when opened: its runs and tasks read
 // back with none, and new runs store theirs.
 func TestTraceContextMigration(t *testing.T) {
 	t.Parallel()
@@ -219,8 +220,8 @@ func TestTraceContextMigration(t *testing.T) {
 		t.Fatal(err)
 	}
 	create(s, "old")
-	if v, err := migrate.Down(t.Context(), s.writer, Migrations(), migrate.SQLite, 1); err != nil || len(v) != 1 || v[0] != 9 {
-		t.Fatalf("migrate down: %v, %v; want [9]", v, err)
+	if v, err := migrate.Down(t.Context(), s.writer, Migrations(), migrate.SQLite, 2); err != nil || !slices.Equal(v, []int{10, 9}) {
+		t.Fatalf("migrate down: %v, %v; want [10 9]", v, err)
 	}
 	if err := s.Close(); err != nil {
 		t.Fatal(err)
@@ -241,6 +242,57 @@ func TestTraceContextMigration(t *testing.T) {
 	for _, tk := range ts {
 		if tk.TraceContext != want[tk.RunID] {
 			t.Errorf("task of run %s after the migration: trace context %q, want %q", tk.RunID, tk.TraceContext, want[tk.RunID])
+		}
+	}
+}
+
+// TestTaskRunAttrsMigration: a database from before tasks copied their
+// run's tags and metadata (migration 10 reverted) migrates when opened:
+// the tasks waiting get those of their runs, and new tasks copy them.
+func TestTaskRunAttrsMigration(t *testing.T) {
+	t.Parallel()
+	path := filepath.Join(t.TempDir(), "heph.db")
+	now := time.Date(2030, 1, 2, 3, 4, 5, 0, time.UTC)
+	tags, meta := []string{"blue", `a "quoted" tag`}, map[string]json.RawMessage{"tenant": json.RawMessage(`"acme"`), "n": json.RawMessage(`42`)}
+	create := func(s *Store, id string, tagged bool) {
+		t.Helper()
+		n := &store.NewRun{ID: id, Workflow: "wf", Kind: hephtype.KindFlow, Status: hephtype.StatusRunning,
+			Tasks: []store.NewTask{{Queue: "q", Kind: store.TaskStep, Step: id, Index: -1}}}
+		if tagged {
+			n.Tags, n.Metadata = tags, meta
+		}
+		res, err := s.Apply(t.Context(), &store.ApplyParams{Now: now, Changes: []store.Change{{Create: n}}})
+		if err != nil || res.Changes[0].Err != nil {
+			t.Fatal(err, res)
+		}
+	}
+	s, err := Open(t.Context(), &Config{Path: path})
+	if err != nil {
+		t.Fatal(err)
+	}
+	create(s, "old", true)
+	create(s, "old-plain", false)
+	if v, err := migrate.Down(t.Context(), s.writer, Migrations(), migrate.SQLite, 1); err != nil || !slices.Equal(v, []int{10}) {
+		t.Fatalf("migrate down: %v, %v; want [10]", v, err)
+	}
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+
+	s = open(t, &Config{Path: path})
+	create(s, "new", true)
+	create(s, "new-plain", false)
+	ts, err := s.ClaimTasks(t.Context(), &store.ClaimParams{Queues: []string{"q"}, Owner: "w", Limit: 10, LeaseFor: time.Minute, Now: now})
+	if err != nil || len(ts) != 4 {
+		t.Fatalf("claim after the migration: %+v, %v", ts, err)
+	}
+	for _, tk := range ts {
+		if strings.HasSuffix(tk.RunID, "-plain") {
+			if tk.Tags != nil || tk.Metadata != nil {
+				t.Errorf("task of run %s after the migration: tags %q, metadata %s; want none", tk.RunID, tk.Tags, tk.Metadata)
+			}
+		} else if !slices.Equal(tk.Tags, tags) || len(tk.Metadata) != 2 || string(tk.Metadata["n"]) != "42" {
+			t.Errorf("task of run %s after the migration: tags %q, metadata %s; want %q, %s", tk.RunID, tk.Tags, tk.Metadata, tags, meta)
 		}
 	}
 }

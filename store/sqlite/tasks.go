@@ -159,7 +159,12 @@ func claim(w *wconn, p *store.ClaimParams) ([]*store.Task, error) {
 			rows.Close()
 			return nil, err
 		}
-		out = append(out, taskFromValues(dest))
+		t, err := taskFromValues(dest)
+		if err != nil {
+			rows.Close()
+			return nil, err
+		}
+		out = append(out, t)
 	}
 	if err := rows.Close(); err != nil {
 		return nil, err
@@ -325,7 +330,11 @@ func scanTasks(rows *sql.Rows) ([]*store.Task, error) {
 		for i, v := range vals {
 			dest[i] = v
 		}
-		out = append(out, taskFromValues(dest))
+		t, err := taskFromValues(dest)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, t)
 	}
 	return out, rows.Err()
 }

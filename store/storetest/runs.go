@@ -47,9 +47,10 @@ func testCreateAndGet(t *testing.T, h *harness) {
 
 	wantTasks := []*store.Task{
 		{RunID: "run-1", Queue: "q", Kind: store.TaskStep, Workflow: "orders", Version: 3, Step: "a", Index: 2, Attempt: 1,
-			Payload: raw(`{"p":1}`), Item: raw(`[1]`), Priority: 7, ReadyAt: at(time.Minute), CreatedAt: now},
+			Payload: raw(`{"p":1}`), Item: raw(`[1]`), Priority: 7, ReadyAt: at(time.Minute), CreatedAt: now,
+			Tags: nr.Tags, Metadata: nr.Metadata},
 		{RunID: "run-1", Queue: "timers", Kind: store.TaskTimer, Workflow: "orders", Version: 3, Step: "b", Index: -1,
-			ReadyAt: now, CreatedAt: now},
+			ReadyAt: now, CreatedAt: now, Tags: nr.Tags, Metadata: nr.Metadata},
 	}
 	if len(res.Tasks) != 2 || res.Tasks[0].ID == 0 || res.Tasks[1].ID == 0 || res.Tasks[0].ID == res.Tasks[1].ID {
 		t.Fatalf("tasks ids: %v", res.Tasks)

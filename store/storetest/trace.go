@@ -1,7 +1,10 @@
 package storetest
 
 import (
+	"encoding/json"
 	"errors"
+	"maps"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -10,11 +13,12 @@ import (
 	"github.com/hephaestus-go/hephaestus/store"
 )
 
-// A run's trace context (Run.TraceContext) is stored when the run is
-// created and never changes; every task of the run carries it
-// (Task.TraceContext), whatever its kind, whichever path inserted it and
-// whichever claim leased it, so that a worker parents its spans without
-// reading the run.
+// A run's trace context (Run.TraceContext), tags and metadata are stored
+// when the run is created and never change; every task of the run carries
+// them (Task.TraceContext, Task.Tags, Task.Metadata), whatever its kind,
+// whichever path inserted it and whichever claim leased it, so that a
+// worker parents its spans and labels what it reports without reading the
+// run. A run without tags or metadata gives its tasks nil ones.
 
 // traceparent is a W3C traceparent, as the runtime stores it.
 const traceparent = "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01"
@@ -28,9 +32,24 @@ func traceOf(id string) string {
 	return ""
 }
 
-// wantTraces fails unless each task carries its run's trace context, and
-// the tasks are n.
-func wantTraces(t *testing.T, what string, n int, ts []*store.Task) {
+// runTags and runMeta are the tags and metadata of the traced runs: tags
+// with the characters an array or JSON encoding must escape, metadata of
+// every JSON type.
+var (
+	runTags = []string{"blue", `a "quoted", {braced} tag`, `back\slash`, "NULL", "", "ünï"}
+	runMeta = map[string]json.RawMessage{"tenant": raw(`"acme"`), "n": raw(`42`), "ok": raw(`true`), "nil": raw(`null`),
+		"cfg": raw(`{"a":[1,2],"b":{"c":"d"}}`), "odd key.$[0]": raw(`"ü"`)}
+)
+
+// tagged sets the traced runs' tags and metadata on r (a "t..." run).
+func tagged(r *store.NewRun) *store.NewRun {
+	r.Tags, r.Metadata = runTags, runMeta
+	return r
+}
+
+// wantCopies fails unless each task carries its run's trace context, tags
+// and metadata (nil ones for a run without), and the tasks are n.
+func wantCopies(t *testing.T, what string, n int, ts []*store.Task) {
 	t.Helper()
 	if len(ts) != n {
 		t.Fatalf("%s: %d tasks, want %d: %+v", what, len(ts), n, ts)
@@ -40,7 +59,24 @@ func wantTraces(t *testing.T, what string, n int, ts []*store.Task) {
 			t.Errorf("%s: task %d (%s %s of run %s) has trace context %q, want %q", what, tk.ID, tk.Kind, tk.Step,
 				tk.RunID, tk.TraceContext, traceOf(tk.RunID))
 		}
+		if traceOf(tk.RunID) == "" {
+			if tk.Tags != nil || tk.Metadata != nil {
+				t.Errorf("%s: task %d (%s %s of run %s) of a run without tags and metadata has %q and %s, want nil",
+					what, tk.ID, tk.Kind, tk.Step, tk.RunID, tk.Tags, tk.Metadata)
+			}
+			continue
+		}
+		if !slices.Equal(tk.Tags, runTags) || !sameMetadata(tk.Metadata, runMeta) {
+			t.Errorf("%s: task %d (%s %s of run %s) has tags %q and metadata %s, want %q and %s", what, tk.ID, tk.Kind,
+				tk.Step, tk.RunID, tk.Tags, tk.Metadata, runTags, runMeta)
+		}
 	}
+}
+
+// sameMetadata compares metadata by JSON value (a backend may normalize
+// it).
+func sameMetadata(a, b map[string]json.RawMessage) bool {
+	return len(a) == len(b) && maps.EqualFunc(a, b, jsonEqual)
 }
 
 // kindTask is a task of kind k, ready at ready.
@@ -71,7 +107,7 @@ func testTraceContext(t *testing.T, h *harness) {
 	ctx := t.Context()
 	// Created: the traced run and each of its tasks carry the context, the
 	// other run and its tasks none.
-	traced := withTasks(newRun("t1"), mixedTasks("q", "", "action:a", at(0))...)
+	traced := tagged(withTasks(newRun("t1"), mixedTasks("q", "", "action:a", at(0))...))
 	traced.TraceContext, traced.BusinessID, traced.ConcurrencyKey = traceparent, "order::1", "tenant"
 	plain := withTasks(newRun("p1"), mixedTasks("q", "", "action:a", at(0))...)
 	res := h.create(at(0), traced, plain)
@@ -79,7 +115,7 @@ func testTraceContext(t *testing.T, h *harness) {
 		if r.Run.TraceContext != traceOf(r.Run.ID) {
 			t.Errorf("created run %s: trace context %q", r.Run.ID, r.Run.TraceContext)
 		}
-		wantTraces(t, "created tasks of "+r.Run.ID, 6, r.Tasks)
+		wantCopies(t, "created tasks of "+r.Run.ID, 6, r.Tasks)
 	}
 	// Read back by every read of runs.
 	for _, id := range []string{"t1", "p1"} {
@@ -103,13 +139,13 @@ func testTraceContext(t *testing.T, h *harness) {
 
 	// Claimed, and read by GetTask and StrandedTasks.
 	claimed := h.claim(at(time.Second), "w", 100, time.Minute, "q")
-	wantTraces(t, "claimed tasks", 12, claimed)
+	wantCopies(t, "claimed tasks", 12, claimed)
 	for _, tk := range claimed {
 		got, err := h.s.GetTask(ctx, tk.ID)
 		if err != nil {
 			t.Fatalf("GetTask(%d): %v", tk.ID, err)
 		}
-		wantTraces(t, "GetTask", 1, []*store.Task{got})
+		wantCopies(t, "GetTask", 1, []*store.Task{got})
 	}
 	// Released, with a handler no worker has: stranded.
 	var leases []store.Lease
@@ -129,7 +165,7 @@ func testTraceContext(t *testing.T, h *harness) {
 		if perRun {
 			n = 2
 		}
-		wantTraces(t, "stranded tasks", n, stranded)
+		wantCopies(t, "stranded tasks", n, stranded)
 	}
 	stepOf := func(runID string) *store.Task {
 		for _, tk := range claimed {
@@ -146,7 +182,7 @@ func testTraceContext(t *testing.T, h *harness) {
 	// queue's claims too, its work and its bookkeeping.
 	h.putQueue(at(2*time.Second), store.Queue{Name: "cq", MaxRunning: 100})
 	again := h.claim(at(3*time.Second), "w", 100, time.Minute, "q")
-	wantTraces(t, "claimed again", 12, again)
+	wantCopies(t, "claimed again", 12, again)
 	claimed = again
 	change := func(id, prefix string) store.Change {
 		l := stepOf(id).Lease()
@@ -171,25 +207,25 @@ func testTraceContext(t *testing.T, h *harness) {
 		if r.Run.TraceContext != traceOf(r.Run.ID) {
 			t.Errorf("updated run %s: trace context %q", r.Run.ID, r.Run.TraceContext)
 		}
-		wantTraces(t, "tasks of an update of "+r.Run.ID, 12, r.Tasks)
+		wantCopies(t, "tasks of an update of "+r.Run.ID, 12, r.Tasks)
 	}
-	wantTraces(t, "hand-off claim", 12, ares.Claimed[0])
-	wantTraces(t, "hand-off claim of a controlled queue", 12, ares.Claimed[1])
+	wantCopies(t, "hand-off claim", 12, ares.Claimed[0])
+	wantCopies(t, "hand-off claim of a controlled queue", 12, ares.Claimed[1])
 
 	// Enqueued by an update without a fence, claimed by ClaimTasks of the
 	// controlled queue and by a strict claim (a remote worker's).
 	for _, id := range []string{"t1", "p1"} {
 		tasks := append(mixedTasks("cq", "v", "", at(0)), mixedTasks("h", "v", "action:x", at(0))...)
 		got := h.mustUpdate(at(5*time.Second), id, nil, &store.Update{Tasks: tasks})
-		wantTraces(t, "tasks of an update without a fence of "+id, 12, got.Tasks)
+		wantCopies(t, "tasks of an update without a fence of "+id, 12, got.Tasks)
 	}
-	wantTraces(t, "claim of a controlled queue", 12, h.claim(at(6*time.Second), "w", 100, time.Minute, "cq"))
+	wantCopies(t, "claim of a controlled queue", 12, h.claim(at(6*time.Second), "w", 100, time.Minute, "cq"))
 	strict, err := h.s.ClaimTasks(ctx, &store.ClaimParams{Queues: []string{"h"}, Handlers: []string{"action:x"}, Strict: true,
 		Owner: "w", Limit: 100, LeaseFor: time.Minute, Now: at(6 * time.Second)})
 	if err != nil {
 		t.Fatalf("strict ClaimTasks: %v", err)
 	}
-	wantTraces(t, "strict claim", 12, strict)
+	wantCopies(t, "strict claim", 12, strict)
 
 	// A request's task.
 	for _, id := range []string{"t1", "p1"} {
@@ -197,7 +233,7 @@ func testTraceContext(t *testing.T, h *harness) {
 			t.Fatalf("CreateRequest(%s): %v", id, err)
 		}
 	}
-	wantTraces(t, "request tasks", 2, h.claim(at(7*time.Second), "w", 100, time.Minute, "rq"))
+	wantCopies(t, "request tasks", 2, h.claim(at(7*time.Second), "w", 100, time.Minute, "rq"))
 
 	// A run that finishes and is reopened keeps its context.
 	h.mustUpdate(at(8*time.Second), "t1", nil, &store.Update{Status: hephtype.StatusFailed, Error: "boom"})
@@ -206,18 +242,18 @@ func testTraceContext(t *testing.T, h *harness) {
 	if got.Run.TraceContext != traceparent || h.get("t1").TraceContext != traceparent {
 		t.Errorf("reopened run: trace context %q, stored %q", got.Run.TraceContext, h.get("t1").TraceContext)
 	}
-	wantTraces(t, "task of a reopened run", 1, h.claim(at(10*time.Second), "w", 100, time.Minute, "z"))
+	wantCopies(t, "task of a reopened run", 1, h.claim(at(10*time.Second), "w", 100, time.Minute, "z"))
 
 	// The limit: 256 bytes of printable ASCII pass, anything else is
 	// refused with nothing written.
-	long := withTasks(newRun("t-long"), task("lq", "a", at(0)))
+	long := tagged(withTasks(newRun("t-long"), task("lq", "a", at(0))))
 	long.TraceContext = "00-" + strings.Repeat("a", store.MaxTraceContext-3)
 	h.create(at(11*time.Second), long)
 	if got := h.get("t-long").TraceContext; got != long.TraceContext {
 		t.Errorf("a trace context of %d bytes came back as %d bytes", len(long.TraceContext), len(got))
 	}
 	ts := h.claim(at(12*time.Second), "w", 100, time.Minute, "lq")
-	if len(ts) != 1 || ts[0].TraceContext != long.TraceContext {
+	if len(ts) != 1 || ts[0].TraceContext != long.TraceContext || !slices.Equal(ts[0].Tags, runTags) {
 		t.Errorf("task of a run with the longest trace context: %+v", ts)
 	}
 	for _, bad := range []string{"00-" + strings.Repeat("a", store.MaxTraceContext-2), "00-a\nb", "00-é"} {
@@ -242,7 +278,7 @@ func testTraceContext(t *testing.T, h *harness) {
 // trace context and give it to their tasks as Apply's creates do, and a
 // bad one is refused there too.
 func testInsertInTxTrace(t *testing.T, h *harness, c *config) {
-	traced := withTasks(newRun("t1"), mixedTasks("q", "", "", at(0))...)
+	traced := tagged(withTasks(newRun("t1"), mixedTasks("q", "", "", at(0))...))
 	traced.TraceContext = traceparent
 	bad := withTasks(newRun("t-bad"), task("q", "bad", at(0)))
 	bad.TraceContext = "00-a\tb"
@@ -255,11 +291,11 @@ func testInsertInTxTrace(t *testing.T, h *harness, c *config) {
 		if r.Err != nil {
 			t.Fatalf("insert: %v", r.Err)
 		}
-		wantTraces(t, "tasks inserted in a transaction", 6, r.Tasks)
+		wantCopies(t, "tasks inserted in a transaction", 6, r.Tasks)
 		if got := h.get(r.Run.ID).TraceContext; got != traceOf(r.Run.ID) {
 			t.Errorf("run %s inserted in a transaction: trace context %q", r.Run.ID, got)
 		}
 	}
 	wantErr(t, "InsertInTx with a bad trace context", res[2].Err, hephtype.ErrInvalidInput)
-	wantTraces(t, "claimed tasks inserted in a transaction", 12, h.claim(at(time.Second), "w", 100, time.Minute, "q"))
+	wantCopies(t, "claimed tasks inserted in a transaction", 12, h.claim(at(time.Second), "w", 100, time.Minute, "q"))
 }

@@ -1,0 +1,2 @@
+ALTER TABLE tasks DROP COLUMN metadata;
+ALTER TABLE tasks DROP COLUMN tags;
