@@ -2,6 +2,7 @@ package store
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"time"
@@ -88,10 +89,39 @@ const (
 	// MaxTraceContext is the largest trace context of a run
 	// (Run.TraceContext), in bytes.
 	MaxTraceContext = 256
+	// MaxTags is the largest number of tags of a run, MaxTagSize the
+	// longest tag in bytes, and MaxMetadataSize the largest metadata of a
+	// run: its keys and JSON values, in bytes. Every task of a run holds a
+	// copy of both (Task.Tags, Task.Metadata).
+	MaxTags         = 64
+	MaxTagSize      = 200
+	MaxMetadataSize = 64 << 10
 	// MinRatePeriod and MaxRatePeriod bound a rate limit's period.
 	MinRatePeriod = time.Millisecond
 	MaxRatePeriod = 366 * 24 * time.Hour
 )
+
+// CheckLabels validates a run's tags and metadata: at most MaxTags tags
+// of at most MaxTagSize bytes each, and metadata of at most
+// MaxMetadataSize bytes (keys and values).
+func CheckLabels(tags []string, metadata map[string]json.RawMessage) error {
+	if len(tags) > MaxTags {
+		return fmt.Errorf("%d tags, at most %d: %w", len(tags), MaxTags, hephtype.ErrInvalidInput)
+	}
+	for i, t := range tags {
+		if len(t) > MaxTagSize {
+			return fmt.Errorf("tag %d is %d bytes, at most %d: %w", i, len(t), MaxTagSize, hephtype.ErrInvalidInput)
+		}
+	}
+	n := 0
+	for k, v := range metadata {
+		n += len(k) + len(v)
+	}
+	if n > MaxMetadataSize {
+		return fmt.Errorf("metadata is %d bytes (keys and values), at most %d: %w", n, MaxMetadataSize, hephtype.ErrInvalidInput)
+	}
+	return nil
+}
 
 // Controlled reports whether q holds anything back: a pause, a limit, or
 // rotation between keys. Claims of a queue that is not controlled take the

@@ -1346,6 +1346,9 @@ func (a *applier) planCreate(i int, n *store.NewRun, fence *store.Lease) (*op, s
 	if err := store.CheckTraceContext(r.TraceContext); err != nil {
 		return nil, refused(fmt.Errorf("create run %s: %w", r.ID, err))
 	}
+	if err := store.CheckLabels(r.Tags, r.Metadata); err != nil {
+		return nil, refused(fmt.Errorf("create run %s: %w", r.ID, err))
+	}
 	if r.BusinessID != "" && r.KeyScope == "" {
 		r.KeyScope = businesskey.ScopeActive
 	}

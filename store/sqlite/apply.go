@@ -178,6 +178,9 @@ func (a *applier) create(n *store.NewRun, fence *store.Lease) (store.ChangeResul
 	if err := store.CheckTraceContext(r.TraceContext); err != nil {
 		return refused(fmt.Errorf("create run %s: %w", r.ID, err))
 	}
+	if err := store.CheckLabels(r.Tags, r.Metadata); err != nil {
+		return refused(fmt.Errorf("create run %s: %w", r.ID, err))
+	}
 	if r.BusinessID != "" && r.KeyScope == "" {
 		r.KeyScope = businesskey.ScopeActive
 	}

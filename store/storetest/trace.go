@@ -267,6 +267,32 @@ func testTraceContext(t *testing.T, h *harness) {
 			t.Errorf("create with a trace context of %d bytes: %v, want the limit named", len(bad), err)
 		}
 	}
+	// The labels' limits: at the limit passes, above it is refused with
+	// nothing written, naming what is too large.
+	full := withTasks(newRun("t-full"), task("fq", "a", at(0)))
+	full.Tags = make([]string, store.MaxTags)
+	for i := range full.Tags {
+		full.Tags[i] = strings.Repeat("t", store.MaxTagSize)
+	}
+	full.Metadata = map[string]json.RawMessage{"k": json.RawMessage(`"` + strings.Repeat("m", store.MaxMetadataSize-3) + `"`)}
+	h.create(at(13*time.Second), full)
+	if ts := h.claim(at(13*time.Second), "w", 100, time.Minute, "fq"); len(ts) != 1 || len(ts[0].Tags) != store.MaxTags || len(ts[0].Metadata["k"]) != store.MaxMetadataSize-1 {
+		t.Errorf("task of a run with the largest labels: %d tasks", len(ts))
+	}
+	for name, bad := range map[string]func(r *store.NewRun){
+		"tags": func(r *store.NewRun) { r.Tags = make([]string, store.MaxTags+1) },
+		"tag":  func(r *store.NewRun) { r.Tags = []string{"ok", strings.Repeat("t", store.MaxTagSize+1)} },
+		"metadata": func(r *store.NewRun) {
+			r.Metadata = map[string]json.RawMessage{"kk": json.RawMessage(`"` + strings.Repeat("m", store.MaxMetadataSize-3) + `"`)}
+		},
+	} {
+		r := withTasks(newRun("t-bad"), task("bq", "a", at(0)))
+		bad(r)
+		err := h.apply(at(13*time.Second), store.Change{Create: r})[0].Err
+		if !errors.Is(err, hephtype.ErrInvalidInput) || !strings.Contains(err.Error(), name) {
+			t.Errorf("create with too large %s: %v, want ErrInvalidInput naming them", name, err)
+		}
+	}
 	_, err = h.s.GetRun(ctx, "t-bad")
 	wantErr(t, "GetRun of a refused run", err, store.ErrRunNotFound)
 	if ts := h.claim(at(14*time.Second), "w", 100, time.Minute, "bq"); len(ts) != 0 {
