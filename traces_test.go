@@ -246,32 +246,32 @@ func normalizeSiblings(tree string) string {
 
 const docBegin, docEnd = "<!-- trace:begin -->\n```\n", "```\n<!-- trace:end -->"
 
-// docTree returns the tree between the markers of docs/observability.md.
-func docTree(t *testing.T) string {
+// docParts reads docs/observability.md and returns it with the bounds of
+// the tree between its trace markers.
+func docParts(t *testing.T) (doc string, from, to int) {
 	t.Helper()
-	doc, err := os.ReadFile("docs/observability.md")
+	b, err := os.ReadFile("docs/observability.md")
 	if err != nil {
 		t.Fatal(err)
 	}
-	s := string(doc)
-	i, j := strings.Index(s, docBegin), strings.Index(s, docEnd)
+	doc = string(b)
+	i, j := strings.Index(doc, docBegin), strings.Index(doc, docEnd)
 	if i < 0 || j < i {
 		t.Fatal("docs/observability.md has no trace markers")
 	}
-	return s[i+len(docBegin) : j]
+	return doc, i + len(docBegin), j
+}
+
+// docTree returns the tree between the markers of docs/observability.md.
+func docTree(t *testing.T) string {
+	doc, from, to := docParts(t)
+	return doc[from:to]
 }
 
 // writeDocTree puts tree between the markers of docs/observability.md.
 func writeDocTree(t *testing.T, tree string) {
-	t.Helper()
-	doc, err := os.ReadFile("docs/observability.md")
-	if err != nil {
-		t.Fatal(err)
-	}
-	s := string(doc)
-	i, j := strings.Index(s, docBegin), strings.Index(s, docEnd)
-	s = s[:i+len(docBegin)] + tree + s[j:]
-	if err := os.WriteFile("docs/observability.md", []byte(s), 0o644); err != nil {
+	doc, from, to := docParts(t)
+	if err := os.WriteFile("docs/observability.md", []byte(doc[:from]+tree+doc[to:]), 0o644); err != nil {
 		t.Fatal(err)
 	}
 }
