@@ -18,11 +18,10 @@ import (
 	"testing"
 	"time"
 
-	"github.com/google/go-cmp/cmp"
-
 	heph "github.com/hephaestus-go/hephaestus"
 	"github.com/hephaestus-go/hephaestus/flow"
 	"github.com/hephaestus-go/hephaestus/flowdoc"
+	gold "github.com/hephaestus-go/hephaestus/internal/golden"
 	"github.com/hephaestus-go/hephaestus/internal/graphtext"
 	"github.com/hephaestus-go/hephaestus/server"
 	"github.com/hephaestus-go/hephaestus/store/sqlite"
@@ -34,20 +33,7 @@ var update = flag.Bool("update", false, "record the fixtures of real runs and re
 // golden compares got with testdata/name, or writes it with -update.
 func golden(t *testing.T, name, got string) {
 	t.Helper()
-	path := filepath.Join("testdata", name)
-	if *update {
-		if err := os.WriteFile(path, []byte(got), 0o644); err != nil {
-			t.Fatal(err)
-		}
-		return
-	}
-	want, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatalf("%v (run go test ./dashboard -update to create it)", err)
-	}
-	if diff := cmp.Diff(string(want), got); diff != "" {
-		t.Errorf("%s differs from the golden file (-want +got); rerun with -update if the change is intended:\n%s", path, diff)
-	}
+	gold.Check(t, name, got, *update, "go test ./dashboard -update")
 }
 
 // fixture is a recorded run: its history, the run as the API shows it,

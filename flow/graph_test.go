@@ -3,15 +3,12 @@ package flow_test
 import (
 	"context"
 	"flag"
-	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
-	"github.com/google/go-cmp/cmp"
-
 	"github.com/hephaestus-go/hephaestus/flow"
+	gold "github.com/hephaestus-go/hephaestus/internal/golden"
 )
 
 var update = flag.Bool("update", false, "rewrite the testdata/*.golden files")
@@ -64,23 +61,7 @@ func graphFlows() map[string]*flow.Flow {
 
 func golden(t *testing.T, name, got string) {
 	t.Helper()
-	path := filepath.Join("testdata", name)
-	if *update {
-		if err := os.MkdirAll("testdata", 0o755); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(path, []byte(got), 0o644); err != nil {
-			t.Fatal(err)
-		}
-		return
-	}
-	want, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatalf("%v (run go test ./flow -run TestGraphGolden -update to create it)", err)
-	}
-	if diff := cmp.Diff(string(want), got); diff != "" {
-		t.Errorf("%s differs from the golden file (-want +got); rerun with -update if the change is intended:\n%s", path, diff)
-	}
+	gold.Check(t, name, got, *update, "go test ./flow -run TestGraphGolden -update")
 }
 
 func TestGraphGolden(t *testing.T) {

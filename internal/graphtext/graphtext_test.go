@@ -4,14 +4,11 @@ import (
 	"context"
 	"encoding/json"
 	"flag"
-	"os"
-	"path/filepath"
 	"testing"
 	"time"
 
-	"github.com/google/go-cmp/cmp"
-
 	"github.com/hephaestus-go/hephaestus/flow"
+	gold "github.com/hephaestus-go/hephaestus/internal/golden"
 	"github.com/hephaestus-go/hephaestus/internal/graphtext"
 )
 
@@ -51,20 +48,7 @@ func chainFlow() *flow.Flow {
 
 func golden(t *testing.T, name, got string) {
 	t.Helper()
-	path := filepath.Join("testdata", name)
-	if *update {
-		if err := os.WriteFile(path, []byte(got), 0o644); err != nil {
-			t.Fatal(err)
-		}
-		return
-	}
-	want, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatalf("%v (run go test ./internal/graphtext -update to create it)", err)
-	}
-	if diff := cmp.Diff(string(want), got); diff != "" {
-		t.Errorf("%s differs from the golden file (-want +got); rerun with -update if the change is intended:\n%s", path, diff)
-	}
+	gold.Check(t, name, got, *update, "go test ./internal/graphtext -update")
 }
 
 func TestGolden(t *testing.T) {
