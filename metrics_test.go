@@ -15,12 +15,12 @@ import (
 	"testing"
 	"time"
 
-	"go.opentelemetry.io/otel/attribute"
 	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
 	"go.opentelemetry.io/otel/sdk/metric/metricdata"
 
 	heph "github.com/hephaestus-go/hephaestus"
 	"github.com/hephaestus-go/hephaestus/flow"
+	"github.com/hephaestus-go/hephaestus/internal/metrics/metricstest"
 	"github.com/hephaestus-go/hephaestus/job"
 	"github.com/hephaestus-go/hephaestus/store/sqlite"
 	"github.com/hephaestus-go/hephaestus/workflow"
@@ -114,42 +114,6 @@ func openSQLite(t *testing.T) *sqlite.Store {
 	return st
 }
 
-// series flattens collected metrics: "name{k=v,...}" -> value (a sum, a
-// gauge, or a histogram's count).
-func series(rm metricdata.ResourceMetrics) map[string]float64 {
-	out := map[string]float64{}
-	key := func(name string, set attribute.Set) string {
-		var kv []string
-		for _, a := range set.ToSlice() {
-			kv = append(kv, string(a.Key)+"="+a.Value.String())
-		}
-		return name + "{" + strings.Join(kv, ",") + "}"
-	}
-	for _, sm := range rm.ScopeMetrics {
-		for _, m := range sm.Metrics {
-			switch d := m.Data.(type) {
-			case metricdata.Sum[int64]:
-				for _, p := range d.DataPoints {
-					out[key(m.Name, p.Attributes)] = float64(p.Value)
-				}
-			case metricdata.Gauge[int64]:
-				for _, p := range d.DataPoints {
-					out[key(m.Name, p.Attributes)] = float64(p.Value)
-				}
-			case metricdata.Histogram[float64]:
-				for _, p := range d.DataPoints {
-					out[key(m.Name, p.Attributes)] = float64(p.Count)
-				}
-			case metricdata.Histogram[int64]:
-				for _, p := range d.DataPoints {
-					out[key(m.Name, p.Attributes)] = float64(p.Count)
-				}
-			}
-		}
-	}
-	return out
-}
-
 func TestMetricsAfterKnownWorkload(t *testing.T) {
 	t.Parallel()
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
@@ -176,7 +140,7 @@ func TestMetricsAfterKnownWorkload(t *testing.T) {
 	if err := reader.Collect(ctx, &rm); err != nil {
 		t.Fatal(err)
 	}
-	got := series(rm)
+	got := metricstest.Flatten(rm)
 	want := map[string]float64{
 		"heph.runs.started{kind=flow,workflow=flaky}":                                         1,
 		"heph.runs.started{kind=flow,workflow=broken}":                                        1,

@@ -9,54 +9,25 @@ import (
 	"testing"
 	"time"
 
-	"go.opentelemetry.io/otel/attribute"
 	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
 	"go.opentelemetry.io/otel/sdk/metric/metricdata"
 
 	"github.com/hephaestus-go/hephaestus/clock"
 	"github.com/hephaestus-go/hephaestus/hephtype"
+	"github.com/hephaestus-go/hephaestus/internal/metrics/metricstest"
 	"github.com/hephaestus-go/hephaestus/internal/telemetry"
 	"github.com/hephaestus-go/hephaestus/internal/worker"
 	"github.com/hephaestus-go/hephaestus/store"
 )
 
-// collect flattens what a reader collects: "name{k=v,...}" -> the sum, or
-// a histogram's count and sum as "name{...}#count" and "name{...}#sum".
+// collect flattens what a reader collects (metricstest.Flatten).
 func collect(t *testing.T, r *sdkmetric.ManualReader) map[string]float64 {
 	t.Helper()
 	var rm metricdata.ResourceMetrics
 	if err := r.Collect(context.Background(), &rm); err != nil {
 		t.Fatal(err)
 	}
-	out := map[string]float64{}
-	key := func(name string, set attribute.Set) string {
-		var kv []string
-		for _, a := range set.ToSlice() {
-			kv = append(kv, string(a.Key)+"="+a.Value.String())
-		}
-		return name + "{" + strings.Join(kv, ",") + "}"
-	}
-	for _, sm := range rm.ScopeMetrics {
-		for _, m := range sm.Metrics {
-			switch d := m.Data.(type) {
-			case metricdata.Sum[int64]:
-				for _, p := range d.DataPoints {
-					out[key(m.Name, p.Attributes)] = float64(p.Value)
-				}
-			case metricdata.Histogram[float64]:
-				for _, p := range d.DataPoints {
-					out[key(m.Name, p.Attributes)+"#count"] = float64(p.Count)
-					out[key(m.Name, p.Attributes)+"#sum"] = p.Sum
-				}
-			case metricdata.Histogram[int64]:
-				for _, p := range d.DataPoints {
-					out[key(m.Name, p.Attributes)+"#count"] = float64(p.Count)
-					out[key(m.Name, p.Attributes)+"#sum"] = float64(p.Sum)
-				}
-			}
-		}
-	}
-	return out
+	return metricstest.Flatten(rm)
 }
 
 // Record turns each kind of event into the instrument the documentation
@@ -98,25 +69,25 @@ func TestRecordClassifies(t *testing.T) {
 	}
 	got := collect(t, reader)
 	want := map[string]float64{
-		"heph.runs.started{kind=flow,workflow=order}":                                                  2,
-		"heph.runs.completed{kind=flow,workflow=order}":                                                1,
-		"heph.runs.failed{kind=flow,workflow=order}":                                                   1,
-		"heph.run.duration{kind=flow,status=completed,workflow=order}#count":                           1,
-		"heph.step.duration{outcome=completed,queue=default,step=charge,workflow=order}#count":         1,
-		"heph.step.duration{outcome=retried,queue=default,step=charge,workflow=order}#count":           1,
-		"heph.step.duration{outcome=failed,queue=default,step=charge,workflow=order}#count":            1,
-		"heph.step.duration{outcome=failed,queue=default,step=charge,workflow=order}#sum":              2,
-		"heph.activity.duration{outcome=completed,queue=default,step=charge_card,workflow=cart}#count": 1,
-		"heph.step.retries{queue=default,step=charge,workflow=order}":                                  1,
-		"heph.task.claims{queue=default,task_kind=step}":                                               1,
-		"heph.task.queue_wait{queue=default,step=charge,task_kind=step,workflow=order}#sum":            0.5,
-		"heph.task.lease_losses{queue=default,task_kind=step}":                                         2,
-		"heph.commit.batch_size{}#sum":                                                                 8,
-		"heph.schedule.ticks{outcome=fired,schedule=nightly}":                                          1,
-		"heph.schedule.ticks{outcome=skipped,schedule=nightly}":                                        1,
-		"heph.schedule.ticks{outcome=failed,schedule=nightly}":                                         1,
-		"heph.worker.polls{queue=default}":                                                             1,
-		"heph.worker.errors{queue=default}":                                                            1,
+		"heph.runs.started{kind=flow,workflow=order}":                                            2,
+		"heph.runs.completed{kind=flow,workflow=order}":                                          1,
+		"heph.runs.failed{kind=flow,workflow=order}":                                             1,
+		"heph.run.duration{kind=flow,status=completed,workflow=order}":                           1,
+		"heph.step.duration{outcome=completed,queue=default,step=charge,workflow=order}":         1,
+		"heph.step.duration{outcome=retried,queue=default,step=charge,workflow=order}":           1,
+		"heph.step.duration{outcome=failed,queue=default,step=charge,workflow=order}":            1,
+		"heph.step.duration{outcome=failed,queue=default,step=charge,workflow=order}#sum":        2,
+		"heph.activity.duration{outcome=completed,queue=default,step=charge_card,workflow=cart}": 1,
+		"heph.step.retries{queue=default,step=charge,workflow=order}":                            1,
+		"heph.task.claims{queue=default,task_kind=step}":                                         1,
+		"heph.task.queue_wait{queue=default,step=charge,task_kind=step,workflow=order}#sum":      0.5,
+		"heph.task.lease_losses{queue=default,task_kind=step}":                                   2,
+		"heph.commit.batch_size{}#sum":                                                           8,
+		"heph.schedule.ticks{outcome=fired,schedule=nightly}":                                    1,
+		"heph.schedule.ticks{outcome=skipped,schedule=nightly}":                                  1,
+		"heph.schedule.ticks{outcome=failed,schedule=nightly}":                                   1,
+		"heph.worker.polls{queue=default}":                                                       1,
+		"heph.worker.errors{queue=default}":                                                      1,
 	}
 	for k, v := range want {
 		if got[k] != v {
