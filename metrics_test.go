@@ -104,6 +104,12 @@ func workload(t *testing.T, ctx context.Context, c *heph.Client) map[string]stri
 	return ids
 }
 
+// registerEcho registers the echo workflow and its activity, which
+// workload runs.
+func registerEcho(c *heph.Client) error {
+	return errors.Join(c.RegisterWorkflows(echoWorkflow), c.RegisterActivities(echoActivity))
+}
+
 func openSQLite(t *testing.T) *sqlite.Store {
 	t.Helper()
 	st, err := sqlite.Open(context.Background(), &sqlite.Config{Path: filepath.Join(t.TempDir(), "h.db")})
@@ -121,20 +127,7 @@ func TestMetricsAfterKnownWorkload(t *testing.T) {
 	reader := sdkmetric.NewManualReader()
 	mp := sdkmetric.NewMeterProvider(sdkmetric.WithReader(reader))
 	defer func() { _ = mp.Shutdown(context.Background()) }()
-	c, err := heph.New(&heph.Config{Store: openSQLite(t), PollInterval: 20 * time.Millisecond, MeterProvider: mp})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer func() { _ = c.Stop(context.Background()) }()
-	if err := c.RegisterWorkflows(echoWorkflow); err != nil {
-		t.Fatal(err)
-	}
-	if err := c.RegisterActivities(echoActivity); err != nil {
-		t.Fatal(err)
-	}
-	if err := c.Start(ctx); err != nil {
-		t.Fatal(err)
-	}
+	c := startClient(t, ctx, &heph.Config{Store: openSQLite(t), PollInterval: 20 * time.Millisecond, MeterProvider: mp}, registerEcho)
 	workload(t, ctx, c)
 	var rm metricdata.ResourceMetrics
 	if err := reader.Collect(ctx, &rm); err != nil {
@@ -205,27 +198,16 @@ func TestEventsOfEachModel(t *testing.T) {
 	t.Parallel()
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
-	c, err := heph.New(&heph.Config{Store: openSQLite(t), PollInterval: 20 * time.Millisecond})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer func() { _ = c.Stop(context.Background()) }()
-	if err := c.RegisterWorkflows(echoWorkflow); err != nil {
-		t.Fatal(err)
-	}
-	if err := c.RegisterActivities(echoActivity); err != nil {
-		t.Fatal(err)
-	}
 	var mu sync.Mutex
 	var events []heph.Event
-	c.Subscribe(func(e heph.Event) {
-		mu.Lock()
-		events = append(events, e)
-		mu.Unlock()
+	c := startClient(t, ctx, &heph.Config{Store: openSQLite(t), PollInterval: 20 * time.Millisecond}, func(c *heph.Client) error {
+		c.Subscribe(func(e heph.Event) {
+			mu.Lock()
+			events = append(events, e)
+			mu.Unlock()
+		})
+		return registerEcho(c)
 	})
-	if err := c.Start(ctx); err != nil {
-		t.Fatal(err)
-	}
 	ids := workload(t, ctx, c)
 	if err := c.Stop(ctx); err != nil {
 		t.Fatal(err)
