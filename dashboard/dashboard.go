@@ -40,6 +40,14 @@ type Config struct {
 	// Refresh is how often a page that shows live data refreshes itself
 	// in the browser. Defaults to 5 seconds.
 	Refresh time.Duration
+	// OIDC, when set with Sessions, offers sign-in with the identity
+	// provider on the login page (/login/oidc, whose callback is
+	// /login/oidc/callback: OIDCConfig.RedirectURL). Defaults to nil:
+	// tokens only.
+	OIDC *server.OIDC
+	// Sessions starts the session of a user the provider signed in: the
+	// *server.Server behind API. Required with OIDC.
+	Sessions SessionStarter
 }
 
 // Dashboard serves the dashboard and, under /api/, the API. Create it
@@ -66,6 +74,9 @@ func New(cfg *Config) (*Dashboard, error) {
 	if c.Refresh <= 0 {
 		c.Refresh = 5 * time.Second
 	}
+	if c.OIDC != nil && c.Sessions == nil {
+		return nil, errors.New("dashboard: Config.Sessions is required with Config.OIDC")
+	}
 	pages, err := parsePages()
 	if err != nil {
 		return nil, err
@@ -90,6 +101,8 @@ func (d *Dashboard) routes() {
 	d.mux.HandleFunc("GET /login", d.loginForm)
 	d.mux.HandleFunc("POST /login", d.login)
 	d.mux.HandleFunc("POST /logout", d.logout)
+	d.mux.HandleFunc("GET /login/oidc", d.oidcStart)
+	d.mux.HandleFunc("GET "+oidcCallback, d.oidcFinish)
 	for _, p := range d.pageRoutes() {
 		d.mux.Handle("GET "+p.pattern, d.serve(p.handle))
 	}
@@ -341,13 +354,18 @@ func (m *memResponse) WriteHeader(code int) {
 type loginData struct {
 	Next, Error string
 	Insecure    bool
+	// OIDC offers the identity provider's sign-in.
+	OIDC bool
 }
+
+// OIDCURL is the link that starts the identity provider's sign-in.
+func (l loginData) OIDCURL() string { return oidcLoginURL(l.Next) }
 
 func (loginData) PageTitle() string { return "Sign in" }
 
 func (d *Dashboard) loginForm(w http.ResponseWriter, r *http.Request) {
 	v := &view{Path: r.URL.Path, Title: "Sign in"}
-	ld := loginData{Next: safeNext(r.URL.Query().Get("next"))}
+	ld := loginData{Next: safeNext(r.URL.Query().Get("next")), OIDC: d.cfg.OIDC.CanSignIn() && d.cfg.Sessions != nil}
 	who := &server.Caller{}
 	if err := d.get(r, "/api/v1/whoami", nil, who); err == nil && who.Insecure {
 		ld.Insecure = true
