@@ -406,12 +406,51 @@ func (d *Dashboard) logout(w http.ResponseWriter, r *http.Request) {
 	http.Redirect(w, r, "/login", http.StatusSeeOther)
 }
 
-// safeNext keeps a redirect target on this site: a path, never "//host".
+// maxNext bounds the length of a redirect target after sign-in.
+const maxNext = 2048
+
+// safeNext keeps a redirect target on this site. It parses next and
+// rebuilds it from its path and query alone, so what the browser follows is
+// a same-origin path: anything with a scheme, a host or user information,
+// a path that does not start with "/", a backslash, a control character
+// (browsers strip tabs and newlines, which would turn "/\t/host" into
+// "//host") or a character outside ASCII, before or after
+// percent-decoding, gives "/". The path is cleaned ("/./", "/../" and
+// repeated slashes collapse), so the result never starts with "//".
 func safeNext(next string) string {
-	if next == "" || !strings.HasPrefix(next, "/") || strings.HasPrefix(next, "//") || strings.HasPrefix(next, "/\\") {
+	if next == "" || len(next) > maxNext || !strings.HasPrefix(next, "/") || !plainASCII(next, false) {
 		return "/"
 	}
-	return next
+	u, err := url.Parse(next)
+	if err != nil || u.Scheme != "" || u.Opaque != "" || u.User != nil || u.Host != "" || !strings.HasPrefix(u.Path, "/") || !plainASCII(u.Path, true) {
+		return "/"
+	}
+	// Clean the escaped path: an encoded slash stays inside its segment.
+	raw := u.EscapedPath()
+	p := path.Clean(raw)
+	if strings.HasSuffix(raw, "/") && p != "/" {
+		p += "/"
+	}
+	q, err := url.ParseQuery(u.RawQuery)
+	if err != nil || !strings.HasPrefix(p, "/") || strings.HasPrefix(p, "//") || !plainASCII(p, false) {
+		return "/"
+	}
+	if len(q) > 0 {
+		p += "?" + q.Encode()
+	}
+	return p
+}
+
+// plainASCII reports whether s holds printable ASCII only (and spaces,
+// when allowed), without a backslash.
+func plainASCII(s string, spaces bool) bool {
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if (c < 0x21 && !(spaces && c == ' ')) || c > 0x7e || c == '\\' {
+			return false
+		}
+	}
+	return true
 }
 
 // parsePages parses each page template with the layout.
