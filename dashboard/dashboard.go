@@ -15,6 +15,7 @@ import (
 	"path"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/hephaestus-go/hephaestus/server"
 )
@@ -195,6 +196,10 @@ func (d *Dashboard) serve(p page) http.Handler {
 			return
 		}
 		v.Caller = who
+		if err := checkParams(r); err != nil {
+			d.fail(w, r, v, err)
+			return
+		}
 		name, data, err := p(r)
 		if err != nil {
 			d.fail(w, r, v, err)
@@ -241,6 +246,32 @@ type pageError struct {
 }
 
 func (e *pageError) Error() string { return e.msg }
+
+// checkParams refuses, with a 400 page, a query string that does not
+// decode and a path or query parameter that is not UTF-8 or holds a NUL
+// byte, as the API does.
+func checkParams(r *http.Request) error {
+	vals, err := url.ParseQuery(r.URL.RawQuery)
+	if err != nil {
+		return badRequest("the query string does not decode: %v", err)
+	}
+	if !plainText(r.URL.Path) {
+		return badRequest("the path %q is not UTF-8 text without NUL bytes", r.URL.Path)
+	}
+	for name, vs := range vals {
+		if !plainText(name) {
+			return badRequest("query parameter %q: the name is not UTF-8 text without NUL bytes", name)
+		}
+		for _, v := range vs {
+			if !plainText(v) {
+				return badRequest("query parameter %s: %q is not UTF-8 text without NUL bytes", name, v)
+			}
+		}
+	}
+	return nil
+}
+
+func plainText(s string) bool { return utf8.ValidString(s) && !strings.ContainsRune(s, 0) }
 
 // badRequest is a 400 page.
 func badRequest(format string, args ...any) error {
