@@ -15,6 +15,7 @@ import (
 	"path"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/hephaestus-go/hephaestus/server"
 )
@@ -208,6 +209,10 @@ func (d *Dashboard) serve(p page) http.Handler {
 			return
 		}
 		v.Caller = who
+		if err := checkParams(r); err != nil {
+			d.fail(w, r, v, err)
+			return
+		}
 		name, data, err := p(r)
 		if err != nil {
 			d.fail(w, r, v, err)
@@ -254,6 +259,32 @@ type pageError struct {
 }
 
 func (e *pageError) Error() string { return e.msg }
+
+// checkParams refuses, with a 400 page, a query string that does not
+// decode and a path or query parameter that is not UTF-8 or holds a NUL
+// byte, as the API does.
+func checkParams(r *http.Request) error {
+	vals, err := url.ParseQuery(r.URL.RawQuery)
+	if err != nil {
+		return badRequest("the query string does not decode: %v", err)
+	}
+	if !plainText(r.URL.Path) {
+		return badRequest("the path %q is not UTF-8 text without NUL bytes", r.URL.Path)
+	}
+	for name, vs := range vals {
+		if !plainText(name) {
+			return badRequest("query parameter %q: the name is not UTF-8 text without NUL bytes", name)
+		}
+		for _, v := range vs {
+			if !plainText(v) {
+				return badRequest("query parameter %s: %q is not UTF-8 text without NUL bytes", name, v)
+			}
+		}
+	}
+	return nil
+}
+
+func plainText(s string) bool { return utf8.ValidString(s) && !strings.ContainsRune(s, 0) }
 
 // badRequest is a 400 page.
 func badRequest(format string, args ...any) error {
@@ -424,12 +455,51 @@ func (d *Dashboard) logout(w http.ResponseWriter, r *http.Request) {
 	http.Redirect(w, r, "/login", http.StatusSeeOther)
 }
 
-// safeNext keeps a redirect target on this site: a path, never "//host".
+// maxNext bounds the length of a redirect target after sign-in.
+const maxNext = 2048
+
+// safeNext keeps a redirect target on this site. It parses next and
+// rebuilds it from its path and query alone, so what the browser follows is
+// a same-origin path: anything with a scheme, a host or user information,
+// a path that does not start with "/", a backslash, a control character
+// (browsers strip tabs and newlines, which would turn "/\t/host" into
+// "//host") or a character outside ASCII, before or after
+// percent-decoding, gives "/". The path is cleaned ("/./", "/../" and
+// repeated slashes collapse), so the result never starts with "//".
 func safeNext(next string) string {
-	if next == "" || !strings.HasPrefix(next, "/") || strings.HasPrefix(next, "//") || strings.HasPrefix(next, "/\\") {
+	if next == "" || len(next) > maxNext || !strings.HasPrefix(next, "/") || !plainASCII(next, false) {
 		return "/"
 	}
-	return next
+	u, err := url.Parse(next)
+	if err != nil || u.Scheme != "" || u.Opaque != "" || u.User != nil || u.Host != "" || !strings.HasPrefix(u.Path, "/") || !plainASCII(u.Path, true) {
+		return "/"
+	}
+	// Clean the escaped path: an encoded slash stays inside its segment.
+	raw := u.EscapedPath()
+	p := path.Clean(raw)
+	if strings.HasSuffix(raw, "/") && p != "/" {
+		p += "/"
+	}
+	q, err := url.ParseQuery(u.RawQuery)
+	if err != nil || !strings.HasPrefix(p, "/") || strings.HasPrefix(p, "//") || !plainASCII(p, false) {
+		return "/"
+	}
+	if len(q) > 0 {
+		p += "?" + q.Encode()
+	}
+	return p
+}
+
+// plainASCII reports whether s holds printable ASCII only (and spaces,
+// when allowed), without a backslash.
+func plainASCII(s string, spaces bool) bool {
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if (c < 0x21 && !(spaces && c == ' ')) || c > 0x7e || c == '\\' {
+			return false
+		}
+	}
+	return true
 }
 
 // parsePages parses each page template with the layout.

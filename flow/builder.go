@@ -48,6 +48,12 @@ const (
 	DefaultQueue   = "default"
 )
 
+// MaxSteps bounds the steps of one flow, built in Go or compiled from a
+// document: Build refuses a flow with more (rule RuleTooManySteps) before
+// it builds anything over them. Validation and compilation take time and
+// memory near-linear in the steps and edges (docs/benchmarks.md).
+const MaxSteps = 32_768
+
 // StepKind tells plain steps from map steps.
 type StepKind string
 

@@ -11,6 +11,7 @@ import (
 
 	"github.com/hephaestus-go/hephaestus/businesskey"
 	"github.com/hephaestus-go/hephaestus/hephtype"
+	"github.com/hephaestus-go/hephaestus/internal/dag"
 	"github.com/hephaestus-go/hephaestus/internal/engine"
 )
 
@@ -36,6 +37,7 @@ const (
 	RuleNoConvergence    Rule = "no-convergence"
 	RuleInvalidMetadata  Rule = "invalid-metadata"
 	RuleInvalidBusinessK Rule = "invalid-business-key"
+	RuleTooManySteps     Rule = "too-many-steps"
 )
 
 // ValidationError is one problem Build found. Build joins all of them with
@@ -112,6 +114,11 @@ func (b *Builder) Build() (*Flow, error) {
 		return nil, errors.New("flow: Build called on a nil *Builder; start with flow.New")
 	}
 	c := &checker{b: b}
+	if n := len(b.steps); n > MaxSteps {
+		// Refused before anything is built over the steps.
+		c.add(RuleTooManySteps, "", nil, "the flow has %d steps, more than flow.MaxSteps (%d); split it into smaller flows", n, MaxSteps)
+		return nil, errors.Join(c.errs[0])
+	}
 	for _, e := range b.errs {
 		e.Flow = b.name
 		c.errs = append(c.errs, e)
@@ -124,14 +131,14 @@ func (b *Builder) Build() (*Flow, error) {
 	roots := c.roots(byName, edges)
 	acyclic := c.cycles(succ)
 	c.reachable(roots, succ)
-	var anc map[string]map[string]bool
+	var r *reach
 	if acyclic {
-		anc = ancestors(edges)
+		r = newReach(byName, succ)
 	}
-	mapSrc := c.mapSources(byName, edges, anc)
-	c.reads(byName, anc)
+	mapSrc := c.mapSources(byName, edges, r)
+	c.reads(byName, r)
 	if acyclic && doneTerminated {
-		c.convergence(byName, edges, succ)
+		c.convergence(byName, edges, r)
 	}
 	if len(c.errs) > 0 {
 		errs := make([]error, len(c.errs))
@@ -388,9 +395,11 @@ func (c *checker) events(byName map[string]*stepDef, edges []edgeDecl, doneTermi
 // order.
 func successors(steps []*stepDef, byName map[string]*stepDef, edges []edgeDecl) map[string][]string {
 	succ := map[string][]string{}
+	seen := map[[2]string]bool{}
 	for _, e := range edges {
 		for _, t := range e.to {
-			if t != Done && !slices.Contains(succ[e.from], t) {
+			if k := [2]string{e.from, t}; t != Done && !seen[k] {
+				seen[k] = true
 				succ[e.from] = append(succ[e.from], t)
 			}
 		}
@@ -503,15 +512,16 @@ func (c *checker) reachable(roots []string, succ map[string][]string) {
 
 // mapSources resolves each map step's source and checks it where the Go
 // types tell. It returns the source step of each map step ("" = input).
-func (c *checker) mapSources(byName map[string]*stepDef, edges []edgeDecl, anc map[string]map[string]bool) map[string]string {
-	preds := map[string][]string{}
-	for _, e := range edges {
-		for _, t := range e.to {
-			if t != Done && !slices.Contains(preds[t], e.from) {
-				preds[t] = append(preds[t], e.from)
-			}
+func (c *checker) mapSources(byName map[string]*stepDef, edges []edgeDecl, r *reach) map[string]string {
+	preds := predecessors(edges)
+	// Whether each map step's chosen source leads to it, asked at once.
+	var qs [][2]string
+	for _, d := range c.b.steps {
+		if d.kind == KindMap && byName[d.name] == d && d.overSet && d.overStep != "" && byName[d.overStep] != nil {
+			qs = append(qs, [2]string{d.overStep, d.name})
 		}
 	}
+	leads := r.leads(qs)
 	src := map[string]string{}
 	for _, d := range c.b.steps {
 		if d.kind != KindMap || byName[d.name] != d {
@@ -530,8 +540,7 @@ func (c *checker) mapSources(byName map[string]*stepDef, edges []edgeDecl, anc m
 			}
 			// Any ancestor: its output is in the map step's context. With a
 			// cycle (reported elsewhere) only a direct predecessor is sure.
-			leads := slices.Contains(preds[d.name], source) || (anc != nil && anc[d.name][source])
-			if !leads {
+			if !slices.Contains(preds[d.name], source) && !leads[[2]string{source, d.name}] {
 				c.add(RuleMapSource, d.at, []string{d.name, source}, "map step %q iterates over %q, which does not lead to it; add DependsOn(%q) or an edge from %q", d.name, source, source, source)
 				continue
 			}
@@ -562,53 +571,95 @@ func (c *checker) mapSources(byName map[string]*stepDef, edges []edgeDecl, anc m
 	return src
 }
 
-// ancestors maps each step to the steps from which a path of edges leads
-// to it. The edges must be acyclic.
-func ancestors(edges []edgeDecl) map[string]map[string]bool {
+// predecessors maps each step to the steps with an edge to it, once each,
+// in declaration order.
+func predecessors(edges []edgeDecl) map[string][]string {
 	preds := map[string][]string{}
+	seen := map[[2]string]bool{}
 	for _, e := range edges {
 		for _, t := range e.to {
-			if t != Done && !slices.Contains(preds[t], e.from) {
+			if k := [2]string{e.from, t}; t != Done && !seen[k] {
+				seen[k] = true
 				preds[t] = append(preds[t], e.from)
 			}
 		}
 	}
-	anc := map[string]map[string]bool{}
-	var of func(n string) map[string]bool
-	of = func(n string) map[string]bool {
-		if a, ok := anc[n]; ok {
-			return a
-		}
-		a := map[string]bool{}
-		for _, p := range preds[n] {
-			a[p] = true
-			for q := range of(p) {
-				a[q] = true
+	return preds
+}
+
+// reach answers whether a path of edges leads from one step to another in
+// an acyclic flow, by search on demand (package dag): no sets of
+// ancestors, which grow with the square of the steps.
+type reach struct {
+	idx map[string]int
+	g   *dag.Graph
+}
+
+func newReach(byName map[string]*stepDef, succ map[string][]string) *reach {
+	r := &reach{idx: make(map[string]int, len(byName))}
+	names := make([]string, 0, len(byName))
+	for n := range byName {
+		names = append(names, n)
+	}
+	slices.Sort(names)
+	for i, n := range names {
+		r.idx[n] = i
+	}
+	out := make([][]int, len(names))
+	for i, n := range names {
+		for _, t := range succ[n] {
+			if j, ok := r.idx[t]; ok {
+				out[i] = append(out[i], j)
 			}
 		}
-		anc[n] = a
-		return a
 	}
-	for n := range preds {
-		of(n)
+	r.g = dag.New(out)
+	return r
+}
+
+// leads answers, for each pair {from, to} of steps, whether a path of
+// edges leads from from to to; every answer is false when r is nil (the
+// flow has a cycle).
+func (r *reach) leads(qs [][2]string) map[[2]string]bool {
+	out := map[[2]string]bool{}
+	if r == nil || len(qs) == 0 {
+		return out
 	}
-	return anc
+	dq := make([]dag.Query, len(qs))
+	for i, q := range qs {
+		dq[i] = dag.Query{From: r.idx[q[0]], To: r.idx[q[1]]}
+	}
+	for i, ok := range r.g.Leads(dq) {
+		out[qs[i]] = ok
+	}
+	return out
 }
 
 // reads checks the steps each step declares it reads: each must be a step
 // of the flow from which a path of edges leads to the reader, or the read
-// could never succeed. anc is nil when the flow has a cycle.
-func (c *checker) reads(byName map[string]*stepDef, anc map[string]map[string]bool) {
+// could never succeed. r is nil when the flow has a cycle.
+func (c *checker) reads(byName map[string]*stepDef, r *reach) {
+	var qs [][2]string
+	for _, d := range c.b.steps {
+		if d.readsSet && byName[d.name] == d {
+			for _, rd := range d.reads {
+				if byName[rd] != nil {
+					qs = append(qs, [2]string{rd, d.name})
+				}
+			}
+		}
+	}
+	leads := r.leads(qs)
 	for _, d := range c.b.steps {
 		if !d.readsSet || byName[d.name] != d {
 			continue
 		}
-		for _, r := range d.reads {
+		for _, rd := range d.reads {
 			switch {
-			case byName[r] == nil:
-				c.add(RuleUnknownStep, d.at, []string{d.name, r}, "step %q reads %q, which is not a step of the flow%s", d.name, r, suggestOrFix(r, byName))
-			case anc != nil && !anc[d.name][r]:
-				c.add(RuleNotAncestor, d.at, []string{d.name, r}, "step %q reads the output of step %q, which is not an ancestor of %q: no path of edges leads from %q to %q, so its output is never in the context of %q; add an edge or DependsOn on the way from %q to %q, or drop it from Reads", d.name, r, d.name, r, d.name, d.name, r, d.name)
+			case byName[rd] == nil:
+				c.add(RuleUnknownStep, d.at, []string{d.name, rd}, "step %q reads %q, which is not a step of the flow%s", d.name, rd, suggestOrFix(rd, byName))
+			case r != nil && !leads[[2]string{rd, d.name}]:
+				c.add(RuleNotAncestor, d.at, []string{d.name, rd}, "step %q reads the output of step %q, which is not an ancestor of %q: no path of edges leads from %q to %q, so its output is never in the context of %q; add an edge or DependsOn on the way from %q to %q, or drop it from Reads", d.name, rd, d.name, rd, d.name, d.name, rd, d.name)
 			}
 		}
 	}
@@ -665,22 +716,7 @@ func arrayType(t reflect.Type) (known, isArray bool) {
 
 // convergence checks, in a flow that ends in Done, that the branches of
 // every fan-out share a step they all lead to.
-func (c *checker) convergence(byName map[string]*stepDef, edges []edgeDecl, succ map[string][]string) {
-	memo := map[string]map[string]bool{}
-	var desc func(n string) map[string]bool
-	desc = func(n string) map[string]bool {
-		if m, ok := memo[n]; ok {
-			return m
-		}
-		m := map[string]bool{n: true}
-		memo[n] = m
-		for _, s := range succ[n] {
-			for k := range desc(s) {
-				m[k] = true
-			}
-		}
-		return m
-	}
+func (c *checker) convergence(byName map[string]*stepDef, edges []edgeDecl, r *reach) {
 	// A fan-out is every target of one step's event, whether declared in
 	// one Edge call, in several, or through DependsOn.
 	type fanOut struct {
@@ -689,6 +725,7 @@ func (c *checker) convergence(byName map[string]*stepDef, edges []edgeDecl, succ
 	}
 	var fans []*fanOut
 	byEvent := map[[2]string]*fanOut{}
+	seen := map[[3]string]bool{}
 	for _, e := range edges {
 		k := [2]string{e.from, e.event}
 		fo := byEvent[k]
@@ -698,7 +735,8 @@ func (c *checker) convergence(byName map[string]*stepDef, edges []edgeDecl, succ
 			fans = append(fans, fo)
 		}
 		for _, t := range e.to {
-			if t != Done && byName[t] != nil && !slices.Contains(fo.targets, t) {
+			if t != Done && byName[t] != nil && !seen[[3]string{e.from, e.event, t}] {
+				seen[[3]string{e.from, e.event, t}] = true
 				fo.targets = append(fo.targets, t)
 			}
 		}
@@ -708,29 +746,17 @@ func (c *checker) convergence(byName map[string]*stepDef, edges []edgeDecl, succ
 		if len(targets) < 2 || byName[e.from] == nil {
 			continue
 		}
-		common := maps2(desc(targets[0]))
-		for _, t := range targets[1:] {
-			d := desc(t)
-			for k := range common {
-				if !d[k] {
-					delete(common, k)
-				}
-			}
+		starts := make([]int, len(targets))
+		for i, t := range targets {
+			starts[i] = r.idx[t]
 		}
-		if len(common) == 0 {
+		// Some step that every branch leads to (a branch leads to itself).
+		if !r.g.Common(starts) {
 			c.add(RuleNoConvergence, e.at, append([]string{e.from}, targets...),
 				"fan-out from %q on %q to %s never converges: the branches reach Done separately; add a join step that every branch leads to (e.g. with DependsOn(%s))",
 				e.from, e.event, strings.Join(targets, ", "), quoteAll(targets))
 		}
 	}
-}
-
-func maps2(m map[string]bool) map[string]bool {
-	c := make(map[string]bool, len(m))
-	for k, v := range m {
-		c[k] = v
-	}
-	return c
 }
 
 func quoteAll(s []string) string {

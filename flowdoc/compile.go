@@ -11,6 +11,7 @@ import (
 	"strings"
 
 	"github.com/hephaestus-go/hephaestus/flow"
+	"github.com/hephaestus-go/hephaestus/internal/dag"
 )
 
 // ElseEvent is the event of a branch step whose cases all failed to match
@@ -170,6 +171,7 @@ func compile(d *Document, reg *Registry, c *errs) (*flow.Flow, error) {
 		}
 	}
 	// Actions, arguments, templates and conditions.
+	var pending []pendingRef
 	for _, s := range d.steps {
 		rt := rts[s.name]
 		if s.action != "" {
@@ -240,14 +242,15 @@ func compile(d *Document, reg *Registry, c *errs) (*flow.Flow, error) {
 			case r.r.root == "steps":
 				if d.byName[r.r.step] == nil {
 					c.add(r.n, r.path, "name one of the steps: "+stepList, "%s reads unknown step %q", r.r.text, r.r.step)
-				} else if !ancestor(preds, r.r.step, s.name) {
-					c.add(r.n, r.path, fmt.Sprintf("read a step that runs before %q, or route %q to it", s.name, r.r.step), "%s reads step %q, which does not lead to step %q, so its output is never there", r.r.text, r.r.step, s.name)
-				} else if !slices.Contains(rt.reads, r.r.step) {
-					rt.reads = append(rt.reads, r.r.step)
+				} else {
+					// Whether the step leads here is asked of all
+					// references at once, below.
+					pending = append(pending, pendingRef{ref: r, step: s, rt: rt, at: len(c.list)})
 				}
 			}
 		}
 	}
+	c.refsLead(d, preds, pending)
 	if gates := gatesOf(d); gates != nil {
 		if _, taken := d.metadata[GatesKey]; taken {
 			v, _ := d.root.get("metadata")
@@ -302,24 +305,59 @@ func fixOf(r flow.Rule) string {
 	return "see the message"
 }
 
-// ancestor reports whether a path of edges leads from a to s.
-func ancestor(preds map[string][]string, a, s string) bool {
-	seen := map[string]bool{}
-	stack := []string{s}
-	for len(stack) > 0 {
-		x := stack[len(stack)-1]
-		stack = stack[:len(stack)-1]
-		for _, p := range preds[x] {
-			if p == a {
-				return true
-			}
-			if !seen[p] {
-				seen[p] = true
-				stack = append(stack, p)
-			}
+// pendingRef is a template's reference to a step whose answer (does that
+// step lead to the referring one?) waits for the others; at is where its
+// error goes among the errors found before it.
+type pendingRef struct {
+	ref  refAt
+	step *stepDoc
+	rt   *stepRT
+	at   int
+}
+
+// refsLead answers whether the step each reference reads leads to the
+// step that reads it, all at once (package dag: searches bounded by the
+// steps' topological positions, shared between the references to one
+// step, so no sets of ancestors). It records the reads, and the errors of
+// the references that no path serves, in the order the references came.
+func (c *errs) refsLead(d *Document, preds map[string][]string, pending []pendingRef) {
+	if len(pending) == 0 {
+		return
+	}
+	idx := make(map[string]int, len(d.steps))
+	for i, s := range d.steps {
+		idx[s.name] = i
+	}
+	succ := make([][]int, len(d.steps))
+	for t, froms := range preds {
+		j, ok := idx[t]
+		if !ok {
+			continue
+		}
+		for _, f := range froms {
+			succ[idx[f]] = append(succ[idx[f]], j)
 		}
 	}
-	return false
+	qs := make([]dag.Query, len(pending))
+	for i, p := range pending {
+		qs[i] = dag.Query{From: idx[p.ref.r.step], To: idx[p.step.name]}
+	}
+	leads := dag.New(succ).Leads(qs)
+	before := c.list
+	c.list = make([]*Error, 0, len(before))
+	k := 0
+	for i, p := range pending {
+		c.list = append(c.list, before[k:p.at]...)
+		k = p.at
+		r, s := p.ref, p.step
+		switch {
+		case !leads[i]:
+			c.add(r.n, r.path, fmt.Sprintf("read a step that runs before %q, or route %q to it", s.name, r.r.step), "%s reads step %q, which does not lead to step %q, so its output is never there", r.r.text, r.r.step, s.name)
+		case !slices.Contains(p.rt.reads, r.r.step):
+			p.rt.reads = append(p.rt.reads, r.r.step)
+		}
+	}
+	c.list = append(c.list, before[k:]...)
 }
 
 func optionsOf(o options) []flow.StepOption {

@@ -324,6 +324,11 @@ func (p *parser) document(d *Document, root *node) {
 	if len(steps.keys) == 0 {
 		p.c.add(steps, "steps", "add at least one step", "the document has no steps")
 	}
+	if n := len(steps.keys); n > flow.MaxSteps {
+		// Refused before anything is built over the steps.
+		p.c.add(steps, "steps", "split the flow into smaller flows", "the document has %d steps, more than the limit of %d (flow.MaxSteps)", n, flow.MaxSteps)
+		return
+	}
 	for i, kn := range steps.keys {
 		s := &stepDoc{name: kn.value, key: kn, path: "steps." + kn.value}
 		p.step(s, steps.vals[i])

@@ -5,12 +5,15 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"net/http"
 	"net/url"
 	"reflect"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
+	"unicode/utf8"
 )
 
 // decode reads the request's JSON body strictly into v: an unknown field,
@@ -163,6 +166,47 @@ func jsonKind(b []byte) string {
 		return "array"
 	}
 	return "number"
+}
+
+// checkParams refuses, with a 400 problem that names the parameter, a
+// query string that does not decode, and a query or path parameter that
+// is not UTF-8 or holds a NUL byte, which no store keeps: every route
+// runs it before its handler, so a handler sees only decodable text.
+func checkParams(r *http.Request, pattern string) error {
+	vals, err := url.ParseQuery(r.URL.RawQuery)
+	if err != nil {
+		return badRequest("the query string does not decode: " + err.Error())
+	}
+	for _, name := range slices.Sorted(maps.Keys(vals)) {
+		if !plainText(name) {
+			return paramProblem("query parameter", strconv.Quote(name), "the name is not UTF-8 text without NUL bytes")
+		}
+		for _, v := range vals[name] {
+			if !plainText(v) {
+				return paramProblem("query parameter", name, fmt.Sprintf("%q is not UTF-8 text without NUL bytes", v))
+			}
+		}
+	}
+	for rest := pattern; ; {
+		_, after, ok := strings.Cut(rest, "{")
+		if !ok {
+			return nil
+		}
+		name, tail, _ := strings.Cut(after, "}")
+		name = strings.TrimSuffix(name, "...")
+		if v := r.PathValue(name); !plainText(v) {
+			return paramProblem("path parameter", name, fmt.Sprintf("%q is not UTF-8 text without NUL bytes", v))
+		}
+		rest = tail
+	}
+}
+
+func plainText(s string) bool { return utf8.ValidString(s) && !strings.ContainsRune(s, 0) }
+
+func paramProblem(what, name, msg string) *Problem {
+	p := badRequest(fmt.Sprintf("%s %s: %s", what, name, msg))
+	p.Errors = []FieldError{{Path: name, Message: msg}}
+	return p
 }
 
 // query reads the parameters of a request's query string, collecting

@@ -9,6 +9,7 @@ import (
 
 	hephaestus "github.com/hephaestus-go/hephaestus"
 	"github.com/hephaestus-go/hephaestus/internal/graphtext"
+	"github.com/hephaestus-go/hephaestus/store"
 )
 
 // Definition is what runs start from.
@@ -169,6 +170,11 @@ type DocumentList struct {
 func (s *Server) listDocuments(c *call) error {
 	q := c.query()
 	opts := &hephaestus.ListDocumentsOptions{Name: q.str("name"), Limit: q.integer("limit", 100, 1, 1000), Cursor: q.str("cursor")}
+	if cur := opts.Cursor; cur != "" {
+		if _, _, err := store.DecodeDocumentCursor(cur); err != nil {
+			q.fail("cursor", "%q is not a cursor of this list: pass the next of a page", cur)
+		}
+	}
 	if err := q.err(); err != nil {
 		return err
 	}

@@ -14,6 +14,7 @@ import (
 
 	hephaestus "github.com/hephaestus-go/hephaestus"
 	"github.com/hephaestus-go/hephaestus/hephtype"
+	"github.com/hephaestus-go/hephaestus/store"
 )
 
 // Run is a run as the API shows it.
@@ -264,6 +265,11 @@ func (s *Server) listRuns(c *call) error {
 		IDs:           q.list("id"),
 		Limit:         q.integer("limit", 100, 1, 1000),
 		Cursor:        q.str("cursor"),
+	}
+	if cur := opts.Cursor; cur != "" {
+		if _, _, err := store.DecodeRunCursor(cur); err != nil {
+			q.fail("cursor", "%q is not a cursor of this list: pass the next of a page", cur)
+		}
 	}
 	if n := len(opts.IDs); n > maxFilterIDs {
 		q.fail("id", "%d run ids, more than %d", n, maxFilterIDs)

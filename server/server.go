@@ -283,6 +283,10 @@ func (s *Server) wrap(rt *route) http.Handler {
 			s.fail(c, err)
 			return
 		}
+		if err := checkParams(r, rt.path); err != nil {
+			s.fail(c, err)
+			return
+		}
 		if err := rt.handle(c); err != nil {
 			s.fail(c, err)
 		}

@@ -16,10 +16,14 @@ package store
 
 import (
 	"context"
+	"encoding/base64"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strconv"
+	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/hephaestus-go/hephaestus/businesskey"
 	"github.com/hephaestus-go/hephaestus/hephtype"
@@ -517,7 +521,34 @@ func (p *ListRunsParams) Check() error {
 	if len(p.IDs) > MaxListIDs {
 		return fmt.Errorf("%w: IDs has %d run ids, more than %d", hephtype.ErrInvalidInput, len(p.IDs), MaxListIDs)
 	}
+	if p.Cursor != "" {
+		if _, _, err := DecodeRunCursor(p.Cursor); err != nil {
+			return err
+		}
+	}
 	return nil
+}
+
+// EncodeRunCursor returns the cursor of a page of runs that ends with the
+// run id created at at: the next page starts after it. Both backends
+// write and read this one form (Unix microseconds and the id, base64).
+func EncodeRunCursor(at time.Time, id string) string {
+	return base64.RawURLEncoding.EncodeToString([]byte(strconv.FormatInt(at.UnixMicro(), 10) + "," + id))
+}
+
+// DecodeRunCursor returns the creation time and id a cursor of runs ends
+// at; the error wraps hephtype.ErrInvalidInput, for text that is not
+// base64 and for base64 that does not hold a cursor.
+func DecodeRunCursor(c string) (at time.Time, id string, err error) {
+	b, err := base64.RawURLEncoding.DecodeString(c)
+	if err == nil {
+		us, rest, ok := strings.Cut(string(b), ",")
+		n, err := strconv.ParseInt(us, 10, 64)
+		if ok && err == nil && rest != "" && utf8.ValidString(rest) && !strings.ContainsRune(rest, 0) {
+			return time.UnixMicro(n).UTC(), rest, nil
+		}
+	}
+	return time.Time{}, "", fmt.Errorf("%w: %q is not a cursor of a list of runs", hephtype.ErrInvalidInput, c)
 }
 
 // RunPage is one page of runs; Next is empty on the last page.

@@ -509,7 +509,7 @@ func (d *decider) input(i int) json.RawMessage {
 	var buf bytes.Buffer
 	buf.WriteString(`{"input":`)
 	buf.Write(orNull(d.s.Input))
-	for _, j := range d.g.Steps[i].ctx {
+	for _, j := range d.g.Context(i) {
 		if d.s.Steps[j].Status != hephtype.StepCompleted {
 			continue // skipped: its path was not taken
 		}

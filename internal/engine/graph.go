@@ -90,11 +90,12 @@ type Step struct {
 	Reads         []int
 	ReadsDeclared bool
 
-	// ctx lists the steps whose outputs may enter the step's input
-	// document, ordered by key with duplicate keys dropped; anc is the set
-	// of the step's ancestors.
-	ctx []int
-	anc bitset
+	// reads is Reads ordered by key with duplicate keys dropped, when
+	// ReadsDeclared; pos is the step's topological position. A step's
+	// ancestors are found on demand (see Context), never kept: sets of
+	// ancestors grow with the square of the steps.
+	reads []int
+	pos   int
 }
 
 // EdgeSet is every edge leaving a step on one event.
@@ -114,7 +115,7 @@ type InEdge struct {
 }
 
 // Finish indexes the graph by name, fills the InPos back-references and
-// computes each step's ancestors. The flow package calls it once after
+// orders the steps topologically. The flow package calls it once after
 // building Steps, Out and Roots.
 func (g *Graph) Finish() {
 	g.index = make(map[string]int, len(g.Steps))
@@ -136,78 +137,108 @@ func (g *Graph) Finish() {
 			}
 		}
 	}
-	g.ancestors()
+	g.order()
 	for i := range g.Steps {
 		s := &g.Steps[i]
-		var ctx []int
+		s.reads = nil
 		if s.ReadsDeclared {
-			ctx = slices.Clone(s.Reads)
-		} else {
-			for j := range g.Steps {
-				if s.anc.has(j) {
-					ctx = append(ctx, j)
-				}
-			}
+			s.reads = g.byKey(slices.Clone(s.Reads))
 		}
-		slices.SortStableFunc(ctx, func(a, b int) int { return strings.Compare(g.Steps[a].Key, g.Steps[b].Key) })
-		ctx = slices.CompactFunc(ctx, func(a, b int) bool { return g.Steps[a].Key == g.Steps[b].Key })
-		s.ctx = ctx
 	}
 }
 
-// ancestors fills each step's set of ancestors from the incoming edges.
-// The graph is trusted to be acyclic; a cycle would only make the sets
-// incomplete.
-func (g *Graph) ancestors() {
-	const (
-		todo = iota
-		busy
-		done
-	)
-	state := make([]uint8, len(g.Steps))
-	var visit func(i int)
-	visit = func(i int) {
-		state[i] = busy
-		a := newBitset(len(g.Steps))
-		for _, e := range g.Steps[i].In {
-			if state[e.From] == todo {
-				visit(e.From)
-			}
-			a.set(e.From)
-			a.or(g.Steps[e.From].anc)
-		}
-		g.Steps[i].anc = a
-		state[i] = done
-	}
+// byKey orders steps by key (stably) and drops the later ones of a key.
+func (g *Graph) byKey(steps []int) []int {
+	slices.SortStableFunc(steps, func(a, b int) int { return strings.Compare(g.Steps[a].Key, g.Steps[b].Key) })
+	return slices.CompactFunc(steps, func(a, b int) bool { return g.Steps[a].Key == g.Steps[b].Key })
+}
+
+// order gives each step its topological position (Kahn's algorithm): an
+// edge leads to a later position. The graph is trusted to be acyclic; the
+// steps of a cycle would all get the last position, which keeps the
+// searches correct, only unpruned.
+func (g *Graph) order() {
+	n := len(g.Steps)
+	indeg := make([]int, n)
 	for i := range g.Steps {
-		if state[i] == todo {
-			visit(i)
+		indeg[i] = len(g.Steps[i].In)
+		g.Steps[i].pos = n
+	}
+	var queue []int
+	for i, d := range indeg {
+		if d == 0 {
+			queue = append(queue, i)
+		}
+	}
+	for k := 0; k < len(queue); k++ {
+		i := queue[k]
+		g.Steps[i].pos = k
+		for _, es := range g.Steps[i].Out {
+			for _, to := range es.To {
+				if to == Done {
+					continue
+				}
+				if indeg[to]--; indeg[to] == 0 {
+					queue = append(queue, to)
+				}
+			}
+		}
+	}
+}
+
+// ancestors calls fn with each step from which a path of edges leads to
+// step i, once, searching back from i; it skips the steps before position
+// min, which cannot lead to a step at or after it, and stops when fn
+// returns false.
+func (g *Graph) ancestors(i, min int, fn func(a int) bool) {
+	seen := make([]bool, len(g.Steps))
+	stack := []int{i}
+	for len(stack) > 0 {
+		x := stack[len(stack)-1]
+		stack = stack[:len(stack)-1]
+		for _, e := range g.Steps[x].In {
+			a := e.From
+			if seen[a] || g.Steps[a].pos < min {
+				continue
+			}
+			seen[a] = true
+			if !fn(a) {
+				return
+			}
+			stack = append(stack, a)
 		}
 	}
 }
 
 // IsAncestor reports whether a path of edges leads from step a to step i.
 func (g *Graph) IsAncestor(a, i int) bool {
-	return i >= 0 && i < len(g.Steps) && g.Steps[i].anc.has(a)
+	if i < 0 || i >= len(g.Steps) || a < 0 || a >= len(g.Steps) {
+		return false
+	}
+	found := false
+	g.ancestors(i, g.Steps[a].pos, func(x int) bool {
+		found = x == a
+		return !found
+	})
+	return found
 }
 
 // Context returns the steps whose outputs step i's input document holds
 // when they completed, ordered by key: its ancestors, or the steps it
-// declares it reads.
-func (g *Graph) Context(i int) []int { return slices.Clone(g.Steps[i].ctx) }
-
-type bitset []uint64
-
-func newBitset(n int) bitset { return make(bitset, (n+63)/64) }
-
-func (b bitset) set(i int) { b[i/64] |= 1 << (i % 64) }
-
-func (b bitset) has(i int) bool { return i >= 0 && i/64 < len(b) && b[i/64]&(1<<(i%64)) != 0 }
-
-func (b bitset) or(c bitset) {
-	for k := range min(len(b), len(c)) {
-		b[k] |= c[k]
+// declares it reads. Ancestors are searched for at each call, in time
+// linear in them and their edges.
+func (g *Graph) Context(i int) []int {
+	s := &g.Steps[i]
+	if s.ReadsDeclared {
+		return slices.Clone(s.reads)
 	}
+	var ctx []int
+	g.ancestors(i, 0, func(a int) bool {
+		ctx = append(ctx, a)
+		return true
+	})
+	slices.Sort(ctx) // by index among steps of one key, as the key order is stable
+	return g.byKey(ctx)
 }
 
 // Lookup returns the index of the named step.

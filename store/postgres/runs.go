@@ -2,7 +2,6 @@ package postgres
 
 import (
 	"context"
-	"encoding/base64"
 	"errors"
 	"fmt"
 	"maps"
@@ -139,7 +138,7 @@ func (s *Store) ListRuns(ctx context.Context, p *store.ListRunsParams) (*store.R
 			OR EXISTS (SELECT 1 FROM unnest(tags) tag WHERE strpos(lower(tag COLLATE "C"), $?) > 0))`, lowerASCII(p.Text))
 	}
 	if p.Cursor != "" {
-		at, id, err := decodeCursor(p.Cursor)
+		at, id, err := store.DecodeRunCursor(p.Cursor)
 		if err != nil {
 			return nil, fmt.Errorf("list runs: %w", err)
 		}
@@ -172,7 +171,7 @@ func (s *Store) ListRuns(ctx context.Context, p *store.ListRunsParams) (*store.R
 	if len(page.Runs) > limit {
 		page.Runs = page.Runs[:limit]
 		last := page.Runs[limit-1]
-		page.Next = encodeCursor(last.CreatedAt, last.ID)
+		page.Next = store.EncodeRunCursor(last.CreatedAt, last.ID)
 	}
 	return page, nil
 }
@@ -187,23 +186,6 @@ func lowerASCII(s string) string {
 		}
 	}
 	return string(b)
-}
-
-// A cursor is the creation time (Unix microseconds) and id of the last
-// run of a page.
-func encodeCursor(at time.Time, id string) string {
-	return base64.RawURLEncoding.EncodeToString([]byte(strconv.FormatInt(at.UnixMicro(), 10) + "," + id))
-}
-
-func decodeCursor(c string) (time.Time, string, error) {
-	b, err := base64.RawURLEncoding.DecodeString(c)
-	if err == nil {
-		at, id, ok := strings.Cut(string(b), ",")
-		if n, err := strconv.ParseInt(at, 10, 64); ok && err == nil {
-			return time.UnixMicro(n).UTC(), id, nil
-		}
-	}
-	return time.Time{}, "", fmt.Errorf("invalid cursor %q", c)
 }
 
 // History returns a run's history in sequence order.

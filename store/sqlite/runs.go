@@ -3,7 +3,6 @@ package sqlite
 import (
 	"context"
 	"database/sql"
-	"encoding/base64"
 	"errors"
 	"fmt"
 	"maps"
@@ -162,11 +161,11 @@ func (s *Store) ListRuns(ctx context.Context, p *store.ListRunsParams) (*store.R
 		args = append(args, lowerASCII(p.Text))
 	}
 	if p.Cursor != "" {
-		at, id, err := decodeCursor(p.Cursor)
+		at, id, err := store.DecodeRunCursor(p.Cursor)
 		if err != nil {
 			return nil, fmt.Errorf("list runs: %w", err)
 		}
-		where, args = append(where, "(created_at, id) < (?, ?)"), append(args, at, id)
+		where, args = append(where, "(created_at, id) < (?, ?)"), append(args, micros(at), id)
 	}
 	q := "SELECT " + runCols + " FROM runs"
 	if len(where) > 0 {
@@ -194,7 +193,7 @@ func (s *Store) ListRuns(ctx context.Context, p *store.ListRunsParams) (*store.R
 	if len(page.Runs) > limit {
 		page.Runs = page.Runs[:limit]
 		last := page.Runs[limit-1]
-		page.Next = encodeCursor(micros(last.CreatedAt), last.ID)
+		page.Next = store.EncodeRunCursor(last.CreatedAt, last.ID)
 	}
 	return page, nil
 }
@@ -209,22 +208,6 @@ func lowerASCII(s string) string {
 		}
 	}
 	return string(b)
-}
-
-// A cursor is the creation time and id of the last run of a page.
-func encodeCursor(at int64, id string) string {
-	return base64.RawURLEncoding.EncodeToString([]byte(strconv.FormatInt(at, 10) + "," + id))
-}
-
-func decodeCursor(c string) (int64, string, error) {
-	b, err := base64.RawURLEncoding.DecodeString(c)
-	if err == nil {
-		at, id, ok := strings.Cut(string(b), ",")
-		if n, err := strconv.ParseInt(at, 10, 64); ok && err == nil {
-			return n, id, nil
-		}
-	}
-	return 0, "", fmt.Errorf("invalid cursor %q", c)
 }
 
 // History returns a run's history in sequence order.

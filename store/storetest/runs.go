@@ -2,6 +2,7 @@ package storetest
 
 import (
 	"cmp"
+	"encoding/base64"
 	"encoding/json"
 	"slices"
 	"strconv"
@@ -244,8 +245,13 @@ func testListRunsPagination(t *testing.T, h *harness) {
 		t.Fatalf("got %d runs, want 24", len(got))
 	}
 
-	if _, err := h.s.ListRuns(t.Context(), &store.ListRunsParams{Cursor: "not a cursor!"}); err == nil {
-		t.Fatal("ListRuns with a bad cursor: no error")
+	// A cursor that is not base64, or base64 that does not hold a
+	// cursor, is invalid input (an API answers 400), never a failure.
+	b64 := base64.RawURLEncoding.EncodeToString
+	for _, c := range []string{"not a cursor!", "garbage", "MTIz", b64([]byte("abc,run-1")), b64([]byte("123,")), b64([]byte("123")),
+		b64([]byte("99999999999999999999,run-1")), b64([]byte("1,\x00")), b64([]byte("1,\xff"))} {
+		_, err := h.s.ListRuns(t.Context(), &store.ListRunsParams{Cursor: c})
+		wantErr(t, "ListRuns with the cursor "+strconv.Quote(c), err, hephtype.ErrInvalidInput)
 	}
 }
 
