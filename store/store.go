@@ -520,6 +520,17 @@ func (p *ListRunsParams) Check() error {
 	return nil
 }
 
+// PageSize returns the page size ListRuns uses for p.Limit.
+func (p *ListRunsParams) PageSize() int {
+	switch {
+	case p.Limit <= 0:
+		return 100
+	case p.Limit > 1000:
+		return 1000
+	}
+	return p.Limit
+}
+
 // RunPage is one page of runs; Next is empty on the last page.
 type RunPage struct {
 	Runs []*Run
