@@ -138,7 +138,7 @@ func publicEvent(e telemetry.Event) Event {
 		Kind: EventKind(e.Kind), Time: e.Time, RunID: e.RunID, Workflow: e.Workflow, Version: e.Version, RunKind: e.RunKind,
 		Step: e.Step, Index: e.Index, Attempt: e.Attempt, Queue: e.Queue, TaskID: e.TaskID, TaskKind: e.TaskKind,
 		Duration: e.Duration, Count: e.Count, Condition: e.Condition, Retry: e.Retry, Schedule: e.Schedule,
-		Tags: e.Tags, Metadata: e.Metadata, Err: publicError(e.Err),
+		Tags: e.Tags, Metadata: e.Metadata, Err: e.Err,
 	}
 }
 

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 
+	"github.com/hephaestus-go/hephaestus/hephtype"
 	"github.com/hephaestus-go/hephaestus/internal/wfrt"
 	"github.com/hephaestus-go/hephaestus/workflow"
 )
@@ -63,38 +64,13 @@ type UpdateOptions struct {
 }
 
 // UpdateRejectedError reports an update the workflow did not take;
-// nothing was written to the run's history. Err says why:
-// ErrUnknownUpdate (the workflow declares its updates, and none of that
-// name), ErrUpdateNotAccepted (no phase of the workflow accepts the update
-// now), ErrUpdateInvalid (its validator refused it, or its arguments did not
-// decode; the message is the validator's), ErrRunFinished (the run ended
-// first) or ErrDecisionFailed.
-type UpdateRejectedError struct {
-	RunID string
-	Name  string
-	ID    string
-	Err   error
-}
+// nothing was written to the run's history. Err says why
+// (hephtype.UpdateRejectedError, where it is defined).
+type UpdateRejectedError = hephtype.UpdateRejectedError
 
-func (e *UpdateRejectedError) Error() string {
-	return fmt.Sprintf("update %q of run %s rejected: %v", e.Name, e.RunID, e.Err)
-}
-
-func (e *UpdateRejectedError) Unwrap() error { return e.Err }
-
-// UpdateFailedError reports an accepted update whose handler failed: it
-// returned an error or panicked, or its phase ended before handling it.
-// The workflow goes on.
-type UpdateFailedError struct {
-	RunID   string
-	Name    string
-	ID      string
-	Message string
-}
-
-func (e *UpdateFailedError) Error() string {
-	return fmt.Sprintf("update %q of run %s failed: %s", e.Name, e.RunID, e.Message)
-}
+// UpdateFailedError reports an accepted update whose handler failed; the
+// workflow goes on (hephtype.UpdateFailedError, where it is defined).
+type UpdateFailedError = hephtype.UpdateFailedError
 
 // UpdateWorkflow sends an update to a workflow run and waits, as
 // opts.WaitFor says, for the handler's reply (returned) or for its
@@ -121,11 +97,12 @@ func (c *Client) UpdateWorkflow(ctx context.Context, runID, name string, args an
 func updateError(err error) error {
 	var re *wfrt.UpdateRejectedError
 	if errors.As(err, &re) {
-		return &UpdateRejectedError{RunID: re.RunID, Name: re.Name, ID: re.ID, Err: re.Err}
+		pub := re.UpdateRejectedError
+		return &pub
 	}
 	var fe *wfrt.UpdateFailedError
 	if errors.As(err, &fe) {
-		return &UpdateFailedError{RunID: fe.RunID, Name: fe.Name, ID: fe.ID, Message: fe.Message}
+		return fe
 	}
 	return err
 }

@@ -253,22 +253,14 @@ func (c *Client) QueryNamed(ctx context.Context, runID, name string, args any) (
 	out, err := c.wf.QueryNamed(ctx, runID, name, args)
 	var qf *wfrt.QueryFailedError
 	if errors.As(err, &qf) {
-		return nil, &QueryFailedError{RunID: qf.RunID, Name: qf.Name, Message: qf.Message}
+		return nil, qf
 	}
 	return out, err
 }
 
 // QueryFailedError reports a named query whose handler returned an error
-// (or whose arguments or published state did not decode).
-type QueryFailedError struct {
-	RunID   string
-	Name    string
-	Message string
-}
-
-func (e *QueryFailedError) Error() string {
-	return fmt.Sprintf("query %q of run %s failed: %s", e.Name, e.RunID, e.Message)
-}
+// (hephtype.QueryFailedError, where it is defined).
+type QueryFailedError = hephtype.QueryFailedError
 
 // WorkflowResult waits until the workflow run ends, following
 // continue-as-new to the run that ends the chain, and returns that run: its

@@ -16,7 +16,42 @@ import (
 // "timer 1h started", "signal checkout received", "run completed".
 // An entry of a kind it does not know is "entry <kind>".
 func describeEvent(e server.Event) string {
-	subj := subject(e)
+	if hephtype.EventKind(e.Kind) == hephtype.EventStepRetrying && e.Error != "" {
+		// A workflow's activity: the failure is on this entry.
+		return fmt.Sprintf("%s attempt %d failed: %s; it %s", subject(e), e.Attempt-1, e.Error, retryOf(e))
+	}
+	s, ok := describeRunEvent(e)
+	if !ok {
+		s, ok = describeStepEvent(e)
+	}
+	if !ok {
+		s, ok = describeOtherEvent(e)
+	}
+	if !ok {
+		s = "entry " + e.Kind
+		if e.Step != "" {
+			s += " of step " + e.Step
+		}
+	}
+	if e.Error != "" {
+		s += ": " + e.Error
+	}
+	return s
+}
+
+// retryOf says when a step_retrying entry's step runs again: "retries as
+// attempt 3 in 2s".
+func retryOf(e server.Event) string {
+	retry := "retries as attempt " + strconv.Itoa(e.Attempt)
+	if d, ok := backoffOf(e); ok {
+		retry += " in " + fmtDur(d)
+	}
+	return retry
+}
+
+// describeRunEvent describes the entries of a run's life (describeEvent,
+// without the error); false for another kind.
+func describeRunEvent(e server.Event) (string, bool) {
 	var s string
 	switch hephtype.EventKind(e.Kind) {
 	case hephtype.EventRunStarted:
@@ -37,6 +72,19 @@ func describeEvent(e server.Event) string {
 		s = "run continued as new"
 	case hephtype.EventRunRetried:
 		s = "run retried from its failed steps"
+	default:
+		return "", false
+	}
+	return s, true
+}
+
+// describeStepEvent describes the entries of a step, a map's elements
+// and a workflow's activities (describeEvent, without the error); false
+// for another kind.
+func describeStepEvent(e server.Event) (string, bool) {
+	subj := subject(e)
+	var s string
+	switch hephtype.EventKind(e.Kind) {
 	case hephtype.EventStepScheduled:
 		s = subj + attemptOf(e, true) + " scheduled"
 	case hephtype.EventStepStarted:
@@ -52,14 +100,7 @@ func describeEvent(e server.Event) string {
 	case hephtype.EventStepFailed:
 		s = subj + attemptOf(e, false) + " failed"
 	case hephtype.EventStepRetrying:
-		retry := "retries as attempt " + strconv.Itoa(e.Attempt)
-		if d, ok := backoffOf(e); ok {
-			retry += " in " + fmtDur(d)
-		}
-		if e.Error != "" { // a workflow's activity: the failure is on this entry
-			return fmt.Sprintf("%s attempt %d failed: %s; it %s", subj, e.Attempt-1, e.Error, retry)
-		}
-		s = subj + " " + retry
+		s = subj + " " + retryOf(e)
 	case hephtype.EventStepSkipped:
 		s = subj + " skipped"
 	case hephtype.EventStepWaiting:
@@ -92,6 +133,18 @@ func describeEvent(e server.Event) string {
 		s = fmt.Sprintf("step %s element %d%s completed", e.Step, e.Index, attemptOf(e, true))
 	case hephtype.EventItemFailed:
 		s = fmt.Sprintf("step %s element %d%s failed", e.Step, e.Index, attemptOf(e, false))
+	default:
+		return "", false
+	}
+	return s, true
+}
+
+// describeOtherEvent describes the entries of timers, signals, updates,
+// patches, child workflows and decisions (describeEvent, without the
+// error); false for another kind.
+func describeOtherEvent(e server.Event) (string, bool) {
+	var s string
+	switch hephtype.EventKind(e.Kind) {
 	case hephtype.EventTimerStarted:
 		s = timerName(e)
 		if d, ok := timerDuration(e); ok {
@@ -126,15 +179,9 @@ func describeEvent(e server.Event) string {
 	case hephtype.EventDecision:
 		s = "workflow code ran (decision)"
 	default:
-		s = "entry " + e.Kind
-		if e.Step != "" {
-			s += " of step " + e.Step
-		}
+		return "", false
 	}
-	if e.Error != "" {
-		s += ": " + e.Error
-	}
-	return s
+	return s, true
 }
 
 // subject names what a step entry is about: "step charge_payment",

@@ -133,142 +133,210 @@ func (b *tlBuilder) key(e server.Event) string {
 	return e.Step
 }
 
+// read draws what a history entry adds to the timeline.
 func (b *tlBuilder) read(e server.Event) {
 	switch hephtype.EventKind(e.Kind) {
 	case hephtype.EventRunStarted:
 		b.row("", "run")
 	case hephtype.EventStepScheduled:
-		k := b.key(e)
-		if isActivity(e) {
-			k = e.Name + " #" + strconv.Itoa(e.Index)
-			b.names[e.Index] = k
-		}
-		b.row(k, k)
-		b.cur[k] = &tlAttempt{n: max(e.Attempt, 1), ready: e.At, queued: true}
+		b.stepScheduled(e)
 	case hephtype.EventMapExpanded:
-		b.maps[e.Step] = true
-		b.row(e.Step, e.Step)
-		b.cur[e.Step] = &tlAttempt{n: 1, started: e.At, running: true}
-		for i := range e.Index {
-			k := e.Step + " #" + strconv.Itoa(i)
-			b.row(k, k)
-			b.cur[k] = &tlAttempt{n: 1, ready: e.At, queued: true}
-		}
+		b.mapExpanded(e)
 	case hephtype.EventStepStarted:
-		k := b.key(e)
-		b.row(k, k)
-		a := b.cur[k]
-		if a == nil || a.n != e.Attempt && e.Attempt > 0 {
-			a = &tlAttempt{n: max(e.Attempt, 1)}
-			b.cur[k] = a
-		}
-		start, ok := dataTime(e.Data, "started_at")
-		if !ok {
-			start = e.At
-		}
-		if a.queued && !a.ready.IsZero() && start.After(a.ready) {
-			b.pending[k] = append(b.pending[k], tlBar{Kind: barWait, Attempt: a.n, From: a.ready, To: start})
-		}
-		a.queued, a.running, a.started = false, true, start
+		b.stepStarted(e)
 	case hephtype.EventStepCompleted, hephtype.EventItemCompleted:
 		b.endAttempt(b.key(e), e, "completed", e.At)
 	case hephtype.EventStepFailed, hephtype.EventItemFailed:
 		b.endAttempt(b.key(e), e, "failed", e.At)
 	case hephtype.EventStepCancelled:
-		k := b.key(e)
-		b.endAttempt(k, e, "cancelled", e.At)
-		if b.maps[e.Step] { // its elements end with it
-			for key, a := range b.cur {
-				if strings.HasPrefix(key, e.Step+" #") && a != nil {
-					b.endAttempt(key, e, "cancelled", e.At)
-				}
-			}
-		}
+		b.stepCancelled(e)
 	case hephtype.EventStepSnoozed:
-		k := b.key(e)
-		b.endAttempt(k, e, "snoozed", e.At)
-		ready := e.At
-		var d string
-		if json.Unmarshal(e.Data, &d) == nil {
-			if dd, err := time.ParseDuration(d); err == nil {
-				ready = e.At.Add(dd)
-			}
-		}
-		b.cur[k] = &tlAttempt{n: max(e.Attempt, 1), ready: ready, queued: true}
+		b.stepSnoozed(e)
 	case hephtype.EventStepRetrying:
-		k := b.key(e)
-		if e.Error != "" || b.cur[k] != nil && b.cur[k].running { // a workflow's activity: the failure is on this entry
-			b.endAttempt(k, e, "retrying", e.At)
-		} else {
-			b.retitle(k, "retrying")
-		}
-		ready := e.At
-		if t, ok := dataTime(e.Data, "ready_at"); ok {
-			ready = t
-		} else if d, ok := backoffOf(e); ok {
-			ready = e.At.Add(d)
-		}
-		b.cur[k] = &tlAttempt{n: e.Attempt, ready: ready, queued: true}
+		b.stepRetrying(e)
 	case hephtype.EventStepWaiting:
-		k := b.key(e)
-		b.endAttempt(k, e, "completed", e.At)
-		b.waits[k] = e.At
-		b.row(k+" (waiting)", k+" (waiting)")
+		b.stepWaiting(e)
 	case hephtype.EventStepResumed:
-		k := b.key(e)
-		if from, ok := b.waits[k]; ok {
-			title := fmt.Sprintf("%s waited %s, resumed with %s", k, fmtDur(e.At.Sub(from)), nameOr(e.Name, "an event"))
-			if a := dataString(e.Data, "actor"); a != "" {
-				title += " by " + a
-			}
-			b.bar(k+" (waiting)", tlBar{Kind: barWaiting, Outcome: "completed", From: from, To: e.At, Title: title})
-			delete(b.waits, k)
-		}
+		b.stepResumed(e)
 	case hephtype.EventTimerStarted:
-		if !isActivity(e) { // the deadline of a flow's waiting step: on its waiting bar
-			return
-		}
-		k := "timer #" + strconv.Itoa(e.Index)
-		label := k
-		if d, ok := timerDuration(e); ok {
-			label = "timer " + fmtDur(d) + " #" + strconv.Itoa(e.Index)
-		}
-		b.names[e.Index] = k
-		b.row(k, label)
-		b.timers[k] = e.At
+		b.timerStarted(e)
 	case hephtype.EventTimerFired, hephtype.EventTimerCancelled:
-		if !isActivity(e) {
-			return
-		}
-		k := b.names[e.Index]
-		if from, ok := b.timers[k]; ok {
-			out, verb := "completed", "fired"
-			if hephtype.EventKind(e.Kind) == hephtype.EventTimerCancelled {
-				out, verb = "cancelled", "cancelled"
-			}
-			b.bar(k, tlBar{Kind: barTimer, Outcome: out, From: from, To: e.At, Title: fmt.Sprintf("%s %s after %s", b.rows[k].Label, verb, fmtDur(e.At.Sub(from)))})
-			delete(b.timers, k)
-		}
+		b.timerEnded(e)
 	case hephtype.EventChildStarted:
-		k := "child " + e.Name + " #" + strconv.Itoa(e.Index)
-		b.names[e.Index] = k
-		b.row(k, k)
-		b.cur[k] = &tlAttempt{n: 1, started: e.At, running: true}
+		b.childStarted(e)
 	case hephtype.EventChildCompleted:
 		b.endAttempt(b.names[e.Index], e, "completed", e.At)
 	case hephtype.EventChildFailed:
 		b.endAttempt(b.names[e.Index], e, "failed", e.At)
 	case hephtype.EventRunCompleted, hephtype.EventRunFailed, hephtype.EventRunCancelled, hephtype.EventRunContinued:
-		if e.Kind == string(hephtype.EventRunFailed) && e.Step != "" { // a map step fails with its run
-			b.endAttempt(e.Step, e, "failed", e.At)
-		}
-		out := map[string]string{"run_completed": "completed", "run_failed": "failed", "run_cancelled": "cancelled", "run_continued": "completed"}[e.Kind]
-		title := "run " + strings.TrimPrefix(e.Kind, "run_") + " after " + fmtDur(e.At.Sub(b.t.Start))
-		if e.Error != "" {
-			title += ": " + e.Error
-		}
-		b.bar("", tlBar{Kind: barRun, Outcome: out, Attempt: 1, From: b.t.Start, To: e.At, Title: title})
+		b.runEnded(e)
 	}
+}
+
+// stepScheduled opens a row's queued attempt.
+func (b *tlBuilder) stepScheduled(e server.Event) {
+	k := b.key(e)
+	if isActivity(e) {
+		k = e.Name + " #" + strconv.Itoa(e.Index)
+		b.names[e.Index] = k
+	}
+	b.row(k, k)
+	b.cur[k] = &tlAttempt{n: max(e.Attempt, 1), ready: e.At, queued: true}
+}
+
+// mapExpanded opens the map step's row and a queued attempt of each
+// element.
+func (b *tlBuilder) mapExpanded(e server.Event) {
+	b.maps[e.Step] = true
+	b.row(e.Step, e.Step)
+	b.cur[e.Step] = &tlAttempt{n: 1, started: e.At, running: true}
+	for i := range e.Index {
+		k := e.Step + " #" + strconv.Itoa(i)
+		b.row(k, k)
+		b.cur[k] = &tlAttempt{n: 1, ready: e.At, queued: true}
+	}
+}
+
+// stepStarted starts a row's attempt, after a wait bar for the time it
+// was queued.
+func (b *tlBuilder) stepStarted(e server.Event) {
+	k := b.key(e)
+	b.row(k, k)
+	a := b.cur[k]
+	if a == nil || a.n != e.Attempt && e.Attempt > 0 {
+		a = &tlAttempt{n: max(e.Attempt, 1)}
+		b.cur[k] = a
+	}
+	start, ok := dataTime(e.Data, "started_at")
+	if !ok {
+		start = e.At
+	}
+	if a.queued && !a.ready.IsZero() && start.After(a.ready) {
+		b.pending[k] = append(b.pending[k], tlBar{Kind: barWait, Attempt: a.n, From: a.ready, To: start})
+	}
+	a.queued, a.running, a.started = false, true, start
+}
+
+// stepCancelled ends a step's attempt, and a map step's elements with
+// it.
+func (b *tlBuilder) stepCancelled(e server.Event) {
+	k := b.key(e)
+	b.endAttempt(k, e, "cancelled", e.At)
+	if b.maps[e.Step] { // its elements end with it
+		for key, a := range b.cur {
+			if strings.HasPrefix(key, e.Step+" #") && a != nil {
+				b.endAttempt(key, e, "cancelled", e.At)
+			}
+		}
+	}
+}
+
+// stepSnoozed ends a step's attempt and queues the next one for when the
+// snooze ends.
+func (b *tlBuilder) stepSnoozed(e server.Event) {
+	k := b.key(e)
+	b.endAttempt(k, e, "snoozed", e.At)
+	ready := e.At
+	var d string
+	if json.Unmarshal(e.Data, &d) == nil {
+		if dd, err := time.ParseDuration(d); err == nil {
+			ready = e.At.Add(dd)
+		}
+	}
+	b.cur[k] = &tlAttempt{n: max(e.Attempt, 1), ready: ready, queued: true}
+}
+
+// stepRetrying ends (or retitles) the failed attempt and queues the next
+// one for when its backoff ends.
+func (b *tlBuilder) stepRetrying(e server.Event) {
+	k := b.key(e)
+	if e.Error != "" || b.cur[k] != nil && b.cur[k].running { // a workflow's activity: the failure is on this entry
+		b.endAttempt(k, e, "retrying", e.At)
+	} else {
+		b.retitle(k, "retrying")
+	}
+	ready := e.At
+	if t, ok := dataTime(e.Data, "ready_at"); ok {
+		ready = t
+	} else if d, ok := backoffOf(e); ok {
+		ready = e.At.Add(d)
+	}
+	b.cur[k] = &tlAttempt{n: e.Attempt, ready: ready, queued: true}
+}
+
+// stepWaiting ends a step's attempt and opens its waiting row.
+func (b *tlBuilder) stepWaiting(e server.Event) {
+	k := b.key(e)
+	b.endAttempt(k, e, "completed", e.At)
+	b.waits[k] = e.At
+	b.row(k+" (waiting)", k+" (waiting)")
+}
+
+// stepResumed draws the bar of a waiting step's wait.
+func (b *tlBuilder) stepResumed(e server.Event) {
+	k := b.key(e)
+	if from, ok := b.waits[k]; ok {
+		title := fmt.Sprintf("%s waited %s, resumed with %s", k, fmtDur(e.At.Sub(from)), nameOr(e.Name, "an event"))
+		if a := dataString(e.Data, "actor"); a != "" {
+			title += " by " + a
+		}
+		b.bar(k+" (waiting)", tlBar{Kind: barWaiting, Outcome: "completed", From: from, To: e.At, Title: title})
+		delete(b.waits, k)
+	}
+}
+
+// timerStarted opens a workflow timer's row; a flow's timer (the
+// deadline of a waiting step) shows on its waiting bar.
+func (b *tlBuilder) timerStarted(e server.Event) {
+	if !isActivity(e) { // the deadline of a flow's waiting step: on its waiting bar
+		return
+	}
+	k := "timer #" + strconv.Itoa(e.Index)
+	label := k
+	if d, ok := timerDuration(e); ok {
+		label = "timer " + fmtDur(d) + " #" + strconv.Itoa(e.Index)
+	}
+	b.names[e.Index] = k
+	b.row(k, label)
+	b.timers[k] = e.At
+}
+
+// timerEnded draws a workflow timer's bar.
+func (b *tlBuilder) timerEnded(e server.Event) {
+	if !isActivity(e) {
+		return
+	}
+	k := b.names[e.Index]
+	if from, ok := b.timers[k]; ok {
+		out, verb := "completed", "fired"
+		if hephtype.EventKind(e.Kind) == hephtype.EventTimerCancelled {
+			out, verb = "cancelled", "cancelled"
+		}
+		b.bar(k, tlBar{Kind: barTimer, Outcome: out, From: from, To: e.At, Title: fmt.Sprintf("%s %s after %s", b.rows[k].Label, verb, fmtDur(e.At.Sub(from)))})
+		delete(b.timers, k)
+	}
+}
+
+// childStarted opens a child workflow's row and its running attempt.
+func (b *tlBuilder) childStarted(e server.Event) {
+	k := "child " + e.Name + " #" + strconv.Itoa(e.Index)
+	b.names[e.Index] = k
+	b.row(k, k)
+	b.cur[k] = &tlAttempt{n: 1, started: e.At, running: true}
+}
+
+// runEnded draws the run's bar (and ends a map step that fails with its
+// run).
+func (b *tlBuilder) runEnded(e server.Event) {
+	if e.Kind == string(hephtype.EventRunFailed) && e.Step != "" { // a map step fails with its run
+		b.endAttempt(e.Step, e, "failed", e.At)
+	}
+	out := map[string]string{"run_completed": "completed", "run_failed": "failed", "run_cancelled": "cancelled", "run_continued": "completed"}[e.Kind]
+	title := "run " + strings.TrimPrefix(e.Kind, "run_") + " after " + fmtDur(e.At.Sub(b.t.Start))
+	if e.Error != "" {
+		title += ": " + e.Error
+	}
+	b.bar("", tlBar{Kind: barRun, Outcome: out, Attempt: 1, From: b.t.Start, To: e.At, Title: title})
 }
 
 // endAttempt ends a row's open attempt with an outcome at the time to.

@@ -434,203 +434,224 @@ type ChaosFigures struct {
 // history holds a state change twice. It returns the figures and one
 // line per problem found.
 func CheckChaos(ctx context.Context, st store.Store, runs []ChaosRun) (ChaosFigures, []string) {
-	var f ChaosFigures
-	var problems []string
-	lost := map[string]bool{}
-	// fail records a problem; lostRun, when set, is the run it loses.
-	fail := func(lostRun string, format string, args ...any) {
-		if lostRun != "" {
-			lost[lostRun] = true
-		}
-		problems = append(problems, fmt.Sprintf(format, args...))
-	}
-
-	parents := map[string]ChaosRun{}
+	k := &chaosChecker{ctx: ctx, st: st, lost: map[string]bool{}, parents: map[string]ChaosRun{},
+		want: map[string]bool{}, children: map[string]map[int]*store.Run{}}
 	for _, r := range runs {
-		run, err := st.GetRun(ctx, r.ID)
-		if err != nil {
-			fail(r.ID, "run %s: %v", r.ID, err)
-			continue
-		}
-		h, err := st.History(ctx, &store.HistoryParams{RunID: r.ID})
-		if err != nil {
-			fail(r.ID, "run %s: history: %v", r.ID, err)
-			continue
-		}
-		f.Runs++
-		var c historyCheck
-		if r.Job {
-			f.Jobs++
-			var n int
-			c, n = checkJobHistory(h, run, r.JobIn)
-			f.Snoozes += n
-		} else if r.Flow {
-			f.Flows++
-			c = checkFlowHistory(h)
-			if run.Status != hephtype.StatusCompleted {
-				fail(r.ID, "flow run %s (n=%d) is %s (%s), want completed", r.ID, r.FlowIn.N, run.Status, run.Error)
-			} else if got, want := chaosJoin(run.Output), ChaosFlowOutput(r.FlowIn); got != want {
-				fail(r.ID, "flow run %s (n=%d): output %s, want join = %d", r.ID, r.FlowIn.N, run.Output, want)
-			}
-		} else {
-			f.Workflows++
-			parents[r.ID] = r
-			c = checkWorkflowHistory(h, r)
-			// Each update was recorded once, as a request a worker took:
-			// never rejected (a retried or duplicated commit, or a lost
-			// lease, must not turn into a rejection).
-			for _, id := range r.Updates {
-				req, err := st.GetRequest(ctx, r.ID, "update:"+id)
-				if err != nil {
-					fail(r.ID, "run %s: the request of update %q: %v", r.ID, id, err)
-				} else if req.Status == store.RequestRejected {
-					fail(r.ID, "run %s: update %q was rejected (%s: %s) and accepted", r.ID, id, req.Code, req.Error)
-				}
-			}
-			if run.Status != hephtype.StatusCompleted {
-				fail(r.ID, "workflow run %s (n=%d) is %s (%s), want completed", r.ID, r.WfIn.N, run.Status, run.Error)
-			} else {
-				var got ChaosWfOutput
-				want := ChaosWorkflowOutput(r.WfIn, r.Signals, r.Updates)
-				if err := json.Unmarshal(run.Output, &got); err != nil || !chaosOutputEqual(got, want) {
-					fail(r.ID, "workflow run %s (n=%d): output %s, want %+v", r.ID, r.WfIn.N, run.Output, want)
-				}
-			}
-		}
-		f.Attempts += c.attempts
-		f.Reexecutions += c.reexecutions
-		f.Duplicates += len(c.duplicates)
-		for _, d := range c.duplicates {
-			fail("", "DUPLICATE in run %s: %s\n%s", r.ID, d, describeHistory(h))
-		}
-		for _, m := range c.missing {
-			fail(r.ID, "run %s: %s\n%s", r.ID, m, describeHistory(h))
-		}
+		k.checkRun(r)
 	}
-
 	// The children: two runs per workflow (the child continues as new
 	// once), the second completed with the result; no other runs than
 	// those started.
 	all, err := listAllRuns(ctx, st)
 	if err != nil {
-		fail("", "list runs: %v", err)
-		f.Lost = len(lost)
-		return f, problems
+		k.fail("", "list runs: %v", err)
+		k.f.Lost = len(k.lost)
+		return k.f, k.problems
 	}
-	want := map[string]bool{}
 	for _, r := range runs {
-		want[r.ID] = true
+		k.want[r.ID] = true
 	}
 	// The schedule's ticks, and the jobs they started.
-	schedLost := 0 // ticks logged started whose run does not exist
-	sc, err := checkChaosSchedule(ctx, st, all)
-	if err != nil {
-		fail("", "check the schedule %s: %v", ChaosScheduleID, err)
-	}
-	if sc != nil {
-		f.Ticks = sc.ticks
-		f.Duplicates += sc.dups
-		schedLost = sc.lost
-		for _, p := range sc.problems {
-			fail("", "%s", p)
-		}
-		for _, run := range all {
-			if !sc.runs[run.ID] {
-				continue
-			}
-			want[run.ID] = true
-			in, err := chaosJobRunArgs(run)
-			if err != nil || in != ChaosScheduledJob {
-				fail(run.ID, "scheduled job %s: arguments %s (%v), want %+v", run.ID, run.Input, err, ChaosScheduledJob)
-				continue
-			}
-			h, err := st.History(ctx, &store.HistoryParams{RunID: run.ID})
-			if err != nil {
-				fail(run.ID, "scheduled job %s: history: %v", run.ID, err)
-				continue
-			}
-			f.Runs++
-			f.ScheduledJobs++
-			c, n := checkJobHistory(h, run, in)
-			f.Snoozes += n
-			f.Attempts += c.attempts
-			f.Reexecutions += c.reexecutions
-			f.Duplicates += len(c.duplicates)
-			for _, d := range c.duplicates {
-				fail("", "DUPLICATE in scheduled job %s: %s\n%s", run.ID, d, describeHistory(h))
-			}
-			for _, m := range c.missing {
-				fail(run.ID, "scheduled job %s: %s\n%s", run.ID, m, describeHistory(h))
-			}
-		}
-	}
-	children := map[string]map[int]*store.Run{} // by parent, by generation
+	schedLost := k.checkSchedule(all) // ticks logged started whose run does not exist
 	for _, run := range all {
 		if run.Workflow != ChaosChildName {
-			if !want[run.ID] {
-				fail("", "run %s (%s, %s) was not started by the test", run.ID, run.Workflow, run.BusinessID)
+			if !k.want[run.ID] {
+				k.fail("", "run %s (%s, %s) was not started by the test", run.ID, run.Workflow, run.BusinessID)
 			}
 			continue
 		}
-		p, ok := parents[run.ParentID]
-		if !ok {
-			fail(run.ID, "child run %s has parent %q, not a workflow of the test", run.ID, run.ParentID)
-			continue
-		}
-		var in ChaosChildInput
-		_ = json.Unmarshal(run.Input, &in)
-		if children[run.ParentID] == nil {
-			children[run.ParentID] = map[int]*store.Run{}
-		}
-		if other := children[run.ParentID][in.Gen]; other != nil {
-			f.Duplicates++
-			fail("", "DUPLICATE: workflow %s has two children of generation %d, %s and %s", run.ParentID, in.Gen, other.ID, run.ID)
-			continue
-		}
-		children[run.ParentID][in.Gen] = run
-		f.Runs++
-		f.Children++
-		h, err := st.History(ctx, &store.HistoryParams{RunID: run.ID})
-		if err != nil {
-			fail(run.ID, "child run %s: history: %v", run.ID, err)
-			continue
-		}
-		c := checkWorkflowHistory(h, ChaosRun{ID: run.ID})
-		f.Attempts += c.attempts
-		f.Reexecutions += c.reexecutions
-		f.Duplicates += len(c.duplicates)
-		for _, d := range c.duplicates {
-			fail("", "DUPLICATE in child run %s (of %s): %s\n%s", run.ID, run.ParentID, d, describeHistory(h))
-		}
-		for _, m := range c.missing {
-			fail(run.ID, "child run %s (of %s): %s\n%s", run.ID, run.ParentID, m, describeHistory(h))
-		}
-		switch in.Gen {
-		case 0:
-			if run.Status != hephtype.StatusContinued {
-				fail(run.ID, "child run %s (of %s, generation 0) is %s (%s), want continued", run.ID, run.ParentID, run.Status, run.Error)
-			}
-		case 1:
-			var out string
-			if run.Status != hephtype.StatusCompleted {
-				fail(run.ID, "child run %s (of %s) is %s (%s), want completed", run.ID, run.ParentID, run.Status, run.Error)
-			} else if err := json.Unmarshal(run.Output, &out); err != nil || out != chaosChildOutput(p.WfIn.N) {
-				fail(run.ID, "child run %s (of %s): output %s, want %q", run.ID, run.ParentID, run.Output, chaosChildOutput(p.WfIn.N))
-			}
-		default:
-			fail(run.ID, "child run %s (of %s) has generation %d", run.ID, run.ParentID, in.Gen)
-		}
+		k.checkChild(run)
 	}
-	for id := range parents {
+	for id := range k.parents {
 		for gen := range 2 {
-			if children[id][gen] == nil {
-				fail(id, "workflow run %s has no child run of generation %d", id, gen)
+			if k.children[id][gen] == nil {
+				k.fail(id, "workflow run %s has no child run of generation %d", id, gen)
 			}
 		}
 	}
-	sort.Strings(problems)
-	f.Lost = len(lost) + schedLost
-	return f, problems
+	sort.Strings(k.problems)
+	k.f.Lost = len(k.lost) + schedLost
+	return k.f, k.problems
+}
+
+// chaosChecker is the state of one CheckChaos.
+type chaosChecker struct {
+	ctx      context.Context
+	st       store.Store
+	f        ChaosFigures
+	problems []string
+	lost     map[string]bool
+	parents  map[string]ChaosRun           // the workflow runs of the test
+	want     map[string]bool               // the runs the test or the schedule started
+	children map[string]map[int]*store.Run // by parent, by generation
+}
+
+// fail records a problem; lostRun, when set, is the run it loses.
+func (k *chaosChecker) fail(lostRun string, format string, args ...any) {
+	if lostRun != "" {
+		k.lost[lostRun] = true
+	}
+	k.problems = append(k.problems, fmt.Sprintf(format, args...))
+}
+
+// counted adds what a history check found about run id (what names it
+// in a problem) to the figures and problems.
+func (k *chaosChecker) counted(c historyCheck, h []store.Event, what, id string) {
+	k.f.Attempts += c.attempts
+	k.f.Reexecutions += c.reexecutions
+	k.f.Duplicates += len(c.duplicates)
+	for _, d := range c.duplicates {
+		k.fail("", "DUPLICATE in %s: %s\n%s", what, d, describeHistory(h))
+	}
+	for _, m := range c.missing {
+		k.fail(id, "%s: %s\n%s", what, m, describeHistory(h))
+	}
+}
+
+// checkRun checks a run the test started: a job, a flow or a workflow.
+func (k *chaosChecker) checkRun(r ChaosRun) {
+	run, err := k.st.GetRun(k.ctx, r.ID)
+	if err != nil {
+		k.fail(r.ID, "run %s: %v", r.ID, err)
+		return
+	}
+	h, err := k.st.History(k.ctx, &store.HistoryParams{RunID: r.ID})
+	if err != nil {
+		k.fail(r.ID, "run %s: history: %v", r.ID, err)
+		return
+	}
+	k.f.Runs++
+	var c historyCheck
+	if r.Job {
+		k.f.Jobs++
+		var n int
+		c, n = checkJobHistory(h, run, r.JobIn)
+		k.f.Snoozes += n
+	} else if r.Flow {
+		k.f.Flows++
+		c = checkFlowHistory(h)
+		if run.Status != hephtype.StatusCompleted {
+			k.fail(r.ID, "flow run %s (n=%d) is %s (%s), want completed", r.ID, r.FlowIn.N, run.Status, run.Error)
+		} else if got, want := chaosJoin(run.Output), ChaosFlowOutput(r.FlowIn); got != want {
+			k.fail(r.ID, "flow run %s (n=%d): output %s, want join = %d", r.ID, r.FlowIn.N, run.Output, want)
+		}
+	} else {
+		k.f.Workflows++
+		k.parents[r.ID] = r
+		c = checkWorkflowHistory(h, r)
+		k.checkWorkflowRun(r, run)
+	}
+	k.counted(c, h, "run "+r.ID, r.ID)
+}
+
+// checkWorkflowRun checks a workflow run's updates and outcome.
+func (k *chaosChecker) checkWorkflowRun(r ChaosRun, run *store.Run) {
+	// Each update was recorded once, as a request a worker took: never
+	// rejected (a retried or duplicated commit, or a lost lease, must not
+	// turn into a rejection).
+	for _, id := range r.Updates {
+		req, err := k.st.GetRequest(k.ctx, r.ID, "update:"+id)
+		if err != nil {
+			k.fail(r.ID, "run %s: the request of update %q: %v", r.ID, id, err)
+		} else if req.Status == store.RequestRejected {
+			k.fail(r.ID, "run %s: update %q was rejected (%s: %s) and accepted", r.ID, id, req.Code, req.Error)
+		}
+	}
+	if run.Status != hephtype.StatusCompleted {
+		k.fail(r.ID, "workflow run %s (n=%d) is %s (%s), want completed", r.ID, r.WfIn.N, run.Status, run.Error)
+		return
+	}
+	var got ChaosWfOutput
+	want := ChaosWorkflowOutput(r.WfIn, r.Signals, r.Updates)
+	if err := json.Unmarshal(run.Output, &got); err != nil || !chaosOutputEqual(got, want) {
+		k.fail(r.ID, "workflow run %s (n=%d): output %s, want %+v", r.ID, r.WfIn.N, run.Output, want)
+	}
+}
+
+// checkSchedule checks the schedule's ticks and the jobs they started
+// (among all runs), and returns the ticks logged started whose run does
+// not exist.
+func (k *chaosChecker) checkSchedule(all []*store.Run) int {
+	sc, err := checkChaosSchedule(k.ctx, k.st, all)
+	if err != nil {
+		k.fail("", "check the schedule %s: %v", ChaosScheduleID, err)
+	}
+	if sc == nil {
+		return 0
+	}
+	k.f.Ticks = sc.ticks
+	k.f.Duplicates += sc.dups
+	for _, p := range sc.problems {
+		k.fail("", "%s", p)
+	}
+	for _, run := range all {
+		if !sc.runs[run.ID] {
+			continue
+		}
+		k.want[run.ID] = true
+		in, err := chaosJobRunArgs(run)
+		if err != nil || in != ChaosScheduledJob {
+			k.fail(run.ID, "scheduled job %s: arguments %s (%v), want %+v", run.ID, run.Input, err, ChaosScheduledJob)
+			continue
+		}
+		h, err := k.st.History(k.ctx, &store.HistoryParams{RunID: run.ID})
+		if err != nil {
+			k.fail(run.ID, "scheduled job %s: history: %v", run.ID, err)
+			continue
+		}
+		k.f.Runs++
+		k.f.ScheduledJobs++
+		c, n := checkJobHistory(h, run, in)
+		k.f.Snoozes += n
+		k.counted(c, h, "scheduled job "+run.ID, run.ID)
+	}
+	return sc.lost
+}
+
+// checkChild checks a run of ChaosChild: of a workflow of the test, the
+// only one of its generation, continued (generation 0) or completed with
+// the result (generation 1).
+func (k *chaosChecker) checkChild(run *store.Run) {
+	p, ok := k.parents[run.ParentID]
+	if !ok {
+		k.fail(run.ID, "child run %s has parent %q, not a workflow of the test", run.ID, run.ParentID)
+		return
+	}
+	var in ChaosChildInput
+	_ = json.Unmarshal(run.Input, &in)
+	if k.children[run.ParentID] == nil {
+		k.children[run.ParentID] = map[int]*store.Run{}
+	}
+	if other := k.children[run.ParentID][in.Gen]; other != nil {
+		k.f.Duplicates++
+		k.fail("", "DUPLICATE: workflow %s has two children of generation %d, %s and %s", run.ParentID, in.Gen, other.ID, run.ID)
+		return
+	}
+	k.children[run.ParentID][in.Gen] = run
+	k.f.Runs++
+	k.f.Children++
+	h, err := k.st.History(k.ctx, &store.HistoryParams{RunID: run.ID})
+	if err != nil {
+		k.fail(run.ID, "child run %s: history: %v", run.ID, err)
+		return
+	}
+	c := checkWorkflowHistory(h, ChaosRun{ID: run.ID})
+	k.counted(c, h, "child run "+run.ID+" (of "+run.ParentID+")", run.ID)
+	switch in.Gen {
+	case 0:
+		if run.Status != hephtype.StatusContinued {
+			k.fail(run.ID, "child run %s (of %s, generation 0) is %s (%s), want continued", run.ID, run.ParentID, run.Status, run.Error)
+		}
+	case 1:
+		var out string
+		if run.Status != hephtype.StatusCompleted {
+			k.fail(run.ID, "child run %s (of %s) is %s (%s), want completed", run.ID, run.ParentID, run.Status, run.Error)
+		} else if err := json.Unmarshal(run.Output, &out); err != nil || out != chaosChildOutput(p.WfIn.N) {
+			k.fail(run.ID, "child run %s (of %s): output %s, want %q", run.ID, run.ParentID, run.Output, chaosChildOutput(p.WfIn.N))
+		}
+	default:
+		k.fail(run.ID, "child run %s (of %s) has generation %d", run.ID, run.ParentID, in.Gen)
+	}
 }
 
 func chaosJoin(out json.RawMessage) int {

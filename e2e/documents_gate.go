@@ -1,6 +1,7 @@
 package e2e
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"slices"
@@ -60,6 +61,9 @@ func gateAudits(t *testing.T, e *env, runID string) ([]string, []gateAudit) {
 	return events, out
 }
 
+// docGateStep is the gate of approvalGateDoc.
+const docGateStep = "request_approval"
+
 // testDocGate runs approval gates of a document: the pending list, a
 // non-assignee refused, approve (retried: reported done, one resume),
 // reject by group, and the deadline; the decisions are the history's
@@ -69,8 +73,8 @@ func testDocGate(t *testing.T, b Backend) {
 	expiring := strings.Replace(strings.Replace(approvalGateDoc, "deadline: 1h", "deadline: 100ms", 1), "doc-gate", "doc-gate-expiring", 1)
 	e := newEnv(t, b, nil, tools.load(t, "gate.yaml", approvalGateDoc), tools.load(t, "gate-expiring.yaml", expiring))
 	ctx := ctxT(t)
-	const gate = "request_approval"
 
+	g := &docGate{t: t, e: e, tools: tools, ctx: ctx}
 	a, err := e.c.StartRun(ctx, "doc-gate", map[string]string{"title": "plan"}, nil)
 	if err != nil {
 		t.Fatal(err)
@@ -82,27 +86,48 @@ func testDocGate(t *testing.T, b Backend) {
 	e.waitStatus(a.ID, heph.StatusWaiting)
 	e.waitStatus(r.ID, heph.StatusWaiting)
 
-	// Pending: both gates, with prompt, assignees, since and deadline.
-	pending := func(f *heph.ApprovalFilter) []string {
-		t.Helper()
-		ps, err := e.c.PendingApprovals(ctx, f)
-		if err != nil {
-			t.Fatal(err)
-		}
-		var ids []string
-		for _, p := range ps {
-			if p.Step != gate || p.Workflow != "doc-gate" || p.Prompt != "Write the plan?" || !slices.Equal(p.Users, []string{"ann"}) || !slices.Equal(p.Groups, []string{"admins"}) {
-				t.Errorf("pending approval %+v", p)
-			}
-			if p.WaitingSince.IsZero() || !p.Deadline.Equal(p.WaitingSince.Add(time.Hour)) {
-				t.Errorf("pending approval of %s: waiting since %v, deadline %v", p.RunID, p.WaitingSince, p.Deadline)
-			}
-			ids = append(ids, p.RunID)
-		}
-		slices.Sort(ids)
-		return ids
+	g.pendingFilters(a.ID, r.ID)
+	g.approve(a.ID, r.ID)
+	g.reject(r.ID)
+	g.expired()
+}
+
+// docGate is a run of testDocGate.
+type docGate struct {
+	t     *testing.T
+	e     *env
+	tools *docTools
+	ctx   context.Context
+}
+
+// pending returns the runs whose docGateStep f lists, checking what it says of
+// each: prompt, assignees, since and deadline.
+func (g *docGate) pending(f *heph.ApprovalFilter) []string {
+	t := g.t
+	t.Helper()
+	t.Helper()
+	ps, err := g.e.c.PendingApprovals(g.ctx, f)
+	if err != nil {
+		t.Fatal(err)
 	}
-	both := []string{a.ID, r.ID}
+	var ids []string
+	for _, p := range ps {
+		if p.Step != docGateStep || p.Workflow != "doc-gate" || p.Prompt != "Write the plan?" || !slices.Equal(p.Users, []string{"ann"}) || !slices.Equal(p.Groups, []string{"admins"}) {
+			t.Errorf("pending approval %+v", p)
+		}
+		if p.WaitingSince.IsZero() || !p.Deadline.Equal(p.WaitingSince.Add(time.Hour)) {
+			t.Errorf("pending approval of %s: waiting since %v, deadline %v", p.RunID, p.WaitingSince, p.Deadline)
+		}
+		ids = append(ids, p.RunID)
+	}
+	slices.Sort(ids)
+	return ids
+}
+
+// pendingFilters checks the pending gates of runs a and r by each filter.
+func (g *docGate) pendingFilters(aID, rID string) {
+	t := g.t
+	both := []string{aID, rID}
 	slices.Sort(both)
 	for _, c := range []struct {
 		name string
@@ -113,91 +138,103 @@ func testDocGate(t *testing.T, b Backend) {
 		{"assignee", &heph.ApprovalFilter{Workflow: "doc-gate", Assignee: "ann"}, both},
 		{"group", &heph.ApprovalFilter{Workflow: "doc-gate", Group: "admins"}, both},
 		{"other assignee", &heph.ApprovalFilter{Workflow: "doc-gate", Assignee: "zed", Group: "ops"}, nil},
-		{"run", &heph.ApprovalFilter{RunID: a.ID}, []string{a.ID}},
+		{"run", &heph.ApprovalFilter{RunID: aID}, []string{aID}},
 		{"other workflow", &heph.ApprovalFilter{Workflow: "doc-research"}, nil},
 	} {
-		if got := pending(c.f); !slices.Equal(got, c.want) {
+		if got := g.pending(c.f); !slices.Equal(got, c.want) {
 			t.Errorf("pending by %s: %v, want %v", c.name, got, c.want)
 		}
 	}
+}
 
+// approve checks that a non-assignee is refused, then approves run a's
+// docGateStep (retried: reported done, one resume); run r stays pending.
+func (g *docGate) approve(aID, rID string) {
+	t := g.t
 	// A non-assignee is refused, and nothing changes.
-	_, err = e.c.Approve(ctx, a.ID, gate, heph.Actor{ID: "mallory", Groups: []string{"ops"}}, "ship it")
+	_, err := g.e.c.Approve(g.ctx, aID, docGateStep, heph.Actor{ID: "mallory", Groups: []string{"ops"}}, "ship it")
 	if !errors.Is(err, heph.ErrNotAssignee) || !strings.Contains(err.Error(), `"mallory"`) || !strings.Contains(err.Error(), `"request_approval"`) {
-		t.Fatalf("approve by a non-assignee: %v, want ErrNotAssignee naming the gate and the actor", err)
+		t.Fatalf("approve by a non-assignee: %v, want ErrNotAssignee naming the docGateStep and the actor", err)
 	}
-	// A step that is no gate is refused.
-	if _, err := e.c.Approve(ctx, a.ID, "execute_write", heph.Actor{ID: "ann"}, ""); !errors.Is(err, heph.ErrNotAGate) {
+	// A step that is no docGateStep is refused.
+	if _, err := g.e.c.Approve(g.ctx, aID, "execute_write", heph.Actor{ID: "ann"}, ""); !errors.Is(err, heph.ErrNotAGate) {
 		t.Fatalf("approve of a step that is no gate: %v, want ErrNotAGate", err)
 	}
-	if ev, _ := gateAudits(t, e, a.ID); len(ev) != 0 {
+	if ev, _ := gateAudits(t, g.e, aID); len(ev) != 0 {
 		t.Fatalf("a refused decision resumed the gate: %v", ev)
 	}
 
 	// Approve; the retried approve is reported done and resumes nothing.
-	d, err := e.c.Approve(ctx, a.ID, gate, heph.Actor{ID: "ann"}, "looks right")
+	d, err := g.e.c.Approve(g.ctx, aID, docGateStep, heph.Actor{ID: "ann"}, "looks right")
 	if err != nil {
 		t.Fatal(err)
 	}
 	if d.Repeated || d.Event != flowdoc.EventApproved || d.Actor != "ann" || d.DecidedAt.IsZero() {
 		t.Errorf("decision %+v", d)
 	}
-	done := e.waitStatus(a.ID, heph.StatusCompleted)
+	done := g.e.waitStatus(aID, heph.StatusCompleted)
 	wantJSON(t, done.Output, `{"execute_write":"added plan (approved by ann: looks right)"}`)
-	again, err := e.c.Approve(ctx, a.ID, gate, heph.Actor{ID: "ann"}, "looks right")
+	again, err := g.e.c.Approve(g.ctx, aID, docGateStep, heph.Actor{ID: "ann"}, "looks right")
 	if err != nil || !again.Repeated || again.Event != flowdoc.EventApproved || again.Actor != "ann" || again.Comment != "looks right" || !again.DecidedAt.Equal(d.DecidedAt) {
 		t.Fatalf("retried approve: %+v, %v; want the recorded decision, Repeated", again, err)
 	}
-	// Another decision on a decided gate is refused.
-	if _, err := e.c.Reject(ctx, a.ID, gate, heph.Actor{ID: "ann"}, "changed my mind"); !errors.Is(err, heph.ErrNotWaiting) || !strings.Contains(err.Error(), "approved") {
+	// Another decision on a decided docGateStep is refused.
+	if _, err := g.e.c.Reject(g.ctx, aID, docGateStep, heph.Actor{ID: "ann"}, "changed my mind"); !errors.Is(err, heph.ErrNotWaiting) || !strings.Contains(err.Error(), "approved") {
 		t.Fatalf("reject after approve: %v, want ErrNotWaiting naming the decision", err)
 	}
-	events, audits := gateAudits(t, e, a.ID)
+	events, audits := gateAudits(t, g.e, aID)
 	if !slices.Equal(events, []string{flowdoc.EventApproved}) || audits[0].Actor != "ann" || audits[0].Comment != "looks right" || !audits[0].DecidedAt.Equal(d.DecidedAt) {
 		t.Fatalf("audit entries of the approved run: %v %+v", events, audits)
 	}
-	if n := tools.calls["knowledge_add"].Load(); n != 1 {
+	if n := g.tools.calls["knowledge_add"].Load(); n != 1 {
 		t.Errorf("knowledge_add called %d times, want once", n)
 	}
 
 	// Pending after: only the other run.
-	if got := pending(&heph.ApprovalFilter{Workflow: "doc-gate"}); !slices.Equal(got, []string{r.ID}) {
-		t.Errorf("pending after the approval: %v, want [%s]", got, r.ID)
+	if got := g.pending(&heph.ApprovalFilter{Workflow: "doc-gate"}); !slices.Equal(got, []string{rID}) {
+		t.Errorf("pending after the approval: %v, want [%s]", got, rID)
 	}
+}
 
+// reject rejects run r's docGateStep by a member of an assigned group.
+func (g *docGate) reject(rID string) {
+	t := g.t
 	// Reject by a member of an assigned group.
-	if _, err := e.c.Reject(ctx, r.ID, gate, heph.Actor{ID: "bob", Groups: []string{"ops", "admins"}}, "not now"); err != nil {
+	if _, err := g.e.c.Reject(g.ctx, rID, docGateStep, heph.Actor{ID: "bob", Groups: []string{"ops", "admins"}}, "not now"); err != nil {
 		t.Fatal(err)
 	}
-	e.waitStatus(r.ID, heph.StatusCompleted)
-	events, audits = gateAudits(t, e, r.ID)
+	g.e.waitStatus(rID, heph.StatusCompleted)
+	events, audits := gateAudits(t, g.e, rID)
 	if !slices.Equal(events, []string{flowdoc.EventRejected}) || audits[0].Actor != "bob" || !slices.Equal(audits[0].Groups, []string{"ops", "admins"}) || audits[0].Comment != "not now" {
 		t.Fatalf("audit entries of the rejected run: %v %+v", events, audits)
 	}
-	h := e.history(r.ID)
+	h := g.e.history(rID)
 	if count(h, hephtype.EventStepCompleted, "execute_write") != 0 || count(h, hephtype.EventStepCompleted, "escalate") != 0 {
 		t.Errorf("the rejected run went on: %v", h)
 	}
-	if got := pending(&heph.ApprovalFilter{Workflow: "doc-gate"}); len(got) != 0 {
+	if got := g.pending(&heph.ApprovalFilter{Workflow: "doc-gate"}); len(got) != 0 {
 		t.Errorf("pending after both decisions: %v", got)
 	}
+}
 
-	// Past its deadline, the gate emits expired (routed to escalate) and
-	// takes no decision any more.
-	x := e.run("doc-gate-expiring", map[string]string{"title": "late"}, nil)
+// expired checks that past its deadline, the docGateStep emits expired (routed
+// to escalate) and takes no decision any more.
+func (g *docGate) expired() {
+	t := g.t
+	x := g.e.run("doc-gate-expiring", map[string]string{"title": "late"}, nil)
 	wantStatus(t, x, heph.StatusCompleted)
 	wantJSON(t, x.Output, `{"escalate":"hello late"}`)
-	h = e.history(x.ID)
-	if count(h, hephtype.EventTimerFired, gate) != 1 || count(h, hephtype.EventStepCompleted, "execute_write") != 0 || count(h, hephtype.EventStepResumed, gate) != 0 {
+	h := g.e.history(x.ID)
+	if count(h, hephtype.EventTimerFired, docGateStep) != 1 || count(h, hephtype.EventStepCompleted, "execute_write") != 0 || count(h, hephtype.EventStepResumed, docGateStep) != 0 {
 		t.Errorf("the deadline did not end the gate: %v", h)
 	}
-	if st, _ := x.Step(gate); st.Event != flow.EventTimeout {
-		t.Errorf("the expired gate ended with %q, want %q", st.Event, flow.EventTimeout)
+	if st, _ := x.Step(docGateStep); st.Event != flow.EventTimeout {
+		t.Errorf("the expired docGateStep ended with %q, want %q", st.Event, flow.EventTimeout)
 	}
-	if _, err := e.c.Approve(ctx, x.ID, gate, heph.Actor{ID: "ann"}, "too late"); !errors.Is(err, heph.ErrNotWaiting) && !errors.Is(err, heph.ErrRunFinished) {
+	if _, err := g.e.c.Approve(g.ctx, x.ID, docGateStep, heph.Actor{ID: "ann"}, "too late"); !errors.Is(err, heph.ErrNotWaiting) && !errors.Is(err, heph.ErrRunFinished) {
 		t.Fatalf("approve of an expired gate: %v, want ErrNotWaiting or ErrRunFinished", err)
 	}
-	if n := tools.calls["knowledge_add"].Load(); n != 1 {
+	if n := g.tools.calls["knowledge_add"].Load(); n != 1 {
 		t.Errorf("knowledge_add called %d times, want once", n)
 	}
 }

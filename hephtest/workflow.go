@@ -118,7 +118,7 @@ func (e *WorkflowEnv) Drive(ctx context.Context) error {
 	if err := e.ensure(); err != nil {
 		return err
 	}
-	return publicErr(e.sim.Drive(ctx))
+	return e.sim.Drive(ctx)
 }
 
 // Settle runs activities and children until none is pending, without
@@ -127,7 +127,7 @@ func (e *WorkflowEnv) Settle(ctx context.Context) error {
 	if err := e.ensure(); err != nil {
 		return err
 	}
-	return publicErr(e.sim.Settle(ctx))
+	return e.sim.Settle(ctx)
 }
 
 // Advance moves the clock by d, firing the timers due meanwhile and
@@ -136,7 +136,7 @@ func (e *WorkflowEnv) Advance(ctx context.Context, d time.Duration) error {
 	if err := e.ensure(); err != nil {
 		return err
 	}
-	return publicErr(e.sim.Advance(ctx, d))
+	return e.sim.Advance(ctx, d)
 }
 
 // WorkflowRun is a run in a WorkflowEnv of a workflow whose output is an
@@ -161,7 +161,7 @@ func StartWorkflow[In, Out any](e *WorkflowEnv, def *workflow.Definition[In, Out
 	}
 	r, err := e.sim.Start(def.Name(), raw)
 	if err != nil {
-		return nil, fmt.Errorf("hephtest: %w", publicErr(err))
+		return nil, fmt.Errorf("hephtest: %w", err)
 	}
 	return &WorkflowRun[Out]{e: e, r: r}, nil
 }
@@ -224,7 +224,7 @@ func (r *WorkflowRun[Out]) Signal(name string, payload any) error {
 	if err != nil {
 		return fmt.Errorf("hephtest: payload does not encode as JSON: %w", err)
 	}
-	return publicErr(r.current().Signal(name, raw))
+	return r.current().Signal(name, raw)
 }
 
 // Query decodes the state the run published last into a T.
@@ -258,7 +258,7 @@ func Update[R, Out any](ctx context.Context, r *WorkflowRun[Out], name string, a
 	}
 	o, err := run.Update(id, name, raw)
 	if err != nil {
-		return v, publicErr(err)
+		return v, err
 	}
 	if !o.Accepted {
 		cause := o.Err
@@ -402,13 +402,5 @@ func ReplayHistory(history []byte, ws ...heph.Workflow) error {
 		return err
 	}
 	defer inst.Close()
-	return publicErr(inst.Replay(events))
-}
-
-// publicErr turns the replay core's non-determinism error that err may
-// hold into a *heph.NonDeterminismError.
-func publicErr(err error) error {
-	return replay.ConvertNonDeterminism(err, func(e *replay.NonDeterminismError) error {
-		return (*heph.NonDeterminismError)(e)
-	})
+	return inst.Replay(events)
 }

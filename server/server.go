@@ -1,4 +1,4 @@
-// Package server is the HTTP JSON API of Hephaestus (issue 14): runs,
+// Package server is the HTTP JSON API of Hephaestus: runs,
 // their interactions, definitions and documents, schedules, queues,
 // workers, tokens, the audit log, bulk operations and the worker protocol
 // for workers in any language, all under /api/v1, described by the

@@ -551,6 +551,17 @@ func DecodeRunCursor(c string) (at time.Time, id string, err error) {
 	return time.Time{}, "", fmt.Errorf("%w: %q is not a cursor of a list of runs", hephtype.ErrInvalidInput, c)
 }
 
+// PageSize returns the page size ListRuns uses for p.Limit.
+func (p *ListRunsParams) PageSize() int {
+	switch {
+	case p.Limit <= 0:
+		return 100
+	case p.Limit > 1000:
+		return 1000
+	}
+	return p.Limit
+}
+
 // RunPage is one page of runs; Next is empty on the last page.
 type RunPage struct {
 	Runs []*Run

@@ -111,6 +111,8 @@ func main() {
 	}
 }
 
+// run inserts the example's jobs into the SQLite file at path, runs them
+// and the schedule, and prints what happened.
 func run(path string) error {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
@@ -148,59 +150,12 @@ func run(path string) error {
 		return err
 	}
 
-	var jobs []*heph.Job
-	add := func(j *heph.Job, err error) error {
-		if err != nil {
-			return err
-		}
-		jobs = append(jobs, j)
-		return nil
-	}
-	welcome := Email{To: "ada@example.com", Subject: "Welcome"}
-	fmt.Println("inserting jobs")
-	if err := add(heph.InsertJob(ctx, c, SendEmail, welcome, nil)); err != nil {
-		return err
-	}
-	// The same email again: the existing job comes back, nothing is sent
-	// twice.
-	if err := add(heph.InsertJob(ctx, c, SendEmail, welcome, nil)); err != nil {
-		return err
-	}
-	if err := add(heph.InsertJob(ctx, c, SendEmail, Email{To: "bob@example.com", Subject: "Reminder"},
-		&heph.JobOptions{RunAfter: 300 * time.Millisecond})); err != nil {
-		return err
-	}
-	thumbs, err := heph.InsertJobs(ctx, c, MakeThumbnail, []heph.JobInsert[Thumbnail]{
-		{Args: Thumbnail{Tenant: "acme", Image: "cat.png", Size: 128}, Options: &heph.JobOptions{Priority: 10}},
-		{Args: Thumbnail{Tenant: "acme", Image: "dog.png", Size: 0}},
-		{Args: Thumbnail{Tenant: "acme", Image: "owl.png", Size: 64}},
-		{Args: Thumbnail{Tenant: "acme", Image: "fox.png", Size: 64}},
-		{Args: Thumbnail{Tenant: "globex", Image: "logo.png", Size: 64}},
-		{Args: Thumbnail{Tenant: "globex", Image: "banner.png", Size: 64}},
-	})
+	jobs, err := insertJobs(ctx, c)
 	if err != nil {
 		return err
 	}
-	jobs = append(jobs, thumbs...)
-
-	// An order and its confirmation email, in one transaction of the
-	// application's: both or neither.
-	order := "order-" + strconv.FormatInt(time.Now().UnixNano(), 36)
-	tx, err := st.DB().BeginTx(ctx, nil)
+	confirm, err := insertOrder(ctx, c, st)
 	if err != nil {
-		return err
-	}
-	if _, err := tx.ExecContext(ctx, "CREATE TABLE IF NOT EXISTS orders (id TEXT PRIMARY KEY, customer TEXT)"); err != nil {
-		return errors.Join(err, tx.Rollback())
-	}
-	if _, err := tx.ExecContext(ctx, "INSERT INTO orders (id, customer) VALUES (?, ?)", order, "ada"); err != nil {
-		return errors.Join(err, tx.Rollback())
-	}
-	confirm, err := heph.InsertJobTx(ctx, c, tx, SendEmail, Email{To: "ada@example.com", Subject: "Your " + order}, nil)
-	if err != nil {
-		return errors.Join(err, tx.Rollback())
-	}
-	if err := tx.Commit(); err != nil {
 		return err
 	}
 	jobs = append(jobs, confirm)
@@ -227,8 +182,74 @@ func run(path string) error {
 	// the welcome email is the earlier run's job.
 	fmt.Printf("%d emails sent; at most %d thumbnail(s) ran at once for a tenant\n", sent.Load(), perTenant.max)
 
-	// The schedule: wait for its first digest, then show its next ticks
-	// and its last runs.
+	return showSchedule(ctx, c)
+}
+
+// insertJobs inserts the emails and the thumbnails.
+func insertJobs(ctx context.Context, c *heph.Client) ([]*heph.Job, error) {
+	var jobs []*heph.Job
+	add := func(j *heph.Job, err error) error {
+		if err != nil {
+			return err
+		}
+		jobs = append(jobs, j)
+		return nil
+	}
+	welcome := Email{To: "ada@example.com", Subject: "Welcome"}
+	fmt.Println("inserting jobs")
+	if err := add(heph.InsertJob(ctx, c, SendEmail, welcome, nil)); err != nil {
+		return nil, err
+	}
+	// The same email again: the existing job comes back, nothing is sent
+	// twice.
+	if err := add(heph.InsertJob(ctx, c, SendEmail, welcome, nil)); err != nil {
+		return nil, err
+	}
+	if err := add(heph.InsertJob(ctx, c, SendEmail, Email{To: "bob@example.com", Subject: "Reminder"},
+		&heph.JobOptions{RunAfter: 300 * time.Millisecond})); err != nil {
+		return nil, err
+	}
+	thumbs, err := heph.InsertJobs(ctx, c, MakeThumbnail, []heph.JobInsert[Thumbnail]{
+		{Args: Thumbnail{Tenant: "acme", Image: "cat.png", Size: 128}, Options: &heph.JobOptions{Priority: 10}},
+		{Args: Thumbnail{Tenant: "acme", Image: "dog.png", Size: 0}},
+		{Args: Thumbnail{Tenant: "acme", Image: "owl.png", Size: 64}},
+		{Args: Thumbnail{Tenant: "acme", Image: "fox.png", Size: 64}},
+		{Args: Thumbnail{Tenant: "globex", Image: "logo.png", Size: 64}},
+		{Args: Thumbnail{Tenant: "globex", Image: "banner.png", Size: 64}},
+	})
+	if err != nil {
+		return nil, err
+	}
+	return append(jobs, thumbs...), nil
+}
+
+// insertOrder stores an order and inserts its confirmation email, in one
+// transaction of the application's: both or neither.
+func insertOrder(ctx context.Context, c *heph.Client, st *sqlite.Store) (*heph.Job, error) {
+	order := "order-" + strconv.FormatInt(time.Now().UnixNano(), 36)
+	tx, err := st.DB().BeginTx(ctx, nil)
+	if err != nil {
+		return nil, err
+	}
+	if _, err := tx.ExecContext(ctx, "CREATE TABLE IF NOT EXISTS orders (id TEXT PRIMARY KEY, customer TEXT)"); err != nil {
+		return nil, errors.Join(err, tx.Rollback())
+	}
+	if _, err := tx.ExecContext(ctx, "INSERT INTO orders (id, customer) VALUES (?, ?)", order, "ada"); err != nil {
+		return nil, errors.Join(err, tx.Rollback())
+	}
+	confirm, err := heph.InsertJobTx(ctx, c, tx, SendEmail, Email{To: "ada@example.com", Subject: "Your " + order}, nil)
+	if err != nil {
+		return nil, errors.Join(err, tx.Rollback())
+	}
+	if err := tx.Commit(); err != nil {
+		return nil, err
+	}
+	return confirm, nil
+}
+
+// showSchedule waits for the schedule's first digest, shows its next
+// ticks and its last runs, and pauses it.
+func showSchedule(ctx context.Context, c *heph.Client) error {
 	for digests.Load() == 0 {
 		select {
 		case <-ctx.Done():

@@ -141,7 +141,13 @@ func newMigrate(env *Env) *cobra.Command {
 	}
 	db.register(cmd)
 
-	cmd.AddCommand(&cobra.Command{
+	cmd.AddCommand(newMigrateUp(env, &db), newMigrateDown(env, &db), newMigrateStatus(env, &db))
+	return cmd
+}
+
+// newMigrateUp is "migrate up".
+func newMigrateUp(env *Env, db *dbFlags) *cobra.Command {
+	return &cobra.Command{
 		Use:   "up",
 		Short: "Apply every pending migration",
 		Args:  cobra.NoArgs,
@@ -164,8 +170,11 @@ func newMigrate(env *Env) *cobra.Command {
 			}
 			return nil
 		},
-	})
+	}
+}
 
+// newMigrateDown is "migrate down".
+func newMigrateDown(env *Env, db *dbFlags) *cobra.Command {
 	var (
 		steps int
 		yes   bool
@@ -212,9 +221,12 @@ func newMigrate(env *Env) *cobra.Command {
 	}
 	down.Flags().IntVar(&steps, "steps", 1, "number of migrations to revert")
 	down.Flags().BoolVarP(&yes, "yes", "y", false, "revert without asking")
-	cmd.AddCommand(down)
+	return down
+}
 
-	cmd.AddCommand(&cobra.Command{
+// newMigrateStatus is "migrate status".
+func newMigrateStatus(env *Env, db *dbFlags) *cobra.Command {
+	return &cobra.Command{
 		Use:   "status",
 		Short: "List the migrations and whether each is applied (changes nothing)",
 		Args:  cobra.NoArgs,
@@ -249,8 +261,7 @@ func newMigrate(env *Env) *cobra.Command {
 			}
 			return w.Flush()
 		},
-	})
-	return cmd
+	}
 }
 
 // report prints the migrations that ran, by version and name.

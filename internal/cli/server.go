@@ -14,6 +14,7 @@ import (
 
 	"github.com/spf13/cobra"
 	"go.opentelemetry.io/otel/propagation"
+	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 
 	hephaestus "github.com/hephaestus-go/hephaestus"
 	"github.com/hephaestus-go/hephaestus/dashboard"
@@ -233,62 +234,18 @@ func runServer(ctx context.Context, env *Env, f *serverFlags) (err error) {
 	if !ok {
 		return errors.New("the store keeps no API tokens")
 	}
-	host, _, _ := net.SplitHostPort(f.addr)
-	noTokens := false
-	if !f.insecure {
-		active, err := activeTokens(ctx, acc)
-		if err != nil {
-			return err
-		}
-		if active == 0 && !loopback(host) {
-			return fmt.Errorf("no API token in the store: make the first with `heph tokens create admin --role admin %s`, or serve a loopback address with --insecure", storeFlag(f))
-		}
-		noTokens = active == 0
-	}
-
-	sm, err := newServerMetrics(ctx, env.getenv)
+	noTokens, err := firstStart(ctx, f, acc)
 	if err != nil {
 		return err
 	}
-	defer func() {
-		sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), shutdownGrace)
-		defer cancel()
-		if serr := sm.shutdown(sctx); serr != nil {
-			logger.Warn("flush the metrics", slog.Any("err", serr))
-		}
-	}()
-	tp, err := newServerTraces(ctx, env.getenv)
+	sm, tp, flush, err := startServerTelemetry(ctx, env, logger)
 	if err != nil {
 		return err
 	}
-	if tp != nil {
-		defer func() {
-			sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), shutdownGrace)
-			defer cancel()
-			if serr := tp.Shutdown(sctx); serr != nil {
-				logger.Warn("flush the spans", slog.Any("err", serr))
-			}
-		}()
-	}
-	client, err := hephaestus.New(&hephaestus.Config{Store: st, Queues: map[string]int{"default": f.workers}, Logger: logger,
-		MeterProvider: sm.meterProvider(), TracerProvider: tracerProvider(tp)})
+	defer flush()
+	client, seed, err := newServerClient(ctx, f, st, logger, sm, tp)
 	if err != nil {
-		return fmt.Errorf("client: %w", err)
-	}
-	reg := serverRegistry()
-	seed := false
-	if f.examples {
-		if err := demo.Register(ctx, client, reg); err != nil {
-			return err
-		}
-		// Before the client starts, so that no schedule tick has
-		// started a run yet.
-		if seed, err = demo.Empty(ctx, client); err != nil {
-			return err
-		}
-	}
-	if err := client.RegisterDocuments(ctx, reg); err != nil {
-		return fmt.Errorf("register documents: %w", err)
+		return err
 	}
 	if err := client.Start(ctx); err != nil {
 		return fmt.Errorf("start client: %w", err)
@@ -315,23 +272,117 @@ func runServer(ctx context.Context, env *Env, f *serverFlags) (err error) {
 	if err != nil {
 		return err
 	}
+	s := &serving{env: env, f: f, logger: logger, client: client, acc: acc, noTokens: noTokens, seed: seed}
+	return s.serve(ctx, sm.handler(dash))
+}
 
+// firstStart reports whether the server starts with no active API token
+// (on a loopback address, where it makes the first), and refuses to
+// serve another address without one; unless f.insecure.
+func firstStart(ctx context.Context, f *serverFlags, acc store.Access) (bool, error) {
+	if f.insecure {
+		return false, nil
+	}
+	host, _, _ := net.SplitHostPort(f.addr)
+	active, err := activeTokens(ctx, acc)
+	if err != nil {
+		return false, err
+	}
+	if active == 0 && !loopback(host) {
+		return false, fmt.Errorf("no API token in the store: make the first with `heph tokens create admin --role admin %s`, or serve a loopback address with --insecure", storeFlag(f))
+	}
+	return active == 0, nil
+}
+
+// startServerTelemetry sets up the server's metrics and traces as the
+// environment configures them; flush flushes both (the spans first).
+func startServerTelemetry(ctx context.Context, env *Env, logger *slog.Logger) (sm *serverMetrics, tp *sdktrace.TracerProvider, flush func(), err error) {
+	sm, err = newServerMetrics(ctx, env.getenv)
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	flushMetrics := func() {
+		sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), shutdownGrace)
+		defer cancel()
+		if serr := sm.shutdown(sctx); serr != nil {
+			logger.Warn("flush the metrics", slog.Any("err", serr))
+		}
+	}
+	tp, err = newServerTraces(ctx, env.getenv)
+	if err != nil {
+		flushMetrics()
+		return nil, nil, nil, err
+	}
+	flush = func() {
+		if tp != nil {
+			sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), shutdownGrace)
+			defer cancel()
+			if serr := tp.Shutdown(sctx); serr != nil {
+				logger.Warn("flush the spans", slog.Any("err", serr))
+			}
+		}
+		flushMetrics()
+	}
+	return sm, tp, flush, nil
+}
+
+// newServerClient makes the server's client, not started, with the
+// documents' registry (and the examples, with f.examples: seed says
+// whether the store had no run, so that the examples seed some).
+func newServerClient(ctx context.Context, f *serverFlags, st store.Store, logger *slog.Logger, sm *serverMetrics, tp *sdktrace.TracerProvider) (client *hephaestus.Client, seed bool, err error) {
+	client, err = hephaestus.New(&hephaestus.Config{Store: st, Queues: map[string]int{"default": f.workers}, Logger: logger,
+		MeterProvider: sm.meterProvider(), TracerProvider: tracerProvider(tp)})
+	if err != nil {
+		return nil, false, fmt.Errorf("client: %w", err)
+	}
+	reg := serverRegistry()
+	if f.examples {
+		if err := demo.Register(ctx, client, reg); err != nil {
+			return nil, false, err
+		}
+		// Before the client starts, so that no schedule tick has
+		// started a run yet.
+		if seed, err = demo.Empty(ctx, client); err != nil {
+			return nil, false, err
+		}
+	}
+	if err := client.RegisterDocuments(ctx, reg); err != nil {
+		return nil, false, fmt.Errorf("register documents: %w", err)
+	}
+	return client, seed, nil
+}
+
+// serving is what serve needs of runServer.
+type serving struct {
+	env      *Env
+	f        *serverFlags
+	logger   *slog.Logger
+	client   *hephaestus.Client
+	acc      store.Access
+	noTokens bool // make the first admin token
+	seed     bool // seed the example runs
+}
+
+// serve listens on f.addr and serves handler until ctx ends, then
+// finishes the requests in flight.
+func (s *serving) serve(ctx context.Context, handler http.Handler) error {
+	env, f, logger := s.env, s.f, s.logger
 	ln, err := (&net.ListenConfig{}).Listen(ctx, "tcp", f.addr)
 	if err != nil {
 		return fmt.Errorf("listen: %w", err)
 	}
 	srv := &http.Server{
-		Handler:           sm.handler(dash),
+		Handler:           handler,
 		ReadHeaderTimeout: readHeaderTimeout,
 		IdleTimeout:       serverIdleTimeout,
 		ErrorLog:          slog.NewLogLogger(logger.Handler(), slog.LevelWarn),
 		BaseContext:       func(net.Listener) context.Context { return context.WithoutCancel(ctx) },
 	}
 	fmt.Fprintf(env.Stderr, "%shttp://%s\n", listeningLinePrefix, ln.Addr())
-	if noTokens {
+	if s.noTokens {
 		// The first start on loopback: make the first admin token, so a
 		// fresh checkout serves with no other set-up, and show it once.
-		_, secret, err := server.NewToken(ctx, acc, firstTokenName, server.RoleAdmin, time.Now())
+		_, secret, err := server.NewToken(ctx, s.acc, firstTokenName, server.RoleAdmin, time.Now())
 		if err != nil {
 			_ = srv.Close()
 			return fmt.Errorf("make the first admin token: %w", err)
@@ -343,8 +394,8 @@ func runServer(ctx context.Context, env *Env, f *serverFlags) (err error) {
 	served := make(chan error, 1)
 	go func() { served <- srv.Serve(ln) }()
 	switch {
-	case seed:
-		stopSeed := seedExamples(ctx, client, logger)
+	case s.seed:
+		stopSeed := seedExamples(ctx, s.client, logger)
 		defer stopSeed()
 	case f.examples:
 		logger.Info("registered the example definitions; the store has runs, so no example run is seeded")

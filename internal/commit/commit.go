@@ -337,136 +337,32 @@ func (m *Committer) loop() {
 	}
 }
 
+// apply commits a batch of changes and the standing claims in one store
+// Apply, retried on a store error; hands each request and claim its
+// result; and closes them.
 func (m *Committer) apply(batch []*Request, claims []*Claim) {
 	if len(batch) == 0 && len(claims) == 0 {
 		return
 	}
-	changes := make([]store.Change, len(batch))
+	now := m.cfg.Clock.Now()
+	plan := m.planClaims(batch, claims, now)
+	params := &store.ApplyParams{Changes: make([]store.Change, len(batch)), Now: now, Claims: plan.params}
 	for i, r := range batch {
-		changes[i] = r.Change
+		params.Changes[i] = r.Change
 	}
-	cfg := &m.cfg
-	now := cfg.Clock.Now()
-	params := &store.ApplyParams{Changes: changes, Now: now}
-	// Workers claim only the tasks they can run.
-	handlers := cfg.Handlers()
-	// Hand-offs claim first, one claim per queue for all of them: a worker
-	// that just finished a step keeps its slot busy with a successor rather
-	// than leaving it to the pool.
-	var handQueues []string
-	handoffs := map[string][]*Request{}
-	for _, r := range batch {
-		if r.Handoff != "" {
-			if handoffs[r.Handoff] == nil {
-				handQueues = append(handQueues, r.Handoff)
-			}
-			handoffs[r.Handoff] = append(handoffs[r.Handoff], r)
-		}
-	}
-	// A standing claim of a queue that also has hand-offs rides in the same
-	// claim statement, after them.
-	standing := map[string]*Claim{}
-	for _, cr := range claims {
-		if handoffs[cr.Queue] != nil {
-			standing[cr.Queue] = cr
-		}
-	}
-	for _, q := range handQueues {
-		limit := len(handoffs[q])
-		if cr := standing[q]; cr != nil {
-			limit += cr.N
-		}
-		params.Claims = append(params.Claims, store.ClaimParams{
-			Queues: []string{q}, Handlers: handlers, Owner: cfg.WorkerID, Limit: limit, LeaseFor: cfg.LeaseDuration, Now: now,
-		})
-	}
-	var rest []*Claim
-	for _, cr := range claims {
-		if standing[cr.Queue] == nil {
-			rest = append(rest, cr)
-			params.Claims = append(params.Claims, store.ClaimParams{
-				Queues: []string{cr.Queue}, Handlers: handlers, Owner: cfg.WorkerID, Limit: cr.N, LeaseFor: cfg.LeaseDuration, Now: now,
-			})
-		}
-	}
-	res, err := cfg.Store.Apply(context.Background(), params)
-	// A store error means nothing was applied, or — when a COMMIT's answer
-	// was lost with its connection and the store could not learn its
-	// outcome — possibly everything. Trying again is safe either way, for
-	// every kind of change (docs/architecture.md lists them): completions
-	// and operations are fenced by their task's lease (the retry of one
-	// that committed finds the task gone: ErrLeaseLost, and the worker
-	// drops it); decisions are checked against the sequence number they
-	// read (the retry is refused, and the decision made afresh from the
-	// stored history); signals, resumes, cancellations and a child's
-	// report carry an idempotency key (ErrDuplicateChange: applied
-	// already); a create names its run id (ErrRunExists: read back below).
-	retried := false
-	for attempt := 1; err != nil && attempt <= commitRetries && !errors.Is(err, store.ErrClosed); attempt++ {
-		retried = true
-		cfg.Logger.Warn("commit failed; retrying", slog.Int("attempt", attempt), slog.Int("changes", len(batch)), slog.Any("err", err))
-		cfg.Telemetry.Emit(telemetry.Event{Kind: telemetry.CommitFailed, Count: len(batch), Err: err})
-		<-cfg.Clock.After(time.Duration(10<<attempt) * time.Millisecond)
-		res, err = cfg.Store.Apply(context.Background(), params)
-	}
+	res, retried, err := m.applyRetrying(params, len(batch))
 	if err == nil {
-		for i, q := range handQueues {
-			tasks := res.Claimed[i]
-			hs := handoffs[q]
-			for k := 0; k < len(tasks) && k < len(hs); k++ {
-				hs[k].Claimed = append(hs[k].Claimed, tasks[k])
-			}
-			if cr := standing[q]; cr != nil && len(tasks) > len(hs) {
-				cr.Tasks = tasks[len(hs):]
-			}
-		}
-		for i, cr := range rest {
-			cr.Tasks = res.Claimed[len(handQueues)+i]
-		}
-	}
-	for i, r := range batch {
-		if err != nil {
+		plan.distribute(res.Claimed)
+		m.distributeResults(batch, res, retried)
+		m.committed(batch, claims, now)
+	} else {
+		for _, r := range batch {
 			r.Err = err
-			continue
 		}
-		r.Res = res.Changes[i]
-		r.Err = res.Changes[i].Err
-		// A create whose first commit did happen, though its outcome was
-		// lost with the connection, finds its own run on the retry.
-		if retried && r.Change.Create != nil && errors.Is(r.Err, store.ErrRunExists) {
-			if run, gerr := cfg.Store.GetRun(context.Background(), r.Change.Create.ID); gerr == nil {
-				r.Res, r.Err = store.ChangeResult{Run: run}, nil
-			}
-		}
-	}
-	if err != nil {
 		for _, cr := range claims {
 			cr.Err = err
 		}
-	}
-	if err == nil {
-		claimed := map[int64]bool{}
-		for _, r := range batch {
-			for _, t := range r.Claimed {
-				claimed[t.ID] = true
-			}
-		}
-		for _, cr := range claims {
-			for _, t := range cr.Tasks {
-				claimed[t.ID] = true
-			}
-		}
-		if cfg.AfterCommit != nil {
-			cfg.AfterCommit(batch, claimed, now)
-		}
-		done := cfg.Clock.Now()
-		for _, r := range batch {
-			r.committedAt = done
-		}
-		cfg.Telemetry.Emit(telemetry.Event{Kind: telemetry.CommitCompleted, Count: len(batch), Duration: done.Sub(now)})
-		m.emitCommitted(batch)
-	} else {
-		cfg.Logger.Error("commit failed", slog.Int("changes", len(batch)), slog.Any("err", err))
+		m.cfg.Logger.Error("commit failed", slog.Int("changes", len(batch)), slog.Any("err", err))
 	}
 	for _, r := range batch {
 		close(r.done)
@@ -474,6 +370,151 @@ func (m *Committer) apply(batch []*Request, claims []*Claim) {
 	for _, cr := range claims {
 		close(cr.done)
 	}
+}
+
+// claimPlan is the claims that ride in one commit, in the order of
+// params: the hand-offs' queues first, then the standing claims of
+// other queues.
+type claimPlan struct {
+	params     []store.ClaimParams
+	handQueues []string              // the queues of the hand-offs, in order
+	handoffs   map[string][]*Request // each hand-off queue's requests
+	standing   map[string]*Claim     // a standing claim of a hand-off queue
+	rest       []*Claim              // the standing claims of other queues
+}
+
+// planClaims plans the claims of a commit. Hand-offs claim first, one
+// claim per queue for all of them: a worker that just finished a step
+// keeps its slot busy with a successor rather than leaving it to the
+// pool. A standing claim of a queue that also has hand-offs rides in the
+// same claim statement, after them.
+func (m *Committer) planClaims(batch []*Request, claims []*Claim, now time.Time) *claimPlan {
+	cfg := &m.cfg
+	// Workers claim only the tasks they can run.
+	handlers := cfg.Handlers()
+	claim := func(q string, limit int) store.ClaimParams {
+		return store.ClaimParams{
+			Queues: []string{q}, Handlers: handlers, Owner: cfg.WorkerID, Limit: limit, LeaseFor: cfg.LeaseDuration, Now: now,
+		}
+	}
+	p := &claimPlan{handoffs: map[string][]*Request{}, standing: map[string]*Claim{}}
+	for _, r := range batch {
+		if r.Handoff != "" {
+			if p.handoffs[r.Handoff] == nil {
+				p.handQueues = append(p.handQueues, r.Handoff)
+			}
+			p.handoffs[r.Handoff] = append(p.handoffs[r.Handoff], r)
+		}
+	}
+	for _, cr := range claims {
+		if p.handoffs[cr.Queue] != nil {
+			p.standing[cr.Queue] = cr
+		}
+	}
+	for _, q := range p.handQueues {
+		limit := len(p.handoffs[q])
+		if cr := p.standing[q]; cr != nil {
+			limit += cr.N
+		}
+		p.params = append(p.params, claim(q, limit))
+	}
+	for _, cr := range claims {
+		if p.standing[cr.Queue] == nil {
+			p.rest = append(p.rest, cr)
+			p.params = append(p.params, claim(cr.Queue, cr.N))
+		}
+	}
+	return p
+}
+
+// distribute hands the claimed tasks, one list per planned claim, out:
+// a hand-off queue's to its requests in order, what is left to the
+// queue's standing claim; the other claims their own.
+func (p *claimPlan) distribute(claimed [][]*store.Task) {
+	for i, q := range p.handQueues {
+		tasks := claimed[i]
+		hs := p.handoffs[q]
+		for k := 0; k < len(tasks) && k < len(hs); k++ {
+			hs[k].Claimed = append(hs[k].Claimed, tasks[k])
+		}
+		if cr := p.standing[q]; cr != nil && len(tasks) > len(hs) {
+			cr.Tasks = tasks[len(hs):]
+		}
+	}
+	for i, cr := range p.rest {
+		cr.Tasks = claimed[len(p.handQueues)+i]
+	}
+}
+
+// applyRetrying runs the store's Apply, and again up to commitRetries
+// times on an error, waiting longer each time; retried says whether it
+// tried more than once. n is the number of changes, for the log.
+//
+// A store error means nothing was applied, or — when a COMMIT's answer
+// was lost with its connection and the store could not learn its outcome
+// — possibly everything. Trying again is safe either way, for every kind
+// of change (docs/architecture.md lists them): completions and
+// operations are fenced by their task's lease (the retry of one that
+// committed finds the task gone: ErrLeaseLost, and the worker drops it);
+// decisions are checked against the sequence number they read (the retry
+// is refused, and the decision made afresh from the stored history);
+// signals, resumes, cancellations and a child's report carry an
+// idempotency key (ErrDuplicateChange: applied already); a create names
+// its run id (ErrRunExists: read back by distributeResults).
+func (m *Committer) applyRetrying(params *store.ApplyParams, n int) (res *store.ApplyResult, retried bool, err error) {
+	cfg := &m.cfg
+	res, err = cfg.Store.Apply(context.Background(), params)
+	for attempt := 1; err != nil && attempt <= commitRetries && !errors.Is(err, store.ErrClosed); attempt++ {
+		retried = true
+		cfg.Logger.Warn("commit failed; retrying", slog.Int("attempt", attempt), slog.Int("changes", n), slog.Any("err", err))
+		cfg.Telemetry.Emit(telemetry.Event{Kind: telemetry.CommitFailed, Count: n, Err: err})
+		<-cfg.Clock.After(time.Duration(10<<attempt) * time.Millisecond)
+		res, err = cfg.Store.Apply(context.Background(), params)
+	}
+	return res, retried, err
+}
+
+// distributeResults gives each request of a committed batch its change's
+// result.
+func (m *Committer) distributeResults(batch []*Request, res *store.ApplyResult, retried bool) {
+	for i, r := range batch {
+		r.Res = res.Changes[i]
+		r.Err = res.Changes[i].Err
+		// A create whose first commit did happen, though its outcome was
+		// lost with the connection, finds its own run on the retry.
+		if retried && r.Change.Create != nil && errors.Is(r.Err, store.ErrRunExists) {
+			if run, gerr := m.cfg.Store.GetRun(context.Background(), r.Change.Create.ID); gerr == nil {
+				r.Res, r.Err = store.ChangeResult{Run: run}, nil
+			}
+		}
+	}
+}
+
+// committed reports a committed batch, begun at now: to AfterCommit with
+// the tasks it claimed, in telemetry, and to the waiters of the runs it
+// ended.
+func (m *Committer) committed(batch []*Request, claims []*Claim, now time.Time) {
+	cfg := &m.cfg
+	claimed := map[int64]bool{}
+	for _, r := range batch {
+		for _, t := range r.Claimed {
+			claimed[t.ID] = true
+		}
+	}
+	for _, cr := range claims {
+		for _, t := range cr.Tasks {
+			claimed[t.ID] = true
+		}
+	}
+	if cfg.AfterCommit != nil {
+		cfg.AfterCommit(batch, claimed, now)
+	}
+	done := cfg.Clock.Now()
+	for _, r := range batch {
+		r.committedAt = done
+	}
+	cfg.Telemetry.Emit(telemetry.Event{Kind: telemetry.CommitCompleted, Count: len(batch), Duration: done.Sub(now)})
+	m.emitCommitted(batch)
 }
 
 // Close stops the loops after applying what is queued; later submissions

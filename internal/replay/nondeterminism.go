@@ -5,7 +5,6 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"path"
 	"runtime"
@@ -16,109 +15,13 @@ import (
 	"github.com/hephaestus-go/hephaestus/hephtype"
 )
 
-// NonDeterminismError reports that replayed workflow code did not issue
-// the command the history recorded: the code changed in a way that is
-// incompatible with runs in flight, or it depends on something other than
-// its history. It speaks of the history in its entries' kinds
-// (step_scheduled, timer_started, marker, …) and of the code in the words
-// of the workflow API (Execute activity "charge", workflow.Sleep, …);
-// "decision N" is the Nth decision entry of the run's history, the
-// activation being replayed.
-//
-// Nothing was decided: the runtime writes nothing and retries the
-// decision later, so that the run continues once the code is fixed.
-//
-// Every field is plain: the root package's NonDeterminismError has the
-// same fields, and converts from this type (see its documentation).
-type NonDeterminismError struct {
-	// Workflow is the workflow's name, RunID the run's id when known.
-	Workflow string
-	RunID    string
-	// Decision is the decision being replayed, counted from 1.
-	Decision int
-	// Entry is the position in the history of the recorded entry, counted
-	// from 1; zero when there is none.
-	Entry int
-	// RecordedKind and Recorded are the kind and the text of the history
-	// entry recorded at that point (`step_scheduled #3 "charge"`); empty
-	// when the code issued a command the history does not have.
-	RecordedKind hephtype.EventKind
-	Recorded     string
-	// RecordedAt is "dir/file.go:line" of the workflow code that issued the
-	// recorded command, when the history knows it (activities, timers and
-	// child workflows recorded since it does).
-	RecordedAt string
-	// Command is the command the code issued instead, in the workflow
-	// API's words and with the entry it records (`Execute activity
-	// "refund" (step_scheduled #3)`); empty when it issued none where the
-	// history has one.
-	Command string
-	// CommandAt is "file:line" of the workflow code that issued Command
-	// (or, without a Command, where the workflow waits instead).
-	CommandAt string
-	// Waiting, without a Command, says what the workflow waits for.
-	Waiting string
-	// Changed names what differs between the recorded command and the new
-	// one when they are of the same kind ("activity name", "input",
-	// "queue", "timer duration", "child workflow", …), and Old and New
-	// are its values in the history and in the code.
-	Changed  string
-	Old, New string
-	// Reason explains a mismatch that is not about one command.
-	Reason string
-	// Hint says what to do.
-	Hint string
-}
+// NonDeterminismError is the error hephtype defines, built by nde: the
+// replay core reports it, and the runtime passes it on unchanged.
+type NonDeterminismError = hephtype.NonDeterminismError
 
 // ndeHint is the Hint of every NonDeterminismError.
 const ndeHint = `if the change is intended, guard it with workflow.Patched(ctx, "<change id>") so that runs started before it keep the old path; ` +
 	`otherwise replay the history with the old code (hephtest.ReplayHistory) to find the change`
-
-func (e *NonDeterminismError) Error() string {
-	var b strings.Builder
-	b.WriteString("workflow " + strconv.Quote(e.Workflow))
-	if e.RunID != "" {
-		b.WriteString(" (run " + e.RunID + ")")
-	}
-	b.WriteString(" is not deterministic: replaying decision " + strconv.Itoa(e.Decision) + " of its history, ")
-	at := ""
-	if e.CommandAt != "" {
-		at = " at " + e.CommandAt
-	}
-	recorded := "" // a clause: what the history has there
-	if e.Recorded != "" {
-		recorded = "the history has " + e.Recorded
-		if e.Entry > 0 {
-			recorded = "the history's entry " + strconv.Itoa(e.Entry) + " is " + e.Recorded
-		}
-		if e.RecordedAt != "" {
-			recorded += " (issued at " + e.RecordedAt + ")"
-		}
-	}
-	switch {
-	case e.Reason != "" && recorded != "":
-		b.WriteString(e.Reason + ": " + recorded + at)
-	case e.Reason != "":
-		b.WriteString(e.Reason + at)
-	case e.Changed != "":
-		fmt.Fprintf(&b, "the %s changed from %s to %s: %s, the code issued %s%s", e.Changed, e.Old, e.New, recorded, e.Command, at)
-	case e.Command != "" && recorded != "":
-		b.WriteString(recorded + ", the code issued " + e.Command + at)
-	case e.Command != "":
-		b.WriteString("the code issued " + e.Command + at + ", which the history does not have")
-	case recorded != "":
-		b.WriteString(recorded + " but the code issued no command")
-		if e.Waiting != "" {
-			b.WriteString("; it waits for " + e.Waiting + at)
-		} else if at != "" {
-			b.WriteString("; it waits" + at)
-		}
-	}
-	if e.Hint != "" {
-		b.WriteString("; " + e.Hint)
-	}
-	return b.String()
-}
 
 // nde builds a NonDeterminismError of the activation being replayed: the
 // recorded entry rec at history position pos (nil and 0 if none), the new
@@ -366,26 +269,6 @@ func queueName(q string) string {
 	}
 	return "queue " + strconv.Quote(q)
 }
-
-// ConvertNonDeterminism returns err with the *NonDeterminismError it holds,
-// if any, replaced by conv's conversion of it: err itself when err is the
-// *NonDeterminismError, or else an error with err's message that unwraps
-// to the conversion and to err. An err that holds none is returned as is.
-func ConvertNonDeterminism(err error, conv func(*NonDeterminismError) error) error {
-	var nde *NonDeterminismError
-	if !errors.As(err, &nde) {
-		return err
-	}
-	if err == error(nde) {
-		return conv(nde)
-	}
-	return &convertedError{err: err, conv: conv(nde)}
-}
-
-type convertedError struct{ err, conv error }
-
-func (e *convertedError) Error() string   { return e.err.Error() }
-func (e *convertedError) Unwrap() []error { return []error{e.conv, e.err} }
 
 // matchEvent is cmd.Event() without what matching does not read: the call
 // record of an activity, whose input hash costs a canonical encoding.

@@ -22,15 +22,7 @@ import (
 // that carried it; nothing goes to the run's history.
 
 // QueryFailedError reports a query whose handler returned an error.
-type QueryFailedError struct {
-	RunID   string
-	Name    string
-	Message string
-}
-
-func (e *QueryFailedError) Error() string {
-	return fmt.Sprintf("query %q of run %s failed: %s", e.Name, e.RunID, e.Message)
-}
+type QueryFailedError = hephtype.QueryFailedError
 
 // queryPrefix starts the ids of query requests.
 const queryPrefix = "query:"

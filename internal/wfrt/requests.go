@@ -93,7 +93,7 @@ func rejection(code, msg string) *UpdateRejectedError {
 	default:
 		err = errors.New(msg)
 	}
-	return &UpdateRejectedError{Code: code, Err: err}
+	return &UpdateRejectedError{UpdateRejectedError: hephtype.UpdateRejectedError{Err: err}, Code: code}
 }
 
 // sendRequest records a request to a workflow run with its task, or finds

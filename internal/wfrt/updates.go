@@ -26,34 +26,16 @@ import (
 // one elsewhere is found by polling the store.
 
 // UpdateRejectedError reports an update the workflow rejected; nothing
-// was written to the run's history. The root package converts it to its
-// public type.
+// was written to the run's history. It is the public error with the
+// rejection's code: the root package returns the hephtype one it holds.
 type UpdateRejectedError struct {
-	RunID string
-	Name  string
-	ID    string
+	hephtype.UpdateRejectedError
 	// Code classifies the rejection (the Reject* constants).
 	Code string
-	Err  error
 }
-
-func (e *UpdateRejectedError) Error() string {
-	return fmt.Sprintf("update %q of run %s rejected: %v", e.Name, e.RunID, e.Err)
-}
-
-func (e *UpdateRejectedError) Unwrap() error { return e.Err }
 
 // UpdateFailedError reports an accepted update whose handler failed.
-type UpdateFailedError struct {
-	RunID   string
-	Name    string
-	ID      string
-	Message string
-}
-
-func (e *UpdateFailedError) Error() string {
-	return fmt.Sprintf("update %q of run %s failed: %s", e.Name, e.RunID, e.Message)
-}
+type UpdateFailedError = hephtype.UpdateFailedError
 
 // WaitStage is how far an update caller waits.
 type WaitStage int
@@ -126,7 +108,7 @@ func (c *Runtime) UpdateWorkflow(ctx context.Context, p *UpdateParams) (*UpdateO
 	}
 	if err := c.reg.checkName(run.Workflow, name, false); err != nil {
 		// This process has the workflow: no need to ask a worker.
-		return nil, &UpdateRejectedError{RunID: run.ID, Name: name, ID: id, Code: RejectUnknown, Err: err}
+		return nil, &UpdateRejectedError{UpdateRejectedError: hephtype.UpdateRejectedError{RunID: run.ID, Name: name, ID: id, Err: err}, Code: RejectUnknown}
 	}
 	for hop := 0; ; hop++ {
 		req, err := c.sendRequest(ctx, run, store.RequestUpdate, updatePrefix+id, name, raw)
@@ -338,7 +320,7 @@ func (c *Runtime) UpdateWithStart(ctx context.Context, name, id string, input an
 		return nil, nil, fmt.Errorf("update-with-start %q: %w: the workflow id is empty", name, limits.ErrInvalidInput)
 	}
 	if err := c.reg.checkName(name, p.Name, false); err != nil {
-		return nil, nil, &UpdateRejectedError{Name: p.Name, ID: p.ID, Code: RejectUnknown, Err: err}
+		return nil, nil, &UpdateRejectedError{UpdateRejectedError: hephtype.UpdateRejectedError{Name: p.Name, ID: p.ID, Err: err}, Code: RejectUnknown}
 	}
 	raw, err := limits.JSON(p.Args)
 	if err != nil {

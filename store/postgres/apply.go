@@ -14,7 +14,6 @@ import (
 	"github.com/jackc/pgx/v5/pgconn"
 
 	"github.com/hephaestus-go/hephaestus/businesskey"
-	"github.com/hephaestus-go/hephaestus/hephtype"
 	"github.com/hephaestus-go/hephaestus/store"
 )
 
@@ -1322,44 +1321,9 @@ func (a *applier) planCreate(i int, n *store.NewRun, fence *store.Lease) (*op, s
 	if fence != nil && !a.holds(fence) {
 		return nil, refused(fmt.Errorf("create run %s: task %d: %w", n.ID, fence.TaskID, store.ErrLeaseLost))
 	}
-	r := &store.Run{
-		ID: n.ID, Workflow: n.Workflow, Version: n.Version, Kind: n.Kind, Status: n.Status,
-		Input: orNil(n.Input), Output: orNil(n.Output), Error: n.Error, BusinessID: n.BusinessID,
-		KeyScope: n.KeyScope, ParentID: n.ParentID, State: orNil(n.State), ConcurrencyKey: n.ConcurrencyKey,
-		TraceContext: n.TraceContext, Seq: int64(len(n.History)), CreatedAt: a.now, UpdatedAt: a.now,
-	}
-	if len(n.Tags) > 0 {
-		r.Tags = n.Tags
-	}
-	if len(n.Metadata) > 0 {
-		r.Metadata = n.Metadata
-	}
-	if r.Status == "" {
-		r.Status = hephtype.StatusPending
-	}
-	if !r.Status.Valid() {
-		return nil, refused(fmt.Errorf("create run %s: unknown status %q", r.ID, r.Status))
-	}
-	if err := store.CheckConcurrencyKey(r.ConcurrencyKey); err != nil {
-		return nil, refused(fmt.Errorf("create run %s: %w", r.ID, err))
-	}
-	if err := store.CheckTraceContext(r.TraceContext); err != nil {
-		return nil, refused(fmt.Errorf("create run %s: %w", r.ID, err))
-	}
-	if err := store.CheckLabels(r.Tags, r.Metadata); err != nil {
-		return nil, refused(fmt.Errorf("create run %s: %w", r.ID, err))
-	}
-	if r.BusinessID != "" && r.KeyScope == "" {
-		r.KeyScope = businesskey.ScopeActive
-	}
-	if r.KeyScope != "" && !r.KeyScope.Valid() {
-		return nil, refused(fmt.Errorf("create run %s: unknown key scope %q", r.ID, r.KeyScope))
-	}
-	if r.Status.Terminal() {
-		r.FinishedAt = a.now
-	}
-	if err := store.CheckTasks(n.Tasks); err != nil {
-		return nil, refused(fmt.Errorf("create run %s: %w", r.ID, err))
+	r, err := store.RunOf(n, a.now)
+	if err != nil {
+		return nil, refused(err)
 	}
 	meta, err := metadataArg(r.Metadata)
 	if err != nil {

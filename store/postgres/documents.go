@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"strconv"
 	"strings"
 	"time"
 
@@ -165,31 +164,23 @@ func (s *Store) ListDocuments(ctx context.Context, p *store.ListDocumentsParams)
 		return nil, fmt.Errorf("list documents: %w", err)
 	}
 	limit := store.DocumentLimit(p.Limit)
-	var where []string
-	var args []any
-	arg := func(v any) string {
-		args = append(args, v)
-		return "$" + strconv.Itoa(len(args))
-	}
+	w := &where{}
 	if p.Name != "" {
 		if err := store.CheckDocumentName(p.Name); err != nil {
 			return nil, fmt.Errorf("list documents: %w", err)
 		}
-		where = append(where, "name = "+arg(p.Name))
+		w.add("name = $?", p.Name)
 	}
 	if p.Cursor != "" {
 		name, version, err := store.DecodeDocumentCursor(p.Cursor)
 		if err != nil {
 			return nil, fmt.Errorf("list documents: %w", err)
 		}
-		n := arg(name)
-		where = append(where, "(name > "+n+" OR name = "+n+" AND version < "+arg(int64(version))+")")
+		n := w.param(name)
+		w.add("(name > "+n+" OR name = "+n+" AND version < $?)", int64(version))
 	}
-	q := "SELECT " + documentMeta + ` FROM "` + s.schema + `".documents`
-	if len(where) > 0 {
-		q += " WHERE " + strings.Join(where, " AND ")
-	}
-	q += " ORDER BY name, version DESC LIMIT " + arg(int64(limit+1))
+	q := "SELECT " + documentMeta + ` FROM "` + s.schema + `".documents` + w.clause() + " ORDER BY name, version DESC LIMIT " + w.param(int64(limit+1))
+	args := w.args
 	var page *store.DocumentPage
 	err := s.idempotent(ctx, func(ctx context.Context) error {
 		page = &store.DocumentPage{Documents: make([]*store.Document, 0, min(limit, 64))}

@@ -4,10 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"maps"
-	"slices"
-	"strconv"
-	"strings"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -68,92 +64,16 @@ func (s *Store) ListRuns(ctx context.Context, p *store.ListRunsParams) (*store.R
 	if err := p.Check(); err != nil {
 		return nil, fmt.Errorf("list runs: %w", err)
 	}
-	limit := p.Limit
-	switch {
-	case limit == 0:
-		limit = 100
-	case limit > 1000:
-		limit = 1000
+	limit := p.PageSize()
+	w, err := runFilter(s.schema, p)
+	if err != nil {
+		return nil, fmt.Errorf("list runs: %w", err)
 	}
-	var where []string
-	var args []any
-	arg := func(cond string, v any) {
-		args = append(args, v)
-		where = append(where, strings.ReplaceAll(cond, "$?", "$"+strconv.Itoa(len(args))))
-	}
-	if p.Workflow != "" {
-		arg("workflow = $?", p.Workflow)
-	}
-	if len(p.Statuses) > 0 {
-		st := make([]string, len(p.Statuses))
-		for i, s := range p.Statuses {
-			st[i] = string(s)
-		}
-		arg("status = ANY($?::text[])", st)
-	}
-	if p.BusinessID != "" {
-		arg("business_id = $?", p.BusinessID)
-	}
-	if len(p.Tags) > 0 {
-		arg("tags @> $?::text[]", p.Tags)
-	}
-	if !p.CreatedAfter.IsZero() {
-		arg("created_at >= $?", truncate(p.CreatedAfter))
-	}
-	if !p.CreatedBefore.IsZero() {
-		arg("created_at < $?", truncate(p.CreatedBefore))
-	}
-	if p.Kind != "" {
-		arg("kind = $?", string(p.Kind))
-	}
-	if p.Version != 0 {
-		arg("version = $?", int64(p.Version))
-	}
-	if p.ParentID != "" {
-		arg("parent_id = $?", p.ParentID)
-	}
-	if len(p.IDs) > 0 {
-		arg("id = ANY($?::text[])", p.IDs)
-	}
-	if p.Queue != "" {
-		cond := `EXISTS (SELECT 1 FROM "` + s.schema + `".tasks t WHERE t.run_id = runs.id AND t.queue = $?)`
-		if len(p.QueueWorkflows) > 0 {
-			args = append(args, p.QueueWorkflows)
-			cond = fmt.Sprintf("(%s OR workflow = ANY($%d::text[]))", cond, len(args))
-		}
-		arg(cond, p.Queue)
-	}
-	for _, k := range slices.Sorted(maps.Keys(p.Metadata)) {
-		// A JSON string compares as its text, a container never, another
-		// value as its JSON text.
-		args = append(args, k)
-		arg(fmt.Sprintf(`(CASE jsonb_typeof(metadata -> $%[1]d) WHEN 'string' THEN metadata ->> $%[1]d
-			WHEN 'object' THEN NULL WHEN 'array' THEN NULL ELSE (metadata -> $%[1]d)::text END) = $?`, len(args)), p.Metadata[k])
-	}
-	if p.Text != "" {
-		// lower() of the "C" collation folds ASCII letters only, as
-		// lowerASCII does.
-		arg(`(strpos(lower(id), $?) > 0 OR strpos(lower(workflow), $?) > 0
-			OR strpos(lower(coalesce(business_id, '')), $?) > 0 OR strpos(lower(error COLLATE "C"), $?) > 0
-			OR EXISTS (SELECT 1 FROM unnest(tags) tag WHERE strpos(lower(tag COLLATE "C"), $?) > 0))`, lowerASCII(p.Text))
-	}
-	if p.Cursor != "" {
-		at, id, err := store.DecodeRunCursor(p.Cursor)
-		if err != nil {
-			return nil, fmt.Errorf("list runs: %w", err)
-		}
-		args = append(args, at)
-		arg(fmt.Sprintf("(created_at, id) < ($%d, $?)", len(args)), id)
-	}
-	q := s.q.listRuns
-	if len(where) > 0 {
-		q += " WHERE " + strings.Join(where, " AND ")
-	}
-	args = append(args, limit+1)
-	q += " ORDER BY created_at DESC, id DESC LIMIT $" + strconv.Itoa(len(args))
+	q := s.q.listRuns + w.clause() + " ORDER BY created_at DESC, id DESC LIMIT " + w.param(limit+1)
+	args := w.args
 
 	var runs []*store.Run
-	err := s.idempotent(ctx, func(ctx context.Context) error {
+	err = s.idempotent(ctx, func(ctx context.Context) error {
 		rows, err := s.pool.Query(ctx, q, args...)
 		if err != nil {
 			return err

@@ -11,7 +11,6 @@ import (
 	sqlite3 "modernc.org/sqlite/lib"
 
 	"github.com/hephaestus-go/hephaestus/businesskey"
-	"github.com/hephaestus-go/hephaestus/hephtype"
 	"github.com/hephaestus-go/hephaestus/store"
 )
 
@@ -151,47 +150,9 @@ func (a *applier) create(n *store.NewRun, fence *store.Lease) (store.ChangeResul
 			return refused(fmt.Errorf("create run %s: task %d: %w", n.ID, fence.TaskID, store.ErrLeaseLost))
 		}
 	}
-	if n.ID == "" {
-		return refused(errors.New("create run: id is empty"))
-	}
-	r := &store.Run{
-		ID: n.ID, Workflow: n.Workflow, Version: n.Version, Kind: n.Kind, Status: n.Status,
-		Input: orNil(n.Input), Output: orNil(n.Output), Error: n.Error, BusinessID: n.BusinessID,
-		KeyScope: n.KeyScope, ParentID: n.ParentID, State: orNil(n.State), ConcurrencyKey: n.ConcurrencyKey,
-		TraceContext: n.TraceContext, Seq: int64(len(n.History)), CreatedAt: a.now, UpdatedAt: a.now,
-	}
-	if len(n.Tags) > 0 {
-		r.Tags = n.Tags
-	}
-	if len(n.Metadata) > 0 {
-		r.Metadata = n.Metadata
-	}
-	if r.Status == "" {
-		r.Status = hephtype.StatusPending
-	}
-	if !r.Status.Valid() {
-		return refused(fmt.Errorf("create run %s: unknown status %q", r.ID, r.Status))
-	}
-	if err := store.CheckConcurrencyKey(r.ConcurrencyKey); err != nil {
-		return refused(fmt.Errorf("create run %s: %w", r.ID, err))
-	}
-	if err := store.CheckTraceContext(r.TraceContext); err != nil {
-		return refused(fmt.Errorf("create run %s: %w", r.ID, err))
-	}
-	if err := store.CheckLabels(r.Tags, r.Metadata); err != nil {
-		return refused(fmt.Errorf("create run %s: %w", r.ID, err))
-	}
-	if r.BusinessID != "" && r.KeyScope == "" {
-		r.KeyScope = businesskey.ScopeActive
-	}
-	if r.KeyScope != "" && !r.KeyScope.Valid() {
-		return refused(fmt.Errorf("create run %s: unknown key scope %q", r.ID, r.KeyScope))
-	}
-	if r.Status.Terminal() {
-		r.FinishedAt = a.now
-	}
-	if err := store.CheckTasks(n.Tasks); err != nil {
-		return refused(fmt.Errorf("create run %s: %w", r.ID, err))
+	r, err := store.RunOf(n, a.now)
+	if err != nil {
+		return refused(err)
 	}
 	tags, err := tagsArg(r.Tags)
 	if err != nil {
@@ -202,6 +163,28 @@ func (a *applier) create(n *store.NewRun, fence *store.Lease) (store.ChangeResul
 		return refused(fmt.Errorf("create run %s: metadata: %w", r.ID, err))
 	}
 	key := uniqueKey(r)
+	rowid, refusal, err := a.insertRun(r, key, tags, meta)
+	if err != nil || refusal != nil {
+		return store.ChangeResult{Err: refusal}, err
+	}
+	if fence != nil {
+		if err := a.deleteFence(fence); err != nil {
+			return store.ChangeResult{}, err
+		}
+	}
+	st := &runState{run: *cloneRun(r), key: key, attrs: attrCols{tags, meta}, rowid: rowid}
+	if err := st.storedForm(); err != nil {
+		return store.ChangeResult{}, fmt.Errorf("insert run: %w", err)
+	}
+	a.setChanged(st)
+	a.insertEvents(r.ID, 0, n.History, "")
+	return store.ChangeResult{Run: r, Tasks: a.insertTasks(r, st.attrs, n.Tasks)}, nil
+}
+
+// insertRun inserts the run r with its unique key and its tags and
+// metadata as stored, and returns its rowid; or the refusal of a run
+// whose id, or business key, another run holds.
+func (a *applier) insertRun(r *store.Run, key, tags, meta any) (rowid int64, refusal, err error) {
 	w := a.w
 	w.arg(r.ID)
 	w.arg(r.Workflow)
@@ -230,38 +213,27 @@ func (a *applier) create(n *store.NewRun, fence *store.Lease) (store.ChangeResul
 	if err != nil {
 		var se *sqlite.Error
 		if errors.As(err, &se) && se.Code() == sqlite3.SQLITE_CONSTRAINT_PRIMARYKEY {
-			return refused(fmt.Errorf("create run %s: %w", r.ID, errRunExists))
+			return 0, fmt.Errorf("create run %s: %w", r.ID, errRunExists), nil
 		}
-		return store.ChangeResult{}, fmt.Errorf("insert run: %w", err)
+		return 0, nil, fmt.Errorf("insert run: %w", err)
 	}
 	if n, err := res.RowsAffected(); err != nil {
-		return store.ChangeResult{}, fmt.Errorf("insert run: %w", err)
+		return 0, nil, fmt.Errorf("insert run: %w", err)
 	} else if n == 0 {
 		holder, err := a.holder(key)
 		if err != nil {
-			return store.ChangeResult{}, err
+			return 0, nil, err
 		}
 		if holder == "" {
-			return store.ChangeResult{}, fmt.Errorf("find business id holder: no run holds %q", key)
+			return 0, nil, fmt.Errorf("find business id holder: no run holds %q", key)
 		}
-		return refused(&store.DuplicateRunError{BusinessID: r.BusinessID, ExistingRunID: holder})
+		return 0, &store.DuplicateRunError{BusinessID: r.BusinessID, ExistingRunID: holder}, nil
 	}
-	rowid, err := res.LastInsertId()
+	rowid, err = res.LastInsertId()
 	if err != nil {
-		return store.ChangeResult{}, fmt.Errorf("insert run: %w", err)
+		return 0, nil, fmt.Errorf("insert run: %w", err)
 	}
-	if fence != nil {
-		if err := a.deleteFence(fence); err != nil {
-			return store.ChangeResult{}, err
-		}
-	}
-	st := &runState{run: *cloneRun(r), key: key, attrs: attrCols{tags, meta}, rowid: rowid}
-	if err := st.storedForm(); err != nil {
-		return store.ChangeResult{}, fmt.Errorf("insert run: %w", err)
-	}
-	a.setChanged(st)
-	a.insertEvents(r.ID, 0, n.History, "")
-	return store.ChangeResult{Run: r, Tasks: a.insertTasks(r, st.attrs, n.Tasks)}, nil
+	return rowid, nil, nil
 }
 
 // holder returns the run that holds a unique key, or "".

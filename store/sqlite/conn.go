@@ -354,6 +354,9 @@ func (w *wconn) txArgs() []any {
 	args := make([]any, len(w.args))
 	for i, a := range w.args {
 		args[i] = a.Value
+		if a.Name != "" {
+			args[i] = sql.Named(a.Name, a.Value)
+		}
 	}
 	clear(w.args)
 	w.args = w.args[:0]
@@ -394,6 +397,12 @@ func (r *txRows) Next(dest []driver.Value) error {
 // arg appends an argument for the next statement.
 func (w *wconn) arg(v driver.Value) {
 	w.args = append(w.args, driver.NamedValue{Ordinal: len(w.args) + 1, Value: v})
+}
+
+// named appends an argument for the next statement, bound to its
+// parameter :name.
+func (w *wconn) named(name string, v driver.Value) {
+	w.args = append(w.args, driver.NamedValue{Name: name, Ordinal: len(w.args) + 1, Value: v})
 }
 
 // run executes st with the collected arguments and clears them.

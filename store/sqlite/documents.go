@@ -5,7 +5,6 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
-	"strings"
 
 	"github.com/hephaestus-go/hephaestus/hephtype"
 	"github.com/hephaestus-go/hephaestus/store"
@@ -155,27 +154,22 @@ func (s *Store) ListDocuments(ctx context.Context, p *store.ListDocumentsParams)
 		return nil, fmt.Errorf("list documents: %w", err)
 	}
 	limit := store.DocumentLimit(p.Limit)
-	var where []string
-	var args []any
+	w := &where{}
 	if p.Name != "" {
 		if err := store.CheckDocumentName(p.Name); err != nil {
 			return nil, fmt.Errorf("list documents: %w", err)
 		}
-		where, args = append(where, "name = ?"), append(args, p.Name)
+		w.add("name = ?", p.Name)
 	}
 	if p.Cursor != "" {
 		name, version, err := store.DecodeDocumentCursor(p.Cursor)
 		if err != nil {
 			return nil, fmt.Errorf("list documents: %w", err)
 		}
-		where, args = append(where, "(name > ? OR name = ? AND version < ?)"), append(args, name, name, version)
+		w.add("(name > ? OR name = ? AND version < ?)", name, name, version)
 	}
-	q := "SELECT " + documentMeta + " FROM documents"
-	if len(where) > 0 {
-		q += " WHERE " + strings.Join(where, " AND ")
-	}
-	q += " ORDER BY name, version DESC LIMIT ?"
-	args = append(args, limit+1)
+	q := "SELECT " + documentMeta + " FROM documents" + w.clause() + " ORDER BY name, version DESC LIMIT " + w.param(limit+1)
+	args := w.args
 	rows, err := s.reader.QueryContext(ctx, q, args...)
 	if err != nil {
 		return nil, s.fail("list documents", err)

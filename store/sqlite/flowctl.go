@@ -31,34 +31,36 @@ const (
 	controlledOneSQL  = "SELECT name FROM queues WHERE name = ?1 AND controlled"
 	controlledManySQL = "SELECT name FROM queues WHERE name IN (SELECT value FROM json_each(?1)) AND controlled"
 	allControlledSQL  = "SELECT name FROM queues WHERE controlled"
-	queueStateSQL     = "SELECT " + queueCols + ", controlled, window_start, window_starts, vclock, key_cursor FROM queues WHERE name = ?1"
-	// The leases of queue ?1 that no longer count at ?2.
-	deadLeasesSQL = `DELETE FROM queue_leases WHERE queue = ?1 AND NOT EXISTS (SELECT 1 FROM tasks t
-		WHERE t.id = queue_leases.task_id AND t.token = queue_leases.token AND t.owner IS NOT NULL AND t.lease_until > ?2)`
-	leasesByKeySQL = "SELECT key, count(*) FROM queue_leases WHERE queue = ?1 GROUP BY key"
-	// Claimable tasks of queue ?1 at ?2 that flow control does not govern,
-	// up to ?3, for handlers ?4 (NULL: any).
-	bookkeepingSQL = `SELECT ` + taskCols + ` FROM tasks WHERE queue = ?1 AND flow_key IS NULL AND ready_at <= ?2
-		AND (lease_until IS NULL OR lease_until <= ?2) AND ` + handlersOrAny + `
-		ORDER BY priority DESC, ready_at, id LIMIT ?3 + 0`
-	// The first key of queue ?1 from ?2 on (and before ?3, unless NULL).
-	nextKeySQL = `SELECT flow_key FROM tasks WHERE queue = ?1 AND flow_key >= ?2 AND (?3 IS NULL OR flow_key < ?3)
+	// The statements of a controlled claim bind their arguments by name
+	// (wconn.named).
+	queueStateSQL = "SELECT " + queueCols + ", controlled, window_start, window_starts, vclock, key_cursor FROM queues WHERE name = :queue"
+	// The leases of the queue that no longer count at :now.
+	deadLeasesSQL = `DELETE FROM queue_leases WHERE queue = :queue AND NOT EXISTS (SELECT 1 FROM tasks t
+		WHERE t.id = queue_leases.task_id AND t.token = queue_leases.token AND t.owner IS NOT NULL AND t.lease_until > :now)`
+	leasesByKeySQL = "SELECT key, count(*) FROM queue_leases WHERE queue = :queue GROUP BY key"
+	// Claimable tasks of the queue at :now that flow control does not
+	// govern, up to :limit, for :handlers.
+	bookkeepingSQL = `SELECT ` + taskCols + ` FROM tasks WHERE queue = :queue AND flow_key IS NULL AND ready_at <= :now
+		AND (lease_until IS NULL OR lease_until <= :now) AND ` + handlersOrAny + `
+		ORDER BY priority DESC, ready_at, id LIMIT :limit + 0`
+	// The first key of the queue from :from on (and before :before, unless
+	// NULL).
+	nextKeySQL = `SELECT flow_key FROM tasks WHERE queue = :queue AND flow_key >= :from AND (:before IS NULL OR flow_key < :before)
 		ORDER BY flow_key LIMIT 1`
-	// Up to ?4 candidates of key ?2 of queue ?1 at ?3, for handlers ?5.
-	keyCandidatesSQL = `SELECT id, priority FROM tasks WHERE queue = ?1 AND flow_key = ?2 AND ready_at <= ?3
-		AND (lease_until IS NULL OR lease_until <= ?3) AND ` + handlersOrAnyAt5 + `
-		ORDER BY priority DESC, ready_at, id LIMIT ?4 + 0`
-	keyStateSQL = "SELECT vtime, window_start, window_starts FROM queue_keys WHERE queue = ?1 AND key = ?2"
-	taskByIDSQL = "SELECT " + taskCols + " FROM tasks WHERE id = ?1 AND ready_at <= ?2 AND (lease_until IS NULL OR lease_until <= ?2)"
-	putLeaseSQL = `INSERT INTO queue_leases (task_id, token, queue, key) VALUES (?1, ?2, ?3, ?4)
-		ON CONFLICT (task_id) DO UPDATE SET token = ?2, queue = ?3, key = ?4`
-	putKeySQL = `INSERT INTO queue_keys (queue, key, vtime, window_start, window_starts) VALUES (?1, ?2, ?3, ?4, ?5)
-		ON CONFLICT (queue, key) DO UPDATE SET vtime = ?3, window_start = ?4, window_starts = ?5`
-	putQueueStateSQL = "UPDATE queues SET window_start = ?2, window_starts = ?3, vclock = ?4, key_cursor = ?5 WHERE name = ?1"
+	// Up to :limit candidates of :key of the queue at :now, for :handlers.
+	keyCandidatesSQL = `SELECT id, priority FROM tasks WHERE queue = :queue AND flow_key = :key AND ready_at <= :now
+		AND (lease_until IS NULL OR lease_until <= :now) AND ` + handlersOrAny + `
+		ORDER BY priority DESC, ready_at, id LIMIT :limit + 0`
+	keyStateSQL = "SELECT vtime, window_start, window_starts FROM queue_keys WHERE queue = :queue AND key = :key"
+	taskByIDSQL = "SELECT " + taskCols + " FROM tasks WHERE id = :id AND ready_at <= :now AND (lease_until IS NULL OR lease_until <= :now)"
+	putLeaseSQL = `INSERT INTO queue_leases (task_id, token, queue, key) VALUES (:task, :token, :queue, :key)
+		ON CONFLICT (task_id) DO UPDATE SET token = :token, queue = :queue, key = :key`
+	putKeySQL = `INSERT INTO queue_keys (queue, key, vtime, window_start, window_starts) VALUES (:queue, :key, :vtime, :window_start, :window_starts)
+		ON CONFLICT (queue, key) DO UPDATE SET vtime = :vtime, window_start = :window_start, window_starts = :window_starts`
+	putQueueStateSQL = "UPDATE queues SET window_start = :window_start, window_starts = :window_starts, vclock = :vclock, key_cursor = :cursor WHERE name = :queue"
 
 	// The claim's store.ClaimParams.HandlerSet (NULL: any).
-	handlersOrAny    = "(?4 IS NULL OR handler IN (SELECT value FROM json_each(?4)))"
-	handlersOrAnyAt5 = "(?5 IS NULL OR handler IN (SELECT value FROM json_each(?5)))"
+	handlersOrAny = "(:handlers IS NULL OR handler IN (SELECT value FROM json_each(:handlers)))"
 )
 
 // controlledOf returns the controlled queues among p.Queues.
@@ -156,125 +158,212 @@ func handlersArg(h []string) (any, error) {
 }
 
 // claimControlled leases up to limit tasks of the controlled queue, in
-// the caller's write transaction.
+// the caller's write transaction: the engine's bookkeeping first, then
+// what flowctl.Pick chooses among the candidates of the queue's keys, and
+// last the flow-control state the pick leaves.
 func claimControlled(w *wconn, p *store.ClaimParams, queue string, limit int) ([]*store.Task, error) {
-	now := micros(p.Now)
-	until := now + p.LeaseFor.Microseconds()
 	handlers, err := handlersArg(p.HandlerSet())
 	if err != nil {
 		return nil, err
 	}
-	var (
-		q          store.Queue
-		controlled bool
-		window     flowctl.Window
-		clock      float64
-		cursor     any
-	)
-	w.arg(queue)
-	err = each(w, queueStateSQL, 16, func(v []driver.Value) error {
-		if err := queueFromValues(&q, v); err != nil {
-			return err
-		}
-		controlled = vInt(v[11]) != 0
-		if v[12] != nil {
-			window = flowctl.Window{Start: fromMicros(vInt(v[12])), Starts: int(vInt(v[13]))}
-		}
-		clock = vFloat(v[14])
-		cursor = v[15]
-		return nil
-	})
+	c := &controlClaim{w: w, p: p, queue: queue, now: micros(p.Now), handlers: handlers}
+	c.until = c.now + p.LeaseFor.Microseconds()
+	st, err := c.queueState()
+	if err != nil || !st.controlled {
+		return nil, err // not controlled: the caller claimed it on the fast path
+	}
+	if err := c.leaseBookkeeping(limit); err != nil {
+		return nil, err
+	}
+	limit -= len(c.out)
+	if limit <= 0 || st.queue.Paused {
+		return c.out, nil
+	}
+	in := &flowctl.Input{Limits: limitsOf(&st.queue), Now: p.Now, Want: limit, Window: st.window, Clock: st.clock}
+	running, err := c.runningByKey()
 	if err != nil {
 		return nil, err
 	}
-	if !controlled {
-		return nil, nil // the caller claimed it on the fast path
+	for _, n := range running {
+		in.Running += n
 	}
-	var out []*store.Task
-	lease := func(t *store.Task) error {
-		w.arg(p.Owner)
-		w.arg(until)
-		w.arg(t.ID)
-		if _, err := w.exec(qLease); err != nil {
+	keys, err := c.keys(st.cursor)
+	if err != nil {
+		return nil, err
+	}
+	per := perKeyCandidates(&st.queue, limit)
+	for _, key := range keys {
+		k, err := c.key(key, running[key], per)
+		if err != nil {
+			return nil, err
+		}
+		in.Keys = append(in.Keys, k)
+	}
+	res := flowctl.Pick(in)
+	if err := c.leasePicks(res.Picks); err != nil {
+		return nil, err
+	}
+	if err := c.saveKeys(res.Keys); err != nil {
+		return nil, err
+	}
+	var next any // where the next claim starts: after the last key visited, when it stopped at the bound
+	if len(keys) == maxKeysPerClaim {
+		next = keys[len(keys)-1]
+	}
+	if err := c.saveQueueState(res, next); err != nil {
+		return nil, err
+	}
+	return c.out, nil
+}
+
+// controlClaim is one claim of a controlled queue: what its statements
+// bind, and the tasks it leased so far.
+type controlClaim struct {
+	w        *wconn
+	p        *store.ClaimParams
+	queue    string
+	now      int64 // p.Now in microseconds
+	until    int64 // the leases' end in microseconds
+	handlers any   // p.HandlerSet() as handlersArg binds it
+	out      []*store.Task
+}
+
+// numQueueCols is the number of queueCols.
+const numQueueCols = 11
+
+// The columns of queueStateSQL after queueCols.
+const (
+	colControlled   = numQueueCols + iota
+	colWindowStart  // of the queue's rate window (NULL: none)
+	colWindowStarts // the starts in that window
+	colVClock       // the queue's virtual clock for fair sharing
+	colKeyCursor    // the key the previous claim stopped at (NULL: none)
+	numQueueStateCols
+)
+
+// controlState is a queue's configuration and flow-control state.
+type controlState struct {
+	queue      store.Queue
+	controlled bool
+	window     flowctl.Window
+	clock      float64
+	cursor     any // string, or nil
+}
+
+// queueState reads the queue's configuration and flow-control state.
+func (c *controlClaim) queueState() (*controlState, error) {
+	st := &controlState{}
+	c.w.named("queue", c.queue)
+	err := each(c.w, queueStateSQL, numQueueStateCols, func(v []driver.Value) error {
+		if err := queueFromValues(&st.queue, v); err != nil {
 			return err
 		}
-		t.Owner, t.Token, t.LeaseUntil, t.Claims = p.Owner, t.Token+1, fromMicros(until), t.Claims+1
-		out = append(out, t)
+		st.controlled = vInt(v[colControlled]) != 0
+		if v[colWindowStart] != nil {
+			st.window = flowctl.Window{Start: fromMicros(vInt(v[colWindowStart])), Starts: int(vInt(v[colWindowStarts]))}
+		}
+		st.clock = vFloat(v[colVClock])
+		st.cursor = v[colKeyCursor]
 		return nil
+	})
+	return st, err
+}
+
+// lease leases t to the claim's owner and adds it to the claim's tasks.
+func (c *controlClaim) lease(t *store.Task) error {
+	c.w.arg(c.p.Owner)
+	c.w.arg(c.until)
+	c.w.arg(t.ID)
+	if _, err := c.w.exec(qLease); err != nil {
+		return err
 	}
-	// Engine bookkeeping first: never held back.
+	t.Owner, t.Token, t.LeaseUntil, t.Claims = c.p.Owner, t.Token+1, fromMicros(c.until), t.Claims+1
+	c.out = append(c.out, t)
+	return nil
+}
+
+// leaseBookkeeping leases up to limit of the queue's tasks that flow
+// control does not govern (the engine's bookkeeping): never held back.
+func (c *controlClaim) leaseBookkeeping(limit int) error {
 	var bk []*store.Task
-	w.arg(queue)
-	w.arg(now)
-	w.arg(int64(limit))
-	w.arg(handlers)
-	if err := each(w, bookkeepingSQL, numTaskCols, func(v []driver.Value) error {
+	c.w.named("queue", c.queue)
+	c.w.named("now", c.now)
+	c.w.named("limit", int64(limit))
+	c.w.named("handlers", c.handlers)
+	if err := each(c.w, bookkeepingSQL, numTaskCols, func(v []driver.Value) error {
 		t, err := taskFromValues(v)
 		bk = append(bk, t)
 		return err
 	}); err != nil {
-		return nil, err
+		return err
 	}
 	for _, t := range bk {
-		if err := lease(t); err != nil {
-			return nil, err
+		if err := c.lease(t); err != nil {
+			return err
 		}
 	}
-	limit -= len(out)
-	if limit <= 0 || q.Paused {
-		return out, nil
-	}
-	in := &flowctl.Input{Limits: limitsOf(&q), Now: p.Now, Want: limit, Window: window, Clock: clock}
-	w.arg(queue)
-	w.arg(now)
-	if _, err := w.execText(deadLeasesSQL); err != nil {
+	return nil
+}
+
+// runningByKey drops the queue's leases that no longer count and returns
+// the live ones per key.
+func (c *controlClaim) runningByKey() (map[string]int, error) {
+	c.w.named("queue", c.queue)
+	c.w.named("now", c.now)
+	if _, err := c.w.execText(deadLeasesSQL); err != nil {
 		return nil, err
 	}
 	running := map[string]int{}
-	w.arg(queue)
-	if err := each(w, leasesByKeySQL, 2, func(v []driver.Value) error {
-		n := int(vInt(v[1]))
-		running[vString(v[0])] = n
-		in.Running += n
+	c.w.named("queue", c.queue)
+	err := each(c.w, leasesByKeySQL, 2, func(v []driver.Value) error {
+		running[vString(v[0])] = int(vInt(v[1]))
 		return nil
-	}); err != nil {
-		return nil, err
-	}
-	// The keys: from the cursor on, then from the start up to it.
+	})
+	return running, err
+}
+
+// keys returns up to maxKeysPerClaim keys of the queue: from after cursor
+// (nil: from the start) on, then from the start up to it.
+func (c *controlClaim) keys(cursor any) ([]string, error) {
 	var keys []string
-	walk := func(from string, before any) error {
-		for len(keys) < maxKeysPerClaim {
-			w.arg(queue)
-			w.arg(from)
-			w.arg(before)
-			var next *string
-			if err := each(w, nextKeySQL, 1, func(v []driver.Value) error {
-				k := vString(v[0])
-				next = &k
-				return nil
-			}); err != nil {
-				return err
-			}
-			if next == nil {
-				return nil
-			}
-			keys = append(keys, *next)
-			from = *next + "\x01" // the keys after it: no key holds a control character
-		}
-		return nil
-	}
 	from := ""
-	if c, ok := cursor.(string); ok {
-		from = c + "\x01"
+	if s, ok := cursor.(string); ok {
+		from = s + "\x01" // the keys after it: no key holds a control character
 	}
-	if err := walk(from, nil); err != nil {
-		return nil, err
+	keys, err := c.walkKeys(keys, from, nil)
+	if err != nil || from == "" {
+		return keys, err
 	}
-	if from != "" {
-		if err := walk("", from); err != nil {
+	return c.walkKeys(keys, "", from)
+}
+
+// walkKeys appends to keys, up to maxKeysPerClaim, the queue's keys from
+// from on and before before (nil: to the end).
+func (c *controlClaim) walkKeys(keys []string, from string, before any) ([]string, error) {
+	for len(keys) < maxKeysPerClaim {
+		c.w.named("queue", c.queue)
+		c.w.named("from", from)
+		c.w.named("before", before)
+		var next *string
+		if err := each(c.w, nextKeySQL, 1, func(v []driver.Value) error {
+			k := vString(v[0])
+			next = &k
+			return nil
+		}); err != nil {
 			return nil, err
 		}
+		if next == nil {
+			break
+		}
+		keys = append(keys, *next)
+		from = *next + "\x01"
 	}
+	return keys, nil
+}
+
+// perKeyCandidates is how many candidates a claim of limit tasks reads of
+// each key: no more than a key may start.
+func perKeyCandidates(q *store.Queue, limit int) int {
 	per := limit
 	if m := q.MaxRunningPerKey; m > 0 {
 		per = min(per, m)
@@ -282,87 +371,97 @@ func claimControlled(w *wconn, p *store.ClaimParams, queue string, limit int) ([
 	if r := q.KeyRate.Limit; r > 0 {
 		per = min(per, r)
 	}
-	for _, key := range keys {
-		k := flowctl.Key{Key: key, Running: running[key]}
-		w.arg(queue)
-		w.arg(key)
-		if err := each(w, keyStateSQL, 3, func(v []driver.Value) error {
-			k.VTime = vFloat(v[0])
-			if v[1] != nil {
-				k.Window = flowctl.Window{Start: fromMicros(vInt(v[1])), Starts: int(vInt(v[2]))}
-			}
-			return nil
-		}); err != nil {
-			return nil, err
+	return per
+}
+
+// key reads key's state and up to per of its candidates.
+func (c *controlClaim) key(key string, running, per int) (flowctl.Key, error) {
+	k := flowctl.Key{Key: key, Running: running}
+	c.w.named("queue", c.queue)
+	c.w.named("key", key)
+	if err := each(c.w, keyStateSQL, 3, func(v []driver.Value) error {
+		k.VTime = vFloat(v[0])
+		if v[1] != nil {
+			k.Window = flowctl.Window{Start: fromMicros(vInt(v[1])), Starts: int(vInt(v[2]))}
 		}
-		w.arg(queue)
-		w.arg(key)
-		w.arg(now)
-		w.arg(int64(per))
-		w.arg(handlers)
-		if err := each(w, keyCandidatesSQL, 2, func(v []driver.Value) error {
-			k.Candidates = append(k.Candidates, flowctl.Candidate{ID: vInt(v[0]), Priority: int(vInt(v[1]))})
-			return nil
-		}); err != nil {
-			return nil, err
-		}
-		in.Keys = append(in.Keys, k)
+		return nil
+	}); err != nil {
+		return k, err
 	}
-	res := flowctl.Pick(in)
-	for _, id := range res.Picks {
+	c.w.named("queue", c.queue)
+	c.w.named("key", key)
+	c.w.named("now", c.now)
+	c.w.named("limit", int64(per))
+	c.w.named("handlers", c.handlers)
+	err := each(c.w, keyCandidatesSQL, 2, func(v []driver.Value) error {
+		k.Candidates = append(k.Candidates, flowctl.Candidate{ID: vInt(v[0]), Priority: int(vInt(v[1]))})
+		return nil
+	})
+	return k, err
+}
+
+// leasePicks leases the picked tasks that are still claimable and records
+// their leases of the queue.
+func (c *controlClaim) leasePicks(ids []int64) error {
+	for _, id := range ids {
 		var t *store.Task
-		w.arg(id)
-		w.arg(now)
-		if err := each(w, taskByIDSQL, numTaskCols, func(v []driver.Value) error {
+		c.w.named("id", id)
+		c.w.named("now", c.now)
+		if err := each(c.w, taskByIDSQL, numTaskCols, func(v []driver.Value) error {
 			var err error
 			t, err = taskFromValues(v)
 			return err
 		}); err != nil {
-			return nil, err
+			return err
 		}
 		if t == nil {
 			continue
 		}
-		if err := lease(t); err != nil {
-			return nil, err
+		if err := c.lease(t); err != nil {
+			return err
 		}
-		w.arg(t.ID)
-		w.arg(t.Token)
-		w.arg(queue)
-		w.arg(t.ConcurrencyKey)
-		if _, err := w.execText(putLeaseSQL); err != nil {
-			return nil, err
+		c.w.named("task", t.ID)
+		c.w.named("token", t.Token)
+		c.w.named("queue", c.queue)
+		c.w.named("key", t.ConcurrencyKey)
+		if _, err := c.w.execText(putLeaseSQL); err != nil {
+			return err
 		}
 	}
-	names := make([]string, 0, len(res.Keys))
-	for k := range res.Keys {
+	return nil
+}
+
+// saveKeys records the keys' new state, in key order.
+func (c *controlClaim) saveKeys(keys map[string]flowctl.KeyState) error {
+	names := make([]string, 0, len(keys))
+	for k := range keys {
 		names = append(names, k)
 	}
 	slices.Sort(names)
 	for _, k := range names {
-		ks := res.Keys[k]
-		w.arg(queue)
-		w.arg(k)
-		w.arg(ks.VTime)
-		w.arg(nullMicros(ks.Window.Start))
-		w.arg(int64(ks.Window.Starts))
-		if _, err := w.execText(putKeySQL); err != nil {
-			return nil, err
+		ks := keys[k]
+		c.w.named("queue", c.queue)
+		c.w.named("key", k)
+		c.w.named("vtime", ks.VTime)
+		c.w.named("window_start", nullMicros(ks.Window.Start))
+		c.w.named("window_starts", int64(ks.Window.Starts))
+		if _, err := c.w.execText(putKeySQL); err != nil {
+			return err
 		}
 	}
-	var next any
-	if len(keys) == maxKeysPerClaim {
-		next = keys[len(keys)-1]
-	}
-	w.arg(queue)
-	w.arg(nullMicros(res.Window.Start))
-	w.arg(int64(res.Window.Starts))
-	w.arg(res.Clock)
-	w.arg(next)
-	if _, err := w.execText(putQueueStateSQL); err != nil {
-		return nil, err
-	}
-	return out, nil
+	return nil
+}
+
+// saveQueueState records the queue's new rate window and clock, and the
+// key the next claim starts after (nil: the first).
+func (c *controlClaim) saveQueueState(res *flowctl.Output, next any) error {
+	c.w.named("queue", c.queue)
+	c.w.named("window_start", nullMicros(res.Window.Start))
+	c.w.named("window_starts", int64(res.Window.Starts))
+	c.w.named("vclock", res.Clock)
+	c.w.named("cursor", next)
+	_, err := c.w.execText(putQueueStateSQL)
+	return err
 }
 
 // limitsOf converts a queue's configuration for flowctl.

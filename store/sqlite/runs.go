@@ -5,10 +5,6 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
-	"maps"
-	"slices"
-	"strconv"
-	"strings"
 
 	"github.com/hephaestus-go/hephaestus/store"
 )
@@ -84,95 +80,13 @@ func (s *Store) ListRuns(ctx context.Context, p *store.ListRunsParams) (*store.R
 	if err := p.Check(); err != nil {
 		return nil, fmt.Errorf("list runs: %w", err)
 	}
-	limit := p.Limit
-	switch {
-	case limit == 0:
-		limit = 100
-	case limit > 1000:
-		limit = 1000
+	limit := p.PageSize()
+	w, err := runFilter(p)
+	if err != nil {
+		return nil, fmt.Errorf("list runs: %w", err)
 	}
-	var where []string
-	var args []any
-	if p.Workflow != "" {
-		where, args = append(where, "workflow = ?"), append(args, p.Workflow)
-	}
-	if len(p.Statuses) > 0 {
-		where = append(where, "status IN (?"+strings.Repeat(", ?", len(p.Statuses)-1)+")")
-		for _, st := range p.Statuses {
-			args = append(args, string(st))
-		}
-	}
-	if p.BusinessID != "" {
-		where, args = append(where, "business_id = ?"), append(args, p.BusinessID)
-	}
-	for _, tag := range p.Tags {
-		where = append(where, "EXISTS (SELECT 1 FROM json_each(runs.tags) WHERE json_each.value = ?)")
-		args = append(args, tag)
-	}
-	if !p.CreatedAfter.IsZero() {
-		where, args = append(where, "created_at >= ?"), append(args, micros(p.CreatedAfter))
-	}
-	if !p.CreatedBefore.IsZero() {
-		where, args = append(where, "created_at < ?"), append(args, micros(p.CreatedBefore))
-	}
-	if p.Kind != "" {
-		where, args = append(where, "kind = ?"), append(args, string(p.Kind))
-	}
-	if p.Version != 0 {
-		where, args = append(where, "version = ?"), append(args, int64(p.Version))
-	}
-	if p.ParentID != "" {
-		where, args = append(where, "parent_id = ?"), append(args, p.ParentID)
-	}
-	if len(p.IDs) > 0 {
-		ids, err := jsonList(p.IDs)
-		if err != nil {
-			return nil, fmt.Errorf("list runs: %w", err)
-		}
-		where, args = append(where, "id IN (SELECT value FROM json_each(?))"), append(args, ids)
-	}
-	if p.Queue != "" {
-		cond := "EXISTS (SELECT 1 FROM tasks WHERE tasks.run_id = runs.id AND tasks.queue = ?)"
-		args = append(args, p.Queue)
-		if len(p.QueueWorkflows) > 0 {
-			wfs, err := jsonList(p.QueueWorkflows)
-			if err != nil {
-				return nil, fmt.Errorf("list runs: %w", err)
-			}
-			cond = "(" + cond + " OR workflow IN (SELECT value FROM json_each(?)))"
-			args = append(args, wfs)
-		}
-		where = append(where, cond)
-	}
-	for _, k := range slices.Sorted(maps.Keys(p.Metadata)) {
-		// A JSON string compares as its text, a container never, another
-		// value as its JSON text (-> keeps the text of a number).
-		where = append(where, `EXISTS (SELECT 1 FROM json_each(runs.metadata) m WHERE m.key = ? AND
-			(CASE m.type WHEN 'text' THEN m.value WHEN 'object' THEN NULL WHEN 'array' THEN NULL
-			ELSE runs.metadata -> m.fullkey END) = ?)`)
-		args = append(args, k, p.Metadata[k])
-	}
-	if p.Text != "" {
-		// lower() folds ASCII letters only, as lowerASCII does.
-		where = append(where, strings.ReplaceAll(`(instr(lower(id), ?N) > 0 OR instr(lower(workflow), ?N) > 0
-			OR instr(lower(coalesce(business_id, '')), ?N) > 0 OR instr(lower(error), ?N) > 0
-			OR EXISTS (SELECT 1 FROM json_each(runs.tags) WHERE instr(lower(json_each.value), ?N) > 0))`,
-			"?N", "?"+strconv.Itoa(len(args)+1)))
-		args = append(args, lowerASCII(p.Text))
-	}
-	if p.Cursor != "" {
-		at, id, err := store.DecodeRunCursor(p.Cursor)
-		if err != nil {
-			return nil, fmt.Errorf("list runs: %w", err)
-		}
-		where, args = append(where, "(created_at, id) < (?, ?)"), append(args, micros(at), id)
-	}
-	q := "SELECT " + runCols + " FROM runs"
-	if len(where) > 0 {
-		q += " WHERE " + strings.Join(where, " AND ")
-	}
-	q += " ORDER BY created_at DESC, id DESC LIMIT ?"
-	args = append(args, limit+1)
+	q := "SELECT " + runCols + " FROM runs" + w.clause() + " ORDER BY created_at DESC, id DESC LIMIT " + w.param(limit+1)
+	args := w.args
 
 	rows, err := s.reader.QueryContext(ctx, q, args...)
 	if err != nil {

@@ -21,6 +21,16 @@ func newRequest(runID, id string) *store.CreateRequestParams {
 // answer is fenced by the task's lease and deletes the task; it goes with
 // its run.
 func testRequests(t *testing.T, h *harness) {
+	want, tk := requestsCreate(t, h)
+	requestsAnswer(t, h, want, tk)
+	requestsQuery(t, h)
+	requestsRecordedByAnswer(t, h)
+	requestsDelete(t, h)
+}
+
+// requestsCreate records request update:u1 of run r1 (once) and claims
+// its task; it returns the stored request and the task.
+func requestsCreate(t *testing.T, h *harness) (*store.Request, *store.Task) {
 	ctx := t.Context()
 	h.create(at(0), newRun("r1"))
 	h.mustUpdate(at(0), "r1", nil, &store.Update{History: marker("one")})
@@ -64,7 +74,13 @@ func testRequests(t *testing.T, h *harness) {
 	if _, err := h.s.CreateRequest(ctx, bad); err == nil {
 		t.Fatal("CreateRequest took an id with a space")
 	}
+	return want, tk
+}
 
+// requestsAnswer answers request update:u1 through its task tk (fenced,
+// once), and records the rejected request's id anew.
+func requestsAnswer(t *testing.T, h *harness, want *store.Request, tk *store.Task) {
+	ctx := t.Context()
 	// An answer with a stale token writes nothing.
 	stale := tk.Lease()
 	stale.Token--
@@ -83,7 +99,7 @@ func testRequests(t *testing.T, h *harness) {
 		t.Fatalf("AnswerRequest: %v", err)
 	}
 	want.Status, want.Code, want.Error, want.AnsweredAt = store.RequestRejected, "invalid", "no such sku", at(3*time.Second).Truncate(time.Microsecond)
-	stored, err = h.s.GetRequest(ctx, "r1", "update:u1")
+	stored, err := h.s.GetRequest(ctx, "r1", "update:u1")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -119,7 +135,11 @@ func testRequests(t *testing.T, h *harness) {
 		Status: store.RequestRejected, Code: "invalid", Error: "no such sku", Now: at(5 * time.Second)}); err != nil {
 		t.Fatal(err)
 	}
+}
 
+// requestsQuery answers a query with a result.
+func requestsQuery(t *testing.T, h *harness) {
+	ctx := t.Context()
 	// A query's answer carries a result.
 	q := newRequest("r1", "query:q1")
 	q.Request.Kind, q.Request.Name, q.Request.Args = store.RequestQuery, "total", nil
@@ -134,7 +154,12 @@ func testRequests(t *testing.T, h *harness) {
 	if r, err := h.s.GetRequest(ctx, "r1", "query:q1"); err != nil || r.Status != store.RequestCompleted || !jsonEqual(r.Result, raw(`{"total":3}`)) || r.Args != nil {
 		t.Fatalf("answered query = %+v, %v", r, err)
 	}
+}
 
+// requestsRecordedByAnswer answers requests of run r2 that travelled in
+// their task alone (recorded by the answer) or were recorded already.
+func requestsRecordedByAnswer(t *testing.T, h *harness) {
+	ctx := t.Context()
 	// A request that travelled in its task alone (created with its run)
 	// is recorded by its answer.
 	h.create(at(2*time.Hour), withTasks(newRun("r2"), store.NewTask{Queue: "rq", Kind: store.TaskDecision, Step: "request", Index: -1, Attempt: 1}))
@@ -168,7 +193,11 @@ func testRequests(t *testing.T, h *harness) {
 	if err := h.s.AnswerRequest(ctx, mismatch); err == nil || errors.Is(err, store.ErrLeaseLost) {
 		t.Fatalf("an answer whose Request names another request: %v; want it refused as invalid", err)
 	}
+}
 
+// requestsDelete deletes a request, and prunes run r1 with its requests.
+func requestsDelete(t *testing.T, h *harness) {
+	ctx := t.Context()
 	// A request whose answer was read goes; deleting it again, or one
 	// never recorded, is no error.
 	for range 2 {

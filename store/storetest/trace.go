@@ -104,6 +104,17 @@ func mixedTasks(q, prefix, h string, ready time.Time) []store.NewTask {
 }
 
 func testTraceContext(t *testing.T, h *harness) {
+	traceCreated(t, h)
+	traceClaimed(t, h)
+	traceUpdated(t, h)
+	traceUnfenced(t, h)
+	traceLimit(t, h)
+	traceLabelLimits(t, h)
+}
+
+// traceCreated creates a traced run t1 and a plain run p1, each with a
+// task of every kind, and reads them back.
+func traceCreated(t *testing.T, h *harness) {
 	ctx := t.Context()
 	// Created: the traced run and each of its tasks carry the context, the
 	// other run and its tasks none.
@@ -136,7 +147,12 @@ func testTraceContext(t *testing.T, h *harness) {
 			t.Errorf("ListRuns: run %s has trace context %q", r.ID, r.TraceContext)
 		}
 	}
+}
 
+// traceClaimed claims the tasks of traceCreated's runs, reads them by
+// GetTask, releases them and finds them stranded.
+func traceClaimed(t *testing.T, h *harness) {
+	ctx := t.Context()
 	// Claimed, and read by GetTask and StrandedTasks.
 	claimed := h.claim(at(time.Second), "w", 100, time.Minute, "q")
 	wantCopies(t, "claimed tasks", 12, claimed)
@@ -167,6 +183,18 @@ func testTraceContext(t *testing.T, h *harness) {
 		}
 		wantCopies(t, "stranded tasks", n, stranded)
 	}
+}
+
+// traceUpdated claims traceCreated's tasks again, and applies an update
+// of each run fenced by its step with the hand-off claims.
+func traceUpdated(t *testing.T, h *harness) {
+	ctx := t.Context()
+	// Updates fenced by a claimed task enqueue tasks of every kind, and a
+	// claim of the same Apply (the hand-off) leases them; a controlled
+	// queue's claims too, its work and its bookkeeping.
+	h.putQueue(at(2*time.Second), store.Queue{Name: "cq", MaxRunning: 100})
+	claimed := h.claim(at(3*time.Second), "w", 100, time.Minute, "q")
+	wantCopies(t, "claimed again", 12, claimed)
 	stepOf := func(runID string) *store.Task {
 		for _, tk := range claimed {
 			if tk.RunID == runID && tk.Kind == store.TaskStep {
@@ -177,13 +205,6 @@ func testTraceContext(t *testing.T, h *harness) {
 		return nil
 	}
 
-	// Updates fenced by a claimed task enqueue tasks of every kind, and a
-	// claim of the same Apply (the hand-off) leases them; a controlled
-	// queue's claims too, its work and its bookkeeping.
-	h.putQueue(at(2*time.Second), store.Queue{Name: "cq", MaxRunning: 100})
-	again := h.claim(at(3*time.Second), "w", 100, time.Minute, "q")
-	wantCopies(t, "claimed again", 12, again)
-	claimed = again
 	change := func(id, prefix string) store.Change {
 		l := stepOf(id).Lease()
 		return store.Change{RunID: id, Fence: &l, Decide: func(*store.Run) (*store.Update, error) {
@@ -211,7 +232,12 @@ func testTraceContext(t *testing.T, h *harness) {
 	}
 	wantCopies(t, "hand-off claim", 12, ares.Claimed[0])
 	wantCopies(t, "hand-off claim of a controlled queue", 12, ares.Claimed[1])
+}
 
+// traceUnfenced enqueues tasks by updates without a fence, and by
+// requests, and reopens a finished run.
+func traceUnfenced(t *testing.T, h *harness) {
+	ctx := t.Context()
 	// Enqueued by an update without a fence, claimed by ClaimTasks of the
 	// controlled queue and by a strict claim (a remote worker's).
 	for _, id := range []string{"t1", "p1"} {
@@ -243,7 +269,11 @@ func testTraceContext(t *testing.T, h *harness) {
 		t.Errorf("reopened run: trace context %q, stored %q", got.Run.TraceContext, h.get("t1").TraceContext)
 	}
 	wantCopies(t, "task of a reopened run", 1, h.claim(at(10*time.Second), "w", 100, time.Minute, "z"))
+}
 
+// traceLimit creates runs with the longest trace context, and refuses
+// longer and malformed ones.
+func traceLimit(t *testing.T, h *harness) {
 	// The limit: 256 bytes of printable ASCII pass, anything else is
 	// refused with nothing written.
 	long := tagged(withTasks(newRun("t-long"), task("lq", "a", at(0))))
@@ -267,6 +297,12 @@ func testTraceContext(t *testing.T, h *harness) {
 			t.Errorf("create with a trace context of %d bytes: %v, want the limit named", len(bad), err)
 		}
 	}
+}
+
+// traceLabelLimits creates a run with the largest labels, and refuses
+// larger ones with nothing written.
+func traceLabelLimits(t *testing.T, h *harness) {
+	ctx := t.Context()
 	// The labels' limits: at the limit passes, above it is refused with
 	// nothing written, naming what is too large.
 	full := withTasks(newRun("t-full"), task("fq", "a", at(0)))
@@ -293,7 +329,7 @@ func testTraceContext(t *testing.T, h *harness) {
 			t.Errorf("create with too large %s: %v, want ErrInvalidInput naming them", name, err)
 		}
 	}
-	_, err = h.s.GetRun(ctx, "t-bad")
+	_, err := h.s.GetRun(ctx, "t-bad")
 	wantErr(t, "GetRun of a refused run", err, store.ErrRunNotFound)
 	if ts := h.claim(at(14*time.Second), "w", 100, time.Minute, "bq"); len(ts) != 0 {
 		t.Errorf("tasks of a refused run: %+v", ts)

@@ -1,0 +1,117 @@
+package postgres
+
+import (
+	"fmt"
+	"maps"
+	"slices"
+	"strconv"
+	"strings"
+
+	"github.com/hephaestus-go/hephaestus/store"
+)
+
+// where builds the WHERE clause of a listing and its arguments, bound as
+// PostgreSQL's parameters $1, $2, …: every listing that filters (runs,
+// documents) builds its conditions with one.
+type where struct {
+	conds []string
+	args  []any
+}
+
+// param adds v to the arguments and returns its placeholder.
+func (w *where) param(v any) string {
+	w.args = append(w.args, v)
+	return "$" + strconv.Itoa(len(w.args))
+}
+
+// add adds a condition; each "$?" in cond stands for the next of vals.
+func (w *where) add(cond string, vals ...any) {
+	var b strings.Builder
+	for _, v := range vals {
+		i := strings.Index(cond, "$?")
+		b.WriteString(cond[:i])
+		b.WriteString(w.param(v))
+		cond = cond[i+2:]
+	}
+	b.WriteString(cond)
+	w.conds = append(w.conds, b.String())
+}
+
+// clause returns " WHERE" and the conditions joined by AND, or "" when
+// there are none.
+func (w *where) clause() string {
+	if len(w.conds) == 0 {
+		return ""
+	}
+	return " WHERE " + strings.Join(w.conds, " AND ")
+}
+
+// runFilter is the condition on the runs of schema of p's filters and
+// cursor.
+func runFilter(schema string, p *store.ListRunsParams) (*where, error) {
+	w := &where{}
+	if p.Workflow != "" {
+		w.add("workflow = $?", p.Workflow)
+	}
+	if len(p.Statuses) > 0 {
+		st := make([]string, len(p.Statuses))
+		for i, s := range p.Statuses {
+			st[i] = string(s)
+		}
+		w.add("status = ANY($?::text[])", st)
+	}
+	if p.BusinessID != "" {
+		w.add("business_id = $?", p.BusinessID)
+	}
+	if len(p.Tags) > 0 {
+		w.add("tags @> $?::text[]", p.Tags)
+	}
+	if !p.CreatedAfter.IsZero() {
+		w.add("created_at >= $?", truncate(p.CreatedAfter))
+	}
+	if !p.CreatedBefore.IsZero() {
+		w.add("created_at < $?", truncate(p.CreatedBefore))
+	}
+	if p.Kind != "" {
+		w.add("kind = $?", string(p.Kind))
+	}
+	if p.Version != 0 {
+		w.add("version = $?", int64(p.Version))
+	}
+	if p.ParentID != "" {
+		w.add("parent_id = $?", p.ParentID)
+	}
+	if len(p.IDs) > 0 {
+		w.add("id = ANY($?::text[])", p.IDs)
+	}
+	if p.Queue != "" {
+		cond := `EXISTS (SELECT 1 FROM "` + schema + `".tasks t WHERE t.run_id = runs.id AND t.queue = ` + w.param(p.Queue) + `)`
+		if len(p.QueueWorkflows) > 0 {
+			cond = fmt.Sprintf("(%s OR workflow = ANY(%s::text[]))", cond, w.param(p.QueueWorkflows))
+		}
+		w.conds = append(w.conds, cond)
+	}
+	for _, k := range slices.Sorted(maps.Keys(p.Metadata)) {
+		// A JSON string compares as its text, a container never, another
+		// value as its JSON text.
+		key := w.param(k)
+		w.add(fmt.Sprintf(`(CASE jsonb_typeof(metadata -> %[1]s) WHEN 'string' THEN metadata ->> %[1]s
+			WHEN 'object' THEN NULL WHEN 'array' THEN NULL ELSE (metadata -> %[1]s)::text END) = $?`, key), p.Metadata[k])
+	}
+	if p.Text != "" {
+		// lower() of the "C" collation folds ASCII letters only, as
+		// lowerASCII does.
+		t := w.param(lowerASCII(p.Text))
+		w.add(strings.ReplaceAll(`(strpos(lower(id), $T) > 0 OR strpos(lower(workflow), $T) > 0
+			OR strpos(lower(coalesce(business_id, '')), $T) > 0 OR strpos(lower(error COLLATE "C"), $T) > 0
+			OR EXISTS (SELECT 1 FROM unnest(tags) tag WHERE strpos(lower(tag COLLATE "C"), $T) > 0))`, "$T", t))
+	}
+	if p.Cursor != "" {
+		at, id, err := store.DecodeRunCursor(p.Cursor)
+		if err != nil {
+			return nil, err
+		}
+		w.add("(created_at, id) < ($?, $?)", at, id)
+	}
+	return w, nil
+}
