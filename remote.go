@@ -45,6 +45,12 @@ var (
 	// (version 1) is refused too: its holder claims the task again.
 	// Nothing was written.
 	ErrInvalidToken = remote.ErrInvalidToken
+	// ErrTokenRefused (an ErrInvalidToken): the token is well-formed but
+	// does not grant its caller the task's current claim: it was made up
+	// or edited, or the caller is not the identity that claimed. The same
+	// error for each, so that a made-up token cannot be told from a
+	// stolen one. Nothing was written.
+	ErrTokenRefused = remote.ErrRefused
 )
 
 // Limits of a remote claim.

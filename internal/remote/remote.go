@@ -46,6 +46,11 @@ var (
 	// ErrInvalidToken: the token is not one that a claim handed out, not
 	// the task's current claim's, or not the caller's.
 	ErrInvalidToken = errors.New("invalid task token")
+	// ErrRefused (an ErrInvalidToken): the token is well-formed but does
+	// not grant its caller the task's current claim: it was made up or
+	// edited, or the caller is not the identity that claimed. One error
+	// for all, so that a made-up token cannot be told from a stolen one.
+	ErrRefused = fmt.Errorf("%w: the token does not grant this caller the task's current claim", ErrInvalidToken)
 )
 
 // MaxClaim bounds Claim.Max.

@@ -120,10 +120,10 @@ func (r *Runtime) Fail(ctx context.Context, tok, msg string, retryable bool, det
 // match. A token of an earlier claim of the task (its fence is older
 // than the record's), or of a task that is gone, is ErrTaskLost: nothing
 // the token could do is possible any more. Every other refusal is the
-// same ErrInvalidToken, so that a made-up token cannot be told from a
+// same ErrRefused, so that a made-up token cannot be told from a
 // stolen one.
 func (r *Runtime) authorize(ctx context.Context, k *token) (*store.RemoteClaim, error) {
-	refused := fmt.Errorf("task %d: %w: the token does not grant this caller the task's current claim", k.taskID, ErrInvalidToken)
+	refused := fmt.Errorf("task %d: %w", k.taskID, ErrRefused)
 	c, err := r.cfg.Store.GetRemoteClaim(ctx, k.taskID)
 	switch {
 	case errors.Is(err, store.ErrRemoteClaimNotFound):
