@@ -1,6 +1,9 @@
 package hephaestus_test
 
 import (
+	"go/ast"
+	"go/parser"
+	"go/token"
 	"os/exec"
 	"strings"
 	"testing"
@@ -13,6 +16,7 @@ const module = "github.com/hephaestus-go/hephaestus"
 var runtimePkgs = []string{
 	module + "/internal/commit",
 	module + "/internal/worker",
+	module + "/internal/remote",
 	module + "/internal/flowrt",
 	module + "/internal/wfrt",
 	module + "/internal/maintenance",
@@ -112,4 +116,33 @@ func TestNoOpenTelemetrySDKInLibrary(t *testing.T) {
 	if !strings.Contains(string(cli), "go.opentelemetry.io/otel/sdk/trace\n") {
 		t.Fatal("internal/cli does not use the trace SDK: the check above would not see one")
 	}
+}
+
+// Remote work lives in internal/remote: the root's remote.go holds the
+// public types and forwards to it, with no goroutine, no store call and
+// no token codec of its own.
+func TestRootForwardsRemoteWork(t *testing.T) {
+	fset := token.NewFileSet()
+	f, err := parser.ParseFile(fset, "remote.go", nil, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, imp := range f.Imports {
+		if p := strings.Trim(imp.Path.Value, `"`); p != "context" && p != "encoding/json" && p != "time" && p != module+"/internal/remote" {
+			t.Errorf("remote.go imports %s: remote work belongs in internal/remote", p)
+		}
+	}
+	ast.Inspect(f, func(n ast.Node) bool {
+		switch n := n.(type) {
+		case *ast.GoStmt:
+			t.Errorf("%s: remote.go starts a goroutine", fset.Position(n.Pos()))
+		case *ast.SelectStmt:
+			t.Errorf("%s: remote.go waits (select)", fset.Position(n.Pos()))
+		case *ast.SelectorExpr:
+			if n.Sel.Name == "Store" {
+				t.Errorf("%s: remote.go reaches the store", fset.Position(n.Pos()))
+			}
+		}
+		return true
+	})
 }

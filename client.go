@@ -19,6 +19,7 @@ import (
 	"github.com/hephaestus-go/hephaestus/internal/flowrt"
 	"github.com/hephaestus-go/hephaestus/internal/maintenance"
 	"github.com/hephaestus-go/hephaestus/internal/metrics"
+	"github.com/hephaestus-go/hephaestus/internal/remote"
 	"github.com/hephaestus-go/hephaestus/internal/schedule"
 	"github.com/hephaestus-go/hephaestus/internal/telemetry"
 	"github.com/hephaestus-go/hephaestus/internal/tracing"
@@ -33,7 +34,8 @@ import (
 // A Client composes the runtime services (internal/...): the committer
 // (group commit), the worker pool (claims, leases, wake-ups, drain), the
 // flow runtime, the workflow runtime, maintenance (retention, the worker
-// registry) and telemetry. It holds no loop of its own.
+// registry), the runtime of remote workers and telemetry. It holds no
+// loop of its own.
 type Client struct {
 	cfg    Config
 	hub    *telemetry.Hub
@@ -67,8 +69,8 @@ type Client struct {
 	// watches are the callers of HistoryAfter waiting for their runs.
 	watches runWatches
 
-	// remote is the state of workers outside the process (remote.go).
-	remote remoteWork
+	// remote serves workers outside the process (remote.go).
+	remote *remote.Runtime
 }
 
 // uninstrumented, set by a benchmark only, leaves the clients made after
@@ -103,7 +105,6 @@ func New(cfg *Config) (*Client, error) {
 		AfterCommit: func(batch []*commit.Request, claimed map[int64]bool, now time.Time) {
 			cl.pool.AfterCommit(batch, claimed, now)
 			cl.watches.committed(batch)
-			cl.remote.afterCommit(batch, claimed, now)
 		},
 	})
 	cl.flows = flowrt.New(&flowrt.Config{
@@ -128,6 +129,11 @@ func New(cfg *Config) (*Client, error) {
 		Handlers: cl.claimHandlers, Queues: c.Queues, ClaimBatch: c.ClaimBatch, LeaseDuration: c.LeaseDuration,
 		HeartbeatInterval: c.HeartbeatInterval, MinPollInterval: c.MinPollInterval, PollInterval: c.PollInterval,
 		ShutdownTimeout: c.ShutdownTimeout,
+	})
+	cl.remote = remote.New(&remote.Config{
+		Store: c.Store, Clock: c.Clock, Logger: c.Logger, Pool: cl.pool, Flows: cl.flows, Workflows: cl.wf,
+		WorkerID: c.WorkerID, LeaseDuration: c.LeaseDuration, MinPollInterval: c.MinPollInterval, PollInterval: c.PollInterval,
+		MaxPayloadSize: c.MaxPayloadSize,
 	})
 	cl.maint = maintenance.New(&maintenance.Config{
 		Store: c.Store, Clock: c.Clock, Logger: c.Logger, Telemetry: cl.hub, Committer: cl.commit, WorkerID: c.WorkerID,

@@ -37,6 +37,9 @@ var remoteTests = []subtest{
 	{"RemoteCancel", testRemoteCancel},
 	{"RemoteStrictClaim", testRemoteStrictClaim},
 	{"RemoteInvalidToken", testRemoteInvalidToken},
+	{"RemoteTokens", testRemoteTokens},
+	{"RemoteTokenReplay", testRemoteTokenReplay},
+	{"RemoteServerDeadline", testRemoteServerDeadline},
 	{"RemoteFlowControl", testRemoteFlowControl},
 	{"RemoteChaos", testRemoteChaos},
 }

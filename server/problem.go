@@ -79,6 +79,7 @@ var kindStatus = []struct {
 	{hephaestus.ErrPayloadTooLarge, http.StatusRequestEntityTooLarge, kindTooLarge},
 	{store.ErrLeaseLost, http.StatusConflict, kindLeaseLost},
 	{hephaestus.ErrTaskLost, http.StatusConflict, kindLeaseLost},
+	{hephaestus.ErrTokenRefused, http.StatusForbidden, kindForbidden},
 	{hephaestus.ErrInvalidToken, http.StatusBadRequest, kindBadRequest},
 	{hephaestus.ErrRunNotFound, http.StatusNotFound, kindNotFound},
 	{hephaestus.ErrFlowNotFound, http.StatusNotFound, kindNotFound},

@@ -150,6 +150,10 @@ type call struct {
 // ctx is the request's context.
 func (c *call) ctx() context.Context { return c.r.Context() }
 
+// principal is the caller's identity: what remote task claims are bound
+// to (only the identity that claimed a task may report on it).
+func (c *call) principal() string { return c.actor }
+
 // New returns a Server for cfg.
 func New(cfg *Config) (*Server, error) {
 	if cfg == nil {

@@ -12,7 +12,8 @@ import (
 // document actions they registered, and workflow activities), heartbeat
 // them, and complete or fail them, all through the client's task seam
 // (Client.ClaimRemote and the rest), so fencing, retries, timeouts and
-// exactly-once hold as for Go workers.
+// exactly-once hold as for Go workers. A claim is bound to the caller's
+// principal: only the same identity may heartbeat, complete or fail it.
 
 // Defaults of a claim.
 const (
@@ -22,7 +23,8 @@ const (
 
 // Task is a task handed to a worker.
 type Task struct {
-	// Token is the claim's opaque, fenced token.
+	// Token is the claim's opaque capability: a secret of the claim, good
+	// for the claiming credentials' principal only.
 	Token    string `json:"token"`
 	RunID    string `json:"run_id"`
 	Kind     string `json:"kind"`
@@ -84,7 +86,7 @@ func (s *Server) claim(c *call) error {
 	}
 	c.target = b.WorkerID
 	ts, err := s.cfg.Client.ClaimRemote(c.ctx(), &hephaestus.RemoteClaim{
-		WorkerID: b.WorkerID, Actions: b.Actions, Activities: b.Activities, Queues: b.Queues, Max: max(b.MaxTasks, 1),
+		WorkerID: b.WorkerID, Principal: c.principal(), Actions: b.Actions, Activities: b.Activities, Queues: b.Queues, Max: max(b.MaxTasks, 1),
 		Lease: lease, Wait: s.longPoll(wait),
 	})
 	if err != nil {
@@ -122,7 +124,7 @@ func (s *Server) heartbeat(c *call) error {
 	if b.Token == "" {
 		return fieldProblem("token", "is required")
 	}
-	cancelled, err := s.cfg.Client.HeartbeatRemote(c.ctx(), b.Token, b.Details)
+	cancelled, err := s.cfg.Client.HeartbeatRemote(hephaestus.WithRemoteCaller(c.ctx(), c.principal()), b.Token, b.Details)
 	if err != nil {
 		return err
 	}
@@ -140,7 +142,7 @@ func (s *Server) complete(c *call) error {
 	if b.Token == "" {
 		return fieldProblem("token", "is required")
 	}
-	if err := s.cfg.Client.CompleteRemote(c.ctx(), b.Token, b.Output); err != nil {
+	if err := s.cfg.Client.CompleteRemote(hephaestus.WithRemoteCaller(c.ctx(), c.principal()), b.Token, b.Output); err != nil {
 		return err
 	}
 	return c.json(http.StatusOK, empty{})
@@ -163,7 +165,7 @@ func (s *Server) failTask(c *call) error {
 		return fieldProblem("error", "is required: say why the task failed")
 	}
 	retryable := b.Retryable == nil || *b.Retryable
-	if err := s.cfg.Client.FailRemote(c.ctx(), b.Token, b.Error, retryable, b.Details); err != nil {
+	if err := s.cfg.Client.FailRemote(hephaestus.WithRemoteCaller(c.ctx(), c.principal()), b.Token, b.Error, retryable, b.Details); err != nil {
 		return err
 	}
 	return c.json(http.StatusOK, empty{})

@@ -1,8 +1,12 @@
 package server
 
 import (
+	"encoding/base64"
 	"encoding/json"
+	"maps"
 	"net/http"
+	"slices"
+	"strconv"
 	"strings"
 	"testing"
 )
@@ -144,6 +148,76 @@ func TestWorkerCancelFailAndDocuments(t *testing.T) {
 		e.api.call(http.MethodGet, "/api/v1/runs/"+r.ID+"/result?wait=60s", nil, http.StatusOK, &r)
 		if r.Status != "completed" || !strings.Contains(string(r.Output), "DOC") {
 			t.Fatalf("the document run: %+v", r)
+		}
+	})
+}
+
+// A task's token is good for the credentials that claimed it only: a
+// second worker token, or an admin one, that uses it is refused (403)
+// exactly as a made-up token is, and nothing is written; a token of the
+// older format is refused with what to do; the holder completes after.
+func TestWorkerTokenBoundToCaller(t *testing.T) {
+	forEach(t, func(t *testing.T, b backend) {
+		e := newEnv(t, b, &Config{})
+		admin, py1, py2 := e.token("admin", RoleAdmin), e.token("py1", RoleWorker), e.token("py2", RoleWorker)
+		var r Run
+		e.api.do(req{method: http.MethodPost, path: "/api/v1/runs", token: admin, body: map[string]any{"name": "remote", "input": map[string]string{"text": "hi"}}}).decode(t, &r)
+		e.api.token = py1
+		task := e.claimOne("shout")
+		var before History
+		e.api.call(http.MethodGet, "/api/v1/runs/"+r.ID+"/history", nil, http.StatusOK, &before)
+		raw, err := base64.RawURLEncoding.DecodeString(task.Token)
+		if err != nil || len(raw) < 34 || raw[0] != 2 {
+			t.Fatalf("token %q is not a version 2 token", task.Token)
+		}
+		forged := slices.Clone(raw)
+		forged[len(forged)-1] ^= 1
+		v1 := append([]byte{1}, raw[1:len(raw)-32]...)
+		v1 = append(v1, 2, 2, 2)
+		v1 = append(v1, r.ID...)
+		type try struct {
+			token, as string
+			status    int
+		}
+		details := map[string]any{}
+		for _, c := range []try{
+			{task.Token, py2, http.StatusForbidden},
+			{task.Token, admin, http.StatusForbidden},
+			{base64.RawURLEncoding.EncodeToString(forged), py1, http.StatusForbidden},
+			{base64.RawURLEncoding.EncodeToString(v1), py1, http.StatusBadRequest},
+		} {
+			for _, call := range []struct {
+				path string
+				body map[string]any
+			}{
+				{"/api/v1/tasks/heartbeat", map[string]any{"token": c.token, "details": map[string]int{"evil": 1}}},
+				{"/api/v1/tasks/complete", map[string]any{"token": c.token, "output": "intruder"}},
+				{"/api/v1/tasks/fail", map[string]any{"token": c.token, "error": "intruder", "retryable": false}},
+			} {
+				p := e.api.do(req{method: http.MethodPost, path: call.path, token: c.as, body: call.body}).problem(t, c.status)
+				details[call.path+" "+strconv.Itoa(c.status)+" "+p.Detail] = nil
+			}
+		}
+		// The stolen and the forged token are told apart by nothing: per
+		// path, one 403 detail for both (and one 400 for the old format).
+		if len(details) != 6 {
+			t.Errorf("refusal details %v: want one per path and status", slices.Collect(maps.Keys(details)))
+		}
+		for d := range details {
+			if strings.Contains(d, " 400 ") && !strings.Contains(d, "older server; claim the task again") {
+				t.Errorf("an old-format token's refusal %q does not say to claim again", d)
+			}
+		}
+		var h History
+		e.api.call(http.MethodGet, "/api/v1/runs/"+r.ID+"/history", nil, http.StatusOK, &h)
+		if len(h.Events) != len(before.Events) || h.Last != before.Last {
+			t.Fatalf("the refusals wrote history: %+v, was %+v", h.Events, before.Events)
+		}
+		e.api.call(http.MethodPost, "/api/v1/tasks/complete", map[string]any{"token": task.Token, "output": "HI"}, http.StatusOK, nil)
+		var done Run
+		e.api.call(http.MethodGet, "/api/v1/runs/"+r.ID+"/result?wait=60s", nil, http.StatusOK, &done)
+		if done.Status != "completed" || string(done.Output) != `{"shout":"HI"}` {
+			t.Fatalf("the run: %+v", done)
 		}
 	})
 }

@@ -159,6 +159,9 @@ type Store interface {
 	// Access keeps API tokens, the audit log and bulk operations
 	// (access.go).
 	Access
+	// RemoteClaims keeps the facts of claims handed to remote workers
+	// (remoteclaim.go).
+	RemoteClaims
 
 	// Close releases the store's resources.
 	Close() error

@@ -11,7 +11,8 @@
 // about a run nor write a change of its own: what a task does, and the
 // fenced change that completes it, belong to the executor (the flow and
 // workflow runtimes in process; a remote worker, through the same seam,
-// later). Its only writes are claims (through the committer), heartbeats
+// through internal/remote, which claims with the store and waits with the
+// pool's wake-ups: Subscribe and WaitReady). Its only writes are claims (through the committer), heartbeats
 // and the release of tasks it gives back.
 package worker
 
@@ -21,6 +22,7 @@ import (
 	"fmt"
 	"log/slog"
 	"math/rand/v2"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -105,6 +107,10 @@ type Pool struct {
 	wakeMu    sync.Mutex
 	wakes     map[string]chan struct{}
 	nextReady map[string]time.Time // earliest known future ready time by queue
+	// waiters are claimers outside the claim loops (Subscribe); waiting
+	// counts them, so that a wake-up without any skips the lock.
+	waiters map[*Waiter]struct{}
+	waiting atomic.Int32
 
 	lifeMu  sync.Mutex
 	started bool
@@ -429,11 +435,92 @@ func (p *Pool) wake(queue string) {
 	p.wakeMu.Lock()
 	ch := p.wakes[queue]
 	p.wakeMu.Unlock()
+	signal(ch)
+	if p.waiting.Load() == 0 {
+		return
+	}
+	p.wakeMu.Lock()
+	defer p.wakeMu.Unlock()
+	for w := range p.waiters {
+		if slices.Contains(w.queues, queue) {
+			signal(w.ch)
+		}
+	}
+}
+
+func signal(ch chan struct{}) {
 	if ch != nil {
 		select {
 		case ch <- struct{}{}:
 		default:
 		}
+	}
+}
+
+// Waiter is a claimer outside the pool's claim loops (a remote worker's
+// long poll) waiting for tasks of some queues: the wake-ups of the pool's
+// loops (commits of this process that make a task ready without claiming
+// it, store notifications while the pool runs) wake it too.
+type Waiter struct {
+	queues []string
+	ch     chan struct{}
+}
+
+// Subscribe registers a waiter for tasks of queues. Subscribe before
+// claiming, so that a commit between the claim and WaitReady still wakes
+// it; Unsubscribe when done.
+func (p *Pool) Subscribe(queues []string) *Waiter {
+	w := &Waiter{queues: slices.Clone(queues), ch: make(chan struct{}, 1)}
+	p.wakeMu.Lock()
+	if p.waiters == nil {
+		p.waiters = map[*Waiter]struct{}{}
+	}
+	p.waiters[w] = struct{}{}
+	p.wakeMu.Unlock()
+	p.waiting.Add(1)
+	return w
+}
+
+// Unsubscribe removes a waiter; a nil one or one removed already is
+// ignored.
+func (p *Pool) Unsubscribe(w *Waiter) {
+	if w == nil {
+		return
+	}
+	p.wakeMu.Lock()
+	defer p.wakeMu.Unlock()
+	if _, ok := p.waiters[w]; ok {
+		delete(p.waiters, w)
+		p.waiting.Add(-1)
+	}
+}
+
+// WaitReady waits, as an idle claim loop does, until a task of w's queues
+// (of handlers) may be ready: a wake-up, the earliest ready time the store
+// knows (timers, retries, expiring leases), or the jittered poll, whichever
+// comes first, and at the latest until deadline. poll is the waiter's
+// adaptive poll interval: it returns the next one (doubled, up to
+// PollInterval, when the poll ran out without a wake-up), or ctx's error.
+func (p *Pool) WaitReady(ctx context.Context, w *Waiter, handlers []string, poll time.Duration, deadline time.Time) (time.Duration, error) {
+	if poll <= 0 {
+		poll = p.cfg.MinPollInterval
+	}
+	now := p.cfg.Clock.Now()
+	wakeAt := now.Add(Jitter(poll))
+	if deadline.Before(wakeAt) {
+		wakeAt = deadline
+	}
+	if next, ok, err := p.cfg.Store.NextReady(ctx, &store.NextReadyParams{Queues: w.queues, Handlers: handlers}); err == nil && ok &&
+		next.After(now) && next.Before(wakeAt) {
+		wakeAt = next
+	}
+	select {
+	case <-w.ch:
+		return poll, nil
+	case <-clock.Until(p.cfg.Clock, wakeAt):
+		return min(poll*2, p.cfg.PollInterval), nil
+	case <-ctx.Done():
+		return poll, ctx.Err()
 	}
 }
 

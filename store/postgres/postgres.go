@@ -244,6 +244,7 @@ type Store struct {
 	timeout time.Duration
 	q       queries
 	acc     *accessQueries
+	rc      *remoteClaimQueries
 	// suspect is when (Unix nanoseconds) the pool stops checking its
 	// connections before use; see noteFailure.
 	suspect *atomic.Int64
@@ -319,7 +320,7 @@ func open(ctx context.Context, cfg *Config, tune func(*pgxpool.Config)) (*Store,
 	}
 	s := &Store{
 		pool: pool, conn: pcfg.ConnConfig, schema: c.Schema, channel: channelName(c.Schema),
-		cancels: cancelChannelName(c.Schema), timeout: c.Timeout, q: newQueries(c.Schema), acc: newAccessQueries(c.Schema), suspect: suspect,
+		cancels: cancelChannelName(c.Schema), timeout: c.Timeout, q: newQueries(c.Schema), acc: newAccessQueries(c.Schema), rc: newRemoteClaimQueries(c.Schema), suspect: suspect,
 		applyConc: max(1, c.MaxConns/4), known: newKnown(), vacuumEvery: int64(max(0, c.VacuumTasksEvery)),
 	}
 	s.ctx, s.stop = context.WithCancel(context.Background())

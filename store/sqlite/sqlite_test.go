@@ -197,7 +197,7 @@ func TestMigrationStatus(t *testing.T) {
 }
 
 // TestTraceContextMigration: a database from before trace contexts
-// (migrations 10 and 9 reverted) migrates when opened: its runs and tasks read
+// (migrations 12, 10 and 9 reverted) migrates when opened: its runs and tasks read
 // back with none, and new runs store theirs.
 func TestTraceContextMigration(t *testing.T) {
 	t.Parallel()
@@ -220,8 +220,8 @@ func TestTraceContextMigration(t *testing.T) {
 		t.Fatal(err)
 	}
 	create(s, "old")
-	if v, err := migrate.Down(t.Context(), s.writer, Migrations(), migrate.SQLite, 2); err != nil || !slices.Equal(v, []int{10, 9}) {
-		t.Fatalf("migrate down: %v, %v; want [10 9]", v, err)
+	if v, err := migrate.Down(t.Context(), s.writer, Migrations(), migrate.SQLite, 3); err != nil || !slices.Equal(v, []int{12, 10, 9}) {
+		t.Fatalf("migrate down: %v, %v; want [12 10 9]", v, err)
 	}
 	if err := s.Close(); err != nil {
 		t.Fatal(err)
@@ -247,7 +247,7 @@ func TestTraceContextMigration(t *testing.T) {
 }
 
 // TestTaskRunAttrsMigration: a database from before tasks copied their
-// run's tags and metadata (migration 10 reverted) migrates when opened:
+// run's tags and metadata (migrations 12 and 10 reverted) migrates when opened:
 // the tasks waiting get those of their runs, and new tasks copy them.
 func TestTaskRunAttrsMigration(t *testing.T) {
 	t.Parallel()
@@ -272,8 +272,8 @@ func TestTaskRunAttrsMigration(t *testing.T) {
 	}
 	create(s, "old", true)
 	create(s, "old-plain", false)
-	if v, err := migrate.Down(t.Context(), s.writer, Migrations(), migrate.SQLite, 1); err != nil || !slices.Equal(v, []int{10}) {
-		t.Fatalf("migrate down: %v, %v; want [10]", v, err)
+	if v, err := migrate.Down(t.Context(), s.writer, Migrations(), migrate.SQLite, 2); err != nil || !slices.Equal(v, []int{12, 10}) {
+		t.Fatalf("migrate down: %v, %v; want [12 10]", v, err)
 	}
 	if err := s.Close(); err != nil {
 		t.Fatal(err)

@@ -114,6 +114,7 @@ func Run(t *testing.T, newStore func(t *testing.T) store.Store, opts ...Option) 
 		{"Handlers", testHandlers},
 		{"StrictClaims", testStrictClaims},
 		{"GetTask", testGetTask},
+		{"RemoteClaims", testRemoteClaims},
 		{"HeartbeatDetails", testHeartbeatDetails},
 		{"Condition", testCondition},
 		{"PruneKeepsWork", testPruneKeepsWork},

@@ -1,0 +1,18 @@
+-- Remote work (docs/api.md#workers): the facts of each claim handed to a
+-- worker outside the process, one row per task, replaced at every
+-- hand-out. The worker's token carries only the task's id and a secret;
+-- the server keeps the claim's fence token, the secret's SHA-256, the
+-- identity that claimed and the attempt's times. No foreign key: rows of
+-- tasks that are gone are deleted when a row is written (and when an
+-- outcome commits), so that deleting a task costs no trigger.
+CREATE TABLE remote_claims (
+    task_id     bigint PRIMARY KEY,
+    token       bigint NOT NULL,
+    run_id      text COLLATE "C" NOT NULL,
+    secret_hash bytea NOT NULL,
+    principal   text NOT NULL,
+    worker_id   text NOT NULL,
+    claimed_at  timestamptz NOT NULL,
+    deadline    timestamptz NOT NULL,
+    lease_us    bigint NOT NULL
+);
