@@ -43,6 +43,10 @@ var ErrUnavailable = errors.New("secrets are not configured: no key ring")
 // ErrNotFound is wrapped for a secret name that is not stored.
 var ErrNotFound = store.ErrSecretNotFound
 
+// ErrCorrupt is wrapped by Open for a ciphertext that does not
+// authenticate: altered, or sealed for another name.
+var ErrCorrupt = errors.New("the sealed value does not authenticate")
+
 // Keys is a key ring. It is safe for concurrent use.
 type Keys struct {
 	ids   []string
@@ -162,7 +166,7 @@ func (k *Keys) Open(name, keyID string, nonce, ciphertext []byte) ([]byte, error
 	}
 	v, err := aead.Open(nil, nonce, ciphertext, []byte(name))
 	if err != nil {
-		return nil, fmt.Errorf("open secret %q with key %q: the ciphertext does not authenticate (altered, or sealed for another name or with another key of that id)", name, keyID)
+		return nil, fmt.Errorf("open secret %q with key %q: %w (altered, or sealed for another name or with another key of that id)", name, keyID, ErrCorrupt)
 	}
 	return v, nil
 }
