@@ -13,7 +13,9 @@ import (
 	"github.com/hephaestus-go/hephaestus/internal/secrets"
 )
 
-func key(b byte) string { return base64.StdEncoding.EncodeToString(bytes.Repeat([]byte{b}, secrets.KeySize)) }
+func key(b byte) string {
+	return base64.StdEncoding.EncodeToString(bytes.Repeat([]byte{b}, secrets.KeySize))
+}
 
 func mustParse(t *testing.T, text string) *secrets.Keys {
 	t.Helper()
