@@ -22,6 +22,9 @@ var (
 	ErrUnknownSecretKey = secrets.ErrUnknownKey
 )
 
+// SecretKeySize is the size of a secret key: 32 bytes (AES-256).
+const SecretKeySize = secrets.KeySize
+
 // SecretKeys is a key ring of AES-256-GCM keys with ids; the first is the
 // current key, which seals every value set. Each stored secret records
 // the id of its key, so a ring that keeps an older key after the current
