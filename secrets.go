@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/hephaestus-go/hephaestus/hephtype"
 	"github.com/hephaestus-go/hephaestus/internal/secrets"
 	"github.com/hephaestus-go/hephaestus/store"
 )
@@ -15,22 +16,35 @@ var (
 	// ErrSecretNotFound: no secret has the name.
 	ErrSecretNotFound = store.ErrSecretNotFound
 	// ErrSecretsUnavailable: the client has no key ring
-	// (Config.SecretKeys), or runs outside a started client.
-	ErrSecretsUnavailable = secrets.ErrUnavailable
+	// (Config.SecretKeys), or the code runs outside a step of a started
+	// client.
+	ErrSecretsUnavailable = hephtype.ErrSecretsUnavailable
 	// ErrUnknownSecretKey: a secret is sealed with a key that
 	// Config.SecretKeys does not hold; the error names the key id.
-	ErrUnknownSecretKey = secrets.ErrUnknownKey
+	ErrUnknownSecretKey = hephtype.ErrUnknownSecretKey
+	// ErrSecretCorrupt: a stored secret does not authenticate under its
+	// key: altered, or copied from another name.
+	ErrSecretCorrupt = hephtype.ErrSecretCorrupt
 )
 
 // SecretKeySize is the size of a secret key: 32 bytes (AES-256).
-const SecretKeySize = secrets.KeySize
+const SecretKeySize = 32
 
 // SecretKeys is a key ring of AES-256-GCM keys with ids; the first is the
 // current key, which seals every value set. Each stored secret records
 // the id of its key, so a ring that keeps an older key after the current
 // one still opens the secrets sealed with it; RotateSecrets seals them
 // again with the current key, after which the older key can be dropped.
-type SecretKeys = secrets.Keys
+// Make one with ParseSecretKeys or ReadSecretKeys.
+type SecretKeys struct {
+	k *secrets.Keys
+}
+
+// Current is the id of the key that seals new values.
+func (k *SecretKeys) Current() string { return k.k.Current() }
+
+// IDs returns the ids of the ring's keys, the current one first.
+func (k *SecretKeys) IDs() []string { return k.k.IDs() }
 
 // ParseSecretKeys reads a key ring from its text form: keys separated by
 // commas or newlines, the current one first, each "id:<key>", the key 32
@@ -39,13 +53,25 @@ type SecretKeys = secrets.Keys
 // with '#' are ignored. heph server reads it from HEPH_SECRET_KEYS:
 //
 //	HEPH_SECRET_KEYS=k2:<base64>,k1:<base64>
+//
+// Errors never quote a key.
 func ParseSecretKeys(text string) (*SecretKeys, error) {
-	return secrets.ParseKeys("(text)", text)
+	k, err := secrets.ParseKeys("", text)
+	if err != nil {
+		return nil, err
+	}
+	return &SecretKeys{k: k}, nil
 }
 
 // ReadSecretKeys reads a key ring from a file in the text form of
 // ParseSecretKeys (one key a line).
-func ReadSecretKeys(path string) (*SecretKeys, error) { return secrets.ReadKeys(path) }
+func ReadSecretKeys(path string) (*SecretKeys, error) {
+	k, err := secrets.ReadKeys(path)
+	if err != nil {
+		return nil, err
+	}
+	return &SecretKeys{k: k}, nil
+}
 
 // SecretInfo describes a stored secret. Its value is never listed.
 type SecretInfo struct {
@@ -69,11 +95,11 @@ func (c *Client) secretStore() (store.Secrets, error) {
 	return s, nil
 }
 
-func (c *Client) secretKeys() (*SecretKeys, error) {
-	if c.cfg.SecretKeys == nil {
+func (c *Client) secretKeys() (*secrets.Keys, error) {
+	if c.cfg.SecretKeys == nil || c.cfg.SecretKeys.k == nil {
 		return nil, fmt.Errorf("%w: set Config.SecretKeys (heph server: HEPH_SECRET_KEYS or --secret-keys-file)", ErrSecretsUnavailable)
 	}
-	return c.cfg.SecretKeys, nil
+	return c.cfg.SecretKeys.k, nil
 }
 
 // SetSecret creates the secret name, or replaces its value, sealed with

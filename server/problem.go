@@ -102,6 +102,7 @@ var kindStatus = []struct {
 	{hephaestus.ErrNoDocumentRegistry, http.StatusConflict, kindConflict},
 	{hephaestus.ErrSecretsUnavailable, http.StatusConflict, kindConflict},
 	{hephaestus.ErrUnknownSecretKey, http.StatusConflict, kindConflict},
+	{hephaestus.ErrSecretCorrupt, http.StatusConflict, kindConflict},
 	{hephaestus.ErrDuplicateRun, http.StatusConflict, kindConflict},
 	{hephaestus.ErrRunExists, http.StatusConflict, kindConflict},
 	{hephaestus.ErrNotWaiting, http.StatusConflict, kindConflict},

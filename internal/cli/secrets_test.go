@@ -76,9 +76,10 @@ func TestSecretsCLI(t *testing.T) {
 	}
 	code, out, errOut = hephIn(t, env, "", "secrets", "set", "tls_key", "--from-file", file, "-o", "json")
 	var s struct {
-		Name, KeyID string `json:"key_id"`
+		Name  string `json:"name"`
+		KeyID string `json:"key_id"`
 	}
-	if code != 0 || json.Unmarshal([]byte(out), &s) != nil || strings.Contains(out, "line1") {
+	if code != 0 || json.Unmarshal([]byte(out), &s) != nil || s.Name != "tls_key" || s.KeyID != "k1" || strings.Contains(out, "line1") {
 		t.Fatalf("set --from-file -o json: exit %d, %q %q", code, out, errOut)
 	}
 	out = ok(t, env, "secrets", "ls")

@@ -19,7 +19,6 @@ import (
 	"github.com/hephaestus-go/hephaestus/dashboard"
 	"github.com/hephaestus-go/hephaestus/flowdoc"
 	"github.com/hephaestus-go/hephaestus/internal/demo"
-	"github.com/hephaestus-go/hephaestus/internal/secrets"
 	"github.com/hephaestus-go/hephaestus/server"
 	"github.com/hephaestus-go/hephaestus/store"
 	"github.com/hephaestus-go/hephaestus/store/postgres"
@@ -449,9 +448,9 @@ func serverSecretKeys(env *Env, f *serverFlags) (*hephaestus.SecretKeys, error) 
 		}
 		return k, nil
 	case text != "":
-		k, err := secrets.ParseKeys("$"+envSecretKeys, text)
+		k, err := hephaestus.ParseSecretKeys(text)
 		if err != nil {
-			return nil, usagef("%v", err)
+			return nil, usagef("$%s: %v", envSecretKeys, err)
 		}
 		return k, nil
 	}

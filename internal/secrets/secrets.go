@@ -27,6 +27,7 @@ import (
 	"os"
 	"strings"
 
+	"github.com/hephaestus-go/hephaestus/hephtype"
 	"github.com/hephaestus-go/hephaestus/store"
 )
 
@@ -35,17 +36,17 @@ const KeySize = 32
 
 // ErrUnknownKey is wrapped by Open for a value sealed with a key the ring
 // does not hold.
-var ErrUnknownKey = errors.New("unknown secret key")
+var ErrUnknownKey = hephtype.ErrUnknownSecretKey
 
 // ErrUnavailable is wrapped when secrets are used without a key ring.
-var ErrUnavailable = errors.New("secrets are not configured: no key ring")
+var ErrUnavailable = hephtype.ErrSecretsUnavailable
 
 // ErrNotFound is wrapped for a secret name that is not stored.
 var ErrNotFound = store.ErrSecretNotFound
 
 // ErrCorrupt is wrapped by Open for a ciphertext that does not
 // authenticate: altered, or sealed for another name.
-var ErrCorrupt = errors.New("the sealed value does not authenticate")
+var ErrCorrupt = hephtype.ErrSecretCorrupt
 
 // Keys is a key ring. It is safe for concurrent use.
 type Keys struct {
@@ -99,6 +100,9 @@ func checkID(id string) error {
 // documentation). src names the text in errors ("HEPH_SECRET_KEYS", a
 // file's path); errors never quote a key.
 func ParseKeys(src, text string) (*Keys, error) {
+	if src != "" {
+		src = " " + src
+	}
 	var ids []string
 	var keys [][]byte
 	for n, line := range strings.FieldsFunc(text, func(r rune) bool { return r == ',' || r == '\n' }) {
@@ -108,23 +112,23 @@ func ParseKeys(src, text string) (*Keys, error) {
 		}
 		id, b64, ok := strings.Cut(line, ":")
 		if !ok {
-			return nil, fmt.Errorf("secret keys %s: entry %d is not id:<base64 key>", src, n+1)
+			return nil, fmt.Errorf("secret keys%s: entry %d is not id:<base64 key>", src, n+1)
 		}
 		id = strings.TrimSpace(id)
 		key, err := base64.RawStdEncoding.DecodeString(strings.TrimRight(strings.TrimSpace(b64), "="))
 		if err != nil {
-			return nil, fmt.Errorf("secret keys %s: key %q is not base64", src, id)
+			return nil, fmt.Errorf("secret keys%s: key %q is not base64", src, id)
 		}
 		ids, keys = append(ids, id), append(keys, key)
 	}
 	if len(ids) == 0 {
-		return nil, fmt.Errorf("secret keys %s: no key", src)
+		return nil, fmt.Errorf("secret keys%s: no key", src)
 	}
 	k, err := NewKeys(ids, keys)
-	if err != nil {
-		return nil, fmt.Errorf("%s: %w", src, err)
+	if err != nil && src != "" {
+		return nil, fmt.Errorf("%s: %w", src[1:], err)
 	}
-	return k, nil
+	return k, err
 }
 
 // ReadKeys reads a key ring from a file in the text form.
