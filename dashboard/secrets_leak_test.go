@@ -217,6 +217,11 @@ func checkNoLeak(t *testing.T, st store.Store, dump func() []string) {
 		j, _ := json.Marshal(h)
 		answers = append(answers, string(j))
 	}
+	page := fetch(http.MethodGet, "/secrets", nil)
+	if !strings.Contains(page, `data-secret="api_key"`) {
+		t.Errorf("the secrets page does not list api_key:\n%s", page)
+	}
+	answers = append(answers, page, fetch(http.MethodGet, "/api/v1/secrets", nil))
 	all := strings.Join(answers, "\n")
 	// The marker shows where the value was, so the search looked at the
 	// output and the error.
