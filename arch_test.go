@@ -24,6 +24,7 @@ var runtimePkgs = []string{
 	module + "/internal/tracing",
 	module + "/internal/metrics",
 	module + "/internal/limits",
+	module + "/internal/secrets",
 }
 
 // pureCores decide without I/O; they know nothing of the runtime.

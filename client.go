@@ -21,6 +21,7 @@ import (
 	"github.com/hephaestus-go/hephaestus/internal/metrics"
 	"github.com/hephaestus-go/hephaestus/internal/remote"
 	"github.com/hephaestus-go/hephaestus/internal/schedule"
+	"github.com/hephaestus-go/hephaestus/internal/secrets"
 	"github.com/hephaestus-go/hephaestus/internal/telemetry"
 	"github.com/hephaestus-go/hephaestus/internal/tracing"
 	"github.com/hephaestus-go/hephaestus/internal/wfrt"
@@ -151,6 +152,9 @@ func New(cfg *Config) (*Client, error) {
 // registry). It returns at once; Stop ends them. Calling Start twice is a
 // no-op.
 func (c *Client) Start(ctx context.Context) error {
+	// Steps read secrets (Secret, {{secret.NAME}}) through their context,
+	// which the pool derives from this one.
+	ctx = secrets.WithResolver(ctx, secretResolver{c})
 	if err := c.pool.Start(ctx); err != nil {
 		return err
 	}

@@ -167,6 +167,12 @@ type Config struct {
 	// until the program installs an SDK: then no run gets a trace context
 	// and the instrumentation costs one check per task.
 	TracerProvider trace.TracerProvider
+	// SecretKeys is the key ring that seals and opens named secrets
+	// (SetSecret, Secret, {{secret.NAME}} in documents): read it with
+	// ParseSecretKeys or ReadSecretKeys. Defaults to nil: secrets are
+	// unavailable, and setting or reading one fails with
+	// ErrSecretsUnavailable (listing and deleting them still work).
+	SecretKeys *SecretKeys
 }
 
 func (c *Config) withDefaults() (Config, error) {

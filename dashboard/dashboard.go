@@ -132,6 +132,7 @@ func (d *Dashboard) pageRoutes() []pageRoute {
 		{"/definitions", d.definitionsPage},
 		{"/definitions/{name}", d.definitionPage},
 		{"/operations", d.operationsPage},
+		{"/secrets", d.secretsPage},
 		{"/runs/{id}", d.runPage},
 	}
 }
@@ -151,6 +152,7 @@ var navItems = []navItem{
 	{"Workers", "/workers"},
 	{"Definitions", "/definitions"},
 	{"Operations", "/operations"},
+	{"Secrets", "/secrets"},
 }
 
 // ServeHTTP serves the API under /api/, /healthz and /readyz, and the

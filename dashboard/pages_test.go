@@ -77,6 +77,7 @@ func TestPagesLoad(t *testing.T) {
 		{"/definitions/order?version=2", ""},
 		{"/definitions/leave", ""},
 		{"/definitions/report", ""},
+		{"/secrets", ""},
 	}
 	b := newBrowser(t)
 	for _, who := range []struct{ name, token string }{{"admin", e.admin}, {"reader", reader}} {

@@ -29,6 +29,10 @@ type ActionCall struct {
 	// IdempotencyKey is the same for every attempt of the step (of the
 	// element) in a run: pass it on to make external effects happen once.
 	IdempotencyKey string
+
+	// secrets are the secrets the step's arguments read, for the action
+	// to redact from what it returns (redact).
+	secrets []secretUse
 }
 
 // Action is a named operation a document step calls with its resolved
@@ -46,6 +50,10 @@ type Action struct {
 	Invoke func(ctx context.Context, call ActionCall, args json.RawMessage) (json.RawMessage, error)
 	// Remote: workers outside the process run the action (RemoteAction).
 	Remote bool
+
+	// secretArgs are the arguments (and their fields) in which the
+	// action accepts {{secret.NAME}}; set by RegisterHTTP.
+	secretArgs []string
 }
 
 // RemoteAction returns an action that workers outside the process run:

@@ -12,6 +12,7 @@ import (
 
 	"github.com/hephaestus-go/hephaestus/flow"
 	"github.com/hephaestus-go/hephaestus/internal/dag"
+	"github.com/hephaestus-go/hephaestus/internal/secrets"
 )
 
 // ElseEvent is the event of a branch step whose cases all failed to match
@@ -237,6 +238,8 @@ func compile(d *Document, reg *Registry, c *errs) (*flow.Flow, error) {
 		}
 		for _, r := range refs {
 			switch {
+			case r.r.root == "secret":
+				checkSecretRef(c, s.name, rt.action, join(s.path, "args"), r)
 			case r.r.root == "item" && s.over == "":
 				c.add(r.n, r.path, "use item only in a step with map, or read input or steps.<step>.output", "{{%s}}: item exists only in map steps", r.r.text)
 			case r.r.root == "steps":
@@ -512,10 +515,21 @@ func (rt *stepRT) prepare(ctx context.Context, in, item json.RawMessage, isMap b
 		sc.steps[r] = v
 	}
 	args := json.RawMessage("{}")
+	var used []secretUse
 	if rt.args != nil {
+		sc.secret = func(name string) (string, error) {
+			v, err := secrets.Value(ctx, name)
+			if err == nil {
+				used = append(used, secretUse{name: name, value: v})
+			}
+			return v, err
+		}
 		v, err := rt.args.resolve(sc)
-		if err != nil {
+		var te *TemplateError
+		if errors.As(err, &te) {
 			return nil, ActionCall{}, nil, flow.NonRetryable(err)
+		} else if err != nil {
+			return nil, ActionCall{}, nil, err // a secret could not be read: retried
 		}
 		if args, err = json.Marshal(v); err != nil {
 			return nil, ActionCall{}, nil, flow.NonRetryable(fmt.Errorf("step %q: the arguments do not encode: %w", s.name, err))
@@ -524,7 +538,7 @@ func (rt *stepRT) prepare(ctx context.Context, in, item json.RawMessage, isMap b
 			return nil, ActionCall{}, nil, flow.NonRetryable(fmt.Errorf("step %q: the resolved arguments are %d bytes, more than the limit of %d", s.name, len(args), MaxTemplateOutput))
 		}
 	}
-	call := ActionCall{RunID: info.RunID, Step: s.name, Index: info.Index, CreatedBy: createdBy, IdempotencyKey: info.IdempotencyKey}
+	call := ActionCall{RunID: info.RunID, Step: s.name, Index: info.Index, CreatedBy: createdBy, IdempotencyKey: info.IdempotencyKey, secrets: used}
 	return sc, call, args, nil
 }
 

@@ -80,7 +80,8 @@ func (e *HTTPStatusError) Error() string {
 // RegisterHTTP registers the built-in HTTP action as name (usually
 // "http"). A document naming a literal URL on a host outside the
 // allow-list fails validation; a templated URL is checked when the step
-// runs.
+// runs. Its url and headers may read secrets ({{secret.NAME}}), which
+// the response and errors of the action have replaced by [secret:NAME].
 func RegisterHTTP(r *Registry, name string, cfg *HTTPConfig) error {
 	if cfg == nil || len(cfg.AllowedHosts) == 0 {
 		return fmt.Errorf("flowdoc: register HTTP action %q: HTTPConfig.AllowedHosts is empty; list the hosts its requests may reach", name)
@@ -134,10 +135,11 @@ func RegisterHTTP(r *Registry, name string, cfg *HTTPConfig) error {
 		}
 		res, err := c.do(ctx, client, call, &a)
 		if err != nil {
-			return nil, fmt.Errorf("step %q: action %q: %w", call.Step, name, err)
+			return nil, call.redactError(fmt.Errorf("step %q: action %q: %w", call.Step, name, err))
 		}
-		return json.Marshal(res)
-	}})
+		out, err := json.Marshal(res)
+		return call.redactJSON(out), err
+	}, secretArgs: []string{"url", "headers"}})
 }
 
 var httpArgsType = reflectTypeOf[HTTPArgs]()

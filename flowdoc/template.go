@@ -2,18 +2,24 @@ package flowdoc
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"strconv"
 	"strings"
 
 	"go.yaml.in/yaml/v3"
+
+	"github.com/hephaestus-go/hephaestus/hephtype"
+	"github.com/hephaestus-go/hephaestus/internal/secrets"
+	"github.com/hephaestus-go/hephaestus/store"
 )
 
 // MaxTemplateOutput bounds the resolved arguments of one step, in bytes.
 const MaxTemplateOutput = 256 << 10
 
 // ref is a parsed template reference such as steps.search.output.id: a
-// root (input, steps, run or item), the step for steps, and a field path.
+// root (input, steps, run, item or secret), the step for steps, and a
+// field path (the secret's name for secret).
 type ref struct {
 	text   string // the reference as written, without braces
 	root   string
@@ -87,7 +93,7 @@ func parseRef(s string) (*ref, error) {
 	segs := strings.Split(s, ".")
 	for _, g := range segs {
 		if g == "" || strings.ContainsAny(g, " \t{}\"'[]()") {
-			return nil, fmt.Errorf("{{%s}} is not a reference; write input.<field>, steps.<step>.output.<field>, run.<field> or item.<field>", s)
+			return nil, fmt.Errorf("{{%s}} is not a reference; write input.<field>, steps.<step>.output.<field>, run.<field>, item.<field> or secret.<name>", s)
 		}
 	}
 	r := &ref{text: s, root: segs[0]}
@@ -110,8 +116,16 @@ func parseRef(s string) (*ref, error) {
 		}
 		r.step = segs[1]
 		r.fields = segs[3:]
+	case "secret":
+		if len(segs) != 2 {
+			return nil, fmt.Errorf("{{%s}}: write secret.<name>", s)
+		}
+		if store.CheckSecretName(segs[1]) != nil {
+			return nil, fmt.Errorf("{{%s}}: %q is not a secret name: write 1 to %d letters, digits, '_' and '-', starting with a letter or '_'", s, segs[1], store.MaxSecretName)
+		}
+		r.fields = segs[1:]
 	default:
-		return nil, fmt.Errorf("{{%s}}: a reference starts with input, steps, run or item", s)
+		return nil, fmt.Errorf("{{%s}}: a reference starts with input, steps, run, item or secret", s)
 	}
 	return r, nil
 }
@@ -124,6 +138,9 @@ type scope struct {
 	run   map[string]any
 	item  any
 	isMap bool
+	// secret returns the value of a secret, which the scope then
+	// redacts from what the action returns (nil: none is readable).
+	secret func(name string) (string, error)
 }
 
 func (sc *scope) lookup(r *ref) (any, error) {
@@ -138,6 +155,8 @@ func (sc *scope) lookup(r *ref) (any, error) {
 		v = sc.item
 	case "run":
 		return sc.run[r.fields[0]], nil
+	case "secret":
+		return sc.lookupSecret(r)
 	case "steps":
 		out, ok := sc.steps[r.step]
 		if !ok {
@@ -162,6 +181,26 @@ func (sc *scope) lookup(r *ref) (any, error) {
 		default:
 			return nil, &TemplateError{Step: sc.step, Template: r.text, Reason: fmt.Sprintf("cannot read field %q of a %s", f, jsonKind(v))}
 		}
+	}
+	return v, nil
+}
+
+// lookupSecret resolves {{secret.NAME}}: a secret that is not stored, or
+// cannot be opened, fails the step without retries (a TemplateError); a
+// store that cannot be read is retried.
+func (sc *scope) lookupSecret(r *ref) (any, error) {
+	name := r.fields[0]
+	if sc.secret == nil {
+		return nil, &TemplateError{Step: sc.step, Template: r.text, Reason: "secrets are readable only when the step runs"}
+	}
+	v, err := sc.secret(name)
+	switch {
+	case errors.Is(err, store.ErrSecretNotFound):
+		return nil, &TemplateError{Step: sc.step, Template: r.text, Reason: fmt.Sprintf("secret %q is not stored: set it with heph secrets set %s", name, name)}
+	case errors.Is(err, secrets.ErrUnavailable), errors.Is(err, secrets.ErrUnknownKey), errors.Is(err, secrets.ErrCorrupt), errors.Is(err, hephtype.ErrInvalidInput):
+		return nil, &TemplateError{Step: sc.step, Template: r.text, Reason: err.Error()}
+	case err != nil:
+		return nil, fmt.Errorf("step %q: read secret %q: %w", sc.step, name, err)
 	}
 	return v, nil
 }
@@ -245,7 +284,7 @@ func compileValue(n *node, path string, c *errs, refs *[]refAt) *value {
 	if s, ok := lit.(string); ok {
 		t, err := parseTemplate(s)
 		if err != nil {
-			c.add(n, path, "write {{input.<field>}}, {{steps.<step>.output.<field>}}, {{run.<field>}} or {{item.<field>}}", "%v", err)
+			c.add(n, path, "write {{input.<field>}}, {{steps.<step>.output.<field>}}, {{run.<field>}}, {{item.<field>}} or {{secret.<name>}}", "%v", err)
 			return &value{lit: s}
 		}
 		if t != nil {

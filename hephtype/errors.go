@@ -34,4 +34,13 @@ var (
 	// ErrUpdateNotAccepted: no phase of the workflow accepts the update
 	// now. Nothing was written.
 	ErrUpdateNotAccepted = errors.New("workflow is not accepting this update now")
+	// ErrSecretsUnavailable: secrets are used without a key ring, or
+	// outside a step of a started client.
+	ErrSecretsUnavailable = errors.New("secrets are not configured: no key ring")
+	// ErrUnknownSecretKey: a secret is sealed with a key the key ring
+	// does not hold.
+	ErrUnknownSecretKey = errors.New("unknown secret key")
+	// ErrSecretCorrupt: a sealed secret does not authenticate: altered,
+	// or sealed for another name.
+	ErrSecretCorrupt = errors.New("the sealed secret does not authenticate")
 )

@@ -226,7 +226,7 @@ type env struct {
 func newEnv(t testing.TB, b backend, cfg *Config) *env {
 	t.Helper()
 	st := b.open(t)
-	c, err := heph.New(&heph.Config{Store: st, Logger: quietLogger()})
+	c, err := heph.New(&heph.Config{Store: st, Logger: quietLogger(), SecretKeys: testKeys(t, "k1:1")})
 	if err != nil {
 		t.Fatal(err)
 	}

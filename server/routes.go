@@ -94,4 +94,10 @@ func (s *Server) register() {
 	s.handle(post, p+"/tokens", accessAdmin, "tokens.create", s.createToken)
 	s.handle(del, p+"/tokens/{id}", accessAdmin, "tokens.revoke", s.revokeToken)
 	s.handle(get, p+"/audit", accessAdmin, "", s.listAudit)
+
+	// Secrets: names and times to readers, values to nobody.
+	s.handle(get, p+"/secrets", accessRead, "", s.listSecrets)
+	s.handle(put, p+"/secrets/{name}", accessAdmin, "secrets.set", s.putSecret)
+	s.handle(del, p+"/secrets/{name}", accessAdmin, "secrets.delete", s.deleteSecret)
+	s.handle(post, p+"/secrets/rotate", accessAdmin, "secrets.rotate", s.rotateSecrets)
 }

@@ -43,6 +43,8 @@ const (
 	envWorkers          = "HEPH_WORKERS"
 	envLogLevel         = "HEPH_LOG_LEVEL"
 	envExamples         = "HEPH_EXAMPLES"
+	envSecretKeys       = "HEPH_SECRET_KEYS"
+	envSecretKeysFile   = "HEPH_SECRET_KEYS_FILE"
 	listeningLinePrefix = "heph: listening on "
 	// firstTokenLinePrefix starts the line that shows the admin token a
 	// first start on loopback makes, named firstTokenName.
@@ -53,6 +55,7 @@ const (
 // serverFlags configure heph server.
 type serverFlags struct {
 	addr, sqlite, postgres, schema, logLevel string
+	secretKeysFile                           string
 	insecure, examples                       bool
 	maxBody                                  int64
 	reqTimeout                               time.Duration
@@ -77,7 +80,10 @@ func newServer(g *globals) *cobra.Command {
 			"background once it listens; --examples=false registers and seeds nothing.\n" +
 			"Every flag has an environment variable: HEPH_ADDR, HEPH_SQLITE, HEPH_POSTGRES,\n" +
 			"HEPH_SCHEMA, HEPH_INSECURE, HEPH_MAX_BODY, HEPH_REQUEST_TIMEOUT, HEPH_WORKERS, HEPH_LOG_LEVEL,\n" +
-			"HEPH_EXAMPLES.",
+			"HEPH_EXAMPLES, HEPH_SECRET_KEYS_FILE.\n\n" +
+			"Named secrets (heph secrets) are sealed with the key ring of HEPH_SECRET_KEYS\n" +
+			"(\"id:<base64 of 32 bytes>\" entries separated by commas, the current key first) or of\n" +
+			"the file --secret-keys-file (one entry a line); without either, secrets are unavailable.",
 		Example: `  heph server --insecure
   heph server --postgres postgres://heph@db/heph --addr 0.0.0.0:7070
   heph server --addr 127.0.0.1:0 --sqlite /tmp/heph.db --examples=false`,
@@ -103,6 +109,7 @@ func newServer(g *globals) *cobra.Command {
 	fl.DurationVar(&f.reqTimeout, "request-timeout", defaultReqTimeout, "time limit of a request (long polls wait at most this); $"+envRequestTimeout)
 	fl.IntVar(&f.workers, "workers", defaultWorkers, "steps this process runs at once on the default queue; $"+envWorkers)
 	fl.StringVar(&f.logLevel, "log-level", "info", "debug, info, warn or error; $"+envLogLevel)
+	fl.StringVar(&f.secretKeysFile, "secret-keys-file", "", "file of the secrets' key ring, one id:<base64 key> a line, the current first; $"+envSecretKeysFile+" (or the ring itself in $"+envSecretKeys+")")
 	return cmd
 }
 
@@ -119,6 +126,7 @@ func (f *serverFlags) fromEnv(cmd *cobra.Command, env *Env) error {
 	str("postgres", EnvPostgres, &f.postgres)
 	str("schema", envSchema, &f.schema)
 	str("log-level", envLogLevel, &f.logLevel)
+	str("secret-keys-file", envSecretKeysFile, &f.secretKeysFile)
 	for _, b := range []struct {
 		flag, key string
 		dst       *bool
@@ -243,7 +251,11 @@ func runServer(ctx context.Context, env *Env, f *serverFlags) (err error) {
 		return err
 	}
 	defer flush()
-	client, seed, err := newServerClient(ctx, f, st, logger, sm, tp)
+	keys, err := serverSecretKeys(env, f)
+	if err != nil {
+		return err
+	}
+	client, seed, err := newServerClient(ctx, f, st, logger, sm, tp, keys)
 	if err != nil {
 		return err
 	}
@@ -329,9 +341,9 @@ func startServerTelemetry(ctx context.Context, env *Env, logger *slog.Logger) (s
 // newServerClient makes the server's client, not started, with the
 // documents' registry (and the examples, with f.examples: seed says
 // whether the store had no run, so that the examples seed some).
-func newServerClient(ctx context.Context, f *serverFlags, st store.Store, logger *slog.Logger, sm *serverMetrics, tp *sdktrace.TracerProvider) (client *hephaestus.Client, seed bool, err error) {
+func newServerClient(ctx context.Context, f *serverFlags, st store.Store, logger *slog.Logger, sm *serverMetrics, tp *sdktrace.TracerProvider, keys *hephaestus.SecretKeys) (client *hephaestus.Client, seed bool, err error) {
 	client, err = hephaestus.New(&hephaestus.Config{Store: st, Queues: map[string]int{"default": f.workers}, Logger: logger,
-		MeterProvider: sm.meterProvider(), TracerProvider: tracerProvider(tp)})
+		MeterProvider: sm.meterProvider(), TracerProvider: tracerProvider(tp), SecretKeys: keys})
 	if err != nil {
 		return nil, false, fmt.Errorf("client: %w", err)
 	}
@@ -470,4 +482,28 @@ func storeFlag(f *serverFlags) string {
 		return "--postgres DSN --schema " + f.schema
 	}
 	return "--sqlite " + f.sqlite
+}
+
+// serverSecretKeys reads the key ring of the server's secrets: from
+// --secret-keys-file, or else from $HEPH_SECRET_KEYS; nil when neither
+// is given.
+func serverSecretKeys(env *Env, f *serverFlags) (*hephaestus.SecretKeys, error) {
+	text := env.getenv(envSecretKeys)
+	switch {
+	case f.secretKeysFile != "" && text != "":
+		return nil, usagef("give the secrets' key ring in $%s or in --secret-keys-file, not both", envSecretKeys)
+	case f.secretKeysFile != "":
+		k, err := hephaestus.ReadSecretKeys(f.secretKeysFile)
+		if err != nil {
+			return nil, usagef("--secret-keys-file: %v", err)
+		}
+		return k, nil
+	case text != "":
+		k, err := hephaestus.ParseSecretKeys(text)
+		if err != nil {
+			return nil, usagef("$%s: %v", envSecretKeys, err)
+		}
+		return k, nil
+	}
+	return nil, nil
 }

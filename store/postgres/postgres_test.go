@@ -214,7 +214,7 @@ func TestSchemaHonoured(t *testing.T) {
 		t.Fatalf("claim in the other schema: %v, %v", ts, err)
 	}
 	got := tables(t, connect(t, dsn))
-	want := []string{"api_tokens", "audit_log", "documents", "history", migrate.Table, "operations", "queue_keys", "queue_leases", "queues", "remote_claims", "requests", "runs", "schedule_ticks", "schedules", "tasks", "workers"}
+	want := []string{"api_tokens", "audit_log", "documents", "history", migrate.Table, "operations", "queue_keys", "queue_leases", "queues", "remote_claims", "requests", "runs", "schedule_ticks", "schedules", "secrets", "tasks", "workers"}
 	slices.Sort(want)
 	for _, schema := range []string{"tenant_a", "tenant_b"} {
 		if !slices.Equal(got[schema], want) {
@@ -252,7 +252,7 @@ func TestConcurrentMigrations(t *testing.T) {
 	if err == nil {
 		versions, err = pgx.CollectRows(rows, pgx.RowTo[int])
 	}
-	if want := []int{1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 14}; err != nil || !slices.Equal(versions, want) {
+	if want := []int{1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 14, 15}; err != nil || !slices.Equal(versions, want) {
 		t.Fatalf("applied versions %v, %v; want %v", versions, err, want)
 	}
 }
@@ -359,11 +359,11 @@ func TestTraceContextMigration(t *testing.T) {
 	s.Close()
 	var reverted []int
 	err = postgres.WithMigrationLock(t.Context(), cfg, func(ctx context.Context, conn *sql.Conn) (err error) {
-		reverted, err = migrate.Down(ctx, conn, postgres.Migrations(), migrate.Postgres, 3)
+		reverted, err = migrate.Down(ctx, conn, postgres.Migrations(), migrate.Postgres, 4)
 		return err
 	})
-	if err != nil || !slices.Equal(reverted, []int{14, 12, 11}) {
-		t.Fatalf("down: %v, %v; want [14 12 11]", reverted, err)
+	if err != nil || !slices.Equal(reverted, []int{15, 14, 12, 11}) {
+		t.Fatalf("down: %v, %v; want [15 14 12 11]", reverted, err)
 	}
 
 	s = open(t, cfg)
@@ -403,11 +403,11 @@ func TestTaskRunAttrsMigration(t *testing.T) {
 	s.Close()
 	var reverted []int
 	err = postgres.WithMigrationLock(t.Context(), cfg, func(ctx context.Context, conn *sql.Conn) (err error) {
-		reverted, err = migrate.Down(ctx, conn, postgres.Migrations(), migrate.Postgres, 2)
+		reverted, err = migrate.Down(ctx, conn, postgres.Migrations(), migrate.Postgres, 3)
 		return err
 	})
-	if err != nil || !slices.Equal(reverted, []int{14, 12}) {
-		t.Fatalf("down: %v, %v; want [14 12]", reverted, err)
+	if err != nil || !slices.Equal(reverted, []int{15, 14, 12}) {
+		t.Fatalf("down: %v, %v; want [15 14 12]", reverted, err)
 	}
 
 	s = open(t, cfg)

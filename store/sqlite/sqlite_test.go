@@ -220,8 +220,8 @@ func TestTraceContextMigration(t *testing.T) {
 		t.Fatal(err)
 	}
 	create(s, "old")
-	if v, err := migrate.Down(t.Context(), s.writer, Migrations(), migrate.SQLite, 3); err != nil || !slices.Equal(v, []int{12, 10, 9}) {
-		t.Fatalf("migrate down: %v, %v; want [12 10 9]", v, err)
+	if v, err := migrate.Down(t.Context(), s.writer, Migrations(), migrate.SQLite, 4); err != nil || !slices.Equal(v, []int{13, 12, 10, 9}) {
+		t.Fatalf("migrate down: %v, %v; want [13 12 10 9]", v, err)
 	}
 	if err := s.Close(); err != nil {
 		t.Fatal(err)
@@ -272,8 +272,8 @@ func TestTaskRunAttrsMigration(t *testing.T) {
 	}
 	create(s, "old", true)
 	create(s, "old-plain", false)
-	if v, err := migrate.Down(t.Context(), s.writer, Migrations(), migrate.SQLite, 2); err != nil || !slices.Equal(v, []int{12, 10}) {
-		t.Fatalf("migrate down: %v, %v; want [12 10]", v, err)
+	if v, err := migrate.Down(t.Context(), s.writer, Migrations(), migrate.SQLite, 3); err != nil || !slices.Equal(v, []int{13, 12, 10}) {
+		t.Fatalf("migrate down: %v, %v; want [13 12 10]", v, err)
 	}
 	if err := s.Close(); err != nil {
 		t.Fatal(err)
