@@ -90,6 +90,13 @@ func create(t testing.TB, s store.Store, runs ...*store.NewRun) []store.ChangeRe
 	return res.Changes
 }
 
+func TestAdminConformance(t *testing.T) {
+	t.Parallel()
+	storetest.RunAdmin(t, func(t *testing.T) store.Admin {
+		return open(t, &postgres.Config{DSN: pgschema.DSN(t)})
+	})
+}
+
 func TestConformance(t *testing.T) {
 	t.Parallel()
 	storetest.Run(t, func(t *testing.T) store.Store {

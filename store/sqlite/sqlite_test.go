@@ -42,6 +42,13 @@ func TestConformanceFile(t *testing.T) {
 	}, storetest.WithTx(beginTx))
 }
 
+func TestAdminConformance(t *testing.T) {
+	t.Parallel()
+	storetest.RunAdmin(t, func(t *testing.T) store.Admin {
+		return open(t, &Config{Path: filepath.Join(t.TempDir(), "heph.db")})
+	})
+}
+
 func TestConformanceMemory(t *testing.T) {
 	t.Parallel()
 	storetest.Run(t, func(t *testing.T) store.Store {
