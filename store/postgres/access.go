@@ -28,10 +28,10 @@ type accessQueries struct {
 	principalInsert, principalGroups, principalGet, principals string
 	principalOff, principalTokens, sessionsOf, sessionsExpired string
 	sessionInsert, sessionByHash, sessionDelete                string
-	tokenInsert, tokenByHash, tokens, tokenRevoke, tokenTouch string
-	auditInsert, audit                                        string
-	opInsert, opGet, opList, opListBefore, opClaim, opSave    string
-	opExists                                                  string
+	tokenInsert, tokenByHash, tokens, tokenRevoke, tokenTouch  string
+	auditInsert, audit                                         string
+	opInsert, opGet, opList, opListBefore, opClaim, opSave     string
+	opExists                                                   string
 }
 
 func newAccessQueries(schema string) *accessQueries {
@@ -55,9 +55,9 @@ func newAccessQueries(schema string) *accessQueries {
 			"FROM §principals WHERE name = $2 AND disabled_at IS NULL FOR SHARE ON CONFLICT DO NOTHING"),
 		sessionByHash: s("SELECT " + sessionCols + " FROM §sessions WHERE hash = $1"),
 		sessionDelete: s("DELETE FROM §sessions WHERE hash = $1"),
-		tokenByHash: s("SELECT " + tokenCols + " FROM §api_tokens WHERE hash = $1"),
-		tokens:      s("SELECT " + tokenCols + " FROM §api_tokens ORDER BY created_at, id"),
-		tokenRevoke: s("UPDATE §api_tokens SET revoked_at = coalesce(revoked_at, $2) WHERE id = $1"),
+		tokenByHash:   s("SELECT " + tokenCols + " FROM §api_tokens WHERE hash = $1"),
+		tokens:        s("SELECT " + tokenCols + " FROM §api_tokens ORDER BY created_at, id"),
+		tokenRevoke:   s("UPDATE §api_tokens SET revoked_at = coalesce(revoked_at, $2) WHERE id = $1"),
 		// Writes last_used_at $2 unless the stored one is $3 (store.TouchInterval
 		// before $2) or later: such a touch reads the row and writes nothing.
 		tokenTouch: s("UPDATE §api_tokens SET last_used_at = $2 WHERE id = $1 AND (last_used_at IS NULL OR last_used_at < $3)"),
