@@ -72,7 +72,8 @@ type Admin interface {
 	// ListTokens returns every token, revoked ones too, by CreatedAt then
 	// ID.
 	ListTokens(ctx context.Context) ([]*Token, error)
-	// RevokeToken marks a token revoked at a time, or returns
+	// RevokeToken marks a token revoked at a time and deletes the
+	// sessions signed in with it (Session.TokenID), or returns
 	// ErrTokenNotFound. Revoking it again keeps the first time.
 	RevokeToken(ctx context.Context, id string, at time.Time) error
 	// TouchToken records that a token was used at a time. It writes only

@@ -57,7 +57,9 @@ func newAccessQueries(schema string) *accessQueries {
 		sessionDelete: s("DELETE FROM §sessions WHERE hash = $1"),
 		tokenByHash:   s("SELECT " + tokenCols + " FROM §api_tokens WHERE hash = $1"),
 		tokens:        s("SELECT " + tokenCols + " FROM §api_tokens ORDER BY created_at, id"),
-		tokenRevoke:   s("UPDATE §api_tokens SET revoked_at = coalesce(revoked_at, $2) WHERE id = $1"),
+		// Revokes a token and ends the sessions signed in with it.
+		tokenRevoke: s("WITH ended AS (DELETE FROM §sessions WHERE token_id = $1) " +
+			"UPDATE §api_tokens SET revoked_at = coalesce(revoked_at, $2) WHERE id = $1"),
 		// Writes last_used_at $2 unless the stored one is $3 (store.TouchInterval
 		// before $2) or later: such a touch reads the row and writes nothing.
 		tokenTouch: s("UPDATE §api_tokens SET last_used_at = $2 WHERE id = $1 AND (last_used_at IS NULL OR last_used_at < $3)"),

@@ -148,8 +148,11 @@ func (s *Store) RevokeToken(ctx context.Context, id string, at time.Time) error 
 			w.arg(micros(at))
 			w.arg(id)
 			var err error
-			n, err = w.adhocExecN(qTokenRevoke)
-			return err
+			if n, err = w.adhocExecN(qTokenRevoke); err != nil {
+				return err
+			}
+			w.arg(id)
+			return w.adhocExec("DELETE FROM sessions WHERE token_id = ?")
 		})
 	})
 	if err != nil {

@@ -209,6 +209,23 @@ func testSessions(t *testing.T, h *adminHarness) {
 	if _, err := h.s.SessionByHash(ctx, "s1"); !errors.Is(err, store.ErrSessionNotFound) {
 		t.Errorf("the expired session is kept: %v, want ErrSessionNotFound", err)
 	}
+	// Revoking a token ends the sessions signed in with it.
+	tok := newToken("t1", "ci", at(time.Hour))
+	if err := h.s.CreateToken(ctx, tok); err != nil {
+		t.Fatal(err)
+	}
+	if err := h.s.CreateSession(ctx, &store.Session{Hash: "s3", Principal: "p", Role: "read", TokenID: "t1", CreatedAt: at(time.Hour), ExpiresAt: at(2 * time.Hour)}); err != nil {
+		t.Fatalf("CreateSession s3: %v", err)
+	}
+	if err := h.s.RevokeToken(ctx, "t1", at(time.Hour)); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := h.s.SessionByHash(ctx, "s3"); !errors.Is(err, store.ErrSessionNotFound) {
+		t.Errorf("the session of a revoked token is kept: %v, want ErrSessionNotFound", err)
+	}
+	if _, err := h.s.SessionByHash(ctx, "s2"); err != nil {
+		t.Errorf("the session of no token is gone: %v", err)
+	}
 	for range 2 {
 		if err := h.s.DeleteSession(ctx, "s2"); err != nil {
 			t.Fatalf("DeleteSession: %v", err)
