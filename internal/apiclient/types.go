@@ -309,12 +309,23 @@ type StatsRun = server.StatsRun
 type Token struct {
 	ID         string     `json:"id"`
 	Name       string     `json:"name"`
+	Principal  string     `json:"principal"`
 	Role       string     `json:"role"`
+	Queues     []string   `json:"queues,omitempty"`
+	Handlers   []string   `json:"handlers,omitempty"`
+	ActAs      bool       `json:"act_as,omitempty"`
 	Secret     string     `json:"token,omitempty"`
+	// Groups and Kind are the principal's, set only in the answer that
+	// creates the token.
+	Groups []string `json:"groups,omitempty"`
+	Kind   string   `json:"kind,omitempty"`
 	CreatedAt  time.Time  `json:"created_at"`
 	RevokedAt  *time.Time `json:"revoked_at,omitempty"`
 	LastUsedAt *time.Time `json:"last_used_at,omitempty"`
 }
+
+// Principal is a user or service that calls the API.
+type Principal = server.Principal
 
 // AuditEntry is one mutating call of the audit log.
 type AuditEntry = server.AuditEntry

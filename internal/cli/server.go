@@ -215,7 +215,7 @@ func serverRegistry() *flowdoc.Registry { return remoteRegistry() }
 func runServer(ctx context.Context, env *Env, f *serverFlags) (err error) {
 	level, _ := logLevel(f.logLevel)
 	logger := slog.New(slog.NewTextHandler(env.Stderr, &slog.HandlerOptions{Level: level}))
-	var st store.Store
+	var st adminStore
 	if f.postgres != "" {
 		st, err = postgres.Open(ctx, &postgres.Config{DSN: f.postgres, Schema: f.schema})
 	} else {
@@ -229,10 +229,7 @@ func runServer(ctx context.Context, env *Env, f *serverFlags) (err error) {
 			err = fmt.Errorf("close store: %w", cerr)
 		}
 	}()
-	acc, ok := st.(store.Access)
-	if !ok {
-		return errors.New("the store keeps no API tokens")
-	}
+	acc := st
 	host, _, _ := net.SplitHostPort(f.addr)
 	noTokens := false
 	if !f.insecure {
@@ -300,7 +297,7 @@ func runServer(ctx context.Context, env *Env, f *serverFlags) (err error) {
 			err = fmt.Errorf("stop client: %w", serr)
 		}
 	}()
-	h, err := server.New(&server.Config{Client: client, Store: st, Insecure: f.insecure, MaxBodyBytes: f.maxBody, RequestTimeout: f.reqTimeout, Logger: logger,
+	h, err := server.New(&server.Config{Client: client, Store: st, Admin: st, Insecure: f.insecure, MaxBodyBytes: f.maxBody, RequestTimeout: f.reqTimeout, Logger: logger,
 		Propagator: propagation.NewCompositeTextMapPropagator(propagation.TraceContext{}, propagation.Baggage{})})
 	if err != nil {
 		return err
@@ -331,7 +328,7 @@ func runServer(ctx context.Context, env *Env, f *serverFlags) (err error) {
 	if noTokens {
 		// The first start on loopback: make the first admin token, so a
 		// fresh checkout serves with no other set-up, and show it once.
-		_, secret, err := server.NewToken(ctx, acc, firstTokenName, server.RoleAdmin, time.Now())
+		_, _, secret, err := server.NewToken(ctx, acc, &server.TokenParams{Principal: firstTokenName, Role: server.RoleAdmin}, time.Now())
 		if err != nil {
 			_ = srv.Close()
 			return fmt.Errorf("make the first admin token: %w", err)
@@ -399,7 +396,7 @@ func serveErr(err error) error {
 }
 
 // activeTokens counts the tokens that are not revoked.
-func activeTokens(ctx context.Context, acc store.Access) (int, error) {
+func activeTokens(ctx context.Context, acc store.Admin) (int, error) {
 	ts, err := acc.ListTokens(ctx)
 	if err != nil {
 		return 0, fmt.Errorf("list tokens: %w", err)
