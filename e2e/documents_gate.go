@@ -130,6 +130,13 @@ func testDocGate(t *testing.T, b Backend) {
 	if _, err := e.c.Approve(ctx, a.ID, "execute_write", heph.Actor{ID: "ann"}, ""); !errors.Is(err, heph.ErrNotAGate) {
 		t.Fatalf("approve of a step that is no gate: %v, want ErrNotAGate", err)
 	}
+	// A gate is decided only as a gate: a resume is refused, naming the
+	// gate's step or as the run's one waiting step.
+	for _, opts := range []*heph.ResumeOptions{{Step: gate, Payload: map[string]string{"actor": "ann"}}, nil} {
+		if err := e.c.ResumeRun(ctx, a.ID, flowdoc.EventApproved, opts); !errors.Is(err, heph.ErrGateStep) || !strings.Contains(err.Error(), "Approve or Reject") {
+			t.Fatalf("resume of a gate (%+v): %v, want ErrGateStep naming Approve", opts, err)
+		}
+	}
 	if ev, _ := gateAudits(t, e, a.ID); len(ev) != 0 {
 		t.Fatalf("a refused decision resumed the gate: %v", ev)
 	}
