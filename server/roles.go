@@ -45,6 +45,9 @@ const (
 	bitWorker
 	bitRead
 	bitPublic
+	// bitOwn limits an approver to the runs and approvals of the gates it
+	// may decide (checked by the server, not by the route's access).
+	bitOwn
 )
 
 // The route's access sets.
@@ -58,10 +61,10 @@ const (
 	accessRunList = accessRead | bitWorker
 	// accessRun: reading one run (read, operator, worker; an approver
 	// only the runs with a gate it may decide, checked by the handler).
-	accessRun = accessRunList | bitApprover
+	accessRun = accessRunList | bitApprover | bitOwn
 	// accessApprovals: the pending approvals (an approver sees those it
 	// may decide).
-	accessApprovals = accessRead | bitApprover
+	accessApprovals = accessRead | bitApprover | bitOwn
 	// accessDecide: deciding gates (approver, admin; both only as
 	// assignees).
 	accessDecide = bitApprover
@@ -105,7 +108,7 @@ func (s *Server) RoleMatrix() string {
 			switch {
 			case rt.access == accessPublic:
 				cell = "public"
-			case rt.access.admits(role(r)) && role(r) == roleApprover && rt.access != accessDecide && rt.access != accessAnyone:
+			case rt.access.admits(role(r)) && role(r) == roleApprover && rt.access&bitOwn != 0:
 				cell = "own"
 			case rt.access.admits(role(r)):
 				cell = "yes"
