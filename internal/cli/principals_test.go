@@ -63,7 +63,9 @@ func TestPrincipalsCLI(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	as := func(token string) map[string]string { return map[string]string{cli.EnvAddr: hs.URL, cli.EnvToken: token} }
+	as := func(token string) map[string]string {
+		return map[string]string{cli.EnvAddr: hs.URL, cli.EnvToken: token}
+	}
 	admin := as(root)
 
 	out := ok(t, admin, "tokens", "create", "--user", "alice", "--groups", "finance", "--role", "approver")
