@@ -20,7 +20,7 @@ import (
 )
 
 // Bulk operations: cancel (or retry) every run a filter selects, tracked
-// in the store (store.Access) so that any server sharing the database
+// in the store (store.Admin) so that any server sharing the database
 // carries them out, and picks up the one a dead server left. A server's
 // processor claims an operation (a lease), counts the runs the filter
 // selects, then acts on them newest first, page by page, saving its
