@@ -259,7 +259,7 @@ func TestConcurrentMigrations(t *testing.T) {
 	if err == nil {
 		versions, err = pgx.CollectRows(rows, pgx.RowTo[int])
 	}
-	if want := []int{1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12}; err != nil || !slices.Equal(versions, want) {
+	if want := []int{1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13}; err != nil || !slices.Equal(versions, want) {
 		t.Fatalf("applied versions %v, %v; want %v", versions, err, want)
 	}
 }
@@ -366,11 +366,11 @@ func TestTraceContextMigration(t *testing.T) {
 	s.Close()
 	var reverted []int
 	err = postgres.WithMigrationLock(t.Context(), cfg, func(ctx context.Context, conn *sql.Conn) (err error) {
-		reverted, err = migrate.Down(ctx, conn, postgres.Migrations(), migrate.Postgres, 2)
+		reverted, err = migrate.Down(ctx, conn, postgres.Migrations(), migrate.Postgres, 3)
 		return err
 	})
-	if err != nil || !slices.Equal(reverted, []int{12, 11}) {
-		t.Fatalf("down: %v, %v; want [12 11]", reverted, err)
+	if err != nil || !slices.Equal(reverted, []int{13, 12, 11}) {
+		t.Fatalf("down: %v, %v; want [13 12 11]", reverted, err)
 	}
 
 	s = open(t, cfg)
@@ -410,11 +410,11 @@ func TestTaskRunAttrsMigration(t *testing.T) {
 	s.Close()
 	var reverted []int
 	err = postgres.WithMigrationLock(t.Context(), cfg, func(ctx context.Context, conn *sql.Conn) (err error) {
-		reverted, err = migrate.Down(ctx, conn, postgres.Migrations(), migrate.Postgres, 1)
+		reverted, err = migrate.Down(ctx, conn, postgres.Migrations(), migrate.Postgres, 2)
 		return err
 	})
-	if err != nil || !slices.Equal(reverted, []int{12}) {
-		t.Fatalf("down: %v, %v; want [12]", reverted, err)
+	if err != nil || !slices.Equal(reverted, []int{13, 12}) {
+		t.Fatalf("down: %v, %v; want [13 12]", reverted, err)
 	}
 
 	s = open(t, cfg)
@@ -929,5 +929,41 @@ func TestKeysOneChangeAtATime(t *testing.T) {
 	res = apply(t, s, &store.ApplyParams{Changes: []store.Change{{RunID: "a", Key: "k1", Decide: mark("6")}}})
 	if !errors.Is(res.Changes[0].Err, store.ErrDuplicateChange) {
 		t.Fatalf("key again: %v", res.Changes[0].Err)
+	}
+}
+
+// TestPrincipalsMigration: a database from before principals (migration
+// 13 reverted) migrates when opened: every token gets a principal named
+// after it, and keeps its role.
+func TestPrincipalsMigration(t *testing.T) {
+	t.Parallel()
+	cfg := &postgres.Config{DSN: pgtest.DSN(t), Schema: "princ"}
+	s := open(t, cfg)
+	if _, err := s.EnsurePrincipal(t.Context(), &store.EnsurePrincipalParams{Name: "ci", Now: now}); err != nil {
+		t.Fatal(err)
+	}
+	tok := &store.Token{ID: "t1", Name: "ci", Principal: "ci", Role: "worker", Hash: store.HashToken("s"), CreatedAt: now}
+	if err := s.CreateToken(t.Context(), tok); err != nil {
+		t.Fatal(err)
+	}
+	s.Close()
+	err := postgres.WithMigrationLock(t.Context(), cfg, func(ctx context.Context, conn *sql.Conn) error {
+		v, err := migrate.Down(ctx, conn, postgres.Migrations(), migrate.Postgres, 1)
+		if err == nil && !slices.Equal(v, []int{13}) {
+			t.Fatalf("down: %v; want [13]", v)
+		}
+		return err
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	s = open(t, cfg)
+	got, err := s.TokenByHash(t.Context(), tok.Hash)
+	if err != nil || got.Principal != "ci" || got.Role != "worker" {
+		t.Fatalf("the token after the migration: %+v, %v", got, err)
+	}
+	p, err := s.GetPrincipal(t.Context(), "ci")
+	if err != nil || p.Kind != store.PrincipalUser || len(p.Groups) != 0 || !p.Enabled() {
+		t.Fatalf("the token's principal after the migration: %+v, %v", p, err)
 	}
 }
