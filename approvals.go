@@ -7,8 +7,10 @@ import (
 	"fmt"
 	"slices"
 	"sort"
+	"strings"
 	"time"
 
+	"github.com/hephaestus-go/hephaestus/flow"
 	"github.com/hephaestus-go/hephaestus/flowdoc"
 	"github.com/hephaestus-go/hephaestus/hephtype"
 	"github.com/hephaestus-go/hephaestus/store"
@@ -34,6 +36,12 @@ var (
 	ErrNotAssignee = errors.New("the actor is not an assignee of the approval gate")
 	// ErrNotAGate: the step is not an approval gate of the run's flow.
 	ErrNotAGate = errors.New("the step is not an approval gate")
+	// ErrGateStep: ResumeRun was asked to resume an approval gate. A gate
+	// is decided only as a gate, so that its assignees are checked and the
+	// decider recorded: Client.Approve or Client.Reject (heph approve,
+	// heph reject; POST /api/v1/runs/{id}/steps/{step}/approve or
+	// .../reject).
+	ErrGateStep = errors.New("the step is an approval gate: decide it with Approve or Reject (heph approve/heph reject, POST .../steps/{step}/approve or .../reject), not with a resume")
 )
 
 // Actor is who decides an approval gate: an id, and the groups it is a
@@ -106,10 +114,10 @@ func (c *Client) decide(ctx context.Context, runID, step, event string, actor Ac
 		return fail(err)
 	}
 	if !g.Allows(actor.ID, actor.Groups) {
-		return fail(fmt.Errorf("%w: %q (groups %v) is not among the gate's users %v or groups %v", ErrNotAssignee, actor.ID, actor.Groups, g.Users, g.Groups))
+		return fail(fmt.Errorf("%w: %q (groups %v) is not among the gate's users %v or groups %v; %s", ErrNotAssignee, actor.ID, actor.Groups, g.Users, g.Groups, assigneeHint(g)))
 	}
 	d := decisionData{Actor: actor.ID, Groups: actor.Groups, Comment: comment, DecidedAt: c.cfg.Clock.Now().UTC()}
-	err = c.ResumeRun(ctx, runID, event, &ResumeOptions{Step: step, Payload: d})
+	err = c.resume(ctx, runID, event, &ResumeOptions{Step: step, Payload: d}, nil)
 	if err == nil {
 		return &Decision{RunID: runID, Step: step, Event: event, Actor: d.Actor, Groups: d.Groups, Comment: d.Comment, DecidedAt: d.DecidedAt}, nil
 	}
@@ -129,6 +137,34 @@ func (c *Client) decide(ctx context.Context, runID, step, event string, actor Ac
 		return prev, nil
 	}
 	return fail(fmt.Errorf("%w: the gate was %s by %q at %s", ErrNotWaiting, prev.Event, prev.Actor, prev.DecidedAt.Format(time.RFC3339)))
+}
+
+// assigneeHint tells how to get credentials that may decide a gate.
+func assigneeHint(g *flowdoc.Gate) string {
+	var ways []string
+	for _, u := range g.Users {
+		ways = append(ways, fmt.Sprintf("heph tokens create --user %s --role approver", u))
+	}
+	for _, gr := range g.Groups {
+		ways = append(ways, fmt.Sprintf("heph tokens create --user <name> --groups %s --role approver", gr))
+	}
+	if len(ways) == 0 {
+		return "the gate has no assignees"
+	}
+	return "an admin makes a token that may decide it with: " + strings.Join(ways, " or ")
+}
+
+// refuseGates is the guard of ResumeRun: a gate is decided only as a
+// gate.
+func refuseGates(f *flow.Flow, step string) error {
+	gates, err := flowdoc.Gates(f)
+	if err != nil {
+		return err
+	}
+	if gates[step] != nil {
+		return fmt.Errorf("step %q: %w", step, ErrGateStep)
+	}
+	return nil
 }
 
 // gate returns the approval gate step of a run's flow.

@@ -253,6 +253,12 @@ type StartOptions struct {
 	// it with flow.CreatedBy (a document's actions as ActionCall.CreatedBy,
 	// {{run.created_by}} and run.created_by), so tools run as that user.
 	CreatedBy string
+	// OnBehalfOf names the end user a trusted caller (an API token with
+	// the act-as permission) starts the run for, when CreatedBy is that
+	// caller. It is stored in the run's metadata ("on_behalf_of", a JSON
+	// string, reserved), and step code reads it with flow.OnBehalfOf (a
+	// document's actions as ActionCall.OnBehalfOf, {{run.on_behalf_of}}).
+	OnBehalfOf string
 	// ConcurrencyKey groups the run's steps for flow control: a queue's
 	// per-key concurrency and rate limits and its fair rotation between
 	// keys (see docs/jobs.md). It overrides the key the flow computes
@@ -300,7 +306,7 @@ func (o *StartOptions) internal() *flowrt.StartOptions {
 	if o == nil {
 		return nil
 	}
-	return &flowrt.StartOptions{BusinessValue: o.BusinessValue, Version: o.Version, Tags: o.Tags, Metadata: o.Metadata, CreatedBy: o.CreatedBy,
+	return &flowrt.StartOptions{BusinessValue: o.BusinessValue, Version: o.Version, Tags: o.Tags, Metadata: o.Metadata, CreatedBy: o.CreatedBy, OnBehalfOf: o.OnBehalfOf,
 		ConcurrencyKey: o.ConcurrencyKey, RunID: o.RunID}
 }
 
@@ -461,9 +467,15 @@ type ResumeOptions struct {
 
 // ResumeRun completes a waiting step of a run with an event the step
 // declares. It fails with ErrNotWaiting when the step (or the run) is not
-// waiting, ErrUnknownEvent for an undeclared event, and ErrRunFinished for
-// a finished run; nothing changes then.
+// waiting, ErrUnknownEvent for an undeclared event, ErrRunFinished for
+// a finished run, and ErrGateStep for an approval gate of a flow document
+// (decide it with Approve or Reject); nothing changes then.
 func (c *Client) ResumeRun(ctx context.Context, runID, event string, opts *ResumeOptions) error {
+	return c.resume(ctx, runID, event, opts, refuseGates)
+}
+
+// resume is ResumeRun with a guard (nil for the decisions of gates).
+func (c *Client) resume(ctx context.Context, runID, event string, opts *ResumeOptions, guard func(f *flow.Flow, step string) error) error {
 	if opts == nil {
 		opts = &ResumeOptions{}
 	}
@@ -474,7 +486,7 @@ func (c *Client) ResumeRun(ctx context.Context, runID, event string, opts *Resum
 	if err := c.ensureDocumentFlow(ctx, runID); err != nil {
 		return fmt.Errorf("resume run %s: %w", runID, err)
 	}
-	return c.flows.Resume(ctx, runID, opts.Step, event, payload)
+	return c.flows.Resume(ctx, runID, opts.Step, event, payload, guard)
 }
 
 // CancelRun cancels a run: running step code sees its context cancelled,

@@ -338,8 +338,17 @@ func (d *Dashboard) get(r *http.Request, p string, q url.Values, out any) error 
 	req.Host = r.Host
 	req.RemoteAddr = r.RemoteAddr
 	if c, err := r.Cookie(server.SessionCookie); err == nil && c.Value != "" {
-		req.Header.Set("Authorization", "Bearer "+c.Value)
+		req.AddCookie(&http.Cookie{Name: server.SessionCookie, Value: c.Value})
 	}
+	if h := r.Header.Get("Authorization"); h != "" {
+		req.Header.Set("Authorization", h)
+	}
+	return d.send(req, p, out)
+}
+
+// send serves an in-process request to the API and decodes its JSON
+// answer into out (an *apiError for a status of 300 or more).
+func (d *Dashboard) send(req *http.Request, p string, out any) error {
 	rec := &memResponse{header: http.Header{}}
 	d.cfg.API.ServeHTTP(rec, req)
 	if rec.status == 0 {
@@ -407,8 +416,8 @@ func (d *Dashboard) loginForm(w http.ResponseWriter, r *http.Request) {
 	d.render(w, http.StatusOK, "login", v)
 }
 
-// login checks the token of the form through the API and keeps it in the
-// session cookie.
+// login signs in with the token of the form: the API makes a session of
+// it, whose secret the session cookie keeps.
 func (d *Dashboard) login(w http.ResponseWriter, r *http.Request) {
 	v := &view{Path: r.URL.Path, Title: "Sign in"}
 	if err := d.csrf.Check(r); err != nil {
@@ -429,10 +438,17 @@ func (d *Dashboard) login(w http.ResponseWriter, r *http.Request) {
 		d.render(w, http.StatusOK, "login", v)
 		return
 	}
-	probe := r.Clone(r.Context())
-	probe.Header = http.Header{}
-	probe.AddCookie(&http.Cookie{Name: server.SessionCookie, Value: token})
-	if err := d.get(probe, "/api/v1/whoami", nil, &server.Caller{}); err != nil {
+	// The token makes a server-side session (POST /api/v1/sessions): the
+	// cookie holds the session's secret, never the token.
+	req, err := http.NewRequestWithContext(r.Context(), http.MethodPost, "/api/v1/sessions", nil)
+	if err != nil {
+		d.render(w, http.StatusInternalServerError, "login", v)
+		return
+	}
+	req.Host, req.RemoteAddr = r.Host, r.RemoteAddr
+	req.Header.Set("Authorization", "Bearer "+token)
+	var se server.Session
+	if err := d.send(req, "/api/v1/sessions", &se); err != nil {
 		msg := err.Error()
 		var ae *apiError
 		if errors.As(err, &ae) {
@@ -444,14 +460,27 @@ func (d *Dashboard) login(w http.ResponseWriter, r *http.Request) {
 		d.render(w, http.StatusOK, "login", v)
 		return
 	}
-	http.SetCookie(w, &http.Cookie{Name: server.SessionCookie, Value: token, Path: "/", HttpOnly: true, SameSite: http.SameSiteStrictMode, Secure: r.TLS != nil})
+	http.SetCookie(w, &http.Cookie{Name: server.SessionCookie, Value: se.Secret, Path: "/", Expires: se.ExpiresAt, HttpOnly: true,
+		SameSite: http.SameSiteStrictMode, Secure: r.TLS != nil})
 	http.Redirect(w, r, next, http.StatusSeeOther)
 }
 
+// logout ends the session server-side (DELETE /api/v1/sessions/current)
+// and clears the cookie.
 func (d *Dashboard) logout(w http.ResponseWriter, r *http.Request) {
 	if err := d.csrf.Check(r); err != nil {
 		http.Error(w, "cross-origin sign-out refused", http.StatusForbidden)
 		return
+	}
+	if c, err := r.Cookie(server.SessionCookie); err == nil && c.Value != "" {
+		req, err := http.NewRequestWithContext(r.Context(), http.MethodDelete, "/api/v1/sessions/current", nil)
+		if err == nil {
+			req.Host, req.RemoteAddr = r.Host, r.RemoteAddr
+			req.AddCookie(&http.Cookie{Name: server.SessionCookie, Value: c.Value})
+			if err := d.send(req, "/api/v1/sessions/current", nil); err != nil {
+				d.cfg.Logger.Warn("dashboard: end the session", "err", err)
+			}
+		}
 	}
 	http.SetCookie(w, &http.Cookie{Name: server.SessionCookie, Value: "", Path: "/", MaxAge: -1, HttpOnly: true, SameSite: http.SameSiteStrictMode, Secure: r.TLS != nil})
 	http.Redirect(w, r, "/login", http.StatusSeeOther)

@@ -10,7 +10,10 @@
 // process with the browser's credentials, and every action a page offers
 // is one call of that API from the browser, so that the dashboard, the
 // CLI and any other client never diverge. A browser signs in with an API
-// token, kept in an HttpOnly, SameSite=Strict cookie (server.SessionCookie);
-// the API refuses every unsafe request a browser sends from another
-// origin.
+// token, which the API turns into a server-side session (POST
+// /api/v1/sessions, 12 hours by default): the cookie (server.SessionCookie,
+// HttpOnly, SameSite=Strict) holds the session's random secret, never the
+// token, and signing out deletes the session. The header shows the
+// caller's principal, role and groups. The API refuses every unsafe
+// request a browser sends from another origin.
 package dashboard

@@ -139,7 +139,7 @@ func newEnv(t *testing.T, insecure bool, setup ...func(ctx context.Context, c *h
 	})
 	e := &env{t: t, store: st, client: c, url: hs.URL}
 	if !insecure {
-		_, secret, err := server.NewToken(ctx, st, "ops", server.RoleAdmin, time.Now())
+		_, _, secret, err := server.NewToken(ctx, st, &server.TokenParams{Principal: "ops", Role: server.RoleAdmin}, time.Now())
 		if err != nil {
 			t.Fatal(err)
 		}

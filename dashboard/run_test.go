@@ -20,6 +20,7 @@ import (
 	"github.com/hephaestus-go/hephaestus/flowdoc"
 	"github.com/hephaestus-go/hephaestus/job"
 	"github.com/hephaestus-go/hephaestus/server"
+	"github.com/hephaestus-go/hephaestus/store"
 	"github.com/hephaestus-go/hephaestus/workflow"
 )
 
@@ -579,7 +580,7 @@ func TestRunPageReaderQueries(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	_, reader, err := server.NewToken(context.Background(), e.store, "viewer", server.RoleRead, time.Now())
+	_, _, reader, err := server.NewToken(context.Background(), e.store.(store.Admin), &server.TokenParams{Principal: "viewer", Role: server.RoleRead}, time.Now())
 	if err != nil {
 		t.Fatal(err)
 	}

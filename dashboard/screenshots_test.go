@@ -20,6 +20,7 @@ import (
 	"github.com/hephaestus-go/hephaestus/flowdoc"
 	"github.com/hephaestus-go/hephaestus/internal/demo"
 	"github.com/hephaestus-go/hephaestus/server"
+	"github.com/hephaestus-go/hephaestus/store"
 )
 
 // -screenshots writes the screenshots that docs/dashboard.md and the
@@ -128,7 +129,7 @@ func TestScreenshots(t *testing.T) {
 // list of a server with the example runs.
 func TestEveryPageLoads(t *testing.T) {
 	e, _ := demoEnv(t)
-	_, reader, err := server.NewToken(context.Background(), e.store, "viewer", server.RoleRead, time.Now())
+	_, _, reader, err := server.NewToken(context.Background(), e.store.(store.Admin), &server.TokenParams{Principal: "viewer", Role: server.RoleRead}, time.Now())
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -160,6 +160,13 @@ func (g *docGate) approve(aID, rID string) {
 	if _, err := g.e.c.Approve(g.ctx, aID, "execute_write", heph.Actor{ID: "ann"}, ""); !errors.Is(err, heph.ErrNotAGate) {
 		t.Fatalf("approve of a step that is no gate: %v, want ErrNotAGate", err)
 	}
+	// A gate is decided only as a gate: a resume is refused, naming the
+	// gate's step or as the run's one waiting step.
+	for _, opts := range []*heph.ResumeOptions{{Step: docGateStep, Payload: map[string]string{"actor": "ann"}}, nil} {
+		if err := g.e.c.ResumeRun(g.ctx, aID, flowdoc.EventApproved, opts); !errors.Is(err, heph.ErrGateStep) || !strings.Contains(err.Error(), "Approve or Reject") {
+			t.Fatalf("resume of a gate (%+v): %v, want ErrGateStep naming Approve", opts, err)
+		}
+	}
 	if ev, _ := gateAudits(t, g.e, aID); len(ev) != 0 {
 		t.Fatalf("a refused decision resumed the gate: %v", ev)
 	}

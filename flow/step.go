@@ -155,6 +155,9 @@ type Call struct {
 	// package's CreatedBy function, so a step that does not ask costs no
 	// read of the run.
 	CreatedBy func(ctx context.Context) (string, error)
+	// OnBehalfOf, when set, returns the user the run was started on
+	// behalf of (StartOptions.OnBehalfOf), or "", as CreatedBy.
+	OnBehalfOf func(ctx context.Context) (string, error)
 
 	parsed   map[string]json.RawMessage
 	parseErr error
@@ -210,6 +213,18 @@ func CreatedBy(ctx context.Context) (string, error) {
 		return "", nil
 	}
 	return c.CreatedBy(ctx)
+}
+
+// OnBehalfOf returns the user the running step's run was started on
+// behalf of (hephaestus.StartOptions.OnBehalfOf: a caller allowed to act
+// as others named them), or "" when none was named or ctx is not a
+// step's. It is read as CreatedBy is.
+func OnBehalfOf(ctx context.Context) (string, error) {
+	c, ok := ctx.Value(callKey{}).(*Call)
+	if !ok || c.OnBehalfOf == nil {
+		return "", nil
+	}
+	return c.OnBehalfOf(ctx)
 }
 
 // RecordHeartbeat records progress of a long step: the details (any

@@ -26,6 +26,11 @@ type ActionCall struct {
 	// StartOptions.CreatedBy; for a run started without one, its input's
 	// "created_by" field), so actions run with that user's permissions.
 	CreatedBy string
+	// OnBehalfOf is the user the run was started on behalf of (the
+	// client's StartOptions.OnBehalfOf: an API caller with the act-as
+	// permission named them), or "". An action that acts for the end user
+	// uses it, falling back to CreatedBy.
+	OnBehalfOf string
 	// IdempotencyKey is the same for every attempt of the step (of the
 	// element) in a run: pass it on to make external effects happen once.
 	IdempotencyKey string

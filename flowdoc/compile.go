@@ -499,7 +499,12 @@ func (rt *stepRT) prepare(ctx context.Context, in, item json.RawMessage, isMap b
 	if m, ok := sc.input.(map[string]any); ok && createdBy == "" {
 		createdBy, _ = m["created_by"].(string)
 	}
-	sc.run = map[string]any{"id": info.RunID, "step": s.name, "attempt": info.Attempt, "created_by": createdBy}
+	// The user the run was started on behalf of (StartOptions.OnBehalfOf).
+	onBehalfOf, err := flow.OnBehalfOf(ctx)
+	if err != nil {
+		return nil, ActionCall{}, nil, err
+	}
+	sc.run = map[string]any{"id": info.RunID, "step": s.name, "attempt": info.Attempt, "created_by": createdBy, "on_behalf_of": onBehalfOf}
 	for _, r := range rt.reads {
 		raw, err := flow.Output[json.RawMessage](ctx, r)
 		if errors.Is(err, flow.ErrSkipped) {
@@ -538,7 +543,7 @@ func (rt *stepRT) prepare(ctx context.Context, in, item json.RawMessage, isMap b
 			return nil, ActionCall{}, nil, flow.NonRetryable(fmt.Errorf("step %q: the resolved arguments are %d bytes, more than the limit of %d", s.name, len(args), MaxTemplateOutput))
 		}
 	}
-	call := ActionCall{RunID: info.RunID, Step: s.name, Index: info.Index, CreatedBy: createdBy, IdempotencyKey: info.IdempotencyKey, secrets: used}
+	call := ActionCall{RunID: info.RunID, Step: s.name, Index: info.Index, CreatedBy: createdBy, OnBehalfOf: onBehalfOf, IdempotencyKey: info.IdempotencyKey, secrets: used}
 	return sc, call, args, nil
 }
 

@@ -102,12 +102,12 @@ func parseRef(s string) (*ref, error) {
 		r.fields = segs[1:]
 	case "run":
 		if len(segs) != 2 {
-			return nil, fmt.Errorf("{{%s}}: write run.id, run.step, run.attempt or run.created_by", s)
+			return nil, fmt.Errorf("{{%s}}: write run.id, run.step, run.attempt, run.created_by or run.on_behalf_of", s)
 		}
 		switch segs[1] {
-		case "id", "step", "attempt", "created_by":
+		case "id", "step", "attempt", "created_by", "on_behalf_of":
 		default:
-			return nil, fmt.Errorf("{{%s}}: run has no field %q; write run.id, run.step, run.attempt or run.created_by", s, segs[1])
+			return nil, fmt.Errorf("{{%s}}: run has no field %q; write run.id, run.step, run.attempt, run.created_by or run.on_behalf_of", s, segs[1])
 		}
 		r.fields = segs[1:]
 	case "steps":

@@ -3,16 +3,24 @@ package server
 import (
 	"context"
 	"net/http"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
 	"time"
 )
 
-// token makes a token in the env's store and returns its secret.
-func (e *env) token(name, role string) string {
+// token makes a token in the env's store for a principal (created with
+// groups when it does not exist) and returns its secret.
+func (e *env) token(name, role string, groups ...string) string {
 	e.t.Helper()
-	_, secret, err := NewToken(context.Background(), e.store, name, role, time.Now())
+	return e.tokenWith(&TokenParams{Principal: name, Role: role, Groups: groups})
+}
+
+// tokenWith makes a token in the env's store and returns its secret.
+func (e *env) tokenWith(p *TokenParams) string {
+	e.t.Helper()
+	_, _, secret, err := NewToken(context.Background(), e.admin(), p, time.Now())
 	if err != nil {
 		e.t.Fatal(err)
 	}
@@ -56,12 +64,12 @@ func TestAuth(t *testing.T) {
 		e.api.do(req{method: http.MethodGet, path: "/api/v1/definitions", token: worker}).problem(t, http.StatusForbidden)
 		e.api.do(req{method: http.MethodPost, path: "/api/v1/runs/x/cancel", token: worker}).problem(t, http.StatusForbidden)
 
-		// The admin starts a run (its creator is the token's name) and
-		// approves a gate as the token's name.
+		// The admin starts a run (its creator is the token's principal) and
+		// approves a gate as the principal.
 		var r Run
 		e.api.call(http.MethodPost, "/api/v1/runs", map[string]any{"kind": "document", "name": "approval", "input": map[string]string{"title": "t"}}, http.StatusCreated, &r)
 		if string(r.Metadata["created_by"]) != `"admin"` {
-			t.Errorf("created_by %s, want the token's name", r.Metadata["created_by"])
+			t.Errorf("created_by %s, want the token's principal", r.Metadata["created_by"])
 		}
 		e.waitStatus(r.ID, "waiting")
 		var d Decision
@@ -73,21 +81,21 @@ func TestAuth(t *testing.T) {
 		// Tokens through the API: create, use, list, revoke.
 		var nt NewTokenJSON
 		e.api.call(http.MethodPost, "/api/v1/tokens", map[string]any{"name": "ci", "role": "read"}, http.StatusCreated, &nt)
-		if !strings.HasPrefix(nt.Token, TokenPrefix) || nt.Role != "read" {
+		if !strings.HasPrefix(nt.Secret, TokenPrefix) || nt.Role != "read" || nt.Principal != "ci" || nt.Kind != "user" {
 			t.Fatalf("new token %+v", nt)
 		}
-		if r := e.api.do(req{method: http.MethodGet, path: "/api/v1/runs", token: nt.Token}); r.status != http.StatusOK {
+		if r := e.api.do(req{method: http.MethodGet, path: "/api/v1/runs", token: nt.Secret}); r.status != http.StatusOK {
 			t.Errorf("GET /runs with a new token: %d %s", r.status, r.body)
 		}
 		e.api.do(req{method: http.MethodPost, path: "/api/v1/tokens", body: map[string]any{"name": "ci", "role": "read"}}).problem(t, http.StatusConflict)
 		e.api.do(req{method: http.MethodPost, path: "/api/v1/tokens", body: map[string]any{"name": "x", "role": "root"}, invalid: true}).problem(t, http.StatusBadRequest)
 		var ts []Token
 		e.api.call(http.MethodGet, "/api/v1/tokens", nil, http.StatusOK, &ts)
-		if len(ts) != 4 {
+		if len(ts) != 4 || ts[3].Principal != "ci" {
 			t.Fatalf("tokens %+v", ts)
 		}
 		e.api.call(http.MethodDelete, "/api/v1/tokens/"+nt.ID, nil, http.StatusNoContent, nil)
-		p = e.api.do(req{method: http.MethodGet, path: "/api/v1/runs", token: nt.Token}).problem(t, http.StatusUnauthorized)
+		p = e.api.do(req{method: http.MethodGet, path: "/api/v1/runs", token: nt.Secret}).problem(t, http.StatusUnauthorized)
 		if !strings.Contains(p.Detail, "revoked") {
 			t.Errorf("revoked token: %+v", p)
 		}
@@ -126,45 +134,50 @@ func TestAuth(t *testing.T) {
 	})
 }
 
-// The session cookie authenticates like a bearer token when there is no
-// Authorization header; GET /whoami names the caller; an unsafe request a
-// browser sends from another origin is refused, whatever its credentials,
-// and one from the same origin passes.
+// A session, made from a token (POST /sessions), authenticates through
+// the cookie when there is no Authorization header, with the token's
+// principal, groups and role; GET /whoami names the caller; the raw
+// token is no cookie; an unsafe request a browser sends from another
+// origin is refused, whatever its credentials, and one from the same
+// origin passes.
 func TestSessionCookie(t *testing.T) {
 	forEach(t, func(t *testing.T, b backend) {
 		e := newEnv(t, b, &Config{})
-		admin, reader := e.token("admin", RoleAdmin), e.token("reader", RoleRead)
+		admin, reader := e.token("admin", RoleAdmin), e.token("reader", RoleRead, "ops")
 		cookie := func(secret string) map[string]string {
 			return map[string]string{"Cookie": SessionCookie + "=" + secret}
 		}
+		adminSession, readerSession := e.signIn(admin), e.signIn(reader)
 
 		var who Caller
-		if r := e.api.do(req{method: http.MethodGet, path: "/api/v1/whoami", token: "-", header: cookie(reader)}); r.status != http.StatusOK {
+		if r := e.api.do(req{method: http.MethodGet, path: "/api/v1/whoami", token: "-", header: cookie(readerSession)}); r.status != http.StatusOK {
 			t.Fatalf("whoami with the reader's cookie: %d %s", r.status, r.body)
 		} else {
 			r.decode(t, &who)
 		}
-		if who != (Caller{Actor: "reader", Role: RoleRead}) {
+		if who.Actor != "reader" || who.Role != RoleRead || who.Via != "session" || !slices.Equal(who.Groups, []string{"ops"}) {
 			t.Errorf("whoami: %+v", who)
 		}
-		e.api.do(req{method: http.MethodGet, path: "/api/v1/whoami", token: "-", header: cookie("heph_nope")}).problem(t, http.StatusUnauthorized)
+		e.api.do(req{method: http.MethodGet, path: "/api/v1/whoami", token: "-", header: cookie("hephs_nope")}).problem(t, http.StatusUnauthorized)
+		// A token is no session.
+		e.api.do(req{method: http.MethodGet, path: "/api/v1/whoami", token: "-", header: cookie(reader)}).problem(t, http.StatusUnauthorized)
 		e.api.do(req{method: http.MethodGet, path: "/api/v1/whoami", token: "-"}).problem(t, http.StatusUnauthorized)
 		// A bearer token wins over the cookie.
-		e.api.do(req{method: http.MethodGet, path: "/api/v1/whoami", token: "heph_nope", header: cookie(admin)}).problem(t, http.StatusUnauthorized)
-		// The reader's cookie may not start a run.
+		e.api.do(req{method: http.MethodGet, path: "/api/v1/whoami", token: "heph_nope", header: cookie(adminSession)}).problem(t, http.StatusUnauthorized)
+		// The reader's session may not start a run.
 		start := map[string]any{"kind": "document", "name": "approval", "input": map[string]string{"title": "t"}}
-		e.api.do(req{method: http.MethodPost, path: "/api/v1/runs", token: "-", header: cookie(reader), body: start}).problem(t, http.StatusForbidden)
+		e.api.do(req{method: http.MethodPost, path: "/api/v1/runs", token: "-", header: cookie(readerSession), body: start}).problem(t, http.StatusForbidden)
 
 		// Same origin (as the dashboard's fetch sends it): accepted.
-		same := cookie(admin)
+		same := cookie(adminSession)
 		same["Sec-Fetch-Site"] = "same-origin"
 		if r := e.api.do(req{method: http.MethodPost, path: "/api/v1/runs", token: "-", header: same, body: start}); r.status != http.StatusCreated {
 			t.Fatalf("same-origin start with the admin's cookie: %d %s", r.status, r.body)
 		}
 		// Another site's form or fetch: refused, with the cookie or a token.
 		for _, h := range []map[string]string{
-			{"Cookie": SessionCookie + "=" + admin, "Sec-Fetch-Site": "cross-site"},
-			{"Cookie": SessionCookie + "=" + admin, "Origin": "https://evil.example"},
+			{"Cookie": SessionCookie + "=" + adminSession, "Sec-Fetch-Site": "cross-site"},
+			{"Cookie": SessionCookie + "=" + adminSession, "Origin": "https://evil.example"},
 			{"Authorization": "Bearer " + admin, "Sec-Fetch-Site": "same-site"},
 		} {
 			p := e.api.do(req{method: http.MethodPost, path: "/api/v1/runs", token: "-", header: h, body: start}).problem(t, http.StatusForbidden)
@@ -173,7 +186,7 @@ func TestSessionCookie(t *testing.T) {
 			}
 		}
 		// Reads from anywhere are answered (they change nothing).
-		if r := e.api.do(req{method: http.MethodGet, path: "/api/v1/runs", token: "-", header: map[string]string{"Cookie": SessionCookie + "=" + admin, "Sec-Fetch-Site": "cross-site"}}); r.status != http.StatusOK {
+		if r := e.api.do(req{method: http.MethodGet, path: "/api/v1/runs", token: "-", header: map[string]string{"Cookie": SessionCookie + "=" + adminSession, "Sec-Fetch-Site": "cross-site"}}); r.status != http.StatusOK {
 			t.Errorf("cross-site GET: %d %s", r.status, r.body)
 		}
 		var list RunList
@@ -183,4 +196,15 @@ func TestSessionCookie(t *testing.T) {
 			t.Errorf("runs: %d, want the one same-origin start", len(list.Runs))
 		}
 	})
+}
+
+// signIn makes a session of a token and returns its secret.
+func (e *env) signIn(token string) string {
+	e.t.Helper()
+	var s Session
+	e.api.callAs(token, http.MethodPost, "/api/v1/sessions", nil, http.StatusCreated, &s)
+	if !strings.HasPrefix(s.Secret, SessionPrefix) {
+		e.t.Fatalf("session %+v", s)
+	}
+	return s.Secret
 }

@@ -498,6 +498,19 @@ func (a *apiClient) call(method, path string, body any, want int, out any) *resp
 	return r
 }
 
+// callAs is call with a token ("-" for none).
+func (a *apiClient) callAs(token, method, path string, body any, want int, out any) *resp {
+	a.t.Helper()
+	r := a.do(req{method: method, path: path, body: body, token: token})
+	if r.status != want {
+		a.t.Fatalf("%s %s as %.12s…: status %d, want %d: %s", method, path, token, r.status, want, r.body)
+	}
+	if out != nil {
+		r.decode(a.t, out)
+	}
+	return r
+}
+
 // waitStatus polls a run until it has the status (30 seconds at most).
 func (e *env) waitStatus(id string, want heph.RunStatus) *Run {
 	e.t.Helper()
@@ -514,3 +527,6 @@ func (e *env) waitStatus(id string, want heph.RunStatus) *Run {
 		time.Sleep(20 * time.Millisecond)
 	}
 }
+
+// admin is the env's store as the admin seam (both backends are one).
+func (e *env) admin() store.Admin { return e.store.(store.Admin) }

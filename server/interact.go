@@ -3,7 +3,9 @@ package server
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"net/http"
+	"slices"
 	"time"
 
 	hephaestus "github.com/hephaestus-go/hephaestus"
@@ -155,19 +157,25 @@ type Decision struct {
 	Repeated bool `json:"repeated"`
 }
 
-// decide approves (or rejects) a gate as the caller's token name.
+// decide approves (or rejects) a gate as the caller: its principal's name
+// and groups, from its credential only. The body carries no groups (an
+// unknown field), and no role bypasses the gate's assignees, admin
+// included: a body can never widen who the caller is.
 func (s *Server) decide(approve bool) func(c *call) error {
 	return func(c *call) error {
 		var b struct {
-			Comment string   `json:"comment"`
-			Groups  []string `json:"groups"`
+			Comment string          `json:"comment"`
+			Groups  json.RawMessage `json:"groups"`
 		}
 		if err := c.decode(&b, true); err != nil {
 			return err
 		}
+		if b.Groups != nil {
+			return fieldProblem("groups", "is not accepted: the decider's groups come from its credentials (the token's principal); an admin sets them with heph principals set-groups")
+		}
 		id, step := c.r.PathValue("id"), c.r.PathValue("step")
 		c.target = id
-		actor := hephaestus.Actor{ID: c.actor, Groups: b.Groups}
+		actor := hephaestus.Actor{ID: c.principal(), Groups: c.groups}
 		fn := s.cfg.Client.Reject
 		if approve {
 			fn = s.cfg.Client.Approve
@@ -213,6 +221,8 @@ type PendingApproval struct {
 	Deadline     *time.Time `json:"deadline,omitempty"`
 }
 
+// approvals lists the pending approvals; an approver sees only those it
+// may decide.
 func (s *Server) approvals(c *call) error {
 	q := c.query()
 	f := &hephaestus.ApprovalFilter{Assignee: q.str("assignee"), Group: q.str("group"), RunID: q.str("run_id"), Workflow: q.str("workflow")}
@@ -222,6 +232,9 @@ func (s *Server) approvals(c *call) error {
 	}
 	out := make([]PendingApproval, 0, len(ps))
 	for _, p := range ps {
+		if c.role == roleApprover && !mayDecide(c, p) {
+			continue
+		}
 		a := PendingApproval{RunID: p.RunID, Workflow: p.Workflow, Version: p.Version, Step: p.Step, Prompt: p.Prompt,
 			Users: nonNil(p.Users), Groups: nonNil(p.Groups), WaitingSince: p.WaitingSince.UTC()}
 		if !p.Deadline.IsZero() {
@@ -238,4 +251,30 @@ func nonNil[T any](s []T) []T {
 		return []T{}
 	}
 	return s
+}
+
+// mayDecide reports whether the caller is an assignee of a pending gate
+// (by name or group; a gate without assignees takes anyone).
+func mayDecide(c *call, p *hephaestus.PendingApproval) bool {
+	if len(p.Users) == 0 && len(p.Groups) == 0 {
+		return true
+	}
+	return slices.Contains(p.Users, c.principal()) || slices.ContainsFunc(p.Groups, func(g string) bool { return slices.Contains(c.groups, g) })
+}
+
+// approverMaySee refuses an approver a run that has no pending gate it
+// may decide (403); other roles may read every run.
+func (s *Server) approverMaySee(c *call, runID string) error {
+	if c.role != roleApprover {
+		return nil
+	}
+	ps, err := s.cfg.Client.PendingApprovals(c.ctx(), &hephaestus.ApprovalFilter{RunID: runID})
+	if err != nil {
+		return err
+	}
+	if slices.ContainsFunc(ps, func(p *hephaestus.PendingApproval) bool { return mayDecide(c, p) }) {
+		return nil
+	}
+	return &Problem{Status: http.StatusForbidden, Kind: kindForbidden,
+		Detail: fmt.Sprintf("the role approver reads only the runs with a pending gate it may decide; run %s has none for %q", runID, c.principal())}
 }

@@ -165,7 +165,11 @@ func TestApprovals(t *testing.T) {
 		if done.Status != "completed" {
 			t.Fatalf("approved run %+v", done)
 		}
-		e.api.call(http.MethodPost, "/api/v1/runs/"+ann.ID+"/steps/review/reject", map[string]any{"groups": []string{"x"}}, http.StatusForbidden, nil)
+		// The body names no groups: they come from the credential.
+		p := e.api.do(req{method: http.MethodPost, path: "/api/v1/runs/" + ann.ID + "/steps/review/reject", body: map[string]any{"groups": []string{"x"}}, invalid: true}).problem(t, http.StatusBadRequest)
+		if !strings.Contains(p.Detail, "come from its credentials") {
+			t.Errorf("groups in the body: %+v", p)
+		}
 	})
 }
 

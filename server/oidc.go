@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/coreos/go-oidc/v3/oidc"
+	"github.com/hephaestus-go/hephaestus/store"
 	"golang.org/x/oauth2"
 )
 
@@ -284,4 +285,57 @@ func ParseRoles(s string) (map[string]string, error) {
 		out[g] = r
 	}
 	return out, nil
+}
+
+// isJWT reports whether a bearer token has the form of a JWT (three
+// base64url parts), not of an API token or a session.
+func isJWT(s string) bool {
+	if strings.HasPrefix(s, TokenPrefix) || strings.HasPrefix(s, SessionPrefix) {
+		return false
+	}
+	return strings.Count(s, ".") == 2
+}
+
+// lookupIDToken sets the caller from an ID token of the identity
+// provider: 401 for one the provider did not issue to this server, that
+// expired, or of a principal an admin disabled.
+func (s *Server) lookupIDToken(c *call, raw string) error {
+	id, err := s.cfg.OIDC.Verify(c.ctx(), raw)
+	if err != nil {
+		return &Problem{Status: http.StatusUnauthorized, Kind: kindUnauthorized, Detail: err.Error()}
+	}
+	if err := s.principalEnabled(c.ctx(), id.Name); err != nil {
+		return err
+	}
+	c.actor, c.groups, c.role, c.idToken = id.Name, id.Groups, role(id.Role), true
+	return nil
+}
+
+// principalEnabled refuses (401) a principal an admin disabled; a user
+// the store does not know yet is not refused.
+func (s *Server) principalEnabled(ctx context.Context, name string) error {
+	p, err := s.cfg.Admin.GetPrincipal(ctx, name)
+	switch {
+	case errors.Is(err, store.ErrPrincipalNotFound):
+		return nil
+	case err != nil:
+		return fmt.Errorf("look up principal: %w", err)
+	case !p.Enabled():
+		return &Problem{Status: http.StatusUnauthorized, Kind: kindUnauthorized, Detail: fmt.Sprintf("the principal %q was disabled", p.Name)}
+	}
+	return nil
+}
+
+// StartSession starts a dashboard session for a user the identity
+// provider signed in (dashboard.SessionStarter): the principal is the
+// user's name (made a user principal if the store has none), with the
+// groups and role of the sign-in. A disabled principal is refused.
+func (s *Server) StartSession(ctx context.Context, id *Identity) (string, time.Time, error) {
+	if id == nil || id.Name == "" {
+		return "", time.Time{}, errors.New("start session: no identity")
+	}
+	if err := s.principalEnabled(ctx, id.Name); err != nil {
+		return "", time.Time{}, fmt.Errorf("start session of %q: %w", id.Name, err)
+	}
+	return s.NewSession(ctx, id.Name, id.Groups, id.Role)
 }

@@ -20,7 +20,7 @@ import (
 )
 
 // Bulk operations: cancel (or retry) every run a filter selects, tracked
-// in the store (store.Access) so that any server sharing the database
+// in the store (store.Admin) so that any server sharing the database
 // carries them out, and picks up the one a dead server left. A server's
 // processor claims an operation (a lease), counts the runs the filter
 // selects, then acts on them newest first, page by page, saving its
@@ -165,7 +165,7 @@ func (s *Server) createOperation(c *call) error {
 	}
 	op := &store.Operation{ID: uuid.Must(uuid.NewV7()).String(), Action: b.Action, Filter: filter, Reason: b.Reason,
 		CreatedBy: c.actor, CreatedAt: s.cfg.Clock.Now().UTC()}
-	if err := s.cfg.Store.CreateOperation(c.ctx(), op); err != nil {
+	if err := s.cfg.Admin.CreateOperation(c.ctx(), op); err != nil {
 		return err
 	}
 	c.target = op.ID
@@ -175,7 +175,7 @@ func (s *Server) createOperation(c *call) error {
 }
 
 func (s *Server) getOperation(c *call) error {
-	op, err := s.cfg.Store.GetOperation(c.ctx(), c.r.PathValue("id"))
+	op, err := s.cfg.Admin.GetOperation(c.ctx(), c.r.PathValue("id"))
 	if err != nil {
 		return err
 	}
@@ -203,7 +203,7 @@ func (s *Server) listOperations(c *call) error {
 	if err := q.err(); err != nil {
 		return err
 	}
-	ops, err := s.cfg.Store.ListOperations(c.ctx(), p)
+	ops, err := s.cfg.Admin.ListOperations(c.ctx(), p)
 	if err != nil {
 		return err
 	}
@@ -267,7 +267,7 @@ func (p *processor) loop(ctx context.Context) {
 	defer close(p.done)
 	log := p.s.cfg.Logger
 	for {
-		op, err := p.s.cfg.Store.ClaimOperation(ctx, &store.ClaimOperationParams{Owner: p.owner, LeaseFor: operationLease, Now: p.s.cfg.Clock.Now()})
+		op, err := p.s.cfg.Admin.ClaimOperation(ctx, &store.ClaimOperationParams{Owner: p.owner, LeaseFor: operationLease, Now: p.s.cfg.Clock.Now()})
 		if err != nil && ctx.Err() == nil {
 			log.Error("server: claim a bulk operation", "err", err)
 		}
@@ -417,7 +417,7 @@ func (p *processor) save(ctx context.Context, op *store.Operation, pr progress, 
 	}
 	now := p.s.cfg.Clock.Now()
 	op.Status, op.Cursor = status, string(cur)
-	return p.s.cfg.Store.SaveOperation(ctx, &store.SaveOperationParams{
+	return p.s.cfg.Admin.SaveOperation(ctx, &store.SaveOperationParams{
 		ID: op.ID, Owner: op.Owner, Token: op.Token, LeaseUntil: now.Add(operationLease), Status: status,
 		Total: op.Total, Done: op.Done, Failed: op.Failed, Errors: op.Errors, Cursor: op.Cursor, Now: now,
 	})

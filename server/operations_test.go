@@ -100,10 +100,10 @@ func TestBulkResumed(t *testing.T) {
 		ctx := context.Background()
 		filter, _ := json.Marshal(RunFilter{Workflow: "approval", Statuses: []string{"waiting"}})
 		op := &store.Operation{ID: "half-done", Action: store.OperationCancel, Filter: filter, CreatedBy: "test", CreatedAt: time.Now()}
-		if err := e.store.CreateOperation(ctx, op); err != nil {
+		if err := e.admin().CreateOperation(ctx, op); err != nil {
 			t.Fatal(err)
 		}
-		dead, err := e.store.ClaimOperation(ctx, &store.ClaimOperationParams{Owner: "dead", LeaseFor: time.Microsecond, Now: time.Now()})
+		dead, err := e.admin().ClaimOperation(ctx, &store.ClaimOperationParams{Owner: "dead", LeaseFor: time.Microsecond, Now: time.Now()})
 		if err != nil || dead == nil {
 			t.Fatalf("claim: %v %v", dead, err)
 		}
@@ -115,7 +115,7 @@ func TestBulkResumed(t *testing.T) {
 		}
 		cur, _ := json.Marshal(progress{Counted: true, Done: []string{ids[4], ids[3]}})
 		save := &store.SaveOperationParams{ID: dead.ID, Owner: "dead", Token: dead.Token, Status: store.OperationRunning, Total: 5, Done: 2, Cursor: string(cur), Now: time.Now()}
-		if err := e.store.SaveOperation(ctx, save); err != nil {
+		if err := e.admin().SaveOperation(ctx, save); err != nil {
 			t.Fatal(err)
 		}
 
@@ -133,7 +133,7 @@ func TestBulkResumed(t *testing.T) {
 			}
 		}
 		save.Done, save.Now = 3, time.Now()
-		if err := e.store.SaveOperation(ctx, save); !errors.Is(err, store.ErrLeaseLost) {
+		if err := e.admin().SaveOperation(ctx, save); !errors.Is(err, store.ErrLeaseLost) {
 			t.Fatalf("the dead server's late save: %v, want ErrLeaseLost", err)
 		}
 	})
@@ -175,7 +175,7 @@ func TestBulkRetry(t *testing.T) {
 func TestBulkBadFilter(t *testing.T) {
 	e := newEnv(t, backends()[0], nil)
 	op := &store.Operation{ID: "bad-filter", Action: store.OperationCancel, Filter: json.RawMessage(`{"kind": "robot"}`), CreatedBy: "test", CreatedAt: time.Now()}
-	if err := e.store.CreateOperation(context.Background(), op); err != nil {
+	if err := e.admin().CreateOperation(context.Background(), op); err != nil {
 		t.Fatal(err)
 	}
 	e.server.ops.wake()

@@ -15,7 +15,9 @@ var openAPI []byte
 func OpenAPI() []byte { return append([]byte(nil), openAPI...) }
 
 // register lists every route: one table, which the OpenAPI document
-// matches route for route (a test checks it both ways).
+// matches route for route (a test checks it both ways), and whose access
+// sets are the role matrix (roles.go; docs/security.md is checked
+// against RoleMatrix).
 func (s *Server) register() {
 	const p = Prefix
 	get, post, put, del := http.MethodGet, http.MethodPost, http.MethodPut, http.MethodDelete
@@ -29,27 +31,27 @@ func (s *Server) register() {
 		return nil
 	})
 
-	s.handle(get, p+"/whoami", accessRuns, "", s.whoami)
+	s.handle(get, p+"/whoami", accessAnyone, "", s.whoami)
 
 	// Runs.
-	s.handle(post, p+"/runs", accessAdmin, "runs.start", s.startRun)
-	s.handle(get, p+"/runs", accessRuns, "", s.listRuns)
-	s.handle(get, p+"/runs/{id}", accessRuns, "", s.getRun)
-	s.handle(get, p+"/runs/{id}/history", accessRuns, "", s.history)
-	s.handle(get, p+"/runs/{id}/result", accessRuns, "", s.result)
-	s.handle(get, p+"/runs/{id}/state", accessRuns, "", s.state)
+	s.handle(post, p+"/runs", accessOperate, "runs.start", s.startRun)
+	s.handle(get, p+"/runs", accessRunList, "", s.listRuns)
+	s.handle(get, p+"/runs/{id}", accessRun, "", s.getRun)
+	s.handle(get, p+"/runs/{id}/history", accessRun, "", s.history)
+	s.handle(get, p+"/runs/{id}/result", accessRun, "", s.result)
+	s.handle(get, p+"/runs/{id}/state", accessRun, "", s.state)
 
 	// Interactions.
-	s.handle(post, p+"/runs/{id}/signals/{name}", accessAdmin, "runs.signal", s.signal)
-	s.handle(post, p+"/runs/{id}/updates/{name}", accessAdmin, "runs.update", s.update)
+	s.handle(post, p+"/runs/{id}/signals/{name}", accessOperate, "runs.signal", s.signal)
+	s.handle(post, p+"/runs/{id}/updates/{name}", accessOperate, "runs.update", s.update)
 	s.handle(post, p+"/runs/{id}/queries/{name}", accessRead, "runs.query", s.query)
-	s.handle(post, p+"/runs/{id}/resume", accessAdmin, "runs.resume", s.resume)
-	s.handle(post, p+"/runs/{id}/steps/{step}/approve", accessAdmin, "runs.approve", s.decide(true))
-	s.handle(post, p+"/runs/{id}/steps/{step}/reject", accessAdmin, "runs.reject", s.decide(false))
-	s.handle(post, p+"/runs/{id}/cancel", accessAdmin, "runs.cancel", s.cancel)
-	s.handle(post, p+"/runs/{id}/retry", accessAdmin, "runs.retry", s.retry)
-	s.handle(get, p+"/approvals", accessRead, "", s.approvals)
-	s.handle(post, p+"/operations", accessAdmin, "operations.create", s.createOperation)
+	s.handle(post, p+"/runs/{id}/resume", accessOperate, "runs.resume", s.resume)
+	s.handle(post, p+"/runs/{id}/steps/{step}/approve", accessDecide, "runs.approve", s.decide(true))
+	s.handle(post, p+"/runs/{id}/steps/{step}/reject", accessDecide, "runs.reject", s.decide(false))
+	s.handle(post, p+"/runs/{id}/cancel", accessOperate, "runs.cancel", s.cancel)
+	s.handle(post, p+"/runs/{id}/retry", accessOperate, "runs.retry", s.retry)
+	s.handle(get, p+"/approvals", accessApprovals, "", s.approvals)
+	s.handle(post, p+"/operations", accessOperate, "operations.create", s.createOperation)
 	s.handle(get, p+"/operations", accessRead, "", s.listOperations)
 	s.handle(get, p+"/operations/{id}", accessRead, "", s.getOperation)
 
@@ -63,23 +65,23 @@ func (s *Server) register() {
 
 	// Schedules.
 	s.handle(get, p+"/schedules", accessRead, "", s.listSchedules)
-	s.handle(post, p+"/schedules", accessAdmin, "schedules.create", s.createSchedule)
+	s.handle(post, p+"/schedules", accessOperate, "schedules.create", s.createSchedule)
 	s.handle(get, p+"/schedules/{id}", accessRead, "", s.getSchedule)
-	s.handle(put, p+"/schedules/{id}", accessAdmin, "schedules.update", s.updateSchedule)
-	s.handle(del, p+"/schedules/{id}", accessAdmin, "schedules.delete", s.deleteSchedule)
-	s.handle(post, p+"/schedules/{id}/pause", accessAdmin, "schedules.pause", s.pauseSchedule(true))
-	s.handle(post, p+"/schedules/{id}/resume", accessAdmin, "schedules.resume", s.pauseSchedule(false))
-	s.handle(post, p+"/schedules/{id}/trigger", accessAdmin, "schedules.trigger", s.triggerSchedule)
-	s.handle(post, p+"/schedules/{id}/backfill", accessAdmin, "schedules.backfill", s.backfill)
+	s.handle(put, p+"/schedules/{id}", accessOperate, "schedules.update", s.updateSchedule)
+	s.handle(del, p+"/schedules/{id}", accessOperate, "schedules.delete", s.deleteSchedule)
+	s.handle(post, p+"/schedules/{id}/pause", accessOperate, "schedules.pause", s.pauseSchedule(true))
+	s.handle(post, p+"/schedules/{id}/resume", accessOperate, "schedules.resume", s.pauseSchedule(false))
+	s.handle(post, p+"/schedules/{id}/trigger", accessOperate, "schedules.trigger", s.triggerSchedule)
+	s.handle(post, p+"/schedules/{id}/backfill", accessOperate, "schedules.backfill", s.backfill)
 	s.handle(get, p+"/schedules/{id}/next", accessRead, "", s.nextFires)
 	s.handle(get, p+"/schedules/{id}/runs", accessRead, "", s.scheduleRuns)
 
 	// Queues and workers.
 	s.handle(get, p+"/queues", accessRead, "", s.listQueues)
 	s.handle(get, p+"/queues/{name}", accessRead, "", s.getQueue)
-	s.handle(put, p+"/queues/{name}", accessAdmin, "queues.set", s.setQueue)
-	s.handle(post, p+"/queues/{name}/pause", accessAdmin, "queues.pause", s.pauseQueue(true))
-	s.handle(post, p+"/queues/{name}/resume", accessAdmin, "queues.resume", s.pauseQueue(false))
+	s.handle(put, p+"/queues/{name}", accessOperate, "queues.set", s.setQueue)
+	s.handle(post, p+"/queues/{name}/pause", accessOperate, "queues.pause", s.pauseQueue(true))
+	s.handle(post, p+"/queues/{name}/resume", accessOperate, "queues.resume", s.pauseQueue(false))
 	s.handle(get, p+"/workers", accessRead, "", s.listWorkers)
 	s.handle(get, p+"/stats", accessRead, "", s.stats)
 
@@ -89,7 +91,12 @@ func (s *Server) register() {
 	s.handle(post, p+"/tasks/complete", accessWorker, "tasks.complete", s.complete)
 	s.handle(post, p+"/tasks/fail", accessWorker, "tasks.fail", s.failTask)
 
-	// Tokens and the audit log.
+	// Principals, tokens, sessions and the audit log.
+	s.handle(get, p+"/principals", accessAdmin, "", s.listPrincipals)
+	s.handle(put, p+"/principals/{name}/groups", accessAdmin, "principals.groups", s.setGroups)
+	s.handle(post, p+"/principals/{name}/disable", accessAdmin, "principals.disable", s.disablePrincipal)
+	s.handle(post, p+"/sessions", accessAnyone, "sessions.create", s.signIn)
+	s.handle(del, p+"/sessions/current", accessAnyone, "sessions.delete", s.signOut)
 	s.handle(get, p+"/tokens", accessAdmin, "", s.listTokens)
 	s.handle(post, p+"/tokens", accessAdmin, "tokens.create", s.createToken)
 	s.handle(del, p+"/tokens/{id}", accessAdmin, "tokens.revoke", s.revokeToken)

@@ -101,7 +101,11 @@ type startRequest struct {
 	Tags           []string                   `json:"tags"`
 	Metadata       map[string]json.RawMessage `json:"metadata"`
 	ConcurrencyKey string                     `json:"concurrency_key"`
-	CreatedBy      string                     `json:"created_by"`
+	// CreatedBy is refused: the run's creator is the caller's principal.
+	CreatedBy string `json:"created_by"`
+	// OnBehalfOf names the end user the caller starts the run for; only a
+	// token with the act-as permission may.
+	OnBehalfOf string `json:"on_behalf_of"`
 }
 
 // check validates what decoding cannot.
@@ -188,9 +192,16 @@ func (s *Server) startRun(c *call) error {
 		}
 		runID = runIDOf(key, b.Kind, b.Name)
 	}
-	createdBy := b.CreatedBy
-	if createdBy == "" {
-		createdBy = c.actor
+	// Who starts the run comes from the credential only.
+	createdBy := c.principal()
+	actAs := c.token != nil && c.token.Options.ActAs
+	switch {
+	case b.CreatedBy != "":
+		return fieldProblem("created_by", "is not accepted: the run's creator is the caller's principal; a token with the act-as permission names the end user with on_behalf_of")
+	case b.OnBehalfOf != "" && !actAs:
+		return &Problem{Status: http.StatusForbidden, Kind: kindForbidden, Detail: fmt.Sprintf("on_behalf_of: %q may not start runs on behalf of others: it needs a token with the act-as permission (heph tokens create --act-as)", createdBy)}
+	case len(b.OnBehalfOf) > store.MaxPrincipalName:
+		return fieldProblem("on_behalf_of", fmt.Sprintf("is %d bytes long, more than %d", len(b.OnBehalfOf), store.MaxPrincipalName))
 	}
 	cl := s.cfg.Client
 	var run *hephaestus.Run
@@ -201,8 +212,15 @@ func (s *Server) startRun(c *call) error {
 		if md == nil {
 			md = map[string]any{}
 		}
-		if _, ok := md["created_by"]; !ok && createdBy != "" {
-			md["created_by"] = createdBy
+		if _, ok := md["created_by"]; ok {
+			return fieldProblem("metadata", `the key "created_by" is reserved: the run's creator is the caller's principal`)
+		}
+		if _, ok := md["on_behalf_of"]; ok {
+			return fieldProblem("metadata", `the key "on_behalf_of" is reserved: name the end user with the body's on_behalf_of`)
+		}
+		md["created_by"] = createdBy
+		if b.OnBehalfOf != "" {
+			md["on_behalf_of"] = b.OnBehalfOf
 		}
 		run, err = cl.StartWorkflow(c.ctx(), b.Name, input(b.Input), &hephaestus.WorkflowOptions{
 			ID: b.WorkflowID, Tags: b.Tags, Metadata: md, ConcurrencyKey: b.ConcurrencyKey, RunID: runID,
@@ -224,7 +242,7 @@ func (s *Server) startRun(c *call) error {
 	default:
 		opts := &hephaestus.StartOptions{
 			BusinessValue: b.BusinessValue, Version: b.Version, Tags: b.Tags, Metadata: anyMap(b.Metadata),
-			CreatedBy: createdBy, ConcurrencyKey: b.ConcurrencyKey, RunID: runID,
+			CreatedBy: createdBy, OnBehalfOf: b.OnBehalfOf, ConcurrencyKey: b.ConcurrencyKey, RunID: runID,
 		}
 		if b.Kind == "document" {
 			run, err = cl.StartDocument(c.ctx(), b.Name, b.Version, input(b.Input), opts)

@@ -32,6 +32,7 @@ import (
 const (
 	DefaultMaxBodyBytes   = 4 << 20
 	DefaultRequestTimeout = 60 * time.Second
+	DefaultSessionTTL     = 12 * time.Hour
 	// MaxWait bounds every long poll (history, result, task claims).
 	MaxWait = 60 * time.Second
 )
@@ -44,8 +45,15 @@ type Config struct {
 	// Store is the client's store: the server reads it for readiness and
 	// the live workers. Required.
 	Store store.Store
-	// Insecure serves every request without a token, as the actor
-	// "insecure" with the admin role. Only for a server bound to
+	// Admin keeps the principals, tokens, sessions, audit log and bulk
+	// operations. Defaults to Store when Store implements store.Admin (as
+	// both backends do); New fails naming this field otherwise.
+	Admin store.Admin
+	// SessionTTL is how long a dashboard session lasts after sign-in.
+	// Defaults to DefaultSessionTTL (12 hours).
+	SessionTTL time.Duration
+	// Insecure serves every request without a token, as the principal
+	// "insecure" with the admin role and no groups. Only for a server bound to
 	// loopback; the binary checks that. Defaults to false.
 	Insecure bool
 	// MaxBodyBytes bounds a request body; a larger one is refused with
@@ -67,6 +75,12 @@ type Config struct {
 	// unless the program set one; heph server uses W3C trace context and
 	// baggage.
 	Propagator propagation.TextMapPropagator
+	// OIDC, when set, accepts the identity provider's ID tokens as
+	// bearer tokens (the caller is the user they name, with the role
+	// their groups map to), and lets the dashboard sign users in with the
+	// provider (StartSession). Defaults to nil: API tokens and sessions
+	// only.
+	OIDC *OIDC
 }
 
 // Server serves the API. Create it with New.
@@ -81,47 +95,12 @@ type Server struct {
 }
 
 // SessionCookie is the cookie through which a browser (the dashboard)
-// sends its token, when it sends no Authorization header. The dashboard
-// sets it HttpOnly and SameSite=Strict; and the server refuses every
-// unsafe request (POST, PUT, DELETE) that a browser sends from another
-// origin, so a page elsewhere cannot act with it.
+// sends its session's secret, when it sends no Authorization header: a
+// server-side session (POST /sessions, NewSession), never a token. The
+// dashboard sets it HttpOnly and SameSite=Strict; and the server refuses
+// every unsafe request (POST, PUT, DELETE) that a browser sends from
+// another origin, so a page elsewhere cannot act with it.
 const SessionCookie = "heph_session"
-
-// role is what a token may do.
-type role string
-
-// The roles.
-const (
-	roleAdmin  role = "admin"  // everything
-	roleWorker role = "worker" // the worker protocol and reading runs
-	roleRead   role = "read"   // every read
-)
-
-// access says which roles a route admits (admin admits all).
-type access int
-
-const (
-	accessPublic access = iota // no token needed
-	accessRead                 // read and admin
-	accessRuns                 // read, worker and admin: reading runs
-	accessWorker               // worker and admin: the worker protocol
-	accessAdmin                // admin only
-)
-
-func (a access) admits(r role) bool {
-	switch a {
-	case accessPublic:
-		return true
-	case accessRead:
-		return r == roleAdmin || r == roleRead
-	case accessRuns:
-		return r == roleAdmin || r == roleRead || r == roleWorker
-	case accessWorker:
-		return r == roleAdmin || r == roleWorker
-	default:
-		return r == roleAdmin
-	}
-}
 
 // route is one endpoint.
 type route struct {
@@ -138,9 +117,18 @@ type call struct {
 	w http.ResponseWriter
 	r *http.Request
 	s *Server
-	// actor and role: who calls (the token's name and role).
-	actor string
-	role  role
+	// actor, groups and role: who calls, from its credential only (the
+	// principal's name and groups, the token's or session's role).
+	actor  string
+	groups []string
+	role   role
+	// token is the caller's token (nil with a session or insecure);
+	// session the hash of its session ("" without).
+	token   *store.Token
+	session string
+	// idToken is set when the caller sent an ID token of the identity
+	// provider (Config.OIDC).
+	idToken bool
 	// target is what the call acted on, for the audit log.
 	target string
 	// wrote is set once a response has been written.
@@ -150,8 +138,9 @@ type call struct {
 // ctx is the request's context.
 func (c *call) ctx() context.Context { return c.r.Context() }
 
-// principal is the caller's identity: what remote task claims are bound
-// to (only the identity that claimed a task may report on it).
+// principal is the name of the caller's principal, from its credential
+// ("insecure" on an insecure server): who every decision, start and
+// audit entry names.
 func (c *call) principal() string { return c.actor }
 
 // New returns a Server for cfg.
@@ -165,6 +154,19 @@ func New(cfg *Config) (*Server, error) {
 	}
 	if c.Store == nil {
 		return nil, errors.New("server: Config.Store is required")
+	}
+	if c.Admin == nil {
+		a, ok := c.Store.(store.Admin)
+		if !ok {
+			return nil, fmt.Errorf("server: Config.Admin is required: the Store (%T) keeps no principals, tokens or audit log", c.Store)
+		}
+		c.Admin = a
+	}
+	if c.SessionTTL < 0 {
+		return nil, fmt.Errorf("server: Config.SessionTTL is %s: must be positive (or 0 for the default)", c.SessionTTL)
+	}
+	if c.SessionTTL == 0 {
+		c.SessionTTL = DefaultSessionTTL
 	}
 	if c.MaxBodyBytes < 0 {
 		return nil, fmt.Errorf("server: Config.MaxBodyBytes is %d: must be positive (or 0 for the default)", c.MaxBodyBytes)
@@ -291,6 +293,12 @@ func (s *Server) wrap(rt *route) http.Handler {
 			s.fail(c, err)
 			return
 		}
+		if rt.access == accessRun {
+			if err := s.approverMaySee(c, r.PathValue("id")); err != nil {
+				s.fail(c, err)
+				return
+			}
+		}
 		if err := rt.handle(c); err != nil {
 			s.fail(c, err)
 		}
@@ -334,34 +342,40 @@ func (r *recorder) Write(b []byte) (int, error) {
 // Unwrap lets http.ResponseController reach the connection.
 func (r *recorder) Unwrap() http.ResponseWriter { return r.ResponseWriter }
 
-// authenticate sets the caller's actor and role from its bearer token (or,
-// without an Authorization header, the SessionCookie) and checks that the
-// route admits the role.
+// authenticate sets who calls from its credential — a bearer token or,
+// without an Authorization header, the session of the SessionCookie —
+// and checks that the route admits its role.
 func (s *Server) authenticate(c *call, rt *route) error {
 	if rt.access == accessPublic {
 		return nil
 	}
 	if s.cfg.Insecure {
-		c.actor, c.role = "insecure", roleAdmin
+		c.actor, c.role, c.groups = "insecure", roleAdmin, nil
 		return nil
 	}
 	h := c.r.Header.Get("Authorization")
 	secret, ok := strings.CutPrefix(h, "Bearer ")
-	if h == "" {
-		if ck, err := c.r.Cookie(SessionCookie); err == nil && ck.Value != "" {
-			secret, ok = ck.Value, true
+	secret = strings.TrimSpace(secret)
+	var err error
+	switch {
+	case h == "":
+		ck, cerr := c.r.Cookie(SessionCookie)
+		if cerr != nil || ck.Value == "" {
+			return &Problem{Status: http.StatusUnauthorized, Kind: kindUnauthorized, Detail: "missing bearer token: send Authorization: Bearer <token>"}
 		}
-	}
-	if !ok || strings.TrimSpace(secret) == "" {
+		err = s.lookupSession(c, ck.Value)
+	case !ok || secret == "":
 		return &Problem{Status: http.StatusUnauthorized, Kind: kindUnauthorized, Detail: "missing bearer token: send Authorization: Bearer <token>"}
+	case s.cfg.OIDC != nil && isJWT(secret):
+		err = s.lookupIDToken(c, secret)
+	default:
+		err = s.lookupToken(c, secret)
 	}
-	actor, r, err := s.lookupToken(c.ctx(), strings.TrimSpace(secret))
 	if err != nil {
 		return err
 	}
-	c.actor, c.role = actor, r
-	if !rt.access.admits(r) {
-		return &Problem{Status: http.StatusForbidden, Kind: kindForbidden, Detail: fmt.Sprintf("the role %s may not %s %s", r, c.r.Method, rt.path)}
+	if !rt.access.admits(c.role) {
+		return &Problem{Status: http.StatusForbidden, Kind: kindForbidden, Detail: fmt.Sprintf("the role %s may not %s %s", c.role, c.r.Method, rt.path)}
 	}
 	return nil
 }

@@ -165,7 +165,7 @@ func TestBulkCancelSelection(t *testing.T) {
 		e.api.call(http.MethodGet, "/api/v1/runs/"+runs[operationPage+7].ID, nil, http.StatusOK, &later)
 		filter := `{"ids": ["` + strings.Join([]string{runs[operationPage+5].ID, runs[operationPage+6].ID, runs[operationPage+7].ID, runs[operationPage+9].ID}, `", "`) + `"]}`
 		sop := &store.Operation{ID: "before", Action: store.OperationCancel, Filter: []byte(filter), CreatedBy: "test", CreatedAt: later.CreatedAt}
-		if err := e.store.CreateOperation(context.Background(), sop); err != nil {
+		if err := e.admin().CreateOperation(context.Background(), sop); err != nil {
 			t.Fatal(err)
 		}
 		e.server.ops.wake()

@@ -2,7 +2,9 @@ package server
 
 import (
 	"encoding/json"
+	"fmt"
 	"net/http"
+	"slices"
 	"time"
 
 	hephaestus "github.com/hephaestus-go/hephaestus"
@@ -85,6 +87,9 @@ func (s *Server) claim(c *call) error {
 		lease = defaultClaimLease
 	}
 	c.target = b.WorkerID
+	if err := claimAllowed(c, b.Queues, b.Actions, b.Activities); err != nil {
+		return err
+	}
 	ts, err := s.cfg.Client.ClaimRemote(c.ctx(), &hephaestus.RemoteClaim{
 		WorkerID: b.WorkerID, Principal: c.principal(), Actions: b.Actions, Activities: b.Activities, Queues: b.Queues, Max: max(b.MaxTasks, 1),
 		Lease: lease, Wait: s.longPoll(wait),
@@ -169,4 +174,33 @@ func (s *Server) failTask(c *call) error {
 		return err
 	}
 	return c.json(http.StatusOK, empty{})
+}
+
+// claimAllowed enforces a worker token's limits (TokenOptions.Queues and
+// Handlers) on a claim: every queue and every action or activity named
+// must be among the token's (403 otherwise). A claim without queues
+// claims from "default".
+func claimAllowed(c *call, queues, actions, activities []string) error {
+	if c.token == nil {
+		return nil
+	}
+	o := c.token.Options
+	if len(o.Queues) > 0 {
+		if len(queues) == 0 {
+			queues = []string{"default"}
+		}
+		for _, q := range queues {
+			if !slices.Contains(o.Queues, q) {
+				return &Problem{Status: http.StatusForbidden, Kind: kindForbidden, Detail: fmt.Sprintf("queues: the token %q may claim only from the queues %v, not %q", c.token.Name, o.Queues, q)}
+			}
+		}
+	}
+	if len(o.Handlers) > 0 {
+		for _, h := range slices.Concat(actions, activities) {
+			if !slices.Contains(o.Handlers, h) {
+				return &Problem{Status: http.StatusForbidden, Kind: kindForbidden, Detail: fmt.Sprintf("actions: the token %q may claim only the handlers %v, not %q", c.token.Name, o.Handlers, h)}
+			}
+		}
+	}
+	return nil
 }

@@ -156,9 +156,10 @@ type Store interface {
 	Schedules
 	// Queues keeps the flow control of task queues (queue.go).
 	Queues
-	// Access keeps API tokens, the audit log and bulk operations
-	// (access.go).
-	Access
+	// Principals, tokens, sessions, the audit log and bulk operations
+	// are the server's concerns, not the engine's: they are behind the
+	// separate Admin interface (admin.go), which both backends also
+	// implement.
 	// RemoteClaims keeps the facts of claims handed to remote workers
 	// (remoteclaim.go).
 	RemoteClaims

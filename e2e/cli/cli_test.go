@@ -230,6 +230,9 @@ func TestSQLite(t *testing.T) {
 		// approvals, approve, resume; history follows to the end.
 		lines(t, c.ok("approvals"), regexp.QuoteMeta(id)+`\s+review\s+gate\s`)
 		follow := c.start("history", id, "--follow", "-o", "json")
+		// A gate is decided only as a gate: a resume naming any actor is
+		// refused, and says how to decide it.
+		c.fails(exitConflict, "decide it with Approve or Reject", "resume", id, "approved", "--step", "review", "--payload", `{"actor": "any-name"}`)
 		lines(t, c.ok("approve", id, "review", "--comment", "fine"), `^step review of run `+regexp.QuoteMeta(id)+` approved by root$`)
 		waitStep(c, id, "confirm", "waiting")
 		lines(t, c.ok("resume", id, "ok", "--step", "confirm", "--payload", `{"by": "e2e"}`), `resumed with ok$`)
@@ -382,9 +385,9 @@ func TestSQLite(t *testing.T) {
 		var ro struct{ ID, Token string }
 		c.json(&ro, "tokens", "create", "reader", "--role", "read")
 		r := c.ok("tokens", "create", "ops", "--role", "admin")
-		lines(t, r, `^token ops: role admin, id \S+$`, `^secret \(shown once\): heph_\S+$`)
+		lines(t, r, `^token ops: principal ops \(user, groups none\), role admin, id \S+$`, `^secret \(shown once\): heph_\S+$`)
 		c.fails(exitConflict, "heph: ", "tokens", "create", "ops", "--role", "admin")
-		lines(t, c.ok("tokens", "ls"), `^ID\s+NAME\s+ROLE`, `\sroot\s+admin\s`, `\sreader\s+read\s`, `\sops\s+admin\s`)
+		lines(t, c.ok("tokens", "ls"), `^ID\s+NAME\s+PRINCIPAL\s+ROLE`, `\sroot\s+root\s+admin\s`, `\sreader\s+reader\s+read\s`, `\sops\s+ops\s+admin\s`)
 
 		reader := srv.client(t, ro.Token)
 		lines(t, reader.ok("ls"), `^ID\s`)

@@ -112,11 +112,11 @@ func startServer(t *testing.T, st store.Store) *env {
 		srv.Stop()
 		_ = c.Stop(sctx)
 	})
-	_, admin, err := server.NewToken(ctx, st, "test-admin", "admin", time.Now())
+	_, _, admin, err := server.NewToken(ctx, st.(store.Admin), &server.TokenParams{Principal: "test-admin", Role: server.RoleAdmin}, time.Now())
 	if err != nil {
 		t.Fatal(err)
 	}
-	_, wtok, err := server.NewToken(ctx, st, "python", "worker", time.Now())
+	_, _, wtok, err := server.NewToken(ctx, st.(store.Admin), &server.TokenParams{Principal: "python", Service: true, Role: server.RoleWorker}, time.Now())
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -191,10 +191,42 @@ func (c *Client) Tokens(ctx context.Context) ([]Token, *Response, error) {
 	return list[Token](ctx, c, &request{method: http.MethodGet, path: "/tokens"})
 }
 
-// CreateToken creates a token of a role ("admin", "worker", "read"); the
-// answer holds its secret, shown this once.
-func (c *Client) CreateToken(ctx context.Context, name, role string) (*Token, *Response, error) {
-	return call[Token](ctx, c, &request{method: http.MethodPost, path: "/tokens", body: map[string]string{"name": name, "role": role}})
+// CreateTokenParams are the body of POST /tokens.
+type CreateTokenParams struct {
+	Principal string `json:"principal,omitempty"`
+	Name      string `json:"name,omitempty"`
+	Kind      string `json:"kind,omitempty"`
+	// Groups, when not nil, become the principal's groups.
+	Groups   *[]string `json:"groups,omitempty"`
+	Role     string    `json:"role"`
+	Queues   []string  `json:"queues,omitempty"`
+	Handlers []string  `json:"handlers,omitempty"`
+	ActAs    bool      `json:"act_as,omitempty"`
+}
+
+// CreateToken creates a token of a role for a principal (created when
+// missing); the answer holds its secret, shown this once.
+func (c *Client) CreateToken(ctx context.Context, p *CreateTokenParams) (*Token, *Response, error) {
+	return call[Token](ctx, c, &request{method: http.MethodPost, path: "/tokens", body: p})
+}
+
+// Principals lists the principals.
+func (c *Client) Principals(ctx context.Context) ([]Principal, *Response, error) {
+	return list[Principal](ctx, c, &request{method: http.MethodGet, path: "/principals"})
+}
+
+// SetGroups replaces a principal's groups.
+func (c *Client) SetGroups(ctx context.Context, name string, groups []string) (*Principal, *Response, error) {
+	if groups == nil {
+		groups = []string{}
+	}
+	return call[Principal](ctx, c, &request{method: http.MethodPut, path: "/principals/" + seg(name) + "/groups", body: map[string][]string{"groups": groups}})
+}
+
+// DisablePrincipal disables a principal: its tokens are revoked, its
+// sessions ended.
+func (c *Client) DisablePrincipal(ctx context.Context, name string) (*Principal, *Response, error) {
+	return call[Principal](ctx, c, &request{method: http.MethodPost, path: "/principals/" + seg(name) + "/disable"})
 }
 
 // RevokeToken revokes a token.

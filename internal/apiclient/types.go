@@ -307,14 +307,25 @@ type StatsRun = server.StatsRun
 // Token is an API token; Secret is set only in the answer that creates
 // it.
 type Token struct {
-	ID         string     `json:"id"`
-	Name       string     `json:"name"`
-	Role       string     `json:"role"`
-	Secret     string     `json:"token,omitempty"`
+	ID        string   `json:"id"`
+	Name      string   `json:"name"`
+	Principal string   `json:"principal"`
+	Role      string   `json:"role"`
+	Queues    []string `json:"queues,omitempty"`
+	Handlers  []string `json:"handlers,omitempty"`
+	ActAs     bool     `json:"act_as,omitempty"`
+	Secret    string   `json:"token,omitempty"`
+	// Groups and Kind are the principal's, set only in the answer that
+	// creates the token.
+	Groups     []string   `json:"groups,omitempty"`
+	Kind       string     `json:"kind,omitempty"`
 	CreatedAt  time.Time  `json:"created_at"`
 	RevokedAt  *time.Time `json:"revoked_at,omitempty"`
 	LastUsedAt *time.Time `json:"last_used_at,omitempty"`
 }
+
+// Principal is a user or service that calls the API.
+type Principal = server.Principal
 
 // AuditEntry is one mutating call of the audit log.
 type AuditEntry = server.AuditEntry

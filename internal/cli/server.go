@@ -224,7 +224,7 @@ func serverRegistry() *flowdoc.Registry { return remoteRegistry() }
 func runServer(ctx context.Context, env *Env, f *serverFlags) (err error) {
 	level, _ := logLevel(f.logLevel)
 	logger := slog.New(slog.NewTextHandler(env.Stderr, &slog.HandlerOptions{Level: level}))
-	var st store.Store
+	var st adminStore
 	if f.postgres != "" {
 		st, err = postgres.Open(ctx, &postgres.Config{DSN: f.postgres, Schema: f.schema})
 	} else {
@@ -238,11 +238,7 @@ func runServer(ctx context.Context, env *Env, f *serverFlags) (err error) {
 			err = fmt.Errorf("close store: %w", cerr)
 		}
 	}()
-	acc, ok := st.(store.Access)
-	if !ok {
-		return errors.New("the store keeps no API tokens")
-	}
-	noTokens, err := firstStart(ctx, f, acc)
+	noTokens, err := firstStart(ctx, f, st)
 	if err != nil {
 		return err
 	}
@@ -269,8 +265,12 @@ func runServer(ctx context.Context, env *Env, f *serverFlags) (err error) {
 			err = fmt.Errorf("stop client: %w", serr)
 		}
 	}()
-	h, err := server.New(&server.Config{Client: client, Store: st, Insecure: f.insecure, MaxBodyBytes: f.maxBody, RequestTimeout: f.reqTimeout, Logger: logger,
-		Propagator: propagation.NewCompositeTextMapPropagator(propagation.TraceContext{}, propagation.Baggage{})})
+	oidc, err := oidcFromEnv(ctx, env)
+	if err != nil {
+		return err
+	}
+	h, err := server.New(&server.Config{Client: client, Store: st, Admin: st, Insecure: f.insecure, MaxBodyBytes: f.maxBody, RequestTimeout: f.reqTimeout, Logger: logger,
+		Propagator: propagation.NewCompositeTextMapPropagator(propagation.TraceContext{}, propagation.Baggage{}), OIDC: oidc})
 	if err != nil {
 		return err
 	}
@@ -280,18 +280,22 @@ func runServer(ctx context.Context, env *Env, f *serverFlags) (err error) {
 	defer h.Stop()
 	// The dashboard at / serves the API too (under /api/, /healthz and
 	// /readyz): one handler for both; GET /metrics goes to Prometheus.
-	dash, err := dashboard.New(&dashboard.Config{API: h, Logger: logger})
+	dcfg := &dashboard.Config{API: h, Logger: logger}
+	if oidc != nil {
+		dcfg.OIDC, dcfg.Sessions = oidc, h
+	}
+	dash, err := dashboard.New(dcfg)
 	if err != nil {
 		return err
 	}
-	s := &serving{env: env, f: f, logger: logger, client: client, acc: acc, noTokens: noTokens, seed: seed}
+	s := &serving{env: env, f: f, logger: logger, client: client, acc: st, noTokens: noTokens, seed: seed}
 	return s.serve(ctx, sm.handler(dash))
 }
 
 // firstStart reports whether the server starts with no active API token
 // (on a loopback address, where it makes the first), and refuses to
 // serve another address without one; unless f.insecure.
-func firstStart(ctx context.Context, f *serverFlags, acc store.Access) (bool, error) {
+func firstStart(ctx context.Context, f *serverFlags, acc store.Admin) (bool, error) {
 	if f.insecure {
 		return false, nil
 	}
@@ -370,7 +374,7 @@ type serving struct {
 	f        *serverFlags
 	logger   *slog.Logger
 	client   *hephaestus.Client
-	acc      store.Access
+	acc      store.Admin
 	noTokens bool // make the first admin token
 	seed     bool // seed the example runs
 }
@@ -394,7 +398,7 @@ func (s *serving) serve(ctx context.Context, handler http.Handler) error {
 	if s.noTokens {
 		// The first start on loopback: make the first admin token, so a
 		// fresh checkout serves with no other set-up, and show it once.
-		_, secret, err := server.NewToken(ctx, s.acc, firstTokenName, server.RoleAdmin, time.Now())
+		_, _, secret, err := server.NewToken(ctx, s.acc, &server.TokenParams{Principal: firstTokenName, Role: server.RoleAdmin}, time.Now())
 		if err != nil {
 			_ = srv.Close()
 			return fmt.Errorf("make the first admin token: %w", err)
@@ -462,7 +466,7 @@ func serveErr(err error) error {
 }
 
 // activeTokens counts the tokens that are not revoked.
-func activeTokens(ctx context.Context, acc store.Access) (int, error) {
+func activeTokens(ctx context.Context, acc store.Admin) (int, error) {
 	ts, err := acc.ListTokens(ctx)
 	if err != nil {
 		return 0, fmt.Errorf("list tokens: %w", err)

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -18,15 +19,14 @@ import (
 	"github.com/hephaestus-go/hephaestus/store/sqlite"
 )
 
-var tokenRoles = []string{"admin", "worker", "read"}
-
 func newTokens(g *globals) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:     "tokens",
 		Aliases: []string{"token"},
 		Short:   "List, create and revoke API tokens",
-		Long: "tokens manages the server's bearer tokens (an admin token is needed). The first admin\n" +
-			"token is made without a server, straight in the store:\n\n" +
+		Long: "tokens manages the server's bearer tokens (an admin token is needed). Every token belongs\n" +
+			"to a principal (heph principals). The first admin token is made without a server, straight\n" +
+			"in the store:\n\n" +
 			"  heph tokens create admin --role admin --sqlite heph.db\n" +
 			"  heph tokens create admin --role admin --postgres postgres://...",
 	}
@@ -52,7 +52,7 @@ func newTokens(g *globals) *cobra.Command {
 	}
 	revoke := &cobra.Command{
 		Use:     "revoke <id>",
-		Short:   "Revoke a token: it is refused from now on",
+		Short:   "Revoke a token: it is refused from now on, and its sessions end",
 		Example: `  heph tokens revoke 0195f1c2-...`,
 		Args:    cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
@@ -66,39 +66,85 @@ func newTokens(g *globals) *cobra.Command {
 }
 
 func tokenTable(w io.Writer, ts []apiclient.Token) error {
-	tw := newTable(w, "ID", "NAME", "ROLE", "CREATED", "LAST USED", "REVOKED")
+	tw := newTable(w, "ID", "NAME", "PRINCIPAL", "ROLE", "LIMITS", "CREATED", "LAST USED", "REVOKED")
 	for _, t := range ts {
-		row(tw, t.ID, t.Name, t.Role, t.CreatedAt, t.LastUsedAt, t.RevokedAt)
+		row(tw, t.ID, t.Name, t.Principal, t.Role, tokenLimits(&t), t.CreatedAt, t.LastUsedAt, t.RevokedAt)
 	}
 	return tw.Flush()
 }
 
+// tokenLimits describes a token's options ("-" without).
+func tokenLimits(t *apiclient.Token) string {
+	var out []string
+	if len(t.Queues) > 0 {
+		out = append(out, "queues="+strings.Join(t.Queues, ","))
+	}
+	if len(t.Handlers) > 0 {
+		out = append(out, "handlers="+strings.Join(t.Handlers, ","))
+	}
+	if t.ActAs {
+		out = append(out, "act-as")
+	}
+	if len(out) == 0 {
+		return "-"
+	}
+	return strings.Join(out, " ")
+}
+
 func tokensCreate(g *globals) *cobra.Command {
 	var (
-		role string
-		db   dbFlags
+		role, user     string
+		service, actAs bool
+		groups, queues []string
+		handlers       []string
+		db             dbFlags
 	)
 	cmd := &cobra.Command{
-		Use:   "create <name>",
-		Short: "Create a token and print its secret (shown this once)",
-		Long: "create makes a token of a role: admin (everything), worker (the worker protocol and\n" +
-			"reading runs) or read (every GET). Through the server by default; with --sqlite or\n" +
-			"--postgres straight in the store, to make the first admin token.",
-		Example: `  heph tokens create ci --role read
+		Use:   "create [name] [--user <principal>]",
+		Short: "Create a token for a principal and print its secret (shown this once)",
+		Long: "create makes a token of a role for a principal: --user names it (the token's name by\n" +
+			"default; the token is named after the principal when no name is given). A principal that\n" +
+			"does not exist is created: a user, or a service with --service, with the --groups given.\n" +
+			"For an existing principal, --groups replaces its groups; without --groups they stay.\n\n" +
+			"Roles: admin (everything), operator (start, cancel, retry, signal, update and resume runs,\n" +
+			"bulk operations, schedules and queues), approver (decide the approval gates assigned to the\n" +
+			"principal or its groups, and read them), worker (the worker protocol; --queues and\n" +
+			"--handlers limit its claims) or read (every read). --act-as lets an admin or operator token\n" +
+			"start runs on behalf of a user (the start's on_behalf_of).\n\n" +
+			"Through the server by default; with --sqlite or --postgres straight in the store, to make\n" +
+			"the first admin token.",
+		Example: `  heph tokens create --user alice --groups finance --role approver
+  heph tokens create ci --role read
+  heph tokens create py-worker --service --role worker --queues payments --handlers charge,refund
   heph tokens create admin --role admin --sqlite heph.db`,
-		Args: cobra.ExactArgs(1),
+		Args: cobra.MaximumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			if !slices.Contains(tokenRoles, role) {
-				return usagef("--role must be admin, worker or read, got %q", role)
+			if !slices.Contains(server.Roles, role) {
+				return usagef("--role must be one of %s, got %q", strings.Join(server.Roles, ", "), role)
+			}
+			name := ""
+			if len(args) == 1 {
+				name = args[0]
+			}
+			if name == "" && user == "" {
+				return usagef("name the token or its principal: heph tokens create <name> or --user <name>")
 			}
 			fl := cmd.Flags()
+			p := &server.TokenParams{Name: name, Principal: user, Service: service, Role: role,
+				Options: store.TokenOptions{Queues: queues, Handlers: handlers, ActAs: actAs}}
+			if fl.Changed("groups") {
+				p.Groups, p.SetGroups = groups, true
+				if p.Groups == nil {
+					p.Groups = []string{}
+				}
+			}
 			var (
 				t    *apiclient.Token
 				resp *apiclient.Response
 				err  error
 			)
 			if fl.Changed("sqlite") || fl.Changed("postgres") {
-				t, err = bootstrapToken(cmd, &db, args[0], role)
+				t, err = bootstrapToken(cmd, &db, p)
 			} else {
 				api, aerr := g.api()
 				if aerr != nil {
@@ -106,13 +152,20 @@ func tokensCreate(g *globals) *cobra.Command {
 				}
 				ctx, cancel := g.reqCtx(cmd.Context(), 0)
 				defer cancel()
-				t, resp, err = api.CreateToken(ctx, args[0], role)
+				cp := &apiclient.CreateTokenParams{Principal: user, Name: name, Role: role, Queues: queues, Handlers: handlers, ActAs: actAs}
+				if service {
+					cp.Kind = "service"
+				}
+				if p.SetGroups {
+					cp.Groups = &p.Groups
+				}
+				t, resp, err = api.CreateToken(ctx, cp)
 			}
 			if err != nil {
 				return err
 			}
 			print := func(w io.Writer) error {
-				fmt.Fprintf(w, "token %s: role %s, id %s\n", t.Name, t.Role, t.ID)
+				fmt.Fprintf(w, "token %s: principal %s (%s, groups %s), role %s, id %s\n", t.Name, t.Principal, t.Kind, groupList(t.Groups), t.Role, t.ID)
 				fmt.Fprintf(w, "secret (shown once): %s\n", t.Secret)
 				return nil
 			}
@@ -122,12 +175,109 @@ func tokensCreate(g *globals) *cobra.Command {
 			return g.emit(resp, print)
 		},
 	}
-	cmd.Flags().StringVar(&role, "role", "read", "admin, worker or read")
 	fl := cmd.Flags()
+	fl.StringVar(&role, "role", "read", strings.Join(server.Roles, ", "))
+	fl.StringVar(&user, "user", "", "the principal the token belongs to (created when missing); defaults to the token's name")
+	fl.BoolVar(&service, "service", false, "a new principal is a service, not a user")
+	fl.StringSliceVar(&groups, "groups", nil, "the principal's groups (comma-separated); replaces an existing principal's groups")
+	fl.StringSliceVar(&queues, "queues", nil, "worker tokens: claim only from these queues")
+	fl.StringSliceVar(&handlers, "handlers", nil, "worker tokens: claim only these actions and activities")
+	fl.BoolVar(&actAs, "act-as", false, "admin and operator tokens: may start runs on behalf of a user (on_behalf_of)")
 	fl.StringVar(&db.postgres, "postgres", "", "create the token in this PostgreSQL database, without a server")
 	fl.StringVar(&db.schema, "schema", "heph", "PostgreSQL schema of the store")
 	fl.StringVar(&db.sqlite, "sqlite", "", "create the token in this SQLite file, without a server")
 	return cmd
+}
+
+// groupList shows groups ("none" without).
+func groupList(groups []string) string {
+	if len(groups) == 0 {
+		return "none"
+	}
+	return strings.Join(groups, ",")
+}
+
+func newPrincipals(g *globals) *cobra.Command {
+	cmd := &cobra.Command{
+		Use:     "principals",
+		Aliases: []string{"principal"},
+		Short:   "List principals, set their groups, disable them",
+		Long: "principals manages who calls the API (an admin token is needed): users and services,\n" +
+			"each with a unique name and groups. heph tokens create --user makes them.",
+	}
+	ls := &cobra.Command{
+		Use:     "ls",
+		Aliases: []string{"list"},
+		Short:   "List the principals, disabled ones too",
+		Example: `  heph principals ls`,
+		Args:    cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			api, err := g.api()
+			if err != nil {
+				return err
+			}
+			ctx, cancel := g.reqCtx(cmd.Context(), 0)
+			defer cancel()
+			ps, resp, err := api.Principals(ctx)
+			if err != nil {
+				return err
+			}
+			return g.emit(resp, func(w io.Writer) error {
+				tw := newTable(w, "NAME", "KIND", "GROUPS", "CREATED", "DISABLED")
+				for _, p := range ps {
+					row(tw, p.Name, p.Kind, groupList(p.Groups), p.CreatedAt, p.DisabledAt)
+				}
+				return tw.Flush()
+			})
+		},
+	}
+	setGroups := &cobra.Command{
+		Use:     "set-groups <name> [group,...]",
+		Short:   "Replace a principal's groups (none: no groups)",
+		Example: `  heph principals set-groups alice finance,ops`,
+		Args:    cobra.RangeArgs(1, 2),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			groups := []string{}
+			if len(args) == 2 && args[1] != "" {
+				groups = strings.Split(args[1], ",")
+			}
+			return principalCall(cmd, g, func(ctx context.Context, api *apiclient.Client) (*apiclient.Principal, *apiclient.Response, error) {
+				return api.SetGroups(ctx, args[0], groups)
+			}, "principal %s: groups %s")
+		},
+	}
+	disable := &cobra.Command{
+		Use:     "disable <name>",
+		Short:   "Disable a principal: revoke its tokens and end its sessions",
+		Example: `  heph principals disable alice`,
+		Args:    cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			return principalCall(cmd, g, func(ctx context.Context, api *apiclient.Client) (*apiclient.Principal, *apiclient.Response, error) {
+				return api.DisablePrincipal(ctx, args[0])
+			}, "principal %s disabled (groups %s); its tokens are revoked and its sessions ended")
+		},
+	}
+	cmd.AddCommand(ls, setGroups, disable)
+	return cmd
+}
+
+// principalCall runs a call that answers with a principal, and prints it
+// with format (its name and groups).
+func principalCall(cmd *cobra.Command, g *globals, fn func(ctx context.Context, api *apiclient.Client) (*apiclient.Principal, *apiclient.Response, error), format string) error {
+	api, err := g.api()
+	if err != nil {
+		return err
+	}
+	ctx, cancel := g.reqCtx(cmd.Context(), 0)
+	defer cancel()
+	p, resp, err := fn(ctx, api)
+	if err != nil {
+		return err
+	}
+	return g.emit(resp, func(w io.Writer) error {
+		_, err := fmt.Fprintf(w, format+"\n", p.Name, groupList(p.Groups))
+		return err
+	})
 }
 
 func newAudit(g *globals) *cobra.Command {
@@ -172,14 +322,21 @@ func newAudit(g *globals) *cobra.Command {
 	return cmd
 }
 
+// adminStore is a backend's store: the engine's seam and the admin seam
+// (both backends implement both).
+type adminStore interface {
+	store.Store
+	store.Admin
+}
+
 // bootstrapToken creates a token straight in the store (migrated first,
 // as the store does when it opens), for the first admin token of a
 // server.
-func bootstrapToken(cmd *cobra.Command, db *dbFlags, name, role string) (*apiclient.Token, error) {
+func bootstrapToken(cmd *cobra.Command, db *dbFlags, p *server.TokenParams) (*apiclient.Token, error) {
 	ctx := cmd.Context()
 	fl := cmd.Flags()
 	var (
-		st  store.Store
+		st  adminStore
 		err error
 	)
 	switch {
@@ -197,18 +354,17 @@ func bootstrapToken(cmd *cobra.Command, db *dbFlags, name, role string) (*apicli
 		return nil, fmt.Errorf("open store: %w", err)
 	}
 	defer st.Close()
-	acc, ok := st.(store.Access)
-	if !ok {
-		return nil, errors.New("the store keeps no tokens")
-	}
-	t, secret, err := server.NewToken(ctx, acc, name, role, time.Now())
+	t, pr, secret, err := server.NewToken(ctx, st, p, time.Now())
 	switch {
 	case errors.Is(err, store.ErrTokenExists):
-		return nil, &exitError{code: ExitConflict, msg: fmt.Sprintf("create token: an active token is named %q: revoke it first", name)}
+		return nil, &exitError{code: ExitConflict, msg: fmt.Sprintf("create token: an active token is named %q: revoke it first, or name the token", p.Name)}
+	case errors.Is(err, store.ErrPrincipalDisabled):
+		return nil, &exitError{code: ExitConflict, msg: fmt.Sprintf("create token: the principal %q is disabled", p.Principal)}
 	case errors.Is(err, hephtype.ErrInvalidInput):
 		return nil, usagef("%v", err)
 	case err != nil:
 		return nil, fmt.Errorf("create token: %w", err)
 	}
-	return &apiclient.Token{ID: t.ID, Name: t.Name, Role: t.Role, Secret: secret, CreatedAt: t.CreatedAt}, nil
+	return &apiclient.Token{ID: t.ID, Name: t.Name, Principal: t.Principal, Role: t.Role, Queues: t.Options.Queues, Handlers: t.Options.Handlers,
+		ActAs: t.Options.ActAs, Secret: secret, CreatedAt: t.CreatedAt, Groups: pr.Groups, Kind: pr.Kind}, nil
 }

@@ -39,7 +39,7 @@ func checkBootstrap(t *testing.T, open func() store.Store, args ...string) {
 
 	st := open()
 	defer st.Close()
-	acc := st.(store.Access)
+	acc := st.(store.Admin)
 	tok, err := acc.TokenByHash(t.Context(), store.HashToken(m[1]))
 	if err != nil || tok.Name != "root" || tok.Role != "admin" || !tok.Active() {
 		t.Fatalf("the root token in the store: %+v, %v", tok, err)

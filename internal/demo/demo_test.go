@@ -2,6 +2,7 @@ package demo_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"path/filepath"
@@ -135,14 +136,22 @@ func checkDetails(ctx context.Context, t *testing.T, c *hephaestus.Client) {
 	if string(shipped.Metadata["customer"]) != `"linus"` || string(shipped.Metadata["region"]) != `"eu"` {
 		t.Errorf("ord-1003's metadata: %s", shipped.Metadata)
 	}
-	// The inbox: alice's gate and bob's, which has a deadline.
-	for _, who := range []string{"alice", "bob"} {
-		ps, err := c.PendingApprovals(ctx, &hephaestus.ApprovalFilter{Assignee: who})
-		if err != nil || len(ps) != 1 {
-			t.Fatalf("approvals of %s: %+v, %v", who, ps, err)
+	// The inbox: the managers' gate and finance's, which has a deadline;
+	// no gate names a user, so that the first admin decides them with an
+	// approver token of the group.
+	for _, group := range []string{demo.ManagersGroup, demo.FinanceGroup} {
+		ps, err := c.PendingApprovals(ctx, &hephaestus.ApprovalFilter{Group: group})
+		if err != nil || len(ps) != 1 || len(ps[0].Users) != 0 {
+			t.Fatalf("approvals of %s: %+v, %v", group, ps, err)
 		}
-		if (who == "bob") == ps[0].Deadline.IsZero() {
-			t.Errorf("%s's gate %s: deadline %v", who, ps[0].Step, ps[0].Deadline)
+		if (group == demo.FinanceGroup) == ps[0].Deadline.IsZero() {
+			t.Errorf("%s's gate %s: deadline %v", group, ps[0].Step, ps[0].Deadline)
+		}
+		// A non-assignee (the first admin) is refused with how to get a
+		// token that may decide it.
+		_, err = c.Approve(ctx, ps[0].RunID, ps[0].Step, hephaestus.Actor{ID: "admin"}, "")
+		if !errors.Is(err, hephaestus.ErrNotAssignee) || !strings.Contains(err.Error(), "heph tokens create --user <name> --groups "+group+" --role approver") {
+			t.Errorf("the admin approves %s's gate: %v", group, err)
 		}
 	}
 	// The completed onboarding took the team plan and ran its child; the

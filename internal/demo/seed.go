@@ -34,8 +34,11 @@ var orders = []Order{
 	{ID: "ord-1008", Customer: "grace", Region: "us", Items: []Line{{"SERVER-900", 1, 250000}}},
 }
 
-// The seeded expense claims: alice's to approve, bob's (above 500, with a
-// deadline) to approve, and one alice approved, which completes.
+// The seeded expense claims: one for the group managers to approve, one
+// (above 500, with a deadline) for the group finance, and one alice of
+// managers approved, which completes. An admin decides the waiting ones
+// with an approver token of the group (heph tokens create --user <name>
+// --groups managers,finance --role approver).
 var (
 	expenses = []Expense{
 		{Employee: "dana", Amount: 120, Category: "travel"},
@@ -126,7 +129,8 @@ func Seed(ctx context.Context, c *hephaestus.Client) ([]string, error) {
 		ids = append(ids, j.ID)
 	}
 
-	// alice approves frank's claim once its gate waits.
+	// alice, of the group managers, approves frank's claim once its gate
+	// waits.
 	claim := claims[2]
 	if err := until(ctx, c, claim, "its gate "+ManagerGate+" waits", func(r *hephaestus.Run) (bool, error) {
 		s, ok := r.Step(ManagerGate)
@@ -134,7 +138,7 @@ func Seed(ctx context.Context, c *hephaestus.Client) ([]string, error) {
 	}); err != nil {
 		return ids, err
 	}
-	if _, err := c.Approve(ctx, claim, ManagerGate, hephaestus.Actor{ID: "alice"}, "within the meals budget"); err != nil {
+	if _, err := c.Approve(ctx, claim, ManagerGate, hephaestus.Actor{ID: "alice", Groups: []string{ManagersGroup}}, "within the meals budget"); err != nil {
 		return ids, fmt.Errorf("approve the expense claim %s: %w", claim, err)
 	}
 

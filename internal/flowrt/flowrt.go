@@ -75,6 +75,9 @@ type Config struct {
 const (
 	// MetaCreatedBy holds the user who started the run (a JSON string).
 	MetaCreatedBy = "created_by"
+	// MetaOnBehalfOf holds the user a run was started on behalf of (a JSON
+	// string), by a caller allowed to act as others.
+	MetaOnBehalfOf = "on_behalf_of"
 	// MetaDocument holds the stored document a run is pinned to.
 	MetaDocument = "document"
 )
@@ -89,7 +92,7 @@ type Runtime struct {
 	// creators caches the created_by of runs (it never changes), so a
 	// run's steps read it from the store once per process.
 	cmu      sync.Mutex
-	creators map[string]string
+	creators map[string]creator
 }
 
 // maxCreators bounds the created_by cache; it is emptied when full.
@@ -183,6 +186,8 @@ type StartOptions struct {
 	Version       int
 	Tags          []string
 	Metadata      map[string]any
+	// OnBehalfOf is stored as the run's MetaOnBehalfOf.
+	OnBehalfOf string
 	// CreatedBy is stored as the run's MetaCreatedBy; Document (any JSON
 	// value) as its MetaDocument.
 	CreatedBy string
@@ -306,10 +311,11 @@ func (r *Runtime) newRun(flowName string, input any, opts *StartOptions) (*store
 	}
 	meta := f.Metadata()
 	delete(meta, MetaCreatedBy) // a flow cannot say who started its runs
+	delete(meta, MetaOnBehalfOf)
 	delete(meta, MetaDocument)
 	for k, v := range opts.Metadata {
-		if k == MetaCreatedBy || k == MetaDocument {
-			return nil, nil, fmt.Errorf("start %q: %w: metadata key %q is reserved; set StartOptions.CreatedBy or start a stored document instead", flowName, limits.ErrInvalidInput, k)
+		if k == MetaCreatedBy || k == MetaOnBehalfOf || k == MetaDocument {
+			return nil, nil, fmt.Errorf("start %q: %w: metadata key %q is reserved; set StartOptions.CreatedBy, StartOptions.OnBehalfOf or start a stored document instead", flowName, limits.ErrInvalidInput, k)
 		}
 		b, err := json.Marshal(v)
 		if err != nil || k == "" {
@@ -319,6 +325,9 @@ func (r *Runtime) newRun(flowName string, input any, opts *StartOptions) (*store
 	}
 	if opts.CreatedBy != "" {
 		meta[MetaCreatedBy], _ = json.Marshal(opts.CreatedBy)
+	}
+	if opts.OnBehalfOf != "" {
+		meta[MetaOnBehalfOf], _ = json.Marshal(opts.OnBehalfOf)
 	}
 	if opts.Document != nil {
 		b, err := json.Marshal(opts.Document)
@@ -384,24 +393,35 @@ func encodeInput(f *flow.Flow, input any) (json.RawMessage, error) {
 // Resume completes a waiting step of a run with an event the step
 // declares (step may be empty when exactly one step waits). The change is
 // keyed, so a commit retried after its outcome was lost resumes once.
-func (r *Runtime) Resume(ctx context.Context, runID, step, event string, payload json.RawMessage) error {
+//
+// guard, when not nil, is called with the run's flow and the step to
+// resume (the one waiting, when step is empty) before anything changes;
+// its error refuses the resume.
+func (r *Runtime) Resume(ctx context.Context, runID, step, event string, payload json.RawMessage, guard func(f *flow.Flow, step string) error) error {
 	if err := limits.Input(payload, r.cfg.MaxPayloadSize, "the resume payload"); err != nil {
 		return fmt.Errorf("resume run %s: %w", runID, err)
 	}
 	now := r.cfg.Clock.Now()
 	decide := func(run *store.Run) (*store.Update, error) {
 		step := step
-		if step == "" {
-			s, err := loadState(run)
-			if err != nil {
-				return nil, err
-			}
+		if step == "" || (guard != nil && run.Kind == hephtype.KindFlow) {
 			f, err := r.Flow(run.Workflow, run.Version)
 			if err != nil {
 				return nil, err
 			}
-			if step, err = waitingStep(f, s); err != nil {
-				return nil, err
+			if step == "" {
+				s, err := loadState(run)
+				if err != nil {
+					return nil, err
+				}
+				if step, err = waitingStep(f, s); err != nil {
+					return nil, err
+				}
+			}
+			if guard != nil && run.Kind == hephtype.KindFlow {
+				if err := guard(f, step); err != nil {
+					return nil, err
+				}
 			}
 		}
 		return r.decideWith(engine.Resume{Step: step, Event: event, Payload: payload}, now, true)(run)
@@ -675,39 +695,53 @@ func (r *Runtime) callOf(t *store.Task) flow.Call {
 		IdempotencyKey: fmt.Sprintf("%s/%s/%d", t.RunID, t.Step, t.Index),
 		Input:          t.Payload, Item: t.Item, Details: t.Details,
 		CreatedBy: func(ctx context.Context) (string, error) {
-			by, err := r.createdBy(ctx, t.RunID)
+			c, err := r.createdBy(ctx, t.RunID)
 			if err != nil {
 				return "", fmt.Errorf("step %q: read the run's created_by: %w", t.Step, err)
 			}
-			return by, nil
+			return c.by, nil
+		},
+		OnBehalfOf: func(ctx context.Context) (string, error) {
+			c, err := r.createdBy(ctx, t.RunID)
+			if err != nil {
+				return "", fmt.Errorf("step %q: read the run's on_behalf_of: %w", t.Step, err)
+			}
+			return c.onBehalfOf, nil
 		},
 	}
 }
 
-// createdBy returns the run's MetaCreatedBy ("" when it has none).
-func (r *Runtime) createdBy(ctx context.Context, runID string) (string, error) {
+// creator is who started a run (MetaCreatedBy), and for whom
+// (MetaOnBehalfOf).
+type creator struct{ by, onBehalfOf string }
+
+// createdBy returns the run's MetaCreatedBy and MetaOnBehalfOf ("" when
+// it has none).
+func (r *Runtime) createdBy(ctx context.Context, runID string) (creator, error) {
 	r.cmu.Lock()
-	by, ok := r.creators[runID]
+	c, ok := r.creators[runID]
 	r.cmu.Unlock()
 	if ok {
-		return by, nil
+		return c, nil
 	}
 	run, err := r.cfg.Store.GetRun(ctx, runID)
 	if err != nil {
-		return "", err
+		return creator{}, err
 	}
-	if raw, ok := run.Metadata[MetaCreatedBy]; ok {
-		if err := json.Unmarshal(raw, &by); err != nil {
-			return "", fmt.Errorf("run metadata %q is not a string: %w", MetaCreatedBy, err)
+	for key, dst := range map[string]*string{MetaCreatedBy: &c.by, MetaOnBehalfOf: &c.onBehalfOf} {
+		if raw, ok := run.Metadata[key]; ok {
+			if err := json.Unmarshal(raw, dst); err != nil {
+				return creator{}, fmt.Errorf("run metadata %q is not a string: %w", key, err)
+			}
 		}
 	}
 	r.cmu.Lock()
 	if len(r.creators) >= maxCreators || r.creators == nil {
-		r.creators = map[string]string{}
+		r.creators = map[string]creator{}
 	}
-	r.creators[runID] = by
+	r.creators[runID] = c
 	r.cmu.Unlock()
-	return by, nil
+	return c, nil
 }
 
 func stepFailure(t *store.Task, msg string, retryable bool) engine.Event {

@@ -46,9 +46,9 @@ func TestInProcessFlowWithResume(t *testing.T) {
 		t.Fatal(err)
 	}
 	// Resume before the gate waits is refused.
-	err = r.flows.Resume(ctx, run.ID, "gate", "approved", json.RawMessage(`"ok"`))
+	err = r.flows.Resume(ctx, run.ID, "gate", "approved", json.RawMessage(`"ok"`), nil)
 	for errors.Is(err, engine.ErrNotWaiting) {
-		err = r.flows.Resume(ctx, run.ID, "", "approved", json.RawMessage(`"ok"`))
+		err = r.flows.Resume(ctx, run.ID, "", "approved", json.RawMessage(`"ok"`), nil)
 	}
 	if err != nil {
 		g, _ := r.st.GetRun(ctx, run.ID)
@@ -58,7 +58,7 @@ func TestInProcessFlowWithResume(t *testing.T) {
 	if done.Status != hephtype.StatusCompleted {
 		t.Fatalf("run %s: %s (%s)", run.ID, done.Status, done.Error)
 	}
-	if err := r.flows.Resume(ctx, run.ID, "gate", "approved", nil); !errors.Is(err, engine.ErrRunFinished) && !errors.Is(err, engine.ErrNotWaiting) {
+	if err := r.flows.Resume(ctx, run.ID, "gate", "approved", nil, nil); !errors.Is(err, engine.ErrRunFinished) && !errors.Is(err, engine.ErrNotWaiting) {
 		t.Fatalf("resume of a finished run: %v", err)
 	}
 }

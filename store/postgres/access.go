@@ -13,31 +13,53 @@ import (
 	"github.com/hephaestus-go/hephaestus/store"
 )
 
-var _ store.Access = (*Store)(nil)
+var _ store.Admin = (*Store)(nil)
 
 const (
-	tokenCols     = "id, name, role, hash, created_at, revoked_at, last_used_at"
+	tokenCols     = "id, name, role, hash, created_at, revoked_at, last_used_at, principal, options"
 	auditCols     = "id, at, actor, role, method, path, action, target, status, detail"
 	operationCols = "id, action, filter, reason, created_by, status, total, done, failed, errors, cursor, owner, token, " +
 		"lease_until, created_at, updated_at"
 )
 
-// accessQueries are the statements of store.Access (migration
-// 0009_access), in the store's schema.
+// accessQueries are the statements of store.Admin (migrations
+// 0009_access and 0013_principals), in the store's schema.
 type accessQueries struct {
-	tokenInsert, tokenByHash, tokens, tokenRevoke, tokenTouch string
-	auditInsert, audit                                        string
-	opInsert, opGet, opList, opListBefore, opClaim, opSave    string
-	opExists                                                  string
+	principalInsert, principalGroups, principalGet, principals string
+	principalOff, principalTokens, sessionsOf, sessionsExpired string
+	sessionInsert, sessionByHash, sessionDelete                string
+	tokenInsert, tokenByHash, tokens, tokenRevoke, tokenTouch  string
+	auditInsert, audit                                         string
+	opInsert, opGet, opList, opListBefore, opClaim, opSave     string
+	opExists                                                   string
 }
 
 func newAccessQueries(schema string) *accessQueries {
 	s := func(q string) string { return strings.ReplaceAll(q, "§", `"`+schema+`".`) }
 	return &accessQueries{
-		tokenInsert: s("INSERT INTO §api_tokens (" + tokenCols + ") VALUES ($1, $2, $3, $4, $5, NULL, NULL) ON CONFLICT DO NOTHING"),
-		tokenByHash: s("SELECT " + tokenCols + " FROM §api_tokens WHERE hash = $1"),
-		tokens:      s("SELECT " + tokenCols + " FROM §api_tokens ORDER BY created_at, id"),
-		tokenRevoke: s("UPDATE §api_tokens SET revoked_at = coalesce(revoked_at, $2) WHERE id = $1"),
+		// Inserts a token of an enabled principal ($6), locking the
+		// principal's row (FOR SHARE) so that a concurrent disable either
+		// revokes the token or runs first and refuses it.
+		tokenInsert: s("INSERT INTO §api_tokens (" + tokenCols + ") SELECT $1, $2, $3, $4, $5, NULL, NULL, $6, $7 " +
+			"FROM §principals WHERE name = $6 AND disabled_at IS NULL FOR SHARE ON CONFLICT DO NOTHING"),
+		principalInsert: s("INSERT INTO §principals (" + principalCols + ") VALUES ($1, $2, $3, $4, $4, NULL) ON CONFLICT DO NOTHING"),
+		principalGroups: s("UPDATE §principals SET groups = $2, updated_at = $3 WHERE name = $1"),
+		principalGet:    s("SELECT " + principalCols + " FROM §principals WHERE name = $1"),
+		principals:      s("SELECT " + principalCols + " FROM §principals ORDER BY name"),
+		principalOff:    s("UPDATE §principals SET disabled_at = coalesce(disabled_at, $2), updated_at = $2 WHERE name = $1"),
+		principalTokens: s("UPDATE §api_tokens SET revoked_at = $2 WHERE principal = $1 AND revoked_at IS NULL"),
+		sessionsOf:      s("DELETE FROM §sessions WHERE principal = $1"),
+		sessionsExpired: s("DELETE FROM §sessions WHERE expires_at <= $1"),
+		// Inserts a session of an enabled principal ($2), as tokenInsert.
+		sessionInsert: s("INSERT INTO §sessions (" + sessionCols + ") SELECT $1, $2, $3, $4, $5, $6, $7 " +
+			"FROM §principals WHERE name = $2 AND disabled_at IS NULL FOR SHARE ON CONFLICT DO NOTHING"),
+		sessionByHash: s("SELECT " + sessionCols + " FROM §sessions WHERE hash = $1"),
+		sessionDelete: s("DELETE FROM §sessions WHERE hash = $1"),
+		tokenByHash:   s("SELECT " + tokenCols + " FROM §api_tokens WHERE hash = $1"),
+		tokens:        s("SELECT " + tokenCols + " FROM §api_tokens ORDER BY created_at, id"),
+		// Revokes a token and ends the sessions signed in with it.
+		tokenRevoke: s("WITH ended AS (DELETE FROM §sessions WHERE token_id = $1) " +
+			"UPDATE §api_tokens SET revoked_at = coalesce(revoked_at, $2) WHERE id = $1"),
 		// Writes last_used_at $2 unless the stored one is $3 (store.TouchInterval
 		// before $2) or later: such a touch reads the row and writes nothing.
 		tokenTouch: s("UPDATE §api_tokens SET last_used_at = $2 WHERE id = $1 AND (last_used_at IS NULL OR last_used_at < $3)"),
@@ -70,9 +92,13 @@ func (s *Store) CreateToken(ctx context.Context, t *store.Token) error {
 	if err := t.Check(); err != nil {
 		return fmt.Errorf("create token: %w", err)
 	}
+	opts, err := json.Marshal(t.Options)
+	if err != nil {
+		return fmt.Errorf("create token: %w", err)
+	}
 	var n int64
-	err := s.once(ctx, func(ctx context.Context) error {
-		tag, err := s.pool.Exec(ctx, s.acc.tokenInsert, t.ID, t.Name, t.Role, t.Hash, truncate(t.CreatedAt))
+	err = s.once(ctx, func(ctx context.Context) error {
+		tag, err := s.pool.Exec(ctx, s.acc.tokenInsert, t.ID, t.Name, t.Role, t.Hash, truncate(t.CreatedAt), t.Principal, string(opts))
 		n = tag.RowsAffected()
 		return err
 	})
@@ -80,6 +106,9 @@ func (s *Store) CreateToken(ctx context.Context, t *store.Token) error {
 		return s.fail("create token", err)
 	}
 	if n == 0 {
+		if refusal := s.principalRefusal(ctx, t.Principal); refusal != nil {
+			return fmt.Errorf("create token %q (name %q): %w", t.ID, t.Name, refusal)
+		}
 		return fmt.Errorf("create token %q (name %q): %w", t.ID, t.Name, store.ErrTokenExists)
 	}
 	return nil
@@ -88,8 +117,12 @@ func (s *Store) CreateToken(ctx context.Context, t *store.Token) error {
 func scanToken(row pgx.Row) (*store.Token, error) {
 	var t store.Token
 	var revoked, used *time.Time
-	if err := row.Scan(&t.ID, &t.Name, &t.Role, &t.Hash, &t.CreatedAt, &revoked, &used); err != nil {
+	var opts string
+	if err := row.Scan(&t.ID, &t.Name, &t.Role, &t.Hash, &t.CreatedAt, &revoked, &used, &t.Principal, &opts); err != nil {
 		return nil, err
+	}
+	if err := json.Unmarshal([]byte(opts), &t.Options); err != nil {
+		return nil, fmt.Errorf("token %q: options: %w", t.ID, err)
 	}
 	t.CreatedAt, t.RevokedAt, t.LastUsedAt = t.CreatedAt.UTC(), fromNull(revoked), fromNull(used)
 	return &t, nil

@@ -90,6 +90,13 @@ func create(t testing.TB, s store.Store, runs ...*store.NewRun) []store.ChangeRe
 	return res.Changes
 }
 
+func TestAdminConformance(t *testing.T) {
+	t.Parallel()
+	storetest.RunAdmin(t, func(t *testing.T) store.Admin {
+		return open(t, &postgres.Config{DSN: pgschema.DSN(t)})
+	})
+}
+
 func TestConformance(t *testing.T) {
 	t.Parallel()
 	storetest.Run(t, func(t *testing.T) store.Store {
@@ -214,7 +221,7 @@ func TestSchemaHonoured(t *testing.T) {
 		t.Fatalf("claim in the other schema: %v, %v", ts, err)
 	}
 	got := tables(t, connect(t, dsn))
-	want := []string{"api_tokens", "audit_log", "documents", "history", migrate.Table, "operations", "queue_keys", "queue_leases", "queues", "remote_claims", "requests", "runs", "schedule_ticks", "schedules", "secrets", "tasks", "workers"}
+	want := []string{"api_tokens", "audit_log", "documents", "history", migrate.Table, "operations", "principals", "queue_keys", "queue_leases", "queues", "remote_claims", "requests", "runs", "schedule_ticks", "schedules", "secrets", "sessions", "tasks", "workers"}
 	slices.Sort(want)
 	for _, schema := range []string{"tenant_a", "tenant_b"} {
 		if !slices.Equal(got[schema], want) {
@@ -252,7 +259,7 @@ func TestConcurrentMigrations(t *testing.T) {
 	if err == nil {
 		versions, err = pgx.CollectRows(rows, pgx.RowTo[int])
 	}
-	if want := []int{1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 14, 15}; err != nil || !slices.Equal(versions, want) {
+	if want := []int{1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15}; err != nil || !slices.Equal(versions, want) {
 		t.Fatalf("applied versions %v, %v; want %v", versions, err, want)
 	}
 }
@@ -359,11 +366,11 @@ func TestTraceContextMigration(t *testing.T) {
 	s.Close()
 	var reverted []int
 	err = postgres.WithMigrationLock(t.Context(), cfg, func(ctx context.Context, conn *sql.Conn) (err error) {
-		reverted, err = migrate.Down(ctx, conn, postgres.Migrations(), migrate.Postgres, 4)
+		reverted, err = migrate.Down(ctx, conn, postgres.Migrations(), migrate.Postgres, 5)
 		return err
 	})
-	if err != nil || !slices.Equal(reverted, []int{15, 14, 12, 11}) {
-		t.Fatalf("down: %v, %v; want [15 14 12 11]", reverted, err)
+	if err != nil || !slices.Equal(reverted, []int{15, 14, 13, 12, 11}) {
+		t.Fatalf("down: %v, %v; want [15 14 13 12 11]", reverted, err)
 	}
 
 	s = open(t, cfg)
@@ -403,11 +410,11 @@ func TestTaskRunAttrsMigration(t *testing.T) {
 	s.Close()
 	var reverted []int
 	err = postgres.WithMigrationLock(t.Context(), cfg, func(ctx context.Context, conn *sql.Conn) (err error) {
-		reverted, err = migrate.Down(ctx, conn, postgres.Migrations(), migrate.Postgres, 3)
+		reverted, err = migrate.Down(ctx, conn, postgres.Migrations(), migrate.Postgres, 4)
 		return err
 	})
-	if err != nil || !slices.Equal(reverted, []int{15, 14, 12}) {
-		t.Fatalf("down: %v, %v; want [15 14 12]", reverted, err)
+	if err != nil || !slices.Equal(reverted, []int{15, 14, 13, 12}) {
+		t.Fatalf("down: %v, %v; want [15 14 13 12]", reverted, err)
 	}
 
 	s = open(t, cfg)
@@ -922,5 +929,41 @@ func TestKeysOneChangeAtATime(t *testing.T) {
 	res = apply(t, s, &store.ApplyParams{Changes: []store.Change{{RunID: "a", Key: "k1", Decide: mark("6")}}})
 	if !errors.Is(res.Changes[0].Err, store.ErrDuplicateChange) {
 		t.Fatalf("key again: %v", res.Changes[0].Err)
+	}
+}
+
+// TestPrincipalsMigration: a database from before principals (migration
+// 13 reverted) migrates when opened: every token gets a principal named
+// after it, and keeps its role.
+func TestPrincipalsMigration(t *testing.T) {
+	t.Parallel()
+	cfg := &postgres.Config{DSN: pgtest.DSN(t), Schema: "princ"}
+	s := open(t, cfg)
+	if _, err := s.EnsurePrincipal(t.Context(), &store.EnsurePrincipalParams{Name: "ci", Now: now}); err != nil {
+		t.Fatal(err)
+	}
+	tok := &store.Token{ID: "t1", Name: "ci", Principal: "ci", Role: "worker", Hash: store.HashToken("s"), CreatedAt: now}
+	if err := s.CreateToken(t.Context(), tok); err != nil {
+		t.Fatal(err)
+	}
+	s.Close()
+	err := postgres.WithMigrationLock(t.Context(), cfg, func(ctx context.Context, conn *sql.Conn) error {
+		v, err := migrate.Down(ctx, conn, postgres.Migrations(), migrate.Postgres, 1)
+		if err == nil && !slices.Equal(v, []int{13}) {
+			t.Fatalf("down: %v; want [13]", v)
+		}
+		return err
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	s = open(t, cfg)
+	got, err := s.TokenByHash(t.Context(), tok.Hash)
+	if err != nil || got.Principal != "ci" || got.Role != "worker" {
+		t.Fatalf("the token after the migration: %+v, %v", got, err)
+	}
+	p, err := s.GetPrincipal(t.Context(), "ci")
+	if err != nil || p.Kind != store.PrincipalUser || len(p.Groups) != 0 || !p.Enabled() {
+		t.Fatalf("the token's principal after the migration: %+v, %v", p, err)
 	}
 }

@@ -13,16 +13,16 @@ import (
 	"github.com/hephaestus-go/hephaestus/store"
 )
 
-var _ store.Access = (*Store)(nil)
+var _ store.Admin = (*Store)(nil)
 
-// The statements of store.Access (migration 0007_access).
+// The statements of store.Admin (migrations 0007_access, 0011_principals).
 const (
-	tokenCols     = "id, name, role, hash, created_at, revoked_at, last_used_at"
+	tokenCols     = "id, name, role, hash, created_at, revoked_at, last_used_at, principal, options"
 	auditCols     = "id, at, actor, role, method, path, action, target, status, detail"
 	operationCols = "id, action, filter, reason, created_by, status, total, done, failed, errors, cursor, owner, token, " +
 		"lease_until, created_at, updated_at"
 
-	qTokenInsert = "INSERT INTO api_tokens (" + tokenCols + ") VALUES (?, ?, ?, ?, ?, NULL, NULL) ON CONFLICT DO NOTHING"
+	qTokenInsert = "INSERT INTO api_tokens (" + tokenCols + ") VALUES (?, ?, ?, ?, ?, NULL, NULL, ?, ?) ON CONFLICT DO NOTHING"
 	qTokenRevoke = "UPDATE api_tokens SET revoked_at = COALESCE(revoked_at, ?) WHERE id = ?"
 	// Writes last_used_at (?1) unless the stored one is less than
 	// store.TouchInterval (?3 microseconds) older.
@@ -49,10 +49,18 @@ func (s *Store) CreateToken(ctx context.Context, t *store.Token) error {
 	if err := t.Check(); err != nil {
 		return fmt.Errorf("create token: %w", err)
 	}
+	opts, err := json.Marshal(t.Options)
+	if err != nil {
+		return fmt.Errorf("create token: %w", err)
+	}
 	var n int64
-	err := s.withWriter(ctx, func(w *wconn) error {
+	var refusal error
+	err = s.withWriter(ctx, func(w *wconn) error {
 		return w.tx(func() error {
-			for _, a := range []driver.Value{t.ID, t.Name, t.Role, t.Hash, micros(t.CreatedAt)} {
+			if refusal = w.principalEnabled(t.Principal); refusal != nil {
+				return nil
+			}
+			for _, a := range []driver.Value{t.ID, t.Name, t.Role, t.Hash, micros(t.CreatedAt), t.Principal, string(opts)} {
 				w.arg(a)
 			}
 			var err error
@@ -62,6 +70,9 @@ func (s *Store) CreateToken(ctx context.Context, t *store.Token) error {
 	})
 	if err != nil {
 		return s.fail("create token", err)
+	}
+	if refusal != nil {
+		return fmt.Errorf("create token %q (name %q): %w", t.ID, t.Name, refusal)
 	}
 	if n == 0 {
 		return fmt.Errorf("create token %q (name %q): %w", t.ID, t.Name, store.ErrTokenExists)
@@ -73,8 +84,12 @@ func scanToken(sc scanner) (*store.Token, error) {
 	var t store.Token
 	var created int64
 	var revoked, used *int64
-	if err := sc.Scan(&t.ID, &t.Name, &t.Role, &t.Hash, &created, &revoked, &used); err != nil {
+	var opts string
+	if err := sc.Scan(&t.ID, &t.Name, &t.Role, &t.Hash, &created, &revoked, &used, &t.Principal, &opts); err != nil {
 		return nil, err
+	}
+	if err := json.Unmarshal([]byte(opts), &t.Options); err != nil {
+		return nil, fmt.Errorf("token %q: options: %w", t.ID, err)
 	}
 	t.CreatedAt, t.RevokedAt, t.LastUsedAt = fromMicros(created), fromNullMicros(revoked), fromNullMicros(used)
 	return &t, nil
@@ -133,8 +148,11 @@ func (s *Store) RevokeToken(ctx context.Context, id string, at time.Time) error 
 			w.arg(micros(at))
 			w.arg(id)
 			var err error
-			n, err = w.adhocExecN(qTokenRevoke)
-			return err
+			if n, err = w.adhocExecN(qTokenRevoke); err != nil {
+				return err
+			}
+			w.arg(id)
+			return w.adhocExec("DELETE FROM sessions WHERE token_id = ?")
 		})
 	})
 	if err != nil {

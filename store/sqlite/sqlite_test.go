@@ -42,6 +42,13 @@ func TestConformanceFile(t *testing.T) {
 	}, storetest.WithTx(beginTx))
 }
 
+func TestAdminConformance(t *testing.T) {
+	t.Parallel()
+	storetest.RunAdmin(t, func(t *testing.T) store.Admin {
+		return open(t, &Config{Path: filepath.Join(t.TempDir(), "heph.db")})
+	})
+}
+
 func TestConformanceMemory(t *testing.T) {
 	t.Parallel()
 	storetest.Run(t, func(t *testing.T) store.Store {
@@ -220,8 +227,8 @@ func TestTraceContextMigration(t *testing.T) {
 		t.Fatal(err)
 	}
 	create(s, "old")
-	if v, err := migrate.Down(t.Context(), s.writer, Migrations(), migrate.SQLite, 4); err != nil || !slices.Equal(v, []int{13, 12, 10, 9}) {
-		t.Fatalf("migrate down: %v, %v; want [13 12 10 9]", v, err)
+	if v, err := migrate.Down(t.Context(), s.writer, Migrations(), migrate.SQLite, 5); err != nil || !slices.Equal(v, []int{13, 12, 11, 10, 9}) {
+		t.Fatalf("migrate down: %v, %v; want [13 12 11 10 9]", v, err)
 	}
 	if err := s.Close(); err != nil {
 		t.Fatal(err)
@@ -272,8 +279,8 @@ func TestTaskRunAttrsMigration(t *testing.T) {
 	}
 	create(s, "old", true)
 	create(s, "old-plain", false)
-	if v, err := migrate.Down(t.Context(), s.writer, Migrations(), migrate.SQLite, 3); err != nil || !slices.Equal(v, []int{13, 12, 10}) {
-		t.Fatalf("migrate down: %v, %v; want [13 12 10]", v, err)
+	if v, err := migrate.Down(t.Context(), s.writer, Migrations(), migrate.SQLite, 4); err != nil || !slices.Equal(v, []int{13, 12, 11, 10}) {
+		t.Fatalf("migrate down: %v, %v; want [13 12 11 10]", v, err)
 	}
 	if err := s.Close(); err != nil {
 		t.Fatal(err)
@@ -437,5 +444,40 @@ func TestDecideScribbles(t *testing.T) {
 			t.Fatal(err, res)
 		}
 		scribble(res.Changes[0].Run)
+	}
+}
+
+// TestPrincipalsMigration: a database from before principals (migration
+// 11 reverted) migrates when opened: every token gets a principal named
+// after it, and keeps its role.
+func TestPrincipalsMigration(t *testing.T) {
+	t.Parallel()
+	path := filepath.Join(t.TempDir(), "heph.db")
+	now := time.Date(2030, 1, 2, 3, 4, 5, 0, time.UTC)
+	s, err := Open(t.Context(), &Config{Path: path})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.EnsurePrincipal(t.Context(), &store.EnsurePrincipalParams{Name: "ci", Now: now}); err != nil {
+		t.Fatal(err)
+	}
+	tok := &store.Token{ID: "t1", Name: "ci", Principal: "ci", Role: "worker", Hash: store.HashToken("s"), CreatedAt: now}
+	if err := s.CreateToken(t.Context(), tok); err != nil {
+		t.Fatal(err)
+	}
+	if v, err := migrate.Down(t.Context(), s.writer, Migrations(), migrate.SQLite, 1); err != nil || !slices.Equal(v, []int{11}) {
+		t.Fatalf("migrate down: %v, %v; want [11]", v, err)
+	}
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	s = open(t, &Config{Path: path})
+	got, err := s.TokenByHash(t.Context(), tok.Hash)
+	if err != nil || got.Principal != "ci" || got.Role != "worker" {
+		t.Fatalf("the token after the migration: %+v, %v", got, err)
+	}
+	p, err := s.GetPrincipal(t.Context(), "ci")
+	if err != nil || p.Kind != store.PrincipalUser || len(p.Groups) != 0 || !p.Enabled() {
+		t.Fatalf("the token's principal after the migration: %+v, %v", p, err)
 	}
 }

@@ -13,13 +13,61 @@ import (
 	"github.com/hephaestus-go/hephaestus/store"
 )
 
-// Access (store.Access): API tokens, the audit log, bulk operations.
+// Admin (store.Admin): principals, API tokens, sessions, the audit log,
+// bulk operations.
 
-func newToken(id, name string, created time.Time) *store.Token {
-	return &store.Token{ID: id, Name: name, Role: "admin", Hash: store.HashToken("secret-" + id), CreatedAt: created}
+// adminHarness is the state of one subtest of RunAdmin.
+type adminHarness struct {
+	t *testing.T
+	s store.Admin
 }
 
-func (h *harness) tokenByHash(hash string) *store.Token {
+// RunAdmin runs the conformance suite of store.Admin. newAdmin returns a
+// new, empty store for one subtest and arranges (t.Cleanup) for it to be
+// closed; subtests run in parallel.
+func RunAdmin(t *testing.T, newAdmin func(t *testing.T) store.Admin) {
+	tests := []struct {
+		name string
+		fn   func(t *testing.T, h *adminHarness)
+	}{
+		{"Principals", testPrincipals},
+		{"PrincipalValidation", testPrincipalValidation},
+		{"DisablePrincipal", testDisablePrincipal},
+		{"Sessions", testSessions},
+		{"Tokens", testTokens},
+		{"TouchToken", testTouchToken},
+		{"Audit", testAudit},
+		{"AuditLimits", testAuditLimits},
+		{"Operations", testOperations},
+		{"OperationLeases", testOperationLeases},
+		{"ConcurrentOperationClaims", testConcurrentOperationClaims},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			tc.fn(t, &adminHarness{t: t, s: newAdmin(t)})
+		})
+	}
+	t.Run("Secrets", func(t *testing.T) {
+		RunSecrets(t, func(t *testing.T) store.Secrets { return newAdmin(t) })
+	})
+}
+
+func newToken(id, name string, created time.Time) *store.Token {
+	return &store.Token{ID: id, Name: name, Principal: "p", Role: "admin", Hash: store.HashToken("secret-" + id), CreatedAt: created}
+}
+
+// principal ensures a principal exists (for the tokens of a test).
+func (h *adminHarness) principal(name string, groups ...string) *store.Principal {
+	h.t.Helper()
+	p, err := h.s.EnsurePrincipal(h.t.Context(), &store.EnsurePrincipalParams{Name: name, Groups: groups, Now: at(0)})
+	if err != nil {
+		h.t.Fatalf("EnsurePrincipal %q: %v", name, err)
+	}
+	return p
+}
+
+func (h *adminHarness) tokenByHash(hash string) *store.Token {
 	h.t.Helper()
 	tok, err := h.s.TokenByHash(h.t.Context(), hash)
 	if err != nil {
@@ -31,9 +79,11 @@ func (h *harness) tokenByHash(hash string) *store.Token {
 // Tokens: create and read back, the name unique among active tokens,
 // revocation (kept at its first time) frees the name, lookup by hash
 // finds revoked tokens too, the list by creation time.
-func testTokens(t *testing.T, h *harness) {
+func testTokens(t *testing.T, h *adminHarness) {
 	ctx := t.Context()
+	h.principal("p")
 	a := newToken("t1", "ci", at(time.Second))
+	a.Options = store.TokenOptions{Queues: []string{"q1", "q2"}, Handlers: []string{"h"}, ActAs: true}
 	if err := h.s.CreateToken(ctx, a); err != nil {
 		t.Fatalf("CreateToken: %v", err)
 	}
@@ -44,19 +94,20 @@ func testTokens(t *testing.T, h *harness) {
 	for what, tok := range map[string]*store.Token{
 		"the active name": newToken("t2", "ci", at(2*time.Second)),
 		"the id":          newToken("t1", "other", at(2*time.Second)),
-		"the hash":        {ID: "t3", Name: "other", Role: "read", Hash: a.Hash, CreatedAt: at(2 * time.Second)},
+		"the hash":        {ID: "t3", Name: "other", Principal: "p", Role: "read", Hash: a.Hash, CreatedAt: at(2 * time.Second)},
 	} {
 		if err := h.s.CreateToken(ctx, tok); !errors.Is(err, store.ErrTokenExists) {
 			t.Errorf("CreateToken with %s of a stored token: %v, want ErrTokenExists", what, err)
 		}
 	}
 	for what, mut := range map[string]func(*store.Token){
-		"empty id":   func(t *store.Token) { t.ID = "" },
-		"empty name": func(t *store.Token) { t.Name = "" },
-		"empty role": func(t *store.Token) { t.Role = "" },
-		"empty hash": func(t *store.Token) { t.Hash = "" },
-		"no time":    func(t *store.Token) { t.CreatedAt = time.Time{} },
-		"revoked":    func(t *store.Token) { t.RevokedAt = at(0) },
+		"empty id":        func(t *store.Token) { t.ID = "" },
+		"empty name":      func(t *store.Token) { t.Name = "" },
+		"empty role":      func(t *store.Token) { t.Role = "" },
+		"empty principal": func(t *store.Token) { t.Principal = "" },
+		"empty hash":      func(t *store.Token) { t.Hash = "" },
+		"no time":         func(t *store.Token) { t.CreatedAt = time.Time{} },
+		"revoked":         func(t *store.Token) { t.RevokedAt = at(0) },
 	} {
 		tok := newToken("bad", "bad", at(0))
 		mut(tok)
@@ -105,8 +156,9 @@ func testTokens(t *testing.T, h *harness) {
 
 // TouchToken writes a use only when it is more than store.TouchInterval
 // after the stored one.
-func testTouchToken(t *testing.T, h *harness) {
+func testTouchToken(t *testing.T, h *adminHarness) {
 	ctx := t.Context()
+	h.principal("p")
 	tok := newToken("t1", "ci", at(0))
 	if err := h.s.CreateToken(ctx, tok); err != nil {
 		t.Fatalf("CreateToken: %v", err)
@@ -143,7 +195,7 @@ func testTouchToken(t *testing.T, h *harness) {
 	}
 }
 
-func (h *harness) listAudit(p store.ListAuditParams) []*store.AuditEntry {
+func (h *adminHarness) listAudit(p store.ListAuditParams) []*store.AuditEntry {
 	h.t.Helper()
 	out, err := h.s.ListAudit(h.t.Context(), &p)
 	if err != nil {
@@ -162,7 +214,7 @@ func auditIDs(es []*store.AuditEntry) []int64 {
 
 // The audit log: ids increase, lists are newest first, pages continue
 // with Before, filters combine.
-func testAudit(t *testing.T, h *harness) {
+func testAudit(t *testing.T, h *adminHarness) {
 	ctx := t.Context()
 	if got := h.listAudit(store.ListAuditParams{}); len(got) != 0 {
 		t.Fatalf("ListAudit of an empty log: %+v", got)
@@ -233,7 +285,7 @@ func testAudit(t *testing.T, h *harness) {
 }
 
 // The limits of ListAudit: 100 by default, at most 1000.
-func testAuditLimits(t *testing.T, h *harness) {
+func testAuditLimits(t *testing.T, h *adminHarness) {
 	const n = 1003
 	for i := range n {
 		if err := h.s.AppendAudit(t.Context(), &store.AuditEntry{At: at(time.Duration(i)), Actor: "a", Action: "x"}); err != nil {
@@ -259,14 +311,14 @@ func newOperation(id string, created time.Time) *store.Operation {
 	}
 }
 
-func (h *harness) createOperation(op *store.Operation) {
+func (h *adminHarness) createOperation(op *store.Operation) {
 	h.t.Helper()
 	if err := h.s.CreateOperation(h.t.Context(), op); err != nil {
 		h.t.Fatalf("CreateOperation %s: %v", op.ID, err)
 	}
 }
 
-func (h *harness) getOperation(id string) *store.Operation {
+func (h *adminHarness) getOperation(id string) *store.Operation {
 	h.t.Helper()
 	op, err := h.s.GetOperation(h.t.Context(), id)
 	if err != nil {
@@ -275,7 +327,7 @@ func (h *harness) getOperation(id string) *store.Operation {
 	return op
 }
 
-func (h *harness) claimOperation(owner string, leaseFor time.Duration, now time.Time) *store.Operation {
+func (h *adminHarness) claimOperation(owner string, leaseFor time.Duration, now time.Time) *store.Operation {
 	h.t.Helper()
 	op, err := h.s.ClaimOperation(h.t.Context(), &store.ClaimOperationParams{Owner: owner, LeaseFor: leaseFor, Now: now})
 	if err != nil {
@@ -295,7 +347,7 @@ func operationIDs(ops []*store.Operation) []string {
 // Operations: create (pending, whatever the caller's status and lease),
 // read back, refuse a second create and bad fields; list newest first in
 // pages.
-func testOperations(t *testing.T, h *harness) {
+func testOperations(t *testing.T, h *adminHarness) {
 	ctx := t.Context()
 	in := newOperation("op1", at(time.Second))
 	in.Status, in.Owner, in.Token, in.LeaseUntil = store.OperationRunning, "someone", 7, at(time.Hour)
@@ -372,7 +424,7 @@ func testOperations(t *testing.T, h *harness) {
 
 // Claims take the oldest claimable operation (pending, or running with an
 // ended lease), fence saves by (owner, token), and saves record progress.
-func testOperationLeases(t *testing.T, h *harness) {
+func testOperationLeases(t *testing.T, h *adminHarness) {
 	ctx := t.Context()
 	if op := h.claimOperation("s1", time.Minute, at(0)); op != nil {
 		t.Fatalf("ClaimOperation with no operations: %+v", op)
@@ -484,7 +536,7 @@ func testOperationLeases(t *testing.T, h *harness) {
 
 // Claimers racing over the operations never get the same one, and
 // together get all of them.
-func testConcurrentOperationClaims(t *testing.T, h *harness) {
+func testConcurrentOperationClaims(t *testing.T, h *adminHarness) {
 	const ops = 40
 	for i := range ops {
 		h.createOperation(newOperation(fmt.Sprintf("op%02d", i), at(time.Duration(i%5)*time.Second)))

@@ -138,13 +138,6 @@ func Run(t *testing.T, newStore func(t *testing.T) store.Store, opts ...Option) 
 		{"QueueFairness", testQueueFairness},
 		{"QueueConcurrentClaims", testQueueConcurrentClaims},
 		{"QueueManyKeys", testQueueManyKeys},
-		{"Tokens", testTokens},
-		{"TouchToken", testTouchToken},
-		{"Audit", testAudit},
-		{"AuditLimits", testAuditLimits},
-		{"Operations", testOperations},
-		{"OperationLeases", testOperationLeases},
-		{"ConcurrentOperationClaims", testConcurrentOperationClaims},
 		{"TraceContext", testTraceContext},
 	}
 	tests = append(tests, txTests(&c)...)

@@ -12,8 +12,18 @@ import (
 	"github.com/hephaestus-go/hephaestus/hephtype"
 )
 
-// Errors of API tokens and bulk operations.
+// Errors of principals, API tokens, sessions and bulk operations.
 var (
+	// ErrPrincipalNotFound: no principal has the given name.
+	ErrPrincipalNotFound = errors.New("principal not found")
+	// ErrPrincipalDisabled: the principal was disabled; it gets no new
+	// tokens or sessions.
+	ErrPrincipalDisabled = errors.New("principal disabled")
+	// ErrSessionNotFound: no session has the given hash (it expired and
+	// was pruned, was signed out, or never existed).
+	ErrSessionNotFound = errors.New("session not found")
+	// ErrSessionExists: a create names a session hash that is stored.
+	ErrSessionExists = errors.New("a session with this hash exists")
 	// ErrTokenNotFound: no token has the given id or hash.
 	ErrTokenNotFound = errors.New("token not found")
 	// ErrTokenExists: a create names a token id or hash that is stored, or
@@ -25,21 +35,35 @@ var (
 	ErrOperationExists = errors.New("an operation with this id exists")
 )
 
-// Access keeps what an API server shares with the other servers on the
-// same database: API tokens (hashed), the audit log of mutating calls, and
-// bulk operations (cancel or retry every run that matches a filter), whose
-// progress any server can pick up when the one that ran it dies.
+// Admin is the administration seam: what an API server shares with the
+// other servers on the same database, apart from the engine's Store:
+// principals (the users and services that call the API), their API
+// tokens (hashed) and dashboard sessions (hashed), the audit log of
+// mutating calls, and bulk operations (cancel or retry every run that
+// matches a filter), whose progress any server can pick up when the one
+// that ran it dies. Both backends' *Store implement it besides Store;
+// the conformance suite is storetest.RunAdmin.
 //
-// The tables (PostgreSQL migration 0009_access, SQLite 0007_access):
+// The tables (PostgreSQL migrations 0009_access and 0013_principals,
+// SQLite 0007_access and 0011_principals):
 //
-//   - api_tokens: one row per token, by id; the hex SHA-256 of its secret
-//     is unique, and so is the name among active tokens. Revoked tokens
-//     stay (with their revocation time) until deleted by hand.
+//   - principals: one row per principal, by its unique name.
+//   - api_tokens: one row per token, by id, naming its principal; the hex
+//     SHA-256 of its secret is unique, and so is the name among active
+//     tokens. Revoked tokens stay (with their revocation time) until
+//     deleted by hand.
+//   - sessions: one row per dashboard session, by the hex SHA-256 of its
+//     secret, until it expires (pruned) or is deleted.
 //   - audit_log: append-only, by an increasing id.
 //   - operations: one row per bulk operation, by id, with its lease.
 //
 // PruneRuns (retention) touches none of them.
-type Access interface {
+type Admin interface {
+	// Principals keeps principals and sessions (principal.go).
+	Principals
+	// Secrets keeps the named secrets, sealed by the caller (secrets.go).
+	Secrets
+
 	// CreateToken stores a new token, or returns ErrTokenExists when its
 	// ID or Hash is stored, or an active token has its Name. The caller
 	// sets every field but LastUsedAt and RevokedAt (which must be zero).
@@ -50,7 +74,8 @@ type Access interface {
 	// ListTokens returns every token, revoked ones too, by CreatedAt then
 	// ID.
 	ListTokens(ctx context.Context) ([]*Token, error)
-	// RevokeToken marks a token revoked at a time, or returns
+	// RevokeToken marks a token revoked at a time and deletes the
+	// sessions signed in with it (Session.TokenID), or returns
 	// ErrTokenNotFound. Revoking it again keeps the first time.
 	RevokeToken(ctx context.Context, id string, at time.Time) error
 	// TouchToken records that a token was used at a time. It writes only
@@ -95,9 +120,17 @@ type Access interface {
 type Token struct {
 	ID   string
 	Name string
-	// Role is the token's role ("admin", "worker", "read"; opaque to the
-	// store).
+	// Principal is the name of the principal the token belongs to (who
+	// calls with it). Required; CreateToken refuses a principal that does
+	// not exist (ErrPrincipalNotFound) or is disabled
+	// (ErrPrincipalDisabled).
+	Principal string
+	// Role is the token's role ("admin", "operator", "approver",
+	// "worker", "read"; opaque to the store).
 	Role string
+	// Options limit or widen what the token may do (opaque to the store
+	// but for their encoding).
+	Options TokenOptions
 	// Hash is the lower-case hex SHA-256 of the secret.
 	Hash      string
 	CreatedAt time.Time
@@ -119,6 +152,17 @@ func HashToken(secret string) string {
 // must be for TouchToken to write it.
 const TouchInterval = time.Minute
 
+// TokenOptions are a token's options beyond its role.
+type TokenOptions struct {
+	// Queues and Handlers limit a worker token's claims to these queues
+	// and these handlers; empty: any.
+	Queues   []string `json:"queues,omitempty"`
+	Handlers []string `json:"handlers,omitempty"`
+	// ActAs lets the token start runs on behalf of another user (the
+	// start's on_behalf_of).
+	ActAs bool `json:"act_as,omitempty"`
+}
+
 // Active reports whether the token is not revoked.
 func (t *Token) Active() bool { return t.RevokedAt.IsZero() }
 
@@ -131,6 +175,8 @@ func (t *Token) Check() error {
 		return fmt.Errorf("%w: token id is %d bytes long, more than %d", hephtype.ErrInvalidInput, len(t.ID), maxAccessIDLength)
 	case t.Name == "":
 		return fmt.Errorf("%w: token %q: name is empty", hephtype.ErrInvalidInput, t.ID)
+	case t.Principal == "":
+		return fmt.Errorf("%w: token %q: principal is empty", hephtype.ErrInvalidInput, t.ID)
 	case t.Role == "":
 		return fmt.Errorf("%w: token %q: role is empty", hephtype.ErrInvalidInput, t.ID)
 	case t.Hash == "":
@@ -148,8 +194,8 @@ type AuditEntry struct {
 	// ID is assigned by AppendAudit, increasing.
 	ID int64
 	At time.Time
-	// Actor is the name of the caller's token ("insecure" without auth),
-	// Role its role.
+	// Actor is the name of the caller's principal ("insecure" without
+	// auth), Role its role.
 	Actor, Role string
 	// Method and Path are the HTTP request's.
 	Method, Path string
