@@ -61,6 +61,39 @@ func compile(d *Document, reg *Registry, c *errs) (*flow.Flow, error) {
 	if reg == nil {
 		reg = NewRegistry()
 	}
+	k := newCompiler(d, reg, c)
+	k.setStart()
+	// Edges, and the graph for the ancestor checks of templates.
+	for _, s := range d.steps {
+		k.route(s)
+	}
+	// Actions, arguments, templates and conditions.
+	var pending []pendingRef
+	for _, s := range d.steps {
+		pending = k.checkStep(s, pending)
+	}
+	c.refsLead(d, k.preds, pending)
+	k.recordGates()
+	if c.err() != nil {
+		return nil, c.err()
+	}
+	return k.build()
+}
+
+// compiler is the state of one document's compilation: the builder it
+// fills, the steps' runtimes, and the graph of its edges.
+type compiler struct {
+	d        *Document
+	reg      *Registry
+	c        *errs
+	b        *flow.Builder
+	stepList string              // the steps' names, for fixes
+	preds    map[string][]string // the steps each step is routed from
+	rts      map[string]*stepRT
+}
+
+// newCompiler starts the builder with the document's flow-wide settings.
+func newCompiler(d *Document, reg *Registry, c *errs) *compiler {
 	b := flow.New(d.name).Version(d.version)
 	if d.key != "" {
 		b.BusinessKey(d.key, d.scope)
@@ -76,218 +109,287 @@ func compile(d *Document, reg *Registry, c *errs) (*flow.Flow, error) {
 	}
 	b.Defaults(optionsOf(d.defaults)...)
 	names := make([]string, len(d.steps))
+	rts := make(map[string]*stepRT, len(d.steps))
 	for i, s := range d.steps {
 		names[i] = s.name
+		rts[s.name] = &stepRT{doc: s}
 	}
-	stepList := strings.Join(names, ", ")
-	known := func(t string) bool { return t == flow.Done || d.byName[t] != nil }
+	return &compiler{d: d, reg: reg, c: c, b: b, stepList: strings.Join(names, ", "), preds: map[string][]string{}, rts: rts}
+}
+
+// known reports whether t names a step or done.
+func (k *compiler) known(t string) bool { return t == flow.Done || k.d.byName[t] != nil }
+
+// setStart sets the start step: the one the document names, or its first.
+func (k *compiler) setStart() {
+	d := k.d
 	start := d.start
 	if start == "" && len(d.steps) > 0 {
 		start = d.steps[0].name
 	}
-	if d.start != "" && !known(d.start) {
-		c.add(d.startNode, "start", "name one of the steps: "+stepList, "unknown step %q", d.start)
+	if d.start != "" && !k.known(d.start) {
+		k.c.add(d.startNode, "start", "name one of the steps: "+k.stepList, "unknown step %q", d.start)
 	} else if start != "" {
-		b.Start(start)
+		k.b.Start(start)
 	}
-	// Edges, and the graph for the ancestor checks of templates.
-	preds := map[string][]string{}
-	edge := func(from, event string, to []string, n *node, path string) {
-		var ok []string
-		for _, t := range to {
-			if !known(t) {
-				c.add(n, path, "name one of the steps ("+stepList+") or done", "unknown step %q", t)
-				continue
-			}
-			ok = append(ok, t)
-			preds[t] = append(preds[t], from)
+}
+
+// edge routes event of step from to the steps to, those that exist, and
+// records them in the graph.
+func (k *compiler) edge(from, event string, to []string, n *node, path string) {
+	var ok []string
+	for _, t := range to {
+		if !k.known(t) {
+			k.c.add(n, path, "name one of the steps ("+k.stepList+") or done", "unknown step %q", t)
+			continue
 		}
-		if len(ok) > 0 {
-			b.Edge(from, event, ok...)
-		}
+		ok = append(ok, t)
+		k.preds[t] = append(k.preds[t], from)
 	}
-	rts := map[string]*stepRT{}
-	for _, s := range d.steps {
-		rt := &stepRT{doc: s}
-		rts[s.name] = rt
-		okEv := flow.EventOK
-		if s.approval == nil && s.wait != nil && len(s.wait.events) > 0 && !slices.Contains(s.wait.events, okEv) && (len(s.next) > 0 || len(s.parallel) > 0 || s.join != "" || s.done) {
-			c.add(s.nextN, s.path, "route the wait's events with on: {<event>: <step>}", "the wait declares events %s, so next (parallel, join, done) routes nothing", strings.Join(s.wait.events, ", "))
+	if len(ok) > 0 {
+		k.b.Edge(from, event, ok...)
+	}
+}
+
+// routesOK reports whether the step routes its event ok with next,
+// parallel, join or done.
+func routesOK(s *stepDoc) bool {
+	return len(s.next) > 0 || len(s.parallel) > 0 || s.join != "" || s.done
+}
+
+// route adds the edges of step s: its ok route, its branch cases and its
+// on routes; it sets the events the step emits.
+func (k *compiler) route(s *stepDoc) {
+	rt := k.rts[s.name]
+	okEv := flow.EventOK
+	if s.approval == nil && s.wait != nil && len(s.wait.events) > 0 && !slices.Contains(s.wait.events, okEv) && routesOK(s) {
+		k.c.add(s.nextN, s.path, "route the wait's events with on: {<event>: <step>}", "the wait declares events %s, so next (parallel, join, done) routes nothing", strings.Join(s.wait.events, ", "))
+	}
+	switch {
+	case len(s.next) > 0:
+		k.edge(s.name, okEv, s.next, s.nextN, join(s.path, "next"))
+	case len(s.parallel) > 0:
+		k.edge(s.name, okEv, s.parallel, s.nextN, join(s.path, "parallel"))
+	case s.join != "":
+		k.edge(s.name, okEv, []string{s.join}, s.nextN, join(s.path, "join"))
+	case s.done:
+		k.edge(s.name, okEv, []string{flow.Done}, s.key, join(s.path, "done"))
+	}
+	for i, bc := range s.branch {
+		ev := BranchEvent(i)
+		p := join(bc.path, "then")
+		if bc.isElse {
+			ev, p = ElseEvent, join(bc.path, "else")
 		}
-		switch {
-		case len(s.next) > 0:
-			edge(s.name, okEv, s.next, s.nextN, join(s.path, "next"))
-		case len(s.parallel) > 0:
-			edge(s.name, okEv, s.parallel, s.nextN, join(s.path, "parallel"))
-		case s.join != "":
-			edge(s.name, okEv, []string{s.join}, s.nextN, join(s.path, "join"))
-		case s.done:
-			edge(s.name, okEv, []string{flow.Done}, s.key, join(s.path, "done"))
-		}
-		for i, bc := range s.branch {
-			ev := BranchEvent(i)
-			p := join(bc.path, "then")
-			if bc.isElse {
-				ev, p = ElseEvent, join(bc.path, "else")
-			}
-			rt.events = append(rt.events, ev)
-			edge(s.name, ev, bc.then, bc.thenN, p)
-		}
-		if s.wait != nil {
-			rt.events = s.wait.events
-			if len(rt.events) == 0 {
-				rt.events = []string{flow.EventOK}
-			}
-		}
-		allowed := append([]string{flow.EventFailed}, rt.events...)
+		rt.events = append(rt.events, ev)
+		k.edge(s.name, ev, bc.then, bc.thenN, p)
+	}
+	if s.wait != nil {
+		rt.events = s.wait.events
 		if len(rt.events) == 0 {
-			allowed = append(allowed, flow.EventOK)
+			rt.events = []string{flow.EventOK}
 		}
-		if s.wait != nil && s.wait.timeout > 0 {
-			if s.approval != nil {
-				allowed = append(allowed, EventExpired)
-			} else {
-				allowed = append(allowed, flow.EventTimeout)
-			}
-		}
-		for _, r := range s.on {
-			if !slices.Contains(allowed, r.event) {
-				c.add(r.n, join(s.path, "on."+r.event), "route one of the step's events: "+strings.Join(allowed, ", "), "the step never emits the event %q", r.event)
-				continue
-			}
-			if r.event == flow.EventOK && (len(s.next) > 0 || len(s.parallel) > 0 || s.join != "" || s.done) {
-				c.add(r.n, join(s.path, "on.ok"), "route ok either with next (parallel, join, done) or with on.ok", "the event \"ok\" is routed twice")
-				continue
-			}
-			ev := r.event
-			if s.approval != nil && ev == EventExpired {
-				ev = flow.EventTimeout // the deadline is the wait's timeout
-			}
-			edge(s.name, ev, r.to, r.n, join(s.path, "on."+r.event))
-		}
+	}
+	k.routeOn(s, allowedEvents(s, rt.events))
+	if s.approval != nil {
+		checkGate(k.c, s)
+	} else if s.wait != nil && s.wait.timeout > 0 && !slices.ContainsFunc(s.on, func(r route) bool { return r.event == flow.EventTimeout }) {
+		k.c.add(s.key, join(s.path, "on"), "add on: {timeout: <step or done>}", "the wait has a timeout, but nothing routes its event \"timeout\"")
+	}
+}
+
+// allowedEvents lists the events a step with the given declared events
+// (branch cases, a wait's) may route with on: failed, those events or
+// ok, and the end of a wait's timeout (expired for an approval gate).
+func allowedEvents(s *stepDoc, events []string) []string {
+	allowed := append([]string{flow.EventFailed}, events...)
+	if len(events) == 0 {
+		allowed = append(allowed, flow.EventOK)
+	}
+	if s.wait != nil && s.wait.timeout > 0 {
 		if s.approval != nil {
-			checkGate(c, s)
-		} else if s.wait != nil && s.wait.timeout > 0 && !slices.ContainsFunc(s.on, func(r route) bool { return r.event == flow.EventTimeout }) {
-			c.add(s.key, join(s.path, "on"), "add on: {timeout: <step or done>}", "the wait has a timeout, but nothing routes its event \"timeout\"")
+			allowed = append(allowed, EventExpired)
+		} else {
+			allowed = append(allowed, flow.EventTimeout)
 		}
 	}
-	// Actions, arguments, templates and conditions.
-	var pending []pendingRef
-	for _, s := range d.steps {
-		rt := rts[s.name]
-		if s.action != "" {
-			a, err := reg.Lookup(s.action)
-			if err != nil {
-				fix := "register it with flowdoc.RegisterAction, or use one of: " + strings.Join(reg.Names(), ", ")
-				if len(reg.Names()) == 0 {
-					fix = "register it with flowdoc.RegisterAction before compiling"
-				}
-				c.add(s.actionN, join(s.path, "action"), fix, "unknown action %q", s.action)
-			}
-			rt.action = a
+	return allowed
+}
+
+// routeOn adds the edges of the step's on routes, each of an event in
+// allowed and not routed otherwise.
+func (k *compiler) routeOn(s *stepDoc, allowed []string) {
+	for _, r := range s.on {
+		if !slices.Contains(allowed, r.event) {
+			k.c.add(r.n, join(s.path, "on."+r.event), "route one of the step's events: "+strings.Join(allowed, ", "), "the step never emits the event %q", r.event)
+			continue
 		}
-		if s.over != "" {
-			if _, _, ok := mapSource(s.over); !ok {
-				c.add(s.overN, join(s.path, "map"), "write input, input.<field>, steps.<step>.output or steps.<step>.output.<field>", "%q is not an array expression", s.over)
-			} else if st, _, _ := mapSource(s.over); st != "" && d.byName[st] == nil {
-				c.add(s.overN, join(s.path, "map"), "name one of the steps: "+stepList, "%q reads unknown step %q", s.over, st)
-			}
+		if r.event == flow.EventOK && routesOK(s) {
+			k.c.add(r.n, join(s.path, "on.ok"), "route ok either with next (parallel, join, done) or with on.ok", "the event \"ok\" is routed twice")
+			continue
 		}
-		var refs []refAt
-		if s.args != nil {
-			rt.args = compileValue(s.args, join(s.path, "args"), c, &refs)
-			if rt.action != nil && rt.action.Params != nil {
-				params := make([]string, 0, len(rt.action.Params))
-				for p := range rt.action.Params {
-					params = append(params, p)
-				}
-				slices.Sort(params)
-				for i, k := range s.args.keys {
-					check, ok := rt.action.Params[k.value]
-					p := join(s.path, "args."+k.value)
-					if !ok {
-						c.add(k, p, "pass only the action's arguments: "+strings.Join(params, ", "), "action %q takes no argument %q", s.action, k.value)
-						continue
-					}
-					v := rt.args.obj[k.value]
-					if check != nil && v.static() {
-						lit, _ := v.resolve(&scope{})
-						j, _ := json.Marshal(lit)
-						if err := check(j); err != nil {
-							c.add(s.args.vals[i], p, "pass a value of the argument's type", "action %q does not accept %s for %q: %v", s.action, j, k.value, err)
-						}
-					}
-				}
-			}
+		ev := r.event
+		if s.approval != nil && ev == EventExpired {
+			ev = flow.EventTimeout // the deadline is the wait's timeout
 		}
-		for _, bc := range s.branch {
-			if bc.isElse {
-				rt.conds = append(rt.conds, nil)
-				continue
-			}
-			cond, err := compileCondition(bc.cond)
-			if err != nil {
-				c.add(bc.condN, join(bc.path, "if"), "write a CEL expression over input, steps.<step>.output, result and run that gives a boolean, e.g. result == true", "the condition %q does not compile: %v", bc.cond, err)
-				rt.conds = append(rt.conds, nil)
-				continue
-			}
-			rt.conds = append(rt.conds, cond)
-			for _, st := range cond.steps {
-				refs = append(refs, refAt{r: &ref{text: "steps." + st, root: "steps", step: st}, n: bc.condN, path: join(bc.path, "if")})
-			}
-		}
-		for _, r := range refs {
-			switch {
-			case r.r.root == "secret":
-				checkSecretRef(c, s.name, rt.action, join(s.path, "args"), r)
-			case r.r.root == "item" && s.over == "":
-				c.add(r.n, r.path, "use item only in a step with map, or read input or steps.<step>.output", "{{%s}}: item exists only in map steps", r.r.text)
-			case r.r.root == "steps":
-				if d.byName[r.r.step] == nil {
-					c.add(r.n, r.path, "name one of the steps: "+stepList, "%s reads unknown step %q", r.r.text, r.r.step)
-				} else {
-					// Whether the step leads here is asked of all
-					// references at once, below.
-					pending = append(pending, pendingRef{ref: r, step: s, rt: rt, at: len(c.list)})
-				}
+		k.edge(s.name, ev, r.to, r.n, join(s.path, "on."+r.event))
+	}
+}
+
+// checkStep resolves the action of step s and checks its map expression,
+// arguments, conditions and the references of its templates. It returns
+// pending with the references whose step must lead to s appended.
+func (k *compiler) checkStep(s *stepDoc, pending []pendingRef) []pendingRef {
+	rt := k.rts[s.name]
+	k.lookupAction(s, rt)
+	k.checkMap(s)
+	var refs []refAt
+	if s.args != nil {
+		rt.args = compileValue(s.args, join(s.path, "args"), k.c, &refs)
+		k.checkArgs(s, rt)
+	}
+	refs = k.compileConds(s, rt, refs)
+	for _, r := range refs {
+		switch {
+		case r.r.root == "secret":
+			checkSecretRef(k.c, s.name, rt.action, join(s.path, "args"), r)
+		case r.r.root == "item" && s.over == "":
+			k.c.add(r.n, r.path, "use item only in a step with map, or read input or steps.<step>.output", "{{%s}}: item exists only in map steps", r.r.text)
+		case r.r.root == "steps":
+			if k.d.byName[r.r.step] == nil {
+				k.c.add(r.n, r.path, "name one of the steps: "+k.stepList, "%s reads unknown step %q", r.r.text, r.r.step)
+			} else {
+				// Whether the step leads here is asked of all
+				// references at once, by refsLead.
+				pending = append(pending, pendingRef{ref: r, step: s, rt: rt, at: len(k.c.list)})
 			}
 		}
 	}
-	c.refsLead(d, preds, pending)
-	if gates := gatesOf(d); gates != nil {
-		if _, taken := d.metadata[GatesKey]; taken {
-			v, _ := d.root.get("metadata")
-			c.add(v, "metadata."+GatesKey, "rename the key: the compiler records the document's approval gates under it", "the metadata key %q is reserved", GatesKey)
-		}
-		b.Metadata(map[string]any{GatesKey: gates})
+	return pending
+}
+
+// lookupAction finds the step's action in the registry.
+func (k *compiler) lookupAction(s *stepDoc, rt *stepRT) {
+	if s.action == "" {
+		return
 	}
-	if c.err() != nil {
-		return nil, c.err()
-	}
-	for _, s := range d.steps {
-		addStep(b, rts[s.name], c)
-	}
-	f, err := b.Build()
+	a, err := k.reg.Lookup(s.action)
 	if err != nil {
-		for _, ve := range flow.ValidationErrors(err) {
-			var at *node
-			path := "(document)"
-			if len(ve.Steps) > 0 && d.byName[ve.Steps[0]] != nil {
-				s := d.byName[ve.Steps[0]]
-				at, path = s.key, s.path
-			} else if ve.Rule == flow.RuleInvalidName || ve.Rule == flow.RuleInvalidBusinessK || ve.Rule == flow.RuleInvalidMetadata {
-				if v, _ := d.root.get("name"); v != nil && ve.Rule == flow.RuleInvalidName {
-					at, path = v, "name"
-				}
-			}
-			c.add(at, path, fixOf(ve.Rule), "%s", ve.Message)
+		fix := "register it with flowdoc.RegisterAction, or use one of: " + strings.Join(k.reg.Names(), ", ")
+		if len(k.reg.Names()) == 0 {
+			fix = "register it with flowdoc.RegisterAction before compiling"
 		}
-		if len(flow.ValidationErrors(err)) == 0 {
-			c.add(nil, "(document)", "", "%v", err)
-		}
-		return nil, c.err()
+		k.c.add(s.actionN, join(s.path, "action"), fix, "unknown action %q", s.action)
 	}
-	return f, nil
+	rt.action = a
+}
+
+// checkMap checks the step's map expression and the step it reads.
+func (k *compiler) checkMap(s *stepDoc) {
+	if s.over == "" {
+		return
+	}
+	if _, _, ok := mapSource(s.over); !ok {
+		k.c.add(s.overN, join(s.path, "map"), "write input, input.<field>, steps.<step>.output or steps.<step>.output.<field>", "%q is not an array expression", s.over)
+	} else if st, _, _ := mapSource(s.over); st != "" && k.d.byName[st] == nil {
+		k.c.add(s.overN, join(s.path, "map"), "name one of the steps: "+k.stepList, "%q reads unknown step %q", s.over, st)
+	}
+}
+
+// checkArgs checks the step's arguments against its action's parameters:
+// each must be one, and a literal value must pass the parameter's check.
+func (k *compiler) checkArgs(s *stepDoc, rt *stepRT) {
+	if rt.action == nil || rt.action.Params == nil {
+		return
+	}
+	params := make([]string, 0, len(rt.action.Params))
+	for p := range rt.action.Params {
+		params = append(params, p)
+	}
+	slices.Sort(params)
+	for i, key := range s.args.keys {
+		check, ok := rt.action.Params[key.value]
+		p := join(s.path, "args."+key.value)
+		if !ok {
+			k.c.add(key, p, "pass only the action's arguments: "+strings.Join(params, ", "), "action %q takes no argument %q", s.action, key.value)
+			continue
+		}
+		v := rt.args.obj[key.value]
+		if check != nil && v.static() {
+			lit, _ := v.resolve(&scope{})
+			j, _ := json.Marshal(lit)
+			if err := check(j); err != nil {
+				k.c.add(s.args.vals[i], p, "pass a value of the argument's type", "action %q does not accept %s for %q: %v", s.action, j, key.value, err)
+			}
+		}
+	}
+}
+
+// compileConds compiles the conditions of the step's branch cases (nil
+// for else, and for one that does not compile) and returns refs with the
+// steps they read appended.
+func (k *compiler) compileConds(s *stepDoc, rt *stepRT, refs []refAt) []refAt {
+	for _, bc := range s.branch {
+		if bc.isElse {
+			rt.conds = append(rt.conds, nil)
+			continue
+		}
+		cond, err := compileCondition(bc.cond)
+		if err != nil {
+			k.c.add(bc.condN, join(bc.path, "if"), "write a CEL expression over input, steps.<step>.output, result and run that gives a boolean, e.g. result == true", "the condition %q does not compile: %v", bc.cond, err)
+			rt.conds = append(rt.conds, nil)
+			continue
+		}
+		rt.conds = append(rt.conds, cond)
+		for _, st := range cond.steps {
+			refs = append(refs, refAt{r: &ref{text: "steps." + st, root: "steps", step: st}, n: bc.condN, path: join(bc.path, "if")})
+		}
+	}
+	return refs
+}
+
+// recordGates records the document's approval gates in the flow's
+// metadata, under a key the document may not use itself.
+func (k *compiler) recordGates() {
+	gates := gatesOf(k.d)
+	if gates == nil {
+		return
+	}
+	if _, taken := k.d.metadata[GatesKey]; taken {
+		v, _ := k.d.root.get("metadata")
+		k.c.add(v, "metadata."+GatesKey, "rename the key: the compiler records the document's approval gates under it", "the metadata key %q is reserved", GatesKey)
+	}
+	k.b.Metadata(map[string]any{GatesKey: gates})
+}
+
+// build adds the steps and builds the flow, reporting the builder's
+// validation errors at the steps (or the name) they concern.
+func (k *compiler) build() (*flow.Flow, error) {
+	d, c := k.d, k.c
+	for _, s := range d.steps {
+		addStep(k.b, k.rts[s.name], c)
+	}
+	f, err := k.b.Build()
+	if err == nil {
+		return f, nil
+	}
+	for _, ve := range flow.ValidationErrors(err) {
+		var at *node
+		path := "(document)"
+		if len(ve.Steps) > 0 && d.byName[ve.Steps[0]] != nil {
+			s := d.byName[ve.Steps[0]]
+			at, path = s.key, s.path
+		} else if ve.Rule == flow.RuleInvalidName || ve.Rule == flow.RuleInvalidBusinessK || ve.Rule == flow.RuleInvalidMetadata {
+			if v, _ := d.root.get("name"); v != nil && ve.Rule == flow.RuleInvalidName {
+				at, path = v, "name"
+			}
+		}
+		c.add(at, path, fixOf(ve.Rule), "%s", ve.Message)
+	}
+	if len(flow.ValidationErrors(err)) == 0 {
+		c.add(nil, "(document)", "", "%v", err)
+	}
+	return nil, c.err()
 }
 
 // fixOf names the remedy of a flow validation rule; the builder's message

@@ -252,131 +252,219 @@ func (p *Pool) Stop(ctx context.Context) {
 func (p *Pool) claimLoop(w *running, queue string, concurrency int) {
 	p.cfg.Telemetry.Emit(telemetry.Event{Kind: telemetry.WorkerStarted, Queue: queue})
 	defer p.cfg.Telemetry.Emit(telemetry.Event{Kind: telemetry.WorkerStopped, Queue: queue})
-	slots := make(chan struct{}, concurrency)
-	free := make(chan struct{}, 1)
-	p.wakeMu.Lock()
-	wake := p.wakes[queue]
-	p.wakeMu.Unlock()
-	backoff := 10 * time.Millisecond
-	dispatch := func(tasks []*store.Task) {
-		for _, t := range tasks {
-			slots <- struct{}{}
-			w.tasks.Go(func() {
-				defer func() {
-					<-slots
-					select {
-					case free <- struct{}{}:
-					default:
-					}
-				}()
-				// A completion may hand the next task of the queue straight
-				// back to this slot.
-				for next := t; next != nil; {
-					next = p.runTask(w, next)
-				}
-			})
-		}
-	}
-	// settle waits for a claim a transaction has taken, and dispatches (or,
-	// when stopping, releases) what it leased.
-	settle := func(cr *commit.Claim) ([]*store.Task, error) {
-		<-cr.Done()
-		if w.claimCtx.Err() != nil {
-			p.Release(cr.Tasks)
-			return nil, w.claimCtx.Err()
-		}
-		dispatch(cr.Tasks)
-		return cr.Tasks, cr.Err
-	}
-	claimNow, lookAhead := true, true
-	poll := p.cfg.MinPollInterval
+	l := p.newQueueLoop(w, queue, concurrency)
 	for {
 		if w.claimCtx.Err() != nil {
 			return
 		}
-		n := min(concurrency-len(slots), p.cfg.ClaimBatch)
+		n := min(concurrency-len(l.slots), p.cfg.ClaimBatch)
 		if n == 0 {
-			select {
-			case <-free:
-				continue
-			case <-w.claimCtx.Done():
+			if !l.waitForSlot() {
 				return
 			}
-		}
-		if claimNow {
-			tasks, err := settle(p.cfg.Committer.Claim(queue, n, true))
-			if w.claimCtx.Err() != nil {
-				return
-			}
-			if errors.Is(err, commit.ErrClosed) {
-				return // the committer was closed under the pool: nothing to claim with
-			}
-			if err != nil {
-				p.cfg.Logger.Error("claim tasks", slog.String("queue", queue), slog.Any("err", err))
-				p.cfg.Telemetry.Emit(telemetry.Event{Kind: telemetry.WorkerFailed, Queue: queue, Err: err})
-				select {
-				case <-p.cfg.Clock.After(backoff):
-				case <-w.claimCtx.Done():
-					return
-				}
-				backoff = min(backoff*2, p.cfg.PollInterval)
-				continue
-			}
-			backoff = 10 * time.Millisecond
-			p.cfg.Telemetry.Emit(telemetry.Event{Kind: telemetry.WorkerPoll, Queue: queue, Count: len(tasks)})
-			if len(tasks) > 0 {
-				poll = p.cfg.MinPollInterval
-			}
-			// A full batch means there may be more; otherwise the queue is
-			// drained and the loop waits with a standing claim.
-			if claimNow = len(tasks) == n; claimNow {
-				continue
-			}
-		}
-		now := p.cfg.Clock.Now()
-		wakeAt := now.Add(Jitter(poll))
-		if lookAhead {
-			// Tasks due later (timers, retries, other processes' work).
-			if next, ok, err := p.cfg.Store.NextReady(w.claimCtx, &store.NextReadyParams{Queues: []string{queue}, Handlers: p.cfg.Handlers()}); err == nil && ok &&
-				(next.After(now) || !p.heldBack(w.claimCtx, queue)) {
-				p.noteReady(queue, next)
-			}
-			lookAhead = false
-		}
-		if next, ok := p.localReady(queue); ok {
-			if !next.After(p.cfg.Clock.Now()) {
-				// Due already (the clock moved while this loop was busy):
-				// claim now rather than sleep; a fake clock would not wake
-				// the loop again.
-				p.clearReady(queue)
-				claimNow = true
-				continue
-			}
-			if next.Before(wakeAt) {
-				wakeAt = next
-			}
-		}
-		cr := p.cfg.Committer.Claim(queue, n, false)
-		select {
-		case <-cr.Done():
-			tasks, err := settle(cr)
-			if errors.Is(err, commit.ErrClosed) {
-				return
-			}
-			claimNow = len(tasks) == n
 			continue
-		case <-wake:
-			claimNow = true
-		case <-clock.Until(p.cfg.Clock, wakeAt):
-			claimNow, lookAhead = true, true
-			p.clearReady(queue)
-			poll = min(poll*2, p.cfg.PollInterval)
-		case <-w.claimCtx.Done():
 		}
-		if !p.cfg.Committer.Withdraw(cr) {
-			_, _ = settle(cr)
+		if l.claimNow {
+			switch l.claimAtOnce(n) {
+			case loopStop:
+				return
+			case loopAgain:
+				continue
+			}
+		}
+		wakeAt, due := l.nextWake()
+		if due {
+			l.claimNow = true
+			continue
+		}
+		if !l.waitWithStandingClaim(n, wakeAt) {
+			return
 		}
 	}
+}
+
+// queueLoop is the state of one queue's claim loop.
+type queueLoop struct {
+	p           *Pool
+	w           *running
+	queue       string
+	concurrency int
+	slots       chan struct{} // one token per running task
+	free        chan struct{} // a slot was freed
+	wake        chan struct{} // the queue's wake-ups
+	backoff     time.Duration // the wait after a failed claim
+	poll        time.Duration // the adaptive poll: MinPollInterval up to PollInterval
+	// claimNow: claim at once rather than wait with a standing claim;
+	// lookAhead: ask the store for the queue's next ready time.
+	claimNow, lookAhead bool
+}
+
+// claimBackoff is the first wait after a failed claim; it doubles up to
+// PollInterval and resets on success.
+const claimBackoff = 10 * time.Millisecond
+
+func (p *Pool) newQueueLoop(w *running, queue string, concurrency int) *queueLoop {
+	p.wakeMu.Lock()
+	wake := p.wakes[queue]
+	p.wakeMu.Unlock()
+	return &queueLoop{
+		p: p, w: w, queue: queue, concurrency: concurrency,
+		slots:    make(chan struct{}, concurrency),
+		free:     make(chan struct{}, 1),
+		wake:     wake,
+		backoff:  claimBackoff,
+		poll:     p.cfg.MinPollInterval,
+		claimNow: true, lookAhead: true,
+	}
+}
+
+// loopStep is what the claim loop does after a step.
+type loopStep int
+
+const (
+	loopWait  loopStep = iota // go on to wait with a standing claim
+	loopAgain                 // start the loop over
+	loopStop                  // return
+)
+
+// waitForSlot waits until a running task frees its slot; false when the
+// loop is stopping.
+func (l *queueLoop) waitForSlot() bool {
+	select {
+	case <-l.free:
+		return true
+	case <-l.w.claimCtx.Done():
+		return false
+	}
+}
+
+// dispatch runs each task in a slot of its own, waiting for a free one.
+func (l *queueLoop) dispatch(tasks []*store.Task) {
+	for _, t := range tasks {
+		l.slots <- struct{}{}
+		l.w.tasks.Go(func() {
+			defer func() {
+				<-l.slots
+				select {
+				case l.free <- struct{}{}:
+				default:
+				}
+			}()
+			// A completion may hand the next task of the queue straight
+			// back to this slot.
+			for next := t; next != nil; {
+				next = l.p.runTask(l.w, next)
+			}
+		})
+	}
+}
+
+// settle waits for a claim a transaction has taken, and dispatches (or,
+// when stopping, releases) what it leased.
+func (l *queueLoop) settle(cr *commit.Claim) ([]*store.Task, error) {
+	<-cr.Done()
+	if l.w.claimCtx.Err() != nil {
+		l.p.Release(cr.Tasks)
+		return nil, l.w.claimCtx.Err()
+	}
+	l.dispatch(cr.Tasks)
+	return cr.Tasks, cr.Err
+}
+
+// claimAtOnce claims up to n tasks in the committer's next transaction
+// and runs them. A failed claim is logged and retried after a backoff
+// that doubles up to PollInterval. A full batch means there may be more
+// (loopAgain); a short one that the queue is drained, and the loop waits
+// with a standing claim (loopWait).
+func (l *queueLoop) claimAtOnce(n int) loopStep {
+	p, ctx := l.p, l.w.claimCtx
+	tasks, err := l.settle(p.cfg.Committer.Claim(l.queue, n, true))
+	if ctx.Err() != nil {
+		return loopStop
+	}
+	if errors.Is(err, commit.ErrClosed) {
+		return loopStop // the committer was closed under the pool: nothing to claim with
+	}
+	if err != nil {
+		p.cfg.Logger.Error("claim tasks", slog.String("queue", l.queue), slog.Any("err", err))
+		p.cfg.Telemetry.Emit(telemetry.Event{Kind: telemetry.WorkerFailed, Queue: l.queue, Err: err})
+		select {
+		case <-p.cfg.Clock.After(l.backoff):
+		case <-ctx.Done():
+			return loopStop
+		}
+		l.backoff = min(l.backoff*2, p.cfg.PollInterval)
+		return loopAgain
+	}
+	l.backoff = claimBackoff
+	p.cfg.Telemetry.Emit(telemetry.Event{Kind: telemetry.WorkerPoll, Queue: l.queue, Count: len(tasks)})
+	if len(tasks) > 0 {
+		l.poll = p.cfg.MinPollInterval
+	}
+	if l.claimNow = len(tasks) == n; l.claimNow {
+		return loopAgain
+	}
+	return loopWait
+}
+
+// nextWake returns when the loop wakes to claim again: after its jittered
+// adaptive poll, or at the queue's earlier known ready time (asking the
+// store for it once per poll). due reports a ready time already past,
+// for which the loop claims now rather than sleep: a fake clock would not
+// wake it again.
+func (l *queueLoop) nextWake() (wakeAt time.Time, due bool) {
+	p, ctx := l.p, l.w.claimCtx
+	now := p.cfg.Clock.Now()
+	wakeAt = now.Add(Jitter(l.poll))
+	if l.lookAhead {
+		// Tasks due later (timers, retries, other processes' work).
+		if next, ok, err := p.cfg.Store.NextReady(ctx, &store.NextReadyParams{Queues: []string{l.queue}, Handlers: p.cfg.Handlers()}); err == nil && ok &&
+			(next.After(now) || !p.heldBack(ctx, l.queue)) {
+			p.noteReady(l.queue, next)
+		}
+		l.lookAhead = false
+	}
+	if next, ok := p.localReady(l.queue); ok {
+		if !next.After(p.cfg.Clock.Now()) {
+			// Due already (the clock moved while this loop was busy).
+			p.clearReady(l.queue)
+			return wakeAt, true
+		}
+		if next.Before(wakeAt) {
+			wakeAt = next
+		}
+	}
+	return wakeAt, false
+}
+
+// waitWithStandingClaim leaves a claim of up to n tasks for the next
+// transaction to serve and waits for it, a wake-up of the queue, or
+// wakeAt (which lengthens the poll). A claim not served is withdrawn, or
+// settled if a transaction took it meanwhile. It returns false when the
+// committer is closed.
+func (l *queueLoop) waitWithStandingClaim(n int, wakeAt time.Time) bool {
+	p := l.p
+	cr := p.cfg.Committer.Claim(l.queue, n, false)
+	select {
+	case <-cr.Done():
+		tasks, err := l.settle(cr)
+		if errors.Is(err, commit.ErrClosed) {
+			return false
+		}
+		l.claimNow = len(tasks) == n
+		return true
+	case <-l.wake:
+		l.claimNow = true
+	case <-clock.Until(p.cfg.Clock, wakeAt):
+		l.claimNow, l.lookAhead = true, true
+		p.clearReady(l.queue)
+		l.poll = min(l.poll*2, p.cfg.PollInterval)
+	case <-l.w.claimCtx.Done():
+	}
+	if !p.cfg.Committer.Withdraw(cr) {
+		_, _ = l.settle(cr)
+	}
+	return true
 }
 
 // heldBack reports whether flow control may be what keeps the ready tasks
