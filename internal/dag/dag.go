@@ -15,7 +15,8 @@ import (
 	"slices"
 )
 
-// Graph is a directed graph given by its successor lists.
+// Graph is a directed graph given by its successor lists. Its searches
+// share scratch space: a Graph is not safe for concurrent use.
 type Graph struct {
 	succ [][]int
 	// pos is the topological position of each node's strongly connected
