@@ -1,65 +1,117 @@
 package hephaestus_test
 
 import (
+	"fmt"
 	"go/ast"
 	"go/parser"
 	"go/token"
 	"os/exec"
+	"sort"
 	"strings"
 	"testing"
 )
 
 const module = "github.com/hephaestus-go/hephaestus"
 
-// runtimePkgs are the runtime services: they sit between the public root
-// and the pure cores.
-var runtimePkgs = []string{
-	module + "/internal/commit",
-	module + "/internal/worker",
-	module + "/internal/remote",
-	module + "/internal/flowrt",
-	module + "/internal/wfrt",
-	module + "/internal/maintenance",
-	module + "/internal/telemetry",
-	module + "/internal/tracing",
-	module + "/internal/metrics",
-	module + "/internal/limits",
-	module + "/internal/secrets",
+// The layers, bottom to top. A package imports only packages of its own
+// layer or below; every package of the module has a layer (or is a test
+// helper). docs/architecture.md draws them.
+const (
+	layerCore    = iota // leaf types and pure cores: decide without I/O
+	layerStore          // the storage seams and their backends
+	layerRuntime        // the runtime services the root composes
+	layerAPI            // the public API: the root, documents, test helpers for users
+	layerService        // the HTTP API and the dashboard over the root
+	layerApp            // applications: the heph binary, examples, end-to-end tests
+)
+
+var layerNames = []string{"core", "store", "runtime", "api", "service", "app"}
+
+// layers assigns the module's packages (paths under the module, "" for
+// the root) to their layers; a path ending in "/..." covers a tree.
+var layers = map[string]int{
+	"hephtype": layerCore, "clock": layerCore, "businesskey": layerCore, "flow": layerCore, "workflow": layerCore, "job": layerCore,
+	"internal/engine": layerCore, "internal/replay": layerCore, "internal/flowctl": layerCore, "internal/cronspec": layerCore,
+	"internal/dag": layerCore, "internal/flowgraph": layerCore, "internal/graphtext": layerCore, "internal/migrate": layerCore,
+	"internal/wfdef": layerCore,
+
+	"store/...": layerStore,
+
+	"internal/commit": layerRuntime, "internal/worker": layerRuntime, "internal/remote": layerRuntime, "internal/flowrt": layerRuntime,
+	"internal/wfrt": layerRuntime, "internal/maintenance": layerRuntime, "internal/telemetry": layerRuntime, "internal/tracing": layerRuntime,
+	"internal/metrics": layerRuntime, "internal/limits": layerRuntime, "internal/secrets": layerRuntime, "internal/schedule": layerRuntime,
+
+	"": layerAPI, "flowdoc": layerAPI, "hephtest/...": layerAPI,
+
+	"server": layerService, "dashboard": layerService,
+
+	"app/...": layerApp, "cmd/...": layerApp, "examples/...": layerApp, "e2e/...": layerApp,
 }
 
-// pureCores decide without I/O; they know nothing of the runtime.
+// testHelpers are imported by tests of any layer; they import nothing of
+// the module above the store.
+var testHelpers = []string{"internal/pgtest/...", "internal/puritytest", "internal/golden", "internal/oidctest", "internal/apitest", "internal/metrics/metricstest"}
+
+// pureCores are the core packages that must stay free of I/O as well
+// (puritytest checks them); the core layer holds them.
 var pureCores = []string{module + "/internal/engine", module + "/internal/replay", module + "/internal/flowctl", module + "/flow", module + "/workflow", module + "/hephtype", module + "/job", module + "/internal/graphtext"}
 
-// importViolations applies the direction rules to an import graph
-// (package → its imports, module packages only): nothing below the root
-// imports the root; a pure core or the store seam imports no runtime
-// service.
+// layerOf returns the layer of a module package, and whether it is a test
+// helper; ok is false for a package no rule covers.
+func layerOf(pkg string) (layer int, helper, ok bool) {
+	rel := strings.TrimPrefix(strings.TrimPrefix(pkg, module), "/")
+	match := func(pattern string) bool {
+		if tree, isTree := strings.CutSuffix(pattern, "/..."); isTree {
+			return rel == tree || strings.HasPrefix(rel, tree+"/")
+		}
+		return rel == pattern
+	}
+	for _, h := range testHelpers {
+		if match(h) {
+			return layerStore, true, true
+		}
+	}
+	best, found := -1, ""
+	for pattern, l := range layers {
+		// The most specific rule wins.
+		if match(pattern) && len(pattern) >= len(found) {
+			best, found = l, pattern
+		}
+	}
+	if best < 0 {
+		return 0, false, false
+	}
+	return best, false, true
+}
+
+// importViolations applies the layers to an import graph (package → its
+// imports, module packages only).
 func importViolations(graph map[string][]string) []string {
 	var out []string
-	isAny := func(p string, set []string) bool {
-		for _, s := range set {
-			if p == s {
-				return true
-			}
-		}
-		return false
-	}
 	for pkg, imports := range graph {
-		below := isAny(pkg, runtimePkgs) || isAny(pkg, pureCores) || strings.HasPrefix(pkg, module+"/store")
+		l, helper, ok := layerOf(pkg)
+		if !ok {
+			out = append(out, pkg+" has no layer: add it to the layers of arch_test.go (and to docs/architecture.md)")
+			continue
+		}
 		for _, imp := range imports {
+			il, ihelper, iok := layerOf(imp)
 			switch {
-			case below && imp == module:
-				out = append(out, pkg+" imports the root package")
-			case (isAny(pkg, pureCores) || strings.HasPrefix(pkg, module+"/store")) && isAny(imp, runtimePkgs):
-				out = append(out, pkg+" (a pure core or the store seam) imports the runtime package "+imp)
+			case !iok:
+				continue // reported as a package of its own
+			case ihelper && !helper:
+				continue
+			case il > l:
+				out = append(out, fmt.Sprintf("%s (layer %s) imports %s (layer %s): an arrow up the layers", pkg, layerNames[l], imp, layerNames[il]))
 			}
 		}
 	}
+	sort.Strings(out)
 	return out
 }
 
-// Dependencies point one way: public root → runtime services → pure cores
-// and the store seam.
+// Dependencies point down the layers: app → service → api → runtime →
+// store → core.
 func TestImportDirection(t *testing.T) {
 	out, err := exec.Command("go", "list", "-f", `{{.ImportPath}}{{range .Imports}} {{.}}{{end}}`, "./...").Output()
 	if err != nil {
@@ -78,7 +130,10 @@ func TestImportDirection(t *testing.T) {
 			}
 		}
 	}
-	for _, p := range append(append([]string{}, runtimePkgs...), pureCores...) {
+	for _, p := range pureCores {
+		if l, _, ok := layerOf(p); !ok || l != layerCore {
+			t.Errorf("pure core %s is not in the core layer", p)
+		}
 		if _, ok := graph[p]; !ok {
 			t.Errorf("package %s is not in the module: update the lists of this test", p)
 		}
@@ -86,19 +141,23 @@ func TestImportDirection(t *testing.T) {
 	for _, v := range importViolations(graph) {
 		t.Error(v)
 	}
-	// The rules do catch the edges they forbid.
+	// The rules do catch the edges they forbid, and a package without a
+	// layer.
 	bad := map[string][]string{
-		module + "/internal/worker": {module},
-		module + "/internal/engine": {module + "/internal/wfrt"},
-		module + "/store/sqlite":    {module + "/internal/commit"},
+		module + "/internal/worker":   {module},
+		module + "/internal/engine":   {module + "/internal/wfrt"},
+		module + "/store/sqlite":      {module + "/internal/commit"},
+		module + "/server":            {module + "/app/apiclient"},
+		module + "/internal/pgtest":   {module + "/server"},
+		module + "/internal/newthing": nil,
 	}
-	if n := len(importViolations(bad)); n != 3 {
-		t.Fatalf("the rules found %d of 3 forbidden edges", n)
+	if n := len(importViolations(bad)); n != 6 {
+		t.Fatalf("the rules found %d of 6 faults: %v", n, importViolations(bad))
 	}
 }
 
 // The library uses the OpenTelemetry API only: the SDK and its exporters
-// are for the binary (internal/cli) and for tests. A program that embeds
+// are for the binary (app/cli) and for tests. A program that embeds
 // the library chooses its own SDK, or none.
 func TestNoOpenTelemetrySDKInLibrary(t *testing.T) {
 	out, err := exec.Command("go", "list", "-deps", "-f", `{{.ImportPath}}`, ".", "./dashboard", "./server", "./store/...").Output()
@@ -110,12 +169,12 @@ func TestNoOpenTelemetrySDKInLibrary(t *testing.T) {
 			t.Errorf("the library depends on %s", p)
 		}
 	}
-	cli, err := exec.Command("go", "list", "-deps", "-f", `{{.ImportPath}}`, "./internal/cli").Output()
+	cli, err := exec.Command("go", "list", "-deps", "-f", `{{.ImportPath}}`, "./app/cli").Output()
 	if err != nil {
 		t.Fatalf("go list: %v", err)
 	}
 	if !strings.Contains(string(cli), "go.opentelemetry.io/otel/sdk/trace\n") {
-		t.Fatal("internal/cli does not use the trace SDK: the check above would not see one")
+		t.Fatal("app/cli does not use the trace SDK: the check above would not see one")
 	}
 }
 

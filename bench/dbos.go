@@ -15,7 +15,7 @@ import (
 	"github.com/dbos-inc/dbos-transact-golang/dbos"
 	_ "github.com/dbos-inc/dbos-transact-golang/dbos/driver/sqlite"
 
-	"github.com/hephaestus-go/hephaestus/internal/benchrun"
+	"github.com/hephaestus-go/hephaestus/app/benchrun"
 )
 
 // dbosInc is the step of (a) to (c): its input plus one.

@@ -39,7 +39,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
-	"github.com/hephaestus-go/hephaestus/internal/benchrun"
+	"github.com/hephaestus-go/hephaestus/app/benchrun"
 )
 
 // workload is one of the measured workloads.

@@ -14,7 +14,7 @@ import (
 	"github.com/riverqueue/river/riverdriver/riverpgxv5"
 	"github.com/riverqueue/river/rivermigrate"
 
-	"github.com/hephaestus-go/hephaestus/internal/benchrun"
+	"github.com/hephaestus-go/hephaestus/app/benchrun"
 )
 
 type noopArgs struct {

@@ -1,4 +1,4 @@
-// Command heph is the Hephaestus command line; see internal/cli.
+// Command heph is the Hephaestus command line; see app/cli.
 package main
 
 import (
@@ -7,7 +7,7 @@ import (
 	"os/signal"
 	"syscall"
 
-	"github.com/hephaestus-go/hephaestus/internal/cli"
+	"github.com/hephaestus-go/hephaestus/app/cli"
 )
 
 func main() {

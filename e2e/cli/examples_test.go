@@ -8,8 +8,8 @@ import (
 	"syscall"
 	"testing"
 
-	"github.com/hephaestus-go/hephaestus/internal/apiclient"
-	"github.com/hephaestus-go/hephaestus/internal/demo"
+	"github.com/hephaestus-go/hephaestus/app/apiclient"
+	"github.com/hephaestus-go/hephaestus/app/demo"
 	"github.com/hephaestus-go/hephaestus/internal/pgtest"
 )
 

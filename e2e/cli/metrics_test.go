@@ -10,7 +10,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/hephaestus-go/hephaestus/internal/demo"
+	"github.com/hephaestus-go/hephaestus/app/demo"
 )
 
 // scrape GETs the server's /metrics and returns its status and body.

@@ -10,7 +10,7 @@ import (
 	coltracepb "go.opentelemetry.io/proto/otlp/collector/trace/v1"
 	"google.golang.org/protobuf/proto"
 
-	"github.com/hephaestus-go/hephaestus/internal/demo"
+	"github.com/hephaestus-go/hephaestus/app/demo"
 )
 
 // With OTEL_TRACES_EXPORTER=otlp the server pushes the runs' spans over

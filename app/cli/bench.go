@@ -15,7 +15,7 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/spf13/cobra"
 
-	"github.com/hephaestus-go/hephaestus/internal/benchrun"
+	"github.com/hephaestus-go/hephaestus/app/benchrun"
 )
 
 // benchWorkload is a workload heph bench runs.

@@ -12,7 +12,7 @@ import (
 	"testing"
 
 	hephaestus "github.com/hephaestus-go/hephaestus"
-	"github.com/hephaestus-go/hephaestus/internal/cli"
+	"github.com/hephaestus-go/hephaestus/app/cli"
 	"github.com/hephaestus-go/hephaestus/server"
 	"github.com/hephaestus-go/hephaestus/store/sqlite"
 )

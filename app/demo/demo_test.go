@@ -15,7 +15,7 @@ import (
 
 	hephaestus "github.com/hephaestus-go/hephaestus"
 	"github.com/hephaestus-go/hephaestus/flowdoc"
-	"github.com/hephaestus-go/hephaestus/internal/demo"
+	"github.com/hephaestus-go/hephaestus/app/demo"
 	"github.com/hephaestus-go/hephaestus/internal/pgtest"
 	"github.com/hephaestus-go/hephaestus/store"
 	"github.com/hephaestus-go/hephaestus/store/postgres"

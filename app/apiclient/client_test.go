@@ -12,7 +12,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/hephaestus-go/hephaestus/internal/apiclient"
+	"github.com/hephaestus-go/hephaestus/app/apiclient"
 )
 
 // seen is what the test server received.

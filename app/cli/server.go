@@ -19,7 +19,7 @@ import (
 	hephaestus "github.com/hephaestus-go/hephaestus"
 	"github.com/hephaestus-go/hephaestus/dashboard"
 	"github.com/hephaestus-go/hephaestus/flowdoc"
-	"github.com/hephaestus-go/hephaestus/internal/demo"
+	"github.com/hephaestus-go/hephaestus/app/demo"
 	"github.com/hephaestus-go/hephaestus/server"
 	"github.com/hephaestus-go/hephaestus/store"
 	"github.com/hephaestus-go/hephaestus/store/postgres"

@@ -13,7 +13,7 @@ import (
 	"github.com/mattn/go-isatty"
 	"github.com/spf13/cobra"
 
-	"github.com/hephaestus-go/hephaestus/internal/apiclient"
+	"github.com/hephaestus-go/hephaestus/app/apiclient"
 )
 
 // Env is what commands see of the world.

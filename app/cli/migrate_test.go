@@ -11,7 +11,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
-	"github.com/hephaestus-go/hephaestus/internal/cli"
+	"github.com/hephaestus-go/hephaestus/app/cli"
 	"github.com/hephaestus-go/hephaestus/internal/pgtest"
 )
 

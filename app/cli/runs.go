@@ -12,7 +12,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/hephaestus-go/hephaestus/hephtype"
-	"github.com/hephaestus-go/hephaestus/internal/apiclient"
+	"github.com/hephaestus-go/hephaestus/app/apiclient"
 	"github.com/hephaestus-go/hephaestus/internal/graphtext"
 )
 

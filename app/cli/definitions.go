@@ -16,7 +16,7 @@ import (
 
 	"github.com/hephaestus-go/hephaestus/flow"
 	"github.com/hephaestus-go/hephaestus/flowdoc"
-	"github.com/hephaestus-go/hephaestus/internal/apiclient"
+	"github.com/hephaestus-go/hephaestus/app/apiclient"
 	"github.com/hephaestus-go/hephaestus/internal/graphtext"
 )
 
