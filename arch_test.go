@@ -188,7 +188,7 @@ func TestRootForwardsRemoteWork(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, imp := range f.Imports {
-		if p := strings.Trim(imp.Path.Value, `"`); p != "context" && p != "encoding/json" && p != "time" && p != module+"/internal/remote" {
+		if p := strings.Trim(imp.Path.Value, `"`); p != "context" && p != "encoding/json" && p != "time" && p != module+"/internal/remote" && p != module+"/hephtype" {
 			t.Errorf("remote.go imports %s: remote work belongs in internal/remote", p)
 		}
 	}

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"time"
 
+	"github.com/hephaestus-go/hephaestus/hephtype"
 	"github.com/hephaestus-go/hephaestus/internal/remote"
 )
 
@@ -38,25 +39,25 @@ var (
 	// claim (the lease expired and another worker claimed the task, the
 	// run was cancelled or ended, or the attempt was completed already).
 	// Nothing was written; the worker drops its result.
-	ErrTaskLost = remote.ErrTaskLost
+	ErrTaskLost = hephtype.ErrTaskLost
 	// ErrInvalidToken: the token is not one that ClaimRemote handed out
 	// for the task's current claim, or the caller is not the identity
 	// that claimed (WithRemoteCaller). A token of an older server
 	// (version 1) is refused too: its holder claims the task again.
 	// Nothing was written.
-	ErrInvalidToken = remote.ErrInvalidToken
+	ErrInvalidToken = hephtype.ErrInvalidToken
 	// ErrTokenRefused (an ErrInvalidToken): the token is well-formed but
 	// does not grant its caller the task's current claim: it was made up
 	// or edited, or the caller is not the identity that claimed. The same
 	// error for each, so that a made-up token cannot be told from a
 	// stolen one. Nothing was written.
-	ErrTokenRefused = remote.ErrRefused
+	ErrTokenRefused = hephtype.ErrTokenRefused
 )
 
 // Limits of a remote claim.
 const (
 	// MaxRemoteClaim bounds RemoteClaim.Max.
-	MaxRemoteClaim = remote.MaxClaim
+	MaxRemoteClaim = hephtype.MaxRemoteClaim
 )
 
 // RemoteClaim asks for tasks for a worker outside the process.
@@ -136,8 +137,8 @@ type RemoteTask struct {
 
 // The kinds of RemoteTask.
 const (
-	RemoteStep     = remote.KindStep
-	RemoteActivity = remote.KindActivity
+	RemoteStep     = hephtype.RemoteStep
+	RemoteActivity = hephtype.RemoteActivity
 )
 
 // WithRemoteCaller returns ctx naming the identity that heartbeats,

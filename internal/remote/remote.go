@@ -42,19 +42,19 @@ var (
 	// claim (the lease expired and another worker claimed the task, the
 	// run was cancelled or ended, or the attempt was completed already).
 	// Nothing was written; the worker drops its result.
-	ErrTaskLost = errors.New("task lost: the token's claim no longer holds the task")
+	ErrTaskLost = hephtype.ErrTaskLost
 	// ErrInvalidToken: the token is not one that a claim handed out, not
 	// the task's current claim's, or not the caller's.
-	ErrInvalidToken = errors.New("invalid task token")
+	ErrInvalidToken = hephtype.ErrInvalidToken
 	// ErrRefused (an ErrInvalidToken): the token is well-formed but does
 	// not grant its caller the task's current claim: it was made up or
 	// edited, or the caller is not the identity that claimed. One error
 	// for all, so that a made-up token cannot be told from a stolen one.
-	ErrRefused = fmt.Errorf("%w: the token does not grant this caller the task's current claim", ErrInvalidToken)
+	ErrRefused = hephtype.ErrTokenRefused
 )
 
 // MaxClaim bounds Claim.Max.
-const MaxClaim = 100
+const MaxClaim = hephtype.MaxRemoteClaim
 
 // Config configures a Runtime.
 type Config struct {
@@ -146,8 +146,8 @@ type Task struct {
 
 // The kinds of Task.
 const (
-	KindStep     = "step"
-	KindActivity = "activity"
+	KindStep     = hephtype.RemoteStep
+	KindActivity = hephtype.RemoteActivity
 )
 
 // claim is a checked Claim.
