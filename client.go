@@ -68,7 +68,7 @@ type Client struct {
 	kinds sync.Map
 
 	// watches are the callers of HistoryAfter waiting for their runs.
-	watches runWatches
+	watches commit.Watches
 
 	// remote serves workers outside the process (remote.go).
 	remote *remote.Runtime
@@ -105,7 +105,7 @@ func New(cfg *Config) (*Client, error) {
 		LeaseDuration: c.LeaseDuration, MaxCommitBatch: c.MaxCommitBatch, Handlers: cl.claimHandlers,
 		AfterCommit: func(batch []*commit.Request, claimed map[int64]bool, now time.Time) {
 			cl.pool.AfterCommit(batch, claimed, now)
-			cl.watches.committed(batch)
+			cl.watches.Committed(batch)
 		},
 	})
 	cl.flows = flowrt.New(&flowrt.Config{

@@ -3,7 +3,6 @@ package hephaestus
 import (
 	"context"
 	"fmt"
-	"sync"
 	"time"
 
 	"github.com/hephaestus-go/hephaestus/internal/commit"
@@ -22,7 +21,7 @@ import (
 func (c *Client) HistoryAfter(ctx context.Context, runID string, after int64, wait time.Duration) ([]HistoryEvent, error) {
 	var changed <-chan struct{}
 	if wait > 0 {
-		ch, stop := c.watches.watch(runID)
+		ch, stop := c.watches.Watch(runID)
 		defer stop()
 		changed = ch
 	}
@@ -36,79 +35,16 @@ func (c *Client) HistoryAfter(ctx context.Context, runID string, after int64, wa
 		}
 		return h, nil
 	}
-	h, err := read()
-	if err != nil || len(h) > 0 || wait <= 0 {
-		return h, err
+	var h []HistoryEvent
+	err := commit.Poll(ctx, &commit.PollParams{
+		Clock: c.cfg.Clock, Changed: changed, MinPoll: c.cfg.MinPollInterval, MaxPoll: c.cfg.PollInterval, Wait: wait,
+		Read: func() (done bool, err error) {
+			h, err = read()
+			return len(h) > 0, err
+		},
+	})
+	if err != nil && ctx.Err() != nil {
+		return nil, fmt.Errorf("history of run %s: %w", runID, err)
 	}
-	deadline := c.cfg.Clock.After(wait)
-	poll := c.cfg.MinPollInterval
-	for {
-		select {
-		case <-changed:
-		case <-c.cfg.Clock.After(poll):
-			poll = min(poll*2, c.cfg.PollInterval)
-		case <-deadline:
-			return read()
-		case <-ctx.Done():
-			return nil, fmt.Errorf("history of run %s: %w", runID, ctx.Err())
-		}
-		if h, err = read(); err != nil || len(h) > 0 {
-			return h, err
-		}
-	}
-}
-
-// runWatches tells the callers of HistoryAfter that a commit of this
-// client changed their run.
-type runWatches struct {
-	mu sync.Mutex
-	m  map[string][]chan struct{}
-}
-
-// watch returns a channel that receives when the run changes, and the
-// function that ends the watch.
-func (w *runWatches) watch(runID string) (<-chan struct{}, func()) {
-	ch := make(chan struct{}, 1)
-	w.mu.Lock()
-	if w.m == nil {
-		w.m = map[string][]chan struct{}{}
-	}
-	w.m[runID] = append(w.m[runID], ch)
-	w.mu.Unlock()
-	return ch, func() {
-		w.mu.Lock()
-		defer w.mu.Unlock()
-		chs := w.m[runID]
-		for i, c := range chs {
-			if c == ch {
-				chs = append(chs[:i], chs[i+1:]...)
-				break
-			}
-		}
-		if len(chs) == 0 {
-			delete(w.m, runID)
-		} else {
-			w.m[runID] = chs
-		}
-	}
-}
-
-// committed wakes the watches of the runs a batch changed.
-func (w *runWatches) committed(batch []*commit.Request) {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	if len(w.m) == 0 {
-		return
-	}
-	for _, r := range batch {
-		if r.Err != nil || r.Res.Run == nil {
-			continue
-		}
-		for _, ch := range w.m[r.Res.Run.ID] {
-			select {
-			case ch <- struct{}{}:
-			default:
-			}
-		}
-	}
+	return h, err
 }

@@ -465,8 +465,8 @@ func TestPrincipalsMigration(t *testing.T) {
 	if err := s.CreateToken(t.Context(), tok); err != nil {
 		t.Fatal(err)
 	}
-	if v, err := migrate.Down(t.Context(), s.writer, Migrations(), migrate.SQLite, 1); err != nil || !slices.Equal(v, []int{11}) {
-		t.Fatalf("migrate down: %v, %v; want [11]", v, err)
+	if v, err := migrate.Down(t.Context(), s.writer, Migrations(), migrate.SQLite, 3); err != nil || !slices.Equal(v, []int{13, 12, 11}) {
+		t.Fatalf("migrate down: %v, %v; want [13 12 11]", v, err)
 	}
 	if err := s.Close(); err != nil {
 		t.Fatal(err)
