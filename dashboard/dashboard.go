@@ -526,7 +526,7 @@ func safeNext(next string) string {
 func plainASCII(s string, spaces bool) bool {
 	for i := 0; i < len(s); i++ {
 		c := s[i]
-		if (c < 0x21 && !(spaces && c == ' ')) || c > 0x7e || c == '\\' {
+		if (c < 0x21 && (!spaces || c != ' ')) || c > 0x7e || c == '\\' {
 			return false
 		}
 	}

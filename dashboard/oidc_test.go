@@ -52,7 +52,7 @@ func newOIDCEnv(t *testing.T, user oidctest.User) *oidcEnv {
 	if err := c.Start(cctx); err != nil {
 		t.Fatal(err)
 	}
-	var h http.Handler = http.NotFoundHandler()
+	h := http.NotFoundHandler()
 	hs := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { h.ServeHTTP(w, r) }))
 	base := "http://" + hs.Listener.Addr().String()
 	o, err := server.NewOIDC(ctx, &server.OIDCConfig{

@@ -17,8 +17,8 @@ import (
 	"github.com/chromedp/chromedp"
 
 	heph "github.com/hephaestus-go/hephaestus"
-	"github.com/hephaestus-go/hephaestus/flowdoc"
 	"github.com/hephaestus-go/hephaestus/app/demo"
+	"github.com/hephaestus-go/hephaestus/flowdoc"
 	"github.com/hephaestus-go/hephaestus/server"
 	"github.com/hephaestus-go/hephaestus/store"
 )

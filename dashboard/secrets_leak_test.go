@@ -233,7 +233,7 @@ func checkNoLeak(t *testing.T, st store.Store, dump func() []string) {
 		text := []string{s.Name, s.Status.Description}
 		attrs := func(kvs []attribute.KeyValue) {
 			for _, kv := range kvs {
-				text = append(text, string(kv.Key)+"="+kv.Value.Emit())
+				text = append(text, string(kv.Key)+"="+kv.Value.String())
 			}
 		}
 		attrs(s.Attributes)

@@ -11,8 +11,8 @@ import (
 	"time"
 
 	hephaestus "github.com/hephaestus-go/hephaestus"
-	"github.com/hephaestus-go/hephaestus/flowdoc"
 	"github.com/hephaestus-go/hephaestus/app/cli"
+	"github.com/hephaestus-go/hephaestus/flowdoc"
 	"github.com/hephaestus-go/hephaestus/server"
 	"github.com/hephaestus-go/hephaestus/store/sqlite"
 )

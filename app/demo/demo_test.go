@@ -14,8 +14,8 @@ import (
 	"go.uber.org/goleak"
 
 	hephaestus "github.com/hephaestus-go/hephaestus"
-	"github.com/hephaestus-go/hephaestus/flowdoc"
 	"github.com/hephaestus-go/hephaestus/app/demo"
+	"github.com/hephaestus-go/hephaestus/flowdoc"
 	"github.com/hephaestus-go/hephaestus/internal/pgtest"
 	"github.com/hephaestus-go/hephaestus/store"
 	"github.com/hephaestus-go/hephaestus/store/postgres"

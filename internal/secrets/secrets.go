@@ -89,7 +89,7 @@ func checkID(id string) error {
 		return fmt.Errorf("secret keys: a key id must be 1 to %d bytes long, not %q", store.MaxSecretKeyID, id)
 	}
 	for _, r := range id {
-		if !(r == '_' || r == '-' || r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9') {
+		if r != '_' && r != '-' && (r < 'a' || r > 'z') && (r < 'A' || r > 'Z') && (r < '0' || r > '9') {
 			return fmt.Errorf("secret keys: key id %q: write letters, digits, '_' and '-'", id)
 		}
 	}
