@@ -3,7 +3,6 @@ package hephaestus
 import (
 	"context"
 	"encoding/json"
-	"time"
 
 	"github.com/hephaestus-go/hephaestus/hephtype"
 	"github.com/hephaestus-go/hephaestus/internal/remote"
@@ -60,80 +59,13 @@ const (
 	MaxRemoteClaim = hephtype.MaxRemoteClaim
 )
 
-// RemoteClaim asks for tasks for a worker outside the process.
-type RemoteClaim struct {
-	// WorkerID names the worker: it holds the leases and appears in the
-	// worker registry (ListWorkers) and in the history's step_started
-	// entries. Required; it must differ from this client's WorkerID.
-	WorkerID string
-	// Principal is the identity that claims (the principal of the API
-	// credentials a server's worker called with): only a caller naming the
-	// same identity (WithRemoteCaller) may heartbeat, complete or fail the
-	// tasks handed out. Defaults to "": a caller in the process. At most
-	// 1024 bytes.
-	Principal string
-	// Actions are the remote steps and document actions the worker runs
-	// (tasks of handler "action:<name>").
-	Actions []string
-	// Activities are the workflow activities the worker runs (tasks of
-	// handler "activity:<name>"). At least one action or activity is
-	// required.
-	Activities []string
-	// Queues to claim from. Defaults to ["default"].
-	Queues []string
-	// Max bounds the tasks claimed. Defaults to 1; at most MaxRemoteClaim.
-	Max int
-	// Lease is how long a task stays leased without a heartbeat: the
-	// heartbeat timeout of the worker. Defaults to Config.LeaseDuration.
-	Lease time.Duration
-	// Wait, when positive, long-polls: ClaimRemote waits up to Wait for a
-	// task when none is ready. Defaults to 0: answer at once.
-	Wait time.Duration
-}
+// RemoteClaim asks for tasks for a worker outside the process
+// (hephtype.RemoteClaim documents the fields).
+type RemoteClaim = hephtype.RemoteClaim
 
-// RemoteTask is a task handed to a worker outside the process.
-type RemoteTask struct {
-	// Token is the claim's capability: pass it to HeartbeatRemote,
-	// CompleteRemote and FailRemote. Opaque (base64url), carrying a random
-	// secret; nothing about the attempt (times, run) can be read from or
-	// changed in it.
-	Token string
-	RunID string
-	// Kind is "step" (a remote step or document action; for a map step,
-	// one element) or "activity".
-	Kind string
-	// Name is the action or activity: what the worker registered.
-	Name string
-	// Workflow and Version name the flow, document or workflow of the run.
-	Workflow string
-	Version  int
-	// Step is the step (the activity, for an activity); Index the element
-	// of a map step (-1 otherwise), or an activity's sequence number in
-	// its workflow.
-	Step    string
-	Index   int
-	Attempt int
-	// Input is what the worker works on: a document action's resolved
-	// arguments, a remote step's input (flow.RemotePrepare), a map
-	// element, or an activity's input.
-	Input json.RawMessage
-	// Details are the heartbeat details recorded last for the task (by an
-	// earlier attempt, or a worker that lost its lease), to resume from.
-	Details json.RawMessage
-	// Deadline is when the attempt must be done: a completion after it is
-	// recorded as a timeout failure. The server keeps it with the claim.
-	Deadline time.Time
-	// LeaseUntil is when the lease ends unless a heartbeat extends it;
-	// Lease is how far each heartbeat extends it.
-	LeaseUntil time.Time
-	Lease      time.Duration
-	Queue      string
-	// TraceParent is the W3C traceparent of the run's root span ("" when
-	// the run is not traced): a worker parents its own spans with it to
-	// put them in the run's trace. The attempt's span is made when its
-	// outcome commits (docs/observability.md#traces).
-	TraceParent string
-}
+// RemoteTask is a task handed to a worker outside the process
+// (hephtype.RemoteTask documents the fields).
+type RemoteTask = hephtype.RemoteTask
 
 // The kinds of RemoteTask.
 const (
@@ -157,26 +89,7 @@ func WithRemoteCaller(ctx context.Context, principal string) context.Context {
 // cannot be handed out (its flow does not load here, or the step's
 // RemotePrepare fails, which fails the attempt) is left out.
 func (c *Client) ClaimRemote(ctx context.Context, p *RemoteClaim) ([]*RemoteTask, error) {
-	var rp *remote.Claim
-	if p != nil {
-		rp = &remote.Claim{
-			WorkerID: p.WorkerID, Principal: p.Principal, Actions: p.Actions, Activities: p.Activities, Queues: p.Queues,
-			Max: p.Max, Lease: p.Lease, Wait: p.Wait,
-		}
-	}
-	ts, err := c.remote.Claim(ctx, rp)
-	if err != nil {
-		return nil, err
-	}
-	out := make([]*RemoteTask, len(ts))
-	for i, t := range ts {
-		out[i] = &RemoteTask{
-			Token: t.Token, RunID: t.RunID, Kind: t.Kind, Name: t.Name, Workflow: t.Workflow, Version: t.Version, Step: t.Step,
-			Index: t.Index, Attempt: t.Attempt, Input: t.Input, Details: t.Details, Deadline: t.Deadline, LeaseUntil: t.LeaseUntil,
-			Lease: t.Lease, Queue: t.Queue, TraceParent: t.TraceParent,
-		}
-	}
-	return out, nil
+	return c.remote.Claim(ctx, p)
 }
 
 // HeartbeatRemote extends the lease of a remote task by the claim's

@@ -1,6 +1,7 @@
 // Package hephtype holds the small value types that every other package of
 // Hephaestus shares: run and step statuses, the kinds of history events,
-// and the sentinel errors the runtime reports (re-exported by the root).
+// the sentinel errors the runtime reports and the types of remote work
+// (re-exported by the root).
 //
 // It imports nothing from the project, so any package may import it without
 // creating an import cycle.

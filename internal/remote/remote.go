@@ -18,7 +18,6 @@ package remote
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -108,41 +107,11 @@ func Caller(ctx context.Context) string {
 	return p
 }
 
-// Claim asks for tasks for a worker outside the process; the root
-// package's RemoteClaim documents the fields.
-type Claim struct {
-	WorkerID string
-	// Principal is the identity that claims: only it may report on the
-	// tasks handed out.
-	Principal  string
-	Actions    []string
-	Activities []string
-	Queues     []string
-	Max        int
-	Lease      time.Duration
-	Wait       time.Duration
-}
+// Claim asks for tasks for a worker outside the process.
+type Claim = hephtype.RemoteClaim
 
-// Task is a task handed to a remote worker; the root package's RemoteTask
-// documents the fields.
-type Task struct {
-	Token       string
-	RunID       string
-	Kind        string
-	Name        string
-	Workflow    string
-	Version     int
-	Step        string
-	Index       int
-	Attempt     int
-	Input       json.RawMessage
-	Details     json.RawMessage
-	Deadline    time.Time
-	LeaseUntil  time.Time
-	Lease       time.Duration
-	Queue       string
-	TraceParent string
-}
+// Task is a task handed to a remote worker.
+type Task = hephtype.RemoteTask
 
 // The kinds of Task.
 const (
