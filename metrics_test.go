@@ -341,10 +341,16 @@ func TestEventsCarryRunTags(t *testing.T) {
 		t.Fatal(err)
 	}
 	tags[fr.ID] = []string{"flow", "shared"}
-	wr, err := sender.StartWorkflow(ctx, "signalled", "hi", &heph.WorkflowOptions{Tags: []string{"workflow"}, Metadata: meta("workflow")})
-	if err != nil {
-		t.Fatal(err)
-	}
+	// The sender knows the workflow only from c's record in the worker
+	// registry, which c's maintenance writes when it starts: wait for it.
+	var wr *heph.Run
+	waitFor(t, ctx, func() bool {
+		wr, err = sender.StartWorkflow(ctx, "signalled", "hi", &heph.WorkflowOptions{Tags: []string{"workflow"}, Metadata: meta("workflow")})
+		if err != nil && !errors.Is(err, heph.ErrWorkflowNotFound) {
+			t.Fatal(err)
+		}
+		return err == nil
+	})
 	tags[wr.ID] = []string{"workflow"}
 	jr, err := heph.InsertJob(ctx, c, mail, "hi", &heph.JobOptions{Tags: []string{"job"}, Metadata: meta("job")})
 	if err != nil {
