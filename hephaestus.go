@@ -144,6 +144,13 @@ type Config struct {
 	DecisionRetryBackoff time.Duration
 	// WorkerID names this process in leases. Defaults to a random id.
 	WorkerID string
+	// BuildID names the code this process runs: the catalog records which
+	// build published each definition, and a code-first workflow run is
+	// pinned to the build that started it (docs/deploying.md). At most
+	// 64 bytes of letters, digits, '.', '_', '-' and '+'. Defaults to the
+	// binary's VCS revision (with "-dirty" when modified), else its module
+	// version, else a hash of the executable (DefaultBuildID).
+	BuildID string
 	// Clock is the source of time. Defaults to the system clock.
 	Clock clock.Clock
 	// MaxPayloadSize bounds, in bytes, every JSON payload the runtime
@@ -247,6 +254,11 @@ func (c *Config) withDefaults() (Config, error) {
 	}
 	if cfg.WorkerID == "" {
 		cfg.WorkerID = newID()[24:]
+	}
+	if cfg.BuildID == "" {
+		cfg.BuildID = DefaultBuildID()
+	} else if err := checkBuildID(cfg.BuildID); err != nil {
+		errs = append(errs, fmt.Errorf("Config.BuildID: %w", err))
 	}
 	if cfg.Clock == nil {
 		cfg.Clock = clock.Real{}
