@@ -45,4 +45,3 @@ func TestGoVetVettool(t *testing.T) {
 		t.Errorf("go vet on a good workflow: %v\n%s", err, out)
 	}
 }
-

@@ -16,6 +16,9 @@
 //
 //	//heph:nondeterministic-ok read once at start-up, never changes
 //
+// On a call of a function of the package, the comment also stops the
+// check from following the call: what the callee does is accepted (it is
+// still checked if workflow code calls it elsewhere without the comment).
 // The comment without a reason silences nothing and is itself reported.
 //
 // Run it with heph vet ./..., with go vet -vettool=$(which heph) ./...,
@@ -151,7 +154,9 @@ func (c *checker) walk(body *ast.BlockStmt, from, via string) {
 			return !c.roots[n] && !c.hasParam(n.Type, isStdContext)
 		case *ast.Ident:
 			c.checkUse(n, via)
-			c.follow(n, from)
+			if !c.silenced(n.Pos()) {
+				c.follow(n, from)
+			}
 		default:
 			c.checkNode(n, via)
 		}
@@ -180,11 +185,18 @@ func (c *checker) report(pos token.Pos, found, advice, via string) {
 		return
 	}
 	c.reported[pos] = true
-	p := c.pass.Fset.Position(pos)
-	if lines := c.suppress[p.Filename]; lines[p.Line] || lines[p.Line-1] {
+	if c.silenced(pos) {
 		return
 	}
 	c.pass.Reportf(pos, "%s in workflow code%s: %s", found, via, advice)
+}
+
+// silenced reports whether a directive with a reason stands on the line
+// of pos or the line above.
+func (c *checker) silenced(pos token.Pos) bool {
+	p := c.pass.Fset.Position(pos)
+	lines := c.suppress[p.Filename]
+	return lines[p.Line] || lines[p.Line-1]
 }
 
 // hasParam reports whether a function type has a parameter whose type

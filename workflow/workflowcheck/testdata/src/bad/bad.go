@@ -177,3 +177,13 @@ func Suppressed(ctx workflow.Context, _ struct{}) (string, error) {
 	_ = os.Getpagesize() // want `os.Getpagesize \(I/O\) in workflow code`
 	return "", nil
 }
+
+// A directive on a call of a helper accepts what the helper does: the
+// helper is not followed.
+func CallSuppressed(ctx workflow.Context, _ struct{}) (int, error) {
+	//heph:nondeterministic-ok test instrumentation: slows the first activation only
+	slow()
+	return 0, nil
+}
+
+func slow() { time.Sleep(time.Second) }
