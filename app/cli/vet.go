@@ -1,20 +1,22 @@
 package cli
 
 import (
+	"bytes"
 	"cmp"
 	"context"
+	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 
 	"github.com/spf13/cobra"
-	"golang.org/x/tools/go/analysis"
-	"golang.org/x/tools/go/analysis/checker"
 	"golang.org/x/tools/go/analysis/unitchecker"
-	"golang.org/x/tools/go/packages"
 
 	"github.com/hephaestus-go/hephaestus/workflow/workflowcheck"
 )
@@ -29,18 +31,17 @@ type vetFinding struct {
 }
 
 func newVet(g *globals) *cobra.Command {
-	var tests bool
-	cmd := &cobra.Command{
+	return &cobra.Command{
 		Use:   "vet [packages]",
-		Short: "Check workflow code for non-determinism (offline)",
+		Short: "Check workflow code for non-determinism (offline; needs the go command)",
 		Long: "vet runs the determinism linter (package workflow/workflowcheck) over Go packages, ./... by\n" +
-			"default: in code reachable from a workflow function it reports what breaks replay (the clock,\n" +
-			"randomness, goroutines, channels and select, sync, map ranges, writes to package variables,\n" +
-			"I/O and the environment), each as file:line:col: message with the workflow API to use instead.\n" +
-			"A finding is silenced by a comment on its line or the line above:\n" +
-			"  //heph:nondeterministic-ok <reason>\n" +
-			"Exit 1 when anything is reported. The same check runs under go vet:\n" +
-			"  go vet -vettool=$(which heph) ./...",
+			"default, test files included: in code reachable from a workflow function it reports what breaks\n" +
+			"replay (the clock, randomness, goroutines, channels and select, sync, map ranges, writes to\n" +
+			"package variables, I/O and the environment), each as file:line:col: message with the workflow\n" +
+			"API to use instead. A finding is silenced by a comment on its line or the line above:\n" +
+			"  " + workflowcheck.Directive + " <reason>\n" +
+			"vet runs go vet -vettool=heph (the go command must be on PATH); exit 1 when anything is\n" +
+			"reported.",
 		Example: `  heph vet ./...
   heph vet ./workflows -o json
   go vet -vettool=$(which heph) ./...`,
@@ -48,7 +49,7 @@ func newVet(g *globals) *cobra.Command {
 			if len(args) == 0 {
 				args = []string{"./..."}
 			}
-			found, err := vetPackages(cmd.Context(), tests, args)
+			found, err := vetPackages(cmd.Context(), g.env.Stderr, args)
 			if err != nil {
 				return err
 			}
@@ -67,60 +68,55 @@ func newVet(g *globals) *cobra.Command {
 			return nil
 		},
 	}
-	cmd.Flags().BoolVar(&tests, "tests", true, "check the packages' test files too")
-	return cmd
 }
 
-// vetPackages loads the packages the patterns name and runs the
-// analyzer over them; the findings come sorted by file and line, each
-// once (a package and its test variant share files).
-func vetPackages(ctx context.Context, tests bool, patterns []string) ([]vetFinding, error) {
-	cfg := &packages.Config{
-		Context: ctx,
-		Mode: packages.NeedName | packages.NeedFiles | packages.NeedCompiledGoFiles | packages.NeedImports |
-			packages.NeedTypes | packages.NeedTypesSizes | packages.NeedSyntax | packages.NeedTypesInfo | packages.NeedModule,
-		Tests: tests,
-	}
-	pkgs, err := packages.Load(cfg, patterns...)
+// vetPackages runs go vet with this executable as the vet tool over the
+// packages the patterns name (go vet's errors go to stderr); the findings
+// come sorted by file and line, each once (a package and its test
+// variant share files).
+func vetPackages(ctx context.Context, stderr io.Writer, patterns []string) ([]vetFinding, error) {
+	self, err := os.Executable()
 	if err != nil {
-		return nil, fmt.Errorf("load packages: %w", err)
+		return nil, fmt.Errorf("find heph's executable: %w", err)
 	}
-	var loadErrs []string
-	packages.Visit(pkgs, nil, func(p *packages.Package) {
-		for _, e := range p.Errors {
-			loadErrs = append(loadErrs, e.Error())
-		}
-	})
-	if len(loadErrs) > 0 {
-		return nil, fmt.Errorf("load packages: %s", strings.Join(loadErrs, "; "))
-	}
-	if len(pkgs) == 0 {
-		return nil, usagef("no packages match %s", strings.Join(patterns, " "))
-	}
-	graph, err := checker.Analyze([]*analysis.Analyzer{workflowcheck.Analyzer}, pkgs, nil)
-	if err != nil {
-		return nil, fmt.Errorf("analyze: %w", err)
+	var out bytes.Buffer
+	cmd := exec.CommandContext(ctx, "go", append([]string{"vet", "-json", "-vettool=" + self}, patterns...)...)
+	cmd.Stdout, cmd.Stderr = &out, stderr
+	if err := cmd.Run(); err != nil {
+		return nil, fmt.Errorf("go vet: %w", err)
 	}
 	wd, _ := os.Getwd()
 	seen := map[vetFinding]bool{}
 	found := []vetFinding{}
-	for act := range graph.All() {
-		if !act.IsRoot {
-			continue
+	// go vet -json prints one object per package: package → analyzer →
+	// its diagnostics, or {"error": ...} when the analyzer failed.
+	dec := json.NewDecoder(&out)
+	for {
+		var pkgs map[string]map[string]json.RawMessage
+		if err := dec.Decode(&pkgs); errors.Is(err, io.EOF) {
+			break
+		} else if err != nil {
+			return nil, fmt.Errorf("go vet -json: %w", err)
 		}
-		if act.Err != nil {
-			return nil, fmt.Errorf("analyze %s: %w", act.Package.PkgPath, act.Err)
-		}
-		for _, d := range act.Diagnostics {
-			p := act.Package.Fset.Position(d.Pos)
-			file := p.Filename
-			if rel, err := filepath.Rel(wd, file); err == nil && !strings.HasPrefix(rel, "..") {
-				file = rel
+		for pkg, byAnalyzer := range pkgs {
+			raw := byAnalyzer[workflowcheck.Analyzer.Name]
+			if len(raw) == 0 {
+				continue
 			}
-			f := vetFinding{File: file, Line: p.Line, Column: p.Column, Package: act.Package.PkgPath, Message: d.Message}
-			if !seen[f] {
-				seen[f] = true
-				found = append(found, f)
+			var diags []struct{ Posn, Message string }
+			if err := json.Unmarshal(raw, &diags); err != nil {
+				return nil, fmt.Errorf("go vet: %s: %s", pkg, raw)
+			}
+			for _, d := range diags {
+				f := vetFinding{Package: strings.Fields(pkg)[0], Message: d.Message}
+				f.File, f.Line, f.Column = splitPosn(d.Posn)
+				if rel, err := filepath.Rel(wd, f.File); err == nil && !strings.HasPrefix(rel, "..") {
+					f.File = rel
+				}
+				if !seen[f] {
+					seen[f] = true
+					found = append(found, f)
+				}
 			}
 		}
 	}
@@ -128,6 +124,20 @@ func vetPackages(ctx context.Context, tests bool, patterns []string) ([]vetFindi
 		return cmp.Or(cmp.Compare(a.File, b.File), cmp.Compare(a.Line, b.Line), cmp.Compare(a.Column, b.Column), cmp.Compare(a.Message, b.Message))
 	})
 	return found, nil
+}
+
+// splitPosn splits go vet's file:line:col.
+func splitPosn(posn string) (file string, line, col int) {
+	file = posn
+	if i := strings.LastIndexByte(file, ':'); i > 0 {
+		col, _ = strconv.Atoi(file[i+1:])
+		file = file[:i]
+	}
+	if i := strings.LastIndexByte(file, ':'); i > 0 {
+		line, _ = strconv.Atoi(file[i+1:])
+		file = file[:i]
+	}
+	return file, line, col
 }
 
 // IsVetTool reports whether args (without the program name) are how go

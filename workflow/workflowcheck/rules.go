@@ -61,7 +61,7 @@ func ioPackage(path string) bool {
 
 // checkUse checks what an identifier refers to: a function, method or
 // package variable of a package workflow code must not use.
-func (c *checker) checkUse(id *ast.Ident, via string) {
+func (c *checker) checkUse(id *ast.Ident, emit emitFunc) {
 	obj := c.pass.TypesInfo.Uses[id]
 	if obj == nil || obj.Pkg() == nil {
 		return
@@ -85,62 +85,62 @@ func (c *checker) checkUse(id *ast.Ident, via string) {
 	}
 	switch {
 	case path == "time" && !method && timeFuncs[name] != "" && fn != nil:
-		c.report(id.Pos(), found, timeFuncs[name], via)
+		emit(id.Pos(), found, timeFuncs[name])
 	case path == "math/rand" || path == "math/rand/v2" || path == "crypto/rand":
-		c.report(id.Pos(), found, adviceRandom, via)
+		emit(id.Pos(), found, adviceRandom)
 	case path == "github.com/google/uuid" && !method && uuidFuncs[name]:
-		c.report(id.Pos(), found, "use workflow.UUID(ctx)", via)
+		emit(id.Pos(), found, "use workflow.UUID(ctx)")
 	case path == "os" && envFuncs[name]:
-		c.report(id.Pos(), found+" (reads the environment)", adviceEnv, via)
+		emit(id.Pos(), found+" (reads the environment)", adviceEnv)
 	case ioPackage(path):
-		c.report(id.Pos(), found+" (I/O)", adviceIO, via)
+		emit(id.Pos(), found+" (I/O)", adviceIO)
 	case (path == "sync" || path == "sync/atomic") && fn != nil:
-		c.report(id.Pos(), found, adviceSync, via)
+		emit(id.Pos(), found, adviceSync)
 	case !method && logFuncs[path][name]:
-		c.report(id.Pos(), found+" (writes to the process's output)", adviceLog, via)
+		emit(id.Pos(), found+" (writes to the process's output)", adviceLog)
 	}
 }
 
 // checkNode checks the statements and expressions that are
 // non-deterministic whatever they call.
-func (c *checker) checkNode(n ast.Node, via string) {
+func (c *checker) checkNode(n ast.Node, emit emitFunc) {
 	switch n := n.(type) {
 	case *ast.GoStmt:
-		c.report(n.Pos(), "go statement", adviceGo, via)
+		emit(n.Pos(), "go statement", adviceGo)
 	case *ast.SelectStmt:
-		c.report(n.Pos(), "select statement", adviceChannel, via)
+		emit(n.Pos(), "select statement", adviceChannel)
 	case *ast.SendStmt:
-		c.report(n.Arrow, "channel send", adviceChannel, via)
+		emit(n.Arrow, "channel send", adviceChannel)
 	case *ast.UnaryExpr:
 		if n.Op == token.ARROW {
-			c.report(n.Pos(), "channel receive", adviceChannel, via)
+			emit(n.Pos(), "channel receive", adviceChannel)
 		}
 	case *ast.RangeStmt:
-		c.checkRange(n, via)
+		c.checkRange(n, emit)
 	case *ast.AssignStmt:
 		if n.Tok != token.DEFINE {
 			for _, lhs := range n.Lhs {
-				c.checkWrite(lhs, via)
+				c.checkWrite(lhs, emit)
 			}
 		}
 	case *ast.IncDecStmt:
-		c.checkWrite(n.X, via)
+		c.checkWrite(n.X, emit)
 	}
 }
 
 // checkRange reports a range over a channel, a map, or an iterator over a
 // map's keys or values (maps.Keys, maps.Values, maps.All).
-func (c *checker) checkRange(r *ast.RangeStmt, via string) {
+func (c *checker) checkRange(r *ast.RangeStmt, emit emitFunc) {
 	t := c.pass.TypesInfo.TypeOf(r.X)
 	if t == nil {
 		return
 	}
 	switch t.Underlying().(type) {
 	case *types.Chan:
-		c.report(r.Pos(), "range over a channel", adviceChannel, via)
+		emit(r.Pos(), "range over a channel", adviceChannel)
 		return
 	case *types.Map:
-		c.report(r.Pos(), "range over a map", adviceMap, via)
+		emit(r.Pos(), "range over a map", adviceMap)
 		return
 	}
 	call, ok := ast.Unparen(r.X).(*ast.CallExpr)
@@ -160,14 +160,14 @@ func (c *checker) checkRange(r *ast.RangeStmt, via string) {
 	if fn, ok := c.pass.TypesInfo.Uses[id].(*types.Func); ok && fn.Pkg() != nil && fn.Pkg().Path() == "maps" {
 		switch fn.Name() {
 		case "Keys", "Values", "All":
-			c.report(r.Pos(), "range over maps."+fn.Name(), adviceMap, via)
+			emit(r.Pos(), "range over maps."+fn.Name(), adviceMap)
 		}
 	}
 }
 
 // checkWrite reports an assignment to a package-level variable, or to a
 // field or element of one.
-func (c *checker) checkWrite(lhs ast.Expr, via string) {
+func (c *checker) checkWrite(lhs ast.Expr, emit emitFunc) {
 	e := lhs
 	for {
 		switch x := e.(type) {
@@ -185,14 +185,14 @@ func (c *checker) checkWrite(lhs ast.Expr, via string) {
 			continue
 		case *ast.SelectorExpr:
 			if c.isPackageVar(x.Sel) {
-				c.report(lhs.Pos(), "write to package variable "+x.Sel.Name, adviceGlobal, via)
+				emit(lhs.Pos(), "write to package variable "+x.Sel.Name, adviceGlobal)
 				return
 			}
 			e = x.X
 			continue
 		case *ast.Ident:
 			if c.isPackageVar(x) {
-				c.report(lhs.Pos(), "write to package variable "+x.Name, adviceGlobal, via)
+				emit(lhs.Pos(), "write to package variable "+x.Name, adviceGlobal)
 			}
 		}
 		return

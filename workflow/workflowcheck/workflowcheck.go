@@ -9,7 +9,11 @@
 // functions given to workflow.New, phase handlers, parallel branches,
 // helpers that take the Context), and every function of the same package
 // it calls or refers to. Activities (functions with a context.Context
-// parameter) are not workflow code: they may do anything.
+// parameter) are not workflow code: they may do anything. A call from
+// workflow code of a function of another package of the same module that
+// reaches non-deterministic code is reported at the call (a fact carries
+// what the function reaches); functions of other modules and of the
+// standard library are not followed.
 //
 // A finding that is known to be harmless is silenced by a comment on its
 // line or the line above, with a reason:
@@ -52,6 +56,7 @@ var Analyzer = &analysis.Analyzer{
 	URL:        "https://pkg.go.dev/github.com/hephaestus-go/hephaestus/workflow/workflowcheck",
 	Run:        run,
 	ResultType: reflect.TypeFor[*Result](),
+	FactTypes:  []analysis.Fact{new(reaches)},
 }
 
 // Result is what the analyzer found in a package besides its
@@ -84,6 +89,23 @@ type reached struct {
 	from string
 }
 
+// emitFunc receives a finding: where, what, and the API to use instead.
+type emitFunc func(pos token.Pos, found, advice string)
+
+// reaches is the fact of a function that reaches non-deterministic code:
+// importers in the same module report their calls of it from workflow
+// code.
+type reaches struct {
+	Module string // the function's module
+	Found  string // what it reaches ("time.Now")
+	Advice string
+	At     string // where: file.go:line
+}
+
+func (*reaches) AFact() {}
+
+func (f *reaches) String() string { return "reaches " + f.Found + " at " + f.At }
+
 func run(pass *analysis.Pass) (any, error) {
 	c := &checker{
 		pass:     pass,
@@ -93,29 +115,8 @@ func run(pass *analysis.Pass) (any, error) {
 		reported: map[token.Pos]bool{},
 	}
 	c.readDirectives()
+	rootDecls, rootLits := c.findRoots()
 	res := &Result{}
-	var rootDecls []*ast.FuncDecl
-	var rootLits []*ast.FuncLit
-	for _, f := range pass.Files {
-		ast.Inspect(f, func(n ast.Node) bool {
-			switch n := n.(type) {
-			case *ast.FuncDecl:
-				if fn, ok := pass.TypesInfo.Defs[n.Name].(*types.Func); ok {
-					c.decls[fn] = n
-				}
-				if n.Body != nil && c.hasParam(n.Type, isWorkflowContext) {
-					c.roots[n] = true
-					rootDecls = append(rootDecls, n)
-				}
-			case *ast.FuncLit:
-				if c.hasParam(n.Type, isWorkflowContext) {
-					c.roots[n] = true
-					rootLits = append(rootLits, n)
-				}
-			}
-			return true
-		})
-	}
 	for _, d := range rootDecls {
 		c.visited[d] = true
 		res.Workflows = append(res.Workflows, funcName(d))
@@ -133,50 +134,175 @@ func run(pass *analysis.Pass) (any, error) {
 		res.Reached = append(res.Reached, funcName(r.decl))
 		c.walk(r.decl.Body, r.from, fmt.Sprintf(" (in %s, reached from workflow function %s)", funcName(r.decl), r.from))
 	}
+	c.exportFacts()
 	sort.Strings(res.Workflows)
 	sort.Strings(res.Reached)
 	return res, nil
 }
 
-// walk checks the body of a function as workflow code: from is the
-// workflow function it was reached from, via says how for the messages
-// ("" in a workflow function itself).
-func (c *checker) walk(body *ast.BlockStmt, from, via string) {
+// findRoots indexes the package's functions and returns those with a
+// workflow.Context parameter.
+func (c *checker) findRoots() (decls []*ast.FuncDecl, lits []*ast.FuncLit) {
+	for _, f := range c.pass.Files {
+		ast.Inspect(f, func(n ast.Node) bool {
+			switch n := n.(type) {
+			case *ast.FuncDecl:
+				if fn, ok := c.pass.TypesInfo.Defs[n.Name].(*types.Func); ok {
+					c.decls[fn] = n
+				}
+				if n.Body != nil && c.hasParam(n.Type, isWorkflowContext) {
+					c.roots[n] = true
+					decls = append(decls, n)
+				}
+			case *ast.FuncLit:
+				if c.hasParam(n.Type, isWorkflowContext) {
+					c.roots[n] = true
+					lits = append(lits, n)
+				}
+			}
+			return true
+		})
+	}
+	return decls, lits
+}
+
+// inspect checks a function body: findings go to emit, the identifiers
+// of functions it calls or refers to (on lines no directive silences) to
+// call. Function literals with their own workflow.Context (checked as
+// workflow functions) and activities (with a context.Context) are
+// skipped.
+func (c *checker) inspect(body *ast.BlockStmt, emit emitFunc, call func(id *ast.Ident)) {
 	if body == nil {
 		return
 	}
 	ast.Inspect(body, func(n ast.Node) bool {
 		switch n := n.(type) {
 		case *ast.FuncLit:
-			// A literal with its own workflow.Context is checked as a
-			// workflow function; one with a context.Context is an
-			// activity.
 			return !c.roots[n] && !c.hasParam(n.Type, isStdContext)
 		case *ast.Ident:
-			c.checkUse(n, via)
+			c.checkUse(n, emit)
 			if !c.silenced(n.Pos()) {
-				c.follow(n, from)
+				call(n)
 			}
 		default:
-			c.checkNode(n, via)
+			c.checkNode(n, emit)
 		}
 		return true
 	})
 }
 
-// follow queues the function of the package that id refers to, unless
-// it is an activity or a workflow function (checked on its own).
-func (c *checker) follow(id *ast.Ident, from string) {
+// walk checks the body of a function as workflow code: from is the
+// workflow function it was reached from, via says how for the messages
+// ("" in a workflow function itself).
+func (c *checker) walk(body *ast.BlockStmt, from, via string) {
+	emit := func(pos token.Pos, found, advice string) { c.report(pos, found, advice, via) }
+	c.inspect(body, emit, func(id *ast.Ident) {
+		if d := c.declOf(id); d != nil && !c.visited[d] {
+			c.visited[d] = true
+			c.queue = append(c.queue, reached{decl: d, from: from})
+		}
+		if fn, f := c.importedFact(id); f != nil {
+			emit(id.Pos(), fmt.Sprintf("call of %s (it reaches %s at %s)", fn.FullName(), f.Found, f.At), f.Advice)
+		}
+	})
+}
+
+// declOf returns the declaration of the function of the package that id
+// refers to, unless it is a workflow function (checked on its own) or an
+// activity.
+func (c *checker) declOf(id *ast.Ident) *ast.FuncDecl {
 	fn, ok := c.pass.TypesInfo.Uses[id].(*types.Func)
 	if !ok {
-		return
+		return nil
 	}
 	d := c.decls[fn.Origin()]
-	if d == nil || d.Body == nil || c.visited[d] || c.roots[d] || c.hasParam(d.Type, isStdContext) {
+	if d == nil || d.Body == nil || c.roots[d] || c.hasParam(d.Type, isStdContext) {
+		return nil
+	}
+	return d
+}
+
+// importedFact returns the function of another package of the same
+// module that id refers to, and its fact if it reaches non-deterministic
+// code.
+func (c *checker) importedFact(id *ast.Ident) (*types.Func, *reaches) {
+	fn, ok := c.pass.TypesInfo.Uses[id].(*types.Func)
+	mod := c.module()
+	if !ok || mod == "" || fn.Pkg() == nil || fn.Pkg() == c.pass.Pkg {
+		return nil, nil
+	}
+	var f reaches
+	if !c.pass.ImportObjectFact(fn.Origin(), &f) || f.Module != mod {
+		return nil, nil
+	}
+	return fn, &f
+}
+
+// module returns the path of the package's module; "" outside modules
+// (the standard library).
+func (c *checker) module() string {
+	if c.pass.Module == nil {
+		return ""
+	}
+	return c.pass.Module.Path
+}
+
+// exportFacts marks every function of the package (other than workflow
+// functions and activities) that reaches non-deterministic code, itself
+// or through the functions it calls, so that workflow code of other
+// packages of the module that calls it is reported. Packages outside a
+// module (the standard library) export nothing.
+func (c *checker) exportFacts() {
+	mod := c.module()
+	if mod == "" {
 		return
 	}
-	c.visited[d] = true
-	c.queue = append(c.queue, reached{decl: d, from: from})
+	type summary struct {
+		fn      *types.Func
+		fact    *reaches
+		callees []*ast.FuncDecl
+	}
+	var order []*ast.FuncDecl
+	sums := map[*ast.FuncDecl]*summary{}
+	for fn, d := range c.decls {
+		if d.Body != nil && !c.roots[d] && !c.hasParam(d.Type, isStdContext) && (d.Recv != nil || d.Name.Name != "init") {
+			order = append(order, d)
+			sums[d] = &summary{fn: fn}
+		}
+	}
+	sort.Slice(order, func(i, j int) bool { return order[i].Pos() < order[j].Pos() })
+	for _, d := range order {
+		s := sums[d]
+		first := func(pos token.Pos, found, advice string) {
+			if s.fact == nil && !c.silenced(pos) {
+				p := c.pass.Fset.Position(pos)
+				s.fact = &reaches{Module: mod, Found: found, Advice: advice, At: fmt.Sprintf("%s:%d", filepath.Base(p.Filename), p.Line)}
+			}
+		}
+		c.inspect(d.Body, first, func(id *ast.Ident) {
+			if callee := c.declOf(id); callee != nil {
+				s.callees = append(s.callees, callee)
+			} else if _, f := c.importedFact(id); f != nil && s.fact == nil {
+				s.fact = f
+			}
+		})
+	}
+	for changed := true; changed; {
+		changed = false
+		for _, d := range order {
+			s := sums[d]
+			for _, callee := range s.callees {
+				if s.fact == nil && sums[callee] != nil && sums[callee].fact != nil {
+					s.fact, changed = sums[callee].fact, true
+				}
+			}
+		}
+	}
+	for _, d := range order {
+		if s := sums[d]; s.fact != nil {
+			c.pass.ExportObjectFact(s.fn, s.fact)
+		}
+	}
 }
 
 // report records a finding at pos unless a directive silences it.

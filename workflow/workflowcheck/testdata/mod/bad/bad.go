@@ -126,17 +126,17 @@ func Reaching(ctx workflow.Context, in int) (int, error) {
 	return helper(in) + (&box{}).method(), nil
 }
 
-func helper(n int) int {
+func helper(n int) int { // want helper:"reaches math/rand.Int at bad.go:130"
 	return n + deeper() + rand.Int() // want `math/rand.Int in workflow code \(in helper, reached from workflow function Reaching\)`
 }
 
-func deeper() int {
+func deeper() int { // want deeper:"reaches time.Now at bad.go:134"
 	return time.Now().Second() // want `time.Now in workflow code \(in deeper, reached from workflow function Reaching\)`
 }
 
 type box struct{}
 
-func (*box) method() int {
+func (*box) method() int { // want method:"reaches write to package variable counter at bad.go:140"
 	counter = 2 // want `write to package variable counter in workflow code \(in box.method, reached from workflow function Reaching\)`
 	return 0
 }
@@ -186,4 +186,4 @@ func CallSuppressed(ctx workflow.Context, _ struct{}) (int, error) {
 	return 0, nil
 }
 
-func slow() { time.Sleep(time.Second) }
+func slow() { time.Sleep(time.Second) } // want slow:"reaches time.Sleep at bad.go:189"
