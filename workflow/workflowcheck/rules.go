@@ -168,35 +168,34 @@ func (c *checker) checkRange(r *ast.RangeStmt, emit emitFunc) {
 // checkWrite reports an assignment to a package-level variable, or to a
 // field or element of one.
 func (c *checker) checkWrite(lhs ast.Expr, emit emitFunc) {
-	e := lhs
-	for {
-		switch x := e.(type) {
-		case *ast.ParenExpr:
-			e = x.X
-			continue
-		case *ast.IndexExpr:
-			e = x.X
-			continue
-		case *ast.IndexListExpr:
-			e = x.X
-			continue
-		case *ast.StarExpr:
-			e = x.X
-			continue
-		case *ast.SelectorExpr:
-			if c.isPackageVar(x.Sel) {
-				emit(lhs.Pos(), "write to package variable "+x.Sel.Name, adviceGlobal)
-				return
-			}
-			e = x.X
-			continue
-		case *ast.Ident:
-			if c.isPackageVar(x) {
-				emit(lhs.Pos(), "write to package variable "+x.Name, adviceGlobal)
-			}
+	for e := lhs; e != nil; {
+		id, _ := e.(*ast.Ident)
+		if sel, ok := e.(*ast.SelectorExpr); ok {
+			id, e = sel.Sel, sel.X
+		} else {
+			e = operand(e)
 		}
-		return
+		if id != nil && c.isPackageVar(id) {
+			emit(lhs.Pos(), "write to package variable "+id.Name, adviceGlobal)
+			return
+		}
 	}
+}
+
+// operand returns the expression that e indexes, dereferences or
+// parenthesizes; nil for other expressions.
+func operand(e ast.Expr) ast.Expr {
+	switch x := e.(type) {
+	case *ast.ParenExpr:
+		return x.X
+	case *ast.IndexExpr:
+		return x.X
+	case *ast.IndexListExpr:
+		return x.X
+	case *ast.StarExpr:
+		return x.X
+	}
+	return nil
 }
 
 func (c *checker) isPackageVar(id *ast.Ident) bool {

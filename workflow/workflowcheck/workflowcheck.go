@@ -356,21 +356,16 @@ func funcName(d *ast.FuncDecl) string {
 	if d.Recv == nil || len(d.Recv.List) == 0 {
 		return d.Name.Name
 	}
-	t := d.Recv.List[0].Type
-	for {
-		switch e := t.(type) {
-		case *ast.StarExpr:
-			t = e.X
-			continue
-		case *ast.IndexExpr:
-			t = e.X
-			continue
-		case *ast.IndexListExpr:
-			t = e.X
-			continue
-		case *ast.Ident:
-			return e.Name + "." + d.Name.Name
-		}
-		return d.Name.Name
+	return recvName(d.Recv.List[0].Type) + "." + d.Name.Name
+}
+
+// recvName is the name of a method's receiver type: T of T, *T, T[P].
+func recvName(t ast.Expr) string {
+	if e := operand(t); e != nil {
+		return recvName(e)
 	}
+	if id, ok := t.(*ast.Ident); ok {
+		return id.Name
+	}
+	return "?"
 }
