@@ -41,6 +41,35 @@ const (
 // ErrInvalid is wrapped by every validation error.
 var ErrInvalid = errors.New("invalid version rule")
 
+// Error is a validation error: Field names the rule's field at fault
+// ("split", "map", …; "" for the rule as a whole). It wraps ErrInvalid.
+type Error struct {
+	Field string
+	Msg   string
+}
+
+func (e *Error) Error() string {
+	if e.Field == "" {
+		return ErrInvalid.Error() + ": " + e.Msg
+	}
+	return ErrInvalid.Error() + ": " + e.Field + ": " + e.Msg
+}
+
+// Unwrap makes errors.Is(err, ErrInvalid) true.
+func (e *Error) Unwrap() error { return ErrInvalid }
+
+// badRule formats a validation error whose message starts with the
+// field at fault ("split: …").
+func badRule(format string, args ...any) error {
+	msg := fmt.Sprintf(format, args...)
+	for _, f := range []string{"type", "version", "split", "field", "map", "default"} {
+		if rest, ok := strings.CutPrefix(msg, f+": "); ok {
+			return &Error{Field: f, Msg: rest}
+		}
+	}
+	return &Error{Msg: msg}
+}
+
 // Rule is a version rule as stored (JSON).
 type Rule struct {
 	// Type is Pinned, Percentage or Field.
@@ -65,11 +94,9 @@ type Rule struct {
 // fault.
 func (r *Rule) Validate() error {
 	if r == nil {
-		return fmt.Errorf("%w: no rule", ErrInvalid)
+		return &Error{Msg: "no rule"}
 	}
-	bad := func(format string, args ...any) error {
-		return fmt.Errorf("%w: %s", ErrInvalid, fmt.Sprintf(format, args...))
-	}
+	bad := badRule
 	switch r.Type {
 	case Pinned:
 		if r.Version < 1 {
