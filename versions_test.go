@@ -14,6 +14,7 @@ import (
 	"github.com/google/uuid"
 
 	heph "github.com/hephaestus-go/hephaestus"
+	"github.com/hephaestus-go/hephaestus/clock"
 	"github.com/hephaestus-go/hephaestus/flow"
 	"github.com/hephaestus-go/hephaestus/flowdoc"
 	"github.com/hephaestus-go/hephaestus/internal/pgtest"
@@ -336,6 +337,40 @@ func TestVersionRuleDocument(t *testing.T) {
 		}
 		if r, err = c.StartDocument(ctx, "vdoc", 0, nil, nil); err != nil || r.Version != 1 || versionWhy(t, r) != "latest" {
 			t.Fatalf("latest document with 2 retired: %+v, %v", r, err)
+		}
+	})
+}
+
+// A schedule's tick chooses its version by the rule too, and records it.
+func TestVersionRuleScheduleTick(t *testing.T) {
+	t.Parallel()
+	versionBackends(t, func(t *testing.T, st store.Store) {
+		clk := clock.NewFake(time.Date(2033, 1, 2, 3, 4, 0, 0, time.UTC))
+		c, err := heph.New(&heph.Config{Store: st, Clock: clk})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { _ = c.Stop(context.Background()) })
+		if err := c.Register(versionedFlows()...); err != nil {
+			t.Fatal(err)
+		}
+		ctx := t.Context()
+		if err := c.SetVersionRule(ctx, "vflow", &heph.VersionRule{Type: heph.VersionRulePinned, Version: 2}, "ops"); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := c.CreateSchedule(ctx, &heph.Schedule{ID: "every-minute", Target: heph.TargetFlow, TargetName: "vflow", Every: time.Minute}); err != nil {
+			t.Fatal(err)
+		}
+		clk.Advance(time.Minute)
+		if _, err := c.TickSchedules(ctx); err != nil {
+			t.Fatal(err)
+		}
+		list, err := c.ListRuns(ctx, &heph.ListOptions{Flow: "vflow"})
+		if err != nil || len(list.Runs) != 1 {
+			t.Fatalf("runs after a tick: %+v, %v", list, err)
+		}
+		if r := list.Runs[0]; r.Version != 2 || versionWhy(t, r) != "pinned" {
+			t.Fatalf("scheduled run: version %d, %q; want 2, pinned", r.Version, versionWhy(t, r))
 		}
 	})
 }
