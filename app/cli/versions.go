@@ -4,14 +4,13 @@ import (
 	"context"
 	"fmt"
 	"io"
-	"maps"
-	"slices"
 	"strconv"
 	"strings"
 
 	"github.com/spf13/cobra"
 
 	"github.com/hephaestus-go/hephaestus/app/apiclient"
+	"github.com/hephaestus-go/hephaestus/internal/versionrule"
 )
 
 func newVersions(g *globals) *cobra.Command {
@@ -83,25 +82,7 @@ func printVersions(w io.Writer, vs *apiclient.Versions) error {
 
 // describeRule says a rule in one line, as the library's
 // VersionRule.String does.
-func describeRule(r *apiclient.VersionRule) string {
-	switch r.Type {
-	case "pinned":
-		return "pinned " + strconv.Itoa(r.Version)
-	case "percentage":
-		var parts []string
-		for _, v := range slices.Sorted(maps.Keys(r.Split)) {
-			parts = append(parts, fmt.Sprintf("%d=%d", v, r.Split[v]))
-		}
-		return "percentage " + strings.Join(parts, ",")
-	case "field":
-		var parts []string
-		for _, k := range slices.Sorted(maps.Keys(r.Map)) {
-			parts = append(parts, fmt.Sprintf("%s=%d", k, r.Map[k]))
-		}
-		return fmt.Sprintf("field %s: %s, default %d", r.Field, strings.Join(parts, ","), r.Default)
-	}
-	return r.Type
-}
+func describeRule(r *apiclient.VersionRule) string { return (*versionrule.Rule)(r).String() }
 
 func versionRuleSet(g *globals) *cobra.Command {
 	var (
