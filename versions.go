@@ -39,9 +39,9 @@ const MetaVersionRule = "heph.version_rule"
 
 // The types of VersionRule.
 const (
-	VersionRulePinned     = versionrule.Pinned
-	VersionRulePercentage = versionrule.Percentage
-	VersionRuleField      = versionrule.Field
+	VersionRulePinned     = "pinned"
+	VersionRulePercentage = "percentage"
+	VersionRuleField      = "field"
 )
 
 // The states of a version.

@@ -18,6 +18,7 @@ import (
 	"github.com/hephaestus-go/hephaestus/flow"
 	"github.com/hephaestus-go/hephaestus/flowdoc"
 	"github.com/hephaestus-go/hephaestus/internal/pgtest"
+	"github.com/hephaestus-go/hephaestus/internal/versionrule"
 	"github.com/hephaestus-go/hephaestus/store"
 	"github.com/hephaestus-go/hephaestus/store/postgres"
 	"github.com/hephaestus-go/hephaestus/store/sqlite"
@@ -373,4 +374,11 @@ func TestVersionRuleScheduleTick(t *testing.T) {
 			t.Fatalf("scheduled run: version %d, %q; want 2, pinned", r.Version, versionWhy(t, r))
 		}
 	})
+}
+
+// The root's rule types are the pure core's.
+func TestVersionRuleTypes(t *testing.T) {
+	if heph.VersionRulePinned != versionrule.Pinned || heph.VersionRulePercentage != versionrule.Percentage || heph.VersionRuleField != versionrule.Field {
+		t.Fatal("the rule types of the root and of internal/versionrule differ")
+	}
 }

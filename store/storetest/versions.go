@@ -54,6 +54,9 @@ func testVersions(t *testing.T, h *harness) {
 	if err != nil {
 		t.Fatalf("PutVersionRule replace: %v", err)
 	}
+	if r.UpdatedBy != "carol" || !r.UpdatedAt.Equal(at(5*time.Second)) {
+		t.Fatalf("PutVersionRule replace = %+v", r)
+	}
 	p, err = s.VersionPolicy(ctx, "billing")
 	if err != nil {
 		t.Fatalf("VersionPolicy: %v", err)
