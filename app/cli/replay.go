@@ -23,19 +23,35 @@ import (
 // workflows ws: a worker program mounts it (root.AddCommand) so that the
 // replay check before a deploy runs the code being deployed, which the heph
 // binary does not have (its own replay command knows only the example
-// workflows of heph server --examples). It reads the process's streams
-// and environment ($HEPH_ADDR, $HEPH_TOKEN, $HEPH_OUTPUT) and has the
-// --addr, --token, -o and --timeout flags of heph. When a history
-// diverges it prints why and returns an error whose ExitCode is 1.
+// workflows of heph server --examples). It writes to the command's
+// streams (cmd.OutOrStdout, SetOut), reads the process's environment
+// ($HEPH_ADDR, $HEPH_TOKEN, $HEPH_OUTPUT) and has the --addr, --token, -o
+// and --timeout flags of heph. When a history diverges or cannot be
+// replayed it prints why and returns an error whose ExitCode is 1:
+//
+//	if err := cmd.Execute(); err != nil {
+//		os.Exit(cli.ExitCode(err))
+//	}
 func ReplayCommand(ws ...hephaestus.Workflow) *cobra.Command {
-	g := &globals{env: OSEnv()}
+	env := OSEnv()
+	g := &globals{env: env}
 	cmd := newReplayWith(g, ws)
+	env.Stdin, env.Stdout, env.Stderr = cmdStream{in: cmd.InOrStdin}, cmdStream{out: cmd.OutOrStdout}, cmdStream{out: cmd.ErrOrStderr}
 	cmd.SilenceUsage, cmd.SilenceErrors = true, true
 	g.register(cmd)
 	cmd.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return &usageError{err.Error()} })
 	usageArgs(cmd)
 	return cmd
 }
+
+// cmdStream reads or writes a command's stream as it is when used.
+type cmdStream struct {
+	in  func() io.Reader
+	out func() io.Writer
+}
+
+func (s cmdStream) Read(p []byte) (int, error)  { return s.in().Read(p) }
+func (s cmdStream) Write(p []byte) (int, error) { return s.out().Write(p) }
 
 // newReplay is heph replay, over the example workflows.
 func newReplay(g *globals) *cobra.Command {
