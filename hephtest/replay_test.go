@@ -18,7 +18,7 @@ import (
 
 var (
 	reserve = workflow.NewActivity("replay.reserve", func(ctx context.Context, sku string) (string, error) { return "r-" + sku, nil })
-	billing  = workflow.NewActivity("replay.charge", func(ctx context.Context, r string) (string, error) { return "c-" + r, nil })
+	billing = workflow.NewActivity("replay.charge", func(ctx context.Context, r string) (string, error) { return "c-" + r, nil })
 	ship    = workflow.NewActivity("replay.ship", func(ctx context.Context, r string) (string, error) { return "s-" + r, nil })
 )
 
