@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -256,12 +257,15 @@ func newHistoryExport(g *globals) *cobra.Command {
 			var files []string
 			write := func(id string, b []byte) error {
 				if dir == "" {
-					_, err := fmt.Fprintf(g.env.Stdout, "%s\n", b)
+					return writeJSON(g.env.Stdout, b)
+				}
+				var buf bytes.Buffer
+				if err := writeJSON(&buf, b); err != nil {
 					return err
 				}
 				name := filepath.Join(dir, fileSafe.ReplaceAllString(id, "_")+".json")
 				files = append(files, name)
-				return os.WriteFile(name, append(b, '\n'), 0o600)
+				return os.WriteFile(name, buf.Bytes(), 0o600)
 			}
 			var werr error
 			if query != "" {
