@@ -74,7 +74,9 @@ type Run struct {
 	Flow    string
 	Version int
 	// Kind is KindFlow for runs of flows, documents and jobs, and
-	// KindWorkflow for runs of code-first workflows.
+	// KindWorkflow for runs of code-first workflows; KindName tells the
+	// first three apart (flow, document, job), as every surface names
+	// them.
 	Kind       RunKind
 	Status     RunStatus
 	Input      json.RawMessage

@@ -53,7 +53,7 @@ func TestKindsNamed(t *testing.T) {
 			t.Errorf("run %s: the runs list's row does not say %s:\n%s", c.id, c.kind, row)
 		}
 		page := e.getPage("/runs/" + c.id)
-		if !regexp.MustCompile(`data-kind="` + c.kind + `"`).MatchString(page) || !regexp.MustCompile(`<span class="kind-name">` + c.kind + `</span>`).MatchString(page) {
+		if !regexp.MustCompile(`data-kind="`+c.kind+`"`).MatchString(page) || !regexp.MustCompile(`<span class="kind-name">`+c.kind+`</span>`).MatchString(page) {
 			t.Errorf("run %s: the run page does not say %s", c.id, c.kind)
 		}
 	}
