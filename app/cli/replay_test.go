@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -16,7 +15,6 @@ import (
 	"github.com/hephaestus-go/hephaestus/app/cli"
 	"github.com/hephaestus-go/hephaestus/app/demo"
 	"github.com/hephaestus-go/hephaestus/flowdoc"
-	"github.com/hephaestus-go/hephaestus/server"
 	"github.com/hephaestus-go/hephaestus/store/sqlite"
 	"github.com/hephaestus-go/hephaestus/workflow"
 )
@@ -47,17 +45,7 @@ func demoServer(t *testing.T) (*hephaestus.Client, map[string]string) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = c.Stop(context.Background()) })
-	srv, err := server.New(&server.Config{Client: c, Store: st, Insecure: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := srv.Start(context.Background()); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(srv.Stop)
-	hs := httptest.NewServer(srv)
-	t.Cleanup(hs.Close)
-	return c, map[string]string{cli.EnvAddr: hs.URL, cli.EnvInsecure: "1"}
+	return c, serveAPI(t, c, st)
 }
 
 // waitHistory waits (up to a minute) until the run's exported history
