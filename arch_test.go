@@ -33,7 +33,7 @@ var layers = map[string]int{
 	"hephtype": layerCore, "clock": layerCore, "businesskey": layerCore, "flow": layerCore, "workflow": layerCore, "job": layerCore,
 	"internal/engine": layerCore, "internal/replay": layerCore, "internal/flowctl": layerCore, "internal/cronspec": layerCore,
 	"internal/dag": layerCore, "internal/flowgraph": layerCore, "internal/graphtext": layerCore, "internal/migrate": layerCore,
-	"internal/wfdef": layerCore,
+	"internal/wfdef": layerCore, "workflow/workflowcheck": layerCore,
 
 	"store/...": layerStore,
 

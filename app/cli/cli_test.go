@@ -3,6 +3,7 @@ package cli_test
 import (
 	"bytes"
 	"context"
+	"os"
 	"path/filepath"
 	"regexp"
 	"strings"
@@ -17,7 +18,14 @@ import (
 	"github.com/hephaestus-go/hephaestus/store/sqlite"
 )
 
-func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+func TestMain(m *testing.M) {
+	// heph vet runs go vet with its own executable as the vet tool: in
+	// these tests, this test binary.
+	if cli.IsVetTool(os.Args[1:]) {
+		cli.RunVetTool()
+	}
+	goleak.VerifyTestMain(m)
+}
 
 // heph runs the command line in-process with env as the environment and
 // returns its exit code and output.
