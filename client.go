@@ -246,7 +246,8 @@ type StartOptions struct {
 	// Tags are added to the flow's tags on the run.
 	Tags []string
 	// Metadata is merged over the flow's metadata on the run. The keys
-	// "created_by" and "document" are reserved (ErrInvalidInput).
+	// "created_by", "on_behalf_of", "document" and "job" are reserved
+	// (ErrInvalidInput).
 	Metadata map[string]any
 	// CreatedBy names the user who starts the run. It is stored in the
 	// run's metadata ("created_by", a JSON string), and step code reads

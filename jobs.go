@@ -342,7 +342,7 @@ func (c *Client) prepareJobs(ctx context.Context, kind *job.Untyped, inserts []u
 			return nil, fmt.Errorf("insert job %d of %q: %w", i, kind.Name, err)
 		}
 		so := &flowrt.StartOptions{Version: kind.Flow.Version(), Tags: o.Tags, Metadata: o.Metadata, Queue: o.Queue, RunAt: o.RunAt,
-			RunID: o.RunID}
+			RunID: o.RunID, Job: true}
 		if o.RunAfter > 0 {
 			if !o.RunAt.IsZero() {
 				return nil, fmt.Errorf("insert job %d of %q: %w: set RunAt or RunAfter, not both", i, kind.Name, ErrInvalidInput)

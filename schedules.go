@@ -599,7 +599,7 @@ func (c *Client) startTarget(ctx context.Context, s *store.Schedule, runID strin
 	meta := map[string]any{"schedule": s.ID}
 	switch s.TargetKind {
 	case store.TargetFlow, store.TargetJob:
-		o, err := c.versioned(ctx, s.TargetName, input, &flowrt.StartOptions{RunID: runID, Metadata: meta})
+		o, err := c.versioned(ctx, s.TargetName, input, &flowrt.StartOptions{RunID: runID, Metadata: meta, Job: s.TargetKind == store.TargetJob})
 		if err != nil {
 			return nil, err
 		}

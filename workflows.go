@@ -320,6 +320,9 @@ func (c *Client) ExportHistory(ctx context.Context, runID string) ([]byte, error
 	if err != nil {
 		return nil, fmt.Errorf("export history of run %s: %w", runID, err)
 	}
+	if r.Kind != KindWorkflow {
+		return nil, fmt.Errorf("export history of run %s: %w: it is a run of %s %q; only workflow runs have a history to replay", runID, ErrInvalidInput, RunKindOf(r.Kind, r.Metadata), r.Workflow)
+	}
 	h, err := c.cfg.Store.History(ctx, &store.HistoryParams{RunID: runID})
 	if err != nil {
 		return nil, fmt.Errorf("export history of run %s: %w", runID, err)

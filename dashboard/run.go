@@ -142,11 +142,6 @@ func (d *Dashboard) runPage(r *http.Request) (string, any, error) {
 		return "", nil, err
 	}
 	data := &runData{Run: run, Model: run.Kind, Terminal: hephtype.RunStatus(run.Status).Terminal(), HistoryURL: base + "/history"}
-	if run.Document != nil {
-		data.Model = "document"
-	} else if run.Kind == string(hephtype.KindFlow) && d.isJob(r, run.Workflow) {
-		data.Model = "job"
-	}
 	raw, err := json.MarshalIndent(&hist, "", "  ")
 	if err != nil {
 		return "", nil, err
@@ -202,21 +197,6 @@ func (d *Dashboard) flowGraph(r *http.Request, run *server.Run) (*graphtext.Grap
 		return nil, err
 	}
 	return g, nil
-}
-
-// isJob reports whether a flow is a job kind's (as GET /definitions
-// lists it). A definition list that cannot be read says no.
-func (d *Dashboard) isJob(r *http.Request, name string) bool {
-	var defs []server.Definition
-	if err := d.get(r, "/api/v1/definitions", nil, &defs); err != nil {
-		return false
-	}
-	for _, def := range defs {
-		if def.Name == name {
-			return def.Kind == "job"
-		}
-	}
-	return false
 }
 
 // workflowState reads the state a workflow run published; a run with

@@ -109,7 +109,7 @@ func New(env *Env) *cobra.Command {
 		newSignal(g), newUpdate(g), newQuery(g), newResume(g), newDecide(g, true), newDecide(g, false),
 		newCancel(g), newRetry(g), newOperations(g), newApprovals(g),
 		newSchedules(g), newQueues(g), newWorkers(g), newTokens(g), newPrincipals(g), newAudit(g), newSecrets(g), newDocuments(g), newDefinitions(g), newVersions(g),
-		newServer(g), newBench(g), newVet(g),
+		newServer(g), newBench(g), newVet(g), newReplay(g),
 	)
 	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return &usageError{err.Error()} })
 	usageArgs(root)

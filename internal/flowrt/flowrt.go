@@ -79,7 +79,9 @@ const (
 	// string), by a caller allowed to act as others.
 	MetaOnBehalfOf = "on_behalf_of"
 	// MetaDocument holds the stored document a run is pinned to.
-	MetaDocument = "document"
+	MetaDocument = hephtype.MetaDocument
+	// MetaJob marks a job's run (StartOptions.Job).
+	MetaJob = hephtype.MetaJob
 )
 
 // Runtime runs flows.
@@ -192,6 +194,8 @@ type StartOptions struct {
 	// value) as its MetaDocument.
 	CreatedBy string
 	Document  any
+	// Job marks the run a job's: MetaJob is true in its metadata.
+	Job bool
 	// RunID, when set, is the new run's id instead of a random one: a
 	// second start with the same id is refused with store.ErrRunExists
 	// (schedules derive it from the tick, so a tick starts one run).
@@ -313,8 +317,9 @@ func (r *Runtime) newRun(flowName string, input any, opts *StartOptions) (*store
 	delete(meta, MetaCreatedBy) // a flow cannot say who started its runs
 	delete(meta, MetaOnBehalfOf)
 	delete(meta, MetaDocument)
+	delete(meta, MetaJob)
 	for k, v := range opts.Metadata {
-		if k == MetaCreatedBy || k == MetaOnBehalfOf || k == MetaDocument {
+		if k == MetaCreatedBy || k == MetaOnBehalfOf || k == MetaDocument || k == MetaJob {
 			return nil, nil, fmt.Errorf("start %q: %w: metadata key %q is reserved; set StartOptions.CreatedBy, StartOptions.OnBehalfOf or start a stored document instead", flowName, limits.ErrInvalidInput, k)
 		}
 		b, err := json.Marshal(v)
@@ -335,6 +340,9 @@ func (r *Runtime) newRun(flowName string, input any, opts *StartOptions) (*store
 			return nil, nil, fmt.Errorf("start %q: %w: the document reference is not a JSON value", flowName, limits.ErrInvalidInput)
 		}
 		meta[MetaDocument] = b
+	}
+	if opts.Job {
+		meta[MetaJob] = json.RawMessage("true")
 	}
 	tags := f.Tags()
 	for _, t := range opts.Tags {
