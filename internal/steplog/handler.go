@@ -215,3 +215,40 @@ func jsonEscape(s string) string {
 	b, _ := json.Marshal(s)
 	return string(b[1 : len(b)-1])
 }
+
+// RedactJSON replaces the values of the keys named like secrets in a JSON
+// object (at any depth), as the handler does for attributes: for records
+// that come from outside the process. Anything but an object comes back
+// as it is (the store refuses it).
+func RedactJSON(b json.RawMessage) json.RawMessage {
+	if len(b) == 0 {
+		return b
+	}
+	var m map[string]any
+	if err := json.Unmarshal(b, &m); err != nil {
+		return b
+	}
+	if !redactMap(m) {
+		return b
+	}
+	out, err := json.Marshal(m)
+	if err != nil {
+		return b
+	}
+	return out
+}
+
+// redactMap redacts m in place and reports whether it changed anything.
+func redactMap(m map[string]any) bool {
+	changed := false
+	for k, v := range m {
+		if secretKey(k) {
+			m[k], changed = Redacted, true
+			continue
+		}
+		if sub, ok := v.(map[string]any); ok && redactMap(sub) {
+			changed = true
+		}
+	}
+	return changed
+}
