@@ -62,7 +62,8 @@ type LogsOptions struct {
 	// Limit bounds the records returned: 1000 by default and at most.
 	Limit int
 	// Wait, when positive and no record matches, waits up to Wait (on the
-	// client's clock) for one, polling as HistoryAfter does.
+	// client's clock) for one, or for the run to end, polling as
+	// HistoryAfter does.
 	Wait time.Duration
 }
 
@@ -107,11 +108,21 @@ func (c *Client) RunLogs(ctx context.Context, runID string, opts LogsOptions) (*
 		if err != nil {
 			return false, fmt.Errorf("logs of run %s: %w", runID, err)
 		}
-		return len(recs) > 0, nil
+		if len(recs) > 0 || opts.Wait <= 0 {
+			return true, nil
+		}
+		// A run that ended logs no more: the wait is over.
+		run, err := c.cfg.Store.GetRun(ctx, runID)
+		if err != nil {
+			return false, fmt.Errorf("logs of run %s: %w", runID, err)
+		}
+		return run.Status.Terminal(), nil
 	}
 	var err error
 	if opts.Wait > 0 {
-		err = commit.Poll(ctx, &commit.PollParams{Clock: c.cfg.Clock, MinPoll: c.cfg.MinPollInterval, MaxPoll: c.cfg.PollInterval, Wait: opts.Wait, Read: read})
+		changed, stop := c.watches.Watch(runID)
+		defer stop()
+		err = commit.Poll(ctx, &commit.PollParams{Clock: c.cfg.Clock, Changed: changed, MinPoll: c.cfg.MinPollInterval, MaxPoll: c.cfg.PollInterval, Wait: opts.Wait, Read: read})
 	} else {
 		_, err = read()
 	}
