@@ -13,10 +13,29 @@ import (
 
 // handler buffers the records of an attempt and passes them on to base.
 type handler struct {
-	buf  *Buffer
-	base slog.Handler // nil: none
-	// goas are the groups and attributes of With and WithGroup, in order.
+	buf *Buffer
+	// root makes the process logger's handler with the attempt's
+	// attributes (nil: none); goas are the groups and attributes of With
+	// and WithGroup, in order, applied to it as well.
+	root *lazyBase
 	goas []groupOrAttrs
+}
+
+// base returns the process logger's handler with the handler's groups
+// and attributes, or nil.
+func (h *handler) base() slog.Handler {
+	if h.root == nil {
+		return nil
+	}
+	b := h.root.get()
+	for _, g := range h.goas {
+		if g.group != "" {
+			b = b.WithGroup(g.group)
+		} else {
+			b = b.WithAttrs(g.attrs)
+		}
+	}
+	return b
 }
 
 type groupOrAttrs struct {
@@ -25,7 +44,11 @@ type groupOrAttrs struct {
 }
 
 func (h *handler) Enabled(ctx context.Context, l slog.Level) bool {
-	return l >= MinLevel || (h.base != nil && h.base.Enabled(ctx, l))
+	if l >= MinLevel {
+		return true
+	}
+	b := h.base()
+	return b != nil && b.Enabled(ctx, l)
 }
 
 func (h *handler) Handle(ctx context.Context, r slog.Record) error {
@@ -38,12 +61,13 @@ func (h *handler) Handle(ctx context.Context, r slog.Record) error {
 	if r.Level >= MinLevel {
 		h.buf.add(store.LogRecord{Time: r.Time, Level: r.Level, Message: truncate(msg, maxMessage), Attrs: h.encode(attrs)})
 	}
-	if h.base == nil || !h.base.Enabled(ctx, r.Level) {
+	base := h.base()
+	if base == nil || !base.Enabled(ctx, r.Level) {
 		return nil
 	}
 	out := slog.NewRecord(r.Time, r.Level, msg, r.PC)
 	out.AddAttrs(attrs...)
-	return h.base.Handle(ctx, out)
+	return base.Handle(ctx, out)
 }
 
 func (h *handler) WithAttrs(as []slog.Attr) slog.Handler {
@@ -54,22 +78,14 @@ func (h *handler) WithAttrs(as []slog.Attr) slog.Handler {
 	for i, a := range as {
 		red[i] = h.redactAttr(a)
 	}
-	n := &handler{buf: h.buf, base: h.base, goas: append(h.goas[:len(h.goas):len(h.goas)], groupOrAttrs{attrs: red})}
-	if n.base != nil {
-		n.base = n.base.WithAttrs(red)
-	}
-	return n
+	return &handler{buf: h.buf, root: h.root, goas: append(h.goas[:len(h.goas):len(h.goas)], groupOrAttrs{attrs: red})}
 }
 
 func (h *handler) WithGroup(name string) slog.Handler {
 	if name == "" {
 		return h
 	}
-	n := &handler{buf: h.buf, base: h.base, goas: append(h.goas[:len(h.goas):len(h.goas)], groupOrAttrs{group: name})}
-	if n.base != nil {
-		n.base = n.base.WithGroup(name)
-	}
-	return n
+	return &handler{buf: h.buf, root: h.root, goas: append(h.goas[:len(h.goas):len(h.goas)], groupOrAttrs{group: name})}
 }
 
 // redactAttr replaces the value of a secret-named attribute, and the

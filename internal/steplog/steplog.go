@@ -151,12 +151,29 @@ func (b *Buffer) Requeue(rs []store.LogRecord) {
 // Logger returns the attempt's logger: records at MinLevel and above are
 // buffered, and every record also goes to base (the process's logger,
 // with the attempt's run, step and attempt), when base is enabled for it.
+//
+// It costs little until it is used: the process logger's handler with
+// the attempt's attributes is made at the first record.
 func (b *Buffer) Logger(base *slog.Logger) *slog.Logger {
-	var bh slog.Handler
+	h := &handler{buf: b}
 	if base != nil {
-		bh = base.With(slog.String("run", b.at.RunID), slog.String("step", b.at.Step), slog.Int("attempt", b.at.Attempt)).Handler()
+		h.root = &lazyBase{make: func() slog.Handler {
+			return base.With(slog.String("run", b.at.RunID), slog.String("step", b.at.Step), slog.Int("attempt", b.at.Attempt)).Handler()
+		}}
 	}
-	return slog.New(&handler{buf: b, base: bh})
+	return slog.New(h)
+}
+
+// lazyBase makes the process logger's handler of an attempt once.
+type lazyBase struct {
+	once sync.Once
+	make func() slog.Handler
+	h    slog.Handler
+}
+
+func (l *lazyBase) get() slog.Handler {
+	l.once.Do(func() { l.h = l.make() })
+	return l.h
 }
 
 // Empty reports whether nothing waits in the buffer.
