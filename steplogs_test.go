@@ -228,7 +228,7 @@ func TestStepLogsFlushedByHeartbeat(t *testing.T) {
 	}
 }
 
-func openSQLiteAt(t *testing.T, path string) store.Store {
+func openSQLiteAt(t *testing.T, path string) *sqlite.Store {
 	t.Helper()
 	st, err := sqlite.Open(context.Background(), &sqlite.Config{Path: path})
 	if err != nil {

@@ -5,7 +5,6 @@ import (
 	"net/http"
 	"net/url"
 	"strconv"
-	"time"
 
 	"github.com/hephaestus-go/hephaestus"
 )
@@ -16,19 +15,12 @@ type LogPage = hephaestus.LogPage
 // LogRecord is a record of a step's log.
 type LogRecord = hephaestus.LogRecord
 
-// LogFilter filters Logs; zero fields do not filter.
-type LogFilter struct {
-	Step    string
-	Index   *int
-	Attempt int
-	Level   string
-	After   int64
-	Limit   int
-}
+// LogFilter filters Logs (its Wait is the server's long poll).
+type LogFilter = hephaestus.LogsOptions
 
 // Logs returns a run's step logs (GET /runs/{id}/logs), waiting up to
-// wait on the server for a record when none matches.
-func (c *Client) Logs(ctx context.Context, id string, f *LogFilter, wait time.Duration) (*LogPage, *Response, error) {
+// f.Wait on the server for a record (or the run's end) when none matches.
+func (c *Client) Logs(ctx context.Context, id string, f *LogFilter) (*LogPage, *Response, error) {
 	q := url.Values{}
 	set := func(k, v string) {
 		if v != "" && v != "0" {
@@ -43,8 +35,8 @@ func (c *Client) Logs(ctx context.Context, id string, f *LogFilter, wait time.Du
 	if f.Index != nil {
 		q.Set("index", strconv.Itoa(*f.Index))
 	}
-	if wait > 0 {
-		q.Set("wait", wait.String())
+	if f.Wait > 0 {
+		q.Set("wait", f.Wait.String())
 	}
 	return call[LogPage](ctx, c, &request{method: http.MethodGet, path: "/runs/" + seg(id) + "/logs", query: q})
 }

@@ -49,7 +49,7 @@ func newLogs(g *globals) *cobra.Command {
 				return followLogs(cmd.Context(), g, api, args[0], f)
 			}
 			ctx, cancel := g.reqCtx(cmd.Context(), 0)
-			page, resp, err := api.Logs(ctx, args[0], &f, 0)
+			page, resp, err := api.Logs(ctx, args[0], &f)
 			cancel()
 			if err != nil {
 				return err
@@ -95,11 +95,11 @@ func followLogs(ctx context.Context, g *globals, api *apiclient.Client, id strin
 	ended := false
 	for {
 		rctx, cancel := g.reqCtx(ctx, longPoll)
-		wait := longPoll
+		f.Wait = longPoll
 		if ended {
-			wait = 0
+			f.Wait = 0
 		}
-		page, _, err := api.Logs(rctx, id, &f, wait)
+		page, _, err := api.Logs(rctx, id, &f)
 		cancel()
 		if err != nil {
 			return err

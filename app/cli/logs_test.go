@@ -3,7 +3,6 @@ package cli_test
 import (
 	"bytes"
 	"context"
-	"net/http/httptest"
 	"path/filepath"
 	"regexp"
 	"strings"
@@ -14,7 +13,6 @@ import (
 	hephaestus "github.com/hephaestus-go/hephaestus"
 	"github.com/hephaestus-go/hephaestus/app/cli"
 	"github.com/hephaestus-go/hephaestus/flow"
-	"github.com/hephaestus-go/hephaestus/server"
 	"github.com/hephaestus-go/hephaestus/store/sqlite"
 )
 
@@ -71,17 +69,7 @@ func TestLogsCLIFollow(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = c.Stop(context.Background()) })
-	srv, err := server.New(&server.Config{Client: c, Store: st, Insecure: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := srv.Start(context.Background()); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(srv.Stop)
-	hs := httptest.NewServer(srv)
-	t.Cleanup(hs.Close)
-	env := map[string]string{cli.EnvAddr: hs.URL, cli.EnvInsecure: "1"}
+	env := serveAPI(t, c, st)
 	r, err := c.StartRun(ctx, "chatty", "x", nil)
 	if err != nil {
 		t.Fatal(err)

@@ -34,6 +34,13 @@ func secretsServer(t *testing.T, path, ring string) map[string]string {
 	if err != nil {
 		t.Fatal(err)
 	}
+	return serveAPI(t, c, st)
+}
+
+// serveAPI serves the API (insecure) over a client and its store, and
+// returns the CLI's environment for it.
+func serveAPI(t *testing.T, c *hephaestus.Client, st *sqlite.Store) map[string]string {
+	t.Helper()
 	srv, err := server.New(&server.Config{Client: c, Store: st, Insecure: true})
 	if err != nil {
 		t.Fatal(err)

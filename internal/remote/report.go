@@ -200,16 +200,9 @@ func (r *Runtime) fail(ctx context.Context, t *store.Task, c *store.RemoteClaim,
 // claim's record is deleted (best effort: a record left behind is pruned
 // with the next one written, its task being gone).
 func (r *Runtime) outcome(ctx context.Context, c *store.RemoteClaim, commit func(t *store.Task) error) error {
-	t, err := r.cfg.Store.GetTask(ctx, c.TaskID)
-	switch {
-	case errors.Is(err, store.ErrTaskNotFound):
-		return errLost(c.TaskID, c.RunID, "the task is gone (completed, or its run ended)")
-	case err != nil:
-		return fmt.Errorf("read task %d: %w", c.TaskID, err)
-	case t.RunID != c.RunID:
-		return fmt.Errorf("%w: the task is not of the claim's run", ErrInvalidToken)
-	case t.Token != c.Token || t.Owner == "":
-		return errLost(c.TaskID, c.RunID, "the task was claimed again or given back")
+	t, err := r.heldTask(ctx, c)
+	if err != nil {
+		return err
 	}
 	if err := commit(t); err != nil {
 		if errors.Is(err, store.ErrLeaseLost) {
@@ -221,6 +214,23 @@ func (r *Runtime) outcome(ctx context.Context, c *store.RemoteClaim, commit func
 		r.cfg.Logger.Warn("delete the record of a remote claim", slog.Int64("task", c.TaskID), slog.Any("err", err))
 	}
 	return nil
+}
+
+// heldTask reads a claim's task back: ErrTaskLost unless the claim still
+// holds it.
+func (r *Runtime) heldTask(ctx context.Context, c *store.RemoteClaim) (*store.Task, error) {
+	t, err := r.cfg.Store.GetTask(ctx, c.TaskID)
+	switch {
+	case errors.Is(err, store.ErrTaskNotFound):
+		return nil, errLost(c.TaskID, c.RunID, "the task is gone (completed, or its run ended)")
+	case err != nil:
+		return nil, fmt.Errorf("read task %d: %w", c.TaskID, err)
+	case t.RunID != c.RunID:
+		return nil, fmt.Errorf("%w: the task is not of the claim's run", ErrInvalidToken)
+	case t.Token != c.Token || t.Owner == "":
+		return nil, errLost(c.TaskID, c.RunID, "the task was claimed again or given back")
+	}
+	return t, nil
 }
 
 // checkDetails checks heartbeat details from a remote worker.
@@ -268,14 +278,9 @@ func (r *Runtime) Logs(ctx context.Context, tok string, logs []hephtype.RemoteLo
 	if err != nil {
 		return err
 	}
-	t, err := r.cfg.Store.GetTask(ctx, c.TaskID)
-	switch {
-	case errors.Is(err, store.ErrTaskNotFound):
-		return errLost(c.TaskID, c.RunID, "the task is gone (completed, or its run ended)")
-	case err != nil:
-		return fmt.Errorf("read task %d: %w", c.TaskID, err)
-	case t.Token != c.Token:
-		return errLost(c.TaskID, c.RunID, "the task was claimed again or given back")
+	t, err := r.heldTask(ctx, c)
+	if err != nil {
+		return err
 	}
 	for i := range recs {
 		x := &recs[i]
