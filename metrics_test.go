@@ -112,12 +112,7 @@ func registerEcho(c *heph.Client) error {
 
 func openSQLite(t *testing.T) *sqlite.Store {
 	t.Helper()
-	st, err := sqlite.Open(context.Background(), &sqlite.Config{Path: filepath.Join(t.TempDir(), "h.db")})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = st.Close() })
-	return st
+	return openSQLiteAt(t, filepath.Join(t.TempDir(), "h.db"))
 }
 
 func TestMetricsAfterKnownWorkload(t *testing.T) {

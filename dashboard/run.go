@@ -43,6 +43,13 @@ type runData struct {
 	HistoryJSON string
 	// HistoryURL is the API's history of the run (the download link).
 	HistoryURL string
+	// Logs are the run's step logs, per attempt (logs.go); LogCount
+	// counts their records, LogsMore says that more than the page shown
+	// exist, LogsURL is the API's (the download link).
+	Logs     []*logGroup
+	LogCount int
+	LogsMore bool
+	LogsURL  string
 	// State is the state a workflow published last ("" without one);
 	// StateNote says why there is none when it could not be read.
 	State     string
@@ -152,6 +159,9 @@ func (d *Dashboard) runPage(r *http.Request) (string, any, error) {
 	}
 	data.Timeline = timelineSVG(timelineOf(run, hist.Events, d.cfg.Now()))
 	data.Signals, data.Updates = messageNames(hist.Events)
+	if err := d.runLogs(r, base, data); err != nil {
+		return "", nil, err
+	}
 	if err := d.family(r, run, data); err != nil {
 		return "", nil, err
 	}

@@ -165,6 +165,8 @@ type Store interface {
 	// RemoteClaims keeps the facts of claims handed to remote workers
 	// (remoteclaim.go).
 	RemoteClaims
+	// StepLogs keeps what step code logs (logs.go).
+	StepLogs
 
 	// Close releases the store's resources.
 	Close() error

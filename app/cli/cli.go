@@ -105,7 +105,7 @@ func New(env *Env) *cobra.Command {
 	root.AddCommand(
 		newMigrate(env),
 		newValidate(g), newGraph(g),
-		newStart(g), newList(g), newStats(g), newShow(g), newHistory(g), newResult(g),
+		newStart(g), newList(g), newStats(g), newShow(g), newHistory(g), newLogs(g), newResult(g),
 		newSignal(g), newUpdate(g), newQuery(g), newResume(g), newDecide(g, true), newDecide(g, false),
 		newCancel(g), newRetry(g), newOperations(g), newApprovals(g),
 		newSchedules(g), newQueues(g), newWorkers(g), newTokens(g), newPrincipals(g), newAudit(g), newSecrets(g), newDocuments(g), newDefinitions(g), newVersions(g),

@@ -37,6 +37,7 @@ import (
 	"github.com/hephaestus-go/hephaestus/internal/engine"
 	"github.com/hephaestus-go/hephaestus/internal/flowgraph"
 	"github.com/hephaestus-go/hephaestus/internal/limits"
+	"github.com/hephaestus-go/hephaestus/internal/secrets"
 	"github.com/hephaestus-go/hephaestus/internal/telemetry"
 	"github.com/hephaestus-go/hephaestus/internal/worker"
 	"github.com/hephaestus-go/hephaestus/store"
@@ -513,6 +514,9 @@ func (r *Runtime) Execute(ctx context.Context, h *worker.Held, handoff string) (
 		return nil, fmt.Errorf("task kind %q is not a flow task", t.Kind)
 	}
 	out, err := r.runStep(ctx, h)
+	// The attempt's log is stored before its outcome commits (or is
+	// dropped), whatever becomes of it.
+	h.FlushLogs(context.WithoutCancel(ctx))
 	if err != nil {
 		// Shutdown, lost lease, cancelled run: the result is dropped; the
 		// task runs again once released or once its lease expires.
@@ -653,6 +657,8 @@ func (r *Runtime) runStep(ctx context.Context, h *worker.Held) (*Outcome, error)
 	info.Kind = telemetry.StepStarted
 	r.cfg.Telemetry.Emit(info)
 	call := r.callOf(t)
+	call.Logger = h.Logs().Logger(r.cfg.Logger)
+	tctx = secrets.Observe(tctx, h.Logs().AddSecret)
 	call.Heartbeat = func(details any) error {
 		b, err := json.Marshal(details)
 		if err != nil {

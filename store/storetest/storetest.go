@@ -141,6 +141,8 @@ func Run(t *testing.T, newStore func(t *testing.T) store.Store, opts ...Option) 
 		{"TraceContext", testTraceContext},
 		{"Versions", testVersions},
 		{"VersionRunCounts", testVersionRunCounts},
+		{"Logs", testLogs},
+		{"LogBounds", testLogBounds},
 	}
 	tests = append(tests, txTests(&c)...)
 	for _, tc := range tests {
