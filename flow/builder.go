@@ -93,16 +93,16 @@ type edgeDecl struct {
 }
 
 type stepDef struct {
-	name      string
-	kind      StepKind
-	at        string
-	inType    reflect.Type
-	outType   reflect.Type
+	name    string
+	kind    StepKind
+	at      string
+	inType  reflect.Type
+	outType reflect.Type
 	// inName and outName name the types of a stub's step (FromSpec).
 	inName, outName string
 	// resolved is a stub's retry policy, resolved already (not merged
 	// with defaults, nor checked again).
-	resolved *RetryPolicy
+	resolved  *RetryPolicy
 	run       func(ctx context.Context, c *Call) (Outcome, error)
 	deps      []string
 	depsSet   bool
