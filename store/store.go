@@ -163,6 +163,9 @@ type Store interface {
 	// RemoteClaims keeps the facts of claims handed to remote workers
 	// (remoteclaim.go).
 	RemoteClaims
+	// Catalog keeps the definitions every process publishes
+	// (catalog.go).
+	Catalog
 
 	// Close releases the store's resources.
 	Close() error

@@ -139,6 +139,8 @@ func Run(t *testing.T, newStore func(t *testing.T) store.Store, opts ...Option) 
 		{"QueueConcurrentClaims", testQueueConcurrentClaims},
 		{"QueueManyKeys", testQueueManyKeys},
 		{"TraceContext", testTraceContext},
+		{"Catalog", testCatalog},
+		{"CatalogValidation", testCatalogValidation},
 	}
 	tests = append(tests, txTests(&c)...)
 	for _, tc := range tests {
