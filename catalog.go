@@ -130,7 +130,9 @@ func (c *Client) workflowDefinition(w Workflow) *store.Definition {
 	spec := workflowSpec{Name: w.Name(), BuildID: c.cfg.BuildID}
 	d := &store.Definition{Kind: store.DefinitionWorkflow, Name: w.Name(), BuildID: c.cfg.BuildID,
 		Queues: []string{c.cfg.WorkflowQueue}, Handlers: []string{store.WorkflowHandler(w.Name())}}
-	if ds, ok := w.(interface{ Declared() (updates, signals []string) }); ok {
+	if ds, ok := w.(interface {
+		Declared() (updates, signals []string)
+	}); ok {
 		spec.Updates, spec.Signals = ds.Declared()
 	}
 	if qs, ok := w.(interface{ QueryNames() []string }); ok {
