@@ -57,6 +57,7 @@ func (s *Server) register() {
 
 	// Definitions and documents.
 	s.handle(get, p+"/definitions", accessRead, "", s.definitions)
+	s.handle(get, p+"/definitions/{name}", accessRead, "", s.definition)
 	s.handle(get, p+"/definitions/{name}/graph", accessRead, "", s.graph)
 	s.handle(post, p+"/documents", accessAdmin, "documents.put", s.putDocument)
 	s.handle(get, p+"/documents", accessRead, "", s.listDocuments)
