@@ -61,7 +61,7 @@ func TestCatalogServerWithoutCode(t *testing.T) {
 		e.api.do(req{method: http.MethodGet, path: "/api/v1/definitions/shop?kind=flowz", invalid: true}).problem(t, http.StatusBadRequest)
 
 		var g struct {
-			Flow  string `json:"flow"`
+			Flow  string                `json:"flow"`
 			Nodes []struct{ ID string } `json:"nodes"`
 		}
 		e.api.call(http.MethodGet, "/api/v1/definitions/shop/graph", nil, http.StatusOK, &g)
