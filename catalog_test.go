@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -13,7 +14,10 @@ import (
 	heph "github.com/hephaestus-go/hephaestus"
 	"github.com/hephaestus-go/hephaestus/flow"
 	"github.com/hephaestus-go/hephaestus/hephtype"
+	"github.com/hephaestus-go/hephaestus/internal/pgtest"
 	"github.com/hephaestus-go/hephaestus/job"
+	"github.com/hephaestus-go/hephaestus/store"
+	"github.com/hephaestus-go/hephaestus/store/postgres"
 	"github.com/hephaestus-go/hephaestus/store/sqlite"
 	"github.com/hephaestus-go/hephaestus/workflow"
 )
@@ -175,5 +179,58 @@ func TestCatalogAnyProcessStartsAnything(t *testing.T) {
 	d, err = empty.Definition(ctx, "flow", "cat.order")
 	if err != nil || !slices.Equal(d.Versions, []int{1, 2}) || d.Latest != 2 {
 		t.Fatalf("after registering version 2: %+v, %v", d, err)
+	}
+}
+
+// BenchmarkPublishCatalog: what publishing adds to Client.Start, with 20
+// flows, 5 job kinds and 5 workflows registered: the first publish
+// (inserts) and the usual one (all stored already), on SQLite and
+// PostgreSQL.
+func BenchmarkPublishCatalog(b *testing.B) {
+	for _, backend := range []string{"sqlite", "postgres"} {
+		b.Run(backend, func(b *testing.B) {
+			var st store.Store
+			var err error
+			if backend == "sqlite" {
+				st, err = sqlite.Open(context.Background(), &sqlite.Config{Path: filepath.Join(b.TempDir(), "h.db")})
+			} else {
+				st, err = postgres.Open(context.Background(), &postgres.Config{DSN: pgtest.DSN(b)})
+			}
+			if err != nil {
+				b.Fatal(err)
+			}
+			defer st.Close()
+			c, err := heph.New(&heph.Config{Store: st})
+			if err != nil {
+				b.Fatal(err)
+			}
+			defer c.Stop(context.Background())
+			for i := range 20 {
+				if err := c.Register(catalogFlow(i+1, i%2 == 0)); err != nil {
+					b.Fatal(err)
+				}
+			}
+			for i := range 5 {
+				k := job.MustNew(fmt.Sprintf("bench.job%d", i), func(ctx context.Context, j *job.Job[catalogOrder]) error { return nil }, nil)
+				w := workflow.New(fmt.Sprintf("bench.wf%d", i), func(ctx workflow.Context, in catalogOrder) (string, error) { return "", nil })
+				if err := c.RegisterJobs(k); err != nil {
+					b.Fatal(err)
+				}
+				if err := c.RegisterWorkflows(w); err != nil {
+					b.Fatal(err)
+				}
+			}
+			start := time.Now()
+			if err := heph.PublishCatalog(c); err != nil {
+				b.Fatal(err)
+			}
+			b.ReportMetric(float64(time.Since(start).Microseconds()), "first-µs")
+			b.ResetTimer()
+			for b.Loop() {
+				if err := heph.PublishCatalog(c); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
 	}
 }
