@@ -133,7 +133,7 @@ func TestStartRunForm(t *testing.T) {
 	b.open(e.url + "/definitions/report")
 	b.run("fill in the name", chromedp.SetValue(`#start-run input[name="name"]`, "from-the-form", chromedp.ByQuery))
 	b.run("start", chromedp.Click(`#start-run button[type="submit"]`, chromedp.ByQuery))
-	b.waitJS("the run's page", `location.pathname.startsWith("/runs/")`)
+	b.run("the run's page", chromedp.WaitReady("#run-id", chromedp.ByQuery))
 	var path string
 	b.eval(`location.pathname`, &path)
 	r := e.waitStatus(strings.TrimPrefix(path, "/runs/"), heph.StatusCompleted)
