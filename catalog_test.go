@@ -57,7 +57,7 @@ func TestCatalogAnyProcessStartsAnything(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer worker.Stop(context.Background())
+	defer func() { _ = worker.Stop(context.Background()) }()
 	if err := worker.Register(catalogFlow(1, false)); err != nil {
 		t.Fatal(err)
 	}
@@ -72,7 +72,7 @@ func TestCatalogAnyProcessStartsAnything(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer empty.Stop(context.Background())
+	defer func() { _ = empty.Stop(context.Background()) }()
 	if ds, err := empty.Definitions(ctx); err != nil || len(ds) != 0 {
 		t.Fatalf("definitions before Start: %+v, %v", ds, err)
 	}
@@ -165,7 +165,7 @@ func TestCatalogAnyProcessStartsAnything(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer changed.Stop(context.Background())
+	defer func() { _ = changed.Stop(context.Background()) }()
 	if err := changed.Register(catalogFlow(1, true)); err != nil {
 		t.Fatal(err)
 	}
@@ -204,7 +204,7 @@ func BenchmarkPublishCatalog(b *testing.B) {
 			if err != nil {
 				b.Fatal(err)
 			}
-			defer c.Stop(context.Background())
+			defer func() { _ = c.Stop(context.Background()) }()
 			for i := range 20 {
 				if err := c.Register(catalogFlow(i+1, i%2 == 0)); err != nil {
 					b.Fatal(err)
