@@ -96,7 +96,6 @@ func schemaOf(t reflect.Type) json.RawMessage {
 func (c *Client) flowDefinition(f *flow.Flow) (*store.Definition, error) {
 	spec := catalogSpec{Spec: f.Spec()}
 	kind := store.DefinitionFlow
-	var out json.RawMessage
 	if v, ok := c.kinds.Load(f.Name()); ok {
 		kind = store.DefinitionJob
 		k := v.(job.Untyped)
@@ -108,7 +107,7 @@ func (c *Client) flowDefinition(f *flow.Flow) (*store.Definition, error) {
 		return nil, fmt.Errorf("publish %s %q: %w", kind, f.Name(), err)
 	}
 	d := &store.Definition{Kind: kind, Name: f.Name(), Version: f.Version(), BuildID: c.cfg.BuildID, Spec: b,
-		InputSchema: schemaOf(f.InputType()), OutputSchema: out}
+		InputSchema: schemaOf(f.InputType())}
 	for _, s := range f.Steps() {
 		if !slices.Contains(d.Queues, s.Queue) {
 			d.Queues = append(d.Queues, s.Queue)

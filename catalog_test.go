@@ -180,6 +180,30 @@ func TestCatalogAnyProcessStartsAnything(t *testing.T) {
 	if err != nil || !slices.Equal(d.Versions, []int{1, 2}) || d.Latest != 2 {
 		t.Fatalf("after registering version 2: %+v, %v", d, err)
 	}
+
+	// With no worker live, starts are accepted and wait; another client
+	// without the code (and without the stub yet) cancels a run.
+	if err := worker.Stop(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := empty.StartWorkflow(ctx, "cat.saga", catalogOrder{ID: "later"}, nil); err != nil {
+		t.Fatalf("start a catalogued workflow with no live worker: %v", err)
+	}
+	waiting, err := empty.StartRun(ctx, "cat.order", catalogOrder{ID: "o2"}, &heph.StartOptions{Version: 2})
+	if err != nil {
+		t.Fatal(err)
+	}
+	fresh, err := heph.New(&heph.Config{Store: st})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = fresh.Stop(context.Background()) }()
+	if err := fresh.CancelRun(ctx, waiting.ID, "no longer wanted"); err != nil {
+		t.Fatalf("cancel from a client without the code: %v", err)
+	}
+	if r, err := fresh.GetRun(ctx, waiting.ID); err != nil || r.Status != hephtype.StatusCancelled || len(r.Steps) != 3 {
+		t.Fatalf("cancelled run: %+v, %v", r, err)
+	}
 }
 
 // BenchmarkPublishCatalog: what publishing adds to Client.Start, with 20
