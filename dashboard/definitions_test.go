@@ -113,7 +113,7 @@ func getPage(t *testing.T, url string) string {
 func TestDefinitionPageCatalog(t *testing.T) {
 	e := newPagesEnv(t, true)
 	page := getPage(t, e.url+"/definitions/report")
-	for _, want := range []string{`id="definition-published"`, `id="definition-schema"`, `"name"`, `href="/schedules/` + reportSchedule + `"`,
+	for _, want := range []string{`id="definition-published"`, `id="definition-schema"`, `"name"`, `<a href="/schedules" class="mono">` + reportSchedule + `</a>`,
 		`id="start-run" data-kind="job" data-name="report" data-version=""`, `<input name="name" data-type="string">`, `name="_raw"`, `id="definition-served">yes`} {
 		if !strings.Contains(page, want) {
 			t.Errorf("the report page lacks %s", want)
