@@ -409,3 +409,23 @@ func (c *Client) catalogJobKind(ctx context.Context, kind string, opts *JobOptio
 	}
 	return u, nil
 }
+
+// catalogQueues are the queues of every catalog entry: the registry looks
+// for runs no live worker can serve in them too, so that a run of a
+// definition whose workers are all gone shows as unserved even when no
+// live process works its queue.
+func (c *Client) catalogQueues(ctx context.Context) []string {
+	ds, err := c.cfg.Store.ListDefinitions(ctx, &store.ListDefinitionsParams{})
+	if err != nil {
+		return nil
+	}
+	var out []string
+	for _, d := range ds {
+		for _, q := range d.Queues {
+			if !slices.Contains(out, q) {
+				out = append(out, q)
+			}
+		}
+	}
+	return out
+}

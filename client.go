@@ -143,7 +143,7 @@ func New(cfg *Config) (*Client, error) {
 		Store: c.Store, Clock: c.Clock, Logger: c.Logger, Telemetry: cl.hub, Committer: cl.commit, WorkerID: c.WorkerID,
 		Queues: c.Queues, Handlers: cl.claimHandlers, LeaseDuration: c.LeaseDuration,
 		Retention: c.Retention, RetentionInterval: c.RetentionInterval,
-		Policies: c.retentionPolicies(), OnQueue: cl.flows.FlowsOnQueue,
+		Policies: c.retentionPolicies(), OnQueue: cl.flows.FlowsOnQueue, MoreQueues: cl.catalogQueues,
 	})
 	cl.sched = cl.newSchedules()
 	cl.updateHandlers()
