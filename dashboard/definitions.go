@@ -130,8 +130,9 @@ type startField struct {
 func (d *definitionData) startForm() {
 	for i := range d.Published {
 		p := &d.Published[i]
-		if d.Kind == "workflow" || p.Version == d.Version {
-			d.Shown = p // the newest build of a workflow is listed last
+		// A workflow's builds are listed newest first.
+		if (d.Kind == "workflow" && d.Shown == nil) || (d.Kind != "workflow" && p.Version == d.Version) {
+			d.Shown = p
 		}
 	}
 	d.Raw = true

@@ -490,9 +490,17 @@ func printDefinition(w io.Writer, d *apiclient.DefinitionDetail) error {
 	if err := tw.Flush(); err != nil {
 		return err
 	}
-	last := d.Published[len(d.Published)-1]
-	if len(last.InputSchema) > 0 {
-		fmt.Fprintf(w, "\nInput schema (version %d):\n%s\n", last.Version, last.InputSchema)
+	// The highest version of a flow or job kind, the newest build of a
+	// workflow (builds are listed newest first).
+	shown, what := d.Published[len(d.Published)-1], ""
+	if d.Kind == "workflow" {
+		shown = d.Published[0]
+		what = "build " + shown.BuildID
+	} else {
+		what = "version " + strconv.Itoa(shown.Version)
+	}
+	if len(shown.InputSchema) > 0 {
+		fmt.Fprintf(w, "\nInput schema (%s):\n%s\n", what, shown.InputSchema)
 	}
 	return nil
 }
