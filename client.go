@@ -291,13 +291,6 @@ func (o *StartOptions) check() error {
 	return checkRunID("StartOptions.RunID", o.RunID)
 }
 
-func (o *StartOptions) version() int {
-	if o == nil {
-		return 0
-	}
-	return o.Version
-}
-
 func (o *StartOptions) runID() string {
 	if o == nil {
 		return ""
@@ -314,10 +307,14 @@ func (c *Client) StartRun(ctx context.Context, flowName string, input any, opts 
 	if err := opts.check(); err != nil {
 		return nil, fmt.Errorf("start %q: %w", flowName, err)
 	}
-	if err := c.ensureStub(ctx, flowName, opts.version()); err != nil {
+	o, err := c.versioned(ctx, flowName, input, opts.internal())
+	if err != nil {
+		return nil, err
+	}
+	if err := c.ensureStub(ctx, flowName, o.Version); err != nil {
 		return nil, fmt.Errorf("start %q: %w", flowName, err)
 	}
-	r, err := c.flows.Start(ctx, flowName, input, opts.internal())
+	r, err := c.flows.Start(ctx, flowName, input, o)
 	if err != nil {
 		return c.existingRun(ctx, opts.runID(), err)
 	}
@@ -346,13 +343,21 @@ type StartRequest struct {
 // request's index.
 func (c *Client) StartRuns(ctx context.Context, flowName string, reqs []StartRequest) ([]*Run, error) {
 	in := make([]flowrt.StartRequest, len(reqs))
+	pick, err := c.flowPicker(ctx, flowName)
+	if err != nil {
+		return nil, err
+	}
 	for i, rq := range reqs {
 		if err := rq.Options.check(); err != nil {
 			return nil, fmt.Errorf("start %q, request %d: %w", flowName, i, err)
 		}
-		in[i] = flowrt.StartRequest{Input: rq.Input, Options: rq.Options.internal()}
-		if i == 0 || rq.Options.version() != reqs[i-1].Options.version() {
-			if err := c.ensureStub(ctx, flowName, rq.Options.version()); err != nil {
+		o, err := pick.apply(rq.Input, rq.Options.internal())
+		if err != nil {
+			return nil, fmt.Errorf("request %d: %w", i, err)
+		}
+		in[i] = flowrt.StartRequest{Input: rq.Input, Options: o}
+		if i == 0 || o.Version != in[i-1].Options.Version {
+			if err := c.ensureStub(ctx, flowName, o.Version); err != nil {
 				return nil, fmt.Errorf("start %q, request %d: %w", flowName, i, err)
 			}
 		}

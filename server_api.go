@@ -108,7 +108,7 @@ func kindSuffix(kind string) string {
 // definitions merges what is registered here, the catalog and the stored
 // documents (of one name, when not empty).
 func (c *Client) definitions(ctx context.Context, only string, specs bool) ([]Definition, error) {
-	docs, err := c.documentVersions(ctx, only)
+	docs, err := c.storedDocuments(ctx, only)
 	if err != nil {
 		return nil, err
 	}
@@ -199,9 +199,9 @@ func servesDefinition(d *Definition, h string) bool {
 	return strings.HasPrefix(h, "flow:"+d.Name+"@")
 }
 
-// documentVersions are the stored documents' versions, by name (of one
+// storedDocuments are the stored documents' versions, by name (of one
 // name, when not empty).
-func (c *Client) documentVersions(ctx context.Context, only string) (map[string][]int, error) {
+func (c *Client) storedDocuments(ctx context.Context, only string) (map[string][]int, error) {
 	docs := map[string][]int{}
 	var cursor string
 	for {

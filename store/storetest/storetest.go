@@ -141,6 +141,8 @@ func Run(t *testing.T, newStore func(t *testing.T) store.Store, opts ...Option) 
 		{"TraceContext", testTraceContext},
 		{"Catalog", testCatalog},
 		{"CatalogValidation", testCatalogValidation},
+		{"Versions", testVersions},
+		{"VersionRunCounts", testVersionRunCounts},
 	}
 	tests = append(tests, txTests(&c)...)
 	for _, tc := range tests {
