@@ -7,6 +7,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/chromedp/chromedp"
 
@@ -112,7 +113,13 @@ func getPage(t *testing.T, url string) string {
 // schema; a document has no form.
 func TestDefinitionPageCatalog(t *testing.T) {
 	e := newPagesEnv(t, true)
+	// The client's worker record is written by its registry just after
+	// Start: wait for the page to count it.
 	page := getPage(t, e.url+"/definitions/report")
+	for deadline := time.Now().Add(time.Minute); !strings.Contains(page, `id="definition-served">yes`) && time.Now().Before(deadline); {
+		time.Sleep(50 * time.Millisecond)
+		page = getPage(t, e.url+"/definitions/report")
+	}
 	for _, want := range []string{`id="definition-published"`, `id="definition-schema"`, `"name"`, `<a href="/schedules" class="mono">` + reportSchedule + `</a>`,
 		`id="start-run" data-kind="job" data-name="report" data-version=""`, `<input name="name" data-type="string">`, `name="_raw"`, `id="definition-served">yes`} {
 		if !strings.Contains(page, want) {
