@@ -72,6 +72,9 @@ type Client struct {
 
 	// remote serves workers outside the process (remote.go).
 	remote *remote.Runtime
+
+	// cat is the client's side of the deployment's catalog (catalog.go).
+	cat catalogState
 }
 
 // uninstrumented, set by a benchmark only, leaves the clients made after
@@ -111,7 +114,7 @@ func New(cfg *Config) (*Client, error) {
 	cl.flows = flowrt.New(&flowrt.Config{
 		Store: c.Store, Clock: c.Clock, Logger: c.Logger, Telemetry: cl.hub, Committer: cl.commit,
 		WorkerID: c.WorkerID, MaxPayloadSize: c.MaxPayloadSize, Registered: cl.updateHandlers,
-		Load: cl.loadDocumentFlow,
+		Load: cl.loadDocumentFlow, Catalog: cl.catalogStub, CheckInput: cl.checkInput,
 	})
 	cl.wf = wfrt.New(&wfrt.Config{
 		Store: c.Store, Clock: c.Clock, Logger: c.Logger, Telemetry: cl.hub, Tracer: cl.tracer, Committer: cl.commit,
@@ -119,7 +122,7 @@ func New(cfg *Config) (*Client, error) {
 		WorkerID: c.WorkerID, WorkflowQueue: c.WorkflowQueue, StickyCacheSize: c.StickyCacheSize,
 		DecisionRetryBackoff: c.DecisionRetryBackoff, MinPollInterval: c.MinPollInterval, PollInterval: c.PollInterval,
 		MaxPayloadSize: c.MaxPayloadSize, Registered: cl.updateHandlers, Wake: func(q string) { cl.pool.Wake(q) },
-		Served: cl.servedElsewhere,
+		Served: cl.servedOrCatalogued,
 	})
 	exec := worker.Kinds{store.TaskStep: cl.flows, store.TaskTimer: cl.flows}
 	for _, k := range wfrt.Kinds {
@@ -140,7 +143,7 @@ func New(cfg *Config) (*Client, error) {
 		Store: c.Store, Clock: c.Clock, Logger: c.Logger, Telemetry: cl.hub, Committer: cl.commit, WorkerID: c.WorkerID,
 		Queues: c.Queues, Handlers: cl.claimHandlers, LeaseDuration: c.LeaseDuration,
 		Retention: c.Retention, RetentionInterval: c.RetentionInterval,
-		Policies: c.retentionPolicies(), OnQueue: cl.flows.FlowsOnQueue,
+		Policies: c.retentionPolicies(), OnQueue: cl.flows.FlowsOnQueue, MoreQueues: cl.catalogQueues,
 	})
 	cl.sched = cl.newSchedules()
 	cl.updateHandlers()
@@ -155,6 +158,9 @@ func (c *Client) Start(ctx context.Context) error {
 	// Steps read secrets (Secret, {{secret.NAME}}) through their context,
 	// which the pool derives from this one.
 	ctx = secrets.WithResolver(ctx, secretResolver{c})
+	if err := c.startCatalog(ctx); err != nil {
+		return err
+	}
 	if err := c.pool.Start(ctx); err != nil {
 		return err
 	}
@@ -232,6 +238,12 @@ func (c *Client) Register(flows ...*flow.Flow) error {
 		if err := c.declare(TargetFlow, f.Name(), f.Schedules()); err != nil {
 			return fmt.Errorf("hephaestus: Register %q: %w", f.Name(), err)
 		}
+		if err := c.publishLater(func() ([]*store.Definition, error) {
+			d, err := c.flowDefinition(f)
+			return []*store.Definition{d}, err
+		}); err != nil {
+			return err
+		}
 	}
 	return nil
 }
@@ -300,6 +312,9 @@ func (c *Client) StartRun(ctx context.Context, flowName string, input any, opts 
 	if err != nil {
 		return nil, err
 	}
+	if err := c.ensureStub(ctx, flowName, o.Version); err != nil {
+		return nil, fmt.Errorf("start %q: %w", flowName, err)
+	}
 	r, err := c.flows.Start(ctx, flowName, input, o)
 	if err != nil {
 		return c.existingRun(ctx, opts.runID(), err)
@@ -342,6 +357,11 @@ func (c *Client) StartRuns(ctx context.Context, flowName string, reqs []StartReq
 			return nil, fmt.Errorf("request %d: %w", i, err)
 		}
 		in[i] = flowrt.StartRequest{Input: rq.Input, Options: o}
+		if i == 0 || o.Version != in[i-1].Options.Version {
+			if err := c.ensureStub(ctx, flowName, o.Version); err != nil {
+				return nil, fmt.Errorf("start %q, request %d: %w", flowName, i, err)
+			}
+		}
 	}
 	stored, err := c.flows.StartMany(ctx, flowName, in)
 	if stored == nil {
@@ -387,6 +407,13 @@ func (c *Client) GetRun(ctx context.Context, runID string) (*Run, error) {
 	r, err := c.cfg.Store.GetRun(ctx, runID)
 	if err != nil {
 		return nil, fmt.Errorf("get run %s: %w", runID, err)
+	}
+	if r.Kind == hephtype.KindFlow {
+		if _, err := c.flows.Lookup(r.Workflow, r.Version); err != nil {
+			// A flow this process lacks: its stub from the catalog names
+			// the run's steps (a document's run names none here).
+			_ = c.ensureStub(ctx, r.Workflow, r.Version)
+		}
 	}
 	return c.toRun(r), nil
 }

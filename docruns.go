@@ -118,6 +118,7 @@ func (c *Client) registerDocument(d *Document) (*flow.Flow, error) {
 	if err != nil {
 		return nil, fmt.Errorf("compile document %q version %d: %w", d.Name, d.Version, err)
 	}
+	c.cat.documents.Store(d.Name, true)
 	if err := c.flows.Register(f); err != nil {
 		return nil, fmt.Errorf("document %q version %d: %w", d.Name, d.Version, err)
 	}
@@ -233,6 +234,7 @@ func (c *Client) loadDocumentFlow(ctx context.Context, runID, name string, versi
 	if err != nil {
 		return nil, fmt.Errorf("compile document %q version %d (hash %s): %w", ref.Name, ref.Version, ref.Hash, err)
 	}
+	c.cat.documents.Store(d.Name, true)
 	return f, nil
 }
 

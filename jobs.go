@@ -49,6 +49,12 @@ func (c *Client) RegisterJobs(kinds ...job.Registrable) error {
 		if err := c.declare(TargetJob, k.Name(), k.Flow().Schedules()); err != nil {
 			return fmt.Errorf("hephaestus: RegisterJobs %q: %w", k.Name(), err)
 		}
+		if err := c.publishLater(func() ([]*store.Definition, error) {
+			d, err := c.flowDefinition(k.Flow())
+			return []*store.Definition{d}, err
+		}); err != nil {
+			return err
+		}
 	}
 	return nil
 }
@@ -151,11 +157,16 @@ func InsertJobs[A any](ctx context.Context, c *Client, kind *job.Kind[A], insert
 // the arguments. Arguments that do not decode into the kind's argument
 // type fail with ErrInvalidInput.
 func (c *Client) InsertJobJSON(ctx context.Context, kind string, args json.RawMessage, opts *JobOptions) (*Job, error) {
-	v, ok := c.kinds.Load(kind)
-	if !ok {
-		return nil, fmt.Errorf("insert job of %q: %w: no job kind %q is registered in this client (RegisterJobs)", kind, ErrFlowNotFound, kind)
+	var k job.Untyped
+	if v, ok := c.kinds.Load(kind); ok {
+		k = v.(job.Untyped)
+	} else {
+		ck, err := c.catalogJobKind(ctx, kind, opts)
+		if err != nil {
+			return nil, err
+		}
+		k = *ck
 	}
-	k := v.(job.Untyped)
 	if len(args) == 0 {
 		args = json.RawMessage("null")
 	}
@@ -320,7 +331,7 @@ func prepareJobs[A any](ctx context.Context, c *Client, kind *job.Kind[A], inser
 // with several versions registered chooses each insert's version by its
 // version rule (versions.go).
 func (c *Client) prepareJobs(ctx context.Context, kind *job.Untyped, inserts []untypedInsert) ([]*store.NewRun, error) {
-	if _, err := c.flows.Flow(kind.Name, kind.Flow.Version()); err != nil {
+	if _, err := c.flows.Flow(kind.Name, kind.Flow.Version()); err != nil && !kind.Flow.Stub() {
 		// Not registered here: register it, so that its flow is known
 		// (a client without workers for its queue only inserts).
 		if err := c.flows.Register(kind.Flow); err != nil {

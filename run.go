@@ -146,7 +146,7 @@ func (c *Client) toRun(r *store.Run) *Run {
 		} `json:"steps"`
 	}
 	var names []string
-	if f, err := c.flows.Flow(r.Workflow, r.Version); err == nil {
+	if f, err := c.flows.Lookup(r.Workflow, r.Version); err == nil {
 		for _, st := range flowgraph.Of(f).Steps {
 			names = append(names, st.Name)
 		}

@@ -75,6 +75,12 @@ func (c *Client) RegisterWorkflows(ws ...Workflow) error {
 		if err := c.wf.RegisterWorkflow(w.Name(), wfdef.Of(w), w); err != nil {
 			return fmt.Errorf("hephaestus: RegisterWorkflows: %w", err)
 		}
+		c.cat.workflows.Store(w.Name(), w)
+		if err := c.publishLater(func() ([]*store.Definition, error) {
+			return []*store.Definition{c.workflowDefinition(w)}, nil
+		}); err != nil {
+			return err
+		}
 		if d, ok := w.(interface{ Schedules() []workflow.Schedule }); ok {
 			if err := c.declare(TargetWorkflow, w.Name(), d.Schedules()); err != nil {
 				return fmt.Errorf("hephaestus: RegisterWorkflows %q: %w", w.Name(), err)

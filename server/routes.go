@@ -59,6 +59,7 @@ func (s *Server) register() {
 
 	// Definitions and documents.
 	s.handle(get, p+"/definitions", accessRead, "", s.definitions)
+	s.handle(get, p+"/definitions/{name}", accessRead, "", s.definition)
 	s.handle(get, p+"/definitions/{name}/graph", accessRead, "", s.graph)
 	s.handle(get, p+"/definitions/{name}/versions", accessRead, "", s.listVersions)
 	s.handle(get, p+"/definitions/{name}/version-rule", accessRead, "", s.getVersionRule)

@@ -167,6 +167,9 @@ type Store interface {
 	RemoteClaims
 	// StepLogs keeps what step code logs (logs.go).
 	StepLogs
+	// Catalog keeps the definitions every process publishes
+	// (catalog.go).
+	Catalog
 
 	// Close releases the store's resources.
 	Close() error

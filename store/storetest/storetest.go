@@ -139,6 +139,8 @@ func Run(t *testing.T, newStore func(t *testing.T) store.Store, opts ...Option) 
 		{"QueueConcurrentClaims", testQueueConcurrentClaims},
 		{"QueueManyKeys", testQueueManyKeys},
 		{"TraceContext", testTraceContext},
+		{"Catalog", testCatalog},
+		{"CatalogValidation", testCatalogValidation},
 		{"Versions", testVersions},
 		{"VersionRunCounts", testVersionRunCounts},
 		{"Logs", testLogs},
