@@ -139,6 +139,7 @@ func Run(t *testing.T, newStore func(t *testing.T) store.Store, opts ...Option) 
 		{"QueueConcurrentClaims", testQueueConcurrentClaims},
 		{"QueueManyKeys", testQueueManyKeys},
 		{"TraceContext", testTraceContext},
+		{"Builds", testBuilds},
 	}
 	tests = append(tests, txTests(&c)...)
 	for _, tc := range tests {
