@@ -169,7 +169,7 @@ func (c *Runtime) activityOutcome(a *attempt, p activityPayload, handoff string,
 	}
 	started := fromStoredNew(worker.Started(by, t, a.start, "", t.Index))
 	started.Name = t.Step
-	d := &delivery{runID: t.RunID, workflow: t.Workflow, fence: &lease, handoff: handoff, replay: true}
+	d := &delivery{runID: t.RunID, workflow: t.Workflow, fence: &lease, handoff: handoff, replay: true, pin: p.Build}
 	if err == nil {
 		if len(out) == 0 {
 			out = json.RawMessage("null")
@@ -321,8 +321,9 @@ func (c *Runtime) opStartChild(ctx context.Context, t *store.Task) (done bool, e
 		return false, fmt.Errorf("start child: %w", err)
 	}
 	// The child's root span joins the parent's trace, under this task's.
-	_, err = c.createWorkflowRun(tracing.ChildRun(ctx), &runSpec{id: id, workflow: p.Workflow, input: p.Input, parent: t.RunID, parentSeq: t.Index, fence: &lease,
-		concurrencyKey: ckey})
+	spec := &runSpec{id: id, workflow: p.Workflow, input: p.Input, parent: t.RunID, parentSeq: t.Index, fence: &lease, concurrencyKey: ckey}
+	spec.pin, spec.build = c.childBuild(ctx, p.Workflow, p.Build)
+	_, err = c.createWorkflowRun(tracing.ChildRun(ctx), spec)
 	switch {
 	case err == nil:
 		return true, nil
@@ -358,7 +359,7 @@ func (c *Runtime) opReportParent(ctx context.Context, t *store.Task) (done bool,
 	}
 	lease := t.Lease()
 	_, err = c.deliver(ctx, &delivery{runID: parent.ID, workflow: parent.Workflow, fence: &lease, key: "child:" + strconv.Itoa(p.Seq),
-		events: []replay.Event{ev}, replay: true})
+		events: []replay.Event{ev}, replay: true, pin: pinOf(parent)})
 	switch {
 	case err == nil:
 		return true, nil
@@ -383,6 +384,9 @@ func (c *Runtime) opContinue(ctx context.Context, t *store.Task) (done bool, err
 		id: continuedID(old.ID), workflow: old.Workflow, input: old.Output, businessID: old.BusinessID, scope: old.KeyScope,
 		tags: old.Tags, metadata: old.Metadata, parent: st.Parent, parentSeq: st.ParentSeq, fence: &lease,
 		concurrencyKey: old.ConcurrencyKey, // the same work goes on under the same key
+		// A pinned run continues on its build (the one that decided to
+		// continue); one that auto-upgrades goes on doing so.
+		pin: st.Build, build: old.BuildID,
 	}
 	_, err = c.createWorkflowRun(ctx, spec)
 	switch {
