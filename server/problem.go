@@ -119,6 +119,7 @@ var kindStatus = []struct {
 	{hephaestus.ErrNotRetryable, http.StatusConflict, kindConflict},
 	{hephaestus.ErrDecisionFailed, http.StatusConflict, kindConflict},
 	{hephaestus.ErrFlowConflict, http.StatusConflict, kindConflict},
+	{hephaestus.ErrBuildInUse, http.StatusConflict, kindConflict},
 	{hephaestus.ErrNotStarted, http.StatusConflict, kindNotServed},
 
 	{hephaestus.ErrClosed, http.StatusServiceUnavailable, kindUnavailable},
