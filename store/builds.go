@@ -100,9 +100,18 @@ func CheckBuildID(id string) error {
 	}
 	for i := 0; i < len(id); i++ {
 		c := id[i]
-		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '.' || c == '_' || c == '-' || c == '+') {
+		if !buildIDByte(c) {
 			return fmt.Errorf("build id %q holds %s at byte %d: use letters, digits, '.', '_', '-' and '+'", id, strconv.QuoteRune(rune(c)), i)
 		}
 	}
 	return nil
+}
+
+// buildIDByte reports whether a build id may hold c.
+func buildIDByte(c byte) bool {
+	switch {
+	case c >= 'a' && c <= 'z', c >= 'A' && c <= 'Z', c >= '0' && c <= '9':
+		return true
+	}
+	return c == '.' || c == '_' || c == '-' || c == '+'
 }
