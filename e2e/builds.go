@@ -65,6 +65,37 @@ func deployV2() *workflow.Definition[int, string] {
 	})
 }
 
+// leafV1 and leafV2 are two builds of a child workflow, and chain (the
+// same code in both builds) waits for a signal, then runs a leaf child
+// and continues as new until n is 0: the child and the continued runs
+// pin to the build that decided them, so a chain started on b1 returns
+// b1's leaf's answer.
+func leafV1() *workflow.Definition[int, string] {
+	return workflow.New("leaf", func(workflow.Context, int) (string, error) { return "v1", nil })
+}
+
+func leafV2() *workflow.Definition[int, string] {
+	return workflow.New("leaf", func(workflow.Context, int) (string, error) { return "v2", nil })
+}
+
+func chain(leaf *workflow.Definition[int, string]) *workflow.Definition[int, string] {
+	return workflow.New("chain", func(ctx workflow.Context, n int) (string, error) {
+		if n == 2 {
+			if _, err := workflow.WaitSignal[string](ctx, "go"); err != nil {
+				return "", err
+			}
+		}
+		out, err := leaf.ExecuteChild(ctx, n)
+		if err != nil {
+			return "", err
+		}
+		if n > 0 {
+			return "", workflow.ContinueAsNew(ctx, n-1)
+		}
+		return "chain-" + out, nil
+	})
+}
+
 // upgradeV1 and upgradeV2 are two builds of an auto-upgrading workflow:
 // v2 adds an activity after the signal, guarded by a patch.
 func upgradeV1() *workflow.Definition[int, string] {
@@ -137,10 +168,11 @@ func RunRollingDeploy(t *testing.T, b Backend, n int) {
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Minute)
 	defer cancel()
 
-	b1 := build(st, "b1", deployV1(), upgradeV1())
-	old := startMany(t, ctx, b1, "deploy", n)
-	upgrading := startMany(t, ctx, b1, "upgrade", 10)
-	for _, r := range append(old, upgrading...) {
+	b1 := build(st, "b1", deployV1(), upgradeV1(), leafV1(), chain(leafV1()))
+	old := startMany(t, ctx, b1, "deploy", n, nil)
+	chains := startMany(t, ctx, b1, "chain", 10, func(int) int { return 2 })
+	upgrading := startMany(t, ctx, b1, "upgrade", 10, nil)
+	for _, r := range append(append(old, chains...), upgrading...) {
 		if r.BuildID != "b1" {
 			t.Fatalf("run %s of %s started on b1 records build %q", r.ID, r.Flow, r.BuildID)
 		}
@@ -148,7 +180,7 @@ func RunRollingDeploy(t *testing.T, b Backend, n int) {
 
 	// Build b2 deploys beside b1, and a process without the workflows
 	// (a server, say) starts runs too: they pin to the newest live build.
-	b2 := build(reopen(t), "b2", deployV2(), upgradeV2())
+	b2 := build(reopen(t), "b2", deployV2(), upgradeV2(), leafV2(), chain(leafV2()))
 	front, err := heph.New(&heph.Config{Store: reopen(t), Queues: map[string]int{"default": 0}, BuildID: "front", Logger: QuietLogger()})
 	if err != nil {
 		t.Fatal(err)
@@ -157,7 +189,7 @@ func RunRollingDeploy(t *testing.T, b Backend, n int) {
 	waitBuilds(t, ctx, front, "deploy", func(bs []heph.WorkflowBuild) bool {
 		return len(bs) > 0 && bs[0].BuildID == "b2" && bs[0].Newest
 	})
-	fresh := append(startMany(t, ctx, b2, "deploy", 10), startMany(t, ctx, front, "deploy", 10)...)
+	fresh := append(startMany(t, ctx, b2, "deploy", 10, nil), startMany(t, ctx, front, "deploy", 10, nil)...)
 	for _, r := range fresh {
 		if r.BuildID != "b2" {
 			t.Fatalf("run %s started after b2 was deployed records build %q, want b2", r.ID, r.BuildID)
@@ -182,6 +214,7 @@ func RunRollingDeploy(t *testing.T, b Backend, n int) {
 	// The signals come from the front process; every run finishes on the
 	// build that started it.
 	finish(t, ctx, front, old, "v1:", "b1")
+	finish(t, ctx, front, chains, "chain-v1", "b1")
 	finish(t, ctx, front, fresh, "v2:", "b2")
 	if bs, err = front.WorkflowBuilds(ctx, "deploy"); err != nil {
 		t.Fatal(err)
@@ -225,8 +258,12 @@ func fmtBuilds(bs []heph.WorkflowBuild) string {
 	return "[" + strings.Join(parts, " ") + "]"
 }
 
-// startMany starts n runs of a workflow, 8 at a time; run i has input i.
-func startMany(t *testing.T, ctx context.Context, c *heph.Client, name string, n int) []*heph.Run {
+// startMany starts n runs of a workflow, 8 at a time; run i has input
+// in(i), or i when in is nil.
+func startMany(t *testing.T, ctx context.Context, c *heph.Client, name string, n int, in func(int) int) []*heph.Run {
+	if in == nil {
+		in = func(i int) int { return i }
+	}
 	t.Helper()
 	out := make([]*heph.Run, n)
 	errs := make([]error, n)
@@ -236,7 +273,7 @@ func startMany(t *testing.T, ctx context.Context, c *heph.Client, name string, n
 		wg.Go(func() {
 			sem <- struct{}{}
 			defer func() { <-sem }()
-			out[i], errs[i] = c.StartWorkflow(ctx, name, i, nil)
+			out[i], errs[i] = c.StartWorkflow(ctx, name, in(i), nil)
 		})
 	}
 	wg.Wait()
