@@ -2,6 +2,7 @@ package wfrt
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 
 	"github.com/hephaestus-go/hephaestus/store"
@@ -11,11 +12,11 @@ import (
 // Builds (docs/deploying-builds.md): every process has a build id
 // (Config.BuildID). A run of a pinned workflow (workflow.Pinned, the
 // default) records the build that started it in its state
-// (wfState.Build) and in store.Run.BuildID; its decision and timer tasks
-// and its requests carry the handler store.WorkflowBuildHandler, which
-// only workers of that build register, and a worker of another build
-// that delivers an outcome to it (an activity's, a child's) appends the
-// outcome with a decision task instead of deciding. A run of a workflow
+// (wfState.Build) and in store.Run.BuildID; its decision tasks and its
+// requests carry the handler store.WorkflowBuildHandler, which only
+// workers of that build register, and a worker of another build that
+// delivers an outcome to it (an activity's, a fired timer's, a child's)
+// appends the outcome with a decision task instead of deciding. A run of a workflow
 // that auto-upgrades (workflow.AutoUpgrade) has no pin: any worker with
 // the workflow decides it, and the run records the build that decided it
 // last.
@@ -49,12 +50,25 @@ func (s *wfState) handler(workflow string) string {
 	return store.WorkflowHandler(workflow)
 }
 
-// timerHandler is the handler of the run's timer tasks: a worker of the
-// pinned build fires them (and decides at once); any worker fires those
-// of other runs.
-func (s *wfState) timerHandler(workflow string) string {
-	if s.Build != "" {
-		return store.WorkflowBuildHandler(workflow, s.Build)
+// timerPayload is the Payload of the run's timer tasks: any worker fires
+// them, and the one that does decides at once only if it is of the build
+// the run is pinned to (nil when it is not pinned).
+type timerPayload struct {
+	Build string `json:"build,omitempty"`
+}
+
+func (s *wfState) timerPayload() json.RawMessage {
+	if s.Build == "" {
+		return nil
+	}
+	return mustJSON(timerPayload{Build: s.Build})
+}
+
+// timerPin returns the build a timer task's run is pinned to.
+func timerPin(t *store.Task) string {
+	var p timerPayload
+	if len(t.Payload) > 0 && json.Unmarshal(t.Payload, &p) == nil {
+		return p.Build
 	}
 	return ""
 }

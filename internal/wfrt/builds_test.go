@@ -68,7 +68,10 @@ func TestBuildPins(t *testing.T) {
 	if h := (&wfState{Queue: "q"}).handler("w"); h != store.WorkflowHandler("w") {
 		t.Errorf("the handler of a run not pinned is %q", h)
 	}
-	if h := (&wfState{Queue: "q"}).timerHandler("w"); h != "" {
-		t.Errorf("the timer handler of a run not pinned is %q, want none", h)
+	if p := (&wfState{Queue: "q"}).timerPayload(); p != nil {
+		t.Errorf("the timer payload of a run not pinned is %s, want none", p)
+	}
+	if pin := timerPin(&store.Task{Payload: st.timerPayload()}); pin != "b1" {
+		t.Errorf("the timer of a run pinned to b1 reads pin %q", pin)
 	}
 }

@@ -172,7 +172,7 @@ func decisionUpdate(runID, workflow string, st *wfState, dec *replay.Decision, e
 			if !terminal {
 				ready := store.RoundUpMicro(c.FireAt)
 				u.Tasks = append(u.Tasks, store.NewTask{Queue: st.Queue, Kind: store.TaskWorkflowTimer, Index: c.Seq, Attempt: 1, ReadyAt: ready,
-					Handler: st.timerHandler(workflow)})
+					Payload: st.timerPayload()})
 			}
 		case replay.CancelTimer:
 			u.Cancel = append(u.Cancel, store.TaskMatch{Kind: store.TaskWorkflowTimer, Index: c.Seq})

@@ -40,7 +40,7 @@ func (c *Runtime) Execute(ctx context.Context, h *worker.Held, handoff string) (
 	case store.TaskWorkflowTimer:
 		lease := t.Lease()
 		return c.deliver(ctx, &delivery{runID: t.RunID, workflow: t.Workflow, fence: &lease, handoff: handoff,
-			events: []replay.Event{replay.TimerFired(t.Index)}, replay: true})
+			events: []replay.Event{replay.TimerFired(t.Index)}, replay: true, pin: timerPin(t)})
 	case store.TaskWorkflowOp:
 		return nil, c.runOp(ctx, t)
 	}
