@@ -65,7 +65,9 @@ func (c *Client) Definitions(ctx context.Context) ([]Definition, error) {
 				flows[name[:i]] = append(flows[name[:i]], v)
 			}
 		case "workflow":
-			out = append(out, Definition{Kind: "workflow", Name: name})
+			if c.wf.Has(name) { // not the pinned handler "workflow:<name>@<build>"
+				out = append(out, Definition{Kind: "workflow", Name: name})
+			}
 		}
 	}
 	for name, vs := range flows {
