@@ -296,7 +296,11 @@ func (c *Client) StartRun(ctx context.Context, flowName string, input any, opts 
 	if err := opts.check(); err != nil {
 		return nil, fmt.Errorf("start %q: %w", flowName, err)
 	}
-	r, err := c.flows.Start(ctx, flowName, input, opts.internal())
+	o, err := c.versioned(ctx, flowName, input, opts.internal())
+	if err != nil {
+		return nil, err
+	}
+	r, err := c.flows.Start(ctx, flowName, input, o)
 	if err != nil {
 		return c.existingRun(ctx, opts.runID(), err)
 	}
@@ -325,11 +329,19 @@ type StartRequest struct {
 // request's index.
 func (c *Client) StartRuns(ctx context.Context, flowName string, reqs []StartRequest) ([]*Run, error) {
 	in := make([]flowrt.StartRequest, len(reqs))
+	pick, err := c.flowPicker(ctx, flowName)
+	if err != nil {
+		return nil, err
+	}
 	for i, rq := range reqs {
 		if err := rq.Options.check(); err != nil {
 			return nil, fmt.Errorf("start %q, request %d: %w", flowName, i, err)
 		}
-		in[i] = flowrt.StartRequest{Input: rq.Input, Options: rq.Options.internal()}
+		o, err := pick.apply(rq.Input, rq.Options.internal())
+		if err != nil {
+			return nil, fmt.Errorf("request %d: %w", i, err)
+		}
+		in[i] = flowrt.StartRequest{Input: rq.Input, Options: o}
 	}
 	stored, err := c.flows.StartMany(ctx, flowName, in)
 	if stored == nil {

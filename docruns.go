@@ -154,7 +154,15 @@ func (c *Client) startDocument(ctx context.Context, name string, version int, in
 	if c.docs.Load() == nil {
 		return nil, fmt.Errorf("start document %q: %w", name, ErrNoDocumentRegistry)
 	}
-	d, err := c.GetDocument(ctx, name, version)
+	pick, err := c.documentPicker(ctx, name)
+	if err != nil {
+		return nil, err
+	}
+	o.Version = version
+	if o, err = pick.apply(input, o); err != nil {
+		return nil, err
+	}
+	d, err := c.GetDocument(ctx, name, o.Version)
 	if err != nil {
 		return nil, fmt.Errorf("start document: %w", err)
 	}

@@ -134,7 +134,7 @@ func InsertJob[A any](ctx context.Context, c *Client, kind *job.Kind[A], args A,
 // invalid, none is inserted. Unique jobs that exist already come back with
 // Duplicate set.
 func InsertJobs[A any](ctx context.Context, c *Client, kind *job.Kind[A], inserts []JobInsert[A]) ([]*Job, error) {
-	runs, err := prepareJobs(c, kind, inserts)
+	runs, err := prepareJobs(ctx, c, kind, inserts)
 	if err != nil {
 		return nil, err
 	}
@@ -163,7 +163,7 @@ func (c *Client) InsertJobJSON(ctx context.Context, kind string, args json.RawMe
 	if err != nil {
 		return nil, fmt.Errorf("insert job of %q: %w: %w", kind, ErrInvalidInput, err)
 	}
-	runs, err := c.prepareJobs(&k, []untypedInsert{{args: a, opts: opts}})
+	runs, err := c.prepareJobs(ctx, &k, []untypedInsert{{args: a, opts: opts}})
 	if err != nil {
 		return nil, err
 	}
@@ -245,7 +245,7 @@ func InsertJobsTx[A any](ctx context.Context, c *Client, tx any, kind *job.Kind[
 	if !ok {
 		return nil, fmt.Errorf("insert jobs of %q: %w: the store (%T) cannot insert in a transaction", kind.Name(), ErrTxType, c.cfg.Store)
 	}
-	runs, err := prepareJobs(c, kind, inserts)
+	runs, err := prepareJobs(ctx, c, kind, inserts)
 	if err != nil {
 		return nil, err
 	}
@@ -304,7 +304,7 @@ type untypedInsert struct {
 }
 
 // prepareJobs checks typed inserts and builds their runs.
-func prepareJobs[A any](c *Client, kind *job.Kind[A], inserts []JobInsert[A]) ([]*store.NewRun, error) {
+func prepareJobs[A any](ctx context.Context, c *Client, kind *job.Kind[A], inserts []JobInsert[A]) ([]*store.NewRun, error) {
 	if kind == nil {
 		return nil, errors.New("insert jobs: nil job kind")
 	}
@@ -313,17 +313,23 @@ func prepareJobs[A any](c *Client, kind *job.Kind[A], inserts []JobInsert[A]) ([
 	for i, in := range inserts {
 		ins[i] = untypedInsert{args: in.Args, opts: in.Options}
 	}
-	return c.prepareJobs(&k, ins)
+	return c.prepareJobs(ctx, &k, ins)
 }
 
-// prepareJobs checks the inserts of a kind and builds their runs.
-func (c *Client) prepareJobs(kind *job.Untyped, inserts []untypedInsert) ([]*store.NewRun, error) {
+// prepareJobs checks the inserts of a kind and builds their runs. A kind
+// with several versions registered chooses each insert's version by its
+// version rule (versions.go).
+func (c *Client) prepareJobs(ctx context.Context, kind *job.Untyped, inserts []untypedInsert) ([]*store.NewRun, error) {
 	if _, err := c.flows.Flow(kind.Name, kind.Flow.Version()); err != nil {
 		// Not registered here: register it, so that its flow is known
 		// (a client without workers for its queue only inserts).
 		if err := c.flows.Register(kind.Flow); err != nil {
 			return nil, err
 		}
+	}
+	pick, err := c.jobPicker(ctx, kind.Name)
+	if err != nil {
+		return nil, err
 	}
 	now := c.cfg.Clock.Now()
 	runs := make([]*store.NewRun, len(inserts))
@@ -359,6 +365,12 @@ func (c *Client) prepareJobs(kind *job.Untyped, inserts []untypedInsert) ([]*sto
 			return nil, fmt.Errorf("insert job %d of %q: %w: %w", i, kind.Name, ErrInvalidInput, err)
 		}
 		so.BusinessID, so.KeyScope = bid, scope
+		if pick != nil {
+			so.Version = 0
+			if so, err = pick.apply(in.args, so); err != nil {
+				return nil, fmt.Errorf("insert job %d of %q: %w", i, kind.Name, err)
+			}
+		}
 		nr, err := c.flows.Prepare(kind.Name, in.args, so)
 		if err != nil {
 			return nil, fmt.Errorf("insert job %d of %q: %w", i, kind.Name, err)

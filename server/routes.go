@@ -58,6 +58,13 @@ func (s *Server) register() {
 	// Definitions and documents.
 	s.handle(get, p+"/definitions", accessRead, "", s.definitions)
 	s.handle(get, p+"/definitions/{name}/graph", accessRead, "", s.graph)
+	s.handle(get, p+"/definitions/{name}/versions", accessRead, "", s.listVersions)
+	s.handle(get, p+"/definitions/{name}/version-rule", accessRead, "", s.getVersionRule)
+	s.handle(put, p+"/definitions/{name}/version-rule", accessOperate, "versions.rule.set", s.putVersionRule)
+	s.handle(del, p+"/definitions/{name}/version-rule", accessOperate, "versions.rule.clear", s.deleteVersionRule)
+	s.handle(post, p+"/definitions/{name}/versions/{version}/retire", accessOperate, "versions.retire", s.setVersionState("retire"))
+	s.handle(post, p+"/definitions/{name}/versions/{version}/unretire", accessOperate, "versions.unretire", s.setVersionState("unretire"))
+	s.handle(del, p+"/definitions/{name}/versions/{version}", accessOperate, "versions.delete", s.setVersionState("delete"))
 	s.handle(post, p+"/documents", accessAdmin, "documents.put", s.putDocument)
 	s.handle(get, p+"/documents", accessRead, "", s.listDocuments)
 	s.handle(post, p+"/documents/validate", accessRead, "documents.validate", s.validateDocument)

@@ -81,7 +81,7 @@ func TestMigrateStatusWritesNothingSQLite(t *testing.T) {
 	ok(t, nil, "migrate", "up", "--sqlite", path)
 	ok(t, nil, "migrate", "down", "--sqlite", path, "--yes")
 	before = dirState(t, dir)
-	wantLines(t, "status", ok(t, nil, "migrate", "status", "--sqlite", path), `^0001\s+init\s+applied\s`, `^0010\s+task_run_attrs\s+applied\s`, `^0011\s+principals\s+applied\s`, `^0013\s+secrets\s+applied\s`, `^0016\s+builds\s+pending\s*$`)
+	wantLines(t, "status", ok(t, nil, "migrate", "status", "--sqlite", path), `^0001\s+init\s+applied\s`, `^0010\s+task_run_attrs\s+applied\s`, `^0011\s+principals\s+applied\s`, `^0012\s+remote_claims\s+applied\s`, `^0013\s+secrets\s+applied\s`, `^0015\s+versions\s+applied\s`, `^0016\s+builds\s+pending\s*$`)
 	sameDir(t, "status of a migrated file", before, dirState(t, dir))
 }
 
@@ -143,7 +143,7 @@ func TestMigrateDownConfirms(t *testing.T) {
 	if code != 0 || !strings.Contains(out, "reverted 0016_builds") {
 		t.Fatalf("down answered yes: exit %d, %q %q", code, out, errOut)
 	}
-	wantLines(t, "status after yes", ok(t, nil, "migrate", "status", "--sqlite", path), `^0016\s+builds\s+pending\s*$`, `^0013\s+secrets\s+applied\s`)
+	wantLines(t, "status after yes", ok(t, nil, "migrate", "status", "--sqlite", path), `^0016\s+builds\s+pending\s*$`, `^0015\s+versions\s+applied\s`)
 }
 
 func TestBenchPostgres(t *testing.T) {

@@ -140,6 +140,8 @@ func Run(t *testing.T, newStore func(t *testing.T) store.Store, opts ...Option) 
 		{"QueueManyKeys", testQueueManyKeys},
 		{"TraceContext", testTraceContext},
 		{"Builds", testBuilds},
+		{"Versions", testVersions},
+		{"VersionRunCounts", testVersionRunCounts},
 	}
 	tests = append(tests, txTests(&c)...)
 	for _, tc := range tests {
