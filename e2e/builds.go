@@ -186,8 +186,10 @@ func RunRollingDeploy(t *testing.T, b Backend, n int) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { stopClient(front) })
+	// The worker records are written by the clients' maintenance loops,
+	// after Start: wait for both.
 	waitBuilds(t, ctx, front, "deploy", func(bs []heph.WorkflowBuild) bool {
-		return len(bs) > 0 && bs[0].BuildID == "b2" && bs[0].Newest
+		return len(bs) == 2 && bs[0].BuildID == "b2" && bs[0].Newest && bs[1].BuildID == "b1" && bs[1].LiveWorkers == 1
 	})
 	fresh := append(startMany(t, ctx, b2, "deploy", 10, nil), startMany(t, ctx, front, "deploy", 10, nil)...)
 	for _, r := range fresh {
