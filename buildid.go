@@ -3,15 +3,13 @@ package hephaestus
 import (
 	"crypto/sha256"
 	"encoding/hex"
-	"fmt"
 	"io"
 	"os"
 	"runtime/debug"
 	"sync"
-)
 
-// maxBuildID bounds Config.BuildID, in bytes.
-const maxBuildID = 64
+	"github.com/hephaestus-go/hephaestus/store"
+)
 
 var defaultBuildID = sync.OnceValue(func() string {
 	info, ok := debug.ReadBuildInfo()
@@ -57,19 +55,10 @@ var defaultBuildID = sync.OnceValue(func() string {
 // executable. It is computed once per process.
 func DefaultBuildID() string { return defaultBuildID() }
 
-// checkBuildID says what is wrong with a build id.
-func checkBuildID(id string) error {
-	if len(id) > maxBuildID {
-		return fmt.Errorf("%.20q… is %d bytes long; the limit is %d", id, len(id), maxBuildID)
-	}
-	for i := 0; i < len(id); i++ {
-		c := id[i]
-		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '.' || c == '_' || c == '-' || c == '+') {
-			return fmt.Errorf("%q holds %q at byte %d: use letters, digits, '.', '_', '-' and '+'", id, c, i)
-		}
-	}
-	return nil
-}
+// checkBuildID says what is wrong with a build id (store.CheckBuildID:
+// at most store.MaxBuildID bytes of letters, digits, '.', '_', '-' and
+// '+').
+func checkBuildID(id string) error { return store.CheckBuildID(id) }
 
 // BuildID returns the build id of this client's process (Config.BuildID).
 func (c *Client) BuildID() string { return c.cfg.BuildID }

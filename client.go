@@ -122,7 +122,7 @@ func New(cfg *Config) (*Client, error) {
 		WorkerID: c.WorkerID, WorkflowQueue: c.WorkflowQueue, StickyCacheSize: c.StickyCacheSize,
 		DecisionRetryBackoff: c.DecisionRetryBackoff, MinPollInterval: c.MinPollInterval, PollInterval: c.PollInterval,
 		MaxPayloadSize: c.MaxPayloadSize, Registered: cl.updateHandlers, Wake: func(q string) { cl.pool.Wake(q) },
-		Served: cl.servedOrCatalogued,
+		Served: cl.servedOrCatalogued, BuildID: c.BuildID, LiveBuild: cl.liveBuild,
 	})
 	exec := worker.Kinds{store.TaskStep: cl.flows, store.TaskTimer: cl.flows}
 	for _, k := range wfrt.Kinds {
@@ -142,6 +142,7 @@ func New(cfg *Config) (*Client, error) {
 	cl.maint = maintenance.New(&maintenance.Config{
 		Store: c.Store, Clock: c.Clock, Logger: c.Logger, Telemetry: cl.hub, Committer: cl.commit, WorkerID: c.WorkerID,
 		Queues: c.Queues, Handlers: cl.claimHandlers, LeaseDuration: c.LeaseDuration,
+		BuildID: c.BuildID, RecordInterval: c.WorkerRecordInterval,
 		Retention: c.Retention, RetentionInterval: c.RetentionInterval,
 		Policies: c.retentionPolicies(), OnQueue: cl.flows.FlowsOnQueue, MoreQueues: cl.catalogQueues,
 	})
@@ -452,6 +453,8 @@ type ListOptions struct {
 	// Parent keeps the runs whose parent is this run: the child
 	// workflows a workflow run started.
 	Parent string
+	// Build keeps the runs of one build (Run.BuildID).
+	Build string
 	// IDs keeps only these runs (empty: any); at most 1000 of them, more
 	// is ErrInvalidInput.
 	IDs []string
@@ -480,7 +483,7 @@ func (c *Client) ListRuns(ctx context.Context, opts *ListOptions) (*RunList, err
 		Workflow: opts.Flow, Statuses: opts.Statuses, BusinessID: opts.BusinessID, Tags: opts.Tags,
 		CreatedAfter: opts.CreatedAfter, CreatedBefore: opts.CreatedBefore, Limit: opts.Limit, Cursor: opts.Cursor,
 		Kind: opts.Kind, Queue: opts.Queue, Metadata: opts.Metadata, Text: opts.Text,
-		Version: opts.Version, ParentID: opts.Parent, IDs: opts.IDs,
+		Version: opts.Version, ParentID: opts.Parent, IDs: opts.IDs, BuildID: opts.Build,
 	}
 	if opts.Queue != "" {
 		params.QueueWorkflows = c.flows.FlowsOnQueue(opts.Queue)

@@ -102,6 +102,14 @@ type Config struct {
 	// HeartbeatInterval is how often running tasks' leases are extended.
 	// Defaults to a third of LeaseDuration; at most half of it.
 	HeartbeatInterval time.Duration
+	// WorkerRecordInterval is how often a started client refreshes its
+	// record in the store's worker registry (Client.Workers, the server's
+	// /api/v1/workers, the routing of starts to live builds): the record
+	// counts as live for two intervals, so a process that dies without
+	// stopping stops counting within two of them. Refreshes come at most
+	// this far apart (a jitter makes them a little sooner). Defaults to
+	// 5 seconds.
+	WorkerRecordInterval time.Duration
 	// MinPollInterval and PollInterval bound the adaptive poll of an idle
 	// worker, which looks for due tasks it was not told about (tasks of
 	// other processes whose notification was lost, or a store without
@@ -219,6 +227,7 @@ func (c *Config) withDefaults() (Config, error) {
 	defInt("MaxCommitBatch", &cfg.MaxCommitBatch, 512)
 	def("LeaseDuration", &cfg.LeaseDuration, worker.DefaultLeaseDuration)
 	def("HeartbeatInterval", &cfg.HeartbeatInterval, worker.DefaultHeartbeatInterval(cfg.LeaseDuration))
+	def("WorkerRecordInterval", &cfg.WorkerRecordInterval, 5*time.Second)
 	def("PollInterval", &cfg.PollInterval, worker.DefaultPollInterval)
 	def("MinPollInterval", &cfg.MinPollInterval, min(worker.DefaultMinPollInterval, cfg.PollInterval))
 	if cfg.MinPollInterval > cfg.PollInterval {

@@ -93,6 +93,11 @@ type Run struct {
 	ConcurrencyKey string
 	// Condition says why the run does not progress, if the runtime knows.
 	Condition Condition
+	// BuildID is the build (Config.BuildID) that started the run, for a
+	// code-first workflow; for one that auto-upgrades, the build that
+	// decided it last. "" when unknown (a run started before builds were
+	// recorded, flow runs).
+	BuildID string
 	// Steps is each step's state, in the flow's declaration order.
 	Steps      []StepState
 	CreatedAt  time.Time
@@ -135,7 +140,7 @@ func (c *Client) toRun(r *store.Run) *Run {
 	out := &Run{
 		ID: r.ID, Flow: r.Workflow, Version: r.Version, Kind: r.Kind, Status: r.Status, Input: r.Input, Output: r.Output,
 		Error: r.Error, BusinessID: r.BusinessID, ParentID: r.ParentID, Tags: r.Tags, Metadata: r.Metadata, Condition: r.Condition,
-		ConcurrencyKey: r.ConcurrencyKey, CreatedAt: r.CreatedAt, UpdatedAt: r.UpdatedAt, FinishedAt: r.FinishedAt,
+		ConcurrencyKey: r.ConcurrencyKey, BuildID: r.BuildID, CreatedAt: r.CreatedAt, UpdatedAt: r.UpdatedAt, FinishedAt: r.FinishedAt,
 	}
 	var s struct {
 		Steps []struct {

@@ -140,7 +140,7 @@ func (c *Client) definitions(ctx context.Context, only string, specs bool) ([]De
 				d.Versions, d.Local = append(d.Versions, v), true
 			}
 		case "workflow":
-			if only == "" || name == only {
+			if c.wf.Has(name) && (only == "" || name == only) { // not the pinned handler "workflow:<name>@<build>"
 				get("workflow", name).Local = true
 			}
 		}

@@ -295,5 +295,8 @@ func TestQueuesActions(t *testing.T) {
 	if s := b.text("table.workers tbody tr[data-worker] td.handlers"); !strings.Contains(s, "order") {
 		t.Errorf("the worker's handlers read %q", s)
 	}
+	if s := b.text("table.workers tbody tr[data-worker] td.build"); s != e.client.BuildID() {
+		t.Errorf("the worker's build reads %q, want %q", s, e.client.BuildID())
+	}
 	b.noErrors("the workers page")
 }

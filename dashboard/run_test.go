@@ -568,6 +568,9 @@ func TestRunPageFamily(t *testing.T) {
 	if n := b.count("#run-parent"); n != 0 {
 		t.Error("a run started by nobody shows a parent")
 	}
+	if s := b.text("#run-build"); s != e.client.BuildID() {
+		t.Errorf("the run's build reads %q, want the client's %q", s, e.client.BuildID())
+	}
 	b.noErrors("the parent's page")
 	for _, href := range kids {
 		id := strings.TrimPrefix(href, "/runs/")

@@ -59,6 +59,7 @@ type RunFilter struct {
 	Q             string            `json:"q,omitempty"`
 	Version       int               `json:"version,omitempty"`
 	Parent        string            `json:"parent,omitempty"`
+	Build         string            `json:"build,omitempty"`
 	IDs           []string          `json:"ids,omitempty"`
 }
 
@@ -68,7 +69,7 @@ const maxFilterIDs = 1000
 // empty reports whether the filter selects every run.
 func (f *RunFilter) empty() bool {
 	return f.Kind == "" && len(f.Statuses) == 0 && f.Workflow == "" && f.Queue == "" && len(f.Tags) == 0 && len(f.Metadata) == 0 &&
-		f.CreatedAfter == nil && f.CreatedBefore == nil && f.Q == "" && f.Version == 0 && f.Parent == "" && len(f.IDs) == 0
+		f.CreatedAfter == nil && f.CreatedBefore == nil && f.Q == "" && f.Version == 0 && f.Parent == "" && f.Build == "" && len(f.IDs) == 0
 }
 
 // check validates the filter.
@@ -102,7 +103,7 @@ func (f *RunFilter) check() error {
 func (f *RunFilter) listOptions(before time.Time) *hephaestus.ListOptions {
 	o := &hephaestus.ListOptions{
 		Flow: f.Workflow, Kind: hephaestus.RunKind(f.Kind), Tags: f.Tags, Queue: f.Queue, Metadata: f.Metadata, Text: f.Q,
-		Version: f.Version, Parent: f.Parent, IDs: f.IDs, CreatedBefore: before, Limit: operationPage,
+		Version: f.Version, Parent: f.Parent, Build: f.Build, IDs: f.IDs, CreatedBefore: before, Limit: operationPage,
 	}
 	for _, st := range f.Statuses {
 		o.Statuses = append(o.Statuses, hephtype.RunStatus(st))

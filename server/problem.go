@@ -121,6 +121,7 @@ var kindStatus = []struct {
 	{hephaestus.ErrNotRetryable, http.StatusConflict, kindConflict},
 	{hephaestus.ErrDecisionFailed, http.StatusConflict, kindConflict},
 	{hephaestus.ErrFlowConflict, http.StatusConflict, kindConflict},
+	{hephaestus.ErrBuildInUse, http.StatusConflict, kindConflict},
 	{hephaestus.ErrNotStarted, http.StatusConflict, kindNotServed},
 
 	{hephaestus.ErrClosed, http.StatusServiceUnavailable, kindUnavailable},

@@ -50,7 +50,7 @@ func TestRoleMatrix(t *testing.T) {
 				if method == http.MethodGet && strings.HasPrefix(path, Prefix+"/runs/{id}") {
 					id = gated.ID
 				}
-				url := strings.NewReplacer("{id}", id, "{name}", "nope", "{step}", "review").Replace(path)
+				url := strings.NewReplacer("{id}", id, "{name}", "nope", "{step}", "review", "{build}", "b1").Replace(path)
 				for r, tok := range tokens {
 					var body io.Reader
 					if method != http.MethodGet && method != http.MethodDelete {

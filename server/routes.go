@@ -93,6 +93,8 @@ func (s *Server) register() {
 	s.handle(post, p+"/queues/{name}/pause", accessOperate, "queues.pause", s.pauseQueue(true))
 	s.handle(post, p+"/queues/{name}/resume", accessOperate, "queues.resume", s.pauseQueue(false))
 	s.handle(get, p+"/workers", accessRead, "", s.listWorkers)
+	s.handle(get, p+"/workflows/{name}/builds", accessRead, "", s.workflowBuilds)
+	s.handle(post, p+"/workflows/{name}/builds/{build}/retire", accessOperate, "builds.retire", s.retireBuild)
 	s.handle(get, p+"/stats", accessRead, "", s.stats)
 
 	// The worker protocol. Claims and heartbeats are not audited.

@@ -32,7 +32,10 @@ type Run struct {
 	Tags           []string                   `json:"tags"`
 	Metadata       map[string]json.RawMessage `json:"metadata"`
 	ConcurrencyKey string                     `json:"concurrency_key,omitempty"`
-	Condition      *RunCondition              `json:"condition,omitempty"`
+	// BuildID is the build that started a workflow run (for one that
+	// auto-upgrades, the build that decided it last).
+	BuildID   string        `json:"build_id,omitempty"`
+	Condition *RunCondition `json:"condition,omitempty"`
 	// Steps is nil in a RunSummary (a list); a workflow run has none.
 	Steps      []StepJSON              `json:"steps,omitempty"`
 	Document   *hephaestus.DocumentRef `json:"document,omitempty"`
@@ -62,7 +65,7 @@ func runJSON(r *hephaestus.Run, full bool) *Run {
 	out := &Run{
 		ID: r.ID, Kind: string(r.KindName()), Workflow: r.Flow, Version: r.Version, Status: string(r.Status), Error: r.Error,
 		BusinessID: r.BusinessID, ParentID: r.ParentID, Tags: r.Tags, Metadata: r.Metadata, ConcurrencyKey: r.ConcurrencyKey,
-		CreatedAt: r.CreatedAt.UTC(), UpdatedAt: r.UpdatedAt.UTC(),
+		BuildID: r.BuildID, CreatedAt: r.CreatedAt.UTC(), UpdatedAt: r.UpdatedAt.UTC(),
 	}
 	if out.Tags == nil {
 		out.Tags = []string{}
@@ -280,6 +283,7 @@ func (s *Server) listRuns(c *call) error {
 		Text:          q.str("q"),
 		Version:       q.integer("version", 0, 0, 1<<31-1),
 		Parent:        q.str("parent"),
+		Build:         q.str("build"),
 		IDs:           q.list("id"),
 		Limit:         q.integer("limit", 100, 1, 1000),
 		Cursor:        q.str("cursor"),

@@ -13,6 +13,7 @@ type Worker struct {
 	ID            string     `json:"id"`
 	Queues        []string   `json:"queues"`
 	Handlers      []string   `json:"handlers"`
+	BuildID       string     `json:"build_id,omitempty"`
 	Host          string     `json:"host,omitempty"`
 	PID           int        `json:"pid,omitempty"`
 	StartedAt     *time.Time `json:"started_at,omitempty"`
@@ -27,7 +28,7 @@ func (s *Server) listWorkers(c *call) error {
 	}
 	out := make([]Worker, 0, len(ws))
 	for _, w := range ws {
-		out = append(out, Worker{ID: w.ID, Queues: nonNil(w.Queues), Handlers: nonNil(w.Handlers), Host: w.Host, PID: w.PID,
+		out = append(out, Worker{ID: w.ID, Queues: nonNil(w.Queues), Handlers: nonNil(w.Handlers), BuildID: w.BuildID, Host: w.Host, PID: w.PID,
 			StartedAt: optTime(w.StartedAt), LastHeartbeat: w.SeenAt.UTC(), ExpiresAt: w.ExpiresAt.UTC()})
 	}
 	return c.json(http.StatusOK, out)

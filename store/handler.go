@@ -15,7 +15,9 @@ import (
 //   - the steps and timers of a flow run need its flow and version:
 //     "flow:<name>@<version>" (FlowHandler);
 //   - the decision tasks of a workflow run need the workflow:
-//     "workflow:<name>" (WorkflowHandler);
+//     "workflow:<name>" (WorkflowHandler), or, for a run pinned to a
+//     build, the workflow in that build: "workflow:<name>@<build>"
+//     (WorkflowBuildHandler);
 //   - activity tasks need the activity: "activity:<name>"
 //     (ActivityHandler);
 //   - the steps of a flow that a worker outside the process runs (a
@@ -35,6 +37,10 @@ func FlowHandler(name string, version int) string {
 // WorkflowHandler is the handler of a workflow's decision tasks.
 func WorkflowHandler(name string) string { return "workflow:" + name }
 
+// WorkflowBuildHandler is the handler of the decision tasks of a run of
+// a workflow pinned to a build: only workers of that build have it.
+func WorkflowBuildHandler(name, build string) string { return "workflow:" + name + "@" + build }
+
 // ActivityHandler is the handler of an activity's tasks.
 func ActivityHandler(name string) string { return "activity:" + name }
 
@@ -53,7 +59,12 @@ func DescribeHandler(h string) string {
 		if i := strings.LastIndexByte(name, '@'); i >= 0 {
 			return "flow " + strconv.Quote(name[:i]) + " version " + name[i+1:]
 		}
-	case "workflow", "activity":
+	case "workflow":
+		if i := strings.LastIndexByte(name, '@'); i >= 0 {
+			return "workflow " + strconv.Quote(name[:i]) + " build " + name[i+1:]
+		}
+		return kind + " " + strconv.Quote(name)
+	case "activity":
 		return kind + " " + strconv.Quote(name)
 	case "action":
 		return "remote action " + strconv.Quote(name)

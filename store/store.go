@@ -170,6 +170,9 @@ type Store interface {
 	// Catalog keeps the definitions every process publishes
 	// (catalog.go).
 	Catalog
+	// Builds counts the open runs of workflows per build and keeps the
+	// retired builds (builds.go).
+	Builds
 
 	// Close releases the store's resources.
 	Close() error
@@ -202,6 +205,11 @@ type Run struct {
 	// its spans in the run's trace without reading the run. At most
 	// MaxTraceContext (256) bytes of printable ASCII (CheckTraceContext).
 	TraceContext string
+	// BuildID is the build (a worker process's Config.BuildID) that
+	// started the run; for a code-first workflow run that auto-upgrades,
+	// the build that last decided it. "" for a run started before builds
+	// were recorded, and for flow runs. At most MaxBuildID bytes.
+	BuildID string
 	// State is the runtime's snapshot of the run's position (the engine
 	// state for flows); a cache that can be rebuilt from the history.
 	State json.RawMessage
@@ -430,11 +438,13 @@ type NewRun struct {
 	ConcurrencyKey string
 	// TraceContext: see Run.TraceContext.
 	TraceContext string
-	State        json.RawMessage
-	Output       json.RawMessage
-	Error        string
-	History      []NewEvent
-	Tasks        []NewTask
+	// BuildID: see Run.BuildID.
+	BuildID string
+	State   json.RawMessage
+	Output  json.RawMessage
+	Error   string
+	History []NewEvent
+	Tasks   []NewTask
 }
 
 // Update is what a Decide function returns: everything to write for one
@@ -448,8 +458,11 @@ type Update struct {
 	// Condition, when not nil, replaces the run's condition (a zero
 	// Condition clears it).
 	Condition *Condition
-	History   []NewEvent
-	Tasks     []NewTask
+	// BuildID, when not empty, replaces the run's build (Run.BuildID): a
+	// run that auto-upgrades records the build that decided it last.
+	BuildID string
+	History []NewEvent
+	Tasks   []NewTask
 	// Cancel deletes matching tasks of the run (queued or leased: a leased
 	// task's holder then loses its lease; stores that notify tell the
 	// holder's process, see Notifier).
@@ -508,6 +521,8 @@ type ListRunsParams struct {
 	// ParentID keeps the runs whose parent is this run: the children a
 	// workflow started.
 	ParentID string
+	// BuildID keeps the runs of one build (Run.BuildID).
+	BuildID string
 	// IDs keeps only these runs (empty: any). At most MaxListIDs of them;
 	// more is an error that wraps hephtype.ErrInvalidInput.
 	IDs []string
@@ -664,6 +679,8 @@ type Worker struct {
 	// Queues it claims from, and the Handlers it has (see Task.Handler).
 	Queues   []string
 	Handlers []string
+	// BuildID is the build of the worker's process (its Config.BuildID).
+	BuildID string
 	// Host and PID tell people where it runs.
 	Host      string
 	PID       int

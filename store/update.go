@@ -18,6 +18,9 @@ func (u *Update) Check() error {
 	if u.Reopen && u.Status == "" {
 		return errors.New("reopen: the status is empty")
 	}
+	if err := CheckBuildID(u.BuildID); err != nil {
+		return err
+	}
 	return CheckTasks(u.Tasks)
 }
 
@@ -67,6 +70,9 @@ func (u *Update) Next(run *Run, now time.Time) Run {
 	}
 	if u.Published != nil {
 		next.Published = orNil(u.Published)
+	}
+	if u.BuildID != "" {
+		next.BuildID = u.BuildID
 	}
 	if u.Condition != nil {
 		next.Condition = *u.Condition

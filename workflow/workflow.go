@@ -90,6 +90,8 @@ type Definition[In, Out any] struct {
 	schedules []Schedule
 	// key computes a run's concurrency key (ConcurrencyKey).
 	key func(in In) (string, error)
+	// versioning: see Versioning (versioning.go).
+	versioning Versioning
 }
 
 // New defines a workflow. The name identifies it in histories and must

@@ -77,6 +77,9 @@ func FilterQuery(f *RunFilter) url.Values {
 	if f.Parent != "" {
 		q.Set("parent", f.Parent)
 	}
+	if f.Build != "" {
+		q.Set("build", f.Build)
+	}
 	for _, id := range f.IDs {
 		q.Add("id", id)
 	}

@@ -43,6 +43,7 @@ type Run struct {
 	Tags           []string                   `json:"tags,omitempty"`
 	Metadata       map[string]json.RawMessage `json:"metadata,omitempty"`
 	ConcurrencyKey string                     `json:"concurrency_key,omitempty"`
+	BuildID        string                     `json:"build_id,omitempty"`
 	Queue          string                     `json:"queue,omitempty"`
 	Condition      *Condition                 `json:"condition,omitempty"`
 	Steps          []Step                     `json:"steps,omitempty"`
@@ -107,6 +108,7 @@ type RunFilter struct {
 	Text          string            `json:"q,omitempty"`
 	Version       int               `json:"version,omitempty"`
 	Parent        string            `json:"parent,omitempty"`
+	Build         string            `json:"build,omitempty"`
 	IDs           []string          `json:"ids,omitempty"`
 }
 
@@ -114,7 +116,7 @@ type RunFilter struct {
 func (f *RunFilter) Empty() bool {
 	return len(f.Statuses) == 0 && f.Workflow == "" && f.Queue == "" && len(f.Tags) == 0 &&
 		len(f.Metadata) == 0 && f.CreatedAfter == nil && f.CreatedBefore == nil && f.Text == "" &&
-		f.Version == 0 && f.Parent == "" && len(f.IDs) == 0
+		f.Version == 0 && f.Parent == "" && f.Build == "" && len(f.IDs) == 0
 }
 
 // RunList is a page of runs.

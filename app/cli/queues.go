@@ -215,9 +215,9 @@ func newWorkers(g *globals) *cobra.Command {
 				return err
 			}
 			return g.emit(resp, func(w io.Writer) error {
-				tw := newTable(w, "ID", "QUEUES", "HANDLERS", "STARTED", "LAST HEARTBEAT", "EXPIRES")
+				tw := newTable(w, "ID", "BUILD", "QUEUES", "HANDLERS", "STARTED", "LAST HEARTBEAT", "EXPIRES")
 				for _, wk := range ws {
-					row(tw, wk.ID, wk.Queues, truncate(strings.Join(wk.Handlers, ","), 60), wk.StartedAt, wk.LastHeartbeat, wk.ExpiresAt)
+					row(tw, wk.ID, wk.BuildID, wk.Queues, truncate(strings.Join(wk.Handlers, ","), 60), wk.StartedAt, wk.LastHeartbeat, wk.ExpiresAt)
 				}
 				return tw.Flush()
 			})

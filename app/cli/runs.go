@@ -193,7 +193,7 @@ func printResult(g *globals, run *apiclient.Run, done bool, resp *apiclient.Resp
 type filterFlags struct {
 	statuses, tags, meta, ids            []string
 	workflow, queue, since, until, query string
-	parent                               string
+	parent, build                        string
 	version                              int
 }
 
@@ -209,10 +209,11 @@ func (f *filterFlags) register(cmd *cobra.Command) {
 	fl.StringVar(&f.query, "search", "", "runs whose id, business id or error holds this text")
 	fl.IntVar(&f.version, "version", 0, "runs of this flow or document version")
 	fl.StringVar(&f.parent, "parent", "", "runs whose parent is this run (a workflow's children)")
+	fl.StringVar(&f.build, "build", "", "workflow runs of this build (those it started; for a workflow that auto-upgrades, those it decided last)")
 }
 
 func (f *filterFlags) filter(now time.Time) (*apiclient.RunFilter, error) {
-	out := &apiclient.RunFilter{Workflow: f.workflow, Queue: f.queue, Tags: f.tags, Text: f.query, Version: f.version, Parent: f.parent}
+	out := &apiclient.RunFilter{Workflow: f.workflow, Queue: f.queue, Tags: f.tags, Text: f.query, Version: f.version, Parent: f.parent, Build: f.build}
 	if f.version < 0 {
 		return nil, usagef("--version must not be negative, got %d", f.version)
 	}
@@ -387,6 +388,9 @@ func printRun(w io.Writer, r *apiclient.Run, graph *graphtext.Graph) error {
 	}
 	if r.ConcurrencyKey != "" {
 		pairs = append(pairs, "concurrency key", r.ConcurrencyKey)
+	}
+	if r.BuildID != "" {
+		pairs = append(pairs, "build", r.BuildID)
 	}
 	pairs = append(pairs, "created", r.CreatedAt, "updated", r.UpdatedAt, "finished", r.FinishedAt)
 	if in := compactJSON(r.Input); in != "" {

@@ -309,7 +309,7 @@ func TestSQLite(t *testing.T) {
 		// code-first workflow the binary talks to.
 		w := startBasketWorker(t, openSQLite(t, db), "e2e-basket-sqlite")
 		testBasket(t, c.with(t), w, "ann")
-		lines(t, c.with(t).ok("workers"), `^e2e-basket-sqlite\s+default\s+\S*workflow:cli_basket`)
+		lines(t, c.with(t).ok("workers"), `^e2e-basket-sqlite\s+\S+\s+default\s+\S*workflow:cli_basket`)
 	})
 
 	t.Run("schedules", func(t *testing.T) {
@@ -372,7 +372,7 @@ func TestSQLite(t *testing.T) {
 		if q.Name != "email" || q.Paused || q.Options.MaxRunning != 5 {
 			t.Fatalf("queues show -o json: %+v", q)
 		}
-		lines(t, c.ok("workers"), `^ID\s+QUEUES\s+HANDLERS`, `^\S+\s+default\s`) // the server's own worker
+		lines(t, c.ok("workers"), `^ID\s+BUILD\s+QUEUES\s+HANDLERS`, `^\S+\s+\S+\s+default\s`) // the server's own worker
 		var ws []struct{ ID string }
 		c.json(&ws, "workers")
 		if len(ws) == 0 {
@@ -463,7 +463,7 @@ func TestSQLite(t *testing.T) {
 		if task.RunID != r.ID || !strings.Contains(string(task.Input), `"hi"`) {
 			t.Fatalf("claimed: %+v", task)
 		}
-		lines(t, c.ok("workers"), `^e2e-worker\s+default\s+action:upper\s`)
+		lines(t, c.ok("workers"), `^e2e-worker\s+\S+\s+default\s+action:upper\s`)
 		lines(t, c.ok("show", r.ID), `^loud\s+(scheduled|running)\s+1\s`, `^\[>\] loud  (scheduled|running)$`)
 		if cancelled, _, err := api.Heartbeat(t.Context(), task.Token, json.RawMessage(`{"done": 0.5}`)); err != nil || cancelled {
 			t.Fatalf("heartbeat: %v, %v", cancelled, err)

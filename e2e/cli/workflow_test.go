@@ -172,6 +172,24 @@ func testBasket(t *testing.T, c *client, w *heph.Client, owner string) {
 	id := basketRun(c, w, owner)
 	q := regexp.QuoteMeta(id)
 
+	// The run records the worker's build (the server, without the
+	// workflow, pins it to the newest live build that serves it); the
+	// build has the run open and cannot be retired.
+	build := regexp.QuoteMeta(w.BuildID())
+	lines(t, c.ok("show", id), `^build:\s+`+build+`$`)
+	lines(t, c.ok("builds", basketWorkflow.Name()), `^BUILD\s+OPEN RUNS\s+LIVE WORKERS\s+STATE\s+RETIRED$`, `^`+build+`\s+[1-9]\d*\s+[1-9]\d*\s+newest\s`)
+	var bs []struct {
+		BuildID  string `json:"build_id"`
+		OpenRuns int    `json:"open_runs"`
+		Newest   bool   `json:"newest"`
+	}
+	c.json(&bs, "builds", basketWorkflow.Name())
+	if len(bs) == 0 || bs[0].BuildID != w.BuildID() || bs[0].OpenRuns < 1 || !bs[0].Newest {
+		t.Fatalf("builds -o json: %+v", bs)
+	}
+	c.fails(exitConflict, "open run", "builds", "retire", basketWorkflow.Name(), w.BuildID())
+	lines(t, c.ok("builds"), `^BUILD\s+WORKERS\s+WORKFLOWS$`, `^`+build+`\s+[1-9]\d*\s+\S*cli_basket`)
+
 	lines(t, c.ok("signal", id, addNote.Name(), "--payload", `"fragile"`), `^signal note sent to run `+q+`$`)
 	waitState(c, id, func(b basket) bool { return len(b.Notes) == 1 })
 

@@ -16,6 +16,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"math/rand/v2"
 	"os"
 	"slices"
 	"sync"
@@ -47,6 +48,13 @@ type Config struct {
 	// keeps the registry.
 	MoreQueues    func(ctx context.Context) []string
 	LeaseDuration time.Duration
+	// BuildID is this process's build, recorded on its worker record.
+	BuildID string
+	// RecordInterval is how often the worker record is refreshed (at
+	// most; a jitter makes refreshes up to a fifth sooner, and they come
+	// at least every half lease): it counts as live for two intervals.
+	// Defaults to LeaseDuration.
+	RecordInterval time.Duration
 	// Retention, when positive, deletes runs finished longer ago than
 	// this, every RetentionInterval.
 	Retention         time.Duration
@@ -75,6 +83,9 @@ func New(cfg *Config) *Service {
 	}
 	if s.cfg.RetentionInterval <= 0 {
 		s.cfg.RetentionInterval = time.Hour
+	}
+	if s.cfg.RecordInterval <= 0 {
+		s.cfg.RecordInterval = s.cfg.LeaseDuration
 	}
 	return s
 }
@@ -126,8 +137,10 @@ func (c *Service) retention(ctx context.Context) {
 }
 
 // The worker registry: a process with workers keeps a record of itself in
-// the store (queues and handlers, refreshed every half lease period, live
-// for two), and once per lease period it looks for tasks of its queues
+// the store (queues, handlers and build, refreshed every RecordInterval
+// or half lease period, whichever is shorter, and live for two
+// RecordIntervals: a process that dies stops counting as live within
+// two intervals), and once per lease period it looks for tasks of its queues
 // that no live worker can run (store.StrandedTasks) and marks their runs
 // with ConditionUnserved, so that such a run is visible in GetRun and
 // ListRuns, and through a RunCondition telemetry event, rather than
@@ -136,7 +149,7 @@ func (c *Service) retention(ctx context.Context) {
 // registry runs until ctx ends, then removes the worker's record.
 func (c *Service) registry(ctx context.Context) {
 	host, _ := os.Hostname()
-	w := &store.Worker{ID: c.cfg.WorkerID, Host: host, PID: os.Getpid(), StartedAt: c.cfg.Clock.Now()}
+	w := &store.Worker{ID: c.cfg.WorkerID, BuildID: c.cfg.BuildID, Host: host, PID: os.Getpid(), StartedAt: c.cfg.Clock.Now()}
 	for q, n := range c.cfg.Queues {
 		if n > 0 {
 			w.Queues = append(w.Queues, q)
@@ -146,7 +159,7 @@ func (c *Service) registry(ctx context.Context) {
 	register := func() {
 		now := c.cfg.Clock.Now()
 		w.Handlers = slices.Clone(c.cfg.Handlers())
-		w.SeenAt, w.ExpiresAt = now, now.Add(2*c.cfg.LeaseDuration)
+		w.SeenAt, w.ExpiresAt = now, now.Add(2*c.cfg.RecordInterval)
 		if err := c.cfg.Store.RegisterWorker(ctx, w); err != nil && ctx.Err() == nil {
 			c.cfg.Logger.Warn("register worker", slog.Any("err", err))
 		}
@@ -162,7 +175,7 @@ func (c *Service) registry(ctx context.Context) {
 	nextCheck := c.cfg.Clock.Now().Add(worker.Jitter(c.cfg.LeaseDuration))
 	for {
 		select {
-		case <-c.cfg.Clock.After(worker.Jitter(c.cfg.LeaseDuration / 2)):
+		case <-c.cfg.Clock.After(jitterDown(min(c.cfg.RecordInterval, c.cfg.LeaseDuration/2))):
 		case <-ctx.Done():
 			return
 		}
@@ -174,6 +187,12 @@ func (c *Service) registry(ctx context.Context) {
 			}
 		}
 	}
+}
+
+// jitterDown spreads d over 80% to 100% of it: a record refreshed
+// every jitterDown(I) is never older than I.
+func jitterDown(d time.Duration) time.Duration {
+	return time.Duration(float64(d) * (0.8 + 0.2*rand.Float64()))
 }
 
 // markStranded marks the runs of this worker's queues whose tasks have

@@ -49,6 +49,10 @@ type wfState struct {
 	// the sequence number of its StartChild.
 	Parent    string `json:"parent,omitempty"`
 	ParentSeq int    `json:"parent_seq,omitempty"`
+	// Build is the build the run is pinned to: only workers of that build
+	// decide it. Empty: any worker that has the workflow (a workflow that
+	// auto-upgrades, or a run started before builds were recorded).
+	Build string `json:"build,omitempty"`
 }
 
 func loadWfState(run *store.Run) (*wfState, error) {
@@ -106,11 +110,17 @@ type activityPayload struct {
 	MaxBackoff   time.Duration   `json:"max_backoff,omitempty"`
 	Multiplier   float64         `json:"multiplier,omitempty"`
 	Jitter       float64         `json:"jitter,omitempty"`
+	// Build is the build the run is pinned to (wfState.Build): the
+	// worker that delivers the outcome decides at once only if it is of
+	// that build.
+	Build string `json:"build,omitempty"`
 }
 
 type childPayload struct {
 	Workflow string          `json:"workflow"`
 	Input    json.RawMessage `json:"input,omitempty"`
+	// Build is the parent's pinned build: the child pins to it.
+	Build string `json:"build,omitempty"`
 }
 
 type reportPayload struct {
@@ -130,8 +140,10 @@ func opTask(queue, op string, index int, payload any) store.NewTask {
 	return t
 }
 
-func decisionTask(queue, workflow string, attempt int, ready time.Time) store.NewTask {
-	return store.NewTask{Queue: queue, Kind: store.TaskDecision, Index: -1, Attempt: attempt, ReadyAt: ready, Handler: store.WorkflowHandler(workflow)}
+// decisionTask is a decision task of a run of workflow in state st:
+// pinned runs need a worker of their build.
+func decisionTask(st *wfState, workflow string, attempt int, ready time.Time) store.NewTask {
+	return store.NewTask{Queue: st.Queue, Kind: store.TaskDecision, Index: -1, Attempt: attempt, ReadyAt: ready, Handler: st.handler(workflow)}
 }
 
 // errNoChange refuses a change that would write nothing new.
@@ -154,18 +166,19 @@ func decisionUpdate(runID, workflow string, st *wfState, dec *replay.Decision, e
 		switch c := cmd.(type) {
 		case replay.ScheduleActivity:
 			if !terminal {
-				u.Tasks = append(u.Tasks, activityTask(st.Queue, c))
+				u.Tasks = append(u.Tasks, activityTask(st, c))
 			}
 		case replay.StartTimer:
 			if !terminal {
 				ready := store.RoundUpMicro(c.FireAt)
-				u.Tasks = append(u.Tasks, store.NewTask{Queue: st.Queue, Kind: store.TaskWorkflowTimer, Index: c.Seq, Attempt: 1, ReadyAt: ready})
+				u.Tasks = append(u.Tasks, store.NewTask{Queue: st.Queue, Kind: store.TaskWorkflowTimer, Index: c.Seq, Attempt: 1, ReadyAt: ready,
+					Payload: st.timerPayload()})
 			}
 		case replay.CancelTimer:
 			u.Cancel = append(u.Cancel, store.TaskMatch{Kind: store.TaskWorkflowTimer, Index: c.Seq})
 		case replay.StartChild:
 			if !terminal {
-				u.Tasks = append(u.Tasks, opTask(st.Queue, opStartChild, c.Seq, childPayload{Workflow: c.Workflow, Input: c.Input}))
+				u.Tasks = append(u.Tasks, opTask(st.Queue, opStartChild, c.Seq, childPayload{Workflow: c.Workflow, Input: c.Input, Build: st.Build}))
 			}
 		case replay.CancelChild:
 			u.Tasks = append(u.Tasks, opTask(st.Queue, opCancelChild, c.Seq, nil))
@@ -202,16 +215,16 @@ func reportTask(st *wfState, runID, workflow string, status hephtype.RunStatus, 
 	return opTask(st.Queue, opReportParent, -1, reportPayload{Parent: st.Parent, Seq: st.ParentSeq, Workflow: workflow, Status: status, Output: output, Error: msg})
 }
 
-func activityTask(defQueue string, c replay.ScheduleActivity) store.NewTask {
+func activityTask(st *wfState, c replay.ScheduleActivity) store.NewTask {
 	o := c.Options
 	p := activityPayload{
 		Input: c.Input, StartToClose: o.StartToCloseTimeout, Heartbeat: o.HeartbeatTimeout,
 		MaxAttempts: o.RetryPolicy.MaxAttempts, Initial: o.RetryPolicy.InitialBackoff, MaxBackoff: o.RetryPolicy.MaxBackoff,
-		Multiplier: o.RetryPolicy.Multiplier, Jitter: o.RetryPolicy.Jitter,
+		Multiplier: o.RetryPolicy.Multiplier, Jitter: o.RetryPolicy.Jitter, Build: st.Build,
 	}
 	q := o.Queue
 	if q == "" {
-		q = defQueue
+		q = st.Queue
 	}
 	return store.NewTask{Queue: q, Kind: store.TaskActivity, Step: c.Name, Index: c.Seq, Attempt: 1, Payload: mustJSON(p), Handler: store.ActivityHandler(c.Name)}
 }
@@ -239,6 +252,9 @@ type runSpec struct {
 	// request, when set, is a request that goes with the run, in a task
 	// created with it (update-with-start).
 	request *store.NewRequest
+	// pin is the build the run is pinned to ("": any), build the build it
+	// records (store.Run.BuildID); see startBuild.
+	pin, build string
 }
 
 // createWorkflowRun creates a run. When the workflow is registered here
@@ -247,19 +263,20 @@ type runSpec struct {
 // task for a process that has the workflow.
 func (c *Runtime) createWorkflowRun(ctx context.Context, spec *runSpec) (*store.Run, error) {
 	now := c.cfg.Clock.Now()
-	st := &wfState{Queue: c.cfg.WorkflowQueue, Parent: spec.parent, ParentSeq: spec.parentSeq}
+	st := &wfState{Queue: c.cfg.WorkflowQueue, Parent: spec.parent, ParentSeq: spec.parentSeq, Build: spec.pin}
 	events := append([]replay.Event{replay.Started(spec.workflow, spec.input, newSeed(), now)}, spec.extra...)
 	nr := &store.NewRun{
 		ID: spec.id, Workflow: spec.workflow, Version: 1, Kind: hephtype.KindWorkflow, Input: spec.input,
 		BusinessID: spec.businessID, KeyScope: spec.scope, ParentID: spec.parent, Tags: spec.tags, Metadata: spec.metadata,
-		ConcurrencyKey: spec.concurrencyKey,
+		ConcurrencyKey: spec.concurrencyKey, BuildID: spec.build,
 	}
 	if nr.KeyScope == "" || nr.BusinessID == "" {
 		nr.KeyScope = businesskey.ScopeNone
 	}
 	var inst *replay.Instance
 	var published json.RawMessage
-	if fn, ok := c.reg.workflow(spec.workflow); ok {
+	if fn, ok := c.reg.workflow(spec.workflow); ok && c.mayDecide(spec.pin) {
+		nr.BuildID = c.cfg.BuildID
 		var err error
 		if inst, err = replay.New(&replay.Config{Workflow: fn, RunID: spec.id, Logger: c.cfg.Logger}); err != nil {
 			return nil, err
@@ -278,10 +295,10 @@ func (c *Runtime) createWorkflowRun(ctx context.Context, spec *runSpec) (*store.
 		for _, e := range events {
 			nr.History = append(nr.History, toStored(e))
 		}
-		nr.Tasks = []store.NewTask{decisionTask(st.Queue, spec.workflow, 1, time.Time{})}
+		nr.Tasks = []store.NewTask{decisionTask(st, spec.workflow, 1, time.Time{})}
 	}
 	if r := spec.request; r != nil {
-		nr.Tasks = append(nr.Tasks, requestTask(st.Queue, spec.workflow, r, true))
+		nr.Tasks = append(nr.Tasks, requestTask(st, spec.workflow, r, true))
 	}
 	nr.State = st.encode()
 	changes := []store.Change{{Create: nr, Fence: spec.fence}}
@@ -343,6 +360,9 @@ type delivery struct {
 	// the child that reports. A delivery whose key the run has seen fails
 	// with store.ErrDuplicateChange and writes nothing.
 	key string
+	// pin is the build the run is pinned to, when the caller knows it: a
+	// worker of another build does not decide (replay is ignored).
+	pin string
 }
 
 // deliver appends events to a run. When this process has the workflow (and
@@ -352,7 +372,7 @@ type delivery struct {
 // the tasks claimed for the caller's slot.
 func (c *Runtime) deliver(ctx context.Context, d *delivery) ([]*store.Task, error) {
 	var claimed []*store.Task
-	if fn, ok := c.reg.workflow(d.workflow); ok && (d.replay || c.sticky.has(d.runID)) {
+	if fn, ok := c.reg.workflow(d.workflow); ok && c.mayDecide(d.pin) && (d.replay || c.sticky.has(d.runID)) {
 		e := c.sticky.lock(d.runID)
 		cached := e.inst != nil
 		if cached || d.replay {
@@ -420,7 +440,7 @@ func (c *Runtime) appendChange(d *delivery) store.Change {
 		if !st.Pending {
 			st.Pending = true
 			u.State = st.encode()
-			u.Tasks = []store.NewTask{decisionTask(st.Queue, run.Workflow, 1, time.Time{})}
+			u.Tasks = []store.NewTask{decisionTask(st, run.Workflow, 1, time.Time{})}
 		}
 		return u, nil
 	}}
@@ -554,7 +574,13 @@ func (c *Runtime) decisionChange(in *decideInput, base int64, dec *replay.Decisi
 		if err != nil {
 			return nil, err
 		}
+		if !c.mayDecide(st.Build) {
+			return nil, fmt.Errorf("%w: run %s is pinned to build %q, this worker is of build %q", errWrongBuild, run.ID, st.Build, c.cfg.BuildID)
+		}
 		u := decisionUpdate(run.ID, run.Workflow, st, dec, in.extra)
+		if st.Build == "" && run.BuildID != c.cfg.BuildID {
+			u.BuildID = c.cfg.BuildID // it moves to the build that decides it
+		}
 		if in.task && st.Pending {
 			st.Pending = false
 			u.State = st.encode()
@@ -681,7 +707,8 @@ func (c *Runtime) retryDecision(t *store.Task, cause error) {
 		if run.Condition.Code == cond.Code {
 			cond.Since = run.Condition.Since
 		}
-		return &store.Update{Condition: cond, Tasks: []store.NewTask{decisionTask(t.Queue, t.Workflow, t.Attempt+1, ready)}}, nil
+		next := store.NewTask{Queue: t.Queue, Kind: store.TaskDecision, Index: -1, Attempt: t.Attempt + 1, ReadyAt: ready, Handler: t.Handler}
+		return &store.Update{Condition: cond, Tasks: []store.NewTask{next}}, nil
 	}})
 	switch {
 	case err == nil:

@@ -51,7 +51,7 @@ func (c *Runtime) QueryNamed(ctx context.Context, runID, name string, args any) 
 		if r.Kind != hephtype.KindWorkflow {
 			return nil, fmt.Errorf("query %q of run %s: %w: it is a %s, not a workflow", name, r.ID, limits.ErrInvalidInput, r.Kind)
 		}
-		if _, ok := c.reg.workflow(r.Workflow); ok {
+		if _, ok := c.reg.workflow(r.Workflow); ok && c.mayDecideRun(r) {
 			qs, _ := c.reg.queriesOf(r.Workflow)
 			return c.answerQuery(qs, r, name, raw)
 		}

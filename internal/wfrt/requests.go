@@ -32,13 +32,13 @@ type requestPayload struct {
 
 // requestTask is the decision task that carries request r of a run of
 // workflow; whole, it carries the request itself.
-func requestTask(queue, workflow string, r *store.NewRequest, whole bool) store.NewTask {
+func requestTask(st *wfState, workflow string, r *store.NewRequest, whole bool) store.NewTask {
 	p := requestPayload{Request: r.ID}
 	if whole {
 		p.Kind, p.Name, p.Args = r.Kind, r.Name, r.Args
 	}
-	return store.NewTask{Queue: queue, Kind: store.TaskDecision, Step: requestStep, Index: -1, Attempt: 1,
-		Payload: mustJSON(p), Handler: store.WorkflowHandler(workflow)}
+	return store.NewTask{Queue: st.Queue, Kind: store.TaskDecision, Step: requestStep, Index: -1, Attempt: 1,
+		Payload: mustJSON(p), Handler: st.handler(workflow)}
 }
 
 // The codes of a rejected request (store.Request.Code).
@@ -104,7 +104,7 @@ func (c *Runtime) sendRequest(ctx context.Context, run *store.Run, kind store.Re
 		return nil, err
 	}
 	nr := store.NewRequest{RunID: run.ID, ID: id, Kind: kind, Name: name, Args: args}
-	p := &store.CreateRequestParams{Request: nr, Task: requestTask(st.Queue, run.Workflow, &nr, false), Now: c.cfg.Clock.Now()}
+	p := &store.CreateRequestParams{Request: nr, Task: requestTask(st, run.Workflow, &nr, false), Now: c.cfg.Clock.Now()}
 	var req *store.Request
 	for attempt := 0; ; attempt++ {
 		req, err = c.cfg.Store.CreateRequest(ctx, p)

@@ -41,7 +41,7 @@ func (c *Runtime) Execute(ctx context.Context, h *worker.Held, handoff string) (
 	case store.TaskWorkflowTimer:
 		lease := t.Lease()
 		return c.deliver(ctx, &delivery{runID: t.RunID, workflow: t.Workflow, fence: &lease, handoff: handoff,
-			events: []replay.Event{replay.TimerFired(t.Index)}, replay: true})
+			events: []replay.Event{replay.TimerFired(t.Index)}, replay: true, pin: timerPin(t)})
 	case store.TaskWorkflowOp:
 		return nil, c.runOp(ctx, t)
 	}
@@ -174,7 +174,7 @@ func (c *Runtime) activityOutcome(a *attempt, p activityPayload, handoff string,
 	}
 	started := fromStoredNew(worker.Started(by, t, a.start, "", t.Index))
 	started.Name = t.Step
-	d := &delivery{runID: t.RunID, workflow: t.Workflow, fence: &lease, handoff: handoff, replay: true}
+	d := &delivery{runID: t.RunID, workflow: t.Workflow, fence: &lease, handoff: handoff, replay: true, pin: p.Build}
 	if err == nil {
 		if len(out) == 0 {
 			out = json.RawMessage("null")
@@ -326,8 +326,9 @@ func (c *Runtime) opStartChild(ctx context.Context, t *store.Task) (done bool, e
 		return false, fmt.Errorf("start child: %w", err)
 	}
 	// The child's root span joins the parent's trace, under this task's.
-	_, err = c.createWorkflowRun(tracing.ChildRun(ctx), &runSpec{id: id, workflow: p.Workflow, input: p.Input, parent: t.RunID, parentSeq: t.Index, fence: &lease,
-		concurrencyKey: ckey})
+	spec := &runSpec{id: id, workflow: p.Workflow, input: p.Input, parent: t.RunID, parentSeq: t.Index, fence: &lease, concurrencyKey: ckey}
+	spec.pin, spec.build = c.childBuild(ctx, p.Workflow, p.Build)
+	_, err = c.createWorkflowRun(tracing.ChildRun(ctx), spec)
 	switch {
 	case err == nil:
 		return true, nil
@@ -363,7 +364,7 @@ func (c *Runtime) opReportParent(ctx context.Context, t *store.Task) (done bool,
 	}
 	lease := t.Lease()
 	_, err = c.deliver(ctx, &delivery{runID: parent.ID, workflow: parent.Workflow, fence: &lease, key: "child:" + strconv.Itoa(p.Seq),
-		events: []replay.Event{ev}, replay: true})
+		events: []replay.Event{ev}, replay: true, pin: pinOf(parent)})
 	switch {
 	case err == nil:
 		return true, nil
@@ -388,6 +389,9 @@ func (c *Runtime) opContinue(ctx context.Context, t *store.Task) (done bool, err
 		id: continuedID(old.ID), workflow: old.Workflow, input: old.Output, businessID: old.BusinessID, scope: old.KeyScope,
 		tags: old.Tags, metadata: old.Metadata, parent: st.Parent, parentSeq: st.ParentSeq, fence: &lease,
 		concurrencyKey: old.ConcurrencyKey, // the same work goes on under the same key
+		// A pinned run continues on its build (the one that decided to
+		// continue); one that auto-upgrades goes on doing so.
+		pin: st.Build, build: old.BuildID,
 	}
 	_, err = c.createWorkflowRun(ctx, spec)
 	switch {

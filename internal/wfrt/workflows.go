@@ -89,6 +89,14 @@ type Config struct {
 	// Wake tells this process's workers that a task of a queue is ready
 	// (one the runtime wrote outside the Committer: a request's).
 	Wake func(queue string)
+	// BuildID is this process's build (hephaestus.Config.BuildID): the
+	// runs it starts of a pinned workflow are pinned to it, and it decides
+	// only the pinned runs of its build (builds.go).
+	BuildID string
+	// LiveBuild returns the newest build of which a live worker serves
+	// the pinned runs of a workflow, "" when none does (a start of a
+	// workflow this process does not have pins to it). Nil: none.
+	LiveBuild func(ctx context.Context, workflow string) string
 	// Served reports whether a live worker of some process has a handler
 	// (store.WorkflowHandler): a start of a workflow this process does not
 	// register is accepted when one does (a server starting the workflows
@@ -145,6 +153,8 @@ type wfRegistry struct {
 	activities map[string]Activity
 	// keys compute the concurrency key of the workflows that declare one.
 	keys map[string]KeyFunc
+	// auto holds the workflows that auto-upgrade (builds.go).
+	auto map[string]bool
 }
 
 // Declarations are the update and signal names a workflow declares (a
@@ -209,6 +219,9 @@ func (c *Runtime) Handlers() []string {
 	out := make([]string, 0, len(r.funcs)+len(r.activities))
 	for name := range r.funcs {
 		out = append(out, store.WorkflowHandler(name))
+		if !r.auto[name] && c.cfg.BuildID != "" {
+			out = append(out, store.WorkflowBuildHandler(name, c.cfg.BuildID))
+		}
 	}
 	for name := range r.activities {
 		out = append(out, store.ActivityHandler(name))
@@ -265,6 +278,10 @@ func (c *Runtime) RegisterWorkflow(name string, fn replay.Func, def any) error {
 		r.decls = map[string]declared{}
 	}
 	r.decls[name] = d
+	if r.auto == nil {
+		r.auto = map[string]bool{}
+	}
+	r.auto[name] = autoUpgrades(def)
 	r.mu.Unlock()
 	c.sticky.closeAll()
 	if c.cfg.Registered != nil {
@@ -369,6 +386,7 @@ func (c *Runtime) startWorkflow(ctx context.Context, name string, input any, opt
 	if _, ok := c.reg.workflow(name); !ok && (c.cfg.Served == nil || !c.cfg.Served(ctx, store.WorkflowHandler(name))) {
 		return nil, fmt.Errorf("start workflow %q: %w: register it with RegisterWorkflows, here or in a running worker process", name, ErrWorkflowNotFound)
 	}
+	spec.pin, spec.build = c.startBuild(ctx, name)
 	r, err := c.createWorkflowRun(ctx, spec)
 	if err != nil {
 		return nil, fmt.Errorf("start workflow %q: %w", name, err)

@@ -1197,14 +1197,14 @@ func (a *applier) updateArgs(ops []*op, w *written) []any {
 	n := len(order)
 	ids, statuses, errs := make([]string, n), make([]string, n), make([]string, n)
 	outputs, states, published, keys := make([]*string, n), make([]*string, n), make([]*string, n), make([]*string, n)
-	conds := make([]*string, n)
+	conds, builds := make([]*string, n), make([]string, n)
 	seqs := make([]int64, n)
 	finished := make([]*time.Time, n)
 	for k, o := range order {
 		r := o.run
 		ids[k], statuses[k], errs[k] = r.ID, string(r.Status), r.Error
 		outputs[k], states[k], published[k], keys[k] = jsonArg(r.Output), jsonArg(r.State), jsonArg(r.Published), o.key
-		seqs[k], conds[k] = r.Seq, o.cond
+		seqs[k], conds[k], builds[k] = r.Seq, o.cond, r.BuildID
 		if !r.FinishedAt.IsZero() {
 			t := r.FinishedAt
 			finished[k] = &t
@@ -1215,7 +1215,7 @@ func (a *applier) updateArgs(ops []*op, w *written) []any {
 		ids, statuses, outputs, errs, states, published, seqs, finished, keys, conds, a.now}
 	args = append(args, ev.args()...)
 	args = append(args, tk.args()...)
-	return append(args, a.s.cancels, nonNil(tk.keys), nonNil(tk.traces))
+	return append(args, a.s.cancels, nonNil(tk.keys), nonNil(tk.traces), builds)
 }
 
 // createArgs are the arguments of writeCreates for the creates of a
@@ -1227,7 +1227,7 @@ func (a *applier) createArgs(ops []*op) []any {
 	versions, seqs := make([]int64, n), make([]int64, n)
 	inputs, outputs, businessIDs, keys := make([]*string, n), make([]*string, n), make([]*string, n), make([]*string, n)
 	tags, metas, states := make([]*string, n), make([]*string, n), make([]*string, n)
-	ckeys, traces := make([]string, n), make([]string, n)
+	ckeys, traces, builds := make([]string, n), make([]string, n), make([]string, n)
 	finished := make([]*time.Time, n)
 	var fruns []string
 	var fids []int64
@@ -1243,7 +1243,7 @@ func (a *applier) createArgs(ops []*op) []any {
 		versions[k], seqs[k] = int64(r.Version), r.Seq
 		inputs[k], outputs[k], businessIDs[k], keys[k] = jsonArg(r.Input), jsonArg(r.Output), nullString(r.BusinessID), o.key
 		tags[k], metas[k], states[k], ckeys[k] = tagsArg(r.Tags), o.meta, jsonArg(r.State), r.ConcurrencyKey
-		traces[k] = r.TraceContext
+		traces[k], builds[k] = r.TraceContext, r.BuildID
 		if !r.FinishedAt.IsZero() {
 			t := r.FinishedAt
 			finished[k] = &t
@@ -1255,7 +1255,7 @@ func (a *applier) createArgs(ops []*op) []any {
 		parents, tags, metas, states, seqs, finished, a.now}
 	args = append(args, ev.args()...)
 	args = append(args, tk.args()...)
-	return append(args, nonNil(fruns), nonNil(fids), ckeys, nonNil(tk.keys), traces, nonNil(tk.traces))
+	return append(args, nonNil(fruns), nonNil(fids), ckeys, nonNil(tk.keys), traces, nonNil(tk.traces), builds)
 }
 
 // tasks are the columns of tasks to insert.

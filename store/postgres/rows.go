@@ -14,10 +14,10 @@ import (
 
 // The columns read by scanRun, scanTask and scanEvent, in order.
 const (
-	runCols     = "id, workflow, version, kind, status, input, output, error, business_id, key_scope, parent_id, tags, metadata, state, published, condition, seq, created_at, updated_at, finished_at, concurrency_key, trace_context"
+	runCols     = "id, workflow, version, kind, status, input, output, error, business_id, key_scope, parent_id, tags, metadata, state, published, condition, seq, created_at, updated_at, finished_at, concurrency_key, trace_context, build_id"
 	taskCols    = "id, run_id, queue, kind, workflow, version, step, idx, attempt, payload, item, priority, ready_at, handler, details, owner, token, lease_until, claims, created_at, flow_key, trace_context, tags, metadata"
 	historyCols = "run_id, seq, n, key, at, entries"
-	workerCols  = "id, queues, handlers, host, pid, started_at, seen_at, expires_at"
+	workerCols  = "id, queues, handlers, host, pid, started_at, seen_at, expires_at, build_id"
 )
 
 type scanner interface{ Scan(dest ...any) error }
@@ -37,7 +37,7 @@ func scanRun(sc scanner, extra ...any) (*store.Run, error) {
 	)
 	dest := []any{&r.ID, &r.Workflow, &r.Version, &kind, &status, &input, &output, &r.Error,
 		&businessID, &scope, &r.ParentID, &tags, &meta, &state, &published, &condition, &r.Seq,
-		&created, &updated, &finished, &r.ConcurrencyKey, &r.TraceContext}
+		&created, &updated, &finished, &r.ConcurrencyKey, &r.TraceContext, &r.BuildID}
 	if err := sc.Scan(append(dest, extra...)...); err != nil {
 		return nil, err
 	}
@@ -115,7 +115,7 @@ func scanWorker(sc scanner) (*store.Worker, error) {
 		started, seen, expires time.Time
 		pid                    int64
 	)
-	if err := sc.Scan(&w.ID, &w.Queues, &w.Handlers, &w.Host, &pid, &started, &seen, &expires); err != nil {
+	if err := sc.Scan(&w.ID, &w.Queues, &w.Handlers, &w.Host, &pid, &started, &seen, &expires, &w.BuildID); err != nil {
 		return nil, err
 	}
 	if len(w.Queues) == 0 {
@@ -282,9 +282,10 @@ func newQueries(schema string) queries {
 			), e AS (DELETE FROM §history WHERE run_id IN (SELECT id FROM d)),
 			l AS (DELETE FROM §step_logs WHERE run_id IN (SELECT id FROM d))
 			DELETE FROM §runs WHERE id IN (SELECT id FROM d)`),
-		registerWorker: s(`INSERT INTO §workers (` + workerCols + `) VALUES ($1, $2, $3, $4, $5, $6, $7, $8)
+		registerWorker: s(`INSERT INTO §workers (` + workerCols + `) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)
 			ON CONFLICT (id) DO UPDATE SET queues = excluded.queues, handlers = excluded.handlers, host = excluded.host,
-				pid = excluded.pid, started_at = excluded.started_at, seen_at = excluded.seen_at, expires_at = excluded.expires_at`),
+				pid = excluded.pid, started_at = excluded.started_at, seen_at = excluded.seen_at, expires_at = excluded.expires_at,
+				build_id = excluded.build_id`),
 		removeWorker: s("DELETE FROM §workers WHERE id = $1"),
 		// Records expired for an hour go: a process whose clock runs ahead
 		// does not delete the records of live workers.
@@ -406,7 +407,7 @@ func itoa(n int) string { return strconv.Itoa(n) }
 // steps, $5 indexes), updates the runs ($6-$15, one row per run: its last
 // state), appends the history ($17-$21) and enqueues tasks ($22-$35, their
 // flow keys $37 and trace contexts $38; their tags and metadata those of
-// the runs updated); $16 is now. The sub-statements
+// the runs updated); $16 is now, $39 the runs' build ids. The sub-statements
 // share one snapshot, so the cancellations never see the tasks the segment
 // enqueues (the applier leaves a cancellation that must see them to a later
 // segment). It returns the number of fenced tasks deleted (by their fence
@@ -427,9 +428,9 @@ var writeUpdatesSQL = `WITH f AS (
 ), u AS (
 	UPDATE §runs r SET status = x.status, output = x.output::jsonb, error = x.error, state = x.state::jsonb,
 		published = x.published::jsonb, condition = x.condition::jsonb, seq = x.seq, updated_at = $16::timestamptz,
-		finished_at = x.finished_at, unique_key = x.unique_key
-	FROM unnest(` + unnest(6, "text", "text", "text", "text", "text", "text", "int8", "timestamptz", "text", "text") + `)
-		AS x(id, status, output, error, state, published, seq, finished_at, unique_key, condition)
+		finished_at = x.finished_at, unique_key = x.unique_key, build_id = x.build_id
+	FROM unnest(` + unnest(6, "text", "text", "text", "text", "text", "text", "int8", "timestamptz", "text", "text") + `, $39::text[])
+		AS x(id, status, output, error, state, published, seq, finished_at, unique_key, condition, build_id)
 	WHERE r.id = x.id RETURNING r.id, r.tags, r.metadata
 ), e AS (
 	` + historySQL(17, 16) + `
@@ -447,7 +448,8 @@ SELECT (SELECT count(*) FROM f) + (SELECT count(*) FROM c WHERE c.id = ANY($1::i
 // array), $18 now, $19-$23 the history, $24-$37 the tasks, $38-$39 the
 // fences of creates (run ids and task ids: the caller holds the tasks
 // locked and checked their tokens), $40 the runs' concurrency keys, $41 the
-// tasks' flow keys, $42 the runs' trace contexts and $43 the tasks' (the
+// tasks' flow keys, $42 the runs' trace contexts and $43 the tasks', $44
+// the runs' build ids (the
 // tasks' tags and metadata are those of the runs inserted). ON
 // CONFLICT DO NOTHING covers both the primary key and the business-key
 // index: a run that conflicts (with a run of another transaction, or an
@@ -458,16 +460,16 @@ SELECT (SELECT count(*) FROM f) + (SELECT count(*) FROM c WHERE c.id = ANY($1::i
 var writeCreatesSQL = `WITH r AS (
 	INSERT INTO §runs (id, workflow, version, kind, status, input, output, error, business_id,
 		key_scope, unique_key, parent_id, tags, metadata, state, seq, created_at, updated_at, finished_at, concurrency_key,
-		trace_context)
+		trace_context, build_id)
 	SELECT x.id, x.workflow, x.version, x.kind, x.status, x.input::jsonb, x.output::jsonb, x.error, x.business_id,
 		x.key_scope, x.unique_key, x.parent_id,
 		CASE WHEN x.tags IS NULL THEN '{}'::text[] ELSE ARRAY(SELECT json_array_elements_text(x.tags::json)) END,
 		x.metadata::jsonb, x.state::jsonb, x.seq, $18::timestamptz, $18::timestamptz, x.finished_at, x.ckey,
-		x.trace
+		x.trace, x.build_id
 	FROM unnest($1::text[], $2::text[], $3::int8[], $4::text[], $5::text[], $6::text[], $7::text[], $8::text[],
 		$9::text[], $10::text[], $11::text[], $12::text[], $13::text[], $14::text[], $15::text[], $16::int8[],
-		$17::timestamptz[], $40::text[], $42::text[]) WITH ORDINALITY AS x(id, workflow, version, kind, status, input, output,
-		error, business_id, key_scope, unique_key, parent_id, tags, metadata, state, seq, finished_at, ckey, trace, n)
+		$17::timestamptz[], $40::text[], $42::text[], $44::text[]) WITH ORDINALITY AS x(id, workflow, version, kind, status, input, output,
+		error, business_id, key_scope, unique_key, parent_id, tags, metadata, state, seq, finished_at, ckey, trace, build_id, n)
 	ORDER BY x.n
 	ON CONFLICT DO NOTHING
 	RETURNING id, tags, metadata

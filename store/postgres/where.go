@@ -78,6 +78,9 @@ func runFilter(schema string, p *store.ListRunsParams) (*where, error) {
 	if p.Version != 0 {
 		w.add("version = $?", int64(p.Version))
 	}
+	if p.BuildID != "" {
+		w.add("build_id = $?", p.BuildID)
+	}
 	if p.ParentID != "" {
 		w.add("parent_id = $?", p.ParentID)
 	}

@@ -21,7 +21,7 @@ func (s *Store) RegisterWorker(ctx context.Context, w *store.Worker) error {
 	// Writing the same record twice does no harm.
 	err := s.idempotent(ctx, func(ctx context.Context) error {
 		_, err := s.pool.Exec(ctx, s.q.registerWorker, w.ID, nonNil(w.Queues), nonNil(w.Handlers), w.Host, int64(w.PID),
-			truncate(w.StartedAt), truncate(w.SeenAt), truncate(w.ExpiresAt))
+			truncate(w.StartedAt), truncate(w.SeenAt), truncate(w.ExpiresAt), w.BuildID)
 		return err
 	})
 	if err != nil {

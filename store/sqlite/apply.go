@@ -207,6 +207,7 @@ func (a *applier) insertRun(r *store.Run, key, tags, meta any) (rowid int64, ref
 	w.arg(nullMicros(r.FinishedAt))
 	w.arg(r.ConcurrencyKey)
 	w.arg(r.TraceContext)
+	w.arg(r.BuildID)
 	// A conflict on the id fails the statement, which writes nothing; a
 	// conflict on the business key does nothing.
 	res, err := w.exec(qInsertRun)
@@ -480,6 +481,7 @@ func (a *applier) update(c *store.Change) (store.ChangeResult, error) {
 	w.arg(a.nowUS)
 	w.arg(nullMicros(next.FinishedAt))
 	w.arg(newKey)
+	w.arg(next.BuildID)
 	w.arg(st.rowid)
 	w.arg(run.ID)
 	res, err := w.exec(qUpdateRun)

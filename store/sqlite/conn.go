@@ -63,15 +63,15 @@ var queries = [numQueries]string{
 	qRollback: "ROLLBACK",
 	qInsertRun: `INSERT INTO runs (id, workflow, version, kind, status, input, output, error,
 		business_id, key_scope, unique_key, parent_id, tags, metadata, state, published, seq,
-		created_at, updated_at, finished_at, concurrency_key, trace_context)
-		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, NULL, ?, ?, ?, ?, ?, ?)
+		created_at, updated_at, finished_at, concurrency_key, trace_context, build_id)
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, NULL, ?, ?, ?, ?, ?, ?, ?)
 		ON CONFLICT (unique_key) WHERE unique_key IS NOT NULL DO NOTHING`,
 	qHolder:  "SELECT id FROM runs WHERE unique_key = ?",
 	qLoadRun: "SELECT rowid, " + runCols + ", unique_key FROM runs WHERE id = ?",
 	// By rowid (from the run's read or the cache): one b-tree search
 	// fewer than by id. The id is checked too, at no cost.
 	qUpdateRun: `UPDATE runs SET status = ?, output = ?, error = ?, state = ?, published = ?,
-		condition = ?, seq = ?, updated_at = ?, finished_at = ?, unique_key = ? WHERE rowid = ? AND id = ?`,
+		condition = ?, seq = ?, updated_at = ?, finished_at = ?, unique_key = ?, build_id = ? WHERE rowid = ? AND id = ?`,
 	// The lease (task ?1, token ?2) is held. The task may be of any run.
 	qFence:     "DELETE FROM tasks WHERE id = ?1 AND token = ?2 AND owner IS NOT NULL",
 	qFenceHeld: "SELECT 1 FROM tasks WHERE id = ?1 AND token = ?2 AND owner IS NOT NULL",
@@ -97,10 +97,10 @@ var queries = [numQueries]string{
 		AND NOT EXISTS (SELECT 1 FROM tasks WHERE tasks.run_id = runs.id)
 		ORDER BY finished_at LIMIT ?2)`,
 	qExpireWorkers: "DELETE FROM workers WHERE expires_at <= ?",
-	qRegisterWorker: `INSERT INTO workers (id, queues, handlers, host, pid, started_at, seen_at, expires_at)
-		VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)
+	qRegisterWorker: `INSERT INTO workers (id, queues, handlers, host, pid, started_at, seen_at, expires_at, build_id)
+		VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)
 		ON CONFLICT (id) DO UPDATE SET queues = ?2, handlers = ?3, host = ?4, pid = ?5,
-		started_at = ?6, seen_at = ?7, expires_at = ?8`,
+		started_at = ?6, seen_at = ?7, expires_at = ?8, build_id = ?9`,
 	qRemoveWorker: "DELETE FROM workers WHERE id = ?",
 	// Requests (requests.go).
 	qRunOf:       "SELECT workflow, version, seq, trace_context, tags, metadata FROM runs WHERE id = ?",

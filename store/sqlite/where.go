@@ -76,6 +76,9 @@ func runFilter(p *store.ListRunsParams) (*where, error) {
 	if p.Version != 0 {
 		w.add("version = ?", int64(p.Version))
 	}
+	if p.BuildID != "" {
+		w.add("build_id = ?", p.BuildID)
+	}
 	if p.ParentID != "" {
 		w.add("parent_id = ?", p.ParentID)
 	}

@@ -43,6 +43,7 @@ func (s *Store) RegisterWorker(ctx context.Context, w *store.Worker) error {
 			c.arg(micros(w.StartedAt))
 			c.arg(micros(w.SeenAt))
 			c.arg(micros(w.ExpiresAt))
+			c.arg(w.BuildID)
 			_, err := c.exec(qRegisterWorker)
 			return err
 		})

@@ -414,7 +414,7 @@ func testStrandedTasks(t *testing.T, h *harness) {
 
 func testWorkers(t *testing.T, h *harness) {
 	ctx := t.Context()
-	w1 := &store.Worker{ID: "w1", Queues: []string{"a", "b"}, Handlers: []string{"flow:f@1"}, Host: "h1", PID: 11,
+	w1 := &store.Worker{ID: "w1", Queues: []string{"a", "b"}, Handlers: []string{"flow:f@1"}, BuildID: "b1", Host: "h1", PID: 11,
 		StartedAt: at(0), SeenAt: at(0), ExpiresAt: at(time.Minute)}
 	w2 := &store.Worker{ID: "w2", Queues: []string{"a"}, Host: "h2", PID: 22, StartedAt: at(0), SeenAt: at(0), ExpiresAt: at(2 * time.Minute)}
 	for _, w := range []*store.Worker{w1, w2} {
@@ -434,7 +434,7 @@ func testWorkers(t *testing.T, h *harness) {
 	diff(t, "live workers after w1 expired", []*store.Worker{w2}, list(at(90*time.Second)))
 	// A refresh extends the record and replaces its fields.
 	w1b := *w1
-	w1b.SeenAt, w1b.ExpiresAt, w1b.Handlers = at(100*time.Second), at(5*time.Minute), []string{"flow:f@1", "flow:f@2"}
+	w1b.SeenAt, w1b.ExpiresAt, w1b.Handlers, w1b.BuildID = at(100*time.Second), at(5*time.Minute), []string{"flow:f@1", "flow:f@2"}, "b2"
 	if err := h.s.RegisterWorker(ctx, &w1b); err != nil {
 		t.Fatal(err)
 	}

@@ -141,6 +141,7 @@ func Run(t *testing.T, newStore func(t *testing.T) store.Store, opts ...Option) 
 		{"TraceContext", testTraceContext},
 		{"Catalog", testCatalog},
 		{"CatalogValidation", testCatalogValidation},
+		{"Builds", testBuilds},
 		{"Versions", testVersions},
 		{"VersionRunCounts", testVersionRunCounts},
 		{"Logs", testLogs},
