@@ -10,7 +10,7 @@ import (
 	"github.com/hephaestus-go/hephaestus/store"
 )
 
-// Builds of code-first workflows (docs/deploying-builds.md). Every
+// Builds of code-first workflows (docs/deploying.md#rolling-deploys-of-workflows). Every
 // process has a build id (Config.BuildID). A run of a workflow records the
 // build that started it (Run.BuildID); a run of a pinned workflow
 // (workflow.Pinned, the default) is decided only by workers of that

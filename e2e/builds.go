@@ -1,6 +1,6 @@
 package e2e
 
-// A rolling deploy of code-first workflows (docs/deploying-builds.md):
+// A rolling deploy of code-first workflows (docs/deploying.md#rolling-deploys-of-workflows):
 // build b1 of a workflow has runs in flight when build b2, with changed
 // code, is deployed beside it; new runs go to b2, b1's runs finish on b1,
 // b1 drains, stops and is retired; a workflow that auto-upgrades, its

@@ -6,7 +6,7 @@ import (
 )
 
 // WorkflowBuild is a build of a code-first workflow: its open runs and
-// live workers (docs/deploying-builds.md).
+// live workers (docs/deploying.md#rolling-deploys-of-workflows).
 type WorkflowBuild struct {
 	// BuildID is "" for the open runs that record no build.
 	BuildID     string `json:"build_id"`

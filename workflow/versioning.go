@@ -4,7 +4,7 @@ import "fmt"
 
 // Versioning says which build's workers decide the runs of a workflow
 // when several builds of the code are deployed side by side
-// (docs/deploying-builds.md). Every worker process has a build id
+// (docs/deploying.md#rolling-deploys-of-workflows). Every worker process has a build id
 // (hephaestus.Config.BuildID).
 type Versioning int
 

@@ -11,7 +11,7 @@ import (
 )
 
 // newBuilds is `heph builds [WORKFLOW]` and `heph builds retire`: the
-// builds of code-first workflows (docs/deploying-builds.md).
+// builds of code-first workflows (docs/deploying.md#rolling-deploys-of-workflows).
 func newBuilds(g *globals) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "builds [workflow]",
