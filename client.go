@@ -19,6 +19,7 @@ import (
 	"github.com/hephaestus-go/hephaestus/internal/flowrt"
 	"github.com/hephaestus-go/hephaestus/internal/maintenance"
 	"github.com/hephaestus-go/hephaestus/internal/metrics"
+	"github.com/hephaestus-go/hephaestus/internal/notify"
 	"github.com/hephaestus-go/hephaestus/internal/remote"
 	"github.com/hephaestus-go/hephaestus/internal/schedule"
 	"github.com/hephaestus-go/hephaestus/internal/secrets"
@@ -72,6 +73,10 @@ type Client struct {
 
 	// remote serves workers outside the process (remote.go).
 	remote *remote.Runtime
+
+	// notify sends webhook deliveries (webhooks.go); nil when the store
+	// keeps no webhooks or Config.Webhooks.Disabled.
+	notify *notify.Service
 }
 
 // uninstrumented, set by a benchmark only, leaves the clients made after
@@ -143,6 +148,7 @@ func New(cfg *Config) (*Client, error) {
 		Policies: c.retentionPolicies(), OnQueue: cl.flows.FlowsOnQueue,
 	})
 	cl.sched = cl.newSchedules()
+	cl.notify = cl.newNotifier()
 	cl.updateHandlers()
 	return cl, nil
 }
@@ -169,6 +175,9 @@ func (c *Client) Start(ctx context.Context) error {
 	}
 	c.gaugesMu.Unlock()
 	c.maint.Start(ctx)
+	if c.notify != nil {
+		c.notify.Start(ctx)
+	}
 	return c.startSchedules(ctx)
 }
 
@@ -179,6 +188,9 @@ func (c *Client) Start(ctx context.Context) error {
 // and before Start.
 func (c *Client) Stop(ctx context.Context) error {
 	c.sched.Stop()
+	if c.notify != nil {
+		c.notify.Stop()
+	}
 	c.gaugesMu.Lock()
 	if c.stopGauges != nil {
 		c.stopGauges()
