@@ -147,6 +147,7 @@ func (s *Service) Stop() {
 	if stop != nil {
 		stop()
 		s.wg.Wait()
+		s.cfg.HTTPClient.CloseIdleConnections()
 	}
 }
 
