@@ -271,6 +271,9 @@ func (c *Client) CreateWebhook(ctx context.Context, nw *NewWebhook) (*Webhook, s
 	if err := ws.CreateWebhook(ctx, sw); err != nil {
 		return nil, "", fmt.Errorf("create webhook: %w", err)
 	}
+	if sw.KeyID == "" {
+		c.cfg.Logger.Warn("webhook secret stored unsealed: set Config.SecretKeys (heph server: HEPH_SECRET_KEYS) to encrypt it", "webhook", sw.ID)
+	}
 	return webhookOf(sw), secret, nil
 }
 
