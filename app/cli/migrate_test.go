@@ -81,7 +81,7 @@ func TestMigrateStatusWritesNothingSQLite(t *testing.T) {
 	ok(t, nil, "migrate", "up", "--sqlite", path)
 	ok(t, nil, "migrate", "down", "--sqlite", path, "--yes")
 	before = dirState(t, dir)
-	wantLines(t, "status", ok(t, nil, "migrate", "status", "--sqlite", path), `^0001\s+init\s+applied\s`, `^0010\s+task_run_attrs\s+applied\s`, `^0011\s+principals\s+applied\s`, `^0012\s+remote_claims\s+applied\s`, `^0013\s+secrets\s+pending\s*$`)
+	wantLines(t, "status", ok(t, nil, "migrate", "status", "--sqlite", path), `^0001\s+init\s+applied\s`, `^0010\s+task_run_attrs\s+applied\s`, `^0011\s+principals\s+applied\s`, `^0012\s+remote_claims\s+applied\s`, `^0013\s+secrets\s+applied\s`, `^0017\s+webhooks\s+pending\s*$`)
 	sameDir(t, "status of a migrated file", before, dirState(t, dir))
 }
 
@@ -137,13 +137,13 @@ func TestMigrateDownConfirms(t *testing.T) {
 			t.Fatalf("down answered %q: exit %d, %q %q", answer, code, out, errOut)
 		}
 	}
-	wantLines(t, "status after refusals", ok(t, nil, "migrate", "status", "--sqlite", path), `^0013\s+secrets\s+applied\s`)
+	wantLines(t, "status after refusals", ok(t, nil, "migrate", "status", "--sqlite", path), `^0017\s+webhooks\s+applied\s`)
 	// Answered yes: reverted.
 	code, out, errOut = hephTTY(t, "yes\n", true, "migrate", "down", "--sqlite", path)
-	if code != 0 || !strings.Contains(out, "reverted 0013_secrets") {
+	if code != 0 || !strings.Contains(out, "reverted 0017_webhooks") {
 		t.Fatalf("down answered yes: exit %d, %q %q", code, out, errOut)
 	}
-	wantLines(t, "status after yes", ok(t, nil, "migrate", "status", "--sqlite", path), `^0013\s+secrets\s+pending\s*$`, `^0010\s+task_run_attrs\s+applied\s`)
+	wantLines(t, "status after yes", ok(t, nil, "migrate", "status", "--sqlite", path), `^0017\s+webhooks\s+pending\s*$`, `^0013\s+secrets\s+applied\s`)
 }
 
 func TestBenchPostgres(t *testing.T) {

@@ -82,13 +82,13 @@ func TestHistoryRows(t *testing.T) {
 			var err error
 			if down {
 				var v []int
-				// The secrets (0015), the remote claims (0014), the principals (0013), the tasks' run tags (0012), the trace context (0011), the parent
+				// The webhooks (0019), the secrets (0015), the remote claims (0014), the principals (0013), the tasks' run tags (0012), the trace context (0011), the parent
 				// index (0010), access (0009), schedules (0008), flow control (0007),
 				// documents (0006) and requests (0005) first, then the history rows
 				// (0004).
-				v, err = migrate.Down(ctx, conn, postgres.Migrations(), migrate.Postgres, 12)
-				if err == nil && !slices.Equal(v, []int{15, 14, 13, 12, 11, 10, 9, 8, 7, 6, 5, 4}) {
-					t.Fatalf("reverted %v, want [15 14 13 12 11 10 9 8 7 6 5 4]", v)
+				v, err = migrate.Down(ctx, conn, postgres.Migrations(), migrate.Postgres, 13)
+				if err == nil && !slices.Equal(v, []int{19, 15, 14, 13, 12, 11, 10, 9, 8, 7, 6, 5, 4}) {
+					t.Fatalf("reverted %v, want [19 15 14 13 12 11 10 9 8 7 6 5 4]", v)
 				}
 			} else {
 				_, err = migrate.Up(ctx, conn, postgres.Migrations(), migrate.Postgres)

@@ -227,8 +227,8 @@ func TestTraceContextMigration(t *testing.T) {
 		t.Fatal(err)
 	}
 	create(s, "old")
-	if v, err := migrate.Down(t.Context(), s.writer, Migrations(), migrate.SQLite, 5); err != nil || !slices.Equal(v, []int{13, 12, 11, 10, 9}) {
-		t.Fatalf("migrate down: %v, %v; want [13 12 11 10 9]", v, err)
+	if v, err := migrate.Down(t.Context(), s.writer, Migrations(), migrate.SQLite, 6); err != nil || !slices.Equal(v, []int{17, 13, 12, 11, 10, 9}) {
+		t.Fatalf("migrate down: %v, %v; want [17 13 12 11 10 9]", v, err)
 	}
 	if err := s.Close(); err != nil {
 		t.Fatal(err)
@@ -279,8 +279,8 @@ func TestTaskRunAttrsMigration(t *testing.T) {
 	}
 	create(s, "old", true)
 	create(s, "old-plain", false)
-	if v, err := migrate.Down(t.Context(), s.writer, Migrations(), migrate.SQLite, 4); err != nil || !slices.Equal(v, []int{13, 12, 11, 10}) {
-		t.Fatalf("migrate down: %v, %v; want [13 12 11 10]", v, err)
+	if v, err := migrate.Down(t.Context(), s.writer, Migrations(), migrate.SQLite, 5); err != nil || !slices.Equal(v, []int{17, 13, 12, 11, 10}) {
+		t.Fatalf("migrate down: %v, %v; want [17 13 12 11 10]", v, err)
 	}
 	if err := s.Close(); err != nil {
 		t.Fatal(err)
@@ -465,8 +465,8 @@ func TestPrincipalsMigration(t *testing.T) {
 	if err := s.CreateToken(t.Context(), tok); err != nil {
 		t.Fatal(err)
 	}
-	if v, err := migrate.Down(t.Context(), s.writer, Migrations(), migrate.SQLite, 3); err != nil || !slices.Equal(v, []int{13, 12, 11}) {
-		t.Fatalf("migrate down: %v, %v; want [13 12 11]", v, err)
+	if v, err := migrate.Down(t.Context(), s.writer, Migrations(), migrate.SQLite, 4); err != nil || !slices.Equal(v, []int{17, 13, 12, 11}) {
+		t.Fatalf("migrate down: %v, %v; want [17 13 12 11]", v, err)
 	}
 	if err := s.Close(); err != nil {
 		t.Fatal(err)
