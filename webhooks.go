@@ -290,13 +290,20 @@ func (c *Client) webhookSecret(w *store.Webhook) (string, error) {
 	return string(v), err
 }
 
-// Webhook returns a webhook, or ErrWebhookNotFound.
-func (c *Client) Webhook(ctx context.Context, id string) (*Webhook, error) {
+// storedWebhook returns the store and a webhook it keeps, or
+// ErrWebhookNotFound.
+func (c *Client) storedWebhook(ctx context.Context, id string) (store.Webhooks, *store.Webhook, error) {
 	ws, err := c.webhookStore()
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	w, err := ws.GetWebhook(ctx, id)
+	return ws, w, err
+}
+
+// Webhook returns a webhook, or ErrWebhookNotFound.
+func (c *Client) Webhook(ctx context.Context, id string) (*Webhook, error) {
+	_, w, err := c.storedWebhook(ctx, id)
 	if err != nil {
 		return nil, err
 	}
@@ -390,10 +397,6 @@ func deliveryOf(d *store.WebhookDelivery) *WebhookDelivery {
 // WebhookDeliveries returns a webhook's deliveries, newest first, with
 // their attempts, or ErrWebhookNotFound.
 func (c *Client) WebhookDeliveries(ctx context.Context, id string, f *WebhookDeliveryFilter) ([]*WebhookDelivery, error) {
-	ws, err := c.webhookStore()
-	if err != nil {
-		return nil, err
-	}
 	if f == nil {
 		f = &WebhookDeliveryFilter{}
 	}
@@ -405,7 +408,8 @@ func (c *Client) WebhookDeliveries(ctx context.Context, id string, f *WebhookDel
 	if f.Limit < 0 {
 		return nil, inputErr("limit", "must not be negative")
 	}
-	if _, err := ws.GetWebhook(ctx, id); err != nil {
+	ws, _, err := c.storedWebhook(ctx, id)
+	if err != nil {
 		return nil, err
 	}
 	list, err := ws.ListWebhookDeliveries(ctx, &store.ListDeliveriesParams{WebhookID: id, Status: f.Status, Limit: f.Limit})
@@ -424,11 +428,7 @@ func (c *Client) WebhookDeliveries(ctx context.Context, id string, f *WebhookDel
 // started Client sends it at once, with the usual retries. Each call
 // queues a new delivery.
 func (c *Client) TestWebhook(ctx context.Context, id string) (*WebhookDelivery, error) {
-	ws, err := c.webhookStore()
-	if err != nil {
-		return nil, err
-	}
-	w, err := ws.GetWebhook(ctx, id)
+	ws, w, err := c.storedWebhook(ctx, id)
 	if err != nil {
 		return nil, err
 	}

@@ -1,7 +1,6 @@
 package cli_test
 
 import (
-	"context"
 	"encoding/json"
 	"io"
 	"net/http"
@@ -14,48 +13,14 @@ import (
 
 	hephaestus "github.com/hephaestus-go/hephaestus"
 	"github.com/hephaestus-go/hephaestus/app/apiclient"
-	"github.com/hephaestus-go/hephaestus/app/cli"
-	"github.com/hephaestus-go/hephaestus/server"
-	"github.com/hephaestus-go/hephaestus/store/sqlite"
 )
-
-// startedServer serves the API (insecure) over a started client (which
-// sends webhook deliveries) on an SQLite store, and returns the CLI's
-// environment for it.
-func startedServer(t *testing.T, path string) map[string]string {
-	t.Helper()
-	st, err := sqlite.Open(t.Context(), &sqlite.Config{Path: path})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = st.Close() })
-	c, err := hephaestus.New(&hephaestus.Config{Store: st})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := c.Start(context.Background()); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = c.Stop(context.Background()) })
-	srv, err := server.New(&server.Config{Client: c, Store: st, Insecure: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := srv.Start(context.Background()); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(srv.Stop)
-	hs := httptest.NewServer(srv)
-	t.Cleanup(hs.Close)
-	return map[string]string{cli.EnvAddr: hs.URL, cli.EnvInsecure: "1"}
-}
 
 // heph webhooks: create prints the secret once, ls/show never; bad input
 // is refused naming the flag's field; test sends a delivery that the
 // delivery log then shows; rm deletes; -o json everywhere.
 func TestWebhooksCommands(t *testing.T) {
 	t.Parallel()
-	env := startedServer(t, filepath.Join(t.TempDir(), "h.db"))
+	env := serveSQLite(t, filepath.Join(t.TempDir(), "h.db"), &hephaestus.Config{}, true)
 	var mu sync.Mutex
 	got := 0
 	rcv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
