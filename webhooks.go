@@ -28,19 +28,20 @@ var (
 	ErrWebhooksUnavailable = errors.New("webhooks are unavailable")
 )
 
-// The webhook event types (Webhook.Events).
+// The webhook event types (Webhook.Events); internal/notify uses the
+// same values (webhooks_internal_test.go checks them).
 const (
-	WebhookRunStarted         = notify.RunStarted
-	WebhookRunCompleted       = notify.RunCompleted
-	WebhookRunFailed          = notify.RunFailed
-	WebhookRunCancelled       = notify.RunCancelled
-	WebhookStepCompleted      = notify.StepCompleted
-	WebhookStepFailed         = notify.StepFailed
-	WebhookGateOpened         = notify.GateOpened
-	WebhookGateDecided        = notify.GateDecided
-	WebhookScheduleTickFailed = notify.ScheduleTickFailed
+	WebhookRunStarted         = "run.started"
+	WebhookRunCompleted       = "run.completed"
+	WebhookRunFailed          = "run.failed"
+	WebhookRunCancelled       = "run.cancelled"
+	WebhookStepCompleted      = "step.completed"
+	WebhookStepFailed         = "step.failed"
+	WebhookGateOpened         = "gate.opened"
+	WebhookGateDecided        = "gate.decided"
+	WebhookScheduleTickFailed = "schedule.tick_failed"
 	// WebhookTest is the type of the deliveries TestWebhook sends.
-	WebhookTest = notify.Test
+	WebhookTest = "webhook.test"
 )
 
 // WebhookEventTypes lists the event types a webhook can subscribe to.
@@ -50,23 +51,23 @@ func WebhookEventTypes() []string { return slices.Clone(notify.Types) }
 const (
 	// WebhookIDHeader carries the delivery's id: the same on every retry
 	// of the delivery, so receivers de-duplicate with it.
-	WebhookIDHeader = notify.HeaderID
+	WebhookIDHeader = "Heph-Delivery-Id"
 	// WebhookEventHeader carries the event type.
-	WebhookEventHeader = notify.HeaderEvent
+	WebhookEventHeader = "Heph-Event"
 	// WebhookTimestampHeader carries the time of the attempt, in Unix
 	// seconds.
-	WebhookTimestampHeader = notify.HeaderTimestamp
+	WebhookTimestampHeader = "Heph-Timestamp"
 	// WebhookSignatureHeader carries "v1=" and the hex HMAC-SHA256 of
 	// "<timestamp>.<body>", keyed with the webhook's secret.
-	WebhookSignatureHeader = notify.HeaderSignature
+	WebhookSignatureHeader = "Heph-Signature"
 )
 
 // The webhook body formats.
 const (
 	// WebhookFormatJSON: the event as JSON (WebhookPayload).
-	WebhookFormatJSON = notify.FormatJSON
+	WebhookFormatJSON = "json"
 	// WebhookFormatSlack: a Slack-compatible message, {"text": "..."}.
-	WebhookFormatSlack = notify.FormatSlack
+	WebhookFormatSlack = "slack"
 )
 
 // VerifyWebhook checks a webhook delivery as a receiver should before it
