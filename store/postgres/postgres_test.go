@@ -259,7 +259,7 @@ func TestConcurrentMigrations(t *testing.T) {
 	if err == nil {
 		versions, err = pgx.CollectRows(rows, pgx.RowTo[int])
 	}
-	if want := []int{1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15}; err != nil || !slices.Equal(versions, want) {
+	if want := []int{1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 19}; err != nil || !slices.Equal(versions, want) {
 		t.Fatalf("applied versions %v, %v; want %v", versions, err, want)
 	}
 }
@@ -366,11 +366,11 @@ func TestTraceContextMigration(t *testing.T) {
 	s.Close()
 	var reverted []int
 	err = postgres.WithMigrationLock(t.Context(), cfg, func(ctx context.Context, conn *sql.Conn) (err error) {
-		reverted, err = migrate.Down(ctx, conn, postgres.Migrations(), migrate.Postgres, 5)
+		reverted, err = migrate.Down(ctx, conn, postgres.Migrations(), migrate.Postgres, 6)
 		return err
 	})
-	if err != nil || !slices.Equal(reverted, []int{15, 14, 13, 12, 11}) {
-		t.Fatalf("down: %v, %v; want [15 14 13 12 11]", reverted, err)
+	if err != nil || !slices.Equal(reverted, []int{19, 15, 14, 13, 12, 11}) {
+		t.Fatalf("down: %v, %v; want [19 15 14 13 12 11]", reverted, err)
 	}
 
 	s = open(t, cfg)
@@ -410,11 +410,11 @@ func TestTaskRunAttrsMigration(t *testing.T) {
 	s.Close()
 	var reverted []int
 	err = postgres.WithMigrationLock(t.Context(), cfg, func(ctx context.Context, conn *sql.Conn) (err error) {
-		reverted, err = migrate.Down(ctx, conn, postgres.Migrations(), migrate.Postgres, 4)
+		reverted, err = migrate.Down(ctx, conn, postgres.Migrations(), migrate.Postgres, 5)
 		return err
 	})
-	if err != nil || !slices.Equal(reverted, []int{15, 14, 13, 12}) {
-		t.Fatalf("down: %v, %v; want [15 14 13 12]", reverted, err)
+	if err != nil || !slices.Equal(reverted, []int{19, 15, 14, 13, 12}) {
+		t.Fatalf("down: %v, %v; want [19 15 14 13 12]", reverted, err)
 	}
 
 	s = open(t, cfg)
@@ -948,9 +948,9 @@ func TestPrincipalsMigration(t *testing.T) {
 	}
 	s.Close()
 	err := postgres.WithMigrationLock(t.Context(), cfg, func(ctx context.Context, conn *sql.Conn) error {
-		v, err := migrate.Down(ctx, conn, postgres.Migrations(), migrate.Postgres, 3)
-		if err == nil && !slices.Equal(v, []int{15, 14, 13}) {
-			t.Fatalf("down: %v; want [15 14 13]", v)
+		v, err := migrate.Down(ctx, conn, postgres.Migrations(), migrate.Postgres, 4)
+		if err == nil && !slices.Equal(v, []int{19, 15, 14, 13}) {
+			t.Fatalf("down: %v; want [19 15 14 13]", v)
 		}
 		return err
 	})
