@@ -33,14 +33,15 @@ var layers = map[string]int{
 	"hephtype": layerCore, "clock": layerCore, "businesskey": layerCore, "flow": layerCore, "workflow": layerCore, "job": layerCore,
 	"internal/engine": layerCore, "internal/replay": layerCore, "internal/flowctl": layerCore, "internal/cronspec": layerCore,
 	"internal/dag": layerCore, "internal/flowgraph": layerCore, "internal/graphtext": layerCore, "internal/migrate": layerCore,
-	"internal/wfdef": layerCore,
+	"internal/wfdef": layerCore, "workflow/workflowcheck": layerCore, "internal/versionrule": layerCore,
 
 	"store/...": layerStore,
 
 	"internal/commit": layerRuntime, "internal/worker": layerRuntime, "internal/remote": layerRuntime, "internal/flowrt": layerRuntime,
 	"internal/wfrt": layerRuntime, "internal/maintenance": layerRuntime, "internal/telemetry": layerRuntime, "internal/tracing": layerRuntime,
 	"internal/metrics": layerRuntime, "internal/limits": layerRuntime, "internal/secrets": layerRuntime, "internal/schedule": layerRuntime,
-	"internal/notify": layerRuntime,
+	"internal/notify":  layerRuntime,
+	"internal/steplog": layerRuntime,
 
 	"": layerAPI, "flowdoc": layerAPI, "hephtest/...": layerAPI,
 
@@ -55,7 +56,7 @@ var testHelpers = []string{"internal/pgtest/...", "internal/puritytest", "intern
 
 // pureCores are the core packages that must stay free of I/O as well
 // (puritytest checks them); the core layer holds them.
-var pureCores = []string{module + "/internal/engine", module + "/internal/replay", module + "/internal/flowctl", module + "/flow", module + "/workflow", module + "/hephtype", module + "/job", module + "/internal/graphtext"}
+var pureCores = []string{module + "/internal/engine", module + "/internal/replay", module + "/internal/flowctl", module + "/flow", module + "/workflow", module + "/hephtype", module + "/job", module + "/internal/graphtext", module + "/internal/versionrule"}
 
 // layerOf returns the layer of a module package, and whether it is a test
 // helper; ok is false for a package no rule covers.

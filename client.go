@@ -77,6 +77,9 @@ type Client struct {
 	// notify sends webhook deliveries (webhooks.go); nil when the store
 	// keeps no webhooks or Config.Webhooks.Disabled.
 	notify *notify.Service
+
+	// cat is the client's side of the deployment's catalog (catalog.go).
+	cat catalogState
 }
 
 // uninstrumented, set by a benchmark only, leaves the clients made after
@@ -116,7 +119,7 @@ func New(cfg *Config) (*Client, error) {
 	cl.flows = flowrt.New(&flowrt.Config{
 		Store: c.Store, Clock: c.Clock, Logger: c.Logger, Telemetry: cl.hub, Committer: cl.commit,
 		WorkerID: c.WorkerID, MaxPayloadSize: c.MaxPayloadSize, Registered: cl.updateHandlers,
-		Load: cl.loadDocumentFlow,
+		Load: cl.loadDocumentFlow, Catalog: cl.catalogStub, CheckInput: cl.checkInput,
 	})
 	cl.wf = wfrt.New(&wfrt.Config{
 		Store: c.Store, Clock: c.Clock, Logger: c.Logger, Telemetry: cl.hub, Tracer: cl.tracer, Committer: cl.commit,
@@ -124,7 +127,7 @@ func New(cfg *Config) (*Client, error) {
 		WorkerID: c.WorkerID, WorkflowQueue: c.WorkflowQueue, StickyCacheSize: c.StickyCacheSize,
 		DecisionRetryBackoff: c.DecisionRetryBackoff, MinPollInterval: c.MinPollInterval, PollInterval: c.PollInterval,
 		MaxPayloadSize: c.MaxPayloadSize, Registered: cl.updateHandlers, Wake: func(q string) { cl.pool.Wake(q) },
-		Served: cl.servedElsewhere,
+		Served: cl.servedOrCatalogued,
 	})
 	exec := worker.Kinds{store.TaskStep: cl.flows, store.TaskTimer: cl.flows}
 	for _, k := range wfrt.Kinds {
@@ -145,7 +148,7 @@ func New(cfg *Config) (*Client, error) {
 		Store: c.Store, Clock: c.Clock, Logger: c.Logger, Telemetry: cl.hub, Committer: cl.commit, WorkerID: c.WorkerID,
 		Queues: c.Queues, Handlers: cl.claimHandlers, LeaseDuration: c.LeaseDuration,
 		Retention: c.Retention, RetentionInterval: c.RetentionInterval,
-		Policies: c.retentionPolicies(), OnQueue: cl.flows.FlowsOnQueue,
+		Policies: c.retentionPolicies(), OnQueue: cl.flows.FlowsOnQueue, MoreQueues: cl.catalogQueues,
 	})
 	cl.sched = cl.newSchedules()
 	cl.notify = cl.newNotifier()
@@ -161,6 +164,9 @@ func (c *Client) Start(ctx context.Context) error {
 	// Steps read secrets (Secret, {{secret.NAME}}) through their context,
 	// which the pool derives from this one.
 	ctx = secrets.WithResolver(ctx, secretResolver{c})
+	if err := c.startCatalog(ctx); err != nil {
+		return err
+	}
 	if err := c.pool.Start(ctx); err != nil {
 		return err
 	}
@@ -244,6 +250,12 @@ func (c *Client) Register(flows ...*flow.Flow) error {
 		if err := c.declare(TargetFlow, f.Name(), f.Schedules()); err != nil {
 			return fmt.Errorf("hephaestus: Register %q: %w", f.Name(), err)
 		}
+		if err := c.publishLater(func() ([]*store.Definition, error) {
+			d, err := c.flowDefinition(f)
+			return []*store.Definition{d}, err
+		}); err != nil {
+			return err
+		}
 	}
 	return nil
 }
@@ -258,7 +270,8 @@ type StartOptions struct {
 	// Tags are added to the flow's tags on the run.
 	Tags []string
 	// Metadata is merged over the flow's metadata on the run. The keys
-	// "created_by" and "document" are reserved (ErrInvalidInput).
+	// "created_by", "on_behalf_of", "document" and "job" are reserved
+	// (ErrInvalidInput).
 	Metadata map[string]any
 	// CreatedBy names the user who starts the run. It is stored in the
 	// run's metadata ("created_by", a JSON string), and step code reads
@@ -307,7 +320,14 @@ func (c *Client) StartRun(ctx context.Context, flowName string, input any, opts 
 	if err := opts.check(); err != nil {
 		return nil, fmt.Errorf("start %q: %w", flowName, err)
 	}
-	r, err := c.flows.Start(ctx, flowName, input, opts.internal())
+	o, err := c.versioned(ctx, flowName, input, opts.internal())
+	if err != nil {
+		return nil, err
+	}
+	if err := c.ensureStub(ctx, flowName, o.Version); err != nil {
+		return nil, fmt.Errorf("start %q: %w", flowName, err)
+	}
+	r, err := c.flows.Start(ctx, flowName, input, o)
 	if err != nil {
 		return c.existingRun(ctx, opts.runID(), err)
 	}
@@ -336,11 +356,24 @@ type StartRequest struct {
 // request's index.
 func (c *Client) StartRuns(ctx context.Context, flowName string, reqs []StartRequest) ([]*Run, error) {
 	in := make([]flowrt.StartRequest, len(reqs))
+	pick, err := c.flowPicker(ctx, flowName)
+	if err != nil {
+		return nil, err
+	}
 	for i, rq := range reqs {
 		if err := rq.Options.check(); err != nil {
 			return nil, fmt.Errorf("start %q, request %d: %w", flowName, i, err)
 		}
-		in[i] = flowrt.StartRequest{Input: rq.Input, Options: rq.Options.internal()}
+		o, err := pick.apply(rq.Input, rq.Options.internal())
+		if err != nil {
+			return nil, fmt.Errorf("request %d: %w", i, err)
+		}
+		in[i] = flowrt.StartRequest{Input: rq.Input, Options: o}
+		if i == 0 || o.Version != in[i-1].Options.Version {
+			if err := c.ensureStub(ctx, flowName, o.Version); err != nil {
+				return nil, fmt.Errorf("start %q, request %d: %w", flowName, i, err)
+			}
+		}
 	}
 	stored, err := c.flows.StartMany(ctx, flowName, in)
 	if stored == nil {
@@ -386,6 +419,13 @@ func (c *Client) GetRun(ctx context.Context, runID string) (*Run, error) {
 	r, err := c.cfg.Store.GetRun(ctx, runID)
 	if err != nil {
 		return nil, fmt.Errorf("get run %s: %w", runID, err)
+	}
+	if r.Kind == hephtype.KindFlow {
+		if _, err := c.flows.Lookup(r.Workflow, r.Version); err != nil {
+			// A flow this process lacks: its stub from the catalog names
+			// the run's steps (a document's run names none here).
+			_ = c.ensureStub(ctx, r.Workflow, r.Version)
+		}
 	}
 	return c.toRun(r), nil
 }

@@ -118,6 +118,7 @@ func (c *Client) registerDocument(d *Document) (*flow.Flow, error) {
 	if err != nil {
 		return nil, fmt.Errorf("compile document %q version %d: %w", d.Name, d.Version, err)
 	}
+	c.cat.documents.Store(d.Name, true)
 	if err := c.flows.Register(f); err != nil {
 		return nil, fmt.Errorf("document %q version %d: %w", d.Name, d.Version, err)
 	}
@@ -154,7 +155,15 @@ func (c *Client) startDocument(ctx context.Context, name string, version int, in
 	if c.docs.Load() == nil {
 		return nil, fmt.Errorf("start document %q: %w", name, ErrNoDocumentRegistry)
 	}
-	d, err := c.GetDocument(ctx, name, version)
+	pick, err := c.documentPicker(ctx, name)
+	if err != nil {
+		return nil, err
+	}
+	o.Version = version
+	if o, err = pick.apply(input, o); err != nil {
+		return nil, err
+	}
+	d, err := c.GetDocument(ctx, name, o.Version)
 	if err != nil {
 		return nil, fmt.Errorf("start document: %w", err)
 	}
@@ -225,6 +234,7 @@ func (c *Client) loadDocumentFlow(ctx context.Context, runID, name string, versi
 	if err != nil {
 		return nil, fmt.Errorf("compile document %q version %d (hash %s): %w", ref.Name, ref.Version, ref.Hash, err)
 	}
+	c.cat.documents.Store(d.Name, true)
 	return f, nil
 }
 

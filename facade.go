@@ -23,7 +23,7 @@ type Facade struct {
 // Facade returns the facade of a registered flow that declares a business
 // key.
 func (c *Client) Facade(flowName string) (*Facade, error) {
-	f, err := c.flows.Flow(flowName, 0)
+	f, err := c.lookupFlow(context.Background(), flowName, 0)
 	if err != nil {
 		return nil, err
 	}

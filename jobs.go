@@ -49,6 +49,12 @@ func (c *Client) RegisterJobs(kinds ...job.Registrable) error {
 		if err := c.declare(TargetJob, k.Name(), k.Flow().Schedules()); err != nil {
 			return fmt.Errorf("hephaestus: RegisterJobs %q: %w", k.Name(), err)
 		}
+		if err := c.publishLater(func() ([]*store.Definition, error) {
+			d, err := c.flowDefinition(k.Flow())
+			return []*store.Definition{d}, err
+		}); err != nil {
+			return err
+		}
 	}
 	return nil
 }
@@ -134,7 +140,7 @@ func InsertJob[A any](ctx context.Context, c *Client, kind *job.Kind[A], args A,
 // invalid, none is inserted. Unique jobs that exist already come back with
 // Duplicate set.
 func InsertJobs[A any](ctx context.Context, c *Client, kind *job.Kind[A], inserts []JobInsert[A]) ([]*Job, error) {
-	runs, err := prepareJobs(c, kind, inserts)
+	runs, err := prepareJobs(ctx, c, kind, inserts)
 	if err != nil {
 		return nil, err
 	}
@@ -151,11 +157,16 @@ func InsertJobs[A any](ctx context.Context, c *Client, kind *job.Kind[A], insert
 // the arguments. Arguments that do not decode into the kind's argument
 // type fail with ErrInvalidInput.
 func (c *Client) InsertJobJSON(ctx context.Context, kind string, args json.RawMessage, opts *JobOptions) (*Job, error) {
-	v, ok := c.kinds.Load(kind)
-	if !ok {
-		return nil, fmt.Errorf("insert job of %q: %w: no job kind %q is registered in this client (RegisterJobs)", kind, ErrFlowNotFound, kind)
+	var k job.Untyped
+	if v, ok := c.kinds.Load(kind); ok {
+		k = v.(job.Untyped)
+	} else {
+		ck, err := c.catalogJobKind(ctx, kind, opts)
+		if err != nil {
+			return nil, err
+		}
+		k = *ck
 	}
-	k := v.(job.Untyped)
 	if len(args) == 0 {
 		args = json.RawMessage("null")
 	}
@@ -163,7 +174,7 @@ func (c *Client) InsertJobJSON(ctx context.Context, kind string, args json.RawMe
 	if err != nil {
 		return nil, fmt.Errorf("insert job of %q: %w: %w", kind, ErrInvalidInput, err)
 	}
-	runs, err := c.prepareJobs(&k, []untypedInsert{{args: a, opts: opts}})
+	runs, err := c.prepareJobs(ctx, &k, []untypedInsert{{args: a, opts: opts}})
 	if err != nil {
 		return nil, err
 	}
@@ -245,7 +256,7 @@ func InsertJobsTx[A any](ctx context.Context, c *Client, tx any, kind *job.Kind[
 	if !ok {
 		return nil, fmt.Errorf("insert jobs of %q: %w: the store (%T) cannot insert in a transaction", kind.Name(), ErrTxType, c.cfg.Store)
 	}
-	runs, err := prepareJobs(c, kind, inserts)
+	runs, err := prepareJobs(ctx, c, kind, inserts)
 	if err != nil {
 		return nil, err
 	}
@@ -304,7 +315,7 @@ type untypedInsert struct {
 }
 
 // prepareJobs checks typed inserts and builds their runs.
-func prepareJobs[A any](c *Client, kind *job.Kind[A], inserts []JobInsert[A]) ([]*store.NewRun, error) {
+func prepareJobs[A any](ctx context.Context, c *Client, kind *job.Kind[A], inserts []JobInsert[A]) ([]*store.NewRun, error) {
 	if kind == nil {
 		return nil, errors.New("insert jobs: nil job kind")
 	}
@@ -313,17 +324,23 @@ func prepareJobs[A any](c *Client, kind *job.Kind[A], inserts []JobInsert[A]) ([
 	for i, in := range inserts {
 		ins[i] = untypedInsert{args: in.Args, opts: in.Options}
 	}
-	return c.prepareJobs(&k, ins)
+	return c.prepareJobs(ctx, &k, ins)
 }
 
-// prepareJobs checks the inserts of a kind and builds their runs.
-func (c *Client) prepareJobs(kind *job.Untyped, inserts []untypedInsert) ([]*store.NewRun, error) {
-	if _, err := c.flows.Flow(kind.Name, kind.Flow.Version()); err != nil {
+// prepareJobs checks the inserts of a kind and builds their runs. A kind
+// with several versions registered chooses each insert's version by its
+// version rule (versions.go).
+func (c *Client) prepareJobs(ctx context.Context, kind *job.Untyped, inserts []untypedInsert) ([]*store.NewRun, error) {
+	if _, err := c.flows.Flow(kind.Name, kind.Flow.Version()); err != nil && !kind.Flow.Stub() {
 		// Not registered here: register it, so that its flow is known
 		// (a client without workers for its queue only inserts).
 		if err := c.flows.Register(kind.Flow); err != nil {
 			return nil, err
 		}
+	}
+	pick, err := c.jobPicker(ctx, kind.Name)
+	if err != nil {
+		return nil, err
 	}
 	now := c.cfg.Clock.Now()
 	runs := make([]*store.NewRun, len(inserts))
@@ -336,7 +353,7 @@ func (c *Client) prepareJobs(kind *job.Untyped, inserts []untypedInsert) ([]*sto
 			return nil, fmt.Errorf("insert job %d of %q: %w", i, kind.Name, err)
 		}
 		so := &flowrt.StartOptions{Version: kind.Flow.Version(), Tags: o.Tags, Metadata: o.Metadata, Queue: o.Queue, RunAt: o.RunAt,
-			RunID: o.RunID}
+			RunID: o.RunID, Job: true}
 		if o.RunAfter > 0 {
 			if !o.RunAt.IsZero() {
 				return nil, fmt.Errorf("insert job %d of %q: %w: set RunAt or RunAfter, not both", i, kind.Name, ErrInvalidInput)
@@ -359,6 +376,12 @@ func (c *Client) prepareJobs(kind *job.Untyped, inserts []untypedInsert) ([]*sto
 			return nil, fmt.Errorf("insert job %d of %q: %w: %w", i, kind.Name, ErrInvalidInput, err)
 		}
 		so.BusinessID, so.KeyScope = bid, scope
+		if pick != nil {
+			so.Version = 0
+			if so, err = pick.apply(in.args, so); err != nil {
+				return nil, fmt.Errorf("insert job %d of %q: %w", i, kind.Name, err)
+			}
+		}
 		nr, err := c.flows.Prepare(kind.Name, in.args, so)
 		if err != nil {
 			return nil, fmt.Errorf("insert job %d of %q: %w", i, kind.Name, err)

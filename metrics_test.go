@@ -112,12 +112,7 @@ func registerEcho(c *heph.Client) error {
 
 func openSQLite(t *testing.T) *sqlite.Store {
 	t.Helper()
-	st, err := sqlite.Open(context.Background(), &sqlite.Config{Path: filepath.Join(t.TempDir(), "h.db")})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = st.Close() })
-	return st
+	return openSQLiteAt(t, filepath.Join(t.TempDir(), "h.db"))
 }
 
 func TestMetricsAfterKnownWorkload(t *testing.T) {
@@ -421,7 +416,14 @@ func TestEventsCarryRunTags(t *testing.T) {
 			continue
 		}
 		counts[model]++
-		if !slices.Equal(e.Tags, tags[e.RunID]) || len(e.Metadata) != 2 || string(e.Metadata["model"]) != `"`+model+`"` ||
+		keys := 2
+		if model == "job" {
+			keys = 3 // and the runtime's mark of a job's run
+			if string(e.Metadata["job"]) != "true" {
+				t.Errorf("job: %s carries metadata %s; want the job mark", e.Kind, e.Metadata)
+			}
+		}
+		if !slices.Equal(e.Tags, tags[e.RunID]) || len(e.Metadata) != keys || string(e.Metadata["model"]) != `"`+model+`"` ||
 			string(e.Metadata["n"]) != "7" {
 			t.Errorf("%s: %s (task %d, %s %s) carries tags %q, metadata %s; want %q and the run's metadata", model, e.Kind, e.TaskID,
 				e.TaskKind, e.Step, e.Tags, e.Metadata, tags[e.RunID])

@@ -52,3 +52,18 @@ func (c *Client) servedElsewhere(ctx context.Context, handler string) bool {
 	}
 	return false
 }
+
+// servedOrCatalogued is the workflow runtime's Served hook: a workflow
+// that a live worker serves, or that some process published to the
+// catalog (its run waits, unserved, until a worker of it is live).
+func (c *Client) servedOrCatalogued(ctx context.Context, handler string) bool {
+	if c.servedElsewhere(ctx, handler) {
+		return true
+	}
+	name, ok := strings.CutPrefix(handler, "workflow:")
+	if !ok {
+		return false
+	}
+	_, err := c.cfg.Store.GetDefinition(ctx, &store.GetDefinitionParams{Kind: store.DefinitionWorkflow, Name: name})
+	return err == nil
+}

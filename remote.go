@@ -125,3 +125,21 @@ func (c *Client) CompleteRemote(ctx context.Context, token string, output json.R
 func (c *Client) FailRemote(ctx context.Context, token, msg string, retryable bool, details json.RawMessage) error {
 	return c.remote.Fail(ctx, token, msg, retryable, details)
 }
+
+// RemoteLog is a record a remote worker logged (hephtype.RemoteLog
+// documents the fields).
+type RemoteLog = hephtype.RemoteLog
+
+// MaxRemoteLogs bounds the records of one LogRemote call.
+const MaxRemoteLogs = hephtype.MaxRemoteLogs
+
+// LogRemote stores records a remote worker logged in the attempt its
+// token's claim holds, with the attempt's step log (RunLogs reads them):
+// the server calls it with the "logs" of a heartbeat, completion or
+// failure, before the report. Attributes named like secrets are
+// redacted; a bad record fails the call with an error that wraps
+// ErrInvalidInput and names it, and nothing is stored. The token and
+// caller are checked as HeartbeatRemote checks them.
+func (c *Client) LogRemote(ctx context.Context, token string, logs []RemoteLog) error {
+	return c.remote.Logs(ctx, token, logs)
+}

@@ -33,7 +33,22 @@ const (
 	KindFlow = hephtype.KindFlow
 	// KindWorkflow: a run of a code-first workflow.
 	KindWorkflow = hephtype.KindWorkflow
+	// KindJob and KindDocument are what RunKindOf (and Run.KindName)
+	// call the KindFlow runs of a job kind and of a stored document.
+	KindJob      = hephtype.KindJob
+	KindDocument = hephtype.KindDocument
 )
+
+// RunKindOf is a run's kind as the CLI, the API's "kind", the dashboard
+// and the docs name it: flow, workflow, document or job, from the stored
+// kind (Run.Kind) and the run's metadata.
+func RunKindOf(kind RunKind, metadata map[string]json.RawMessage) RunKind {
+	return hephtype.KindOf(kind, metadata)
+}
+
+// KindName is the run's kind as every surface names it: flow, workflow,
+// document or job (RunKindOf).
+func (r *Run) KindName() RunKind { return hephtype.KindOf(r.Kind, r.Metadata) }
 
 // Condition says why an active run does not progress, when the runtime
 // knows: its Code is one of the Condition… constants, its Message the
@@ -59,7 +74,9 @@ type Run struct {
 	Flow    string
 	Version int
 	// Kind is KindFlow for runs of flows, documents and jobs, and
-	// KindWorkflow for runs of code-first workflows.
+	// KindWorkflow for runs of code-first workflows; KindName tells the
+	// first three apart (flow, document, job), as every surface names
+	// them.
 	Kind       RunKind
 	Status     RunStatus
 	Input      json.RawMessage
@@ -129,7 +146,7 @@ func (c *Client) toRun(r *store.Run) *Run {
 		} `json:"steps"`
 	}
 	var names []string
-	if f, err := c.flows.Flow(r.Workflow, r.Version); err == nil {
+	if f, err := c.flows.Lookup(r.Workflow, r.Version); err == nil {
 		for _, st := range flowgraph.Of(f).Steps {
 			names = append(names, st.Name)
 		}

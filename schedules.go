@@ -599,7 +599,16 @@ func (c *Client) startTarget(ctx context.Context, s *store.Schedule, runID strin
 	meta := map[string]any{"schedule": s.ID}
 	switch s.TargetKind {
 	case store.TargetFlow, store.TargetJob:
-		return c.flows.Start(ctx, s.TargetName, input, &flowrt.StartOptions{RunID: runID, Metadata: meta})
+		o, err := c.versioned(ctx, s.TargetName, input, &flowrt.StartOptions{RunID: runID, Metadata: meta, Job: s.TargetKind == store.TargetJob})
+		if err != nil {
+			return nil, err
+		}
+		// A flow this process lacks starts from its catalog stub: a tick
+		// never fails for want of the code.
+		if err := c.ensureStub(ctx, s.TargetName, o.Version); err != nil {
+			return nil, err
+		}
+		return c.flows.Start(ctx, s.TargetName, input, o)
 	case store.TargetWorkflow:
 		return c.wf.StartWorkflow(ctx, s.TargetName, input, &wfrt.StartOptions{RunID: runID, Metadata: meta})
 	case store.TargetDocument:

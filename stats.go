@@ -85,8 +85,9 @@ type RunSample struct {
 
 // StatsRun is a run as Stats lists it.
 type StatsRun struct {
-	ID        string
-	Flow      string
+	ID   string
+	Flow string
+	// Kind is flow, workflow, document or job (RunKindOf).
 	Kind      RunKind
 	Status    RunStatus
 	Condition Condition
@@ -134,7 +135,7 @@ func (c *Client) Stats(ctx context.Context, opts *StatsOptions) (*Stats, error) 
 }
 
 func statsRun(r *store.Run) *StatsRun {
-	return &StatsRun{ID: r.ID, Flow: r.Workflow, Kind: r.Kind, Status: r.Status, Condition: r.Condition, CreatedAt: r.CreatedAt, UpdatedAt: r.UpdatedAt}
+	return &StatsRun{ID: r.ID, Flow: r.Workflow, Kind: RunKindOf(r.Kind, r.Metadata), Status: r.Status, Condition: r.Condition, CreatedAt: r.CreatedAt, UpdatedAt: r.UpdatedAt}
 }
 
 // defaultBucket is the bucket width Stats picks for a window: the

@@ -75,6 +75,12 @@ func (c *Client) RegisterWorkflows(ws ...Workflow) error {
 		if err := c.wf.RegisterWorkflow(w.Name(), wfdef.Of(w), w); err != nil {
 			return fmt.Errorf("hephaestus: RegisterWorkflows: %w", err)
 		}
+		c.cat.workflows.Store(w.Name(), w)
+		if err := c.publishLater(func() ([]*store.Definition, error) {
+			return []*store.Definition{c.workflowDefinition(w)}, nil
+		}); err != nil {
+			return err
+		}
 		if d, ok := w.(interface{ Schedules() []workflow.Schedule }); ok {
 			if err := c.declare(TargetWorkflow, w.Name(), d.Schedules()); err != nil {
 				return fmt.Errorf("hephaestus: RegisterWorkflows %q: %w", w.Name(), err)
@@ -319,6 +325,9 @@ func (c *Client) ExportHistory(ctx context.Context, runID string) ([]byte, error
 	r, err := c.cfg.Store.GetRun(ctx, runID)
 	if err != nil {
 		return nil, fmt.Errorf("export history of run %s: %w", runID, err)
+	}
+	if r.Kind != KindWorkflow {
+		return nil, fmt.Errorf("export history of run %s: %w: it is a run of %s %q; only workflow runs have a history to replay", runID, ErrInvalidInput, RunKindOf(r.Kind, r.Metadata), r.Workflow)
 	}
 	h, err := c.cfg.Store.History(ctx, &store.HistoryParams{RunID: runID})
 	if err != nil {

@@ -1,11 +1,14 @@
 package dashboard
 
 import (
+	"encoding/json"
 	"errors"
 	"html/template"
 	"net/http"
 	"net/url"
+	"slices"
 	"strconv"
+	"strings"
 
 	"github.com/hephaestus-go/hephaestus/internal/graphtext"
 	"github.com/hephaestus-go/hephaestus/server"
@@ -31,6 +34,16 @@ func (d *Dashboard) definitionsPage(r *http.Request) (string, any, error) {
 // definitionData is a definition's page.
 type definitionData struct {
 	server.Definition
+	// Schedules target it (GET /definitions/{name}).
+	Schedules []string
+	// Shown is the catalog row of the version shown (or the newest build
+	// of a workflow), nil when it was not published.
+	Shown *server.PublishedDefinition
+	// Fields are the Start run form's, one per top-level property of the
+	// input schema; Raw: the form takes raw JSON only (no schema, or one
+	// it cannot make fields of).
+	Fields []startField
+	Raw    bool
 	// Version is the version shown (0 for a workflow).
 	Version int
 	// Picture is the DAG of a flow, job kind or document; Problem says
@@ -48,21 +61,15 @@ func (d *definitionData) PageTitle() string { return d.Name }
 // document, its source.
 func (d *Dashboard) definitionPage(r *http.Request) (string, any, error) {
 	name := r.PathValue("name")
-	var defs []server.Definition
-	if err := d.get(r, "/api/v1/definitions", nil, &defs); err != nil {
+	var detail server.DefinitionDetail
+	var ae *apiError
+	if err := d.get(r, "/api/v1/definitions/"+url.PathEscape(name), nil, &detail); err != nil {
+		if errors.As(err, &ae) && ae.Status == http.StatusNotFound {
+			return "", nil, &pageError{status: http.StatusNotFound, msg: "no flow, job kind, workflow or document is named " + strconv.Quote(name)}
+		}
 		return "", nil, err
 	}
-	data := &definitionData{}
-	found := false
-	for _, def := range defs {
-		if def.Name == name {
-			data.Definition, found = def, true
-			break
-		}
-	}
-	if !found {
-		return "", nil, &pageError{status: http.StatusNotFound, msg: "no flow, job kind, workflow or document is named " + strconv.Quote(name)}
-	}
+	data := &definitionData{Definition: detail.Definition, Schedules: detail.Schedules}
 	data.Version = data.Latest
 	if v := r.URL.Query().Get("version"); v != "" {
 		n, err := strconv.Atoi(v)
@@ -71,13 +78,13 @@ func (d *Dashboard) definitionPage(r *http.Request) (string, any, error) {
 		}
 		data.Version = n
 	}
+	data.startForm()
 	if data.Kind == "workflow" {
 		return "definition", data, nil
 	}
 	q := url.Values{"version": {strconv.Itoa(data.Version)}}
 	var g graphtext.Graph
 	err := d.get(r, "/api/v1/definitions/"+url.PathEscape(name)+"/graph", q, &g)
-	var ae *apiError
 	switch {
 	case err == nil:
 		data.Picture, data.Steps = dagSVG(&g), steps(&g)
@@ -104,4 +111,53 @@ func steps(g *graphtext.Graph) int {
 		}
 	}
 	return n
+}
+
+// startField is a field of the Start run form: a top-level property of
+// the input schema.
+type startField struct {
+	Name string
+	// Type is the property's JSON type: string, integer, number,
+	// boolean, or json for anything else (typed as JSON).
+	Type     string
+	Required bool
+}
+
+// startForm picks the catalog row shown and builds the Start run form's
+// fields from its input schema: a field per top-level property with a
+// plain type, raw JSON for the rest; raw JSON only without a schema of
+// an object.
+func (d *definitionData) startForm() {
+	for i := range d.Published {
+		p := &d.Published[i]
+		// A workflow's builds are listed newest first.
+		if (d.Kind == "workflow" && d.Shown == nil) || (d.Kind != "workflow" && p.Version == d.Version) {
+			d.Shown = p
+		}
+	}
+	d.Raw = true
+	if d.Shown == nil || len(d.Shown.InputSchema) == 0 {
+		return
+	}
+	var sch struct {
+		Type       any `json:"type"`
+		Properties map[string]struct {
+			Type any `json:"type"`
+		} `json:"properties"`
+		Required []string `json:"required"`
+	}
+	if json.Unmarshal(d.Shown.InputSchema, &sch) != nil || sch.Type != "object" || len(sch.Properties) == 0 {
+		return
+	}
+	for name, p := range sch.Properties {
+		t, _ := p.Type.(string)
+		switch t {
+		case "string", "integer", "number", "boolean":
+		default:
+			t = "json"
+		}
+		d.Fields = append(d.Fields, startField{Name: name, Type: t, Required: slices.Contains(sch.Required, name)})
+	}
+	slices.SortFunc(d.Fields, func(a, b startField) int { return strings.Compare(a.Name, b.Name) })
+	d.Raw = false
 }

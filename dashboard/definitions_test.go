@@ -2,11 +2,16 @@ package dashboard_test
 
 import (
 	"fmt"
+	"io"
+	"net/http"
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/chromedp/chromedp"
+
+	heph "github.com/hephaestus-go/hephaestus"
 
 	"github.com/hephaestus-go/hephaestus/server"
 )
@@ -86,4 +91,61 @@ func TestSubmitDocument(t *testing.T) {
 		t.Errorf("the stored document: %+v", d)
 	}
 	b.noErrors("submitting a document")
+}
+
+// getPage reads a dashboard page of an insecure env as HTML.
+func getPage(t *testing.T, url string) string {
+	t.Helper()
+	res, err := httpGet(url, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = res.Body.Close() }()
+	body, err := io.ReadAll(res.Body)
+	if err != nil || res.StatusCode != http.StatusOK {
+		t.Fatalf("GET %s: %d %v", url, res.StatusCode, err)
+	}
+	return string(body)
+}
+
+// A definition's page shows its catalog rows, input schema, schedules and
+// workers, and a Start run form with a field per property of the input
+// schema; a document has no form.
+func TestDefinitionPageCatalog(t *testing.T) {
+	e := newPagesEnv(t, true)
+	// The client's worker record is written by its registry just after
+	// Start: wait for the page to count it.
+	page := getPage(t, e.url+"/definitions/report")
+	for deadline := time.Now().Add(time.Minute); !strings.Contains(page, `id="definition-served">yes`) && time.Now().Before(deadline); {
+		time.Sleep(50 * time.Millisecond)
+		page = getPage(t, e.url+"/definitions/report")
+	}
+	for _, want := range []string{`id="definition-published"`, `id="definition-schema"`, `"name"`, `<a href="/schedules" class="mono">` + reportSchedule + `</a>`,
+		`id="start-run" data-kind="job" data-name="report" data-version=""`, `<input name="name" data-type="string">`, `name="_raw"`, `id="definition-served">yes`} {
+		if !strings.Contains(page, want) {
+			t.Errorf("the report page lacks %s", want)
+		}
+	}
+	if page := getPage(t, e.url+"/definitions/leave"); strings.Contains(page, `id="start-run"`) {
+		t.Error("a document's page has a Start run form")
+	}
+}
+
+// The Start run form starts a run with the input made of its fields, as
+// the signed-in user, and opens the run's page.
+func TestStartRunForm(t *testing.T) {
+	e := newPagesEnv(t, false)
+	b := newBrowser(t)
+	b.login(e.url, e.admin)
+	b.open(e.url + "/definitions/report")
+	b.run("fill in the name", chromedp.SetValue(`#start-run input[name="name"]`, "from-the-form", chromedp.ByQuery))
+	b.run("start", chromedp.Click(`#start-run button[type="submit"]`, chromedp.ByQuery))
+	b.run("the run's page", chromedp.WaitReady("#run-id", chromedp.ByQuery))
+	var path string
+	b.eval(`location.pathname`, &path)
+	r := e.waitStatus(strings.TrimPrefix(path, "/runs/"), heph.StatusCompleted)
+	if string(r.Input) != `{"name":"from-the-form"}` {
+		t.Errorf("the run's input is %s", r.Input)
+	}
+	b.noErrors("start run")
 }

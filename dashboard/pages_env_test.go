@@ -116,9 +116,9 @@ func (e *env) token(name, role string) string {
 	return secret
 }
 
-// apiGet reads the API as the admin token (none on an insecure server)
-// into out, failing the test on an answer other than 200.
-func (e *env) apiGet(path string, out any) {
+// getOK reads a path (a page or the API) as the admin token (none on an
+// insecure server), failing the test on an answer other than 200.
+func (e *env) getOK(path string) []byte {
 	e.t.Helper()
 	res, err := httpGet(e.url+path, e.admin)
 	if err != nil {
@@ -132,7 +132,14 @@ func (e *env) apiGet(path string, out any) {
 	if res.StatusCode != http.StatusOK {
 		e.t.Fatalf("GET %s: %d %s", path, res.StatusCode, strings.TrimSpace(string(body)))
 	}
-	if err := json.Unmarshal(body, out); err != nil {
+	return body
+}
+
+// apiGet reads the API as the admin token (none on an insecure server)
+// into out, failing the test on an answer other than 200.
+func (e *env) apiGet(path string, out any) {
+	e.t.Helper()
+	if err := json.Unmarshal(e.getOK(path), out); err != nil {
 		e.t.Fatalf("GET %s: %v", path, err)
 	}
 }

@@ -43,6 +43,13 @@ type runData struct {
 	HistoryJSON string
 	// HistoryURL is the API's history of the run (the download link).
 	HistoryURL string
+	// Logs are the run's step logs, per attempt (logs.go); LogCount
+	// counts their records, LogsMore says that more than the page shown
+	// exist, LogsURL is the API's (the download link).
+	Logs     []*logGroup
+	LogCount int
+	LogsMore bool
+	LogsURL  string
 	// State is the state a workflow published last ("" without one);
 	// StateNote says why there is none when it could not be read.
 	State     string
@@ -142,11 +149,6 @@ func (d *Dashboard) runPage(r *http.Request) (string, any, error) {
 		return "", nil, err
 	}
 	data := &runData{Run: run, Model: run.Kind, Terminal: hephtype.RunStatus(run.Status).Terminal(), HistoryURL: base + "/history"}
-	if run.Document != nil {
-		data.Model = "document"
-	} else if run.Kind == string(hephtype.KindFlow) && d.isJob(r, run.Workflow) {
-		data.Model = "job"
-	}
 	raw, err := json.MarshalIndent(&hist, "", "  ")
 	if err != nil {
 		return "", nil, err
@@ -157,6 +159,9 @@ func (d *Dashboard) runPage(r *http.Request) (string, any, error) {
 	}
 	data.Timeline = timelineSVG(timelineOf(run, hist.Events, d.cfg.Now()))
 	data.Signals, data.Updates = messageNames(hist.Events)
+	if err := d.runLogs(r, base, data); err != nil {
+		return "", nil, err
+	}
 	if err := d.family(r, run, data); err != nil {
 		return "", nil, err
 	}
@@ -202,21 +207,6 @@ func (d *Dashboard) flowGraph(r *http.Request, run *server.Run) (*graphtext.Grap
 		return nil, err
 	}
 	return g, nil
-}
-
-// isJob reports whether a flow is a job kind's (as GET /definitions
-// lists it). A definition list that cannot be read says no.
-func (d *Dashboard) isJob(r *http.Request, name string) bool {
-	var defs []server.Definition
-	if err := d.get(r, "/api/v1/definitions", nil, &defs); err != nil {
-		return false
-	}
-	for _, def := range defs {
-		if def.Name == name {
-			return def.Kind == "job"
-		}
-	}
-	return false
 }
 
 // workflowState reads the state a workflow run published; a run with

@@ -165,6 +165,30 @@ func registerRunDefinitions(ctx context.Context, c *heph.Client) error {
 	return c.RegisterDocuments(ctx, reg)
 }
 
+// kindRun is a run and the kind the surfaces must name.
+type kindRun struct{ id, kind string }
+
+// startEveryKind starts a run of each kind of registerRunDefinitions: a
+// flow, a document, a workflow and a job, in that order.
+func (e *env) startEveryKind() []kindRun {
+	e.t.Helper()
+	ctx := context.Background()
+	flowRun := e.start("order", order{ID: "a1", Amount: 10})
+	doc, err := e.client.StartDocument(ctx, "expense", 0, map[string]int{"amount": 3}, nil)
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	wf, err := e.client.StartWorkflow(ctx, "tally", 1, nil)
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	mail, err := heph.InsertJob(ctx, e.client, mailKind, mailArgs{To: "ops@example.com"}, nil)
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	return []kindRun{{flowRun, "flow"}, {doc.ID, "document"}, {wf.ID, "workflow"}, {mail.ID, "job"}}
+}
+
 // apiRun reads a run through the API, as the server answers it.
 func (e *env) apiRun(id string) *server.Run {
 	e.t.Helper()
@@ -435,19 +459,8 @@ func TestRunPageWorkflowMessages(t *testing.T) {
 func TestRunPageEveryKind(t *testing.T) {
 	e := newEnv(t, true, registerRunDefinitions)
 	ctx := context.Background()
-	flowRun := e.start("order", order{ID: "a1", Amount: 10})
-	doc, err := e.client.StartDocument(ctx, "expense", 0, map[string]int{"amount": 3}, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	wf, err := e.client.StartWorkflow(ctx, "tally", 1, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	mail, err := heph.InsertJob(ctx, e.client, mailKind, mailArgs{To: "ops@example.com"}, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
+	runs := e.startEveryKind()
+	flowRun, doc, mail := runs[0].id, runs[1].id, runs[3].id
 	// A run of a flow that only another process registered: this server
 	// cannot draw its graph.
 	other, err := heph.New(&heph.Config{Store: e.store})
@@ -464,11 +477,11 @@ func TestRunPageEveryKind(t *testing.T) {
 		t.Fatal(err)
 	}
 	e.waitStatus(flowRun, heph.StatusCompleted)
-	e.waitStatus(doc.ID, heph.StatusWaiting)
-	e.waitStatus(mail.ID, heph.StatusCompleted)
+	e.waitStatus(doc, heph.StatusWaiting)
+	e.waitStatus(mail, heph.StatusCompleted)
 
 	b := newBrowser(t)
-	for _, c := range []struct{ id, kind string }{{flowRun, "flow"}, {doc.ID, "document"}, {wf.ID, "workflow"}, {mail.ID, "job"}} {
+	for _, c := range runs {
 		b.open(e.url + "/runs/" + c.id)
 		if k := b.text("#run-header .kind-name"); k != c.kind {
 			t.Errorf("run %s: the header says %q, want %s", c.id, k, c.kind)

@@ -300,6 +300,7 @@ var (
 // parent of the first run).
 var ChaosChild = workflow.New(ChaosChildName, func(ctx workflow.Context, in ChaosChildInput) (string, error) {
 	if in.Slow {
+		//heph:nondeterministic-ok chaos instrumentation: a real delay of the first activation only, changing no command
 		chaosSlowActivation(workflow.GetInfo(ctx).RunID + "/first") // a first activation that outlives a short lease
 	}
 	if in.Gen == 0 {
@@ -356,6 +357,7 @@ var ChaosWorkflow = workflow.New(ChaosWorkflowName, func(ctx workflow.Context, i
 		return out, err
 	}
 	if in.SlowParent {
+		//heph:nondeterministic-ok chaos instrumentation: a real delay of one activation only, changing no command
 		chaosSlowActivation(workflow.GetInfo(ctx).RunID + "/after-child") // a decision on the child's result that outlives a short lease
 	}
 	f, err := chaosDouble.Execute(ctx, a+len(out.Signals))

@@ -151,8 +151,9 @@ func hasEvent(st store.Store, runID string, kind hephtype.EventKind) bool {
 // duplicate report or a wrongful cancellation has a live run to hit.
 func childPair(prefix string, slowChildOnce, slowParentOnce *atomic.Bool) (*workflow.Definition[string, string], *workflow.Definition[string, string]) {
 	child := workflow.New(prefix+"_child", func(ctx workflow.Context, in string) (string, error) {
+		//heph:nondeterministic-ok test instrumentation: the first activation is slow, the commands are the same
 		if slowChildOnce != nil && slowChildOnce.CompareAndSwap(true, false) {
-			time.Sleep(1500 * time.Millisecond) // a slow first activation
+			time.Sleep(1500 * time.Millisecond) //heph:nondeterministic-ok a slow first activation, as above
 		}
 		if in == "wait" {
 			if _, err := workflow.WaitSignal[string](ctx, "go"); err != nil {
@@ -167,8 +168,9 @@ func childPair(prefix string, slowChildOnce, slowParentOnce *atomic.Bool) (*work
 		if err != nil {
 			return "", err
 		}
+		//heph:nondeterministic-ok test instrumentation: one decision is slow, the commands are the same
 		if slowParentOnce != nil && slowParentOnce.CompareAndSwap(true, false) {
-			time.Sleep(1500 * time.Millisecond) // a slow decision on the child's result
+			time.Sleep(1500 * time.Millisecond) //heph:nondeterministic-ok a slow decision on the child's result, as above
 		}
 		if _, err := workflow.WaitSignal[string](ctx, "finish"); err != nil {
 			return "", err

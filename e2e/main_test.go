@@ -41,6 +41,14 @@ func TestMain(m *testing.M) {
 		}
 		os.Exit(0)
 	}
+	// The catalog test runs it as its worker processes.
+	if dsn := os.Getenv(catalogEnvDSN); dsn != "" {
+		if err := catalogChild(dsn, os.Getenv(catalogEnvChild)); err != nil {
+			fmt.Fprintln(os.Stderr, "catalog child:", err)
+			os.Exit(1)
+		}
+		os.Exit(0)
+	}
 	// The remote-messages test runs it as the process that sends them.
 	if dsn := os.Getenv(remoteEnvDSN); dsn != "" {
 		if err := remoteSender(dsn, os.Getenv(remoteEnvRun)); err != nil {

@@ -74,6 +74,8 @@ type Builder struct {
 	metadata  map[string]any
 	start     string
 	inputType reflect.Type
+	// inputName is the input type's name of a stub (FromSpec).
+	inputName string
 	defaults  stepDef
 	steps     []*stepDef
 	edges     []edgeDecl
@@ -91,11 +93,16 @@ type edgeDecl struct {
 }
 
 type stepDef struct {
-	name      string
-	kind      StepKind
-	at        string
-	inType    reflect.Type
-	outType   reflect.Type
+	name    string
+	kind    StepKind
+	at      string
+	inType  reflect.Type
+	outType reflect.Type
+	// inName and outName name the types of a stub's step (FromSpec).
+	inName, outName string
+	// resolved is a stub's retry policy, resolved already (not merged
+	// with defaults, nor checked again).
+	resolved  *RetryPolicy
 	run       func(ctx context.Context, c *Call) (Outcome, error)
 	deps      []string
 	depsSet   bool
@@ -234,6 +241,9 @@ type Flow struct {
 	metadata  map[string]json.RawMessage
 	start     string
 	inputType reflect.Type
+	inputName string
+	// stub: built by FromSpec, without step code.
+	stub      bool
 	steps     []*stepDef
 	byName    map[string]*stepDef
 	byKey     map[string]*stepDef
@@ -366,6 +376,9 @@ func (b *Builder) resolve(d *stepDef) StepSpec {
 	if d.retry != nil {
 		s.Retry = d.retry.merge(s.Retry)
 	}
+	if d.resolved != nil {
+		s.Retry = *d.resolved
+	}
 	for _, t := range []*time.Duration{b.defaults.timeout, d.timeout} {
 		if t != nil {
 			s.Timeout = *t
@@ -406,7 +419,7 @@ func shapeOf(f *Flow) string {
 	sh := shape{Name: f.name, Version: f.version, Key: f.key, Scope: f.scope, Start: f.start, Edges: f.edges, Tags: f.tags, Metadata: f.metadata}
 	for i, s := range f.specs {
 		r := s.Retry
-		ss := stepShape{StepSpec: s, In: typeName(f.steps[i].inType), Out: typeName(f.steps[i].outType)}
+		ss := stepShape{StepSpec: s, In: f.steps[i].inTypeName(), Out: f.steps[i].outTypeName()}
 		ss.Retry = [5]string{fmt.Sprint(r.MaxAttempts), r.InitialBackoff.String(), r.MaxBackoff.String(), fmt.Sprint(r.Multiplier), fmt.Sprint(r.Jitter)}
 		ss.StepSpec.Retry = RetryPolicy{}
 		sh.Steps = append(sh.Steps, ss)
@@ -414,13 +427,6 @@ func shapeOf(f *Flow) string {
 	b, _ := json.Marshal(sh)
 	sum := sha256.Sum256(b)
 	return hex.EncodeToString(sum[:])
-}
-
-func typeName(t reflect.Type) string {
-	if t == nil {
-		return ""
-	}
-	return t.String()
 }
 
 func sortedKeys[V any](m map[string]V) []string {

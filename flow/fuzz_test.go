@@ -469,6 +469,7 @@ func FuzzBuild(f *testing.F) {
 			t.Fatalf("the same definition built twice: %v, shapes %s / %v", err, fl.Shape(), fl2)
 		}
 		checkRender(t, fl)
+		checkSpec(t, fl)
 		runFuzzed(t, ctx, fl, input)
 	})
 }

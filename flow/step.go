@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"log/slog"
 	"reflect"
 	"slices"
 	"time"
@@ -158,6 +159,10 @@ type Call struct {
 	// OnBehalfOf, when set, returns the user the run was started on
 	// behalf of (StartOptions.OnBehalfOf), or "", as CreatedBy.
 	OnBehalfOf func(ctx context.Context) (string, error)
+	// Logger, when set, is the attempt's logger (the package's Logger
+	// function returns it): the runtime stores its records with the
+	// attempt and passes them on to the process's logger.
+	Logger *slog.Logger
 
 	parsed   map[string]json.RawMessage
 	parseErr error
@@ -225,6 +230,24 @@ func OnBehalfOf(ctx context.Context) (string, error) {
 		return "", nil
 	}
 	return c.OnBehalfOf(ctx)
+}
+
+// discard is the logger outside step code, or of a runtime that gives
+// none.
+var discard = slog.New(slog.DiscardHandler)
+
+// Logger returns the running step's logger (also of a job and of a
+// document's action): its records at Info and above are stored with the
+// attempt (run, step, element, attempt, worker), bounded and with secrets
+// redacted, and read with heph logs, the API's /runs/{id}/logs and the
+// dashboard's run page; every record also goes to the process's logger
+// (hephaestus.Config.Logger), with the run, step and attempt. Outside
+// step code it returns a logger that discards everything.
+func Logger(ctx context.Context) *slog.Logger {
+	if c, ok := ctx.Value(callKey{}).(*Call); ok && c.Logger != nil {
+		return c.Logger
+	}
+	return discard
 }
 
 // RecordHeartbeat records progress of a long step: the details (any

@@ -813,7 +813,7 @@ func editDistance(a, b string) int {
 func (b *Builder) compile(byName map[string]*stepDef, edges []edgeDecl, roots []string, mapSrc map[string]string) *Flow {
 	f := &Flow{
 		name: b.name, version: b.version, key: b.key, scope: b.scope,
-		tags: slices.Clone(b.tags), start: b.start, inputType: b.inputType,
+		tags: slices.Clone(b.tags), start: b.start, inputType: b.inputType, inputName: b.inputName,
 		steps: b.steps, byName: byName, byKey: map[string]*stepDef{}, metadata: map[string]json.RawMessage{},
 		schedules:   slices.Clone(b.schedules),
 		concurrency: b.concurrency,

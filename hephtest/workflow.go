@@ -385,22 +385,5 @@ func ReplayHistory(history []byte, ws ...heph.Workflow) error {
 	if err := json.Unmarshal(history, &x); err != nil {
 		return fmt.Errorf("hephtest: read history: %w", err)
 	}
-	i := slices.IndexFunc(ws, func(w heph.Workflow) bool { return w.Name() == x.Workflow })
-	if i < 0 {
-		return fmt.Errorf("hephtest: the history is of workflow %q, which is not among those given", x.Workflow)
-	}
-	events := make([]replay.Event, 0, len(x.Events))
-	for _, ev := range x.Events {
-		if ev.Kind == hephtype.EventRunCancelled {
-			break // the runtime's, not the workflow's: nothing follows it
-		}
-		events = append(events, replay.Event{Kind: ev.Kind, ID: ev.ID, Name: ev.Name, Ref: ev.Ref,
-			Attempt: ev.Attempt, Data: ev.Data, Error: ev.Error})
-	}
-	inst, err := replay.New(&replay.Config{Workflow: wfdef.Of(ws[i]), RunID: x.RunID})
-	if err != nil {
-		return err
-	}
-	defer inst.Close()
-	return inst.Replay(events)
+	return x.Replay(ws...)
 }

@@ -113,3 +113,20 @@ type RemoteTask struct {
 	// outcome commits (docs/observability.md#traces).
 	TraceParent string
 }
+
+// MaxRemoteLogs bounds the log records of one report of a remote worker
+// (a heartbeat, a completion or a failure).
+const MaxRemoteLogs = 1000
+
+// RemoteLog is a record a remote worker logged in the attempt it reports
+// on: stored with the attempt's step log (the client's LogRemote; the
+// "logs" of the server's heartbeat, complete and fail requests).
+type RemoteLog struct {
+	// Time is when it was logged; zero: when the server received it.
+	Time time.Time `json:"time,omitzero"`
+	// Level is DEBUG, INFO, WARN or ERROR (any case). Defaults to INFO.
+	Level   string `json:"level,omitempty"`
+	Message string `json:"message"`
+	// Attrs is a JSON object, or absent.
+	Attrs json.RawMessage `json:"attrs,omitempty"`
+}

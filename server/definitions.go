@@ -12,12 +12,58 @@ import (
 	"github.com/hephaestus-go/hephaestus/store"
 )
 
-// Definition is what runs start from.
+// Definition is what runs start from: registered in the server's
+// client, published to the catalog by any process, or stored as a
+// document.
 type Definition struct {
 	Kind     string `json:"kind"`
 	Name     string `json:"name"`
 	Versions []int  `json:"versions"`
-	Latest   int    `json:"latest"`
+	// Latest is the highest version (0 for a workflow: see Builds).
+	Latest int `json:"latest"`
+	// Builds published it; Local: the server's client has its code;
+	// Served: a live worker has it (Workers).
+	Builds  []string `json:"builds"`
+	Local   bool     `json:"local"`
+	Served  bool     `json:"served"`
+	Workers []string `json:"workers"`
+	// Published are its catalog rows (per version, or per build of a
+	// workflow).
+	Published []PublishedDefinition `json:"published"`
+}
+
+// PublishedDefinition is one catalog row.
+type PublishedDefinition struct {
+	Version      int             `json:"version"`
+	BuildID      string          `json:"build_id"`
+	Hash         string          `json:"hash"`
+	InputSchema  json.RawMessage `json:"input_schema,omitempty"`
+	OutputSchema json.RawMessage `json:"output_schema,omitempty"`
+	Queues       []string        `json:"queues"`
+	Handlers     []string        `json:"handlers"`
+	Schedules    []string        `json:"schedules"`
+	PublishedAt  time.Time       `json:"published_at"`
+	PublishedBy  string          `json:"published_by"`
+	// Spec is set by GET /definitions/{name} only.
+	Spec json.RawMessage `json:"spec,omitempty"`
+}
+
+// DefinitionDetail is GET /definitions/{name}: a definition, with the
+// specs of its catalog rows and the schedules that target it.
+type DefinitionDetail struct {
+	Definition
+	Schedules []string `json:"schedules"`
+}
+
+func definitionJSON(d *hephaestus.Definition) Definition {
+	out := Definition{Kind: d.Kind, Name: d.Name, Versions: nonNil(d.Versions), Latest: d.Latest, Builds: nonNil(d.Builds),
+		Local: d.Local, Served: d.Served, Workers: nonNil(d.Workers), Published: []PublishedDefinition{}}
+	for _, p := range d.Published {
+		out.Published = append(out.Published, PublishedDefinition{Version: p.Version, BuildID: p.BuildID, Hash: p.Hash,
+			InputSchema: p.InputSchema, OutputSchema: p.OutputSchema, Queues: nonNil(p.Queues), Handlers: nonNil(p.Handlers),
+			Schedules: nonNil(p.Schedules), PublishedAt: p.PublishedAt.UTC(), PublishedBy: p.PublishedBy, Spec: p.Spec})
+	}
+	return out
 }
 
 func (s *Server) definitions(c *call) error {
@@ -26,10 +72,58 @@ func (s *Server) definitions(c *call) error {
 		return err
 	}
 	out := make([]Definition, 0, len(ds))
-	for _, d := range ds {
-		out = append(out, Definition{Kind: d.Kind, Name: d.Name, Versions: nonNil(d.Versions), Latest: d.Latest})
+	for i := range ds {
+		out = append(out, definitionJSON(&ds[i]))
 	}
 	return c.json(http.StatusOK, out)
+}
+
+// definition answers GET /definitions/{name} (?kind= picks one kind when
+// several have the name).
+func (s *Server) definition(c *call) error {
+	q := c.query()
+	kind := q.str("kind")
+	switch kind {
+	case "", "flow", "workflow", "job", "document":
+	default:
+		q.fail("kind", `%q is not a kind: use "flow", "workflow", "job" or "document"`, kind)
+	}
+	if err := q.err(); err != nil {
+		return err
+	}
+	name := c.r.PathValue("name")
+	d, err := s.cfg.Client.Definition(c.ctx(), kind, name)
+	if err != nil {
+		return err
+	}
+	out := DefinitionDetail{Definition: definitionJSON(d), Schedules: []string{}}
+	ids, err := s.schedulesOf(c, d)
+	if err != nil {
+		return err
+	}
+	out.Schedules = append(out.Schedules, ids...)
+	return c.json(http.StatusOK, out)
+}
+
+// schedulesOf returns the ids of the schedules that target d.
+func (s *Server) schedulesOf(c *call, d *hephaestus.Definition) ([]string, error) {
+	var ids []string
+	after := ""
+	for {
+		ss, err := s.cfg.Client.ListSchedules(c.ctx(), after, 1000)
+		if err != nil {
+			return nil, err
+		}
+		for _, sc := range ss {
+			if sc.TargetName == d.Name && string(sc.Target) == d.Kind {
+				ids = append(ids, sc.ID)
+			}
+		}
+		if len(ss) < 1000 {
+			return ids, nil
+		}
+		after = ss[len(ss)-1].ID
+	}
 }
 
 // graph draws a definition's graph: JSON (graphtext.Graph) by default,

@@ -87,6 +87,8 @@ var kindStatus = []struct {
 	{hephaestus.ErrDocumentNotFound, http.StatusNotFound, kindNotFound},
 	{hephaestus.ErrScheduleNotFound, http.StatusNotFound, kindNotFound},
 	{hephaestus.ErrQueueNotFound, http.StatusNotFound, kindNotFound},
+	{hephaestus.ErrVersionRuleNotFound, http.StatusNotFound, kindNotFound},
+	{hephaestus.ErrVersionRetired, http.StatusConflict, kindConflict},
 	{store.ErrRequestNotFound, http.StatusNotFound, kindNotFound},
 	{store.ErrTokenNotFound, http.StatusNotFound, kindNotFound},
 	{store.ErrOperationNotFound, http.StatusNotFound, kindNotFound},

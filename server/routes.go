@@ -38,6 +38,8 @@ func (s *Server) register() {
 	s.handle(get, p+"/runs", accessRunList, "", s.listRuns)
 	s.handle(get, p+"/runs/{id}", accessRun, "", s.getRun)
 	s.handle(get, p+"/runs/{id}/history", accessRun, "", s.history)
+	s.handle(get, p+"/runs/{id}/history/export", accessRun, "", s.exportHistory)
+	s.handle(get, p+"/runs/{id}/logs", accessRun, "", s.logs)
 	s.handle(get, p+"/runs/{id}/result", accessRun, "", s.result)
 	s.handle(get, p+"/runs/{id}/state", accessRun, "", s.state)
 
@@ -57,7 +59,15 @@ func (s *Server) register() {
 
 	// Definitions and documents.
 	s.handle(get, p+"/definitions", accessRead, "", s.definitions)
+	s.handle(get, p+"/definitions/{name}", accessRead, "", s.definition)
 	s.handle(get, p+"/definitions/{name}/graph", accessRead, "", s.graph)
+	s.handle(get, p+"/definitions/{name}/versions", accessRead, "", s.listVersions)
+	s.handle(get, p+"/definitions/{name}/version-rule", accessRead, "", s.getVersionRule)
+	s.handle(put, p+"/definitions/{name}/version-rule", accessOperate, "versions.rule.set", s.putVersionRule)
+	s.handle(del, p+"/definitions/{name}/version-rule", accessOperate, "versions.rule.clear", s.deleteVersionRule)
+	s.handle(post, p+"/definitions/{name}/versions/{version}/retire", accessOperate, "versions.retire", s.setVersionState("retire"))
+	s.handle(post, p+"/definitions/{name}/versions/{version}/unretire", accessOperate, "versions.unretire", s.setVersionState("unretire"))
+	s.handle(del, p+"/definitions/{name}/versions/{version}", accessOperate, "versions.delete", s.setVersionState("delete"))
 	s.handle(post, p+"/documents", accessAdmin, "documents.put", s.putDocument)
 	s.handle(get, p+"/documents", accessRead, "", s.listDocuments)
 	s.handle(post, p+"/documents/validate", accessRead, "documents.validate", s.validateDocument)

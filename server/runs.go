@@ -60,7 +60,7 @@ type StepJSON struct {
 // runJSON converts a run; full includes its input, output and steps.
 func runJSON(r *hephaestus.Run, full bool) *Run {
 	out := &Run{
-		ID: r.ID, Kind: string(r.Kind), Workflow: r.Flow, Version: r.Version, Status: string(r.Status), Error: r.Error,
+		ID: r.ID, Kind: string(r.KindName()), Workflow: r.Flow, Version: r.Version, Status: string(r.Status), Error: r.Error,
 		BusinessID: r.BusinessID, ParentID: r.ParentID, Tags: r.Tags, Metadata: r.Metadata, ConcurrencyKey: r.ConcurrencyKey,
 		CreatedAt: r.CreatedAt.UTC(), UpdatedAt: r.UpdatedAt.UTC(),
 	}
@@ -373,6 +373,16 @@ func (s *Server) history(c *call) error {
 		out.Last = e.Seq
 	}
 	return c.json(http.StatusOK, out)
+}
+
+// exportHistory answers a workflow run's history as Client.ExportHistory
+// writes it: what heph replay and hephaestus.ReplayCheck read.
+func (s *Server) exportHistory(c *call) error {
+	b, err := s.cfg.Client.ExportHistory(c.ctx(), c.r.PathValue("id"))
+	if err != nil {
+		return err
+	}
+	return c.json(http.StatusOK, json.RawMessage(b))
 }
 
 // longPoll bounds a requested wait: at most MaxWait, and nine tenths of

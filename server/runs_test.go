@@ -106,7 +106,7 @@ func TestJobsAndFilters(t *testing.T) {
 		var j Run
 		e.api.call(http.MethodPost, "/api/v1/runs", map[string]any{"kind": "job", "name": "email", "input": map[string]string{"to": "x@y"}, "metadata": map[string]any{"tenant": "acme"}}, http.StatusCreated, &j)
 		e.api.call(http.MethodGet, "/api/v1/runs/"+j.ID+"/result?wait=60s", nil, http.StatusOK, &j)
-		if j.Status != "completed" || j.Kind != "flow" || j.Workflow != "email" {
+		if j.Status != "completed" || j.Kind != "job" || j.Workflow != "email" {
 			t.Fatalf("job %+v", j)
 		}
 		e.api.do(req{method: http.MethodPost, path: "/api/v1/runs", body: map[string]any{"kind": "job", "name": "email", "input": map[string]int{"to": 1}}}).problem(t, http.StatusBadRequest)

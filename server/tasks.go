@@ -120,14 +120,18 @@ type Heartbeat struct {
 
 func (s *Server) heartbeat(c *call) error {
 	var b struct {
-		Token   string          `json:"token"`
-		Details json.RawMessage `json:"details"`
+		Token   string                 `json:"token"`
+		Details json.RawMessage        `json:"details"`
+		Logs    []hephaestus.RemoteLog `json:"logs"`
 	}
 	if err := c.decode(&b, false); err != nil {
 		return err
 	}
 	if b.Token == "" {
 		return fieldProblem("token", "is required")
+	}
+	if err := s.remoteLogs(c, b.Token, b.Logs); err != nil {
+		return err
 	}
 	cancelled, err := s.cfg.Client.HeartbeatRemote(hephaestus.WithRemoteCaller(c.ctx(), c.principal()), b.Token, b.Details)
 	if err != nil {
@@ -138,14 +142,18 @@ func (s *Server) heartbeat(c *call) error {
 
 func (s *Server) complete(c *call) error {
 	var b struct {
-		Token  string          `json:"token"`
-		Output json.RawMessage `json:"output"`
+		Token  string                 `json:"token"`
+		Output json.RawMessage        `json:"output"`
+		Logs   []hephaestus.RemoteLog `json:"logs"`
 	}
 	if err := c.decode(&b, false); err != nil {
 		return err
 	}
 	if b.Token == "" {
 		return fieldProblem("token", "is required")
+	}
+	if err := s.remoteLogs(c, b.Token, b.Logs); err != nil {
+		return err
 	}
 	if err := s.cfg.Client.CompleteRemote(hephaestus.WithRemoteCaller(c.ctx(), c.principal()), b.Token, b.Output); err != nil {
 		return err
@@ -155,10 +163,11 @@ func (s *Server) complete(c *call) error {
 
 func (s *Server) failTask(c *call) error {
 	var b struct {
-		Token     string          `json:"token"`
-		Error     string          `json:"error"`
-		Retryable *bool           `json:"retryable"`
-		Details   json.RawMessage `json:"details"`
+		Token     string                 `json:"token"`
+		Error     string                 `json:"error"`
+		Retryable *bool                  `json:"retryable"`
+		Details   json.RawMessage        `json:"details"`
+		Logs      []hephaestus.RemoteLog `json:"logs"`
 	}
 	if err := c.decode(&b, false); err != nil {
 		return err
@@ -169,11 +178,23 @@ func (s *Server) failTask(c *call) error {
 	if b.Error == "" {
 		return fieldProblem("error", "is required: say why the task failed")
 	}
+	if err := s.remoteLogs(c, b.Token, b.Logs); err != nil {
+		return err
+	}
 	retryable := b.Retryable == nil || *b.Retryable
 	if err := s.cfg.Client.FailRemote(hephaestus.WithRemoteCaller(c.ctx(), c.principal()), b.Token, b.Error, retryable, b.Details); err != nil {
 		return err
 	}
 	return c.json(http.StatusOK, empty{})
+}
+
+// remoteLogs stores the "logs" of a worker's report, before the report:
+// a bad record is a 400 naming it (logs[i].field).
+func (s *Server) remoteLogs(c *call, token string, logs []hephaestus.RemoteLog) error {
+	if len(logs) > hephaestus.MaxRemoteLogs {
+		return fieldProblem("logs", fmt.Sprintf("has %d records; at most %d per request", len(logs), hephaestus.MaxRemoteLogs))
+	}
+	return s.cfg.Client.LogRemote(hephaestus.WithRemoteCaller(c.ctx(), c.principal()), token, logs)
 }
 
 // claimAllowed enforces a worker token's limits (TokenOptions.Queues and

@@ -156,6 +156,8 @@ type Store interface {
 	Schedules
 	// Queues keeps the flow control of task queues (queue.go).
 	Queues
+	// Versions keeps version rules and version states (version.go).
+	Versions
 	// Principals, tokens, sessions, the audit log and bulk operations
 	// are the server's concerns, not the engine's: they are behind the
 	// separate Admin interface (admin.go), which both backends also
@@ -163,6 +165,11 @@ type Store interface {
 	// RemoteClaims keeps the facts of claims handed to remote workers
 	// (remoteclaim.go).
 	RemoteClaims
+	// StepLogs keeps what step code logs (logs.go).
+	StepLogs
+	// Catalog keeps the definitions every process publishes
+	// (catalog.go).
+	Catalog
 
 	// Close releases the store's resources.
 	Close() error

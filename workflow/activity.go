@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"log/slog"
 	"time"
 
 	"github.com/hephaestus-go/hephaestus/flow"
@@ -152,6 +153,20 @@ func GetActivityInfo(ctx context.Context) (info ActivityInfo, ok bool) {
 		return ActivityInfo{}, false
 	}
 	return ActivityInfo{RunID: i.RunID, Workflow: i.Workflow, Activity: i.Name, Attempt: i.Attempt, IdempotencyKey: i.IdempotencyKey}, true
+}
+
+// ActivityLogger returns the running activity's logger: its records at
+// Info and above are stored with the attempt (run, activity and its
+// sequence number, attempt, worker), bounded and with secrets redacted,
+// and read as a step's are (heph logs, the API, the dashboard); every
+// record also goes to the process's logger. Outside activity code it
+// returns a logger that discards everything. (Workflow code logs with
+// Logger, which is quiet in replay and not stored.)
+func ActivityLogger(ctx context.Context) *slog.Logger {
+	if i, ok := replay.ActivityInfoFrom(ctx); ok && i.Logger != nil {
+		return i.Logger
+	}
+	return slog.New(slog.DiscardHandler)
 }
 
 // RecordHeartbeat tells the runtime, from activity code, that the attempt

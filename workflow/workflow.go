@@ -51,6 +51,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"reflect"
 	"strings"
 	"time"
 
@@ -236,4 +237,10 @@ func decode[T any](raw json.RawMessage) (T, error) {
 // typeName returns the name of T, interface types included.
 func typeName[T any]() string {
 	return strings.TrimPrefix(fmt.Sprintf("%T", (*T)(nil)), "*")
+}
+
+// Types returns the Go types of the workflow's input and output: the
+// catalog derives JSON Schemas from them.
+func (d *Definition[In, Out]) Types() (in, out reflect.Type) {
+	return reflect.TypeFor[In](), reflect.TypeFor[Out]()
 }

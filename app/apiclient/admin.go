@@ -24,6 +24,16 @@ func (c *Client) Definitions(ctx context.Context) ([]Definition, *Response, erro
 	return list[Definition](ctx, c, &request{method: http.MethodGet, path: "/definitions"})
 }
 
+// Definition returns one definition (kind, when not empty, picks one of
+// several with the name).
+func (c *Client) Definition(ctx context.Context, kind, name string) (*DefinitionDetail, *Response, error) {
+	q := url.Values{}
+	if kind != "" {
+		q.Set("kind", kind)
+	}
+	return call[DefinitionDetail](ctx, c, &request{method: http.MethodGet, path: "/definitions/" + seg(name), query: q})
+}
+
 // GraphJSON returns a definition's graph for drawing (version 0: the
 // latest).
 func (c *Client) GraphJSON(ctx context.Context, name string, version int) (*Graph, *Response, error) {

@@ -101,6 +101,17 @@ func (c *Client) History(ctx context.Context, id string, after int64, wait time.
 	return call[History](ctx, c, &request{method: http.MethodGet, path: "/runs/" + seg(id) + "/history", query: q})
 }
 
+// ExportHistory returns a workflow run's history as
+// hephaestus.Client.ExportHistory writes it (GET
+// /runs/{id}/history/export): the JSON that heph replay reads.
+func (c *Client) ExportHistory(ctx context.Context, id string) (json.RawMessage, *Response, error) {
+	resp, err := c.do(ctx, &request{method: http.MethodGet, path: "/runs/" + seg(id) + "/history/export"})
+	if err != nil {
+		return nil, resp, err
+	}
+	return json.RawMessage(resp.Body), resp, nil
+}
+
 // Result returns the run once it has ended (done true), waiting up to wait
 // on the server; done is false (and run the run as it is) when it has
 // not ended by then.

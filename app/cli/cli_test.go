@@ -3,8 +3,12 @@ package cli_test
 import (
 	"bytes"
 	"context"
+	"fmt"
+	"io/fs"
+	"os"
 	"path/filepath"
 	"regexp"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -12,12 +16,20 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/hephaestus-go/hephaestus/app/cli"
+	"github.com/hephaestus-go/hephaestus/internal/migrate"
 	"github.com/hephaestus-go/hephaestus/internal/pgtest"
 	"github.com/hephaestus-go/hephaestus/store/postgres"
 	"github.com/hephaestus-go/hephaestus/store/sqlite"
 )
 
-func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+func TestMain(m *testing.M) {
+	// heph vet runs go vet with its own executable as the vet tool: in
+	// these tests, this test binary.
+	if cli.IsVetTool(os.Args[1:]) {
+		cli.RunVetTool()
+	}
+	goleak.VerifyTestMain(m)
+}
 
 // heph runs the command line in-process with env as the environment and
 // returns its exit code and output.
@@ -47,24 +59,36 @@ func wantLines(t *testing.T, what, out string, patterns ...string) {
 	}
 }
 
+// migrationsOf lists a backend's embedded migrations, ascending.
+func migrationsOf(t *testing.T, fsys fs.FS) []migrate.Migration {
+	t.Helper()
+	ms, err := migrate.Load(fsys)
+	if err != nil || len(ms) < 2 {
+		t.Fatalf("load migrations: %d, %v", len(ms), err)
+	}
+	return ms
+}
+
+// migrationLines formats a line pattern (with the version and the name)
+// per migration.
+func migrationLines(format string, ms []migrate.Migration) []string {
+	out := make([]string, len(ms))
+	for i, m := range ms {
+		out[i] = fmt.Sprintf(format, m.Version, m.Name)
+	}
+	return out
+}
+
 func TestMigratePostgres(t *testing.T) {
 	t.Parallel()
 	dsn := pgtest.DSN(t)
 	pg := []string{"--postgres", dsn}
 	args := func(a ...string) []string { return append(a, pg...) }
 
+	pgms := migrationsOf(t, postgres.Migrations())
 	wantLines(t, "status before", ok(t, nil, args("migrate", "status")...),
-		`^postgres schema heph$`, `^VERSION\s+NAME\s+STATE\s+APPLIED AT$`, `^0001\s+init\s+pending\s*$`, `^0002\s+exactly_once\s+pending\s*$`, `^0003\s+fresh\s+pending\s*$`,
-		`^0004\s+history_rows\s+pending\s*$`, `^0005\s+requests\s+pending\s*$`, `^0006\s+documents\s+pending\s*$`,
-		`^0007\s+flow_control\s+pending\s*$`, `^0008\s+schedules\s+pending\s*$`, `^0009\s+access\s+pending\s*$`, `^0010\s+run_parent\s+pending\s*$`,
-		`^0011\s+trace_context\s+pending\s*$`, `^0012\s+task_run_attrs\s+pending\s*$`, `^0013\s+principals\s+pending\s*$`, `^0014\s+remote_claims\s+pending\s*$`, `^0015\s+secrets\s+pending\s*$`, `^0019\s+webhooks\s+pending\s*$`)
-	wantLines(t, "up", ok(t, nil, args("migrate", "up")...), `^postgres schema heph: applied 0001_init$`, `^postgres schema heph: applied 0002_exactly_once$`,
-		`^postgres schema heph: applied 0003_fresh$`, `^postgres schema heph: applied 0004_history_rows$`, `^postgres schema heph: applied 0005_requests$`,
-		`^postgres schema heph: applied 0006_documents$`, `^postgres schema heph: applied 0007_flow_control$`, `^postgres schema heph: applied 0008_schedules$`,
-		`^postgres schema heph: applied 0009_access$`, `^postgres schema heph: applied 0010_run_parent$`,
-		`^postgres schema heph: applied 0011_trace_context$`, `^postgres schema heph: applied 0012_task_run_attrs$`,
-		`^postgres schema heph: applied 0013_principals$`, `^postgres schema heph: applied 0014_remote_claims$`, `^postgres schema heph: applied 0015_secrets$`,
-		`^postgres schema heph: applied 0019_webhooks$`)
+		append([]string{`^postgres schema heph$`, `^VERSION\s+NAME\s+STATE\s+APPLIED AT$`}, migrationLines(`^%04d\s+%s\s+pending\s*$`, pgms)...)...)
+	wantLines(t, "up", ok(t, nil, args("migrate", "up")...), migrationLines(`^postgres schema heph: applied %04d_%s$`, pgms)...)
 	wantLines(t, "up again", ok(t, nil, args("migrate", "up")...), `^postgres schema heph: up to date$`)
 	wantLines(t, "status after up", ok(t, nil, args("migrate", "status")...), `^0001\s+init\s+applied\s+\d{4}-\d\d-\d\dT`)
 
@@ -75,9 +99,9 @@ func TestMigratePostgres(t *testing.T) {
 	}
 	s.Close()
 
-	wantLines(t, "down", ok(t, nil, args("migrate", "down", "--yes")...), `^postgres schema heph: reverted 0019_webhooks$`)
-	wantLines(t, "down the rest", ok(t, nil, args("migrate", "down", "--steps", "15", "-y")...), `^postgres schema heph: reverted 0015_secrets$`, `^postgres schema heph: reverted 0014_remote_claims$`, `^postgres schema heph: reverted 0013_principals$`, `^postgres schema heph: reverted 0012_task_run_attrs$`, `^postgres schema heph: reverted 0011_trace_context$`, `^postgres schema heph: reverted 0010_run_parent$`, `^postgres schema heph: reverted 0009_access$`, `^postgres schema heph: reverted 0008_schedules$`, `^postgres schema heph: reverted 0007_flow_control$`, `^postgres schema heph: reverted 0006_documents$`, `^postgres schema heph: reverted 0005_requests$`,
-		`^postgres schema heph: reverted 0004_history_rows$`, `^postgres schema heph: reverted 0001_init$`)
+	last := pgms[len(pgms)-1]
+	wantLines(t, "down", ok(t, nil, args("migrate", "down", "--yes")...), fmt.Sprintf(`^postgres schema heph: reverted %04d_%s$`, last.Version, last.Name))
+	wantLines(t, "down the rest", ok(t, nil, args("migrate", "down", "--steps", strconv.Itoa(len(pgms)), "-y")...), migrationLines(`^postgres schema heph: reverted %04d_%s$`, pgms[:len(pgms)-1])...)
 	wantLines(t, "down again", ok(t, nil, args("migrate", "down", "--steps", "3", "--yes")...), `^postgres schema heph: nothing to revert$`)
 	wantLines(t, "status after down", ok(t, nil, args("migrate", "status")...), `^0001\s+init\s+pending\s*$`)
 
@@ -97,7 +121,7 @@ func TestMigratePostgres(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := "heph.heph_schema_migrations other.api_tokens other.audit_log other.documents other.heph_schema_migrations other.history other.operations other.principals other.queue_keys other.queue_leases other.queues other.remote_claims other.requests other.runs other.schedule_ticks other.schedules other.secrets other.sessions other.tasks other.webhook_attempts other.webhook_deliveries other.webhook_events other.webhooks other.workers"
+	want := "heph.heph_schema_migrations other.api_tokens other.audit_log other.definition_versions other.definitions other.documents other.heph_schema_migrations other.history other.operations other.principals other.queue_keys other.queue_leases other.queues other.remote_claims other.requests other.runs other.schedule_ticks other.schedules other.secrets other.sessions other.step_logs other.tasks other.version_rules other.webhook_attempts other.webhook_deliveries other.webhook_events other.webhooks other.workers"
 	if got := strings.Join(tables, " "); got != want {
 		t.Fatalf("tables %s, want %s", got, want)
 	}
@@ -121,13 +145,10 @@ func TestMigrateSQLite(t *testing.T) {
 	}
 	s.Close()
 	env := map[string]string{cli.EnvPostgres: "postgres://nowhere:1/x"}
-	wantLines(t, "down", ok(t, env, args("migrate", "down", "--steps", "14", "--yes")...), `^sqlite .*: reverted 0017_webhooks$`, `^sqlite .*: reverted 0013_secrets$`, `^sqlite .*: reverted 0012_remote_claims$`, `^sqlite .*: reverted 0011_principals$`, `^sqlite .*: reverted 0010_task_run_attrs$`, `^sqlite .*: reverted 0009_trace_context$`, `^sqlite .*: reverted 0008_run_parent$`, `^sqlite .*: reverted 0007_access$`, `^sqlite .*: reverted 0006_schedules$`, `^sqlite .*: reverted 0005_flow_control$`, `^sqlite .*: reverted 0004_documents$`, `^sqlite .*: reverted 0003_requests$`, `^sqlite .*: reverted 0002_exactly_once$`,
-		`^sqlite .*: reverted 0001_init$`)
-	wantLines(t, "status after down", ok(t, nil, args("migrate", "status")...), `^0001\s+init\s+pending`, `^0002\s+exactly_once\s+pending`, `^0003\s+requests\s+pending`, `^0004\s+documents\s+pending`,
-		`^0005\s+flow_control\s+pending`, `^0006\s+schedules\s+pending`, `^0007\s+access\s+pending`, `^0008\s+run_parent\s+pending`,
-		`^0009\s+trace_context\s+pending`, `^0010\s+task_run_attrs\s+pending`, `^0011\s+principals\s+pending`, `^0012\s+remote_claims\s+pending`, `^0013\s+secrets\s+pending`, `^0017\s+webhooks\s+pending`)
-	wantLines(t, "up again", ok(t, nil, args("migrate", "up")...), `applied 0001_init$`, `applied 0002_exactly_once$`, `applied 0003_requests$`, `applied 0004_documents$`, `applied 0005_flow_control$`, `applied 0006_schedules$`, `applied 0007_access$`, `applied 0008_run_parent$`,
-		`applied 0009_trace_context$`, `applied 0010_task_run_attrs$`, `applied 0011_principals$`, `applied 0012_remote_claims$`, `applied 0013_secrets$`, `applied 0017_webhooks$`)
+	sqms := migrationsOf(t, sqlite.Migrations())
+	wantLines(t, "down", ok(t, env, args("migrate", "down", "--steps", strconv.Itoa(len(sqms)), "--yes")...), migrationLines(`^sqlite .*: reverted %04d_%s$`, sqms)...)
+	wantLines(t, "status after down", ok(t, nil, args("migrate", "status")...), migrationLines(`^%04d\s+%s\s+pending`, sqms)...)
+	wantLines(t, "up again", ok(t, nil, args("migrate", "up")...), migrationLines(`applied %04d_%s$`, sqms)...)
 }
 
 func TestMigrateUsage(t *testing.T) {

@@ -379,11 +379,14 @@ func newDocuments(g *globals) *cobra.Command {
 }
 
 func newDefinitions(g *globals) *cobra.Command {
-	return &cobra.Command{
+	cmd := &cobra.Command{
 		Use:     "definitions",
 		Aliases: []string{"defs"},
 		Short:   "List what the server can start: flows, workflows, job kinds, documents",
-		Args:    cobra.NoArgs,
+		Long: "definitions lists what the server can start: what its own process registered, what any\n" +
+			"worker process published to the catalog, and the stored documents. LATEST is the highest\n" +
+			"version (\"-\" for a workflow, which has builds); SERVED says whether a live worker has its code.",
+		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			api, err := g.api()
 			if err != nil {
@@ -396,16 +399,108 @@ func newDefinitions(g *globals) *cobra.Command {
 				return err
 			}
 			return g.emit(resp, func(w io.Writer) error {
-				tw := newTable(w, "KIND", "NAME", "LATEST", "VERSIONS")
+				tw := newTable(w, "KIND", "NAME", "LATEST", "VERSIONS", "BUILDS", "SERVED")
 				for _, d := range defs {
-					vs := make([]string, len(d.Versions))
-					for i, v := range d.Versions {
-						vs[i] = strconv.Itoa(v)
-					}
-					row(tw, d.Kind, d.Name, d.Latest, vs)
+					row(tw, d.Kind, d.Name, latestCell(&d), versionsCell(d.Versions), len(d.Builds), servedCell(&d))
 				}
 				return tw.Flush()
 			})
 		},
 	}
+	cmd.AddCommand(newDefinitionShow(g))
+	return cmd
+}
+
+func latestCell(d *apiclient.Definition) string {
+	if d.Kind == "workflow" {
+		return "-"
+	}
+	return strconv.Itoa(d.Latest)
+}
+
+func versionsCell(vs []int) string {
+	out := make([]string, len(vs))
+	for i, v := range vs {
+		out[i] = strconv.Itoa(v)
+	}
+	return strings.Join(out, ",")
+}
+
+func servedCell(d *apiclient.Definition) string {
+	switch {
+	case d.Kind == "document":
+		return "-"
+	case d.Served:
+		return "yes"
+	}
+	return "no"
+}
+
+func newDefinitionShow(g *globals) *cobra.Command {
+	var kind string
+	cmd := &cobra.Command{
+		Use:   "show <name>",
+		Short: "Show a definition: versions or builds, schemas, queues, schedules, live workers",
+		Example: `  heph definitions show orders
+  heph definitions show orders --kind job -o json`,
+		Args: cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			api, err := g.api()
+			if err != nil {
+				return err
+			}
+			ctx, cancel := g.reqCtx(cmd.Context(), 0)
+			defer cancel()
+			d, resp, err := api.Definition(ctx, kind, args[0])
+			if err != nil {
+				return err
+			}
+			return g.emit(resp, func(w io.Writer) error { return printDefinition(w, d) })
+		},
+	}
+	cmd.Flags().StringVar(&kind, "kind", "", "the kind (flow, workflow, job or document) when several definitions have the name")
+	return cmd
+}
+
+func printDefinition(w io.Writer, d *apiclient.DefinitionDetail) error {
+	tw := newTable(w)
+	row(tw, "Kind:", d.Kind)
+	row(tw, "Name:", d.Name)
+	row(tw, "Latest:", latestCell(&d.Definition))
+	row(tw, "Versions:", versionsCell(d.Versions))
+	row(tw, "Local:", d.Local)
+	row(tw, "Served:", servedCell(&d.Definition))
+	row(tw, "Workers:", strings.Join(d.Workers, ", "))
+	row(tw, "Schedules:", strings.Join(d.Schedules, ", "))
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	if len(d.Published) == 0 {
+		return nil
+	}
+	fmt.Fprintln(w)
+	tw = newTable(w, "VERSION", "BUILD", "HASH", "QUEUES", "PUBLISHED", "BY")
+	for _, p := range d.Published {
+		hash := p.Hash
+		if len(hash) > 12 {
+			hash = hash[:12]
+		}
+		row(tw, p.Version, p.BuildID, hash, strings.Join(p.Queues, ","), p.PublishedAt, p.PublishedBy)
+	}
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	// The highest version of a flow or job kind, the newest build of a
+	// workflow (builds are listed newest first).
+	shown, what := d.Published[len(d.Published)-1], ""
+	if d.Kind == "workflow" {
+		shown = d.Published[0]
+		what = "build " + shown.BuildID
+	} else {
+		what = "version " + strconv.Itoa(shown.Version)
+	}
+	if len(shown.InputSchema) > 0 {
+		fmt.Fprintf(w, "\nInput schema (%s):\n%s\n", what, shown.InputSchema)
+	}
+	return nil
 }

@@ -3,6 +3,7 @@ package cli_test
 import (
 	"bytes"
 	"context"
+	"fmt"
 	"os"
 	"path/filepath"
 	"slices"
@@ -13,6 +14,7 @@ import (
 
 	"github.com/hephaestus-go/hephaestus/app/cli"
 	"github.com/hephaestus-go/hephaestus/internal/pgtest"
+	"github.com/hephaestus-go/hephaestus/store/sqlite"
 )
 
 // hephTTY runs heph with stdin as standard input, which is a terminal
@@ -81,7 +83,10 @@ func TestMigrateStatusWritesNothingSQLite(t *testing.T) {
 	ok(t, nil, "migrate", "up", "--sqlite", path)
 	ok(t, nil, "migrate", "down", "--sqlite", path, "--yes")
 	before = dirState(t, dir)
-	wantLines(t, "status", ok(t, nil, "migrate", "status", "--sqlite", path), `^0001\s+init\s+applied\s`, `^0010\s+task_run_attrs\s+applied\s`, `^0011\s+principals\s+applied\s`, `^0012\s+remote_claims\s+applied\s`, `^0013\s+secrets\s+applied\s`, `^0017\s+webhooks\s+pending\s*$`)
+	ms := migrationsOf(t, sqlite.Migrations())
+	last := ms[len(ms)-1]
+	wantLines(t, "status", ok(t, nil, "migrate", "status", "--sqlite", path),
+		append(migrationLines(`^%04d\s+%s\s+applied\s`, ms[:len(ms)-1]), fmt.Sprintf(`^%04d\s+%s\s+pending\s*$`, last.Version, last.Name))...)
 	sameDir(t, "status of a migrated file", before, dirState(t, dir))
 }
 
@@ -137,13 +142,16 @@ func TestMigrateDownConfirms(t *testing.T) {
 			t.Fatalf("down answered %q: exit %d, %q %q", answer, code, out, errOut)
 		}
 	}
-	wantLines(t, "status after refusals", ok(t, nil, "migrate", "status", "--sqlite", path), `^0017\s+webhooks\s+applied\s`)
+	ms := migrationsOf(t, sqlite.Migrations())
+	last, prev := ms[len(ms)-1], ms[len(ms)-2]
+	wantLines(t, "status after refusals", ok(t, nil, "migrate", "status", "--sqlite", path), fmt.Sprintf(`^%04d\s+%s\s+applied\s`, last.Version, last.Name))
 	// Answered yes: reverted.
 	code, out, errOut = hephTTY(t, "yes\n", true, "migrate", "down", "--sqlite", path)
-	if code != 0 || !strings.Contains(out, "reverted 0017_webhooks") {
+	if code != 0 || !strings.Contains(out, fmt.Sprintf("reverted %04d_%s", last.Version, last.Name)) {
 		t.Fatalf("down answered yes: exit %d, %q %q", code, out, errOut)
 	}
-	wantLines(t, "status after yes", ok(t, nil, "migrate", "status", "--sqlite", path), `^0017\s+webhooks\s+pending\s*$`, `^0013\s+secrets\s+applied\s`)
+	wantLines(t, "status after yes", ok(t, nil, "migrate", "status", "--sqlite", path), fmt.Sprintf(`^%04d\s+%s\s+pending\s*$`, last.Version, last.Name),
+		fmt.Sprintf(`^%04d\s+%s\s+applied\s`, prev.Version, prev.Name))
 }
 
 func TestBenchPostgres(t *testing.T) {

@@ -90,10 +90,8 @@ func newStart(g *globals) *cobra.Command {
 	return cmd
 }
 
+// kindOf is a run's kind as the server names it (hephtype.KindOf).
 func kindOf(r *apiclient.Run) string {
-	if r.Document != nil {
-		return "document"
-	}
 	if r.Kind == "" {
 		return "flow"
 	}
@@ -370,7 +368,7 @@ func newShow(g *globals) *cobra.Command {
 
 // printRun prints a run for people.
 func printRun(w io.Writer, r *apiclient.Run, graph *graphtext.Graph) error {
-	pairs := []any{"id", r.ID, "kind", r.Kind, "workflow", fmt.Sprintf("%s v%d", r.Workflow, r.Version), "status", r.Status}
+	pairs := []any{"id", r.ID, "kind", kindOf(r), "workflow", fmt.Sprintf("%s v%d", r.Workflow, r.Version), "status", r.Status}
 	if r.Condition != nil && r.Condition.Kind != "" {
 		pairs = append(pairs, "condition", strings.TrimSpace(r.Condition.Kind+" "+r.Condition.Reason))
 	}
@@ -472,6 +470,7 @@ func newHistory(g *globals) *cobra.Command {
 	}
 	cmd.Flags().BoolVarP(&follow, "follow", "f", false, "wait for new events until the run ends")
 	cmd.Flags().Int64Var(&after, "after", 0, "only the events after this sequence number")
+	cmd.AddCommand(newHistoryExport(g))
 	return cmd
 }
 

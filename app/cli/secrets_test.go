@@ -14,6 +14,7 @@ import (
 	hephaestus "github.com/hephaestus-go/hephaestus"
 	"github.com/hephaestus-go/hephaestus/app/cli"
 	"github.com/hephaestus-go/hephaestus/server"
+	"github.com/hephaestus-go/hephaestus/store"
 	"github.com/hephaestus-go/hephaestus/store/sqlite"
 )
 
@@ -51,6 +52,13 @@ func serveSQLite(t *testing.T, path string, cfg *hephaestus.Config, start bool) 
 		}
 		t.Cleanup(func() { _ = c.Stop(context.Background()) })
 	}
+	return serveAPI(t, c, st)
+}
+
+// serveAPI serves the API of c (insecure) until the test ends and
+// returns the CLI's environment for it.
+func serveAPI(t *testing.T, c *hephaestus.Client, st store.Store) map[string]string {
+	t.Helper()
 	srv, err := server.New(&server.Config{Client: c, Store: st, Insecure: true})
 	if err != nil {
 		t.Fatal(err)

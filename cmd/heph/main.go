@@ -11,6 +11,9 @@ import (
 )
 
 func main() {
+	if cli.IsVetTool(os.Args[1:]) {
+		cli.RunVetTool() // go vet -vettool=heph: exits
+	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	code := cli.Main(ctx, os.Args[1:], cli.OSEnv())
 	stop()

@@ -288,6 +288,43 @@
     }
     if (ev.target.matches("input.select, #select-all")) updateSelection();
   });
+  // The Start run form of a definition's page posts its input to the
+  // API (POST /api/v1/runs) with the session, and opens the new run.
+  document.addEventListener("submit", async (ev) => {
+    const form = ev.target;
+    if (form.id !== "start-run") return;
+    ev.preventDefault();
+    const err = $("#start-run-error");
+    err.textContent = "";
+    let input = {};
+    const raw = form.elements["_raw"].value.trim();
+    try {
+      if (raw !== "") {
+        input = JSON.parse(raw);
+      } else {
+        for (const el of form.elements) {
+          if (!el.name || el.name === "_raw" || el.value === "") continue;
+          switch (el.dataset.type) {
+            case "integer": case "number": input[el.name] = Number(el.value); break;
+            case "boolean": input[el.name] = el.value === "true"; break;
+            case "json": input[el.name] = JSON.parse(el.value); break;
+            default: input[el.name] = el.value;
+          }
+        }
+      }
+    } catch (e) {
+      err.textContent = "the input is not JSON: " + e.message;
+      return;
+    }
+    const body = { kind: form.dataset.kind, name: form.dataset.name, input: input };
+    if (form.dataset.version) body.version = Number(form.dataset.version);
+    const res = await callAPI("POST", "/api/v1/runs", body);
+    if (!res.ok) {
+      err.textContent = problemText(res.body, res.status);
+      return;
+    }
+    location.href = "/runs/" + encodeURIComponent(res.body.id);
+  });
   // A filter form sends only the fields that are filled in, so that its
   // URLs stay short enough to read and share.
   document.addEventListener("submit", (ev) => {

@@ -4,7 +4,10 @@ It speaks the HTTP worker protocol of `heph server` (docs/api.md, "Workers
 in any language"): it long-polls /api/v1/tasks/claim for the actions and
 activities it handles, runs each task in a thread while a second thread
 heartbeats its lease, and completes or fails the task with the token it
-was given. The token is fenced: if this worker stalls past its lease and
+was given. What a handler logs (task.info, task.warning, task.error,
+task.log) goes to the server with the heartbeats and the completion or
+failure, and is read with `heph logs <run>`, the API's
+/runs/{id}/logs and the dashboard's run page. The token is fenced: if this worker stalls past its lease and
 another worker takes the task over, the server refuses this worker's late
 answer (409 lease-lost) and nothing is applied twice.
 
@@ -14,6 +17,7 @@ Use it as a library:
 
     @w.action("greet")
     def greet(task, args):
+        task.info("greeting", name=args["name"])
         return {"greeting": "hello " + args["name"]}
 
     w.run()
@@ -22,6 +26,7 @@ or run this file to serve the example actions of flow.yaml.
 """
 
 import argparse
+import datetime
 import json
 import os
 import signal
@@ -43,6 +48,41 @@ class LeaseLost(Exception):
     """The server no longer accepts this worker's answer for a task."""
 
 
+# Bounds of the records a task buffers and sends: the server takes at
+# most 1000 records per request and 16 KiB of message and attributes per
+# record; a task keeps its newest MAX_BUFFERED records.
+MAX_PER_REQUEST = 1000
+MAX_BUFFERED = 1000
+MAX_MESSAGE = 8000
+MAX_ATTRS = 8000
+LEVELS = ("DEBUG", "INFO", "WARN", "ERROR")
+
+
+def _now():
+    return datetime.datetime.now(datetime.timezone.utc).isoformat().replace("+00:00", "Z")
+
+
+def log_record(message, level="INFO", attrs=None):
+    """A record as the server takes it: level one of LEVELS, the message
+    and the attributes cut to their bounds, attributes JSON-safe."""
+    level = str(level).upper()
+    if level == "WARNING":
+        level = "WARN"
+    if level not in LEVELS:
+        level = "INFO"
+    message = str(message)
+    if len(message.encode()) > MAX_MESSAGE:
+        message = message.encode()[:MAX_MESSAGE - 16].decode(errors="ignore") + "...[truncated]"
+    rec = {"time": _now(), "level": level, "message": message}
+    if attrs:
+        text = json.dumps(attrs, default=str)
+        if len(text.encode()) > MAX_ATTRS:
+            attrs = {"truncated": "the attributes were %d bytes" % len(text.encode())}
+            text = json.dumps(attrs)
+        rec["attrs"] = json.loads(text)
+    return rec
+
+
 class Task:
     """One claimed task, as the server described it."""
 
@@ -59,7 +99,52 @@ class Task:
         self.details = raw.get("details")
         self.cancelled = threading.Event()
         self._details = None
+        self._logs = []
+        self._dropped = 0
         self._lock = threading.Lock()
+
+    # Logging: the records go to the server with the next heartbeat, or
+    # with the completion or failure.
+
+    def log(self, message, level="INFO", **attrs):
+        rec = log_record(message, level, attrs)
+        with self._lock:
+            self._logs.append(rec)
+            if len(self._logs) > MAX_BUFFERED:
+                drop = len(self._logs) - MAX_BUFFERED
+                self._logs, self._dropped = self._logs[drop:], self._dropped + drop
+
+    def debug(self, message, **attrs):
+        self.log(message, "DEBUG", **attrs)
+
+    def info(self, message, **attrs):
+        self.log(message, "INFO", **attrs)
+
+    def warning(self, message, **attrs):
+        self.log(message, "WARN", **attrs)
+
+    def error(self, message, **attrs):
+        self.log(message, "ERROR", **attrs)
+
+    def _take_logs(self):
+        """The records to send with the next request, oldest first (at most
+        MAX_PER_REQUEST, a note of those dropped first)."""
+        with self._lock:
+            logs, dropped = self._logs, self._dropped
+            self._logs, self._dropped = [], 0
+        if dropped:
+            logs.insert(0, log_record("%d earlier records were dropped by the worker (it keeps %d)" % (dropped, MAX_BUFFERED),
+                                      "WARN", {"dropped": dropped}))
+        if len(logs) > MAX_PER_REQUEST:
+            with self._lock:
+                self._logs = logs[MAX_PER_REQUEST:] + self._logs
+            logs = logs[:MAX_PER_REQUEST]
+        return logs
+
+    def _put_back_logs(self, logs):
+        """Records a failed request did not deliver: sent with the next."""
+        with self._lock:
+            self._logs = logs + self._logs
 
     def heartbeat_details(self, details):
         """Record progress: sent with the next heartbeat; a retry of the
@@ -186,10 +271,13 @@ class Worker:
                 output = fn(task, task.input)
                 outcome = ("/tasks/complete", {"token": task.token, "output": output})
             except NonRetryable as e:
+                task.error("the task failed for good", error=str(e))
                 outcome = ("/tasks/fail", {"token": task.token, "error": str(e), "retryable": False,
                                            "details": task._take_details()})
             except Exception as e:
                 self.log("task %s of run %s failed: %s" % (task.name, task.run_id, traceback.format_exc()))
+                task.error("the task failed; it is retried", error="%s: %s" % (type(e).__name__, e),
+                           traceback=traceback.format_exc())
                 outcome = ("/tasks/fail", {"token": task.token, "error": "%s: %s" % (type(e).__name__, e),
                                            "retryable": True, "details": task._take_details()})
             finally:
@@ -197,8 +285,13 @@ class Worker:
                 hb.join()
             if task.cancelled.is_set():
                 return  # the run was cancelled: nothing to report
+            logs = task._take_logs()
+            if logs:
+                outcome[1]["logs"] = logs
             try:
                 self._post(outcome[0], outcome[1])
+                self.log("task %s of run %s (attempt %d): %s" % (task.name, task.run_id, task.attempt,
+                         "completed" if outcome[0] == "/tasks/complete" else "failed: " + outcome[1]["error"]))
             except LeaseLost as e:
                 self.log("task %s of run %s: the server refused the result: %s" % (task.name, task.run_id, e))
             except Exception as e:
@@ -215,6 +308,9 @@ class Worker:
             d = task._take_details()
             if d is not None:
                 body["details"] = d
+            logs = task._take_logs()
+            if logs:
+                body["logs"] = logs
             try:
                 if self._post("/tasks/heartbeat", body, timeout=max(every, 1)).get("cancelled"):
                     task.cancelled.set()
@@ -223,6 +319,7 @@ class Worker:
                 task.cancelled.set()
                 return
             except Exception as e:
+                task._put_back_logs(logs)
                 self.log("heartbeat of %s failed: %s" % (task.name, e))
 
 
@@ -254,12 +351,15 @@ def example_worker(addr, token, **kw):
     @w.action("lookup_customer")
     def lookup_customer(task, args):
         cid = args["customer"]
-        return {"id": cid, "tier": "gold" if cid.startswith("vip") else "standard"}
+        tier = "gold" if cid.startswith("vip") else "standard"
+        task.info("looked up the customer", customer=cid, tier=tier)
+        return {"id": cid, "tier": tier}
 
     @w.action("quote")
     def quote(task, args):
         price = float(args["amount"])
         discount = 0.2 if args.get("tier") == "gold" else 0.0
+        task.info("priced the order", amount=price, discount=discount)
         return {"total": round(price * (1 - discount), 2), "discount": discount}
 
     @w.action("slow")
@@ -267,6 +367,7 @@ def example_worker(addr, token, **kw):
         # For tests: say "I hold the task" with a file named for this
         # worker in started_dir, then block until until_file exists, so a
         # test can kill this worker while it holds the task.
+        task.info("holding the task", worker=w.worker_id)
         started = args.get("started_dir")
         if started:
             with open(os.path.join(started, w.worker_id), "w") as f:

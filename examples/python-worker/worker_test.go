@@ -64,6 +64,7 @@ func runPythonWorkerTests(t *testing.T, st store.Store) {
 	}
 	e := startServer(t, st)
 	t.Run("RunsTheQuoteFlow", func(t *testing.T) { testQuote(t, e) })
+	t.Run("PythonUnitTests", testPythonUnit)
 	t.Run("KilledWorkerLosesNothing", func(t *testing.T) { testKilledWorker(t, e) })
 }
 
@@ -248,6 +249,24 @@ func testQuote(t *testing.T, e *env) {
 			t.Errorf("run %s (%s): output %s, want total %v", r.ID, c.customer, r.Output, c.total)
 		}
 	}
+	// What the actions logged is in the run's step logs, per step.
+	var logs struct {
+		Records []struct {
+			Step    string          `json:"step"`
+			Worker  string          `json:"worker"`
+			Message string          `json:"message"`
+			Attrs   json.RawMessage `json:"attrs"`
+		} `json:"records"`
+	}
+	e.call(t, "GET", "/runs/"+ids[0]+"/logs", nil, &logs)
+	var got []string
+	for _, r := range logs.Records {
+		got = append(got, r.Step+" "+r.Worker+" "+r.Message+" "+string(r.Attrs))
+	}
+	want := []string{`customer py-quote looked up the customer {"customer":"vip-7","tier":"gold"}`, `price py-quote priced the order {"amount":100.0,"discount":0.2}`}
+	if strings.Join(got, "\n") != strings.Join(want, "\n") {
+		t.Errorf("logs of run %s:\n%s\nwant\n%s", ids[0], strings.Join(got, "\n"), strings.Join(want, "\n"))
+	}
 	// The worker is listed with what it handles.
 	var workers []struct {
 		ID       string   `json:"id"`
@@ -281,6 +300,10 @@ func testKilledWorker(t *testing.T, e *env) {
 
 	first := e.startWorker(t, "py-doomed", "--lease", "2s")
 	waitFile(t, filepath.Join(started, "py-doomed"))
+	// What it logged reaches the server with a heartbeat, before the kill.
+	if got := e.waitLogs(t, r.ID); !strings.Contains(got, "py-doomed holding the task") {
+		t.Fatalf("logs before the kill: %s", got)
+	}
 	if err := first.cmd.Process.Kill(); err != nil {
 		t.Fatal(err)
 	}
@@ -308,6 +331,47 @@ func testKilledWorker(t *testing.T, e *env) {
 	}
 	if completed != 1 {
 		t.Fatalf("step hold completed %d times in the history, want once: %+v", completed, hist.Events)
+	}
+	// The killed worker's log is kept, with the second's (the same attempt:
+	// a lease lost is not an attempt).
+	if got := e.waitLogs(t, r.ID); !strings.Contains(got, "1 py-doomed holding the task") || !strings.Contains(got, "1 py-second holding the task") {
+		t.Fatalf("logs after the run: %s", got)
+	}
+}
+
+// waitLogs returns the run's step logs as lines "attempt worker message",
+// waiting (the API's long poll) until there is one.
+func (e *env) waitLogs(t *testing.T, id string) string {
+	t.Helper()
+	deadline := time.Now().Add(patience)
+	for time.Now().Before(deadline) {
+		var page struct {
+			Records []struct {
+				Attempt int    `json:"attempt"`
+				Worker  string `json:"worker"`
+				Message string `json:"message"`
+			} `json:"records"`
+		}
+		e.call(t, "GET", "/runs/"+id+"/logs?wait=20s", nil, &page)
+		if len(page.Records) > 0 {
+			var lines []string
+			for _, r := range page.Records {
+				lines = append(lines, fmt.Sprintf("%d %s %s", r.Attempt, r.Worker, r.Message))
+			}
+			return strings.Join(lines, "\n")
+		}
+	}
+	t.Fatalf("run %s logged nothing within %s", id, patience)
+	return ""
+}
+
+// The worker's own unit tests (python3 -m unittest; standard library only).
+func testPythonUnit(t *testing.T) {
+	cmd := exec.Command("python3", "-B", "-m", "unittest", "-v", "test_heph_worker")
+	cmd.Env = append(os.Environ(), "PYTHONDONTWRITEBYTECODE=1")
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		t.Fatalf("python3 -m unittest: %v\n%s", err, out)
 	}
 }
 

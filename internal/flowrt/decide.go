@@ -148,7 +148,7 @@ func (r *Runtime) decideWith(ev engine.Event, now time.Time, strict bool) func(r
 		if run.Kind != hephtype.KindFlow {
 			return nil, fmt.Errorf("run %s is a %s, not a flow", run.ID, run.Kind)
 		}
-		f, err := r.Flow(run.Workflow, run.Version)
+		f, err := r.Lookup(run.Workflow, run.Version)
 		if err != nil {
 			return nil, err
 		}

@@ -24,6 +24,7 @@ import (
 	"reflect"
 	"slices"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -37,6 +38,7 @@ import (
 	"github.com/hephaestus-go/hephaestus/internal/engine"
 	"github.com/hephaestus-go/hephaestus/internal/flowgraph"
 	"github.com/hephaestus-go/hephaestus/internal/limits"
+	"github.com/hephaestus-go/hephaestus/internal/secrets"
 	"github.com/hephaestus-go/hephaestus/internal/telemetry"
 	"github.com/hephaestus-go/hephaestus/internal/worker"
 	"github.com/hephaestus-go/hephaestus/store"
@@ -68,6 +70,16 @@ type Config struct {
 	// to), which the runtime then registers. It is called outside any
 	// transaction, before a task of that version runs.
 	Load func(ctx context.Context, runID, name string, version int) (*flow.Flow, error)
+	// Catalog, when set, returns a stub (flow.FromSpec) of a flow version
+	// that is not registered here, from the deployment's catalog (version
+	// 0: the latest published). The runtime keeps stubs apart from the
+	// flows registered: it starts, resumes, cancels and decides runs with
+	// them, but never claims nor runs their steps (Handlers leaves them
+	// out).
+	Catalog func(ctx context.Context, name string, version int) (*flow.Flow, error)
+	// CheckInput, when set, checks a start's input (JSON) against the
+	// flow's input schema; its error names what is wrong.
+	CheckInput func(f *flow.Flow, input json.RawMessage) error
 }
 
 // Reserved run metadata keys: set by the runtime from StartOptions, never
@@ -79,7 +91,9 @@ const (
 	// string), by a caller allowed to act as others.
 	MetaOnBehalfOf = "on_behalf_of"
 	// MetaDocument holds the stored document a run is pinned to.
-	MetaDocument = "document"
+	MetaDocument = hephtype.MetaDocument
+	// MetaJob marks a job's run (StartOptions.Job).
+	MetaJob = hephtype.MetaJob
 )
 
 // Runtime runs flows.
@@ -88,6 +102,8 @@ type Runtime struct {
 
 	mu    sync.RWMutex
 	flows map[string]map[int]*flow.Flow
+	// stubs are flow versions known from the catalog only (Config.Catalog).
+	stubs map[string]map[int]*flow.Flow
 
 	// creators caches the created_by of runs (it never changes), so a
 	// run's steps read it from the store once per process.
@@ -100,7 +116,7 @@ const maxCreators = 4096
 
 // New returns a Runtime.
 func New(cfg *Config) *Runtime {
-	r := &Runtime{cfg: *cfg, flows: map[string]map[int]*flow.Flow{}}
+	r := &Runtime{cfg: *cfg, flows: map[string]map[int]*flow.Flow{}, stubs: map[string]map[int]*flow.Flow{}}
 	telemetry.Defaults(&r.cfg.Clock, &r.cfg.Logger, &r.cfg.Telemetry)
 	if r.cfg.MaxPayloadSize <= 0 {
 		r.cfg.MaxPayloadSize = limits.DefaultPayloadSize
@@ -134,7 +150,47 @@ func (r *Runtime) Register(f *flow.Flow) error {
 func (r *Runtime) Flow(name string, version int) (*flow.Flow, error) {
 	r.mu.RLock()
 	defer r.mu.RUnlock()
-	vs := r.flows[name]
+	return pick(r.flows[name], name, version)
+}
+
+// Lookup returns a registered version of a flow, or else a stub of it
+// known from the catalog (AddStub); version 0 means the latest registered,
+// or the latest stub when none is registered.
+func (r *Runtime) Lookup(name string, version int) (*flow.Flow, error) {
+	r.mu.RLock()
+	defer r.mu.RUnlock()
+	f, err := pick(r.flows[name], name, version)
+	if err != nil && (version != 0 || len(r.flows[name]) == 0) {
+		if s, serr := pick(r.stubs[name], name, version); serr == nil {
+			return s, nil
+		}
+	}
+	return f, err
+}
+
+// AddStub keeps a stub (flow.FromSpec) of a flow version that is not
+// registered: Lookup finds it, Handlers leaves it out. A stub of a
+// registered version is ignored.
+func (r *Runtime) AddStub(f *flow.Flow) error {
+	if !f.Stub() {
+		return fmt.Errorf("flow %q version %d is no stub: register it", f.Name(), f.Version())
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if _, ok := r.flows[f.Name()][f.Version()]; ok {
+		return nil
+	}
+	vs := r.stubs[f.Name()]
+	if vs == nil {
+		vs = map[int]*flow.Flow{}
+		r.stubs[f.Name()] = vs
+	}
+	vs[f.Version()] = f
+	return nil
+}
+
+// pick returns version of vs (0: the highest).
+func pick(vs map[int]*flow.Flow, name string, version int) (*flow.Flow, error) {
 	if len(vs) == 0 {
 		return nil, fmt.Errorf("%w: %q is not registered", ErrFlowNotFound, name)
 	}
@@ -151,13 +207,25 @@ func (r *Runtime) Flow(name string, version int) (*flow.Flow, error) {
 }
 
 // Ensure registers the flow version of a run through the loader hook
-// (Config.Load) when it is not registered yet. It returns the loader's
-// error, or ErrFlowNotFound without a loader.
+// (Config.Load) when it is not registered yet, or else keeps its stub
+// from the catalog (Config.Catalog). It returns the loader's error, or
+// ErrFlowNotFound without either.
 func (r *Runtime) Ensure(ctx context.Context, runID, name string, version int) error {
-	if _, err := r.Flow(name, version); err == nil || r.cfg.Load == nil {
+	_, err := r.Lookup(name, version)
+	if err == nil || (r.cfg.Load == nil && r.cfg.Catalog == nil) {
 		return err
 	}
-	f, err := r.cfg.Load(ctx, runID, name, version)
+	var f *flow.Flow
+	if r.cfg.Load != nil {
+		f, err = r.cfg.Load(ctx, runID, name, version)
+	}
+	if (f == nil || errors.Is(err, ErrFlowNotFound)) && r.cfg.Catalog != nil {
+		if stub, cerr := r.cfg.Catalog(ctx, name, version); cerr == nil {
+			return r.AddStub(stub)
+		} else if err == nil || !errors.Is(cerr, ErrFlowNotFound) {
+			err = cerr
+		}
+	}
 	if err != nil {
 		return fmt.Errorf("load flow %q version %d for run %s: %w", name, version, runID, err)
 	}
@@ -192,6 +260,8 @@ type StartOptions struct {
 	// value) as its MetaDocument.
 	CreatedBy string
 	Document  any
+	// Job marks the run a job's: MetaJob is true in its metadata.
+	Job bool
 	// RunID, when set, is the new run's id instead of a random one: a
 	// second start with the same id is refused with store.ErrRunExists
 	// (schedules derive it from the tick, so a tick starts one run).
@@ -274,11 +344,11 @@ func (r *Runtime) newRun(flowName string, input any, opts *StartOptions) (*store
 	if opts == nil {
 		opts = &StartOptions{}
 	}
-	f, err := r.Flow(flowName, opts.Version)
+	f, err := r.Lookup(flowName, opts.Version)
 	if err != nil {
 		return nil, nil, err
 	}
-	raw, err := encodeInput(f, input)
+	raw, err := r.encodeInput(f, input)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -313,8 +383,9 @@ func (r *Runtime) newRun(flowName string, input any, opts *StartOptions) (*store
 	delete(meta, MetaCreatedBy) // a flow cannot say who started its runs
 	delete(meta, MetaOnBehalfOf)
 	delete(meta, MetaDocument)
+	delete(meta, MetaJob)
 	for k, v := range opts.Metadata {
-		if k == MetaCreatedBy || k == MetaOnBehalfOf || k == MetaDocument {
+		if k == MetaCreatedBy || k == MetaOnBehalfOf || k == MetaDocument || k == MetaJob {
 			return nil, nil, fmt.Errorf("start %q: %w: metadata key %q is reserved; set StartOptions.CreatedBy, StartOptions.OnBehalfOf or start a stored document instead", flowName, limits.ErrInvalidInput, k)
 		}
 		b, err := json.Marshal(v)
@@ -335,6 +406,9 @@ func (r *Runtime) newRun(flowName string, input any, opts *StartOptions) (*store
 			return nil, nil, fmt.Errorf("start %q: %w: the document reference is not a JSON value", flowName, limits.ErrInvalidInput)
 		}
 		meta[MetaDocument] = b
+	}
+	if opts.Job {
+		meta[MetaJob] = json.RawMessage("true")
 	}
 	tags := f.Tags()
 	for _, t := range opts.Tags {
@@ -377,10 +451,15 @@ func (r *Runtime) newRun(flowName string, input any, opts *StartOptions) (*store
 	return nr, f, nil
 }
 
-func encodeInput(f *flow.Flow, input any) (json.RawMessage, error) {
+func (r *Runtime) encodeInput(f *flow.Flow, input any) (json.RawMessage, error) {
 	raw, err := limits.JSON(input)
 	if err != nil {
 		return nil, fmt.Errorf("start %q: %w: input %w", f.Name(), limits.ErrInvalidInput, err)
+	}
+	if r.cfg.CheckInput != nil {
+		if err := r.cfg.CheckInput(f, raw); err != nil {
+			return nil, fmt.Errorf("start %q: %w: %w", f.Name(), limits.ErrInvalidInput, err)
+		}
 	}
 	if t := f.InputType(); t != nil {
 		if err := json.Unmarshal(raw, reflect.New(t).Interface()); err != nil {
@@ -405,7 +484,7 @@ func (r *Runtime) Resume(ctx context.Context, runID, step, event string, payload
 	decide := func(run *store.Run) (*store.Update, error) {
 		step := step
 		if step == "" || (guard != nil && run.Kind == hephtype.KindFlow) {
-			f, err := r.Flow(run.Workflow, run.Version)
+			f, err := r.Lookup(run.Workflow, run.Version)
 			if err != nil {
 				return nil, err
 			}
@@ -426,7 +505,7 @@ func (r *Runtime) Resume(ctx context.Context, runID, step, event string, payload
 		}
 		return r.decideWith(engine.Resume{Step: step, Event: event, Payload: payload}, now, true)(run)
 	}
-	_, err := r.cfg.Committer.Submit(ctx, store.Change{RunID: runID, Key: "resume:" + newID(), Decide: decide})
+	_, err := r.submitLoading(ctx, store.Change{RunID: runID, Key: "resume:" + newID(), Decide: decide})
 	if errors.Is(err, store.ErrDuplicateChange) {
 		err = nil // applied by an earlier attempt of this call's commit
 	}
@@ -465,7 +544,7 @@ func (r *Runtime) Cancel(ctx context.Context, runID, reason string, other func(*
 	decide := r.decideWith(engine.Cancel{Reason: reason}, r.cfg.Clock.Now(), true)
 	// Keyed: a commit retried after its outcome was lost cancels once,
 	// and reports success.
-	res, err := r.cfg.Committer.Submit(ctx, store.Change{RunID: runID, Key: "cancel:" + newID(), Decide: func(run *store.Run) (*store.Update, error) {
+	res, err := r.submitLoading(ctx, store.Change{RunID: runID, Key: "cancel:" + newID(), Decide: func(run *store.Run) (*store.Update, error) {
 		if run.Kind != hephtype.KindFlow && other != nil {
 			return other(run)
 		}
@@ -481,6 +560,25 @@ func (r *Runtime) Cancel(ctx context.Context, runID, reason string, other func(*
 }
 
 func newID() string { return uuid.Must(uuid.NewV7()).String() }
+
+// submitLoading submits a change of a run; when it is refused because the
+// run's flow version is neither registered nor known here, it loads the
+// version (Ensure: a stored document, or a stub from the catalog) and
+// submits the change again, once. A refused change wrote nothing.
+func (r *Runtime) submitLoading(ctx context.Context, c store.Change) (*commit.Request, error) {
+	res, err := r.cfg.Committer.Submit(ctx, c)
+	if !errors.Is(err, ErrFlowNotFound) || (r.cfg.Catalog == nil && r.cfg.Load == nil) {
+		return res, err
+	}
+	run, gerr := r.cfg.Store.GetRun(ctx, c.RunID)
+	if gerr != nil || run.Kind != hephtype.KindFlow {
+		return res, err
+	}
+	if eerr := r.Ensure(ctx, run.ID, run.Workflow, run.Version); eerr != nil {
+		return res, err
+	}
+	return r.cfg.Committer.Submit(ctx, c)
+}
 
 // Execute runs a flow task (a step, a map element or a timer) and commits
 // its outcome: the worker pool's in-process executor of flow tasks.
@@ -505,6 +603,9 @@ func (r *Runtime) Execute(ctx context.Context, h *worker.Held, handoff string) (
 		return nil, fmt.Errorf("task kind %q is not a flow task", t.Kind)
 	}
 	out, err := r.runStep(ctx, h)
+	// The attempt's log is stored before its outcome commits (or is
+	// dropped), whatever becomes of it.
+	h.FlushLogs(context.WithoutCancel(ctx))
 	if err != nil {
 		// Shutdown, lost lease, cancelled run: the result is dropped; the
 		// task runs again once released or once its lease expires.
@@ -645,6 +746,8 @@ func (r *Runtime) runStep(ctx context.Context, h *worker.Held) (*Outcome, error)
 	info.Kind = telemetry.StepStarted
 	r.cfg.Telemetry.Emit(info)
 	call := r.callOf(t)
+	call.Logger = h.Logs().Logger(r.cfg.Logger)
+	tctx = secrets.Observe(tctx, h.Logs().AddSecret)
 	call.Heartbeat = func(details any) error {
 		b, err := json.Marshal(details)
 		if err != nil {
@@ -753,3 +856,23 @@ func stepFailure(t *store.Task, msg string, retryable bool) engine.Event {
 
 // Ensure Runtime is an executor.
 var _ worker.Executor = (*Runtime)(nil)
+
+// Flows returns every registered flow version (stubs left out), by name
+// then version.
+func (r *Runtime) Flows() []*flow.Flow {
+	r.mu.RLock()
+	defer r.mu.RUnlock()
+	var out []*flow.Flow
+	for _, vs := range r.flows {
+		for _, f := range vs {
+			out = append(out, f)
+		}
+	}
+	slices.SortFunc(out, func(a, b *flow.Flow) int {
+		if c := strings.Compare(a.Name(), b.Name()); c != 0 {
+			return c
+		}
+		return a.Version() - b.Version()
+	})
+	return out
+}

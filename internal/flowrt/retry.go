@@ -25,7 +25,7 @@ var ErrNotRetryable = hephtype.ErrNotRetryable
 // whose business id another run took meanwhile with ErrDuplicateRun.
 func (r *Runtime) Retry(ctx context.Context, runID string) (*store.Run, error) {
 	decide := r.decideWith(engine.RunRetried{}, r.cfg.Clock.Now(), true)
-	res, err := r.cfg.Committer.Submit(ctx, store.Change{RunID: runID, Key: "retry:" + newID(), Decide: func(run *store.Run) (*store.Update, error) {
+	res, err := r.submitLoading(ctx, store.Change{RunID: runID, Key: "retry:" + newID(), Decide: func(run *store.Run) (*store.Update, error) {
 		if run.Kind != hephtype.KindFlow {
 			return nil, fmt.Errorf("%w: run %s is a code-first workflow run; workflows are not retried in place: start a new run", ErrNotRetryable, run.ID)
 		}

@@ -40,7 +40,12 @@ type Config struct {
 	// Queues this process serves (with their concurrency; 0: not served).
 	Queues map[string]int
 	// Handlers returns what this process can run.
-	Handlers      func() []string
+	Handlers func() []string
+	// MoreQueues, when set, returns further queues to look for stranded
+	// tasks in (the queues of the deployment's catalog): a queue no live
+	// worker serves at all is then marked too, by any process that
+	// keeps the registry.
+	MoreQueues    func(ctx context.Context) []string
 	LeaseDuration time.Duration
 	// Retention, when positive, deletes runs finished longer ago than
 	// this, every RetentionInterval.
@@ -186,10 +191,18 @@ func (c *Service) markStranded(ctx context.Context) error {
 		}
 	}
 	var errs []error
+	queues := map[string]bool{}
 	for q, n := range c.cfg.Queues {
-		if n == 0 {
-			continue
+		if n > 0 {
+			queues[q] = true
 		}
+	}
+	if c.cfg.MoreQueues != nil {
+		for _, q := range c.cfg.MoreQueues(ctx) {
+			queues[q] = true
+		}
+	}
+	for q := range queues {
 		ts, err := c.cfg.Store.StrandedTasks(ctx, &store.StrandedParams{
 			Queue: q, Served: append([]string{}, served[q]...), ReadyBefore: now.Add(-c.cfg.LeaseDuration), Now: now, PerRun: true, Limit: 100,
 		})

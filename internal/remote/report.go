@@ -6,9 +6,11 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"strings"
 
 	"github.com/hephaestus-go/hephaestus/hephtype"
 	"github.com/hephaestus-go/hephaestus/internal/limits"
+	"github.com/hephaestus-go/hephaestus/internal/steplog"
 	"github.com/hephaestus-go/hephaestus/store"
 )
 
@@ -198,16 +200,9 @@ func (r *Runtime) fail(ctx context.Context, t *store.Task, c *store.RemoteClaim,
 // claim's record is deleted (best effort: a record left behind is pruned
 // with the next one written, its task being gone).
 func (r *Runtime) outcome(ctx context.Context, c *store.RemoteClaim, commit func(t *store.Task) error) error {
-	t, err := r.cfg.Store.GetTask(ctx, c.TaskID)
-	switch {
-	case errors.Is(err, store.ErrTaskNotFound):
-		return errLost(c.TaskID, c.RunID, "the task is gone (completed, or its run ended)")
-	case err != nil:
-		return fmt.Errorf("read task %d: %w", c.TaskID, err)
-	case t.RunID != c.RunID:
-		return fmt.Errorf("%w: the task is not of the claim's run", ErrInvalidToken)
-	case t.Token != c.Token || t.Owner == "":
-		return errLost(c.TaskID, c.RunID, "the task was claimed again or given back")
+	t, err := r.heldTask(ctx, c)
+	if err != nil {
+		return err
 	}
 	if err := commit(t); err != nil {
 		if errors.Is(err, store.ErrLeaseLost) {
@@ -219,6 +214,23 @@ func (r *Runtime) outcome(ctx context.Context, c *store.RemoteClaim, commit func
 		r.cfg.Logger.Warn("delete the record of a remote claim", slog.Int64("task", c.TaskID), slog.Any("err", err))
 	}
 	return nil
+}
+
+// heldTask reads a claim's task back: ErrTaskLost unless the claim still
+// holds it.
+func (r *Runtime) heldTask(ctx context.Context, c *store.RemoteClaim) (*store.Task, error) {
+	t, err := r.cfg.Store.GetTask(ctx, c.TaskID)
+	switch {
+	case errors.Is(err, store.ErrTaskNotFound):
+		return nil, errLost(c.TaskID, c.RunID, "the task is gone (completed, or its run ended)")
+	case err != nil:
+		return nil, fmt.Errorf("read task %d: %w", c.TaskID, err)
+	case t.RunID != c.RunID:
+		return nil, fmt.Errorf("%w: the task is not of the claim's run", ErrInvalidToken)
+	case t.Token != c.Token || t.Owner == "":
+		return nil, errLost(c.TaskID, c.RunID, "the task was claimed again or given back")
+	}
+	return t, nil
 }
 
 // checkDetails checks heartbeat details from a remote worker.
@@ -242,4 +254,71 @@ func errLost(taskID int64, runID, why string) error {
 		return fmt.Errorf("%s: %w", of, ErrTaskLost)
 	}
 	return fmt.Errorf("%s: %w: %s", of, ErrTaskLost, why)
+}
+
+// Logs stores log records of the attempt a token's claim holds, with the
+// attempt's step log (run, step or activity, element, attempt, and the
+// worker that claimed), attributes named like secrets redacted. Records
+// are checked first: a bad one fails the call with an error that wraps
+// hephtype.ErrInvalidInput and names it (logs[i].field). Authorized as a
+// heartbeat.
+func (r *Runtime) Logs(ctx context.Context, tok string, logs []hephtype.RemoteLog) error {
+	if len(logs) == 0 {
+		return nil
+	}
+	k, err := decodeToken(tok)
+	if err != nil {
+		return err
+	}
+	recs, err := r.checkLogs(logs)
+	if err != nil {
+		return fmt.Errorf("logs of task %d: %w: %w", k.taskID, hephtype.ErrInvalidInput, err)
+	}
+	c, err := r.authorize(ctx, k)
+	if err != nil {
+		return err
+	}
+	t, err := r.heldTask(ctx, c)
+	if err != nil {
+		return err
+	}
+	for i := range recs {
+		x := &recs[i]
+		x.RunID, x.Step, x.Index, x.Attempt, x.Worker = t.RunID, t.Step, max(t.Index, 0), t.Attempt, t.Owner
+	}
+	if err := r.cfg.Store.AppendLogs(ctx, &store.AppendLogsParams{Records: recs}); err != nil {
+		return fmt.Errorf("logs of task %d: %w", c.TaskID, err)
+	}
+	return nil
+}
+
+// checkLogs validates a remote worker's records and makes them store
+// records (without their attempt).
+func (r *Runtime) checkLogs(logs []hephtype.RemoteLog) ([]store.LogRecord, error) {
+	if len(logs) > hephtype.MaxRemoteLogs {
+		return nil, fmt.Errorf("logs: %d records; at most %d per report", len(logs), hephtype.MaxRemoteLogs)
+	}
+	now := r.cfg.Clock.Now()
+	out := make([]store.LogRecord, len(logs))
+	for i, l := range logs {
+		level := slog.LevelInfo
+		if l.Level != "" {
+			if err := level.UnmarshalText([]byte(strings.ToUpper(l.Level))); err != nil {
+				return nil, fmt.Errorf("logs[%d].level: %q is not one of DEBUG, INFO, WARN and ERROR", i, l.Level)
+			}
+		}
+		at := l.Time
+		if at.IsZero() {
+			at = now
+		}
+		rec := store.LogRecord{Time: at, Level: level, Message: l.Message, Attrs: steplog.RedactJSON(l.Attrs)}
+		// Checked with a stand-in attempt: the claim's is read later.
+		probe := rec
+		probe.RunID, probe.Step, probe.Attempt = "-", "-", 1
+		if err := probe.Check(); err != nil {
+			return nil, fmt.Errorf("logs[%d]: %w", i, err)
+		}
+		out[i] = rec
+	}
+	return out, nil
 }

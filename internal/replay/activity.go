@@ -3,6 +3,7 @@ package replay
 import (
 	"context"
 	"encoding/json"
+	"log/slog"
 )
 
 // ActivityFunc is activity code as the runtime calls it: JSON in, JSON
@@ -25,6 +26,8 @@ type ActivityInfo struct {
 	Heartbeat func(details any)
 	// Details are the heartbeat details an earlier attempt recorded last.
 	Details json.RawMessage
+	// Logger, when set, is the attempt's logger (workflow.ActivityLogger).
+	Logger *slog.Logger
 }
 
 type activityKey struct{}

@@ -196,3 +196,28 @@ func Value(ctx context.Context, name string) (string, error) {
 	}
 	return r.SecretValue(ctx, name)
 }
+
+// observer is a resolver that tells seen of each value it resolves.
+type observer struct {
+	r    Resolver
+	seen func(value string)
+}
+
+func (o observer) SecretValue(ctx context.Context, name string) (string, error) {
+	v, err := o.r.SecretValue(ctx, name)
+	if err == nil {
+		o.seen(v)
+	}
+	return v, err
+}
+
+// Observe returns ctx whose resolver (that of ctx, if any) also tells seen
+// of every value it returns: a step's log redacts the secrets the step
+// read.
+func Observe(ctx context.Context, seen func(value string)) context.Context {
+	r, _ := ctx.Value(resolverKey{}).(Resolver)
+	if r == nil {
+		return ctx
+	}
+	return WithResolver(ctx, observer{r: r, seen: seen})
+}

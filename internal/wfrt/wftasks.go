@@ -19,6 +19,7 @@ import (
 	"github.com/hephaestus-go/hephaestus/internal/engine"
 	"github.com/hephaestus-go/hephaestus/internal/limits"
 	"github.com/hephaestus-go/hephaestus/internal/replay"
+	"github.com/hephaestus-go/hephaestus/internal/secrets"
 	"github.com/hephaestus-go/hephaestus/internal/telemetry"
 	"github.com/hephaestus-go/hephaestus/internal/tracing"
 	"github.com/hephaestus-go/hephaestus/internal/worker"
@@ -117,9 +118,13 @@ func (c *Runtime) runActivity(ctx context.Context, h *worker.Held, handoff strin
 	c.cfg.Telemetry.Emit(ev)
 	// The attempt's end (step.completed, step.failed) is emitted by the
 	// committer once its outcome commits.
-	out, err := act.Invoke(replay.WithActivityInfo(actx, info), p.Input)
+	info.Logger = h.Logs().Logger(c.cfg.Logger)
+	out, err := act.Invoke(replay.WithActivityInfo(secrets.Observe(actx, h.Logs().AddSecret), info), p.Input)
 	close(stopWatch)
 	watch.Wait()
+	// The attempt's log is stored before its outcome commits (or is
+	// dropped), whatever becomes of it.
+	h.FlushLogs(context.WithoutCancel(ctx))
 	if cause := context.Cause(ctx); cause != nil {
 		// Cancelled run, lost lease or shutdown: drop the result.
 		return nil, cause

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/hephaestus-go/hephaestus/clock"
+	"github.com/hephaestus-go/hephaestus/internal/steplog"
 	"github.com/hephaestus-go/hephaestus/store"
 )
 
@@ -62,6 +63,9 @@ type Held struct {
 	pending bool
 	// stopped: the context was cancelled for the lease.
 	stopped bool
+	// logs buffers what the task's code logs, until a heartbeat or the
+	// end of the attempt stores it.
+	logs *steplog.Buffer
 }
 
 func newLeaseKeeper(cfg *Config) *leaseKeeper {
@@ -75,7 +79,8 @@ func (k *leaseKeeper) margin() time.Duration { return k.cfg.LeaseDuration / 5 }
 // hold registers a task that starts running; cancel cancels its context.
 // The previous attempt's heartbeat details come with the task.
 func (k *leaseKeeper) hold(t *store.Task, cancel context.CancelCauseFunc) *Held {
-	h := &Held{keeper: k, task: t, cancel: cancel, until: t.LeaseUntil, details: t.Details}
+	h := &Held{keeper: k, task: t, cancel: cancel, until: t.LeaseUntil, details: t.Details,
+		logs: steplog.NewBuffer(steplog.Attempt{RunID: t.RunID, Step: t.Step, Index: t.Index, Attempt: t.Attempt, Worker: t.Owner})}
 	if h.until.IsZero() {
 		h.until = k.cfg.Clock.Now().Add(k.cfg.LeaseDuration)
 	}
@@ -109,6 +114,41 @@ func (h *Held) RecordDetails(details json.RawMessage) {
 	h.keeper.mu.Lock()
 	h.details, h.pending = details, true
 	h.keeper.mu.Unlock()
+}
+
+// Logs is the buffer of what the task's code logs: its Logger is the
+// attempt's. Heartbeats store what it holds, and FlushLogs the rest.
+func (h *Held) Logs() *steplog.Buffer { return h.logs }
+
+// FlushLogs stores what the task's code logged since the last heartbeat:
+// executors call it before they commit the attempt's outcome, so that
+// the log is complete when the outcome shows. A failure is logged and the
+// records are kept for a later flush.
+func (h *Held) FlushLogs(ctx context.Context) {
+	h.keeper.storeLogs(ctx, []*Held{h})
+}
+
+// storeLogs stores the buffered records of held tasks, in calls of at
+// most store.MaxLogsPerAppend records.
+func (k *leaseKeeper) storeLogs(ctx context.Context, held []*Held) {
+	for _, h := range held {
+		if h.logs.Empty() {
+			continue
+		}
+		recs := h.logs.Drain()
+		for len(recs) > 0 {
+			chunk := recs[:min(len(recs), store.MaxLogsPerAppend)]
+			if err := k.cfg.Store.AppendLogs(ctx, &store.AppendLogsParams{Records: chunk}); err != nil {
+				if !errors.Is(err, context.Canceled) {
+					k.cfg.Logger.Warn("cannot store a step's log records; they are kept for the next try", slog.String("run", h.task.RunID),
+						slog.String("step", h.task.Step), slog.Int("records", len(recs)), slog.Any("err", err))
+				}
+				h.logs.Requeue(recs)
+				break
+			}
+			recs = recs[len(chunk):]
+		}
+	}
 }
 
 // Details returns the task's last heartbeat details: recorded by this
@@ -275,6 +315,10 @@ func (k *leaseKeeper) send(ctx context.Context, b *beat) {
 	bctx, cancel := context.WithTimeout(ctx, k.cfg.LeaseDuration)
 	defer cancel()
 	b.lost, b.err = k.cfg.Store.Heartbeat(bctx, p)
+	if b.err == nil {
+		// What the tasks logged so far survives a crash of this process.
+		k.storeLogs(bctx, b.held)
+	}
 }
 
 // settle applies the outcome of a heartbeat.

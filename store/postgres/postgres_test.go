@@ -221,7 +221,7 @@ func TestSchemaHonoured(t *testing.T) {
 		t.Fatalf("claim in the other schema: %v, %v", ts, err)
 	}
 	got := tables(t, connect(t, dsn))
-	want := []string{"api_tokens", "audit_log", "documents", "history", migrate.Table, "operations", "principals", "queue_keys", "queue_leases", "queues", "remote_claims", "requests", "runs", "schedule_ticks", "schedules", "secrets", "sessions", "tasks", "webhook_attempts", "webhook_deliveries", "webhook_events", "webhooks", "workers"}
+	want := []string{"api_tokens", "audit_log", "definition_versions", "definitions", "documents", "history", migrate.Table, "operations", "principals", "queue_keys", "queue_leases", "queues", "remote_claims", "requests", "runs", "schedule_ticks", "schedules", "secrets", "sessions", "step_logs", "tasks", "version_rules", "webhook_attempts", "webhook_deliveries", "webhook_events", "webhooks", "workers"}
 	slices.Sort(want)
 	for _, schema := range []string{"tenant_a", "tenant_b"} {
 		if !slices.Equal(got[schema], want) {
@@ -259,7 +259,9 @@ func TestConcurrentMigrations(t *testing.T) {
 	if err == nil {
 		versions, err = pgx.CollectRows(rows, pgx.RowTo[int])
 	}
-	if want := []int{1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 19}; err != nil || !slices.Equal(versions, want) {
+	want := migrationsFrom(t, 1)
+	slices.Reverse(want)
+	if err != nil || !slices.Equal(versions, want) {
 		t.Fatalf("applied versions %v, %v; want %v", versions, err, want)
 	}
 }
@@ -366,11 +368,11 @@ func TestTraceContextMigration(t *testing.T) {
 	s.Close()
 	var reverted []int
 	err = postgres.WithMigrationLock(t.Context(), cfg, func(ctx context.Context, conn *sql.Conn) (err error) {
-		reverted, err = migrate.Down(ctx, conn, postgres.Migrations(), migrate.Postgres, 6)
+		reverted, err = migrate.Down(ctx, conn, postgres.Migrations(), migrate.Postgres, len(migrationsFrom(t, 11)))
 		return err
 	})
-	if err != nil || !slices.Equal(reverted, []int{19, 15, 14, 13, 12, 11}) {
-		t.Fatalf("down: %v, %v; want [19 15 14 13 12 11]", reverted, err)
+	if want := migrationsFrom(t, 11); err != nil || !slices.Equal(reverted, want) {
+		t.Fatalf("down: %v, %v; want %v", reverted, err, want)
 	}
 
 	s = open(t, cfg)
@@ -410,11 +412,11 @@ func TestTaskRunAttrsMigration(t *testing.T) {
 	s.Close()
 	var reverted []int
 	err = postgres.WithMigrationLock(t.Context(), cfg, func(ctx context.Context, conn *sql.Conn) (err error) {
-		reverted, err = migrate.Down(ctx, conn, postgres.Migrations(), migrate.Postgres, 5)
+		reverted, err = migrate.Down(ctx, conn, postgres.Migrations(), migrate.Postgres, len(migrationsFrom(t, 12)))
 		return err
 	})
-	if err != nil || !slices.Equal(reverted, []int{19, 15, 14, 13, 12}) {
-		t.Fatalf("down: %v, %v; want [19 15 14 13 12]", reverted, err)
+	if want := migrationsFrom(t, 12); err != nil || !slices.Equal(reverted, want) {
+		t.Fatalf("down: %v, %v; want %v", reverted, err, want)
 	}
 
 	s = open(t, cfg)
@@ -948,9 +950,10 @@ func TestPrincipalsMigration(t *testing.T) {
 	}
 	s.Close()
 	err := postgres.WithMigrationLock(t.Context(), cfg, func(ctx context.Context, conn *sql.Conn) error {
-		v, err := migrate.Down(ctx, conn, postgres.Migrations(), migrate.Postgres, 4)
-		if err == nil && !slices.Equal(v, []int{19, 15, 14, 13}) {
-			t.Fatalf("down: %v; want [19 15 14 13]", v)
+		want := migrationsFrom(t, 13)
+		v, err := migrate.Down(ctx, conn, postgres.Migrations(), migrate.Postgres, len(want))
+		if err == nil && !slices.Equal(v, want) {
+			t.Fatalf("down: %v; want %v", v, want)
 		}
 		return err
 	})
@@ -966,4 +969,19 @@ func TestPrincipalsMigration(t *testing.T) {
 	if err != nil || p.Kind != store.PrincipalUser || len(p.Groups) != 0 || !p.Enabled() {
 		t.Fatalf("the token's principal after the migration: %+v, %v", p, err)
 	}
+}
+
+// migrationsFrom returns the versions of the embedded migrations from v
+// up, newest first: what reverting down to v reverts.
+func migrationsFrom(t *testing.T, v int) []int {
+	t.Helper()
+	ms, err := migrate.Load(postgres.Migrations())
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out []int
+	for i := len(ms) - 1; i >= 0 && ms[i].Version >= v; i-- {
+		out = append(out, ms[i].Version)
+	}
+	return out
 }

@@ -227,8 +227,8 @@ func TestTraceContextMigration(t *testing.T) {
 		t.Fatal(err)
 	}
 	create(s, "old")
-	if v, err := migrate.Down(t.Context(), s.writer, Migrations(), migrate.SQLite, 6); err != nil || !slices.Equal(v, []int{17, 13, 12, 11, 10, 9}) {
-		t.Fatalf("migrate down: %v, %v; want [17 13 12 11 10 9]", v, err)
+	if want := migrationsFrom(t, 9); !slices.Equal(must(migrate.Down(t.Context(), s.writer, Migrations(), migrate.SQLite, len(want)))(t), want) {
+		t.Fatalf("migrate down: want %v", want)
 	}
 	if err := s.Close(); err != nil {
 		t.Fatal(err)
@@ -279,8 +279,8 @@ func TestTaskRunAttrsMigration(t *testing.T) {
 	}
 	create(s, "old", true)
 	create(s, "old-plain", false)
-	if v, err := migrate.Down(t.Context(), s.writer, Migrations(), migrate.SQLite, 5); err != nil || !slices.Equal(v, []int{17, 13, 12, 11, 10}) {
-		t.Fatalf("migrate down: %v, %v; want [17 13 12 11 10]", v, err)
+	if want := migrationsFrom(t, 10); !slices.Equal(must(migrate.Down(t.Context(), s.writer, Migrations(), migrate.SQLite, len(want)))(t), want) {
+		t.Fatalf("migrate down: want %v", want)
 	}
 	if err := s.Close(); err != nil {
 		t.Fatal(err)
@@ -465,8 +465,8 @@ func TestPrincipalsMigration(t *testing.T) {
 	if err := s.CreateToken(t.Context(), tok); err != nil {
 		t.Fatal(err)
 	}
-	if v, err := migrate.Down(t.Context(), s.writer, Migrations(), migrate.SQLite, 4); err != nil || !slices.Equal(v, []int{17, 13, 12, 11}) {
-		t.Fatalf("migrate down: %v, %v; want [17 13 12 11]", v, err)
+	if want := migrationsFrom(t, 11); !slices.Equal(must(migrate.Down(t.Context(), s.writer, Migrations(), migrate.SQLite, len(want)))(t), want) {
+		t.Fatalf("migrate down: want %v", want)
 	}
 	if err := s.Close(); err != nil {
 		t.Fatal(err)
@@ -479,5 +479,31 @@ func TestPrincipalsMigration(t *testing.T) {
 	p, err := s.GetPrincipal(t.Context(), "ci")
 	if err != nil || p.Kind != store.PrincipalUser || len(p.Groups) != 0 || !p.Enabled() {
 		t.Fatalf("the token's principal after the migration: %+v, %v", p, err)
+	}
+}
+
+// migrationsFrom returns the versions of the embedded migrations from v
+// up, newest first: what reverting down to v reverts.
+func migrationsFrom(t *testing.T, v int) []int {
+	t.Helper()
+	ms, err := migrate.Load(Migrations())
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out []int
+	for i := len(ms) - 1; i >= 0 && ms[i].Version >= v; i-- {
+		out = append(out, ms[i].Version)
+	}
+	return out
+}
+
+// must fails the test on err, and returns v.
+func must(v []int, err error) func(t *testing.T) []int {
+	return func(t *testing.T) []int {
+		t.Helper()
+		if err != nil {
+			t.Fatalf("migrate down: %v (reverted %v)", err, v)
+		}
+		return v
 	}
 }

@@ -42,14 +42,6 @@ const (
 		"WHERE delivery_id IN (SELECT value FROM json_each(?)) ORDER BY delivery_id, attempt"
 )
 
-func listText(l []string) (string, error) {
-	if l == nil {
-		l = []string{}
-	}
-	b, err := json.Marshal(l)
-	return string(b), err
-}
-
 // CreateWebhook stores a new webhook.
 func (s *Store) CreateWebhook(ctx context.Context, wh *store.Webhook) error {
 	if err := s.check(); err != nil {
@@ -60,11 +52,7 @@ func (s *Store) CreateWebhook(ctx context.Context, wh *store.Webhook) error {
 	}
 	lists := make([]driver.Value, 3)
 	for i, l := range [][]string{wh.Events, wh.Workflows, wh.Tags} {
-		t, err := listText(l)
-		if err != nil {
-			return fmt.Errorf("create webhook: %w", err)
-		}
-		lists[i] = t
+		lists[i] = listText(l)
 	}
 	var n int64
 	err := s.withWriter(ctx, func(w *wconn) error {

@@ -139,6 +139,12 @@ func Run(t *testing.T, newStore func(t *testing.T) store.Store, opts ...Option) 
 		{"QueueConcurrentClaims", testQueueConcurrentClaims},
 		{"QueueManyKeys", testQueueManyKeys},
 		{"TraceContext", testTraceContext},
+		{"Catalog", testCatalog},
+		{"CatalogValidation", testCatalogValidation},
+		{"Versions", testVersions},
+		{"VersionRunCounts", testVersionRunCounts},
+		{"Logs", testLogs},
+		{"LogBounds", testLogBounds},
 	}
 	tests = append(tests, txTests(&c)...)
 	for _, tc := range tests {

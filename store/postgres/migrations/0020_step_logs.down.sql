@@ -1,0 +1,1 @@
+DROP TABLE step_logs;

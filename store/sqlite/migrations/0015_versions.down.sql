@@ -1,0 +1,3 @@
+DROP INDEX runs_workflow_version;
+DROP TABLE definition_versions;
+DROP TABLE version_rules;

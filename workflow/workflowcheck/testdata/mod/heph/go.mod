@@ -1,0 +1,3 @@
+module github.com/hephaestus-go/hephaestus
+
+go 1.26.0
