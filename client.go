@@ -19,6 +19,7 @@ import (
 	"github.com/hephaestus-go/hephaestus/internal/flowrt"
 	"github.com/hephaestus-go/hephaestus/internal/maintenance"
 	"github.com/hephaestus-go/hephaestus/internal/metrics"
+	"github.com/hephaestus-go/hephaestus/internal/notify"
 	"github.com/hephaestus-go/hephaestus/internal/remote"
 	"github.com/hephaestus-go/hephaestus/internal/schedule"
 	"github.com/hephaestus-go/hephaestus/internal/secrets"
@@ -72,6 +73,10 @@ type Client struct {
 
 	// remote serves workers outside the process (remote.go).
 	remote *remote.Runtime
+
+	// notify sends webhook deliveries (webhooks.go); nil when the store
+	// keeps no webhooks or Config.Webhooks.Disabled.
+	notify *notify.Service
 
 	// cat is the client's side of the deployment's catalog (catalog.go).
 	cat catalogState
@@ -147,6 +152,7 @@ func New(cfg *Config) (*Client, error) {
 		Policies: c.retentionPolicies(), OnQueue: cl.flows.FlowsOnQueue, MoreQueues: cl.catalogQueues,
 	})
 	cl.sched = cl.newSchedules()
+	cl.notify = cl.newNotifier()
 	cl.updateHandlers()
 	return cl, nil
 }
@@ -176,6 +182,9 @@ func (c *Client) Start(ctx context.Context) error {
 	}
 	c.gaugesMu.Unlock()
 	c.maint.Start(ctx)
+	if c.notify != nil {
+		c.notify.Start(ctx)
+	}
 	return c.startSchedules(ctx)
 }
 
@@ -186,6 +195,9 @@ func (c *Client) Start(ctx context.Context) error {
 // and before Start.
 func (c *Client) Stop(ctx context.Context) error {
 	c.sched.Stop()
+	if c.notify != nil {
+		c.notify.Stop()
+	}
 	c.gaugesMu.Lock()
 	if c.stopGauges != nil {
 		c.stopGauges()

@@ -188,6 +188,10 @@ type Config struct {
 	// unavailable, and setting or reading one fails with
 	// ErrSecretsUnavailable (listing and deleting them still work).
 	SecretKeys *SecretKeys
+	// Webhooks configures the delivery of webhook notifications
+	// (docs/notifications.md). The zero value delivers, with the
+	// defaults its fields name.
+	Webhooks WebhookConfig
 }
 
 func (c *Config) withDefaults() (Config, error) {

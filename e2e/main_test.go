@@ -57,6 +57,14 @@ func TestMain(m *testing.M) {
 		}
 		os.Exit(0)
 	}
+	// The webhook crash test runs it as the process it kills mid-delivery.
+	if dsn := os.Getenv(webhookEnvDSN); dsn != "" {
+		if err := webhookChild(dsn); err != nil {
+			fmt.Fprintln(os.Stderr, "webhook child:", err)
+			os.Exit(1)
+		}
+		os.Exit(0)
+	}
 	// The chaos tests run it as their worker processes.
 	if spec := os.Getenv(chaosEnv); spec != "" {
 		if err := chaosChild(spec); err != nil {

@@ -93,6 +93,7 @@ var kindStatus = []struct {
 	{store.ErrTokenNotFound, http.StatusNotFound, kindNotFound},
 	{store.ErrOperationNotFound, http.StatusNotFound, kindNotFound},
 	{hephaestus.ErrSecretNotFound, http.StatusNotFound, kindNotFound},
+	{hephaestus.ErrWebhookNotFound, http.StatusNotFound, kindNotFound},
 	{store.ErrPrincipalNotFound, http.StatusNotFound, kindNotFound},
 	{hephaestus.ErrNotAssignee, http.StatusForbidden, kindForbidden},
 	{hephaestus.ErrInvalidInput, http.StatusBadRequest, kindBadRequest},

@@ -119,4 +119,12 @@ func (s *Server) register() {
 	s.handle(put, p+"/secrets/{name}", accessAdmin, "secrets.set", s.putSecret)
 	s.handle(del, p+"/secrets/{name}", accessAdmin, "secrets.delete", s.deleteSecret)
 	s.handle(post, p+"/secrets/rotate", accessAdmin, "secrets.rotate", s.rotateSecrets)
+
+	// Webhooks.
+	s.handle(post, p+"/webhooks", accessAdmin, "webhooks.create", s.createWebhook)
+	s.handle(get, p+"/webhooks", accessRead, "", s.listWebhooks)
+	s.handle(get, p+"/webhooks/{id}", accessRead, "", s.getWebhook)
+	s.handle(del, p+"/webhooks/{id}", accessAdmin, "webhooks.delete", s.deleteWebhook)
+	s.handle(get, p+"/webhooks/{id}/deliveries", accessRead, "", s.webhookDeliveries)
+	s.handle(post, p+"/webhooks/{id}/test", accessAdmin, "webhooks.test", s.testWebhook)
 }

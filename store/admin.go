@@ -63,6 +63,9 @@ type Admin interface {
 	Principals
 	// Secrets keeps the named secrets, sealed by the caller (secrets.go).
 	Secrets
+	// Webhooks keeps webhook subscriptions and their deliveries
+	// (webhook.go).
+	Webhooks
 
 	// CreateToken stores a new token, or returns ErrTokenExists when its
 	// ID or Hash is stored, or an active token has its Name. The caller

@@ -22,18 +22,35 @@ import (
 // is ring, on an SQLite store, and returns the CLI's environment for it.
 func secretsServer(t *testing.T, path, ring string) map[string]string {
 	t.Helper()
+	keys, err := hephaestus.ParseSecretKeys(ring)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return serveSQLite(t, path, &hephaestus.Config{SecretKeys: keys}, false)
+}
+
+// serveSQLite serves the API (insecure) over a client of cfg on the
+// SQLite store at path (started when start is set: it then runs workers
+// and sends webhook deliveries), and returns the CLI's environment for
+// it.
+func serveSQLite(t *testing.T, path string, cfg *hephaestus.Config, start bool) map[string]string {
+	t.Helper()
 	st, err := sqlite.Open(t.Context(), &sqlite.Config{Path: path})
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = st.Close() })
-	keys, err := hephaestus.ParseSecretKeys(ring)
+	cc := *cfg
+	cc.Store = st
+	c, err := hephaestus.New(&cc)
 	if err != nil {
 		t.Fatal(err)
 	}
-	c, err := hephaestus.New(&hephaestus.Config{Store: st, SecretKeys: keys})
-	if err != nil {
-		t.Fatal(err)
+	if start {
+		if err := c.Start(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { _ = c.Stop(context.Background()) })
 	}
 	return serveAPI(t, c, st)
 }

@@ -9,7 +9,7 @@ import (
 	"github.com/hephaestus-go/hephaestus/workflow"
 )
 
-// Builds (docs/deploying-builds.md): every process has a build id
+// Builds (docs/deploying.md#rolling-deploys-of-workflows): every process has a build id
 // (Config.BuildID). A run of a pinned workflow (workflow.Pinned, the
 // default) records the build that started it in its state
 // (wfState.Build) and in store.Run.BuildID; its decision tasks and its

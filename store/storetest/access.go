@@ -51,6 +51,7 @@ func RunAdmin(t *testing.T, newAdmin func(t *testing.T) store.Admin) {
 	t.Run("Secrets", func(t *testing.T) {
 		RunSecrets(t, func(t *testing.T) store.Secrets { return newAdmin(t) })
 	})
+	t.Run("Webhooks", func(t *testing.T) { RunWebhooks(t, newAdmin) })
 }
 
 func newToken(id, name string, created time.Time) *store.Token {
