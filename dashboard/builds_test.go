@@ -3,27 +3,10 @@ package dashboard_test
 import (
 	"context"
 	"html"
-	"io"
-	"net/http"
 	"strings"
 	"testing"
 	"time"
 )
-
-// getPage fetches a page of an insecure dashboard and returns its HTML.
-func getPage(t *testing.T, url string) string {
-	t.Helper()
-	resp, err := http.Get(url)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	b, err := io.ReadAll(resp.Body)
-	if err != nil || resp.StatusCode != http.StatusOK {
-		t.Fatalf("GET %s: %d, %v", url, resp.StatusCode, err)
-	}
-	return string(b)
-}
 
 // The run page shows the build that started a workflow run, and the
 // workers page each worker's build.

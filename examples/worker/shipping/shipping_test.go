@@ -37,7 +37,7 @@ func TestWorkerBesideACodelessProcess(t *testing.T) {
 	if err := w.Start(ctx); err != nil {
 		t.Fatal(err)
 	}
-	defer w.Stop(context.Background())
+	defer func() { _ = w.Stop(context.Background()) }()
 
 	// The codeless process works no queue: it only starts runs.
 	c, err := heph.New(&heph.Config{Store: open(), Queues: map[string]int{"none": 0}})
