@@ -419,6 +419,9 @@ func (c *Client) WaitRun(ctx context.Context, runID string) (*Run, error) {
 func (c *Client) GetRun(ctx context.Context, runID string) (*Run, error) {
 	r, err := c.cfg.Store.GetRun(ctx, runID)
 	if err != nil {
+		if errors.Is(err, ErrRunNotFound) {
+			return nil, err // "run ID not found" says it all
+		}
 		return nil, fmt.Errorf("get run %s: %w", runID, err)
 	}
 	if r.Kind == hephtype.KindFlow {

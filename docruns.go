@@ -213,6 +213,9 @@ func (c *Client) loadDocumentFlow(ctx context.Context, runID, name string, versi
 	}
 	sr, err := c.cfg.Store.GetRun(ctx, runID)
 	if err != nil {
+		if errors.Is(err, ErrRunNotFound) {
+			return nil, err // "run ID not found" says it all
+		}
 		return nil, fmt.Errorf("get run %s: %w", runID, err)
 	}
 	ref, ok := (&Run{Metadata: sr.Metadata}).Document()

@@ -293,6 +293,12 @@ func (s *Server) wrap(rt *route) http.Handler {
 			s.fail(c, err)
 			return
 		}
+		if takesRun(rt.path) {
+			if err := s.resolveRun(c); err != nil {
+				s.fail(c, err)
+				return
+			}
+		}
 		if rt.access == accessRun {
 			if err := s.approverMaySee(c, r.PathValue("id")); err != nil {
 				s.fail(c, err)

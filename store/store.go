@@ -52,6 +52,18 @@ var (
 	ErrTaskNotFound = errors.New("task not found")
 )
 
+// RunNotFound returns the error of a run id that names no run: its
+// message is "run ID not found" and it is ErrRunNotFound. Backends
+// return it unwrapped, so that callers need not repeat the id.
+func RunNotFound(id string) error { return &runNotFoundError{id: id} }
+
+type runNotFoundError struct{ id string }
+
+func (e *runNotFoundError) Error() string { return "run " + e.id + " not found" }
+
+// Is makes errors.Is(err, ErrRunNotFound) true.
+func (e *runNotFoundError) Is(target error) bool { return target == ErrRunNotFound }
+
 // DuplicateRunError reports a business-key conflict.
 type DuplicateRunError struct {
 	BusinessID string

@@ -22,7 +22,7 @@ func (s *Store) GetRun(ctx context.Context, id string) (*store.Run, error) {
 		return err
 	})
 	if errors.Is(err, pgx.ErrNoRows) {
-		return nil, fmt.Errorf("get run %s: %w", id, store.ErrRunNotFound)
+		return nil, store.RunNotFound(id)
 	}
 	if err != nil {
 		return nil, s.fail("get run", err)

@@ -41,7 +41,7 @@ func (s *Store) GetRun(ctx context.Context, id string) (*store.Run, error) {
 	}
 	r, err := scanRun(s.r.getRun.QueryRowContext(ctx, id))
 	if errors.Is(err, sql.ErrNoRows) {
-		return nil, fmt.Errorf("get run %s: %w", id, store.ErrRunNotFound)
+		return nil, store.RunNotFound(id)
 	}
 	if err != nil {
 		return nil, s.fail("get run", err)
