@@ -144,6 +144,9 @@ func (d *Dashboard) runPage(r *http.Request) (string, any, error) {
 	if err := d.get(r, base, nil, run); err != nil {
 		return "", nil, err
 	}
+	// The path may name the run by its business id (key::value), which
+	// the API resolves; the rest of the page reads the run it named.
+	base = "/api/v1/runs/" + url.PathEscape(run.ID)
 	var hist server.History
 	if err := d.get(r, base+"/history", nil, &hist); err != nil {
 		return "", nil, err
