@@ -95,6 +95,9 @@ func testNotFound(t *testing.T, h *harness) {
 	h.create(at(0), newRun("exists"))
 	_, err := h.s.GetRun(ctx, "nope")
 	wantErr(t, "GetRun", err, store.ErrRunNotFound)
+	if err.Error() != "run nope not found" {
+		t.Errorf("GetRun(nope) says %q, want %q (store.RunNotFound: callers add no prefix)", err, "run nope not found")
+	}
 	_, err = h.s.FindRun(ctx, &store.FindRunParams{BusinessID: "order::404"})
 	wantErr(t, "FindRun", err, store.ErrRunNotFound)
 	_, err = h.s.History(ctx, &store.HistoryParams{RunID: "nope"})
