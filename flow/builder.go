@@ -150,8 +150,9 @@ func New(name string) *Builder {
 // version they started with; new runs take the latest registered.
 func (b *Builder) Version(v int) *Builder { b.version = v; return b }
 
-// BusinessKey declares the flow's business key: run ids become
-// "key::value" for a value the caller passes. The scope defaults to
+// BusinessKey declares the flow's business key: its runs get the
+// business id "key::value" for a value the caller passes, which names a
+// run wherever a run id does (the API, heph, the dashboard). The scope defaults to
 // ScopeActive.
 func (b *Builder) BusinessKey(key string, scope KeyScope) *Builder {
 	b.key = key
