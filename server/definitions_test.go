@@ -220,20 +220,7 @@ func TestQueuesAndWorkers(t *testing.T) {
 // Paths and methods the API does not have are problems too.
 func TestNotFoundAndMethod(t *testing.T) {
 	e := newEnv(t, backends()[0], nil)
-	get := func(method, path string) *resp {
-		r, err := http.NewRequest(method, e.http.URL+path, nil)
-		if err != nil {
-			t.Fatal(err)
-		}
-		res, err := e.http.Client().Do(r)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer res.Body.Close()
-		var body [4096]byte
-		n, _ := res.Body.Read(body[:])
-		return &resp{status: res.StatusCode, header: res.Header, body: body[:n]}
-	}
+	get := func(method, path string) *resp { return rawDo(t, e, method, path) }
 	get(http.MethodGet, "/api/v1/nothing").problem(t, http.StatusNotFound)
 	r := get(http.MethodPatch, "/api/v1/runs")
 	p := r.problem(t, http.StatusMethodNotAllowed)

@@ -2,7 +2,6 @@ package server
 
 import (
 	"context"
-	"encoding/json"
 	"io"
 	"net/http"
 	"net/url"
@@ -48,9 +47,9 @@ func newOrderEnv(t *testing.T, b backend) *env {
 	return serve(t, st, c, nil)
 }
 
-// rawDo sends a request outside the OpenAPI checker (the probe's answers
-// are not the document's) and returns its status and body.
-func rawDo(t *testing.T, e *env, method, path string) (int, []byte) {
+// rawDo sends a request outside the OpenAPI checker (for answers that
+// are not the document's, or requests it has no route for).
+func rawDo(t *testing.T, e *env, method, path string) *resp {
 	t.Helper()
 	rq, err := http.NewRequestWithContext(t.Context(), method, e.http.URL+path, nil)
 	if err != nil {
@@ -65,7 +64,7 @@ func rawDo(t *testing.T, e *env, method, path string) (int, []byte) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	return res.StatusCode, body
+	return &resp{status: res.StatusCode, header: res.Header, body: body}
 }
 
 // runPath fills a run route's pattern: {id} with ref, other parameters
@@ -155,18 +154,17 @@ func TestRunAddressing(t *testing.T) {
 			}
 			for _, ref := range []string{inv.ID, "order::42"} {
 				seen = ""
-				if st, body := rawDo(t, p, rt.method, runPath(rt.path, ref)); st != http.StatusTeapot || seen != inv.ID {
-					t.Errorf("%s %s with %s: status %d (%s), the handler saw %q; want %s", rt.method, rt.path, ref, st, body, seen, inv.ID)
+				if res := rawDo(t, p, rt.method, runPath(rt.path, ref)); res.status != http.StatusTeapot || seen != inv.ID {
+					t.Errorf("%s %s with %s: status %d (%s), the handler saw %q; want %s", rt.method, rt.path, ref, res.status, res.body, seen, inv.ID)
 				}
 			}
 			for ref, want := range map[string]string{
 				"order::404": "no run has the id or business id order::404: find runs with heph ls --search order::404",
 				"nope":       "run nope not found: list runs with heph ls",
 			} {
-				st, body := rawDo(t, p, rt.method, runPath(rt.path, ref))
-				var pr Problem
-				if err := json.Unmarshal(body, &pr); err != nil || st != http.StatusNotFound || pr.Detail != want {
-					t.Errorf("%s %s with %s: status %d, %s; want 404 with detail %q", rt.method, rt.path, ref, st, body, want)
+				res := rawDo(t, p, rt.method, runPath(rt.path, ref))
+				if pr := res.problem(t, http.StatusNotFound); pr.Detail != want {
+					t.Errorf("%s %s with %s: %s; want the detail %q", rt.method, rt.path, ref, res.body, want)
 				}
 			}
 		}
