@@ -96,7 +96,14 @@ func badListParams() []struct{ path, param string } {
 func TestListParamsBadRequest(t *testing.T) {
 	forEach(t, func(t *testing.T, b backend) {
 		e := newEnv(t, b, nil)
+		// The table's run r1 is a run that exists: a path naming no run is
+		// a 404 before its query is read.
+		run, err := e.client.StartRun(t.Context(), "greet", map[string]string{"name": "r1"}, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
 		for _, tc := range badListParams() {
+			tc.path = strings.Replace(tc.path, "/runs/r1/", "/runs/"+run.ID+"/", 1)
 			r := e.api.do(req{method: http.MethodGet, path: tc.path, unchecked: true})
 			if r.status != http.StatusBadRequest {
 				t.Errorf("GET %s: status %d, want 400: %s", tc.path, r.status, r.body)
