@@ -30,7 +30,7 @@ func invoiceFlow() *flow.Flow {
 	return b.MustBuild()
 }
 
-func newOrderEnv(t *testing.T, b backend) *env {
+func newOrderEnv(t *testing.T, b backend, cfg *Config) *env {
 	t.Helper()
 	st := b.open(t)
 	c, err := heph.New(&heph.Config{Store: st, Logger: quietLogger()})
@@ -44,7 +44,7 @@ func newOrderEnv(t *testing.T, b backend) *env {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = c.Stop(context.Background()) })
-	return serve(t, st, c, nil)
+	return serve(t, st, c, cfg)
 }
 
 // rawDo sends a request outside the OpenAPI checker (for answers that
@@ -84,7 +84,7 @@ func runPath(pattern, ref string) string {
 // no run is a 404 that says what to do.
 func TestRunAddressing(t *testing.T) {
 	forEach(t, func(t *testing.T, b backend) {
-		e := newOrderEnv(t, b)
+		e := newOrderEnv(t, b, nil)
 		var r1, r2, inv Run
 		e.api.call(http.MethodPost, "/api/v1/runs", map[string]any{"name": "order", "business_value": "42"}, http.StatusCreated, &r1)
 		if r1.BusinessID != "order::42" {
@@ -166,6 +166,24 @@ func TestRunAddressing(t *testing.T) {
 				if pr := res.problem(t, http.StatusNotFound); pr.Detail != want {
 					t.Errorf("%s %s with %s: %s; want the detail %q", rt.method, rt.path, ref, res.body, want)
 				}
+			}
+		}
+	})
+}
+
+// An approver, who reads only the runs with a gate it may decide, gets
+// the same 404 as a reader for a reference that names no run (as it did
+// before business ids: its check of the run's gates found no run).
+func TestRunAddressingApprover(t *testing.T) {
+	forEach(t, func(t *testing.T, b backend) {
+		e := newOrderEnv(t, b, &Config{})
+		approver, reader := e.token("ann", "approver"), e.token("bob", "read")
+		for _, ref := range []string{"order::404", "0190a5d0-ac96-774b-bcce-b302099a8057"} {
+			path := "/api/v1/runs/" + ref
+			a := e.api.do(req{method: http.MethodGet, path: path, token: approver}).problem(t, http.StatusNotFound)
+			r := e.api.do(req{method: http.MethodGet, path: path, token: reader}).problem(t, http.StatusNotFound)
+			if a.Detail != r.Detail || !strings.Contains(a.Detail, ref) || !strings.Contains(a.Detail, "heph ls") {
+				t.Errorf("%s: the approver is told %q, the reader %q", ref, a.Detail, r.Detail)
 			}
 		}
 	})
