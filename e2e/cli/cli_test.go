@@ -159,7 +159,7 @@ func TestSQLite(t *testing.T) {
 		lines(t, c.ok("documents", "ls"), `^NAME\s+VERSION\s+FORMAT`, `^gate\s+1\s+yaml\s`)
 		lines(t, c.ok("documents", "show", "gate"), `^name: gate$`, `approval: \{prompt: "Ship it\?"\}`)
 		c.fails(exitNotFound, "heph: ", "documents", "show", "nope")
-		lines(t, c.ok("definitions"), `^document\s+gate\s+1\s+1$`)
+		lines(t, c.ok("definitions"), `^document\s+gate\s+1\s+1\s+0\s+-$`)
 		lines(t, c.ok("validate", "--remote", gate), `gate.yaml: valid$`)
 		r := c.run("validate", "--remote", bad)
 		if r.code != exitFailure || !regexp.MustCompile(`bad.yaml:5:\d+: .*nowhere`).MatchString(r.stdout) {
