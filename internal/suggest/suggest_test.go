@@ -25,12 +25,12 @@ func TestClosest(t *testing.T) {
 		want []string
 	}{
 		{"strat", []string{"start", "stats"}},
-		{"hist", []string{"history"}},   // a prefix
-		{"shwo", []string{"show"}},      // a transposition is two edits
-		{"xyzzy", []string{}},           // nothing close
-		{"start", []string{"stats"}},    // never the name itself
-		{"SHOW", []string{"show"}},      // case folded
-		{"s", []string{}},               // one letter is no prefix hint
+		{"hist", []string{"history"}}, // a prefix
+		{"shwo", []string{"show"}},    // a transposition is two edits
+		{"xyzzy", []string{}},         // nothing close
+		{"start", []string{"stats"}},  // never the name itself
+		{"SHOW", []string{"show"}},    // case folded
+		{"s", []string{}},             // one letter is no prefix hint
 	} {
 		got := Closest(c.name, names)
 		if !slices.Equal(got, c.want) {
