@@ -61,7 +61,7 @@ func newStart(g *globals) *cobra.Command {
 			run, created, resp, err := api.StartRun(ctx, &req, idem)
 			cancel()
 			if err != nil {
-				return err
+				return startError(cmd.Context(), g, api, &req, err)
 			}
 			if wait {
 				return awaitResult(cmd.Context(), g, api, run.ID, 0)
