@@ -156,4 +156,17 @@ func TestErrorsAgainstServer(t *testing.T) {
 	if code != cli.ExitFailure || !strings.Contains(errOut, `unknown step: "aprove"; did you mean "approve"?`) {
 		t.Errorf("resume with a mistyped step: exit %d, %q", code, errOut)
 	}
+
+	// ls shows the business id; queues and schedules list with no
+	// subcommand, as their ls does.
+	wantLines(t, "ls", ok(t, env, "ls"), `^ID\s+BUSINESS ID\s+KIND\s+WORKFLOW`, `^`+run.ID+`\s+orderid::42\s+flow\s+order\s`)
+	for _, group := range []string{"queues", "schedules"} {
+		got, want := ok(t, env, group), ok(t, env, group, "ls")
+		if got != want || !strings.HasPrefix(got, map[string]string{"queues": "NAME", "schedules": "ID"}[group]) {
+			t.Errorf("heph %s printed %q, heph %s ls %q", group, got, group, want)
+		}
+		if code, _, errOut := heph(t, env, group, "lss"); code != cli.ExitUsage || !strings.Contains(errOut, "did you mean ls?") {
+			t.Errorf("heph %s lss: exit %d, %q", group, code, errOut)
+		}
+	}
 }
