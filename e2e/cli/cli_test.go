@@ -697,3 +697,19 @@ func TestDefaults(t *testing.T) {
 	srv = startServerIn(t, dir, nil, "--insecure")
 	lines(t, srv.client(t, "").ok("ls"), `^ID\s+BUSINESS ID\s+KIND\s+WORKFLOW`)
 }
+
+// TestDevServer starts heph server --dev: it prints the dashboard's URL,
+// serves every call without a token, and seeds the example runs.
+func TestDevServer(t *testing.T) {
+	t.Parallel()
+	srv := startServerIn(t, t.TempDir(), nil, "--dev")
+	c := srv.client(t, "")
+	eventually(t, "the dashboard URL", func() bool {
+		return strings.Contains(srv.log(), "heph: dev mode: the dashboard is at "+srv.url+"/ (no token needed; loopback only)")
+	})
+	if strings.Contains(srv.log(), "HEPH_TOKEN=") {
+		t.Errorf("--dev made a token:\n%s", srv.log())
+	}
+	eventually(t, "example runs", func() bool { return strings.Contains(c.ok("ls").stdout, "example.") })
+	lines(t, c.ok("definitions"), `example\.`)
+}
