@@ -36,12 +36,12 @@ func TestDidYouMeanOffline(t *testing.T) {
 		args []string
 		want string
 	}{
-		{[]string{"strat", "order"}, `heph: unknown command "strat" for "heph"; did you mean start or stats? (see heph --help)`},
+		{[]string{"strt", "order"}, `heph: unknown command "strt" for "heph"; did you mean start or stats? (see heph --help)`},
 		{[]string{"histroy"}, `did you mean history?`},
 		{[]string{"definitons"}, `did you mean definitions?`},
 		{[]string{"tokens", "craete"}, `unknown command "craete" for "heph tokens"; did you mean create? (see heph tokens --help)`},
 		{[]string{"frobnicate"}, `heph: unknown command "frobnicate" for "heph" (see heph --help)`},
-		{[]string{"start", "order", "--busines-value", "42"}, `heph: unknown flag: --busines-value; did you mean --business-value? (see heph start --help)`},
+		{[]string{"start", "order", "--business-vale", "42"}, `heph: unknown flag: --business-vale; did you mean --business-value? (see heph start --help)`},
 		{[]string{"ls", "--outptu", "json"}, `did you mean --output?`},
 		{[]string{"ls", "--zzzzzzzz"}, `heph: unknown flag: --zzzzzzzz (see heph ls --help)`},
 	} {
@@ -62,7 +62,7 @@ func TestDidYouMeanOffline(t *testing.T) {
 // it always had; plain output is unchanged.
 func TestErrorsAsJSONOffline(t *testing.T) {
 	t.Parallel()
-	code, out, errOut := heph(t, nil, "strat", "-o", "json")
+	code, out, errOut := heph(t, nil, "strt", "-o", "json")
 	if code != cli.ExitUsage || out != "" {
 		t.Fatalf("exit %d, stdout %q", code, out)
 	}

@@ -32,7 +32,7 @@ func Closest(name string, candidates []string) []string {
 		}
 		lc := strings.ToLower(c)
 		d := Distance(lname, lc)
-		if d > maxd && !(len(lname) > 1 && strings.HasPrefix(lc, lname)) {
+		if d > maxd && (len(lname) <= 1 || !strings.HasPrefix(lc, lname)) {
 			continue
 		}
 		seen[c] = true

