@@ -91,15 +91,7 @@ func TestErrorsAgainstServer(t *testing.T) {
 	t.Parallel()
 	ctx, cancel := context.WithTimeout(t.Context(), 60*time.Second)
 	defer cancel()
-	st, err := sqlite.Open(ctx, &sqlite.Config{Path: filepath.Join(t.TempDir(), "heph.db")})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = st.Close() })
-	c, err := hephaestus.New(&hephaestus.Config{Store: st})
-	if err != nil {
-		t.Fatal(err)
-	}
+	c, st := sqliteClient(t)
 	b := flow.New("order").BusinessKey("orderid", flow.ScopeActive)
 	flow.EventStep(b, "approve", func(ctx context.Context, in any) (flow.Result[any], error) {
 		return flow.Wait[any](), nil
@@ -169,4 +161,20 @@ func TestErrorsAgainstServer(t *testing.T) {
 			t.Errorf("heph %s lss: exit %d, %q", group, code, errOut)
 		}
 	}
+}
+
+// sqliteClient is a client (not started) on a new SQLite store, both
+// closed by the test's cleanup.
+func sqliteClient(t *testing.T) (*hephaestus.Client, *sqlite.Store) {
+	t.Helper()
+	st, err := sqlite.Open(t.Context(), &sqlite.Config{Path: filepath.Join(t.TempDir(), "heph.db")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = st.Close() })
+	c, err := hephaestus.New(&hephaestus.Config{Store: st})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c, st
 }
