@@ -159,7 +159,7 @@ func Main(ctx context.Context, args []string, env *Env) int {
 		return exit.code
 	}
 	code := ExitCode(err)
-	if f := root.PersistentFlags().Lookup("output"); f != nil && f.Value.String() == "json" {
+	if jsonErrors(root, args) {
 		writeErrorJSON(env.Stderr, err, code)
 		return code
 	}

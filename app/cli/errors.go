@@ -69,6 +69,26 @@ func writeErrorJSON(w io.Writer, err error, code int) {
 	_ = writeJSON(w, b)
 }
 
+// jsonErrors reports whether an error is printed as JSON: -o is json, or
+// the command line asks for it but failed before -o was parsed (a bad
+// flag before it).
+func jsonErrors(root *cobra.Command, args []string) bool {
+	if f := root.PersistentFlags().Lookup("output"); f != nil && f.Value.String() == "json" {
+		return true
+	}
+	for i, a := range args {
+		switch {
+		case a == "--":
+			return false
+		case a == "-ojson" || a == "--output=json" || a == "-o=json":
+			return true
+		case (a == "-o" || a == "--output") && i+1 < len(args) && args[i+1] == "json":
+			return true
+		}
+	}
+	return false
+}
+
 // hintError is an error the command line explains: its message says
 // what is wrong and what to do (fix); it wraps the error it explains, so
 // the exit code stays that error's.

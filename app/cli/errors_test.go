@@ -70,6 +70,11 @@ func TestErrorsAsJSONOffline(t *testing.T) {
 	if e["title"] != "Usage error" || !strings.Contains(e["detail"].(string), "did you mean start or stats?") || e["exit_code"] != float64(cli.ExitUsage) {
 		t.Errorf("error %v", e)
 	}
+	// A bad flag before -o json: still JSON.
+	code, _, errOut = heph(t, nil, "ls", "--bogus", "-o", "json")
+	if e := errorOf(t, errOut); code != cli.ExitUsage || e["title"] != "Usage error" || !strings.Contains(e["detail"].(string), "unknown flag: --bogus") {
+		t.Errorf("exit %d, error %v", code, e)
+	}
 	// HEPH_OUTPUT=json does the same; an unreachable server is exit 6.
 	code, _, errOut = heph(t, map[string]string{cli.EnvOutput: "json", cli.EnvAddr: "http://127.0.0.1:1"}, "ls")
 	if code != cli.ExitUnreachable {
