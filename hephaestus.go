@@ -62,6 +62,10 @@ var (
 	ErrFlowConflict = hephtype.ErrFlowConflict
 	// ErrInvalidInput: the run input (or a resume payload) does not fit.
 	ErrInvalidInput = hephtype.ErrInvalidInput
+	// ErrBusinessValueRequired: StartRun (or StartDocument) of a flow
+	// with a business key had no StartOptions.BusinessValue. It comes
+	// with ErrInvalidInput.
+	ErrBusinessValueRequired = hephtype.ErrBusinessValueRequired
 	// ErrRunNotFound: no run has that id (or business value).
 	ErrRunNotFound = store.ErrRunNotFound
 	// ErrDuplicateRun: the business id is taken within its scope.

@@ -13,6 +13,7 @@ import (
 	"github.com/hephaestus-go/hephaestus/hephtype"
 	"github.com/hephaestus-go/hephaestus/internal/dag"
 	"github.com/hephaestus-go/hephaestus/internal/engine"
+	fuzzy "github.com/hephaestus-go/hephaestus/internal/suggest"
 )
 
 // Rule names a validation rule; every ValidationError carries one.
@@ -771,7 +772,7 @@ func quoteAll(s []string) string {
 func suggest(name string, byName map[string]*stepDef) string {
 	best, bestD := "", 3
 	for n := range byName {
-		if d := editDistance(strings.ToLower(name), strings.ToLower(n)); d < bestD || (d == bestD && n < best) {
+		if d := fuzzy.Distance(strings.ToLower(name), strings.ToLower(n)); d < bestD || (d == bestD && n < best) {
 			best, bestD = n, d
 		}
 	}
@@ -787,26 +788,6 @@ func suggestOrFix(name string, byName map[string]*stepDef) string {
 		return s
 	}
 	return "; declare the step or fix the name"
-}
-
-func editDistance(a, b string) int {
-	prev := make([]int, len(b)+1)
-	cur := make([]int, len(b)+1)
-	for j := range prev {
-		prev[j] = j
-	}
-	for i := 1; i <= len(a); i++ {
-		cur[0] = i
-		for j := 1; j <= len(b); j++ {
-			cost := 1
-			if a[i-1] == b[j-1] {
-				cost = 0
-			}
-			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
-		}
-		prev, cur = cur, prev
-	}
-	return prev[len(b)]
 }
 
 // compile turns the validated definition into a Flow and its engine graph.

@@ -14,6 +14,9 @@ var (
 	ErrFlowConflict = errors.New("flow registered twice with a different shape")
 	// ErrInvalidInput: input a caller passed does not fit.
 	ErrInvalidInput = errors.New("invalid input")
+	// ErrBusinessValueRequired: a start of a flow with a business key
+	// gave no business value. It comes with ErrInvalidInput.
+	ErrBusinessValueRequired = errors.New("business value required")
 	// ErrPayloadTooLarge: a payload is larger than the configured limit.
 	ErrPayloadTooLarge = errors.New("payload too large")
 	// ErrNotWaiting: the run, or the named step, is not waiting.

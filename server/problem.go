@@ -42,6 +42,8 @@ type Problem struct {
 	Detail string `json:"detail,omitempty"`
 	// Instance is the request's path.
 	Instance string `json:"instance,omitempty"`
+	// Fix says what to do about the problem, where the server knows.
+	Fix string `json:"fix,omitempty"`
 	// Errors are the positioned problems of an invalid document (422) or
 	// the invalid fields of a request body (400).
 	Errors []FieldError `json:"errors,omitempty"`

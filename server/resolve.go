@@ -2,7 +2,6 @@ package server
 
 import (
 	"errors"
-	"fmt"
 	"net/http"
 	"strings"
 
@@ -47,7 +46,7 @@ func (s *Server) runID(c *call, ref string) (string, error) {
 		return "", err
 	}
 	if _, _, err := businesskey.Parse(ref); err != nil {
-		return "", runNotFound(fmt.Sprintf("run %s not found: list runs with heph ls", ref))
+		return "", runNotFound("run "+ref+" not found", "list runs with heph ls")
 	}
 	for _, statuses := range [][]hephtype.RunStatus{activeStatuses, nil} {
 		page, err := s.cfg.Store.ListRuns(c.ctx(), &store.ListRunsParams{BusinessID: ref, Statuses: statuses, Limit: 1})
@@ -58,10 +57,12 @@ func (s *Server) runID(c *call, ref string) (string, error) {
 			return page.Runs[0].ID, nil
 		}
 	}
-	return "", runNotFound(fmt.Sprintf("no run has the id or business id %s: find runs with heph ls --search %s", ref, ref))
+	return "", runNotFound("no run has the id or business id "+ref, "find runs with heph ls --search "+ref)
 }
 
-// runNotFound is the 404 of a run reference that names no run.
-func runNotFound(detail string) *Problem {
-	return &Problem{Status: http.StatusNotFound, Kind: kindNotFound, Detail: detail}
+// runNotFound is the 404 of a run reference that names no run: the
+// detail ends with the fix, so that it reads as one line where the fix
+// is not shown apart (heph prints a fix the detail holds only once).
+func runNotFound(what, fix string) *Problem {
+	return &Problem{Status: http.StatusNotFound, Kind: kindNotFound, Detail: what + ": " + fix, Fix: fix}
 }

@@ -163,7 +163,7 @@ func TestRunAddressing(t *testing.T) {
 				"nope":       "run nope not found: list runs with heph ls",
 			} {
 				res := rawDo(t, p, rt.method, runPath(rt.path, ref))
-				if pr := res.problem(t, http.StatusNotFound); pr.Detail != want {
+				if pr := res.problem(t, http.StatusNotFound); pr.Detail != want || pr.Fix == "" || !strings.HasSuffix(want, ": "+pr.Fix) {
 					t.Errorf("%s %s with %s: %s; want the detail %q", rt.method, rt.path, ref, res.body, want)
 				}
 			}

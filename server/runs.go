@@ -253,6 +253,11 @@ func (s *Server) startRun(c *call) error {
 			run, err = cl.StartRun(c.ctx(), b.Name, input(b.Input), opts)
 		}
 	}
+	if errors.Is(err, hephaestus.ErrBusinessValueRequired) {
+		p := fieldProblem("business_value", "is required: "+err.Error())
+		p.Fix = "pass business_value, the value of the flow's business key (such as \"order-42\")"
+		return p
+	}
 	status := http.StatusCreated
 	if errors.Is(err, hephaestus.ErrRunExists) && run != nil && runID != "" {
 		status, err = http.StatusOK, nil

@@ -103,6 +103,8 @@ type Error struct {
 	Title      string
 	Detail     string
 	Instance   string
+	// Fix says what to do about it, when the server knows.
+	Fix string
 	// Errors are the problems of an invalid flow document (422).
 	Errors []DocumentError
 	// Body is the response body as the server sent it.
@@ -245,10 +247,11 @@ func problem(resp *http.Response, body []byte) *Error {
 			Title    string          `json:"title"`
 			Detail   string          `json:"detail"`
 			Instance string          `json:"instance"`
+			Fix      string          `json:"fix"`
 			Errors   []DocumentError `json:"errors"`
 		}
 		if json.Unmarshal(body, &p) == nil {
-			e.Type, e.Title, e.Detail, e.Instance, e.Errors = p.Type, p.Title, p.Detail, p.Instance, p.Errors
+			e.Type, e.Title, e.Detail, e.Instance, e.Fix, e.Errors = p.Type, p.Title, p.Detail, p.Instance, p.Fix, p.Errors
 			if i := strings.LastIndexByte(p.Type, '/'); i >= 0 {
 				e.Kind = p.Type[i+1:]
 			}

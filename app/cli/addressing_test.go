@@ -39,7 +39,7 @@ func TestBusinessIDAddressing(t *testing.T) {
 	for _, args := range [][]string{{"show", "order::404"}, {"history", "order::404"}, {"cancel", "order::404"}} {
 		code, _, errOut := heph(t, env, args...)
 		if code == 0 || !strings.Contains(errOut, "no run has the id or business id order::404: find runs with heph ls --search order::404") ||
-			strings.Count(errOut, "order::404:") != 1 {
+			strings.Count(errOut, "order::404:") != 1 || strings.Count(strings.TrimSpace(errOut), "\n") != 0 {
 			t.Errorf("heph %s: exit %d, stderr %q; want one line naming order::404 and what to do", strings.Join(args, " "), code, errOut)
 		}
 	}

@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"strings"
 
 	"github.com/mattn/go-isatty"
 	"github.com/spf13/cobra"
@@ -111,7 +112,7 @@ func New(env *Env) *cobra.Command {
 		newSchedules(g), newQueues(g), newWorkers(g), newBuilds(g), newTokens(g), newPrincipals(g), newAudit(g), newSecrets(g), newWebhooks(g), newDocuments(g), newDefinitions(g), newVersions(g),
 		newServer(g), newBench(g), newVet(g), newReplay(g),
 	)
-	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return &usageError{err.Error()} })
+	root.SetFlagErrorFunc(flagError)
 	usageArgs(root)
 	return root
 }
@@ -122,7 +123,7 @@ func usageArgs(cmd *cobra.Command) {
 	args := cmd.Args
 	if args == nil {
 		if cmd.HasSubCommands() {
-			args = cobra.NoArgs
+			args = noSubcommand
 		} else {
 			args = cobra.ArbitraryArgs
 		}
@@ -143,7 +144,9 @@ func usageArgs(cmd *cobra.Command) {
 }
 
 // Main runs the command line args (without the program name) and returns
-// the process's exit code (ExitOK, ExitFailure, ...).
+// the process's exit code (ExitOK, ExitFailure, ...). An error is printed
+// on Stderr: "heph: <what>" lines, or with -o json one JSON object
+// {"error": {...}}.
 func Main(ctx context.Context, args []string, env *Env) int {
 	root := New(env)
 	root.SetArgs(args)
@@ -155,16 +158,30 @@ func Main(ctx context.Context, args []string, env *Env) int {
 	if errors.As(err, &exit) && exit.silent {
 		return exit.code
 	}
-	var apiErr *apiclient.Error
-	if errors.As(err, &apiErr) {
-		fmt.Fprintln(env.Stderr, "heph:", apiErr.Error())
+	code := ExitCode(err)
+	if jsonErrors(root, args) {
+		writeErrorJSON(env.Stderr, err, code)
+		return code
+	}
+	var (
+		apiErr *apiclient.Error
+		hint   *hintError
+	)
+	switch {
+	case errors.As(err, &hint):
+		fmt.Fprintln(env.Stderr, "heph:", err)
+	case errors.As(err, &apiErr):
+		fmt.Fprintln(env.Stderr, "heph:", err.Error())
 		for _, d := range apiErr.Errors {
 			fmt.Fprintf(env.Stderr, "  %d:%d: %s: %s\n", d.Line, d.Column, d.Path, d.Message)
 		}
-	} else {
+		if apiErr.Fix != "" && !strings.Contains(err.Error(), apiErr.Fix) {
+			fmt.Fprintln(env.Stderr, "  fix:", apiErr.Fix)
+		}
+	default:
 		fmt.Fprintln(env.Stderr, "heph:", err)
 	}
-	return ExitCode(err)
+	return code
 }
 
 // ExitCode is the exit code of a command's error.

@@ -27,7 +27,7 @@ func TestKindsNamedCLI(t *testing.T) {
 	}
 	wantLines(t, "start", ok(t, env, "start", demo.EmailJob, "--kind", "job", "--input", `{"to": "bob@example.com", "subject": "x"}`), `^run \S+ started: job example\.email v\d+, `)
 	ls := ok(t, env, "ls")
-	wantLines(t, "ls", ls, `^ID\s+KIND\s+WORKFLOW`, `^`+j.ID+`\s+job\s+example\.email\s`, `^`+doc.ID+`\s+document\s+example\.expense\s`, `^`+wf.ID+`\s+workflow\s+example\.workspace\s`)
+	wantLines(t, "ls", ls, `^ID\s+BUSINESS ID\s+KIND\s+WORKFLOW`, `^`+j.ID+`\s+\S+\s+job\s+example\.email\s`, `^`+doc.ID+`\s+\S+\s+document\s+example\.expense\s`, `^`+wf.ID+`\s+\S+\s+workflow\s+example\.workspace\s`)
 	wantLines(t, "show job", ok(t, env, "show", j.ID), `^kind:\s+job$`)
 	wantLines(t, "show document", ok(t, env, "show", doc.ID), `^kind:\s+document$`)
 

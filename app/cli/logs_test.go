@@ -3,17 +3,14 @@ package cli_test
 import (
 	"bytes"
 	"context"
-	"path/filepath"
 	"regexp"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
-	hephaestus "github.com/hephaestus-go/hephaestus"
 	"github.com/hephaestus-go/hephaestus/app/cli"
 	"github.com/hephaestus-go/hephaestus/flow"
-	"github.com/hephaestus-go/hephaestus/store/sqlite"
 )
 
 // syncBuffer is a buffer written by the command and read by the test.
@@ -41,15 +38,7 @@ func TestLogsCLIFollow(t *testing.T) {
 	t.Parallel()
 	ctx, cancel := context.WithTimeout(t.Context(), 60*time.Second)
 	defer cancel()
-	st, err := sqlite.Open(ctx, &sqlite.Config{Path: filepath.Join(t.TempDir(), "heph.db")})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = st.Close() })
-	c, err := hephaestus.New(&hephaestus.Config{Store: st})
-	if err != nil {
-		t.Fatal(err)
-	}
+	c, st := sqliteClient(t)
 	release := make(chan struct{})
 	b := flow.New("chatty")
 	flow.Step(b, "talk", func(ctx context.Context, in string) (string, error) {

@@ -17,7 +17,7 @@ func newQueues(g *globals) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:     "queues",
 		Aliases: []string{"queue"},
-		Short:   "Show queues and set their flow control",
+		Short:   "Show queues and set their flow control (no subcommand: list them)",
 	}
 	ls := &cobra.Command{
 		Use:     "ls",
@@ -65,6 +65,7 @@ func newQueues(g *globals) *cobra.Command {
 		},
 	}
 	cmd.AddCommand(ls, show, queuesSet(g), queuePause(g, true), queuePause(g, false))
+	cmd.RunE = ls.RunE // heph queues lists them
 	return cmd
 }
 

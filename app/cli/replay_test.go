@@ -15,7 +15,6 @@ import (
 	"github.com/hephaestus-go/hephaestus/app/cli"
 	"github.com/hephaestus-go/hephaestus/app/demo"
 	"github.com/hephaestus-go/hephaestus/flowdoc"
-	"github.com/hephaestus-go/hephaestus/store/sqlite"
 	"github.com/hephaestus-go/hephaestus/workflow"
 )
 
@@ -25,15 +24,7 @@ import (
 func demoServer(t *testing.T) (*hephaestus.Client, map[string]string) {
 	t.Helper()
 	ctx := t.Context()
-	st, err := sqlite.Open(ctx, &sqlite.Config{Path: filepath.Join(t.TempDir(), "heph.db")})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = st.Close() })
-	c, err := hephaestus.New(&hephaestus.Config{Store: st})
-	if err != nil {
-		t.Fatal(err)
-	}
+	c, st := sqliteClient(t)
 	reg := flowdoc.NewRegistry()
 	if err := demo.Register(ctx, c, reg); err != nil {
 		t.Fatal(err)

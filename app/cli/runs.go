@@ -61,7 +61,7 @@ func newStart(g *globals) *cobra.Command {
 			run, created, resp, err := api.StartRun(ctx, &req, idem)
 			cancel()
 			if err != nil {
-				return err
+				return startError(cmd.Context(), g, api, &req, err)
 			}
 			if wait {
 				return awaitResult(cmd.Context(), g, api, run.ID, 0)
@@ -298,9 +298,9 @@ func newList(g *globals) *cobra.Command {
 				return g.emitValue(apiclient.RunList{Runs: nonNil(runs)}, nil)
 			}
 			err = g.emit(resp, func(w io.Writer) error {
-				tw := newTable(w, "ID", "KIND", "WORKFLOW", "VERSION", "STATUS", "CREATED", "FINISHED", "ERROR")
+				tw := newTable(w, "ID", "BUSINESS ID", "KIND", "WORKFLOW", "VERSION", "STATUS", "CREATED", "FINISHED", "ERROR")
 				for _, r := range runs {
-					row(tw, r.ID, r.Kind, r.Workflow, r.Version, r.Status, r.CreatedAt, r.FinishedAt, truncate(r.Error, 60))
+					row(tw, r.ID, r.BusinessID, r.Kind, r.Workflow, r.Version, r.Status, r.CreatedAt, r.FinishedAt, truncate(r.Error, 60))
 				}
 				return tw.Flush()
 			})

@@ -20,10 +20,12 @@ func newSchedules(g *globals) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:     "schedules",
 		Aliases: []string{"schedule", "sched"},
-		Short:   "List, create, change and run schedules",
+		Short:   "List, create, change and run schedules (no subcommand: list them)",
 	}
+	ls := schedulesList(g)
+	cmd.RunE = ls.RunE // heph schedules lists them
 	cmd.AddCommand(
-		schedulesList(g), schedulesShow(g), schedulesCreate(g, false), schedulesCreate(g, true), schedulesDelete(g),
+		ls, schedulesShow(g), schedulesCreate(g, false), schedulesCreate(g, true), schedulesDelete(g),
 		scheduleAction(g, "pause", "Pause a schedule: it fires no tick until resumed"),
 		scheduleAction(g, "resume", "Resume a paused schedule"),
 		scheduleAction(g, "trigger", "Start a run of a schedule's target now"),

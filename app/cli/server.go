@@ -56,7 +56,7 @@ const (
 type serverFlags struct {
 	addr, sqlite, postgres, schema, logLevel string
 	secretKeysFile                           string
-	insecure, examples                       bool
+	insecure, examples, dev                  bool
 	maxBody                                  int64
 	reqTimeout                               time.Duration
 	workers                                  int
@@ -78,13 +78,16 @@ func newServer(g *globals) *cobra.Command {
 			"With --examples (the default) the server registers example definitions, named example.*,\n" +
 			"and on a store's first start (no run at all) seeds example runs of each of them, in the\n" +
 			"background once it listens; --examples=false registers and seeds nothing.\n" +
+			"--dev is for a first local try: it serves a loopback address only, without tokens\n" +
+			"(--insecure), with the examples (--examples), and prints the dashboard's URL.\n" +
 			"Every flag has an environment variable: HEPH_ADDR, HEPH_SQLITE, HEPH_POSTGRES,\n" +
 			"HEPH_SCHEMA, HEPH_INSECURE, HEPH_MAX_BODY, HEPH_REQUEST_TIMEOUT, HEPH_WORKERS, HEPH_LOG_LEVEL,\n" +
 			"HEPH_EXAMPLES, HEPH_SECRET_KEYS_FILE.\n\n" +
 			"Named secrets (heph secrets) are sealed with the key ring of HEPH_SECRET_KEYS\n" +
 			"(\"id:<base64 of 32 bytes>\" entries separated by commas, the current key first) or of\n" +
 			"the file --secret-keys-file (one entry a line); without either, secrets are unavailable.",
-		Example: `  heph server --insecure
+		Example: `  heph server --dev
+  heph server --insecure
   heph server --postgres postgres://heph@db/heph --addr 0.0.0.0:7070
   heph server --addr 127.0.0.1:0 --sqlite /tmp/heph.db --examples=false`,
 		Args: cobra.NoArgs,
@@ -104,6 +107,7 @@ func newServer(g *globals) *cobra.Command {
 	fl.StringVar(&f.postgres, "postgres", "", "PostgreSQL DSN instead of SQLite; $"+EnvPostgres)
 	fl.StringVar(&f.schema, "schema", "heph", "PostgreSQL schema of the store; $"+envSchema)
 	fl.BoolVar(&f.insecure, "insecure", false, "serve without tokens (only on a loopback address); $"+EnvInsecure)
+	fl.BoolVar(&f.dev, "dev", false, "a local try: loopback only, no token needed (--insecure), example runs (--examples); prints the dashboard URL")
 	fl.BoolVar(&f.examples, "examples", true, "register the example.* definitions, and seed example runs on a store with no run; $"+envExamples)
 	fl.Int64Var(&f.maxBody, "max-body", defaultMaxBody, "largest request body in bytes; $"+envMaxBody)
 	fl.DurationVar(&f.reqTimeout, "request-timeout", defaultReqTimeout, "time limit of a request (long polls wait at most this); $"+envRequestTimeout)
@@ -178,6 +182,15 @@ func (f *serverFlags) check(cmd *cobra.Command) error {
 	}
 	if _, err := strconv.ParseUint(port, 10, 16); err != nil {
 		return usagef("--addr %q: bad port", f.addr)
+	}
+	if f.dev {
+		if !loopback(host) {
+			return usagef("--dev serves without tokens: only on a loopback address (127.0.0.1, ::1, localhost), not %q; to serve %q, drop --dev and make a token with heph tokens create admin --role admin %s", host, f.addr, storeFlag(f))
+		}
+		f.insecure = true
+		if !cmd.Flags().Changed("examples") {
+			f.examples = true
+		}
 	}
 	switch {
 	case f.insecure && !loopback(host):
@@ -395,6 +408,9 @@ func (s *serving) serve(ctx context.Context, handler http.Handler) error {
 		BaseContext:       func(net.Listener) context.Context { return context.WithoutCancel(ctx) },
 	}
 	fmt.Fprintf(env.Stderr, "%shttp://%s\n", listeningLinePrefix, ln.Addr())
+	if f.dev {
+		fmt.Fprintf(env.Stderr, "heph: dev mode: the dashboard is at http://%s/ (no token needed; loopback only)\n", ln.Addr())
+	}
 	if s.noTokens {
 		// The first start on loopback: make the first admin token, so a
 		// fresh checkout serves with no other set-up, and show it once.

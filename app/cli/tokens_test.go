@@ -97,6 +97,9 @@ func TestServerRefuses(t *testing.T) {
 		{map[string]string{cli.EnvInsecure: "1", cli.EnvAddr: "http://192.0.2.1:7070"}, nil, 2, `not "192.0.2.1"`},
 		{map[string]string{cli.EnvInsecure: "maybe"}, nil, 2, "HEPH_INSECURE"},
 		{map[string]string{"HEPH_EXAMPLES": "sometimes"}, nil, 2, `$HEPH_EXAMPLES="sometimes": want true or false`},
+		// --dev serves without tokens: loopback only, naming the way out.
+		{nil, []string{"--dev", "--addr", "0.0.0.0:7070"}, 2, `--dev serves without tokens: only on a loopback address (127.0.0.1, ::1, localhost), not "0.0.0.0"; to serve "0.0.0.0:7070", drop --dev and make a token with heph tokens create admin --role admin --sqlite heph.db`},
+		{map[string]string{cli.EnvAddr: "http://192.0.2.1:7070"}, []string{"--dev"}, 2, `--dev serves without tokens: only on a loopback address`},
 		{nil, []string{"--addr", "nowhere"}, 2, "want host:port"},
 		{nil, []string{"--addr", "127.0.0.1:99999"}, 2, "bad port"},
 		{nil, []string{"--workers", "0"}, 2, "--workers"},

@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"net/http/httptest"
-	"path/filepath"
 	"strings"
 	"testing"
 
@@ -12,7 +11,6 @@ import (
 	"github.com/hephaestus-go/hephaestus/app/cli"
 	"github.com/hephaestus-go/hephaestus/flow"
 	"github.com/hephaestus-go/hephaestus/server"
-	"github.com/hephaestus-go/hephaestus/store/sqlite"
 )
 
 // heph versions: list, rule set (pinned, split, field) and clear,
@@ -20,15 +18,7 @@ import (
 // has versions 1 and 2 of flow "billing".
 func TestVersionsCLI(t *testing.T) {
 	t.Parallel()
-	st, err := sqlite.Open(t.Context(), &sqlite.Config{Path: filepath.Join(t.TempDir(), "heph.db")})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = st.Close() })
-	c, err := hephaestus.New(&hephaestus.Config{Store: st})
-	if err != nil {
-		t.Fatal(err)
-	}
+	c, st := sqliteClient(t)
 	for v := 1; v <= 2; v++ {
 		b := flow.New("billing").Version(v)
 		flow.Step(b, "charge", func(ctx context.Context, in any) (int, error) { return v, nil })

@@ -159,7 +159,7 @@ func TestSQLite(t *testing.T) {
 		lines(t, c.ok("documents", "ls"), `^NAME\s+VERSION\s+FORMAT`, `^gate\s+1\s+yaml\s`)
 		lines(t, c.ok("documents", "show", "gate"), `^name: gate$`, `approval: \{prompt: "Ship it\?"\}`)
 		c.fails(exitNotFound, "heph: ", "documents", "show", "nope")
-		lines(t, c.ok("definitions"), `^document\s+gate\s+1\s+1$`)
+		lines(t, c.ok("definitions"), `^document\s+gate\s+1\s+1\s+0\s+-$`)
 		lines(t, c.ok("validate", "--remote", gate), `gate.yaml: valid$`)
 		r := c.run("validate", "--remote", bad)
 		if r.code != exitFailure || !regexp.MustCompile(`bad.yaml:5:\d+: .*nowhere`).MatchString(r.stdout) {
@@ -189,7 +189,7 @@ func TestSQLite(t *testing.T) {
 		waitStatus(c, id, "waiting")
 
 		// ls with filters, in both formats.
-		lines(t, c.ok("ls", "--tag", "e2e"), `^ID\s+KIND\s+WORKFLOW`, regexp.QuoteMeta(id)+`\s+\S+\s+gate\s+1\s+waiting\s`)
+		lines(t, c.ok("ls", "--tag", "e2e"), `^ID\s+BUSINESS ID\s+KIND\s+WORKFLOW`, regexp.QuoteMeta(id)+`\s+\S+\s+\S+\s+gate\s+1\s+waiting\s`)
 		var list struct {
 			Runs []run
 			Next string
@@ -604,7 +604,7 @@ func TestPostgres(t *testing.T) {
 	lines(t, c.ok("documents", "put", writeFile(t, dir, "gate.yaml", gateDoc)), `^document gate version 1 `)
 	id := startGate(c, "--tag", "pg")
 	waitStatus(c, id, "waiting")
-	lines(t, c.ok("ls", "--tag", "pg"), regexp.QuoteMeta(id)+`\s+\S+\s+gate\s+1\s+waiting\s`)
+	lines(t, c.ok("ls", "--tag", "pg"), regexp.QuoteMeta(id)+`\s+\S+\s+\S+\s+gate\s+1\s+waiting\s`)
 	lines(t, c.ok("show", id), `^status:\s+waiting$`, `^review\s+waiting\s`, `^\[~\] review <wait>  waiting$`)
 	lines(t, c.ok("approve", id, "review"), `approved by insecure$`)
 	lines(t, c.ok("cancel", id, "--reason", "pg"), `^run `+regexp.QuoteMeta(id)+` cancel`)
@@ -679,7 +679,7 @@ func TestDefaults(t *testing.T) {
 	if token == "" {
 		t.Fatalf("the first start shows no admin token:\n%s", srv.log())
 	}
-	lines(t, srv.client(t, token).ok("ls"), `^ID\s+KIND\s+WORKFLOW`)
+	lines(t, srv.client(t, token).ok("ls"), `^ID\s+BUSINESS ID\s+KIND\s+WORKFLOW`)
 	if err := srv.stop(t, syscall.SIGTERM); err != nil {
 		t.Fatalf("stop: %v\n%s", err, srv.log())
 	}
@@ -687,7 +687,7 @@ func TestDefaults(t *testing.T) {
 		t.Fatalf("the default store: %v", err)
 	}
 	srv = startServerIn(t, dir, nil)
-	lines(t, srv.client(t, token).ok("ls"), `^ID\s+KIND\s+WORKFLOW`)
+	lines(t, srv.client(t, token).ok("ls"), `^ID\s+BUSINESS ID\s+KIND\s+WORKFLOW`)
 	if err := srv.stop(t, syscall.SIGTERM); err != nil {
 		t.Fatalf("stop: %v\n%s", err, srv.log())
 	}
@@ -695,5 +695,21 @@ func TestDefaults(t *testing.T) {
 		t.Errorf("a second start made another token:\n%s", srv.log())
 	}
 	srv = startServerIn(t, dir, nil, "--insecure")
-	lines(t, srv.client(t, "").ok("ls"), `^ID\s+KIND\s+WORKFLOW`)
+	lines(t, srv.client(t, "").ok("ls"), `^ID\s+BUSINESS ID\s+KIND\s+WORKFLOW`)
+}
+
+// TestDevServer starts heph server --dev: it prints the dashboard's URL,
+// serves every call without a token, and seeds the example runs.
+func TestDevServer(t *testing.T) {
+	t.Parallel()
+	srv := startServerIn(t, t.TempDir(), nil, "--dev")
+	c := srv.client(t, "")
+	eventually(t, "the dashboard URL", func() bool {
+		return strings.Contains(srv.log(), "heph: dev mode: the dashboard is at "+srv.url+"/ (no token needed; loopback only)")
+	})
+	if strings.Contains(srv.log(), "HEPH_TOKEN=") {
+		t.Errorf("--dev made a token:\n%s", srv.log())
+	}
+	eventually(t, "example runs", func() bool { return strings.Contains(c.ok("ls").stdout, "example.") })
+	lines(t, c.ok("definitions"), `example\.`)
 }

@@ -433,6 +433,12 @@ func TestWaitResume(t *testing.T) {
 	}
 	r.refuse(engine.Resume{Step: "b", Event: "ok"}, engine.ErrNotWaiting)
 	r.refuse(engine.Resume{Step: "nope", Event: "ok"}, engine.ErrUnknownStep)
+	if err := r.refuseErr(engine.Resume{Step: "bb", Event: "ok"}, engine.ErrUnknownStep); !strings.Contains(err.Error(), `unknown step: "bb"; did you mean "b"?`) {
+		t.Errorf("error %q should suggest the step b", err)
+	}
+	if err := r.refuseErr(engine.Resume{Step: "zzzz", Event: "ok"}, engine.ErrUnknownStep); strings.Contains(err.Error(), "did you mean") {
+		t.Errorf("error %q suggests a step nothing like the name", err)
+	}
 	r.refuse(engine.StepCompleted{Step: "a", Attempt: 1, Event: "approve"}, engine.ErrStale)
 	r.refuse(engine.TimerFired{Step: "a"}, engine.ErrStale)
 

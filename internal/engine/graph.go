@@ -31,6 +31,8 @@ import (
 	"slices"
 	"strings"
 	"time"
+
+	"github.com/hephaestus-go/hephaestus/internal/suggest"
 )
 
 // Done is the target index of the terminal pseudo-step: an edge to Done ends
@@ -260,7 +262,11 @@ func (s *Step) Declares(event string) bool {
 func (g *Graph) step(name string) (int, error) {
 	i, ok := g.index[name]
 	if !ok {
-		return 0, fmt.Errorf("%w: %q", ErrUnknownStep, name)
+		names := make([]string, len(g.Steps))
+		for j := range g.Steps {
+			names[j] = g.Steps[j].Name
+		}
+		return 0, fmt.Errorf("%w: %q%s", ErrUnknownStep, name, suggest.DidYouMean(name, names, true))
 	}
 	return i, nil
 }

@@ -358,6 +358,8 @@ func (r *Runtime) newRun(flowName string, input any, opts *StartOptions) (*store
 	key, scope := f.BusinessKey()
 	var bid string
 	switch {
+	case key != "" && opts.BusinessValue == "":
+		return nil, nil, fmt.Errorf("start %q: %w: %w: the flow has the business key %q; give its value (such as \"order-42\")", flowName, limits.ErrInvalidInput, hephtype.ErrBusinessValueRequired, key)
 	case key != "":
 		if bid, err = businesskey.New(key, opts.BusinessValue, scope, nil); err != nil {
 			return nil, nil, fmt.Errorf("start %q: %w: %w", flowName, limits.ErrInvalidInput, err)
