@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"time"
 
 	"github.com/jackc/pgx/v5"
 
@@ -21,6 +22,7 @@ const (
 	qVersionLock     = "SELECT pg_advisory_xact_lock(hashtextextended('heph.versions:' || $1, 0))"
 	qVersionRuleGet  = "SELECT rule, updated_at, updated_by FROM §version_rules WHERE name = $1"
 	qVersionStates   = "SELECT version, state, changed_at, changed_by FROM §definition_versions WHERE name = $1 ORDER BY version"
+	qVersionPolicy   = "SELECT 0, 0, rule::text, updated_at, updated_by FROM §version_rules WHERE name = $1 UNION ALL SELECT 1, version, state, changed_at, changed_by FROM §definition_versions WHERE name = $1 ORDER BY 1, 2"
 	qVersionRetired  = "SELECT version FROM §definition_versions WHERE name = $1 AND version = ANY($2) AND state <> 'active' ORDER BY version LIMIT 1"
 	qVersionRulePut  = "INSERT INTO §version_rules (name, rule, updated_at, updated_by) VALUES ($1, $2, $3, $4) ON CONFLICT (name) DO UPDATE SET rule = excluded.rule, updated_at = excluded.updated_at, updated_by = excluded.updated_by"
 	qVersionRuleDel  = "DELETE FROM §version_rules WHERE name = $1"
@@ -36,28 +38,29 @@ func (s *Store) VersionPolicy(ctx context.Context, name string) (*store.VersionP
 		return nil, fmt.Errorf("version policy: %w", err)
 	}
 	var out *store.VersionPolicy
+	// One statement, so one round trip and one snapshot: the rule (kind 0)
+	// and the version states (kind 1).
 	err := s.idempotent(ctx, func(ctx context.Context) error {
 		out = &store.VersionPolicy{States: []*store.VersionState{}}
-		r := &store.VersionRule{Name: name}
-		err := s.pool.QueryRow(ctx, s.versionQ(qVersionRuleGet), name).Scan(&r.Rule, &r.UpdatedAt, &r.UpdatedBy)
-		switch {
-		case err == nil:
-			r.UpdatedAt = r.UpdatedAt.UTC()
-			out.Rule = r
-		case !errors.Is(err, pgx.ErrNoRows):
-			return err
-		}
-		rows, err := s.pool.Query(ctx, s.versionQ(qVersionStates), name)
+		rows, err := s.pool.Query(ctx, s.versionQ(qVersionPolicy), name)
 		if err != nil {
 			return err
 		}
-		out.States, err = pgx.CollectRows(rows, func(row pgx.CollectableRow) (*store.VersionState, error) {
-			st := &store.VersionState{Name: name}
-			err := row.Scan(&st.Version, &st.State, &st.ChangedAt, &st.ChangedBy)
-			st.ChangedAt = st.ChangedAt.UTC()
-			return st, err
-		})
-		return err
+		defer rows.Close()
+		for rows.Next() {
+			var kind, version int
+			var text, by string
+			var at time.Time
+			if err := rows.Scan(&kind, &version, &text, &at, &by); err != nil {
+				return err
+			}
+			if kind == 0 {
+				out.Rule = &store.VersionRule{Name: name, Rule: []byte(text), UpdatedAt: at.UTC(), UpdatedBy: by}
+				continue
+			}
+			out.States = append(out.States, &store.VersionState{Name: name, Version: version, State: text, ChangedAt: at.UTC(), ChangedBy: by})
+		}
+		return rows.Err()
 	})
 	if err != nil {
 		return nil, s.fail("version policy", err)

@@ -2,8 +2,6 @@ package sqlite
 
 import (
 	"context"
-	"database/sql"
-	"errors"
 	"fmt"
 	"strconv"
 	"strings"
@@ -30,35 +28,24 @@ func (s *Store) VersionPolicy(ctx context.Context, name string) (*store.VersionP
 	if err := s.check(); err != nil {
 		return nil, fmt.Errorf("version policy: %w", err)
 	}
-	tx, err := s.reader.BeginTx(ctx, &sql.TxOptions{ReadOnly: true})
+	rows, err := s.r.versionPolicy.QueryContext(ctx, name)
 	if err != nil {
 		return nil, s.fail("version policy", err)
 	}
-	defer func() { _ = tx.Rollback() }()
+	defer func() { _ = rows.Close() }()
 	out := &store.VersionPolicy{States: []*store.VersionState{}}
-	r := &store.VersionRule{Name: name}
-	var rule string
-	var at int64
-	err = tx.QueryRowContext(ctx, "SELECT rule, updated_at, updated_by FROM version_rules WHERE name = ?", name).Scan(&rule, &at, &r.UpdatedBy)
-	switch {
-	case err == nil:
-		r.Rule, r.UpdatedAt = []byte(rule), fromMicros(at)
-		out.Rule = r
-	case !errors.Is(err, sql.ErrNoRows):
-		return nil, s.fail("version policy", err)
-	}
-	rows, err := tx.QueryContext(ctx, "SELECT version, state, changed_at, changed_by FROM definition_versions WHERE name = ? ORDER BY version", name)
-	if err != nil {
-		return nil, s.fail("version policy", err)
-	}
-	defer rows.Close()
 	for rows.Next() {
-		st := &store.VersionState{Name: name}
-		if err := rows.Scan(&st.Version, &st.State, &at, &st.ChangedBy); err != nil {
+		var kind, version int
+		var text, by string
+		var at int64
+		if err := rows.Scan(&kind, &version, &text, &at, &by); err != nil {
 			return nil, s.fail("version policy", err)
 		}
-		st.ChangedAt = fromMicros(at)
-		out.States = append(out.States, st)
+		if kind == 0 {
+			out.Rule = &store.VersionRule{Name: name, Rule: []byte(text), UpdatedAt: fromMicros(at), UpdatedBy: by}
+			continue
+		}
+		out.States = append(out.States, &store.VersionState{Name: name, Version: version, State: text, ChangedAt: fromMicros(at), ChangedBy: by})
 	}
 	if err := rows.Err(); err != nil {
 		return nil, s.fail("version policy", err)
