@@ -173,46 +173,14 @@ type OperationRequest struct {
 	Reason string    `json:"reason,omitempty"`
 }
 
-// Definition is a flow, workflow, job kind or document the server knows:
-// registered in its client, published to the catalog by any process, or
-// stored as a document.
-type Definition struct {
-	Kind     string `json:"kind"`
-	Name     string `json:"name"`
-	Versions []int  `json:"versions,omitempty"`
-	// Latest is the highest version; 0 for a workflow (see Builds).
-	Latest int `json:"latest"`
-	// Builds published it; Local: the server has its code; Served: a live
-	// worker has it (Workers).
-	Builds    []string              `json:"builds,omitempty"`
-	Local     bool                  `json:"local"`
-	Served    bool                  `json:"served"`
-	Workers   []string              `json:"workers,omitempty"`
-	Published []PublishedDefinition `json:"published,omitempty"`
-}
-
-// PublishedDefinition is one row of the catalog: a version of a flow or
-// job kind, or a build of a workflow.
-type PublishedDefinition struct {
-	Version      int             `json:"version"`
-	BuildID      string          `json:"build_id"`
-	Hash         string          `json:"hash"`
-	InputSchema  json.RawMessage `json:"input_schema,omitempty"`
-	OutputSchema json.RawMessage `json:"output_schema,omitempty"`
-	Queues       []string        `json:"queues"`
-	Handlers     []string        `json:"handlers"`
-	Schedules    []string        `json:"schedules"`
-	PublishedAt  time.Time       `json:"published_at"`
-	PublishedBy  string          `json:"published_by"`
-	Spec         json.RawMessage `json:"spec,omitempty"`
-}
-
-// DefinitionDetail is one definition with its catalog rows' specs and the
-// schedules that target it.
-type DefinitionDetail struct {
-	Definition
-	Schedules []string `json:"schedules"`
-}
+// Definition is a flow, workflow, job kind or document the server knows
+// (GET /definitions); PublishedDefinition one of its catalog rows; and
+// DefinitionDetail GET /definitions/{name}: the server's own types.
+type (
+	Definition          = server.Definition
+	PublishedDefinition = server.PublishedDefinition
+	DefinitionDetail    = server.DefinitionDetail
+)
 
 // Graph is a definition's graph, for drawing (package graphtext's JSON).
 type Graph struct {
