@@ -363,6 +363,10 @@ func TestTraceWorkflowReplayedFromEvictedCache(t *testing.T) {
 		"timer": 1, "end trace.parent": 1, "end trace.child": 1}
 	waitSpans(t, ctx, exp, want)
 	root := rootOf(t, exp.GetSpans(), "run trace.parent")
+	// A span is exported when it ends, and a task's span ends after the
+	// decision span it holds: wait until every parent has been exported
+	// too (a parent that never comes fails the wait, and the check below).
+	waitFor(t, ctx, func() bool { return orphans(inTrace(exp.GetSpans(), root.SpanContext.TraceID()), root) == 0 })
 	spans := inTrace(exp.GetSpans(), root.SpanContext.TraceID())
 	tree := renderSpans(spans)
 	t.Logf("trace:\n%s", tree)
@@ -632,4 +636,20 @@ func TestTraceCallerOverHTTP(t *testing.T) {
 	if root.SpanContext.TraceID().String() == "0af7651916cd43dd8448eb211c80319c" {
 		t.Error("the run joined the caller's trace; want a trace of its own, linked")
 	}
+}
+
+// orphans counts the spans of a trace, other than its root, whose parent
+// is not among them.
+func orphans(spans []tracetest.SpanStub, root tracetest.SpanStub) int {
+	ids := map[trace.SpanID]bool{}
+	for _, s := range spans {
+		ids[s.SpanContext.SpanID()] = true
+	}
+	n := 0
+	for _, s := range spans {
+		if s.SpanContext.SpanID() != root.SpanContext.SpanID() && !ids[s.Parent.SpanID()] {
+			n++
+		}
+	}
+	return n
 }
