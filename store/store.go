@@ -185,6 +185,8 @@ type Store interface {
 	// Builds counts the open runs of workflows per build and keeps the
 	// retired builds (builds.go).
 	Builds
+	// Due tells when the tasks of runs are due (due.go).
+	Due
 
 	// Close releases the store's resources.
 	Close() error
@@ -535,6 +537,10 @@ type ListRunsParams struct {
 	ParentID string
 	// BuildID keeps the runs of one build (Run.BuildID).
 	BuildID string
+	// DueAfter, when not zero, keeps the pending and running runs that
+	// have tasks and none of them ready at this time: every task is due
+	// later (the runs shown as scheduled, see Due).
+	DueAfter time.Time
 	// IDs keeps only these runs (empty: any). At most MaxListIDs of them;
 	// more is an error that wraps hephtype.ErrInvalidInput.
 	IDs []string

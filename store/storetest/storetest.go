@@ -146,6 +146,7 @@ func Run(t *testing.T, newStore func(t *testing.T) store.Store, opts ...Option) 
 		{"VersionRunCounts", testVersionRunCounts},
 		{"Logs", testLogs},
 		{"LogBounds", testLogBounds},
+		{"EarliestReady", testEarliestReady},
 	}
 	tests = append(tests, txTests(&c)...)
 	for _, tc := range tests {
