@@ -36,6 +36,10 @@ type Run struct {
 	// auto-upgrades, the build that decided it last).
 	BuildID   string        `json:"build_id,omitempty"`
 	Condition *RunCondition `json:"condition,omitempty"`
+	// ScheduledFor is set on a pending or running run whose every task is
+	// due later: when the first is due. Such a run is shown as
+	// "scheduled"; Status stays as stored.
+	ScheduledFor *time.Time `json:"scheduled_for,omitempty"`
 	// Steps is nil in a RunSummary (a list); a workflow run has none.
 	Steps      []StepJSON              `json:"steps,omitempty"`
 	Document   *hephaestus.DocumentRef `json:"document,omitempty"`
@@ -79,6 +83,10 @@ func runJSON(r *hephaestus.Run, full bool) *Run {
 	if !r.FinishedAt.IsZero() {
 		t := r.FinishedAt.UTC()
 		out.FinishedAt = &t
+	}
+	if !r.ScheduledFor.IsZero() {
+		t := r.ScheduledFor.UTC()
+		out.ScheduledFor = &t
 	}
 	if d, ok := r.Document(); ok {
 		out.Document = &d
@@ -270,6 +278,13 @@ func (s *Server) startRun(c *call) error {
 	return c.json(status, runJSON(run, true))
 }
 
+// statusScheduled is the status filter of the runs shown as scheduled
+// (Run.ScheduledFor): pending or running, every task due later.
+const statusScheduled = "scheduled"
+
+// runStatusNames are the values of the status filter.
+var runStatusNames = []string{"pending", "running", "waiting", "completed", "failed", "cancelled", "continued", statusScheduled}
+
 // RunList is a page of runs.
 type RunList struct {
 	Runs []*Run `json:"runs"`
@@ -315,11 +330,18 @@ func (s *Server) listRuns(c *call) error {
 			opts.Metadata[key] = vs[0]
 		}
 	}
-	for _, st := range q.list("status") {
-		if !hephtype.RunStatus(st).Valid() {
-			q.fail("status", "%q is not a run status", st)
+	statuses := q.list("status")
+	for _, st := range statuses {
+		switch {
+		case st == statusScheduled && len(statuses) > 1:
+			q.fail("status", "scheduled is not combined with other statuses: pass it alone")
+		case st == statusScheduled:
+			opts.Scheduled = true
+		case !hephtype.RunStatus(st).Valid():
+			q.fail("status", "%q is not a run status: use one of %s", st, strings.Join(runStatusNames, ", "))
+		default:
+			opts.Statuses = append(opts.Statuses, hephtype.RunStatus(st))
 		}
-		opts.Statuses = append(opts.Statuses, hephtype.RunStatus(st))
 	}
 	if err := q.err(); err != nil {
 		return err
