@@ -14,6 +14,7 @@ import (
 
 	hephaestus "github.com/hephaestus-go/hephaestus"
 	"github.com/hephaestus-go/hephaestus/hephtype"
+	"github.com/hephaestus-go/hephaestus/internal/suggest"
 	"github.com/hephaestus-go/hephaestus/store"
 )
 
@@ -242,7 +243,7 @@ func (s *Server) startRun(c *call) error {
 			UniqueKey: b.BusinessValue, Tags: b.Tags, Metadata: anyMap(b.Metadata), ConcurrencyKey: b.ConcurrencyKey, RunID: runID,
 		})
 		if err != nil {
-			return err
+			break // an unknown kind is explained below
 		}
 		if run, err = cl.GetRun(c.ctx(), j.ID); err != nil {
 			return err
@@ -265,6 +266,9 @@ func (s *Server) startRun(c *call) error {
 		p := fieldProblem("business_value", "is required: "+err.Error())
 		p.Fix = "pass business_value, the value of the flow's business key (such as \"order-42\")"
 		return p
+	}
+	if definitionNotFound(err) {
+		return s.unknownDefinition(c, b.Kind, b.Name, true, err)
 	}
 	status := http.StatusCreated
 	if errors.Is(err, hephaestus.ErrRunExists) && run != nil && runID != "" {
@@ -310,17 +314,17 @@ func (s *Server) listRuns(c *call) error {
 	}
 	if cur := opts.Cursor; cur != "" {
 		if _, _, err := store.DecodeRunCursor(cur); err != nil {
-			q.fail("cursor", "%q is not a cursor of this list: pass the next of a page", cur)
+			q.failFix("cursor", "pass the next of the page before, or no cursor for the first page", "%q is not a cursor of this list", cur)
 		}
 	}
 	if n := len(opts.IDs); n > maxFilterIDs {
-		q.fail("id", "%d run ids, more than %d", n, maxFilterIDs)
+		q.failFix("id", fmt.Sprintf("pass at most %d and page through the rest", maxFilterIDs), "%d run ids, more than %d", n, maxFilterIDs)
 	}
 	switch k := q.str("kind"); k {
 	case "", string(hephaestus.KindFlow), string(hephaestus.KindWorkflow):
 		opts.Kind = hephaestus.RunKind(k)
 	default:
-		q.fail("kind", `%q is not a kind of run: use "flow" or "workflow"`, k)
+		q.failFix("kind", `pass "flow" (flows, documents and jobs) or "workflow"`, "%q is not a kind of run", k)
 	}
 	for name, vs := range q.v {
 		if key, ok := strings.CutPrefix(name, "meta."); ok && key != "" {
@@ -334,11 +338,11 @@ func (s *Server) listRuns(c *call) error {
 	for _, st := range statuses {
 		switch {
 		case st == statusScheduled && len(statuses) > 1:
-			q.fail("status", "scheduled is not combined with other statuses: pass it alone")
+			q.failFix("status", "pass scheduled alone", "scheduled is not combined with other statuses")
 		case st == statusScheduled:
 			opts.Scheduled = true
 		case !hephtype.RunStatus(st).Valid():
-			q.fail("status", "%q is not a run status: use one of %s", st, strings.Join(runStatusNames, ", "))
+			q.failFix("status", "pass one of "+strings.Join(runStatusNames, ", "), "%q is not a run status%s", st, suggest.DidYouMean(st, runStatusNames, false))
 		default:
 			opts.Statuses = append(opts.Statuses, hephtype.RunStatus(st))
 		}
