@@ -33,7 +33,9 @@ func TestProblemFixes(t *testing.T) {
 		}
 		e.waitStatus(doc.ID, heph.StatusWaiting)
 
-		steps := func(id string) string { return "see the run's steps with heph show " + id + " (GET /api/v1/runs/" + id + ")" }
+		steps := func(id string) string {
+			return "see the run's steps with heph show " + id + " (GET /api/v1/runs/" + id + ")"
+		}
 		for _, tc := range []struct {
 			name         string
 			method, path string

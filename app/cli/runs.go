@@ -169,8 +169,9 @@ func awaitResult(ctx context.Context, g *globals, api *apiclient.Client, id stri
 
 // printResult prints a run's result and returns the exit it calls for.
 func printResult(g *globals, run *apiclient.Run, done bool, resp *apiclient.Response) error {
+	status := runStatus(run, time.Now())
 	err := g.emit(resp, func(w io.Writer) error {
-		fmt.Fprintf(w, "run %s %s\n", run.ID, run.Status)
+		fmt.Fprintf(w, "run %s %s\n", run.ID, status)
 		if run.Error != "" {
 			fmt.Fprintf(w, "error: %s\n", run.Error)
 		}
@@ -183,6 +184,9 @@ func printResult(g *globals, run *apiclient.Run, done bool, resp *apiclient.Resp
 	case err != nil:
 		return err
 	case !done:
+		if !g.json() {
+			fmt.Fprintln(g.env.Stderr, notFinished(run.ID, status))
+		}
 		return exitWith(ExitNotFinished)
 	case run.Status == apiclient.StatusFailed || run.Status == apiclient.StatusCancelled:
 		return exitWith(ExitRunFailed)

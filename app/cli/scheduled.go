@@ -36,3 +36,9 @@ func dueIn(d time.Duration) string {
 	}
 	return fmt.Sprintf("in %dd", int(d/(24*time.Hour)))
 }
+
+// notFinished is the line heph result prints on stderr for a run that
+// has not ended: what it is doing, and how to wait for its result.
+func notFinished(id, status string) string {
+	return fmt.Sprintf("heph: run %s has not finished (%s); wait for its result with heph result %s --wait 5m, or --forever", id, status, id)
+}
