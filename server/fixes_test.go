@@ -89,3 +89,17 @@ func TestProblemFixes(t *testing.T) {
 		e.api.call(http.MethodGet, "/api/v1/runs/"+greet.ID+"/logs?step=hello", nil, http.StatusOK, nil)
 	})
 }
+
+// A start without the business value its flow's key needs names the
+// field and what to pass.
+func TestProblemFixBusinessValue(t *testing.T) {
+	forEach(t, func(t *testing.T, b backend) {
+		e := newOrderEnv(t, b, nil)
+		p := e.api.do(req{method: http.MethodPost, path: "/api/v1/runs", body: map[string]any{"name": "order"}}).problem(t, http.StatusBadRequest)
+		fix := `pass business_value, the value of the flow's business key (such as "order-42"; heph start --business-value order-42)`
+		if p.Fix != fix || !strings.HasPrefix(p.Detail, "business_value: is required: ") || !strings.HasSuffix(p.Detail, "; "+fix) ||
+			len(p.Errors) != 1 || p.Errors[0].Path != "business_value" {
+			t.Errorf("problem %+v", p)
+		}
+	})
+}

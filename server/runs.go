@@ -264,8 +264,7 @@ func (s *Server) startRun(c *call) error {
 	}
 	if errors.Is(err, hephaestus.ErrBusinessValueRequired) {
 		p := fieldProblem("business_value", "is required: "+err.Error())
-		p.Fix = "pass business_value, the value of the flow's business key (such as \"order-42\")"
-		return p
+		return withFix(p, "pass business_value, the value of the flow's business key (such as \"order-42\"; heph start --business-value order-42)")
 	}
 	if definitionNotFound(err) {
 		return s.unknownDefinition(c, b.Kind, b.Name, true, err)
