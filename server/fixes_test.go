@@ -85,6 +85,8 @@ func TestProblemFixes(t *testing.T) {
 				t.Errorf("%s: detail %q, fix %q; want a detail with %q ending with the fix %q", tc.name, p.Detail, p.Fix, tc.detail, tc.fix)
 			}
 		}
+		// The answer of an unknown step's logs is as the document says.
+		e.api.do(req{method: http.MethodGet, path: "/api/v1/runs/" + greet.ID + "/logs?step=helo"}).problem(t, http.StatusBadRequest)
 		// A step the run has: its logs, none yet.
 		e.api.call(http.MethodGet, "/api/v1/runs/"+greet.ID+"/logs?step=hello", nil, http.StatusOK, nil)
 	})
