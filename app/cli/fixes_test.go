@@ -62,7 +62,7 @@ func TestDidYouMeanStepsAndDefinitions(t *testing.T) {
 		{[]string{"definitions", "show", "paymnet"}, cli.ExitNotFound,
 			`no definition named "paymnet"; did you mean payment?; list the definitions with heph definitions (GET /api/v1/definitions)`},
 		{[]string{"graph", "hodl", "--remote"}, cli.ExitNotFound, `no definition named "hodl"; did you mean hold?; list the definitions with heph definitions`},
-		{[]string{"ls", "--status", "runing"}, cli.ExitUsage, `--status "runing": not a run status; did you mean running?`},
+		{[]string{"ls", "--status", "runnin"}, cli.ExitUsage, `--status "runnin": not a run status; did you mean running?`},
 		{[]string{"result", held.ID}, cli.ExitNotFinished,
 			"heph: run " + held.ID + " has not finished (waiting); wait for its result with heph result " + held.ID + " --wait 5m, or --forever"},
 	} {
