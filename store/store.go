@@ -187,6 +187,8 @@ type Store interface {
 	Builds
 	// Due tells when the tasks of runs are due (due.go).
 	Due
+	// RunTasks lists a run's open tasks (runtasks.go).
+	RunTasks
 
 	// Close releases the store's resources.
 	Close() error

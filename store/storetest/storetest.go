@@ -147,6 +147,7 @@ func Run(t *testing.T, newStore func(t *testing.T) store.Store, opts ...Option) 
 		{"Logs", testLogs},
 		{"LogBounds", testLogBounds},
 		{"EarliestReady", testEarliestReady},
+		{"TasksOfRun", testTasksOfRun},
 	}
 	tests = append(tests, txTests(&c)...)
 	for _, tc := range tests {
