@@ -34,6 +34,7 @@ var layers = map[string]int{
 	"internal/engine": layerCore, "internal/replay": layerCore, "internal/flowctl": layerCore, "internal/cronspec": layerCore,
 	"internal/dag": layerCore, "internal/flowgraph": layerCore, "internal/graphtext": layerCore, "internal/migrate": layerCore,
 	"internal/wfdef": layerCore, "workflow/workflowcheck": layerCore, "internal/versionrule": layerCore, "internal/suggest": layerCore,
+	"internal/runsteps": layerCore,
 
 	"store/...": layerStore,
 
@@ -56,7 +57,7 @@ var testHelpers = []string{"internal/pgtest/...", "internal/puritytest", "intern
 
 // pureCores are the core packages that must stay free of I/O as well
 // (puritytest checks them); the core layer holds them.
-var pureCores = []string{module + "/internal/engine", module + "/internal/replay", module + "/internal/flowctl", module + "/flow", module + "/workflow", module + "/hephtype", module + "/job", module + "/internal/graphtext", module + "/internal/versionrule", module + "/internal/suggest"}
+var pureCores = []string{module + "/internal/engine", module + "/internal/replay", module + "/internal/flowctl", module + "/flow", module + "/workflow", module + "/hephtype", module + "/job", module + "/internal/graphtext", module + "/internal/versionrule", module + "/internal/suggest", module + "/internal/runsteps"}
 
 // layerOf returns the layer of a module package, and whether it is a test
 // helper; ok is false for a package no rule covers.

@@ -41,7 +41,8 @@ type Run struct {
 	// due later: when the first is due. Such a run is shown as
 	// "scheduled"; Status stays as stored.
 	ScheduledFor *time.Time `json:"scheduled_for,omitempty"`
-	// Steps is nil in a RunSummary (a list); a workflow run has none.
+	// Steps is nil in a RunSummary (a list); a workflow run's are its
+	// activities, timers and children (steps.go).
 	Steps      []StepJSON              `json:"steps,omitempty"`
 	Document   *hephaestus.DocumentRef `json:"document,omitempty"`
 	CreatedAt  time.Time               `json:"created_at"`
@@ -63,6 +64,15 @@ type StepJSON struct {
 	Attempts int             `json:"attempts"`
 	Event    string          `json:"event,omitempty"`
 	Output   json.RawMessage `json:"output,omitempty"`
+	// What the step did (steps.go), on GET /runs/{id} and /steps.
+	Kind           string            `json:"kind,omitempty"`
+	StartedAt      *time.Time        `json:"started_at,omitempty"`
+	FinishedAt     *time.Time        `json:"finished_at,omitempty"`
+	DurationMS     *int64            `json:"duration_ms,omitempty"`
+	Worker         string            `json:"worker,omitempty"`
+	Error          string            `json:"error,omitempty"`
+	AttemptDetails []StepAttemptJSON `json:"attempt_details,omitempty"`
+	Waits          []StepWaitJSON    `json:"waits,omitempty"`
 }
 
 // runJSON converts a run; full includes its input, output and steps.
@@ -365,7 +375,11 @@ func (s *Server) getRun(c *call) error {
 	if err != nil {
 		return err
 	}
-	return c.json(http.StatusOK, runJSON(r, true))
+	out, err := s.runWithSteps(c, r)
+	if err != nil {
+		return err
+	}
+	return c.json(http.StatusOK, out)
 }
 
 // Event is a history entry as the API shows it.
@@ -470,5 +484,9 @@ func (s *Server) retry(c *call) error {
 	if err != nil {
 		return err
 	}
-	return c.json(http.StatusOK, runJSON(r, true))
+	out, err := s.runWithSteps(c, r)
+	if err != nil {
+		return err
+	}
+	return c.json(http.StatusOK, out)
 }
