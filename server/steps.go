@@ -59,7 +59,7 @@ func stepTimes(steps []StepJSON, details []hephaestus.StepDetail) []StepJSON {
 			s.Status = d.Status
 		}
 		s.StartedAt, s.FinishedAt = timePtr(d.StartedAt), timePtr(d.FinishedAt)
-		if !d.StartedAt.IsZero() {
+		if !d.StartedAt.IsZero() && !d.FinishedAt.IsZero() { // one answer for one state: no "so far"
 			s.DurationMS = msPtr(d.Duration)
 		}
 		s.Error = d.Error

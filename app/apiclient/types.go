@@ -63,17 +63,18 @@ type Condition struct {
 	Since  *time.Time `json:"since,omitempty"`
 }
 
-// Step is a step's state within a run.
-type Step struct {
-	Name       string          `json:"name"`
-	Status     string          `json:"status"`
-	Attempts   int             `json:"attempts"`
-	Event      string          `json:"event,omitempty"`
-	Output     json.RawMessage `json:"output,omitempty"`
-	Error      string          `json:"error,omitempty"`
-	StartedAt  *time.Time      `json:"started_at,omitempty"`
-	FinishedAt *time.Time      `json:"finished_at,omitempty"`
-}
+// Step is a step's state within a run, with what it did: times,
+// attempts, error.
+type Step = server.StepJSON
+
+// StepAttempt is one attempt of a step.
+type StepAttempt = server.StepAttemptJSON
+
+// StepWait is a stretch a step waited.
+type StepWait = server.StepWaitJSON
+
+// StepList is the answer of GET /runs/{id}/steps.
+type StepList = server.StepList
 
 // DocumentRef names the flow document a run runs.
 type DocumentRef struct {

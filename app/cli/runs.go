@@ -346,10 +346,12 @@ func nonNil[T any](s []T) []T {
 }
 
 func newShow(g *globals) *cobra.Command {
+	var attempts bool
 	cmd := &cobra.Command{
 		Use:   "show <run>",
 		Short: "Show a run: status, ids, steps and a picture of its DAG",
 		Example: `  heph show order::42
+  heph show order::42 --attempts
   heph show 0195f1c2-... -o json`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
@@ -381,15 +383,16 @@ func newShow(g *globals) *cobra.Command {
 					}
 				}
 			}
-			return printRun(g.env.Stdout, run, graph, time.Now())
+			return printRun(g.env.Stdout, run, graph, attempts, time.Now())
 		},
 	}
+	cmd.Flags().BoolVar(&attempts, "attempts", false, "list each step's attempts: worker, times, outcome, error")
 	return cmd
 }
 
 // printRun prints a run for people; now is when a scheduled run is due
 // from.
-func printRun(w io.Writer, r *apiclient.Run, graph *graphtext.Graph, now time.Time) error {
+func printRun(w io.Writer, r *apiclient.Run, graph *graphtext.Graph, showAttempts bool, now time.Time) error {
 	pairs := []any{"id", r.ID, "kind", kindOf(r), "workflow", fmt.Sprintf("%s v%d", r.Workflow, r.Version), "status", runStatus(r, now)}
 	if r.ScheduledFor != nil {
 		pairs = append(pairs, "due", *r.ScheduledFor)
@@ -429,19 +432,8 @@ func printRun(w io.Writer, r *apiclient.Run, graph *graphtext.Graph, now time.Ti
 	if err := kv(w, pairs...); err != nil {
 		return err
 	}
-	if len(r.Steps) > 0 {
-		fmt.Fprintln(w)
-		tw := newTable(w, "STEP", "STATUS", "ATTEMPTS", "EVENT", "STARTED", "FINISHED", "OUTPUT / ERROR")
-		for _, s := range r.Steps {
-			detail := compactJSON(s.Output)
-			if s.Error != "" {
-				detail = s.Error
-			}
-			row(tw, s.Name, s.Status, s.Attempts, s.Event, s.StartedAt, s.FinishedAt, truncate(detail, 60))
-		}
-		if err := tw.Flush(); err != nil {
-			return err
-		}
+	if err := printSteps(w, r.Steps, showAttempts, now); err != nil {
+		return err
 	}
 	if graph != nil && len(graph.Nodes) > 0 {
 		states := map[string]string{}
