@@ -261,8 +261,7 @@ func (b *builder) read(e *Event) {
 	case hephtype.EventChildStarted:
 		k := "child " + e.Name + " #" + strconv.Itoa(e.Index)
 		b.names[e.Index] = k
-		b.step(k, KindChild, e.Name, e.Index)
-		b.cur[k] = &Attempt{N: 1, Start: e.At, ran: true, Outcome: Running}
+		b.open(b.step(k, KindChild, e.Name, e.Index), &Attempt{N: 1, Start: e.At, ran: true, Outcome: Running})
 	case hephtype.EventChildCompleted:
 		b.end(b.names[e.Index], Completed, "", e.At)
 	case hephtype.EventChildFailed:
