@@ -10,6 +10,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/hephaestus-go/hephaestus/hephtype"
 	"github.com/hephaestus-go/hephaestus/internal/graphtext"
@@ -67,6 +68,8 @@ type runData struct {
 	// Signals and Updates are the names the run has received (offered in
 	// the signal and update dialogs).
 	Signals, Updates []string
+	// now is when the page was made (steps.go).
+	now time.Time
 }
 
 // eventRow is a history entry as the page lists it.
@@ -151,7 +154,7 @@ func (d *Dashboard) runPage(r *http.Request) (string, any, error) {
 	if err := d.get(r, base+"/history", nil, &hist); err != nil {
 		return "", nil, err
 	}
-	data := &runData{Run: run, Model: run.Kind, Terminal: hephtype.RunStatus(run.Status).Terminal(), HistoryURL: base + "/history"}
+	data := &runData{Run: run, Model: run.Kind, Terminal: hephtype.RunStatus(run.Status).Terminal(), HistoryURL: base + "/history", now: d.cfg.Now()}
 	raw, err := json.MarshalIndent(&hist, "", "  ")
 	if err != nil {
 		return "", nil, err

@@ -1,7 +1,6 @@
 package dashboard
 
 import (
-	"encoding/json"
 	"fmt"
 	"html/template"
 	"math"
@@ -10,6 +9,7 @@ import (
 	"time"
 
 	"github.com/hephaestus-go/hephaestus/hephtype"
+	"github.com/hephaestus-go/hephaestus/internal/runsteps"
 	"github.com/hephaestus-go/hephaestus/server"
 )
 
@@ -44,67 +44,84 @@ type tlBar struct {
 	From    time.Time
 	To      time.Time
 	Title   string
+	// Worker ran the attempt ("" when unknown).
+	Worker string
 }
 
-// tlAttempt is an attempt being read from the history.
-type tlAttempt struct {
-	n       int
-	ready   time.Time // when it was queued: scheduled, expanded, retry ready
-	started time.Time
-	queued  bool
-	running bool
-}
-
-// tlBuilder holds timelineOf's walk.
-type tlBuilder struct {
-	t    *timeline
-	rows map[string]*tlRow
-	cur  map[string]*tlAttempt // the open attempt of each row
-	// pending holds an attempt's bars until its outcome is known.
-	pending map[string][]tlBar
-	names   map[int]string  // a workflow's command sequence -> row key
-	maps    map[string]bool // flow steps that are map steps
-	waits   map[string]time.Time
-	timers  map[string]time.Time
-	end     time.Time
-}
-
-// timelineOf reads a run's history into a timeline. Attempts queue from
-// their step_scheduled entry (or their map's expansion, or their retry's
-// ready time) to their start, and run from the start recorded in
-// step_started to their outcome; the backoff between two attempts shows
-// as a gap. What has not ended is drawn up to now, or up to the run's
-// end when it has finished.
+// timelineOf draws a run's history as a timeline, from what
+// internal/runsteps derives of each step (the API's step details read
+// the same derivation): an attempt queues from its ready time (its
+// step_scheduled entry, its map's expansion, or its retry's ready time)
+// to its start, and runs from the start recorded in step_started to its
+// outcome; the backoff between two attempts shows as a gap. A step
+// waiting to be resumed gets a row of its own with its wait; a
+// workflow's timer a bar for its time. What has not ended is drawn up to
+// now, or up to the run's end when it has finished.
 func timelineOf(run *server.Run, events []server.Event, now time.Time) *timeline {
-	b := &tlBuilder{t: &timeline{}, rows: map[string]*tlRow{}, cur: map[string]*tlAttempt{}, pending: map[string][]tlBar{},
-		names: map[int]string{}, maps: map[string]bool{}, waits: map[string]time.Time{}, timers: map[string]time.Time{}}
+	t := &timeline{}
+	var end time.Time
 	if run != nil {
-		b.t.Start = run.CreatedAt
+		t.Start = run.CreatedAt
 	}
 	for _, e := range events {
-		if b.t.Start.IsZero() || e.At.Before(b.t.Start) {
-			b.t.Start = e.At
+		if t.Start.IsZero() || e.At.Before(t.Start) {
+			t.Start = e.At
 		}
-		if e.At.After(b.end) {
-			b.end = e.At
+		if e.At.After(end) {
+			end = e.At
 		}
 	}
 	finished := run != nil && hephtype.RunStatus(run.Status).Terminal()
-	if run != nil && run.FinishedAt != nil && run.FinishedAt.After(b.end) {
-		b.end = *run.FinishedAt
+	if run != nil && run.FinishedAt != nil && run.FinishedAt.After(end) {
+		end = *run.FinishedAt
 	}
-	if !finished && now.After(b.end) {
-		b.end = now
+	if !finished && now.After(end) {
+		end = now
 	}
-	if b.t.Start.IsZero() {
-		b.t.Start = b.end
+	if t.Start.IsZero() {
+		t.Start = end
 	}
-	b.t.End = b.end
+	t.End = end
+	b := &tlBuilder{t: t, rows: map[string]*tlRow{}, end: end, labels: timerLabels(events)}
+
+	in := &runsteps.Input{Finished: finished, End: end}
 	for _, e := range events {
-		b.read(e)
+		in.Events = append(in.Events, runsteps.Event{Seq: e.Seq, Kind: hephtype.EventKind(e.Kind), Step: e.Step, Index: e.Index,
+			Attempt: e.Attempt, Name: e.Name, Data: e.Data, Error: e.Error, At: e.At})
 	}
-	b.close(finished)
-	return b.t
+	for _, e := range events {
+		if hephtype.EventKind(e.Kind) == hephtype.EventRunStarted {
+			b.row("", "run")
+			break
+		}
+	}
+	for _, s := range runsteps.Derive(in) {
+		b.step(s)
+	}
+	b.runBar(events, finished)
+	return t
+}
+
+// tlBuilder holds timelineOf's drawing.
+type tlBuilder struct {
+	t      *timeline
+	rows   map[string]*tlRow
+	end    time.Time
+	labels map[string]string // a timer's row label, by key
+}
+
+// timerLabels names each workflow timer's row by its duration: "timer 5s
+// #4".
+func timerLabels(events []server.Event) map[string]string {
+	out := map[string]string{}
+	for _, e := range events {
+		if hephtype.EventKind(e.Kind) == hephtype.EventTimerStarted && isActivity(e) {
+			if d, ok := timerDuration(e); ok {
+				out["timer #"+strconv.Itoa(e.Index)] = "timer " + fmtDur(d) + " #" + strconv.Itoa(e.Index)
+			}
+		}
+	}
+	return out
 }
 
 func (b *tlBuilder) row(key, label string) *tlRow {
@@ -117,248 +134,74 @@ func (b *tlBuilder) row(key, label string) *tlRow {
 	return r
 }
 
-// key names the row of a step entry: the step, a map's element, or a
-// workflow's activity "name #seq".
-func (b *tlBuilder) key(e server.Event) string {
-	if isActivity(e) {
-		if k, ok := b.names[e.Index]; ok {
-			return k
+// step draws a step's attempts on its row, and its waits on its waiting
+// row (a timer's on its own).
+func (b *tlBuilder) step(s *runsteps.Step) {
+	if len(s.Attempts) == 0 && len(s.Waits) == 0 {
+		return // a flow step not reached
+	}
+	k := s.Key
+	label := k
+	if l, ok := b.labels[k]; ok {
+		label = l
+	}
+	b.row(k, label)
+	for _, a := range s.Attempts {
+		b.attempt(k, s.Kind, a)
+	}
+	for _, w := range s.Waits {
+		to, outcome := w.To, w.Outcome
+		if to.IsZero() {
+			to, outcome = b.end, "running"
 		}
-		return nameOr(e.Name, "activity") + " #" + strconv.Itoa(e.Index)
-	}
-	if b.maps[e.Step] && hephtype.EventKind(e.Kind) != hephtype.EventStepCompleted && hephtype.EventKind(e.Kind) != hephtype.EventStepFailed &&
-		hephtype.EventKind(e.Kind) != hephtype.EventStepCancelled {
-		return e.Step + " #" + strconv.Itoa(e.Index)
-	}
-	return e.Step
-}
-
-// read draws what a history entry adds to the timeline.
-func (b *tlBuilder) read(e server.Event) {
-	switch hephtype.EventKind(e.Kind) {
-	case hephtype.EventRunStarted:
-		b.row("", "run")
-	case hephtype.EventStepScheduled:
-		b.stepScheduled(e)
-	case hephtype.EventMapExpanded:
-		b.mapExpanded(e)
-	case hephtype.EventStepStarted:
-		b.stepStarted(e)
-	case hephtype.EventStepCompleted, hephtype.EventItemCompleted:
-		b.endAttempt(b.key(e), e, "completed", e.At)
-	case hephtype.EventStepFailed, hephtype.EventItemFailed:
-		b.endAttempt(b.key(e), e, "failed", e.At)
-	case hephtype.EventStepCancelled:
-		b.stepCancelled(e)
-	case hephtype.EventStepSnoozed:
-		b.stepSnoozed(e)
-	case hephtype.EventStepRetrying:
-		b.stepRetrying(e)
-	case hephtype.EventStepWaiting:
-		b.stepWaiting(e)
-	case hephtype.EventStepResumed:
-		b.stepResumed(e)
-	case hephtype.EventTimerStarted:
-		b.timerStarted(e)
-	case hephtype.EventTimerFired, hephtype.EventTimerCancelled:
-		b.timerEnded(e)
-	case hephtype.EventChildStarted:
-		b.childStarted(e)
-	case hephtype.EventChildCompleted:
-		b.endAttempt(b.names[e.Index], e, "completed", e.At)
-	case hephtype.EventChildFailed:
-		b.endAttempt(b.names[e.Index], e, "failed", e.At)
-	case hephtype.EventRunCompleted, hephtype.EventRunFailed, hephtype.EventRunCancelled, hephtype.EventRunContinued:
-		b.runEnded(e)
-	}
-}
-
-// stepScheduled opens a row's queued attempt.
-func (b *tlBuilder) stepScheduled(e server.Event) {
-	k := b.key(e)
-	if isActivity(e) {
-		k = e.Name + " #" + strconv.Itoa(e.Index)
-		b.names[e.Index] = k
-	}
-	b.row(k, k)
-	b.cur[k] = &tlAttempt{n: max(e.Attempt, 1), ready: e.At, queued: true}
-}
-
-// mapExpanded opens the map step's row and a queued attempt of each
-// element.
-func (b *tlBuilder) mapExpanded(e server.Event) {
-	b.maps[e.Step] = true
-	b.row(e.Step, e.Step)
-	b.cur[e.Step] = &tlAttempt{n: 1, started: e.At, running: true}
-	for i := range e.Index {
-		k := e.Step + " #" + strconv.Itoa(i)
-		b.row(k, k)
-		b.cur[k] = &tlAttempt{n: 1, ready: e.At, queued: true}
-	}
-}
-
-// stepStarted starts a row's attempt, after a wait bar for the time it
-// was queued.
-func (b *tlBuilder) stepStarted(e server.Event) {
-	k := b.key(e)
-	b.row(k, k)
-	a := b.cur[k]
-	if a == nil || a.n != e.Attempt && e.Attempt > 0 {
-		a = &tlAttempt{n: max(e.Attempt, 1)}
-		b.cur[k] = a
-	}
-	start, ok := dataTime(e.Data, "started_at")
-	if !ok {
-		start = e.At
-	}
-	if a.queued && !a.ready.IsZero() && start.After(a.ready) {
-		b.pending[k] = append(b.pending[k], tlBar{Kind: barWait, Attempt: a.n, From: a.ready, To: start})
-	}
-	a.queued, a.running, a.started = false, true, start
-}
-
-// stepCancelled ends a step's attempt, and a map step's elements with
-// it.
-func (b *tlBuilder) stepCancelled(e server.Event) {
-	k := b.key(e)
-	b.endAttempt(k, e, "cancelled", e.At)
-	if b.maps[e.Step] { // its elements end with it
-		for key, a := range b.cur {
-			if strings.HasPrefix(key, e.Step+" #") && a != nil {
-				b.endAttempt(key, e, "cancelled", e.At)
+		if s.Kind == runsteps.KindTimer {
+			title := fmt.Sprintf("%s started %s ago", label, fmtDur(b.end.Sub(w.From)))
+			switch w.Outcome {
+			case runsteps.Completed:
+				title = fmt.Sprintf("%s fired after %s", label, fmtDur(to.Sub(w.From)))
+			case runsteps.Cancelled:
+				title = fmt.Sprintf("%s cancelled after %s", label, fmtDur(to.Sub(w.From)))
+			}
+			b.bar(k, tlBar{Kind: barTimer, Outcome: outcome, From: w.From, To: to, Title: title})
+			continue
+		}
+		title := fmt.Sprintf("%s waiting for %s", k, fmtDur(to.Sub(w.From)))
+		if w.Outcome == runsteps.Completed {
+			title = fmt.Sprintf("%s waited %s, resumed with %s", k, fmtDur(to.Sub(w.From)), nameOr(w.Event, "an event"))
+			if w.Actor != "" {
+				title += " by " + w.Actor
 			}
 		}
+		b.bar(k+" (waiting)", tlBar{Kind: barWaiting, Outcome: outcome, From: w.From, To: to, Title: title})
 	}
 }
 
-// stepSnoozed ends a step's attempt and queues the next one for when the
-// snooze ends.
-func (b *tlBuilder) stepSnoozed(e server.Event) {
-	k := b.key(e)
-	b.endAttempt(k, e, "snoozed", e.At)
-	ready := e.At
-	var d string
-	if json.Unmarshal(e.Data, &d) == nil {
-		if dd, err := time.ParseDuration(d); err == nil {
-			ready = e.At.Add(dd)
+// attempt draws an attempt: its wait in the queue, then its run.
+func (b *tlBuilder) attempt(k, kind string, a *runsteps.Attempt) {
+	outcome := a.Outcome
+	switch outcome {
+	case runsteps.Waiting:
+		outcome = runsteps.Completed // the step ran; its wait has a row of its own
+	case runsteps.Queued:
+		outcome = runsteps.Running
+	}
+	to := a.End
+	if to.IsZero() {
+		to = b.end
+	}
+	var bars []tlBar
+	if !a.Ready.IsZero() {
+		until := to
+		if a.Ran() && !a.Start.IsZero() {
+			until = a.Start
+		}
+		if until.After(a.Ready) || !a.Ran() && !a.Ready.After(to) {
+			bars = append(bars, tlBar{Kind: barWait, Attempt: a.N, From: a.Ready, To: until})
 		}
 	}
-	b.cur[k] = &tlAttempt{n: max(e.Attempt, 1), ready: ready, queued: true}
-}
-
-// stepRetrying ends (or retitles) the failed attempt and queues the next
-// one for when its backoff ends.
-func (b *tlBuilder) stepRetrying(e server.Event) {
-	k := b.key(e)
-	if e.Error != "" || b.cur[k] != nil && b.cur[k].running { // a workflow's activity: the failure is on this entry
-		b.endAttempt(k, e, "retrying", e.At)
-	} else {
-		b.retitle(k, "retrying")
+	if a.Ran() && !a.Start.IsZero() && !to.Before(a.Start) {
+		bars = append(bars, tlBar{Kind: barRun, Attempt: a.N, From: a.Start, To: to})
 	}
-	ready := e.At
-	if t, ok := dataTime(e.Data, "ready_at"); ok {
-		ready = t
-	} else if d, ok := backoffOf(e); ok {
-		ready = e.At.Add(d)
-	}
-	b.cur[k] = &tlAttempt{n: e.Attempt, ready: ready, queued: true}
-}
-
-// stepWaiting ends a step's attempt and opens its waiting row.
-func (b *tlBuilder) stepWaiting(e server.Event) {
-	k := b.key(e)
-	b.endAttempt(k, e, "completed", e.At)
-	b.waits[k] = e.At
-	b.row(k+" (waiting)", k+" (waiting)")
-}
-
-// stepResumed draws the bar of a waiting step's wait.
-func (b *tlBuilder) stepResumed(e server.Event) {
-	k := b.key(e)
-	if from, ok := b.waits[k]; ok {
-		title := fmt.Sprintf("%s waited %s, resumed with %s", k, fmtDur(e.At.Sub(from)), nameOr(e.Name, "an event"))
-		if a := dataString(e.Data, "actor"); a != "" {
-			title += " by " + a
-		}
-		b.bar(k+" (waiting)", tlBar{Kind: barWaiting, Outcome: "completed", From: from, To: e.At, Title: title})
-		delete(b.waits, k)
-	}
-}
-
-// timerStarted opens a workflow timer's row; a flow's timer (the
-// deadline of a waiting step) shows on its waiting bar.
-func (b *tlBuilder) timerStarted(e server.Event) {
-	if !isActivity(e) { // the deadline of a flow's waiting step: on its waiting bar
-		return
-	}
-	k := "timer #" + strconv.Itoa(e.Index)
-	label := k
-	if d, ok := timerDuration(e); ok {
-		label = "timer " + fmtDur(d) + " #" + strconv.Itoa(e.Index)
-	}
-	b.names[e.Index] = k
-	b.row(k, label)
-	b.timers[k] = e.At
-}
-
-// timerEnded draws a workflow timer's bar.
-func (b *tlBuilder) timerEnded(e server.Event) {
-	if !isActivity(e) {
-		return
-	}
-	k := b.names[e.Index]
-	if from, ok := b.timers[k]; ok {
-		out, verb := "completed", "fired"
-		if hephtype.EventKind(e.Kind) == hephtype.EventTimerCancelled {
-			out, verb = "cancelled", "cancelled"
-		}
-		b.bar(k, tlBar{Kind: barTimer, Outcome: out, From: from, To: e.At, Title: fmt.Sprintf("%s %s after %s", b.rows[k].Label, verb, fmtDur(e.At.Sub(from)))})
-		delete(b.timers, k)
-	}
-}
-
-// childStarted opens a child workflow's row and its running attempt.
-func (b *tlBuilder) childStarted(e server.Event) {
-	k := "child " + e.Name + " #" + strconv.Itoa(e.Index)
-	b.names[e.Index] = k
-	b.row(k, k)
-	b.cur[k] = &tlAttempt{n: 1, started: e.At, running: true}
-}
-
-// runEnded draws the run's bar (and ends a map step that fails with its
-// run).
-func (b *tlBuilder) runEnded(e server.Event) {
-	if e.Kind == string(hephtype.EventRunFailed) && e.Step != "" { // a map step fails with its run
-		b.endAttempt(e.Step, e, "failed", e.At)
-	}
-	out := map[string]string{"run_completed": "completed", "run_failed": "failed", "run_cancelled": "cancelled", "run_continued": "completed"}[e.Kind]
-	title := "run " + strings.TrimPrefix(e.Kind, "run_") + " after " + fmtDur(e.At.Sub(b.t.Start))
-	if e.Error != "" {
-		title += ": " + e.Error
-	}
-	b.bar("", tlBar{Kind: barRun, Outcome: out, Attempt: 1, From: b.t.Start, To: e.At, Title: title})
-}
-
-// endAttempt ends a row's open attempt with an outcome at the time to.
-func (b *tlBuilder) endAttempt(k string, e server.Event, outcome string, to time.Time) {
-	a := b.cur[k]
-	if a == nil {
-		return
-	}
-	delete(b.cur, k)
-	if a.queued && to.After(a.ready) { // it never started
-		b.pending[k] = append(b.pending[k], tlBar{Kind: barWait, Attempt: a.n, From: a.ready, To: to})
-	}
-	if a.running && !to.Before(a.started) {
-		b.pending[k] = append(b.pending[k], tlBar{Kind: barRun, Attempt: a.n, From: a.started, To: to})
-	}
-	b.flush(k, a, outcome, e.Error)
-}
-
-// flush gives the bars of an attempt their outcome and title.
-func (b *tlBuilder) flush(k string, a *tlAttempt, outcome, errText string) {
-	bars := b.pending[k]
-	delete(b.pending, k)
 	var queued, ran time.Duration
 	for _, x := range bars {
 		if x.Kind == barWait {
@@ -368,11 +211,8 @@ func (b *tlBuilder) flush(k string, a *tlAttempt, outcome, errText string) {
 		}
 	}
 	title := k
-	if k == "" {
-		title = "run"
-	}
-	if a.n > 0 && !strings.HasPrefix(k, "child ") {
-		title += " attempt " + strconv.Itoa(a.n)
+	if kind != runsteps.KindChild {
+		title += " attempt " + strconv.Itoa(a.N)
 	}
 	var parts []string
 	if queued > 0 {
@@ -382,35 +222,35 @@ func (b *tlBuilder) flush(k string, a *tlAttempt, outcome, errText string) {
 		parts = append(parts, "ran "+fmtDur(ran))
 	}
 	verb := outcome
-	if outcome == "retrying" {
+	if outcome == runsteps.Retrying {
 		verb = "failed, retrying"
 	}
 	parts = append(parts, verb)
 	title += ": " + strings.Join(parts, ", ")
-	if errText != "" {
-		title += ": " + errText
+	if a.Error != "" {
+		title += ": " + a.Error
 	}
 	for _, x := range bars {
-		x.Outcome, x.Title = outcome, title
+		x.Outcome, x.Title, x.Worker = outcome, title, a.Worker
 		b.bar(k, x)
 	}
 }
 
-// retitle marks the last failed attempt of a row as retried.
-func (b *tlBuilder) retitle(k, outcome string) {
-	r := b.rows[k]
-	if r == nil {
-		return
-	}
-	n := 0
-	for i := len(r.Bars) - 1; i >= 0; i-- {
-		x := &r.Bars[i]
-		if x.Outcome != "failed" || n != 0 && x.Attempt != n {
-			break
+// runBar draws the run's bar: to its end, or running up to now.
+func (b *tlBuilder) runBar(events []server.Event, finished bool) {
+	for _, e := range events {
+		switch hephtype.EventKind(e.Kind) {
+		case hephtype.EventRunCompleted, hephtype.EventRunFailed, hephtype.EventRunCancelled, hephtype.EventRunContinued:
+			out := map[string]string{"run_completed": "completed", "run_failed": "failed", "run_cancelled": "cancelled", "run_continued": "completed"}[e.Kind]
+			title := "run " + strings.TrimPrefix(e.Kind, "run_") + " after " + fmtDur(e.At.Sub(b.t.Start))
+			if e.Error != "" {
+				title += ": " + e.Error
+			}
+			b.bar("", tlBar{Kind: barRun, Outcome: out, Attempt: 1, From: b.t.Start, To: e.At, Title: title})
 		}
-		n = x.Attempt
-		x.Outcome = outcome
-		x.Title = strings.Replace(x.Title, ", failed", ", failed, retrying", 1)
+	}
+	if r := b.rows[""]; r != nil && len(r.Bars) == 0 && !finished {
+		b.bar("", tlBar{Kind: barRun, Outcome: "running", Attempt: 1, From: b.t.Start, To: b.end, Title: "run running for " + fmtDur(b.end.Sub(b.t.Start))})
 	}
 }
 
@@ -423,37 +263,6 @@ func (b *tlBuilder) bar(k string, x tlBar) {
 		return
 	}
 	r.Bars = append(r.Bars, x)
-}
-
-// close ends what is still open: running up to the end (now), or, for a
-// finished run, cancelled at its end.
-func (b *tlBuilder) close(finished bool) {
-	outcome := "running"
-	if finished {
-		outcome = "cancelled"
-	}
-	for _, r := range b.t.Rows {
-		k := r.Key
-		if a := b.cur[k]; a != nil {
-			delete(b.cur, k)
-			if a.queued && !a.ready.After(b.end) {
-				b.pending[k] = append(b.pending[k], tlBar{Kind: barWait, Attempt: a.n, From: a.ready, To: b.end})
-			}
-			if a.running {
-				b.pending[k] = append(b.pending[k], tlBar{Kind: barRun, Attempt: a.n, From: a.started, To: b.end})
-			}
-			b.flush(k, a, outcome, "")
-		}
-		if from, ok := b.waits[k]; ok {
-			b.bar(k+" (waiting)", tlBar{Kind: barWaiting, Outcome: outcome, From: from, To: b.end, Title: fmt.Sprintf("%s waiting for %s", k, fmtDur(b.end.Sub(from)))})
-		}
-		if from, ok := b.timers[k]; ok {
-			b.bar(k, tlBar{Kind: barTimer, Outcome: outcome, From: from, To: b.end, Title: fmt.Sprintf("%s started %s ago", r.Label, fmtDur(b.end.Sub(from)))})
-		}
-	}
-	if r := b.rows[""]; r != nil && len(r.Bars) == 0 && !finished {
-		b.bar("", tlBar{Kind: barRun, Outcome: "running", Attempt: 1, From: b.t.Start, To: b.end, Title: "run running for " + fmtDur(b.end.Sub(b.t.Start))})
-	}
 }
 
 // The timeline picture's geometry.
