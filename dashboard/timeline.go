@@ -273,6 +273,7 @@ const (
 	tlBarH   = 14
 	tlAxisH  = 28
 	tlMargin = 8
+	tlMinBar = 4 // the narrowest bar, in pixels
 )
 
 // timelineSVG draws a timeline: a row per line with its label, its bars
@@ -311,12 +312,22 @@ func timelineSVG(t *timeline) template.HTML {
 		fmt.Fprintf(&b, `<text class="row-label" x="%d" y="%s"><title>%s</title>%s</text>`, tlMargin, num(y+tlRowH/2+4), esc(r.Label), esc(cut(r.Label, 28)))
 		for _, x := range r.Bars {
 			x1, x2 := xOf(x.From), xOf(x.To)
-			w := math.Max(x2-x1, 1)
+			// A bar is never thinner than tlMinBar: a step of a few
+			// milliseconds in a run of minutes stays visible and hoverable.
+			w := math.Max(x2-x1, tlMinBar)
 			if x1+w > tlMargin+tlLabelW+tlPlotW {
 				x1 = tlMargin + tlLabelW + tlPlotW - w
 			}
-			fmt.Fprintf(&b, `<rect class="bar %s outcome-%s" data-step="%s" data-attempt="%d" x="%s" y="%s" width="%s" height="%d" rx="2"><title>%s</title></rect>`,
-				token(x.Kind), token(x.Outcome), esc(r.Key), x.Attempt, num(x1), num(y+(tlRowH-tlBarH)/2), num(w), tlBarH, esc(x.Title))
+			worker := ""
+			if x.Worker != "" {
+				worker = fmt.Sprintf(` data-worker="%s"`, esc(x.Worker))
+			}
+			fmt.Fprintf(&b, `<rect class="bar %s outcome-%s" data-step="%s" data-attempt="%d"%s x="%s" y="%s" width="%s" height="%d" rx="2"><title>%s</title></rect>`,
+				token(x.Kind), token(x.Outcome), esc(r.Key), x.Attempt, worker, num(x1), num(y+(tlRowH-tlBarH)/2), num(w), tlBarH, esc(x.Title))
+			if x.Kind == barRun && x.Attempt > 1 && r.Key != "" { // where a retry starts
+				fmt.Fprintf(&b, `<line class="attempt-marker" data-step="%s" data-attempt="%d" x1="%s" y1="%s" x2="%s" y2="%s"><title>attempt %d starts</title></line>`,
+					esc(r.Key), x.Attempt, num(x1), num(y+1), num(x1), num(y+tlRowH-1), x.Attempt)
+			}
 		}
 		b.WriteString(`</g>`)
 	}

@@ -1,6 +1,8 @@
 package dashboard
 
 import (
+	"regexp"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -228,5 +230,31 @@ func TestTimelineGolden(t *testing.T) {
 	for _, name := range fixtureNames {
 		f := loadFixture(t, name)
 		golden(t, name+".timeline.svg", string(timelineSVG(timelineOf(f.Run, f.Events, time.Time{})))+"\n")
+	}
+}
+
+// A timeline is readable on a short run: no bar is thinner than
+// tlMinBar, a retry's start is marked, each attempt's bar names its
+// worker, and a wait is drawn as a waiting bar of its own row.
+func TestTimelineReadable(t *testing.T) {
+	f := loadFixture(t, "order")
+	svg := string(timelineSVG(timelineOf(f.Run, f.Events, time.Time{})))
+	for _, m := range regexp.MustCompile(`<rect class="bar[^"]*"[^>]* width="([0-9.]+)"`).FindAllStringSubmatch(svg, -1) {
+		if w, err := strconv.ParseFloat(m[1], 64); err != nil || w < tlMinBar {
+			t.Errorf("a bar %d wide: %s", int(w), m[0])
+		}
+	}
+	for _, want := range []string{
+		`<line class="attempt-marker" data-step="charge_payment" data-attempt="2"`,
+		`data-step="charge_payment" data-attempt="1" data-worker="`,
+		`<g class="row" data-step="approve (waiting)">`,
+		`class="bar waiting outcome-completed"`,
+	} {
+		if !strings.Contains(svg, want) {
+			t.Errorf("the timeline has no %s", want)
+		}
+	}
+	if strings.Contains(svg, `attempt-marker" data-step="charge_payment" data-attempt="1"`) {
+		t.Error("a first attempt is marked as a retry")
 	}
 }

@@ -468,4 +468,20 @@
       goTo(Number(a.dataset.line), Number(a.dataset.column));
     });
   });
+
+  // The run page's timeline zooms (its box is outside the live parts, so
+  // the zoom outlasts a refresh): the picture widens, the box scrolls.
+  document.addEventListener("click", (ev) => {
+    const btn = ev.target.closest("[data-tl-zoom]");
+    if (!btn) return;
+    const box = $("#timeline-box");
+    if (!box) return;
+    const cur = Number(box.dataset.zoom || "1");
+    const step = btn.dataset.tlZoom;
+    const next = step === "fit" ? 1 : Math.min(16, Math.max(1, step === "in" ? cur * 2 : cur / 2));
+    box.dataset.zoom = String(next);
+    box.style.setProperty("--tl-zoom", String(next));
+    const label = $("#timeline-zoom-level");
+    if (label) label.textContent = next + "×";
+  });
 })();
