@@ -241,7 +241,8 @@ func (d *Dashboard) workflowState(r *http.Request, base string, data *runData) e
 func (d *Dashboard) waitingSteps(r *http.Request, run *server.Run, g *graphtext.Graph, data *runData) error {
 	var waiting []string
 	for _, s := range run.Steps {
-		if s.Status == string(hephtype.StepWaiting) {
+		// A flow's step only: a workflow's timer waits too, for its time.
+		if s.Status == string(hephtype.StepWaiting) && (s.Kind == "" || s.Kind == "step") {
 			waiting = append(waiting, s.Name)
 		}
 	}
