@@ -266,16 +266,6 @@ func dataString(data json.RawMessage, field string) string {
 	return s
 }
 
-// dataTime returns a time field of an entry's data.
-func dataTime(data json.RawMessage, field string) (time.Time, bool) {
-	s := dataString(data, field)
-	if s == "" {
-		return time.Time{}, false
-	}
-	t, err := time.Parse(time.RFC3339Nano, s)
-	return t, err == nil
-}
-
 func nameOr(name, alt string) string {
 	if name != "" {
 		return name

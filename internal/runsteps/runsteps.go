@@ -541,7 +541,7 @@ func (b *builder) states() {
 		s.Status = derived(s)
 		// A stored "scheduled" (queued or running) says less than the
 		// attempts do.
-		if st, ok := stored[s.Key]; ok && st.Status != "" && !(st.Status == "scheduled" && s.Status == Running) {
+		if st, ok := stored[s.Key]; ok && st.Status != "" && (st.Status != "scheduled" || s.Status != Running) {
 			s.Status = st.Status
 		}
 		switch s.Status {
