@@ -529,7 +529,7 @@ func TestRunPageEveryKind(t *testing.T) {
 	if n, want := b.count(`#run-steps tr[data-step]`), len(e.apiRun(unknown.ID).Steps); n != want {
 		t.Errorf("the run of an unknown definition lists %d steps, the API %d", n, want)
 	}
-	if n := b.count("#run-steps table"); n != 1 {
+	if n := b.count("#run-steps table.steps"); n != 1 {
 		t.Error("the run of an unknown definition has no steps table")
 	}
 	b.noErrors("the page of a run of an unknown definition")
