@@ -22,8 +22,9 @@ type DeleteOptions struct {
 	// tasks go with it in the same transaction: none is claimed again,
 	// and a worker that holds one (here or in another process) cannot
 	// commit its result, which the store refuses as for a lost lease; a
-	// step running here sees its context cancelled at its next
-	// heartbeat. Nothing of the run is cancelled or reported: its parent,
+	// step running here sees its context cancelled at once, one running
+	// in another process at once on PostgreSQL (which notifies it), else
+	// at its next heartbeat. Nothing of the run is cancelled or reported: its parent,
 	// if any, never hears of it (a workflow waiting for it as a child
 	// waits on), and its children run on.
 	Force bool
@@ -55,6 +56,11 @@ func (c *Client) DeleteRun(ctx context.Context, runID string, opts *DeleteOption
 			return nil, err // they name the run
 		}
 		return nil, fmt.Errorf("delete run %s: %w", runID, err)
+	}
+	if d.Tasks > 0 {
+		// A step of the run running here stops now. (PostgreSQL also
+		// tells the other processes that listen.)
+		c.pool.CheckRun(d.ID)
 	}
 	if d.Kind == hephtype.KindWorkflow && c.wf != nil {
 		// The run's cached state goes; waiters for its updates learn.

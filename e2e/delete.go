@@ -90,13 +90,14 @@ func (d *droppedCommits) WithGroup(string) slog.Handler      { return d }
 // delete while a step runs leaves the step's worker unable to commit, and
 // nothing of the run comes back.
 func testDeleteActive(t *testing.T, b Backend) {
-	started, release := make(chan struct{}), make(chan struct{})
+	started, stopped := make(chan struct{}), make(chan error, 1)
 	var after atomic.Int32
 	fb := flow.New("held")
 	flow.Step(fb, "hold", func(ctx context.Context, in any) (string, error) {
 		close(started)
-		<-release
-		return "done", nil
+		<-ctx.Done()
+		stopped <- context.Cause(ctx)
+		return "done anyway", nil
 	})
 	flow.Step(fb, "after", func(ctx context.Context, in any) (string, error) {
 		after.Add(1)
@@ -123,8 +124,15 @@ func testDeleteActive(t *testing.T, b Backend) {
 	if d.Status != heph.StatusRunning || d.Tasks != 1 {
 		t.Fatalf("forced delete: %+v, want the running run with its one task", d)
 	}
-	// The step ends; its worker's commit is refused.
-	close(release)
+	// The running step is told at once; its worker's commit is refused.
+	select {
+	case err := <-stopped:
+		if err == nil {
+			t.Fatal("the step's context ended without a cause")
+		}
+	case <-ctx.Done():
+		t.Fatal("the running step never saw the delete")
+	}
 	select {
 	case msg := <-dropped.runs:
 		if want := r.ID + ": "; len(msg) < len(want) || msg[:len(want)] != want {

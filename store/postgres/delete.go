@@ -22,11 +22,14 @@ const (
 	qDeleteTasks = "SELECT count(*) FROM §tasks WHERE run_id = $1"
 	// Requests go by their foreign key; the records of remote claims of
 	// the run's tasks, keyed by the task, with the tasks.
-	qDeleteRun = `WITH t AS (DELETE FROM §tasks WHERE run_id = $1 RETURNING id),
+	// When leased tasks go, the run's id goes to the cancel channel ($2),
+	// as when a commit cancels leased tasks: their holders stop now.
+	qDeleteRun = `WITH t AS (DELETE FROM §tasks WHERE run_id = $1 RETURNING id, owner IS NOT NULL AS leased),
 		c AS (DELETE FROM §remote_claims WHERE task_id IN (SELECT id FROM t)),
 		h AS (DELETE FROM §history WHERE run_id = $1),
-		l AS (DELETE FROM §step_logs WHERE run_id = $1)
-		DELETE FROM §runs WHERE id = $1`
+		l AS (DELETE FROM §step_logs WHERE run_id = $1),
+		r AS (DELETE FROM §runs WHERE id = $1)
+		SELECT count(pg_notify($2, $1)) FROM (SELECT 1 FROM t WHERE leased LIMIT 1) AS x`
 )
 
 // DeleteRun deletes a run with everything kept under its id, in one
@@ -67,7 +70,7 @@ func (s *Store) DeleteRun(ctx context.Context, p *store.DeleteRunParams) (*store
 				refused = store.RunActiveError(d)
 				return errRefused // roll back: nothing was written
 			}
-			if _, err := tx.Exec(ctx, s.logQ(qDeleteRun), p.ID); err != nil {
+			if _, err := tx.Exec(ctx, s.logQ(qDeleteRun), p.ID, s.cancels); err != nil {
 				return err
 			}
 			out = d
