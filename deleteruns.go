@@ -52,10 +52,7 @@ func (c *Client) DeleteRun(ctx context.Context, runID string, opts *DeleteOption
 	}
 	d, err := c.cfg.Store.DeleteRun(ctx, &store.DeleteRunParams{ID: runID, Force: opts.Force})
 	if err != nil {
-		if errors.Is(err, ErrRunNotFound) || errors.Is(err, ErrRunActive) {
-			return nil, err // they name the run
-		}
-		return nil, fmt.Errorf("delete run %s: %w", runID, err)
+		return nil, err // the store's errors name the call and the run
 	}
 	if d.Tasks > 0 {
 		// A step of the run running here stops now. (PostgreSQL also
