@@ -131,7 +131,10 @@ func TestChaosDeleteKilledConnection(t *testing.T) {
 		t.Fatalf("a third delete: %v, want ErrRunNotFound", err)
 	}
 	select {
-	case <-stopped:
+	case err := <-stopped:
+		if err == nil {
+			t.Fatal("the step's context ended without a cause")
+		}
 	case <-ctx.Done():
 		t.Fatal("the running step never learnt of the delete")
 	}
