@@ -134,3 +134,32 @@ func TestBulkDelete(t *testing.T) {
 		e.waitStatus(gate.ID, "waiting")
 	})
 }
+
+// A delete by business id acts on the run it names: the active one
+// (refused without force), then, once that is gone, the newest.
+func TestDeleteRunByBusinessID(t *testing.T) {
+	forEach(t, func(t *testing.T, b backend) {
+		e := newOrderEnv(t, b, nil)
+		var old, active Run
+		e.api.call(http.MethodPost, "/api/v1/runs", map[string]any{"name": "order", "business_value": "7"}, http.StatusCreated, &old)
+		e.waitStatus(old.ID, "waiting")
+		e.api.call(http.MethodPost, "/api/v1/runs/"+old.ID+"/cancel", nil, http.StatusAccepted, nil)
+		e.api.call(http.MethodPost, "/api/v1/runs", map[string]any{"name": "order", "business_value": "7"}, http.StatusCreated, &active)
+		e.waitStatus(active.ID, "waiting")
+
+		e.api.do(req{method: http.MethodDelete, path: "/api/v1/runs/order::7"}).problem(t, http.StatusConflict)
+		var d DeletedRun
+		e.api.call(http.MethodDelete, "/api/v1/runs/order::7?force=true", nil, http.StatusOK, &d)
+		if d.ID != active.ID {
+			t.Fatalf("order::7 deleted %s, want the active run %s", d.ID, active.ID)
+		}
+		e.api.call(http.MethodDelete, "/api/v1/runs/order::7", nil, http.StatusOK, &d)
+		if d.ID != old.ID || d.Status != "cancelled" {
+			t.Fatalf("then order::7 deleted %+v, want the cancelled run %s", d, old.ID)
+		}
+		p := e.api.do(req{method: http.MethodDelete, path: "/api/v1/runs/order::7"}).problem(t, http.StatusNotFound)
+		if !strings.Contains(p.Detail, "order::7") {
+			t.Errorf("a delete of a business id no run holds: %+v", p)
+		}
+	})
+}
