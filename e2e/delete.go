@@ -21,7 +21,7 @@ var deleteTests = []subtest{
 	{"DeleteRunsFilter", testDeleteRunsFilter},
 }
 
-func echoFlow(name string) *flow.Flow {
+func deleteEchoFlow(name string) *flow.Flow {
 	fb := flow.New(name)
 	flow.Step(fb, "say", func(ctx context.Context, in string) (string, error) { return in, nil })
 	return fb.MustBuild()
@@ -30,7 +30,7 @@ func echoFlow(name string) *flow.Flow {
 // testDeleteFinished: a finished run goes with its history; a second
 // delete finds nothing.
 func testDeleteFinished(t *testing.T, b Backend) {
-	e := newEnv(t, b, nil, echoFlow("echo"))
+	e := newEnv(t, b, nil, deleteEchoFlow("echo"))
 	ctx := ctxT(t)
 	r := e.run("echo", "hi", nil)
 	keep := e.run("echo", "other", nil)
@@ -159,7 +159,7 @@ func testDeleteActive(t *testing.T, b Backend) {
 // testDeleteRunsFilter: DeleteRuns deletes the finished runs a filter
 // selects, a page per call, and keeps the active ones.
 func testDeleteRunsFilter(t *testing.T, b Backend) {
-	e := newEnv(t, b, nil, echoFlow("echo"), approvalFlow("approval", 0))
+	e := newEnv(t, b, nil, deleteEchoFlow("echo"), approvalFlow("approval", 0))
 	ctx := ctxT(t)
 	var done []string
 	for range 5 {
