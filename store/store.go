@@ -133,6 +133,13 @@ type Store interface {
 	// that continues it, reporting to its parent, cancelling its
 	// children) keeps it until that work is done.
 	PruneRuns(ctx context.Context, p *PruneParams) (int, error)
+	// DeleteRun deletes one run with everything kept under its id (its
+	// history, tasks, requests and step logs) in one transaction, and
+	// returns what it deleted. ErrRunNotFound when there is no such run;
+	// ErrRunActive, deleting nothing, when the run is active or has
+	// tasks left and p.Force is not set. Its child runs are not deleted:
+	// their parent id names a run that is gone, as after PruneRuns.
+	DeleteRun(ctx context.Context, p *DeleteRunParams) (*DeletedRun, error)
 
 	// StrandedTasks returns tasks of a queue that no worker of a given
 	// set can run: claimable at p.Now (unleased, or their lease expired),

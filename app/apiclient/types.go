@@ -148,7 +148,7 @@ type Decision = server.Decision
 // PendingApproval is an approval gate waiting for a decision.
 type PendingApproval = server.PendingApproval
 
-// Operation is a bulk cancel or retry.
+// Operation is a bulk cancel, retry or delete.
 type Operation struct {
 	ID        string          `json:"id"`
 	Action    string          `json:"action"`
