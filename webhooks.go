@@ -146,10 +146,11 @@ type NewWebhook struct {
 	CreatedBy string
 }
 
-// WebhookInputError is invalid input to CreateWebhook: it names the
-// field at fault. It wraps ErrInvalidInput.
+// WebhookInputError is invalid input to CreateWebhook or EditWebhook: it
+// names the field at fault. It wraps ErrInvalidInput.
 type WebhookInputError struct {
-	// Field is "url", "events", "workflows", "tags" or "format".
+	// Field is "url", "events", "workflows", "tags" or "format" ("body"
+	// for an EditWebhook that changes nothing).
 	Field   string
 	Message string
 }
