@@ -31,6 +31,8 @@ type coroutine struct {
 	// Written by the coroutine before it yields, read by the driver.
 	cond func() bool
 	wait string // what it waits for, for snapshots and errors
+	// waits: what it waits for, structured (blockFor; Instance.Waits).
+	waits []Wait
 	file string // where it waits (only while replaying)
 	line int
 
