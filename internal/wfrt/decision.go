@@ -289,6 +289,7 @@ func (c *Runtime) createWorkflowRun(ctx context.Context, spec *runSpec) (*store.
 			inst.Close()
 			return nil, fmt.Errorf("first activation: %w", err)
 		}
+		st.Waits = dec.Waits
 		u := decisionUpdate(spec.id, spec.workflow, st, dec, events)
 		nr.Status, nr.Output, nr.Error, nr.History, nr.Tasks = u.Status, u.Output, u.Error, u.History, u.Tasks
 		published = u.Published
