@@ -33,8 +33,8 @@ type coroutine struct {
 	wait string // what it waits for, for snapshots and errors
 	// waits: what it waits for, structured (blockFor; Instance.Waits).
 	waits []Wait
-	file string // where it waits (only while replaying)
-	line int
+	file  string // where it waits (only while replaying)
+	line  int
 
 	started bool
 	done    bool
