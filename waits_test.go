@@ -224,7 +224,7 @@ func TestWaitingForTasks(t *testing.T) {
 				return b.MustBuild()
 			}
 			note := job.MustNew("waits.note", func(ctx context.Context, j *job.Job[string]) error { return nil }, nil)
-			if err := c.Register(mk("waits.nw", "work"), mk("waits.paused", "held"), mk("waits.full", "narrow")); err != nil {
+			if err := c.Register(mk("waits.nw", "work"), mk("waits.paused", "held"), mk("waits.full", "narrow"), mk("waits.keyed", "keyed"), mk("waits.rated", "rated")); err != nil {
 				t.Fatal(err)
 			}
 			if err := c.RegisterJobs(note); err != nil {
@@ -289,6 +289,49 @@ func TestWaitingForTasks(t *testing.T) {
 			}
 			if got, err := c.WaitingFor(ctx, first.ID); err != nil || len(got) != 0 {
 				t.Errorf("the running run waits for %+v, %v; want nothing", got, err)
+			}
+
+			// A concurrency key at its limit; a rate limit reached in its
+			// window (the next opens at the top of the hour).
+			if err := c.SetQueue(ctx, "keyed", heph.QueueOptions{MaxRunningPerKey: 1}); err != nil {
+				t.Fatal(err)
+			}
+			if err := c.SetQueue(ctx, "rated", heph.QueueOptions{Rate: heph.RateLimit{Limit: 1, Period: time.Hour}}); err != nil {
+				t.Fatal(err)
+			}
+			var held []string
+			for _, name := range []string{"waits.keyed", "waits.rated"} {
+				var ids []string
+				for i := range 2 {
+					r, err := c.StartRun(ctx, name, i, &heph.StartOptions{ConcurrencyKey: "acme"})
+					if err != nil {
+						t.Fatal(err)
+					}
+					ids = append(ids, r.ID)
+				}
+				claimed, err := st.ClaimTasks(ctx, &store.ClaimParams{Queues: []string{name[len("waits."):]}, Owner: "hand", Limit: 1, LeaseFor: time.Hour, Now: clk.Now()})
+				if err != nil || len(claimed) != 1 {
+					t.Fatalf("%s: claimed %v, %v; want one task", name, claimed, err)
+				}
+				for _, id := range ids {
+					if id != claimed[0].RunID {
+						held = append(held, id)
+					}
+				}
+			}
+			got, err = c.WaitingFor(ctx, held[0])
+			if err != nil {
+				t.Fatal(err)
+			}
+			if want := []waitKinds{{heph.WaitKindConcurrencyKey, "acme", "s"}}; !slices.Equal(kinds(got), want) || got[0].Limit != 1 || got[0].Queue != "keyed" {
+				t.Errorf("key at its limit: got %+v, want %v with limit 1", got, want)
+			}
+			got, err = c.WaitingFor(ctx, held[1])
+			if err != nil {
+				t.Fatal(err)
+			}
+			if want := []waitKinds{{heph.WaitKindRateLimit, "", "s"}}; !slices.Equal(kinds(got), want) || got[0].Limit != 1 || !got[0].Due.Equal(start.Truncate(time.Hour).Add(time.Hour)) {
+				t.Errorf("rate limit: got %+v, want %v with limit 1, due at the next window", got, want)
 			}
 
 			later, err := heph.InsertJob(ctx, c, note, "later", &heph.JobOptions{RunAfter: 24 * time.Hour})
