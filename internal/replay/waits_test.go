@@ -21,7 +21,9 @@ func TestDecisionWaits(t *testing.T) {
 		})
 		_, _, err := u.Phase(&replay.PhaseSpec{Initial: 0, Timeout: 2 * time.Hour,
 			Signals: []replay.SignalHandler{{Name: "stop", Decode: func(json.RawMessage) (any, error) { return nil, nil },
-				Handle: func(u *replay.Unit, _, st any) replay.HandlerResult { return replay.HandlerResult{State: st, Stop: true} }}},
+				Handle: func(u *replay.Unit, _, st any) replay.HandlerResult {
+					return replay.HandlerResult{State: st, Stop: true}
+				}}},
 			Updates: []replay.UpdateHandler{{Name: "add", Decode: func(json.RawMessage) (any, error) { return nil, nil },
 				Handle: func(u *replay.Unit, _, st any) replay.HandlerResult { return replay.HandlerResult{State: st} }}},
 		})
