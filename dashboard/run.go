@@ -67,6 +67,8 @@ type runData struct {
 	// Signals and Updates are the names the run has received (offered in
 	// the signal and update dialogs).
 	Signals, Updates []string
+	// WaitingFor is what the run waits for (waits.go).
+	WaitingFor []waitRow
 }
 
 // eventRow is a history entry as the page lists it.
@@ -160,6 +162,7 @@ func (d *Dashboard) runPage(r *http.Request) (string, any, error) {
 	for _, e := range hist.Events {
 		data.Events = append(data.Events, eventRow{Seq: e.Seq, At: stamp(e.At), Kind: e.Kind, Step: e.Step, Text: describeEvent(e), Bad: e.Error != ""})
 	}
+	data.WaitingFor = waitRows(run.WaitingFor, d.cfg.Now())
 	data.Timeline = timelineSVG(timelineOf(run, hist.Events, d.cfg.Now()))
 	data.Signals, data.Updates = messageNames(hist.Events)
 	if err := d.runLogs(r, base, data); err != nil {
@@ -171,7 +174,7 @@ func (d *Dashboard) runPage(r *http.Request) (string, any, error) {
 
 	var graph *graphtext.Graph
 	if data.IsWorkflow() {
-		data.DAG = dagSVG(workflowGraph(hist.Events))
+		data.DAG = dagSVG(withWaits(workflowGraph(hist.Events), run.WaitingFor))
 		if err := d.workflowState(r, base, data); err != nil {
 			return "", nil, err
 		}

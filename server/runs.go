@@ -41,6 +41,8 @@ type Run struct {
 	// due later: when the first is due. Such a run is shown as
 	// "scheduled"; Status stays as stored.
 	ScheduledFor *time.Time `json:"scheduled_for,omitempty"`
+	// WaitingFor is what the run waits for (only on GET /runs/{id}).
+	WaitingFor []Wait `json:"waiting_for,omitempty"`
 	// Steps is nil in a RunSummary (a list); a workflow run has none.
 	Steps      []StepJSON              `json:"steps,omitempty"`
 	Document   *hephaestus.DocumentRef `json:"document,omitempty"`
@@ -365,7 +367,13 @@ func (s *Server) getRun(c *call) error {
 	if err != nil {
 		return err
 	}
-	return c.json(http.StatusOK, runJSON(r, true))
+	ws, err := s.cfg.Client.WaitingFor(c.ctx(), r.ID)
+	if err != nil {
+		return err
+	}
+	out := runJSON(r, true)
+	out.WaitingFor = waitsJSON(ws)
+	return c.json(http.StatusOK, out)
 }
 
 // Event is a history entry as the API shows it.

@@ -194,6 +194,8 @@ type Store interface {
 	Builds
 	// Due tells when the tasks of runs are due (due.go).
 	Due
+	// RunTasks lists the tasks of a run (runtasks.go).
+	RunTasks
 
 	// Close releases the store's resources.
 	Close() error

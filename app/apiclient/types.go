@@ -48,12 +48,14 @@ type Run struct {
 	Condition      *Condition                 `json:"condition,omitempty"`
 	// ScheduledFor is set on a pending or running run whose every task is
 	// due later: when the first is due (shown as scheduled).
-	ScheduledFor *time.Time   `json:"scheduled_for,omitempty"`
-	Steps        []Step       `json:"steps,omitempty"`
-	Document     *DocumentRef `json:"document,omitempty"`
-	CreatedAt    time.Time    `json:"created_at"`
-	UpdatedAt    time.Time    `json:"updated_at"`
-	FinishedAt   *time.Time   `json:"finished_at,omitempty"`
+	ScheduledFor *time.Time `json:"scheduled_for,omitempty"`
+	// WaitingFor is what the run waits for (GET /runs/{id} only).
+	WaitingFor []Wait       `json:"waiting_for,omitempty"`
+	Steps      []Step       `json:"steps,omitempty"`
+	Document   *DocumentRef `json:"document,omitempty"`
+	CreatedAt  time.Time    `json:"created_at"`
+	UpdatedAt  time.Time    `json:"updated_at"`
+	FinishedAt *time.Time   `json:"finished_at,omitempty"`
 }
 
 // Condition says why a run does not progress.

@@ -429,6 +429,9 @@ func printRun(w io.Writer, r *apiclient.Run, graph *graphtext.Graph, now time.Ti
 	if err := kv(w, pairs...); err != nil {
 		return err
 	}
+	if err := printWaits(w, r, now); err != nil {
+		return err
+	}
 	if len(r.Steps) > 0 {
 		fmt.Fprintln(w)
 		tw := newTable(w, "STEP", "STATUS", "ATTEMPTS", "EVENT", "STARTED", "FINISHED", "OUTPUT / ERROR")

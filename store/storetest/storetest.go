@@ -150,6 +150,7 @@ func Run(t *testing.T, newStore func(t *testing.T) store.Store, opts ...Option) 
 		{"Logs", testLogs},
 		{"LogBounds", testLogBounds},
 		{"EarliestReady", testEarliestReady},
+		{"RunTasks", testRunTasks},
 	}
 	tests = append(tests, txTests(&c)...)
 	for _, tc := range tests {
