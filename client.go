@@ -494,6 +494,19 @@ func (c *Client) ListRuns(ctx context.Context, opts *ListOptions) (*RunList, err
 	if opts.Kind != "" && opts.Kind != KindFlow && opts.Kind != KindWorkflow {
 		return nil, fmt.Errorf("list runs: %w: ListOptions.Kind %q is not %q or %q", ErrInvalidInput, opts.Kind, KindFlow, KindWorkflow)
 	}
+	p, err := c.cfg.Store.ListRuns(ctx, c.listParams(opts))
+	if err != nil {
+		return nil, fmt.Errorf("list runs: %w", err)
+	}
+	out := &RunList{Next: p.Next}
+	for _, r := range p.Runs {
+		out.Runs = append(out.Runs, c.toRun(r))
+	}
+	return out, nil
+}
+
+// listParams are the store's parameters of a list of runs.
+func (c *Client) listParams(opts *ListOptions) *store.ListRunsParams {
 	params := &store.ListRunsParams{
 		Workflow: opts.Flow, Statuses: opts.Statuses, BusinessID: opts.BusinessID, Tags: opts.Tags,
 		CreatedAfter: opts.CreatedAfter, CreatedBefore: opts.CreatedBefore, Limit: opts.Limit, Cursor: opts.Cursor,
@@ -503,15 +516,7 @@ func (c *Client) ListRuns(ctx context.Context, opts *ListOptions) (*RunList, err
 	if opts.Queue != "" {
 		params.QueueWorkflows = c.flows.FlowsOnQueue(opts.Queue)
 	}
-	p, err := c.cfg.Store.ListRuns(ctx, params)
-	if err != nil {
-		return nil, fmt.Errorf("list runs: %w", err)
-	}
-	out := &RunList{Next: p.Next}
-	for _, r := range p.Runs {
-		out.Runs = append(out.Runs, c.toRun(r))
-	}
-	return out, nil
+	return params
 }
 
 // ResumeOptions are the optional parameters of ResumeRun.
