@@ -31,6 +31,10 @@ const (
 	changeOverlap = 5 * time.Second
 	// streamRetryAfter is the Retry-After of a stream refused at the limit.
 	streamRetryAfter = "5"
+	// runsStreamGap is the least time between two reads of the runs
+	// stream: every commit of the process wakes it, so under load the
+	// changes of a moment are read together, not once per commit.
+	runsStreamGap = 250 * time.Millisecond
 )
 
 // streams are the open streams of a server.
@@ -315,7 +319,9 @@ func (s *Server) runsEvents(c *call) error {
 	}
 	last = floor
 	// A first read answers an error (a bad filter) as a problem.
-	if _, err := cl.RunsChangedAfter(c.ctx(), opts, last, 0); err != nil {
+	probe := *opts
+	probe.Limit = 1
+	if _, err := cl.RunsChangedAfter(c.ctx(), &probe, last, 0); err != nil {
 		return err
 	}
 	ctx, out, release, err := s.openStream(c)
@@ -365,6 +371,11 @@ func (s *Server) runsEvents(c *call) error {
 			if at.Before(last.At.Add(-changeOverlap)) {
 				delete(sent, id)
 			}
+		}
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-time.After(runsStreamGap):
 		}
 		runs, err := cl.RunsChangedAfter(ctx, opts, last, s.cfg.StreamKeepAlive)
 		if err != nil {
