@@ -10,6 +10,7 @@ import (
 	"net/http"
 	"net/url"
 	"strings"
+	"time"
 )
 
 // StreamEvent is one server-sent event of a stream.
@@ -27,10 +28,18 @@ type StreamEvent struct {
 type Stream struct {
 	body io.ReadCloser
 	r    *bufio.Reader
+	// idle closes the connection when nothing came for StreamIdle.
+	idle *time.Timer
 	// LastID is the id of the last event read that had one: what a
 	// reconnect sends as Last-Event-ID.
 	LastID string
 }
+
+// StreamIdle is how long a stream may send nothing, not even a
+// keep-alive (the server sends one every 15 seconds), before the
+// connection is taken for dead and closed: Next then fails as on a
+// dropped connection.
+const StreamIdle = 50 * time.Second
 
 // ErrStreamFailed wraps the problem of a stream's "error" event: the
 // server ended the stream on a failure.
@@ -71,7 +80,9 @@ func (c *Client) OpenStream(ctx context.Context, path string, query url.Values, 
 		}
 		return nil, problem(resp, b)
 	}
-	return &Stream{body: resp.Body, r: bufio.NewReader(resp.Body), LastID: lastID}, nil
+	st := &Stream{body: resp.Body, r: bufio.NewReader(resp.Body), LastID: lastID}
+	st.idle = time.AfterFunc(StreamIdle, func() { _ = resp.Body.Close() })
+	return st, nil
 }
 
 // RunEvents opens the stream of a run's history (GET /runs/{id}/events),
@@ -109,6 +120,7 @@ func (s *Stream) Next() (*StreamEvent, error) {
 	)
 	for {
 		line, err := s.r.ReadString('\n')
+		s.idle.Reset(StreamIdle)
 		if err != nil {
 			if err == io.EOF && !started && line == "" {
 				return nil, io.EOF
@@ -163,4 +175,7 @@ func (s *Stream) Next() (*StreamEvent, error) {
 }
 
 // Close closes the stream.
-func (s *Stream) Close() error { return s.body.Close() }
+func (s *Stream) Close() error {
+	s.idle.Stop()
+	return s.body.Close()
+}
