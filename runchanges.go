@@ -62,9 +62,15 @@ func (c *Client) RunsChangedAfter(ctx context.Context, opts *ListOptions, after 
 			if err != nil {
 				return false, err
 			}
+			due, err := c.scheduled(ctx, p.Runs)
+			if err != nil {
+				return false, err
+			}
 			out = make([]*Run, 0, len(p.Runs))
 			for _, r := range p.Runs {
-				out = append(out, c.toRun(r))
+				run := c.toRun(r)
+				run.ScheduledFor = due[r.ID]
+				out = append(out, run)
 			}
 			return len(out) > 0, nil
 		},

@@ -38,6 +38,7 @@ func (s *Server) register() {
 	s.handle(get, p+"/runs", accessRunList, "", s.listRuns)
 	s.handleStream(get, p+"/runs/events", accessRunList, s.runsEvents)
 	s.handle(get, p+"/runs/{id}", accessRun, "", s.getRun)
+	s.handle(del, p+"/runs/{id}", accessOperate, "runs.delete", s.deleteRun)
 	s.handleStream(get, p+"/runs/{id}/events", accessRun, s.runEvents)
 	s.handle(get, p+"/runs/{id}/history", accessRun, "", s.history)
 	s.handle(get, p+"/runs/{id}/history/export", accessRun, "", s.exportHistory)

@@ -263,13 +263,20 @@ func runsFilter(q *query) *hephaestus.ListOptions {
 	case "", string(hephaestus.KindFlow), string(hephaestus.KindWorkflow):
 		opts.Kind = hephaestus.RunKind(k)
 	default:
-		q.fail("kind", `%q is not a kind of run: use "flow" or "workflow"`, k)
+		q.failFix("kind", `pass "flow" (flows, documents and jobs) or "workflow"`, "%q is not a kind of run", k)
 	}
-	for _, st := range q.list("status") {
-		if !hephtype.RunStatus(st).Valid() {
-			q.fail("status", "%q is not a run status", st)
+	statuses := q.list("status")
+	for _, st := range statuses {
+		switch {
+		case st == statusScheduled && len(statuses) > 1:
+			q.failFix("status", "pass scheduled alone", "scheduled is not combined with other statuses")
+		case st == statusScheduled:
+			opts.Scheduled = true
+		case !hephtype.RunStatus(st).Valid():
+			q.failFix("status", "pass one of "+strings.Join(runStatusNames, ", "), "%q is not a run status", st)
+		default:
+			opts.Statuses = append(opts.Statuses, hephtype.RunStatus(st))
 		}
-		opts.Statuses = append(opts.Statuses, hephtype.RunStatus(st))
 	}
 	return opts
 }

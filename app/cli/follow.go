@@ -140,7 +140,7 @@ func followShow(ctx context.Context, g *globals, api *apiclient.Client, id strin
 		}
 		// What a reader sees change: the status, the condition, the
 		// steps, the output and error.
-		key, _ := json.Marshal([]any{run.Status, run.Condition, run.Steps, run.Output, run.Error})
+		key, _ := json.Marshal([]any{run.Status, run.ScheduledFor, run.Condition, run.Steps, run.Output, run.Error})
 		if string(key) == shown {
 			return nil
 		}
