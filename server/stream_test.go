@@ -359,8 +359,14 @@ func TestRunsStream(t *testing.T) {
 		if s := seen[other.ID]; len(s) != len(slices.Compact(slices.Clone(s))) {
 			t.Errorf("the run %s comes twice for one change: %v", other.ID, s)
 		}
+		// The list's filter of scheduled runs is one of the stream's too.
+		if sc, res := openSSE(t, e, "/api/v1/runs/events?status=scheduled", nil); sc == nil {
+			t.Errorf("status=scheduled: %d", res.StatusCode)
+		} else {
+			sc.close()
+		}
 		// A bad filter or cursor is a 400 problem.
-		for _, p := range []string{"/api/v1/runs/events?status=nope", "/api/v1/runs/events?kind=x", "/api/v1/runs/events?after=zzz"} {
+		for _, p := range []string{"/api/v1/runs/events?status=nope", "/api/v1/runs/events?status=scheduled,failed", "/api/v1/runs/events?kind=x", "/api/v1/runs/events?after=zzz"} {
 			_, res := openSSE(t, e, p, nil)
 			if res.StatusCode != http.StatusBadRequest {
 				t.Errorf("GET %s: %d", p, res.StatusCode)
