@@ -130,4 +130,8 @@ func (s *Server) register() {
 	s.handle(del, p+"/webhooks/{id}", accessAdmin, "webhooks.delete", s.deleteWebhook)
 	s.handle(get, p+"/webhooks/{id}/deliveries", accessRead, "", s.webhookDeliveries)
 	s.handle(post, p+"/webhooks/{id}/test", accessAdmin, "webhooks.test", s.testWebhook)
+	s.handle(http.MethodPatch, p+"/webhooks/{id}", accessAdmin, "webhooks.edit", s.editWebhook)
+	s.handle(post, p+"/webhooks/{id}/enable", accessAdmin, "webhooks.enable", s.enableWebhook)
+	s.handle(post, p+"/webhooks/{id}/disable", accessAdmin, "webhooks.disable", s.disableWebhook)
+	s.handle(post, p+"/webhooks/{id}/rotate-secret", accessAdmin, "webhooks.rotate_secret", s.rotateWebhookSecret)
 }
