@@ -36,8 +36,10 @@ func (s *Server) register() {
 	// Runs.
 	s.handle(post, p+"/runs", accessOperate, "runs.start", s.startRun)
 	s.handle(get, p+"/runs", accessRunList, "", s.listRuns)
+	s.handleStream(get, p+"/runs/events", accessRunList, s.runsEvents)
 	s.handle(get, p+"/runs/{id}", accessRun, "", s.getRun)
 	s.handle(del, p+"/runs/{id}", accessOperate, "runs.delete", s.deleteRun)
+	s.handleStream(get, p+"/runs/{id}/events", accessRun, s.runEvents)
 	s.handle(get, p+"/runs/{id}/history", accessRun, "", s.history)
 	s.handle(get, p+"/runs/{id}/history/export", accessRun, "", s.exportHistory)
 	s.handle(get, p+"/runs/{id}/logs", accessRun, "", s.logs)

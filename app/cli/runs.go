@@ -346,16 +346,27 @@ func nonNil[T any](s []T) []T {
 }
 
 func newShow(g *globals) *cobra.Command {
+	var follow bool
 	cmd := &cobra.Command{
 		Use:   "show <run>",
-		Short: "Show a run: status, ids, steps and a picture of its DAG",
+		Short: "Show a run: status, ids, steps and a picture of its DAG; --follow prints it again as it changes",
 		Example: `  heph show order::42
+  heph show order::42 --follow
   heph show 0195f1c2-... -o json`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			api, err := g.api()
 			if err != nil {
 				return err
+			}
+			if follow {
+				return followShow(cmd.Context(), g, api, args[0], func(run *apiclient.Run, body []byte) error {
+					if g.json() {
+						_, err := fmt.Fprintf(g.env.Stdout, "%s\n", compactJSON(body))
+						return err
+					}
+					return printRun(g.env.Stdout, run, nil, time.Now())
+				})
 			}
 			ctx, cancel := g.reqCtx(cmd.Context(), 0)
 			defer cancel()
@@ -384,6 +395,7 @@ func newShow(g *globals) *cobra.Command {
 			return printRun(g.env.Stdout, run, graph, time.Now())
 		},
 	}
+	cmd.Flags().BoolVarP(&follow, "follow", "f", false, "print the run again each time its status or steps change, until it ends (without the DAG)")
 	return cmd
 }
 
@@ -467,7 +479,8 @@ func newHistory(g *globals) *cobra.Command {
 		Use:   "history <run>",
 		Short: "Print a run's history; --follow waits for new events",
 		Long: "history prints a run's history events in order. With --follow it keeps waiting for new\n" +
-			"events (long-polling the server) until the run ends; with -o json and --follow it\n" +
+			"events (a stream of server-sent events, resumed after a dropped connection) until the\n" +
+			"run ends; with -o json and --follow it\n" +
 			"prints one JSON event per line.",
 		Example: `  heph history order::42
   heph history order::42 --follow
@@ -530,50 +543,4 @@ func endsRun(kind string) bool {
 		return true
 	}
 	return false
-}
-
-// followHistory prints events as they come until the run ends. Rows are
-// printed one at a time, so their columns are not aligned across waits.
-func followHistory(ctx context.Context, g *globals, api *apiclient.Client, id string, after int64) error {
-	w := g.env.Stdout
-	if !g.json() {
-		fmt.Fprintln(w, strings.Join(historyHeader, "  "))
-	}
-	for {
-		rctx, cancel := g.reqCtx(ctx, longPoll)
-		h, resp, err := api.History(rctx, id, after, longPoll)
-		cancel()
-		if err != nil {
-			return err
-		}
-		var raw struct {
-			Events []json.RawMessage `json:"events"`
-		}
-		if g.json() {
-			if err := json.Unmarshal(resp.Body, &raw); err != nil {
-				return fmt.Errorf("decode history: %w", err)
-			}
-		}
-		ended := false
-		for i, e := range h.Events {
-			if g.json() && i < len(raw.Events) {
-				fmt.Fprintf(w, "%s\n", compactJSON(raw.Events[i]))
-			} else if !g.json() {
-				tw := newTable(w)
-				historyRow(tw, &e)
-				if err := tw.Flush(); err != nil {
-					return err
-				}
-			}
-			after = max(after, e.Seq)
-			ended = ended || endsRun(e.Kind)
-		}
-		after = max(after, h.Last)
-		if ended {
-			return nil
-		}
-		if err := ctx.Err(); err != nil {
-			return err
-		}
-	}
 }

@@ -78,6 +78,7 @@ func Run(t *testing.T, newStore func(t *testing.T) store.Store, opts ...Option) 
 		{"ListRunsPagination", testListRunsPagination},
 		{"ListRunsLimits", testListRunsLimits},
 		{"ListRunsMoreFilters", testListRunsMore},
+		{"ListRunsChanged", testListRunsChanged},
 		{"ListRunsVersionParentIDs", testListRunsVersionParentIDs},
 		{"RunStats", testRunStats},
 		{"Reopen", testReopen},
