@@ -13,6 +13,7 @@ import (
 	"github.com/hephaestus-go/hephaestus/flow"
 	"github.com/hephaestus-go/hephaestus/flowdoc"
 	"github.com/hephaestus-go/hephaestus/hephtype"
+	"github.com/hephaestus-go/hephaestus/internal/suggest"
 	"github.com/hephaestus-go/hephaestus/store"
 )
 
@@ -187,7 +188,8 @@ func (c *Client) gate(r *store.Run, step string) (*flowdoc.Gate, error) {
 			names = append(names, n)
 		}
 		slices.Sort(names)
-		return nil, fmt.Errorf("%w: flow %q version %d has no gate %q (its gates: %v)", ErrNotAGate, r.Workflow, r.Version, step, names)
+		return nil, fmt.Errorf("%w: flow %q version %d has no gate %q%s (its gates: %v)", ErrNotAGate, r.Workflow, r.Version, step,
+			suggest.DidYouMean(step, names, true), names)
 	}
 	return g, nil
 }

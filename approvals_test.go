@@ -57,7 +57,7 @@ func TestApprovalErrors(t *testing.T) {
 		{"no step", g.ID, "", ann, heph.ErrInvalidInput, "name the gate's step"},
 		{"unknown run", "no-such-run", "ask", ann, heph.ErrRunNotFound, "no-such-run"},
 		{"go flow", p.ID, "s", ann, heph.ErrNotAGate, `flow "plain" version 1 has no gate "s"`},
-		{"not a gate", g.ID, "asc", ann, heph.ErrNotAGate, `has no gate "asc" (its gates: [ask])`},
+		{"not a gate", g.ID, "asc", ann, heph.ErrNotAGate, `has no gate "asc"; did you mean "ask"? (its gates: [ask])`},
 		{"not an assignee", g.ID, "ask", heph.Actor{ID: "eve", Groups: []string{"ops"}}, heph.ErrNotAssignee, `"eve" (groups [ops]) is not among the gate's users [ann] or groups [admins]`},
 		{"not waiting yet", g.ID, "ask", heph.Actor{ID: "bob", Groups: []string{"admins"}}, heph.ErrNotWaiting, ""},
 	} {

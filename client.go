@@ -424,6 +424,10 @@ func (c *Client) GetRun(ctx context.Context, runID string) (*Run, error) {
 		}
 		return nil, fmt.Errorf("get run %s: %w", runID, err)
 	}
+	due, err := c.scheduled(ctx, []*store.Run{r})
+	if err != nil {
+		return nil, fmt.Errorf("get run %s: %w", runID, err)
+	}
 	if r.Kind == hephtype.KindFlow {
 		if _, err := c.flows.Lookup(r.Workflow, r.Version); err != nil {
 			// A flow this process lacks: its stub from the catalog names
@@ -431,7 +435,35 @@ func (c *Client) GetRun(ctx context.Context, runID string) (*Run, error) {
 			_ = c.ensureStub(ctx, r.Workflow, r.Version)
 		}
 	}
-	return c.toRun(r), nil
+	out := c.toRun(r)
+	out.ScheduledFor = due[r.ID]
+	return out, nil
+}
+
+// scheduled returns, by run id, the ScheduledFor of the runs that are
+// pending or running and whose every task is due later; one query for
+// them all, none when no run is pending or running.
+func (c *Client) scheduled(ctx context.Context, runs []*store.Run) (map[string]time.Time, error) {
+	var ids []string
+	for _, r := range runs {
+		if r.Status == StatusPending || r.Status == StatusRunning {
+			ids = append(ids, r.ID)
+		}
+	}
+	if len(ids) == 0 {
+		return nil, nil
+	}
+	ready, err := c.cfg.Store.EarliestReady(ctx, &store.EarliestReadyParams{RunIDs: ids})
+	if err != nil {
+		return nil, err
+	}
+	now := c.cfg.Clock.Now()
+	for id, at := range ready {
+		if !at.After(now) {
+			delete(ready, id)
+		}
+	}
+	return ready, nil
 }
 
 // ListOptions filters ListRuns; zero fields do not filter.
@@ -473,6 +505,9 @@ type ListOptions struct {
 	// IDs keeps only these runs (empty: any); at most 1000 of them, more
 	// is ErrInvalidInput.
 	IDs []string
+	// Scheduled keeps the runs that are scheduled now: pending or running
+	// with every task due later (Run.ScheduledFor).
+	Scheduled bool
 	// Limit defaults to 100.
 	Limit int
 	// Cursor continues from RunList.Next.
@@ -503,13 +538,22 @@ func (c *Client) ListRuns(ctx context.Context, opts *ListOptions) (*RunList, err
 	if opts.Queue != "" {
 		params.QueueWorkflows = c.flows.FlowsOnQueue(opts.Queue)
 	}
+	if opts.Scheduled {
+		params.DueAfter = c.cfg.Clock.Now()
+	}
 	p, err := c.cfg.Store.ListRuns(ctx, params)
+	if err != nil {
+		return nil, fmt.Errorf("list runs: %w", err)
+	}
+	due, err := c.scheduled(ctx, p.Runs)
 	if err != nil {
 		return nil, fmt.Errorf("list runs: %w", err)
 	}
 	out := &RunList{Next: p.Next}
 	for _, r := range p.Runs {
-		out.Runs = append(out.Runs, c.toRun(r))
+		run := c.toRun(r)
+		run.ScheduledFor = due[r.ID]
+		out.Runs = append(out.Runs, run)
 	}
 	return out, nil
 }

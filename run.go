@@ -98,6 +98,12 @@ type Run struct {
 	// decided it last. "" when unknown (a run started before builds were
 	// recorded, flow runs).
 	BuildID string
+	// ScheduledFor is set on a pending or running run whose tasks are all
+	// due later (a job inserted with RunAt, a step retried after a
+	// backoff): the earliest time one of them is ready. Such a run is
+	// shown as scheduled; its Status stays as stored. Zero otherwise.
+	// GetRun and ListRuns set it (ListRuns with one query per page).
+	ScheduledFor time.Time
 	// Steps is each step's state, in the flow's declaration order.
 	Steps      []StepState
 	CreatedAt  time.Time

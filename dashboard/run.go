@@ -328,6 +328,8 @@ func isNotFound(err error) bool {
 // confirmation dialog (assets/app.js reads its data-* attributes).
 type runAction struct {
 	ID, Label, API, Title, Confirm, Then, Class string
+	// Method is the API's method ("" for POST).
+	Method string
 	// Body and Fields are JSON: the body's fixed part, and the fields
 	// the dialog asks for.
 	Body, Fields string
@@ -408,7 +410,20 @@ func (d *runData) AdminActions() []runAction {
 				Fields: jsonAttr([]field{{Name: "name", Label: "Update", Type: "text", Required: true, Path: true, Options: d.Updates},
 					{Name: "args", Label: "Arguments (JSON)", Type: "json"}})})
 	}
-	return out
+	return append(out, d.deleteAction(base))
+}
+
+// deleteAction deletes the run, by force while it is active, and goes to
+// the runs.
+func (d *runData) deleteAction(base string) runAction {
+	a := runAction{ID: "action-delete", Label: "Delete", API: base, Method: http.MethodDelete, Title: "Delete the run", Class: "danger",
+		Confirm: "Delete run " + d.Run.ID + " with its history, for good? Its child runs are kept.", Then: "goto:/"}
+	if !d.Terminal {
+		a.API += "?force=true"
+		a.Confirm = "Run " + d.Run.ID + " is active. Delete it with its history and its work, for good? " +
+			"Its running steps are stopped and cannot commit; nothing is cancelled or reported to a parent."
+	}
+	return a
 }
 
 // QueryAction is the query of a workflow run, which a reader may ask too

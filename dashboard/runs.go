@@ -11,8 +11,12 @@ import (
 	"github.com/hephaestus-go/hephaestus/server"
 )
 
-// runStatuses are the statuses a filter offers.
-var runStatuses = []string{"pending", "running", "waiting", "completed", "failed", "cancelled", "continued"}
+// runStatuses are the statuses a filter offers: the stored ones, and
+// scheduled (pending or running with every task due later), which the
+// API takes alone.
+var runStatuses = []string{"pending", "running", "waiting", "completed", "failed", "cancelled", "continued", statusScheduled}
+
+const statusScheduled = "scheduled"
 
 // runFilter is the runs list's filter, as its form and URL carry it.
 type runFilter struct {
@@ -42,6 +46,9 @@ func parseRunFilter(q url.Values) (*runFilter, error) {
 			return nil, badRequest("status %q is not a run status: use one of %s", s, strings.Join(runStatuses, ", "))
 		}
 		f.Statuses = append(f.Statuses, s)
+	}
+	if slices.Contains(f.Statuses, statusScheduled) && len(f.Statuses) > 1 {
+		return nil, badRequest("status scheduled is shown alone: uncheck the other statuses")
 	}
 	if f.Version != "" {
 		if n, err := strconv.Atoi(f.Version); err != nil || n < 1 {
@@ -218,7 +225,8 @@ func (d *Dashboard) runsPage(r *http.Request) (string, any, error) {
 			data.FirstURL += "?" + pq.Encode()
 		}
 	}
-	if !f.empty() {
+	if !f.empty() && !slices.Contains(f.Statuses, statusScheduled) {
+		// A bulk operation filters by stored statuses only.
 		data.All = f.operationFilter()
 	}
 	return "runs", data, nil

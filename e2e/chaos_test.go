@@ -17,6 +17,9 @@ package e2e_test
 //     (both backends);
 //   - TestChaosRetriedCommits: commits that fail, or that commit and lose
 //     their outcome, and are tried again (both backends);
+//   - TestChaosDeleteKilledConnection (chaos_delete_test.go): a forced
+//     delete killed mid-transaction deletes nothing, its retry deletes
+//     once, and the worker of the deleted run cannot commit (PostgreSQL);
 //   - TestChaosCheckerFindsFaults: the checker reports each kind of
 //     duplicate and a lost run.
 //

@@ -219,10 +219,19 @@ type query struct {
 func (c *call) query() *query { return &query{v: c.r.URL.Query()} }
 
 func (q *query) fail(name, format string, args ...any) {
+	q.failFix(name, "", format, args...)
+}
+
+// failFix is fail with a fix: what to pass instead (Problem.Fix, which
+// ends the detail too).
+func (q *query) failFix(name, fix, format string, args ...any) {
 	if q.first == nil {
 		p := badRequest(fmt.Sprintf("query parameter %s: %s", name, fmt.Sprintf(format, args...)))
 		p.Errors = []FieldError{{Path: name, Message: fmt.Sprintf(format, args...)}}
 		q.first = p
+		if fix != "" {
+			q.first = withFix(p, fix)
+		}
 	}
 }
 
@@ -252,11 +261,11 @@ func (q *query) integer(name string, def, lo, hi int) int {
 	}
 	n, err := strconv.Atoi(s)
 	if err != nil {
-		q.fail(name, "expected an integer, got %q", s)
+		q.failFix(name, fmt.Sprintf("pass a whole number from %d to %d", lo, hi), "expected an integer, got %q", s)
 		return def
 	}
 	if n < lo || n > hi {
-		q.fail(name, "%d is out of range: %d to %d", n, lo, hi)
+		q.failFix(name, fmt.Sprintf("pass a whole number from %d to %d", lo, hi), "%d is out of range", n)
 		return def
 	}
 	return n
@@ -270,7 +279,7 @@ func (q *query) dur(name string, hi time.Duration) time.Duration {
 	}
 	d, err := time.ParseDuration(s)
 	if err != nil || d < 0 {
-		q.fail(name, `expected a duration such as "30s", got %q`, s)
+		q.failFix(name, `pass a duration such as "30s" or "5m"`, "expected a duration, got %q", s)
 		return 0
 	}
 	return min(d, hi)
@@ -284,7 +293,7 @@ func (q *query) time(name string) time.Time {
 	}
 	t, err := time.Parse(time.RFC3339Nano, s)
 	if err != nil {
-		q.fail(name, "expected an RFC 3339 time, got %q", s)
+		q.failFix(name, `pass an RFC 3339 time such as "2026-01-02T15:04:05Z"`, "expected an RFC 3339 time, got %q", s)
 		return time.Time{}
 	}
 	return t
@@ -298,7 +307,7 @@ func (q *query) int64(name string) int64 {
 	}
 	n, err := strconv.ParseInt(s, 10, 64)
 	if err != nil || n < 0 {
-		q.fail(name, "expected a non-negative integer, got %q", s)
+		q.failFix(name, "pass a whole number, 0 or more", "expected a non-negative integer, got %q", s)
 		return 0
 	}
 	return n

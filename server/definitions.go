@@ -94,7 +94,7 @@ func (s *Server) definition(c *call) error {
 	name := c.r.PathValue("name")
 	d, err := s.cfg.Client.Definition(c.ctx(), kind, name)
 	if err != nil {
-		return err
+		return s.unknownDefinition(c, kind, name, false, err)
 	}
 	out := DefinitionDetail{Definition: definitionJSON(d), Schedules: []string{}}
 	ids, err := s.schedulesOf(c, d)
@@ -142,7 +142,7 @@ func (s *Server) graph(c *call) error {
 	}
 	f, err := s.cfg.Client.Flow(c.ctx(), c.r.PathValue("name"), version)
 	if err != nil {
-		return err
+		return s.unknownDefinition(c, "", c.r.PathValue("name"), false, err)
 	}
 	g := graphtext.Of(f)
 	switch format {

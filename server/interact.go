@@ -3,6 +3,7 @@ package server
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"net/http"
 	"slices"
@@ -139,6 +140,9 @@ func (s *Server) resume(c *call) error {
 		opts.Payload = b.Payload
 	}
 	if err := s.cfg.Client.ResumeRun(c.ctx(), id, b.Event, opts); err != nil {
+		if errors.Is(err, hephaestus.ErrUnknownStep) {
+			return withFix(err, fmt.Sprintf(fixSteps, id, id))
+		}
 		return err
 	}
 	return c.json(http.StatusAccepted, empty{})
@@ -181,6 +185,9 @@ func (s *Server) decide(approve bool) func(c *call) error {
 			fn = s.cfg.Client.Approve
 		}
 		d, err := fn(c.ctx(), id, step, actor, b.Comment)
+		if errors.Is(err, hephaestus.ErrNotAGate) {
+			return withFix(err, fmt.Sprintf(fixGates, id))
+		}
 		if err != nil {
 			return err
 		}

@@ -26,6 +26,7 @@ func badListParams() []struct{ path, param string } {
 		{"/api/v1/runs?limit=1001", "limit"},
 		{"/api/v1/runs?limit=99999999999999999999999", "limit"},
 		{"/api/v1/runs?status=nope", "status"},
+		{"/api/v1/runs?status=scheduled,running", "status"},
 		{"/api/v1/runs?kind=job", "kind"},
 		{"/api/v1/runs?version=-1", "version"},
 		{"/api/v1/runs?created_after=yesterday", "created_after"},

@@ -28,6 +28,17 @@ func (s *Server) logs(c *call) error {
 		return err
 	}
 	o.Wait = s.longPoll(wait)
+	if o.Step != "" {
+		// A step the run does not have is a mistake to point out, not
+		// an empty page to wait on.
+		run, err := s.cfg.Client.GetRun(c.ctx(), c.r.PathValue("id"))
+		if err != nil {
+			return err
+		}
+		if err := unknownStep(run, o.Step, nil); err != nil {
+			return err
+		}
+	}
 	page, err := s.cfg.Client.RunLogs(c.ctx(), c.r.PathValue("id"), o)
 	if err != nil {
 		return err

@@ -37,6 +37,7 @@ func (s *Server) register() {
 	s.handle(post, p+"/runs", accessOperate, "runs.start", s.startRun)
 	s.handle(get, p+"/runs", accessRunList, "", s.listRuns)
 	s.handle(get, p+"/runs/{id}", accessRun, "", s.getRun)
+	s.handle(del, p+"/runs/{id}", accessOperate, "runs.delete", s.deleteRun)
 	s.handle(get, p+"/runs/{id}/history", accessRun, "", s.history)
 	s.handle(get, p+"/runs/{id}/history/export", accessRun, "", s.exportHistory)
 	s.handle(get, p+"/runs/{id}/logs", accessRun, "", s.logs)

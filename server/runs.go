@@ -14,6 +14,7 @@ import (
 
 	hephaestus "github.com/hephaestus-go/hephaestus"
 	"github.com/hephaestus-go/hephaestus/hephtype"
+	"github.com/hephaestus-go/hephaestus/internal/suggest"
 	"github.com/hephaestus-go/hephaestus/store"
 )
 
@@ -36,6 +37,10 @@ type Run struct {
 	// auto-upgrades, the build that decided it last).
 	BuildID   string        `json:"build_id,omitempty"`
 	Condition *RunCondition `json:"condition,omitempty"`
+	// ScheduledFor is set on a pending or running run whose every task is
+	// due later: when the first is due. Such a run is shown as
+	// "scheduled"; Status stays as stored.
+	ScheduledFor *time.Time `json:"scheduled_for,omitempty"`
 	// Steps is nil in a RunSummary (a list); a workflow run has none.
 	Steps      []StepJSON              `json:"steps,omitempty"`
 	Document   *hephaestus.DocumentRef `json:"document,omitempty"`
@@ -79,6 +84,10 @@ func runJSON(r *hephaestus.Run, full bool) *Run {
 	if !r.FinishedAt.IsZero() {
 		t := r.FinishedAt.UTC()
 		out.FinishedAt = &t
+	}
+	if !r.ScheduledFor.IsZero() {
+		t := r.ScheduledFor.UTC()
+		out.ScheduledFor = &t
 	}
 	if d, ok := r.Document(); ok {
 		out.Document = &d
@@ -240,7 +249,7 @@ func (s *Server) startRun(c *call) error {
 			UniqueKey: b.BusinessValue, Tags: b.Tags, Metadata: anyMap(b.Metadata), ConcurrencyKey: b.ConcurrencyKey, RunID: runID,
 		})
 		if err != nil {
-			return err
+			break // an unknown kind is explained below
 		}
 		if run, err = cl.GetRun(c.ctx(), j.ID); err != nil {
 			return err
@@ -261,8 +270,10 @@ func (s *Server) startRun(c *call) error {
 	}
 	if errors.Is(err, hephaestus.ErrBusinessValueRequired) {
 		p := fieldProblem("business_value", "is required: "+err.Error())
-		p.Fix = "pass business_value, the value of the flow's business key (such as \"order-42\")"
-		return p
+		return withFix(p, "pass business_value, the value of the flow's business key (such as \"order-42\"; heph start --business-value order-42)")
+	}
+	if definitionNotFound(err) {
+		return s.unknownDefinition(c, b.Kind, b.Name, true, err)
 	}
 	status := http.StatusCreated
 	if errors.Is(err, hephaestus.ErrRunExists) && run != nil && runID != "" {
@@ -275,6 +286,13 @@ func (s *Server) startRun(c *call) error {
 	c.w.Header().Set("Location", "/api/v1/runs/"+url.PathEscape(run.ID))
 	return c.json(status, runJSON(run, true))
 }
+
+// statusScheduled is the status filter of the runs shown as scheduled
+// (Run.ScheduledFor): pending or running, every task due later.
+const statusScheduled = "scheduled"
+
+// runStatusNames are the values of the status filter.
+var runStatusNames = []string{"pending", "running", "waiting", "completed", "failed", "cancelled", "continued", statusScheduled}
 
 // RunList is a page of runs.
 type RunList struct {
@@ -301,17 +319,17 @@ func (s *Server) listRuns(c *call) error {
 	}
 	if cur := opts.Cursor; cur != "" {
 		if _, _, err := store.DecodeRunCursor(cur); err != nil {
-			q.fail("cursor", "%q is not a cursor of this list: pass the next of a page", cur)
+			q.failFix("cursor", "pass the next of the page before, or no cursor for the first page", "%q is not a cursor of this list", cur)
 		}
 	}
 	if n := len(opts.IDs); n > maxFilterIDs {
-		q.fail("id", "%d run ids, more than %d", n, maxFilterIDs)
+		q.failFix("id", fmt.Sprintf("pass at most %d and page through the rest", maxFilterIDs), "%d run ids, more than %d", n, maxFilterIDs)
 	}
 	switch k := q.str("kind"); k {
 	case "", string(hephaestus.KindFlow), string(hephaestus.KindWorkflow):
 		opts.Kind = hephaestus.RunKind(k)
 	default:
-		q.fail("kind", `%q is not a kind of run: use "flow" or "workflow"`, k)
+		q.failFix("kind", `pass "flow" (flows, documents and jobs) or "workflow"`, "%q is not a kind of run", k)
 	}
 	for name, vs := range q.v {
 		if key, ok := strings.CutPrefix(name, "meta."); ok && key != "" {
@@ -321,11 +339,18 @@ func (s *Server) listRuns(c *call) error {
 			opts.Metadata[key] = vs[0]
 		}
 	}
-	for _, st := range q.list("status") {
-		if !hephtype.RunStatus(st).Valid() {
-			q.fail("status", "%q is not a run status", st)
+	statuses := q.list("status")
+	for _, st := range statuses {
+		switch {
+		case st == statusScheduled && len(statuses) > 1:
+			q.failFix("status", "pass scheduled alone", "scheduled is not combined with other statuses")
+		case st == statusScheduled:
+			opts.Scheduled = true
+		case !hephtype.RunStatus(st).Valid():
+			q.failFix("status", "pass one of "+strings.Join(runStatusNames, ", "), "%q is not a run status%s", st, suggest.DidYouMean(st, runStatusNames, false))
+		default:
+			opts.Statuses = append(opts.Statuses, hephtype.RunStatus(st))
 		}
-		opts.Statuses = append(opts.Statuses, hephtype.RunStatus(st))
 	}
 	if err := q.err(); err != nil {
 		return err

@@ -129,8 +129,9 @@ type call struct {
 	// idToken is set when the caller sent an ID token of the identity
 	// provider (Config.OIDC).
 	idToken bool
-	// target is what the call acted on, for the audit log.
-	target string
+	// target is what the call acted on, and detail how, for the audit
+	// log.
+	target, detail string
 	// wrote is set once a response has been written.
 	wrote bool
 }

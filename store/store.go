@@ -133,6 +133,13 @@ type Store interface {
 	// that continues it, reporting to its parent, cancelling its
 	// children) keeps it until that work is done.
 	PruneRuns(ctx context.Context, p *PruneParams) (int, error)
+	// DeleteRun deletes one run with everything kept under its id (its
+	// history, tasks, requests and step logs) in one transaction, and
+	// returns what it deleted. ErrRunNotFound when there is no such run;
+	// ErrRunActive, deleting nothing, when the run is active or has
+	// tasks left and p.Force is not set. Its child runs are not deleted:
+	// their parent id names a run that is gone, as after PruneRuns.
+	DeleteRun(ctx context.Context, p *DeleteRunParams) (*DeletedRun, error)
 
 	// StrandedTasks returns tasks of a queue that no worker of a given
 	// set can run: claimable at p.Now (unleased, or their lease expired),
@@ -185,6 +192,8 @@ type Store interface {
 	// Builds counts the open runs of workflows per build and keeps the
 	// retired builds (builds.go).
 	Builds
+	// Due tells when the tasks of runs are due (due.go).
+	Due
 
 	// Close releases the store's resources.
 	Close() error
@@ -535,6 +544,10 @@ type ListRunsParams struct {
 	ParentID string
 	// BuildID keeps the runs of one build (Run.BuildID).
 	BuildID string
+	// DueAfter, when not zero, keeps the pending and running runs that
+	// have tasks and none of them ready at this time: every task is due
+	// later (the runs shown as scheduled, see Due).
+	DueAfter time.Time
 	// IDs keeps only these runs (empty: any). At most MaxListIDs of them;
 	// more is an error that wraps hephtype.ErrInvalidInput.
 	IDs []string

@@ -46,11 +46,14 @@ type Run struct {
 	BuildID        string                     `json:"build_id,omitempty"`
 	Queue          string                     `json:"queue,omitempty"`
 	Condition      *Condition                 `json:"condition,omitempty"`
-	Steps          []Step                     `json:"steps,omitempty"`
-	Document       *DocumentRef               `json:"document,omitempty"`
-	CreatedAt      time.Time                  `json:"created_at"`
-	UpdatedAt      time.Time                  `json:"updated_at"`
-	FinishedAt     *time.Time                 `json:"finished_at,omitempty"`
+	// ScheduledFor is set on a pending or running run whose every task is
+	// due later: when the first is due (shown as scheduled).
+	ScheduledFor *time.Time   `json:"scheduled_for,omitempty"`
+	Steps        []Step       `json:"steps,omitempty"`
+	Document     *DocumentRef `json:"document,omitempty"`
+	CreatedAt    time.Time    `json:"created_at"`
+	UpdatedAt    time.Time    `json:"updated_at"`
+	FinishedAt   *time.Time   `json:"finished_at,omitempty"`
 }
 
 // Condition says why a run does not progress.
@@ -148,7 +151,7 @@ type Decision = server.Decision
 // PendingApproval is an approval gate waiting for a decision.
 type PendingApproval = server.PendingApproval
 
-// Operation is a bulk cancel or retry.
+// Operation is a bulk cancel, retry or delete.
 type Operation struct {
 	ID        string          `json:"id"`
 	Action    string          `json:"action"`

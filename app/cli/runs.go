@@ -14,6 +14,7 @@ import (
 	"github.com/hephaestus-go/hephaestus/app/apiclient"
 	"github.com/hephaestus-go/hephaestus/hephtype"
 	"github.com/hephaestus-go/hephaestus/internal/graphtext"
+	"github.com/hephaestus-go/hephaestus/internal/suggest"
 )
 
 // longPoll is how long one long-poll request asks the server to wait; the
@@ -178,8 +179,9 @@ func awaitResult(ctx context.Context, g *globals, api *apiclient.Client, id stri
 
 // printResult prints a run's result and returns the exit it calls for.
 func printResult(g *globals, run *apiclient.Run, done bool, resp *apiclient.Response) error {
+	status := runStatus(run, time.Now())
 	err := g.emit(resp, func(w io.Writer) error {
-		fmt.Fprintf(w, "run %s %s\n", run.ID, run.Status)
+		fmt.Fprintf(w, "run %s %s\n", run.ID, status)
 		if run.Error != "" {
 			fmt.Fprintf(w, "error: %s\n", run.Error)
 		}
@@ -192,6 +194,9 @@ func printResult(g *globals, run *apiclient.Run, done bool, resp *apiclient.Resp
 	case err != nil:
 		return err
 	case !done:
+		if !g.json() {
+			fmt.Fprintln(g.env.Stderr, notFinished(run.ID, status))
+		}
 		return exitWith(ExitNotFinished)
 	case run.Status == apiclient.StatusFailed || run.Status == apiclient.StatusCancelled:
 		return exitWith(ExitRunFailed)
@@ -205,11 +210,18 @@ type filterFlags struct {
 	workflow, queue, since, until, query string
 	parent, build                        string
 	version                              int
+	// scheduled lets --status take scheduled (ls: the API lists those
+	// runs; a bulk operation's filter has no such status).
+	scheduled bool
 }
 
 func (f *filterFlags) register(cmd *cobra.Command) {
 	fl := cmd.Flags()
-	fl.StringSliceVar(&f.statuses, "status", nil, "runs of these statuses (comma-separated or repeated): pending, running, waiting, completed, failed, cancelled, continued")
+	help := "runs of these statuses (comma-separated or repeated): pending, running, waiting, completed, failed, cancelled, continued"
+	if f.scheduled {
+		help += "; or scheduled alone: the runs whose every task is due later"
+	}
+	fl.StringSliceVar(&f.statuses, "status", nil, help)
 	fl.StringVar(&f.workflow, "workflow", "", "runs of this flow, workflow, document or job kind")
 	fl.StringVar(&f.queue, "queue", "", "runs with work on this queue")
 	fl.StringArrayVar(&f.tags, "tag", nil, "runs with this tag (repeatable: every tag)")
@@ -235,9 +247,15 @@ func (f *filterFlags) filter(now time.Time) (*apiclient.RunFilter, error) {
 	if len(out.IDs) > 1000 {
 		return nil, usagef("--id: %d run ids, more than 1000", len(out.IDs))
 	}
+	statuses := []string{"pending", "running", "waiting", "completed", "failed", "cancelled", "continued"}
 	for _, s := range f.statuses {
-		if !slices.Contains([]string{"pending", "running", "waiting", "completed", "failed", "cancelled", "continued"}, s) {
-			return nil, usagef("--status %q: not a run status", s)
+		switch {
+		case s == statusScheduled && !f.scheduled:
+			return nil, usagef("--status scheduled: this command takes stored statuses only (%s)", strings.Join(statuses, ", "))
+		case s == statusScheduled && len(f.statuses) > 1:
+			return nil, usagef("--status scheduled: pass it alone, not with other statuses")
+		case s != statusScheduled && !slices.Contains(statuses, s):
+			return nil, usagef("--status %q: not a run status%s", s, suggest.DidYouMean(s, append(statuses, statusScheduled), false))
 		}
 		out.Statuses = append(out.Statuses, s)
 	}
@@ -309,8 +327,9 @@ func newList(g *globals) *cobra.Command {
 			}
 			err = g.emit(resp, func(w io.Writer) error {
 				tw := newTable(w, "ID", "BUSINESS ID", "KIND", "WORKFLOW", "VERSION", "STATUS", "CREATED", "FINISHED", "ERROR")
+				now := time.Now()
 				for _, r := range runs {
-					row(tw, r.ID, r.BusinessID, r.Kind, r.Workflow, r.Version, r.Status, r.CreatedAt, r.FinishedAt, truncate(r.Error, 60))
+					row(tw, r.ID, r.BusinessID, r.Kind, r.Workflow, r.Version, runStatus(&r, now), r.CreatedAt, r.FinishedAt, truncate(r.Error, 60))
 				}
 				return tw.Flush()
 			})
@@ -320,6 +339,7 @@ func newList(g *globals) *cobra.Command {
 			return err
 		},
 	}
+	ff.scheduled = true
 	ff.register(cmd)
 	cmd.Flags().StringSliceVar(&ff.ids, "id", nil, "only these runs (comma-separated or repeated; at most 1000)")
 	cmd.Flags().IntVar(&limit, "limit", 0, "runs per page (default the server's, 100)")
@@ -371,15 +391,19 @@ func newShow(g *globals) *cobra.Command {
 					}
 				}
 			}
-			return printRun(g.env.Stdout, run, graph)
+			return printRun(g.env.Stdout, run, graph, time.Now())
 		},
 	}
 	return cmd
 }
 
-// printRun prints a run for people.
-func printRun(w io.Writer, r *apiclient.Run, graph *graphtext.Graph) error {
-	pairs := []any{"id", r.ID, "kind", kindOf(r), "workflow", fmt.Sprintf("%s v%d", r.Workflow, r.Version), "status", r.Status}
+// printRun prints a run for people; now is when a scheduled run is due
+// from.
+func printRun(w io.Writer, r *apiclient.Run, graph *graphtext.Graph, now time.Time) error {
+	pairs := []any{"id", r.ID, "kind", kindOf(r), "workflow", fmt.Sprintf("%s v%d", r.Workflow, r.Version), "status", runStatus(r, now)}
+	if r.ScheduledFor != nil {
+		pairs = append(pairs, "due", *r.ScheduledFor)
+	}
 	if r.Condition != nil && r.Condition.Kind != "" {
 		pairs = append(pairs, "condition", strings.TrimSpace(r.Condition.Kind+" "+r.Condition.Reason))
 	}

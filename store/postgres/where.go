@@ -84,6 +84,10 @@ func runFilter(schema string, p *store.ListRunsParams) (*where, error) {
 	if p.ParentID != "" {
 		w.add("parent_id = $?", p.ParentID)
 	}
+	if !p.DueAfter.IsZero() {
+		// min() of no task is NULL: a run without tasks is not kept.
+		w.add(`status IN ('pending', 'running') AND (SELECT min(ready_at) FROM "`+schema+`".tasks t WHERE t.run_id = runs.id) > $?`, truncate(p.DueAfter))
+	}
 	if len(p.IDs) > 0 {
 		w.add("id = ANY($?::text[])", p.IDs)
 	}

@@ -82,6 +82,10 @@ func runFilter(p *store.ListRunsParams) (*where, error) {
 	if p.ParentID != "" {
 		w.add("parent_id = ?", p.ParentID)
 	}
+	if !p.DueAfter.IsZero() {
+		// min() of no task is NULL: a run without tasks is not kept.
+		w.add("status IN ('pending', 'running') AND (SELECT min(ready_at) FROM tasks t WHERE t.run_id = runs.id) > ?", micros(p.DueAfter))
+	}
 	if len(p.IDs) > 0 {
 		ids, err := jsonList(p.IDs)
 		if err != nil {

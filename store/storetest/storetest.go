@@ -104,6 +104,9 @@ func Run(t *testing.T, newStore func(t *testing.T) store.Store, opts ...Option) 
 		{"RunExists", testRunExists},
 		{"PruneRuns", testPrune},
 		{"PruneSelected", testPruneSelected},
+		{"DeleteRun", testDeleteRun},
+		{"DeleteRunActive", testDeleteRunActive},
+		{"DeleteRunForced", testDeleteRunForced},
 		{"Close", testClose},
 		{"ConcurrentClaims", testConcurrentClaims},
 		{"ConcurrentStarts", testConcurrentStarts},
@@ -146,6 +149,7 @@ func Run(t *testing.T, newStore func(t *testing.T) store.Store, opts ...Option) 
 		{"VersionRunCounts", testVersionRunCounts},
 		{"Logs", testLogs},
 		{"LogBounds", testLogBounds},
+		{"EarliestReady", testEarliestReady},
 	}
 	tests = append(tests, txTests(&c)...)
 	for _, tc := range tests {
