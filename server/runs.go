@@ -120,6 +120,9 @@ type startRequest struct {
 	// OnBehalfOf names the end user the caller starts the run for; only a
 	// token with the act-as permission may.
 	OnBehalfOf string `json:"on_behalf_of"`
+	// Signal and Update start a workflow with a message (withstart.go).
+	Signal *signalStart `json:"signal"`
+	Update *updateStart `json:"update"`
 }
 
 // check validates what decoding cannot.
@@ -147,7 +150,7 @@ func (b *startRequest) check() error {
 	if b.Kind != "workflow" && b.WorkflowID != "" {
 		return fieldProblem("workflow_id", "only a workflow takes a workflow id; a flow takes business_value")
 	}
-	return nil
+	return b.checkMessage()
 }
 
 // fieldProblem is a 400 naming a field of the body.
@@ -235,6 +238,9 @@ func (s *Server) startRun(c *call) error {
 		md["created_by"] = createdBy
 		if b.OnBehalfOf != "" {
 			md["on_behalf_of"] = b.OnBehalfOf
+		}
+		if b.Signal != nil || b.Update != nil {
+			return s.startWithMessage(c, &b, md)
 		}
 		run, err = cl.StartWorkflow(c.ctx(), b.Name, input(b.Input), &hephaestus.WorkflowOptions{
 			ID: b.WorkflowID, Tags: b.Tags, Metadata: md, ConcurrencyKey: b.ConcurrencyKey, RunID: runID,

@@ -98,6 +98,9 @@ type StartRequest struct {
 	Metadata       map[string]string `json:"metadata,omitempty"`
 	ConcurrencyKey string            `json:"concurrency_key,omitempty"`
 	CreatedBy      string            `json:"created_by,omitempty"`
+	// Signal and Update start a workflow with a message (StartWithMessage).
+	Signal *SignalStart `json:"signal,omitempty"`
+	Update *UpdateStart `json:"update,omitempty"`
 }
 
 // RunFilter selects runs: the query of GET /runs and the filter of a bulk

@@ -30,13 +30,16 @@ func newStart(g *globals) *cobra.Command {
 		meta, tags []string
 		idem       string
 		wait       bool
+		msg        *messageFlags
 	)
 	cmd := &cobra.Command{
 		Use:   "start <name>",
 		Short: "Start a run of a flow, workflow, job kind or document",
 		Example: `  heph start order --input '{"id": 42}'
   heph start order --input @order.json --business-value order-42 --tag web --meta tenant=acme
-  heph start digest --kind document --idempotency-key digest-2025-01-01 --wait`,
+  heph start digest --kind document --idempotency-key digest-2025-01-01 --wait
+  heph start cart --kind workflow --workflow-id cart-7 --signal add --signal-input '"apple"' --idempotency-key add-1
+  heph start cart --kind workflow --workflow-id cart-7 --update checkout --update-input '{}'`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if !slices.Contains(startKinds, req.Kind) {
@@ -44,6 +47,9 @@ func newStart(g *globals) *cobra.Command {
 			}
 			if req.Version < 0 {
 				return usagef("--version must not be negative, got %d", req.Version)
+			}
+			if err := msg.check(&req, wait); err != nil {
+				return err
 			}
 			req.Name = args[0]
 			var err error
@@ -57,6 +63,9 @@ func newStart(g *globals) *cobra.Command {
 			api, err := g.api()
 			if err != nil {
 				return err
+			}
+			if msg.set() {
+				return startWithMessage(cmd.Context(), g, api, &req, idem, msg, wait)
 			}
 			ctx, cancel := g.reqCtx(cmd.Context(), 0)
 			run, created, resp, err := api.StartRun(ctx, &req, idem)
@@ -88,6 +97,7 @@ func newStart(g *globals) *cobra.Command {
 	fl.StringVar(&req.ConcurrencyKey, "concurrency-key", "", "the run's concurrency key for flow control")
 	fl.StringVar(&idem, "idempotency-key", "", "a key that makes a repeated start return the same run")
 	fl.BoolVar(&wait, "wait", false, "wait for the run to end and print its result (exit 7 when it failed or was cancelled)")
+	msg = addMessageFlags(fl)
 	return cmd
 }
 
