@@ -84,7 +84,7 @@ func (c *Client) Steps(ctx context.Context, runID string) ([]StepDetail, error) 
 	if err != nil {
 		return nil, fmt.Errorf("steps of run %s: %w", r.ID, err)
 	}
-	tasks, err := c.cfg.Store.TasksOfRun(ctx, r.ID)
+	tasks, err := c.cfg.Store.RunTasks(ctx, r.ID)
 	if err != nil {
 		return nil, fmt.Errorf("steps of run %s: %w", r.ID, err)
 	}

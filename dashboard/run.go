@@ -3,6 +3,7 @@ package dashboard
 import (
 	"encoding/json"
 	"errors"
+	"fmt"
 	"html/template"
 	"net/http"
 	"net/url"
@@ -44,6 +45,10 @@ type runData struct {
 	HistoryJSON string
 	// HistoryURL is the API's history of the run (the download link).
 	HistoryURL string
+	// StreamURL is the API's stream of the run's events after those the
+	// page shows (app.js refreshes the page on each); empty once the run
+	// has ended.
+	StreamURL string
 	// Logs are the run's step logs, per attempt (logs.go); LogCount
 	// counts their records, LogsMore says that more than the page shown
 	// exist, LogsURL is the API's (the download link).
@@ -68,6 +73,8 @@ type runData struct {
 	// Signals and Updates are the names the run has received (offered in
 	// the signal and update dialogs).
 	Signals, Updates []string
+	// WaitingFor is what the run waits for (waits.go).
+	WaitingFor []waitRow
 	// now is when the page was made (steps.go).
 	now time.Time
 }
@@ -160,9 +167,21 @@ func (d *Dashboard) runPage(r *http.Request) (string, any, error) {
 		return "", nil, err
 	}
 	data.HistoryJSON = string(raw)
+	if !data.Terminal {
+		// The page shows the run as it was read, before its history:
+		// follow after the entries of that state.
+		var seen int64
+		for _, e := range hist.Events {
+			if !e.At.After(run.UpdatedAt) {
+				seen = e.Seq
+			}
+		}
+		data.StreamURL = fmt.Sprintf("%s/events?after=%d", base, seen)
+	}
 	for _, e := range hist.Events {
 		data.Events = append(data.Events, eventRow{Seq: e.Seq, At: stamp(e.At), Kind: e.Kind, Step: e.Step, Text: describeEvent(e), Bad: e.Error != ""})
 	}
+	data.WaitingFor = waitRows(run.WaitingFor, d.cfg.Now())
 	data.Timeline = timelineSVG(timelineOf(run, hist.Events, d.cfg.Now()))
 	data.Signals, data.Updates = messageNames(hist.Events)
 	if err := d.runLogs(r, base, data); err != nil {
@@ -174,7 +193,7 @@ func (d *Dashboard) runPage(r *http.Request) (string, any, error) {
 
 	var graph *graphtext.Graph
 	if data.IsWorkflow() {
-		data.DAG = dagSVG(workflowGraph(hist.Events))
+		data.DAG = dagSVG(withWaits(workflowGraph(hist.Events), run.WaitingFor))
 		if err := d.workflowState(r, base, data); err != nil {
 			return "", nil, err
 		}
@@ -332,6 +351,8 @@ func isNotFound(err error) bool {
 // confirmation dialog (assets/app.js reads its data-* attributes).
 type runAction struct {
 	ID, Label, API, Title, Confirm, Then, Class string
+	// Method is the API's method ("" for POST).
+	Method string
 	// Body and Fields are JSON: the body's fixed part, and the fields
 	// the dialog asks for.
 	Body, Fields string
@@ -412,7 +433,20 @@ func (d *runData) AdminActions() []runAction {
 				Fields: jsonAttr([]field{{Name: "name", Label: "Update", Type: "text", Required: true, Path: true, Options: d.Updates},
 					{Name: "args", Label: "Arguments (JSON)", Type: "json"}})})
 	}
-	return out
+	return append(out, d.deleteAction(base))
+}
+
+// deleteAction deletes the run, by force while it is active, and goes to
+// the runs.
+func (d *runData) deleteAction(base string) runAction {
+	a := runAction{ID: "action-delete", Label: "Delete", API: base, Method: http.MethodDelete, Title: "Delete the run", Class: "danger",
+		Confirm: "Delete run " + d.Run.ID + " with its history, for good? Its child runs are kept.", Then: "goto:/"}
+	if !d.Terminal {
+		a.API += "?force=true"
+		a.Confirm = "Run " + d.Run.ID + " is active. Delete it with its history and its work, for good? " +
+			"Its running steps are stopped and cannot commit; nothing is cancelled or reported to a parent."
+	}
+	return a
 }
 
 // QueryAction is the query of a workflow run, which a reader may ask too

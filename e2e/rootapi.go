@@ -32,6 +32,7 @@ func RunRootAPI(t *testing.T, b Backend) {
 		{"StartWithRunID", testStartWithRunID},
 		{"HistoryAfter", testHistoryAfter},
 		{"InsertJobJSON", testInsertJobJSON},
+		{"Delete", func(t *testing.T, b Backend) { runAll(t, b, deleteTests) }},
 	})
 }
 

@@ -19,7 +19,7 @@ import (
 	"github.com/hephaestus-go/hephaestus/store"
 )
 
-// Bulk operations: cancel (or retry) every run a filter selects, tracked
+// Bulk operations: cancel, retry or delete every run a filter selects, tracked
 // in the store (store.Admin) so that any server sharing the database
 // carries them out, and picks up the one a dead server left. A server's
 // processor claims an operation (a lease), counts the runs the filter
@@ -150,9 +150,9 @@ func (s *Server) createOperation(c *call) error {
 		return err
 	}
 	switch b.Action {
-	case store.OperationCancel, store.OperationRetry:
+	case store.OperationCancel, store.OperationRetry, store.OperationDelete:
 	default:
-		return fieldProblem("action", fmt.Sprintf(`%q is not an action: use "cancel" or "retry"`, b.Action))
+		return fieldProblem("action", fmt.Sprintf(`%q is not an action: use "cancel", "retry" or "delete"`, b.Action))
 	}
 	if b.Filter.empty() {
 		return fieldProblem("filter", "an empty filter selects every run: give at least one field")
@@ -382,7 +382,9 @@ func (p *processor) count(ctx context.Context, f *RunFilter, before time.Time) (
 }
 
 // act carries out the operation's action on one run. A run that ended
-// (cancel) or was retried (retry) before its turn is done.
+// (cancel), was retried (retry) or is gone (delete) before its turn is
+// done. A bulk delete never forces: an active run, or one with work left,
+// fails the run (it is kept) with the reason.
 func (p *processor) act(ctx context.Context, op *store.Operation, r *hephaestus.Run) error {
 	cl := p.s.cfg.Client
 	switch op.Action {
@@ -405,8 +407,17 @@ func (p *processor) act(ctx context.Context, op *store.Operation, r *hephaestus.
 			return nil
 		}
 		return err
+	case store.OperationDelete:
+		_, err := cl.DeleteRun(ctx, r.ID, nil)
+		if errors.Is(err, hephaestus.ErrRunNotFound) {
+			return nil
+		}
+		if errors.Is(err, hephaestus.ErrRunActive) {
+			return fmt.Errorf("kept: %w (a bulk delete never forces: cancel it, or delete it alone with force)", err)
+		}
+		return err
 	}
-	return fmt.Errorf("the action %q is not one of cancel, retry", op.Action)
+	return fmt.Errorf("the action %q is not one of cancel, retry, delete", op.Action)
 }
 
 // save records the operation's progress, fenced by its lease, and extends

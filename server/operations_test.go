@@ -55,7 +55,7 @@ func TestBulkCancel(t *testing.T) {
 		e.waitStatus(other.ID, "waiting")
 
 		e.api.do(req{method: http.MethodPost, path: "/api/v1/operations", body: map[string]any{"action": "cancel", "filter": map[string]any{}}}).problem(t, http.StatusBadRequest)
-		e.api.do(req{method: http.MethodPost, path: "/api/v1/operations", body: map[string]any{"action": "delete", "filter": map[string]any{"workflow": "x"}}, invalid: true}).problem(t, http.StatusBadRequest)
+		e.api.do(req{method: http.MethodPost, path: "/api/v1/operations", body: map[string]any{"action": "archive", "filter": map[string]any{"workflow": "x"}}, invalid: true}).problem(t, http.StatusBadRequest)
 		e.api.do(req{method: http.MethodPost, path: "/api/v1/operations", body: map[string]any{"action": "cancel", "filter": map[string]any{"statuses": []string{"asleep"}}}, invalid: true}).problem(t, http.StatusBadRequest)
 
 		var op Operation

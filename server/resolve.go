@@ -30,6 +30,7 @@ var activeStatuses = []hephtype.RunStatus{hephtype.StatusPending, hephtype.Statu
 // 404 saying what to do.
 func (s *Server) resolveRun(c *call) error {
 	ref := c.r.PathValue("id")
+	c.target = ref // for the audit of a call that ends here; the handler sets the id
 	id, err := s.runID(c, ref)
 	if err != nil {
 		return err

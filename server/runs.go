@@ -41,6 +41,8 @@ type Run struct {
 	// due later: when the first is due. Such a run is shown as
 	// "scheduled"; Status stays as stored.
 	ScheduledFor *time.Time `json:"scheduled_for,omitempty"`
+	// WaitingFor is what the run waits for (only on GET /runs/{id}).
+	WaitingFor []Wait `json:"waiting_for,omitempty"`
 	// Steps is nil in a RunSummary (a list); a workflow run's are its
 	// activities, timers and children (steps.go).
 	Steps      []StepJSON              `json:"steps,omitempty"`
@@ -128,6 +130,9 @@ type startRequest struct {
 	// OnBehalfOf names the end user the caller starts the run for; only a
 	// token with the act-as permission may.
 	OnBehalfOf string `json:"on_behalf_of"`
+	// Signal and Update start a workflow with a message (withstart.go).
+	Signal *signalStart `json:"signal"`
+	Update *updateStart `json:"update"`
 }
 
 // check validates what decoding cannot.
@@ -155,7 +160,7 @@ func (b *startRequest) check() error {
 	if b.Kind != "workflow" && b.WorkflowID != "" {
 		return fieldProblem("workflow_id", "only a workflow takes a workflow id; a flow takes business_value")
 	}
-	return nil
+	return b.checkMessage()
 }
 
 // fieldProblem is a 400 naming a field of the body.
@@ -243,6 +248,9 @@ func (s *Server) startRun(c *call) error {
 		md["created_by"] = createdBy
 		if b.OnBehalfOf != "" {
 			md["on_behalf_of"] = b.OnBehalfOf
+		}
+		if b.Signal != nil || b.Update != nil {
+			return s.startWithMessage(c, &b, md)
 		}
 		run, err = cl.StartWorkflow(c.ctx(), b.Name, input(b.Input), &hephaestus.WorkflowOptions{
 			ID: b.WorkflowID, Tags: b.Tags, Metadata: md, ConcurrencyKey: b.ConcurrencyKey, RunID: runID,
@@ -375,10 +383,15 @@ func (s *Server) getRun(c *call) error {
 	if err != nil {
 		return err
 	}
+	ws, err := s.cfg.Client.WaitingFor(c.ctx(), r.ID)
+	if err != nil {
+		return err
+	}
 	out, err := s.runWithSteps(c, r)
 	if err != nil {
 		return err
 	}
+	out.WaitingFor = waitsJSON(ws)
 	return c.json(http.StatusOK, out)
 }
 

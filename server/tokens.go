@@ -312,7 +312,7 @@ func (s *Server) audit(c *call, rt *route, status int) {
 	defer cancel()
 	e := &store.AuditEntry{
 		At: s.cfg.Clock.Now().UTC(), Actor: c.actor, Role: string(c.role), Method: c.r.Method, Path: c.r.URL.Path,
-		Action: rt.action, Target: c.target, Status: status,
+		Action: rt.action, Target: c.target, Status: status, Detail: c.detail,
 	}
 	if err := s.cfg.Admin.AppendAudit(ctx, e); err != nil {
 		s.cfg.Logger.Error("server: append to the audit log", "action", rt.action, "target", c.target, "err", err)

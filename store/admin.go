@@ -247,6 +247,7 @@ func (p *ListAuditParams) Check() error {
 const (
 	OperationCancel = "cancel"
 	OperationRetry  = "retry"
+	OperationDelete = "delete"
 )
 
 // Bulk operation statuses.
@@ -268,7 +269,8 @@ const maxAccessIDLength = 200
 // carried out by whichever server holds its lease, with its progress.
 type Operation struct {
 	ID string
-	// Action is OperationCancel or OperationRetry (opaque to the store).
+	// Action is OperationCancel, OperationRetry or OperationDelete
+	// (opaque to the store).
 	Action string
 	// Filter selects the runs (JSON, opaque to the store).
 	Filter    json.RawMessage

@@ -32,8 +32,8 @@ const (
 // attempt, bounded per attempt and per run. When a bound is exceeded, the
 // oldest records go and the newest of those dropped becomes a marker
 // (LogRecord.Dropped) that says how many of the attempt's records were
-// dropped in all, in the place of those it stands for. PruneRuns deletes
-// a run's records with it.
+// dropped in all, in the place of those it stands for. PruneRuns and
+// DeleteRun delete a run's records with it.
 type StepLogs interface {
 	// AppendLogs stores records, each after those of its run stored
 	// before (Seq is assigned per run, in order), then applies the bounds

@@ -19,7 +19,7 @@ import (
 // answered at most once; or it completes the task by an Apply fenced by
 // the same lease, when the answer is written to the run's history (an
 // accepted update). The sender reads the request back by id (GetRequest).
-// Requests go with their run (PruneRuns).
+// Requests go with their run (PruneRuns, DeleteRun).
 
 // ErrRequestNotFound: no request of the run has that id.
 var ErrRequestNotFound = errors.New("request not found")

@@ -2,13 +2,15 @@ package store
 
 import "context"
 
-// RunTasks lists the open tasks of a run: those queued, leased or due
-// later. A task leaves the list when its outcome commits, so the list is
-// what a run is doing now (a running step's attempt, with its worker and
-// heartbeat details, is only here until it ends).
+// MaxRunTasks bounds the tasks RunTasks returns.
+const MaxRunTasks = 100
+
+// RunTasks lists the tasks of one run: what the run's reader needs to
+// tell what holds it up (a task due later, on a paused or limited queue,
+// or that no live worker can run).
 type RunTasks interface {
-	// TasksOfRun returns the run's tasks by id (oldest first), each with
-	// its lease as stored (Owner, Token, LeaseUntil) and its heartbeat
-	// details. A run without tasks, or one not stored, has none.
-	TasksOfRun(ctx context.Context, runID string) ([]*Task, error)
+	// RunTasks returns the tasks (queued or leased) of the run, oldest
+	// ready first (then by id), at most MaxRunTasks. A run without tasks,
+	// or not stored, has none.
+	RunTasks(ctx context.Context, runID string) ([]*Task, error)
 }

@@ -133,6 +133,13 @@ type Store interface {
 	// that continues it, reporting to its parent, cancelling its
 	// children) keeps it until that work is done.
 	PruneRuns(ctx context.Context, p *PruneParams) (int, error)
+	// DeleteRun deletes one run with everything kept under its id (its
+	// history, tasks, requests and step logs) in one transaction, and
+	// returns what it deleted. ErrRunNotFound when there is no such run;
+	// ErrRunActive, deleting nothing, when the run is active or has
+	// tasks left and p.Force is not set. Its child runs are not deleted:
+	// their parent id names a run that is gone, as after PruneRuns.
+	DeleteRun(ctx context.Context, p *DeleteRunParams) (*DeletedRun, error)
 
 	// StrandedTasks returns tasks of a queue that no worker of a given
 	// set can run: claimable at p.Now (unleased, or their lease expired),
@@ -187,7 +194,7 @@ type Store interface {
 	Builds
 	// Due tells when the tasks of runs are due (due.go).
 	Due
-	// RunTasks lists a run's open tasks (runtasks.go).
+	// RunTasks lists the tasks of a run (runtasks.go).
 	RunTasks
 
 	// Close releases the store's resources.
@@ -550,6 +557,15 @@ type ListRunsParams struct {
 	Limit int
 	// Cursor continues from RunPage.Next.
 	Cursor string
+	// ChangedAfter, when not zero, keeps the runs whose last change
+	// (UpdatedAt, then ID) comes after (ChangedAfter, ChangedAfterID) and
+	// orders the page by it, the oldest change first: the runs created or
+	// changed since a point, in the order they changed (what follows the
+	// list). RunPage.Next is then the EncodeRunCursor of the last run's
+	// UpdatedAt and ID (read it with DecodeRunCursor); Cursor must be
+	// empty.
+	ChangedAfter   time.Time
+	ChangedAfterID string
 }
 
 // MaxListIDs bounds ListRunsParams.IDs.
@@ -570,6 +586,9 @@ func (p *ListRunsParams) Check() error {
 	if p.Cursor != "" {
 		if _, _, err := DecodeRunCursor(p.Cursor); err != nil {
 			return err
+		}
+		if !p.ChangedAfter.IsZero() {
+			return fmt.Errorf("%w: Cursor and ChangedAfter exclude each other: continue a list of changes with ChangedAfter", hephtype.ErrInvalidInput)
 		}
 	}
 	return nil

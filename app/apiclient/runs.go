@@ -214,7 +214,7 @@ func (c *Client) PendingApprovals(ctx context.Context, assignee string) ([]Pendi
 	return list[PendingApproval](ctx, c, &request{method: http.MethodGet, path: "/approvals", query: q})
 }
 
-// StartOperation starts a bulk cancel or retry.
+// StartOperation starts a bulk cancel, retry or delete.
 func (c *Client) StartOperation(ctx context.Context, req *OperationRequest) (*Operation, *Response, error) {
 	return call[Operation](ctx, c, &request{method: http.MethodPost, path: "/operations", body: req})
 }

@@ -48,12 +48,14 @@ type Run struct {
 	Condition      *Condition                 `json:"condition,omitempty"`
 	// ScheduledFor is set on a pending or running run whose every task is
 	// due later: when the first is due (shown as scheduled).
-	ScheduledFor *time.Time   `json:"scheduled_for,omitempty"`
-	Steps        []Step       `json:"steps,omitempty"`
-	Document     *DocumentRef `json:"document,omitempty"`
-	CreatedAt    time.Time    `json:"created_at"`
-	UpdatedAt    time.Time    `json:"updated_at"`
-	FinishedAt   *time.Time   `json:"finished_at,omitempty"`
+	ScheduledFor *time.Time `json:"scheduled_for,omitempty"`
+	// WaitingFor is what the run waits for (GET /runs/{id} only).
+	WaitingFor []Wait       `json:"waiting_for,omitempty"`
+	Steps      []Step       `json:"steps,omitempty"`
+	Document   *DocumentRef `json:"document,omitempty"`
+	CreatedAt  time.Time    `json:"created_at"`
+	UpdatedAt  time.Time    `json:"updated_at"`
+	FinishedAt *time.Time   `json:"finished_at,omitempty"`
 }
 
 // Condition says why a run does not progress.
@@ -97,6 +99,9 @@ type StartRequest struct {
 	Metadata       map[string]string `json:"metadata,omitempty"`
 	ConcurrencyKey string            `json:"concurrency_key,omitempty"`
 	CreatedBy      string            `json:"created_by,omitempty"`
+	// Signal and Update start a workflow with a message (StartWithMessage).
+	Signal *SignalStart `json:"signal,omitempty"`
+	Update *UpdateStart `json:"update,omitempty"`
 }
 
 // RunFilter selects runs: the query of GET /runs and the filter of a bulk
@@ -149,7 +154,7 @@ type Decision = server.Decision
 // PendingApproval is an approval gate waiting for a decision.
 type PendingApproval = server.PendingApproval
 
-// Operation is a bulk cancel or retry.
+// Operation is a bulk cancel, retry or delete.
 type Operation struct {
 	ID        string          `json:"id"`
 	Action    string          `json:"action"`

@@ -30,13 +30,16 @@ func newStart(g *globals) *cobra.Command {
 		meta, tags []string
 		idem       string
 		wait       bool
+		msg        *messageFlags
 	)
 	cmd := &cobra.Command{
 		Use:   "start <name>",
 		Short: "Start a run of a flow, workflow, job kind or document",
 		Example: `  heph start order --input '{"id": 42}'
   heph start order --input @order.json --business-value order-42 --tag web --meta tenant=acme
-  heph start digest --kind document --idempotency-key digest-2025-01-01 --wait`,
+  heph start digest --kind document --idempotency-key digest-2025-01-01 --wait
+  heph start cart --kind workflow --workflow-id cart-7 --signal add --signal-input '"apple"' --idempotency-key add-1
+  heph start cart --kind workflow --workflow-id cart-7 --update checkout --update-input '{}'`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if !slices.Contains(startKinds, req.Kind) {
@@ -44,6 +47,9 @@ func newStart(g *globals) *cobra.Command {
 			}
 			if req.Version < 0 {
 				return usagef("--version must not be negative, got %d", req.Version)
+			}
+			if err := msg.check(&req, wait); err != nil {
+				return err
 			}
 			req.Name = args[0]
 			var err error
@@ -57,6 +63,9 @@ func newStart(g *globals) *cobra.Command {
 			api, err := g.api()
 			if err != nil {
 				return err
+			}
+			if msg.set() {
+				return startWithMessage(cmd.Context(), g, api, &req, idem, msg, wait)
 			}
 			ctx, cancel := g.reqCtx(cmd.Context(), 0)
 			run, created, resp, err := api.StartRun(ctx, &req, idem)
@@ -88,6 +97,7 @@ func newStart(g *globals) *cobra.Command {
 	fl.StringVar(&req.ConcurrencyKey, "concurrency-key", "", "the run's concurrency key for flow control")
 	fl.StringVar(&idem, "idempotency-key", "", "a key that makes a repeated start return the same run")
 	fl.BoolVar(&wait, "wait", false, "wait for the run to end and print its result (exit 7 when it failed or was cancelled)")
+	msg = addMessageFlags(fl)
 	return cmd
 }
 
@@ -346,18 +356,28 @@ func nonNil[T any](s []T) []T {
 }
 
 func newShow(g *globals) *cobra.Command {
-	var attempts bool
+	var attempts, follow bool
 	cmd := &cobra.Command{
 		Use:   "show <run>",
-		Short: "Show a run: status, ids, steps and a picture of its DAG",
+		Short: "Show a run: status, ids, steps and a picture of its DAG; --follow prints it again as it changes",
 		Example: `  heph show order::42
   heph show order::42 --attempts
+  heph show order::42 --follow
   heph show 0195f1c2-... -o json`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			api, err := g.api()
 			if err != nil {
 				return err
+			}
+			if follow {
+				return followShow(cmd.Context(), g, api, args[0], func(run *apiclient.Run, body []byte) error {
+					if g.json() {
+						_, err := fmt.Fprintf(g.env.Stdout, "%s\n", compactJSON(body))
+						return err
+					}
+					return printRunSteps(g.env.Stdout, run, nil, attempts, time.Now())
+				})
 			}
 			ctx, cancel := g.reqCtx(cmd.Context(), 0)
 			defer cancel()
@@ -383,16 +403,23 @@ func newShow(g *globals) *cobra.Command {
 					}
 				}
 			}
-			return printRun(g.env.Stdout, run, graph, attempts, time.Now())
+			return printRunSteps(g.env.Stdout, run, graph, attempts, time.Now())
 		},
 	}
 	cmd.Flags().BoolVar(&attempts, "attempts", false, "list each step's attempts: worker, times, outcome, error")
+	cmd.Flags().BoolVarP(&follow, "follow", "f", false, "print the run again each time its status or steps change, until it ends (without the DAG)")
 	return cmd
 }
 
 // printRun prints a run for people; now is when a scheduled run is due
 // from.
-func printRun(w io.Writer, r *apiclient.Run, graph *graphtext.Graph, showAttempts bool, now time.Time) error {
+func printRun(w io.Writer, r *apiclient.Run, graph *graphtext.Graph, now time.Time) error {
+	return printRunSteps(w, r, graph, false, now)
+}
+
+// printRunSteps is printRun, with each step's attempts when showAttempts
+// is set (heph show --attempts).
+func printRunSteps(w io.Writer, r *apiclient.Run, graph *graphtext.Graph, showAttempts bool, now time.Time) error {
 	pairs := []any{"id", r.ID, "kind", kindOf(r), "workflow", fmt.Sprintf("%s v%d", r.Workflow, r.Version), "status", runStatus(r, now)}
 	if r.ScheduledFor != nil {
 		pairs = append(pairs, "due", *r.ScheduledFor)
@@ -432,6 +459,9 @@ func printRun(w io.Writer, r *apiclient.Run, graph *graphtext.Graph, showAttempt
 	if err := kv(w, pairs...); err != nil {
 		return err
 	}
+	if err := printWaits(w, r, now); err != nil {
+		return err
+	}
 	if err := printSteps(w, r.Steps, showAttempts, now); err != nil {
 		return err
 	}
@@ -456,7 +486,8 @@ func newHistory(g *globals) *cobra.Command {
 		Use:   "history <run>",
 		Short: "Print a run's history; --follow waits for new events",
 		Long: "history prints a run's history events in order. With --follow it keeps waiting for new\n" +
-			"events (long-polling the server) until the run ends; with -o json and --follow it\n" +
+			"events (a stream of server-sent events, resumed after a dropped connection) until the\n" +
+			"run ends; with -o json and --follow it\n" +
 			"prints one JSON event per line.",
 		Example: `  heph history order::42
   heph history order::42 --follow
@@ -519,50 +550,4 @@ func endsRun(kind string) bool {
 		return true
 	}
 	return false
-}
-
-// followHistory prints events as they come until the run ends. Rows are
-// printed one at a time, so their columns are not aligned across waits.
-func followHistory(ctx context.Context, g *globals, api *apiclient.Client, id string, after int64) error {
-	w := g.env.Stdout
-	if !g.json() {
-		fmt.Fprintln(w, strings.Join(historyHeader, "  "))
-	}
-	for {
-		rctx, cancel := g.reqCtx(ctx, longPoll)
-		h, resp, err := api.History(rctx, id, after, longPoll)
-		cancel()
-		if err != nil {
-			return err
-		}
-		var raw struct {
-			Events []json.RawMessage `json:"events"`
-		}
-		if g.json() {
-			if err := json.Unmarshal(resp.Body, &raw); err != nil {
-				return fmt.Errorf("decode history: %w", err)
-			}
-		}
-		ended := false
-		for i, e := range h.Events {
-			if g.json() && i < len(raw.Events) {
-				fmt.Fprintf(w, "%s\n", compactJSON(raw.Events[i]))
-			} else if !g.json() {
-				tw := newTable(w)
-				historyRow(tw, &e)
-				if err := tw.Flush(); err != nil {
-					return err
-				}
-			}
-			after = max(after, e.Seq)
-			ended = ended || endsRun(e.Kind)
-		}
-		after = max(after, h.Last)
-		if ended {
-			return nil
-		}
-		if err := ctx.Err(); err != nil {
-			return err
-		}
-	}
 }

@@ -512,6 +512,12 @@ func (p *Pool) AfterCommit(batch []*commit.Request, claimed map[int64]bool, now 
 	}
 }
 
+// CheckRun checks the leases this pool holds on tasks of a run at once
+// (as a notification from another process does): a run deleted with its
+// tasks has its running code here cancelled now, not at the next
+// heartbeat.
+func (p *Pool) CheckRun(runID string) { p.leases.hint(runID) }
+
 // Started reports whether Start was called (and worked).
 func (p *Pool) Started() bool { return p.isStarted.Load() }
 

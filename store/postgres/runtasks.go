@@ -3,24 +3,25 @@ package postgres
 import (
 	"context"
 	"fmt"
+	"strconv"
 
 	"github.com/hephaestus-go/hephaestus/store"
 )
 
 var _ store.RunTasks = (*Store)(nil)
 
-// qTasksOfRun reads a run's tasks; § stands for the store's schema.
-const qTasksOfRun = "SELECT " + taskCols + " FROM §tasks WHERE run_id = $1 ORDER BY id"
+// qRunTasks reads the tasks of run $1; § stands for the store's schema.
+var qRunTasks = "SELECT " + taskCols + " FROM §tasks WHERE run_id = $1 ORDER BY ready_at, id LIMIT " + strconv.Itoa(store.MaxRunTasks)
 
-// TasksOfRun returns a run's open tasks, oldest first.
-func (s *Store) TasksOfRun(ctx context.Context, runID string) ([]*store.Task, error) {
+// RunTasks returns the tasks of a run.
+func (s *Store) RunTasks(ctx context.Context, runID string) ([]*store.Task, error) {
 	if err := s.check(); err != nil {
-		return nil, fmt.Errorf("tasks of run %s: %w", runID, err)
+		return nil, fmt.Errorf("run tasks: %w", err)
 	}
 	var out []*store.Task
 	err := s.idempotent(ctx, func(ctx context.Context) error {
 		out = out[:0]
-		rows, err := s.pool.Query(ctx, s.secretQ(qTasksOfRun), runID)
+		rows, err := s.pool.Query(ctx, s.secretQ(qRunTasks), runID)
 		if err != nil {
 			return err
 		}
@@ -35,7 +36,7 @@ func (s *Store) TasksOfRun(ctx context.Context, runID string) ([]*store.Task, er
 		return rows.Err()
 	})
 	if err != nil {
-		return nil, s.fail("tasks of run "+runID, err)
+		return nil, s.fail("run tasks", err)
 	}
 	return out, nil
 }

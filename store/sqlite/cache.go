@@ -17,7 +17,7 @@ import (
 //     PRAGMA data_version, read under the write lock at the start of every
 //     Apply, changes exactly then;
 //   - an Apply failed (its transaction may or may not have committed);
-//   - PruneRuns deleted runs.
+//   - PruneRuns deleted runs, or DeleteRun a run.
 
 // runState is a run as stored, with what the writer needs to change it.
 // Its slices and maps are its own: nothing handed out shares them.

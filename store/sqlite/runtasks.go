@@ -3,27 +3,28 @@ package sqlite
 import (
 	"context"
 	"fmt"
+	"strconv"
 
 	"github.com/hephaestus-go/hephaestus/store"
 )
 
 var _ store.RunTasks = (*Store)(nil)
 
-// qTasksOfRun reads a run's tasks (index tasks_run).
-const qTasksOfRun = "SELECT " + taskCols + " FROM tasks WHERE run_id = ? ORDER BY id"
+// qRunTasks reads the tasks of run ?1 (index tasks_run).
+var qRunTasks = "SELECT " + taskCols + " FROM tasks WHERE run_id = ?1 ORDER BY ready_at, id LIMIT " + strconv.Itoa(store.MaxRunTasks)
 
-// TasksOfRun returns a run's open tasks, oldest first.
-func (s *Store) TasksOfRun(ctx context.Context, runID string) ([]*store.Task, error) {
+// RunTasks returns the tasks of a run.
+func (s *Store) RunTasks(ctx context.Context, runID string) ([]*store.Task, error) {
 	if err := s.check(); err != nil {
-		return nil, fmt.Errorf("tasks of run %s: %w", runID, err)
+		return nil, fmt.Errorf("run tasks: %w", err)
 	}
-	rows, err := s.reader.QueryContext(ctx, qTasksOfRun, runID)
+	rows, err := s.reader.QueryContext(ctx, qRunTasks, runID)
 	if err != nil {
-		return nil, s.fail("tasks of run "+runID, err)
+		return nil, s.fail("run tasks", err)
 	}
 	ts, err := scanTasks(rows)
 	if err != nil {
-		return nil, s.fail("tasks of run "+runID, err)
+		return nil, s.fail("run tasks", err)
 	}
 	return ts, nil
 }

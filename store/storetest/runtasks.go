@@ -1,65 +1,51 @@
 package storetest
 
 import (
-	"encoding/json"
 	"testing"
 	"time"
 
 	"github.com/hephaestus-go/hephaestus/store"
 )
 
-// testTasksOfRun: TasksOfRun lists a run's open tasks oldest first, with
-// the lease and the heartbeat details as stored, and nothing of other
-// runs; a completed task leaves the list; an unknown run has none.
-func testTasksOfRun(t *testing.T, h *harness) {
+// testRunTasks: RunTasks lists one run's tasks, queued and leased, oldest
+// ready first, with their queue, step, handler and ready time; none for a
+// run without tasks or an unknown id.
+func testRunTasks(t *testing.T, h *harness) {
 	ctx := t.Context()
-	h.create(at(0),
-		withTasks(newRun("mine"), task("q", "a", at(0)), task("later", "b", at(time.Hour))),
-		withTasks(newRun("other"), task("q2", "c", at(0))))
-	claimed := h.claim(at(time.Minute), "w1", 10, time.Hour, "q")
-	if len(claimed) != 1 {
-		t.Fatalf("claimed %d tasks, want 1", len(claimed))
+	b := task("q2", "b", at(2*time.Hour))
+	b.Handler = "activity:charge"
+	r := withTasks(newRun("r"), b, task("q1", "a", at(0)))
+	other := withTasks(newRun("other"), task("q1", "x", at(0)))
+	h.create(at(0), r, other, newRun("none"))
+	if got := h.claim(at(time.Minute), "w1", 10, time.Hour, "q1"); len(got) != 2 {
+		t.Fatalf("claimed %d tasks of q1, want 2", len(got))
 	}
-	if _, err := h.s.Heartbeat(ctx, &store.HeartbeatParams{Leases: []store.Lease{claimed[0].Lease()}, Until: at(2 * time.Hour),
-		Details: map[int64]json.RawMessage{claimed[0].ID: raw(`{"done":3}`)}}); err != nil {
-		t.Fatalf("Heartbeat: %v", err)
-	}
-
-	got, err := h.s.TasksOfRun(ctx, "mine")
+	got, err := h.s.RunTasks(ctx, "r")
 	if err != nil {
-		t.Fatalf("TasksOfRun: %v", err)
+		t.Fatalf("RunTasks: %v", err)
 	}
-	if len(got) != 2 {
-		t.Fatalf("TasksOfRun(mine) = %d tasks, want 2", len(got))
+	type row struct {
+		Queue, Step, Handler, Owner string
+		ReadyAt                     time.Time
 	}
-	a, b := got[0], got[1]
-	diff(t, "steps in id order", []string{"a", "b"}, []string{a.Step, b.Step})
-	if a.ID != claimed[0].ID || a.Owner != "w1" || a.Claims != 1 || !a.LeaseUntil.Equal(at(2*time.Hour)) || !jsonEqual(a.Details, raw(`{"done":3}`)) {
-		t.Errorf("leased task = id %d owner %q claims %d lease %v details %s; want id %d, w1, 1 claim, lease %v, details {\"done\":3}",
-			a.ID, a.Owner, a.Claims, a.LeaseUntil, a.Details, claimed[0].ID, at(2*time.Hour))
+	var rows []row
+	for _, tk := range got {
+		if tk.RunID != "r" {
+			t.Errorf("RunTasks(r) returned a task of run %q", tk.RunID)
+		}
+		rows = append(rows, row{tk.Queue, tk.Step, tk.Handler, tk.Owner, tk.ReadyAt})
 	}
-	if b.Owner != "" || !b.ReadyAt.Equal(at(time.Hour)) || b.RunID != "mine" || b.Queue != "later" {
-		t.Errorf("queued task = owner %q ready %v run %s queue %s; want unleased, ready %v, run mine, queue later", b.Owner, b.ReadyAt, b.RunID, b.Queue, at(time.Hour))
+	diff(t, "RunTasks(r)", []row{{"q1", "a", "", "w1", at(0)}, {"q2", "b", "activity:charge", "", at(2 * time.Hour)}}, rows)
+	for _, id := range []string{"none", "unknown"} {
+		got, err := h.s.RunTasks(ctx, id)
+		if err != nil || len(got) != 0 {
+			t.Errorf("RunTasks(%s) = %d tasks, %v; want none", id, len(got), err)
+		}
 	}
-
-	// The leased task completes: it leaves the list.
-	h.mustUpdate(at(3*time.Minute), "mine", &store.Lease{TaskID: a.ID, Token: a.Token}, &store.Update{})
-	got, err = h.s.TasksOfRun(ctx, "mine")
-	if err != nil {
-		t.Fatalf("TasksOfRun after the completion: %v", err)
+	// A task completed is no longer listed.
+	h.mustUpdate(at(2*time.Minute), "r", nil, &store.Update{Cancel: []store.TaskMatch{{Step: "a", Index: -1}}})
+	got, err = h.s.RunTasks(ctx, "r")
+	if err != nil || len(got) != 1 || got[0].Step != "b" {
+		t.Fatalf("RunTasks(r) after a completion = %v, %v; want only task b", got, err)
 	}
-	diff(t, "tasks after the completion", []string{"b"}, stepsOf(got))
-
-	got, err = h.s.TasksOfRun(ctx, "unknown")
-	if err != nil || len(got) != 0 {
-		t.Fatalf("TasksOfRun(unknown) = %d tasks, %v; want none", len(got), err)
-	}
-}
-
-func stepsOf(ts []*store.Task) []string {
-	out := []string{}
-	for _, t := range ts {
-		out = append(out, t.Step)
-	}
-	return out
 }

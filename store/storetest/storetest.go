@@ -78,6 +78,7 @@ func Run(t *testing.T, newStore func(t *testing.T) store.Store, opts ...Option) 
 		{"ListRunsPagination", testListRunsPagination},
 		{"ListRunsLimits", testListRunsLimits},
 		{"ListRunsMoreFilters", testListRunsMore},
+		{"ListRunsChanged", testListRunsChanged},
 		{"ListRunsVersionParentIDs", testListRunsVersionParentIDs},
 		{"RunStats", testRunStats},
 		{"Reopen", testReopen},
@@ -104,6 +105,9 @@ func Run(t *testing.T, newStore func(t *testing.T) store.Store, opts ...Option) 
 		{"RunExists", testRunExists},
 		{"PruneRuns", testPrune},
 		{"PruneSelected", testPruneSelected},
+		{"DeleteRun", testDeleteRun},
+		{"DeleteRunActive", testDeleteRunActive},
+		{"DeleteRunForced", testDeleteRunForced},
 		{"Close", testClose},
 		{"ConcurrentClaims", testConcurrentClaims},
 		{"ConcurrentStarts", testConcurrentStarts},
@@ -147,7 +151,7 @@ func Run(t *testing.T, newStore func(t *testing.T) store.Store, opts ...Option) 
 		{"Logs", testLogs},
 		{"LogBounds", testLogBounds},
 		{"EarliestReady", testEarliestReady},
-		{"TasksOfRun", testTasksOfRun},
+		{"RunTasks", testRunTasks},
 	}
 	tests = append(tests, txTests(&c)...)
 	for _, tc := range tests {
