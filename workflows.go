@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"time"
 
 	"github.com/hephaestus-go/hephaestus/hephtype"
 	"github.com/hephaestus-go/hephaestus/internal/wfdef"
@@ -125,6 +126,13 @@ type WorkflowOptions struct {
 	// finds a run with this id already starts nothing and returns that
 	// run with an error that wraps ErrRunExists.
 	RunID string
+	// ExecutionTimeout, when positive, bounds how long the workflow may
+	// take, counted from its start and kept across continue-as-new: a
+	// run not finished by then fails as timed out (its activities and
+	// timers are cancelled, its children cancelled and its parent told,
+	// as by a cancel; see docs/operations.md, Time limits). Negative is
+	// ErrInvalidInput.
+	ExecutionTimeout time.Duration
 }
 
 // WorkflowError is the failure of a workflow run: the error its function
@@ -191,7 +199,7 @@ func (o *WorkflowOptions) internal() *wfrt.StartOptions {
 	if o == nil {
 		return nil
 	}
-	return &wfrt.StartOptions{ID: o.ID, Tags: o.Tags, Metadata: o.Metadata, ConcurrencyKey: o.ConcurrencyKey}
+	return &wfrt.StartOptions{ID: o.ID, Tags: o.Tags, Metadata: o.Metadata, ConcurrencyKey: o.ConcurrencyKey, ExecutionTimeout: o.ExecutionTimeout}
 }
 
 // noRunID refuses a WorkflowOptions.RunID where a call finds or starts a

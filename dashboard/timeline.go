@@ -168,7 +168,8 @@ func (b *tlBuilder) read(e server.Event) {
 		b.endAttempt(b.names[e.Index], e, "completed", e.At)
 	case hephtype.EventChildFailed:
 		b.endAttempt(b.names[e.Index], e, "failed", e.At)
-	case hephtype.EventRunCompleted, hephtype.EventRunFailed, hephtype.EventRunCancelled, hephtype.EventRunContinued:
+	case hephtype.EventRunCompleted, hephtype.EventRunFailed, hephtype.EventRunCancelled, hephtype.EventRunContinued,
+		hephtype.EventRunTimedOut:
 		b.runEnded(e)
 	}
 }
@@ -331,8 +332,8 @@ func (b *tlBuilder) runEnded(e server.Event) {
 	if e.Kind == string(hephtype.EventRunFailed) && e.Step != "" { // a map step fails with its run
 		b.endAttempt(e.Step, e, "failed", e.At)
 	}
-	out := map[string]string{"run_completed": "completed", "run_failed": "failed", "run_cancelled": "cancelled", "run_continued": "completed"}[e.Kind]
-	title := "run " + strings.TrimPrefix(e.Kind, "run_") + " after " + fmtDur(e.At.Sub(b.t.Start))
+	out := map[string]string{"run_completed": "completed", "run_failed": "failed", "run_cancelled": "cancelled", "run_continued": "completed", "run_timed_out": "failed"}[e.Kind]
+	title := "run " + strings.ReplaceAll(strings.TrimPrefix(e.Kind, "run_"), "_", " ") + " after " + fmtDur(e.At.Sub(b.t.Start))
 	if e.Error != "" {
 		title += ": " + e.Error
 	}

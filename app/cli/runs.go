@@ -523,7 +523,8 @@ func historyRow(w io.Writer, e *apiclient.HistoryEvent) {
 // endsRun reports whether a history event ends its run.
 func endsRun(kind string) bool {
 	switch hephtype.EventKind(kind) {
-	case hephtype.EventRunCompleted, hephtype.EventRunFailed, hephtype.EventRunCancelled, hephtype.EventRunContinued:
+	case hephtype.EventRunCompleted, hephtype.EventRunFailed, hephtype.EventRunCancelled, hephtype.EventRunContinued,
+		hephtype.EventRunTimedOut:
 		return true
 	}
 	return false

@@ -242,6 +242,8 @@ type runSpec struct {
 	parentSeq  int
 	// concurrencyKey: see store.Run.ConcurrencyKey.
 	concurrencyKey string
+	// deadline: see store.Run.Deadline.
+	deadline time.Time
 	// extra events reach the first activation with run_started (the
 	// signal of signal-with-start).
 	extra []replay.Event
@@ -268,7 +270,7 @@ func (c *Runtime) createWorkflowRun(ctx context.Context, spec *runSpec) (*store.
 	nr := &store.NewRun{
 		ID: spec.id, Workflow: spec.workflow, Version: 1, Kind: hephtype.KindWorkflow, Input: spec.input,
 		BusinessID: spec.businessID, KeyScope: spec.scope, ParentID: spec.parent, Tags: spec.tags, Metadata: spec.metadata,
-		ConcurrencyKey: spec.concurrencyKey, BuildID: spec.build,
+		ConcurrencyKey: spec.concurrencyKey, BuildID: spec.build, Deadline: spec.deadline,
 	}
 	if nr.KeyScope == "" || nr.BusinessID == "" {
 		nr.KeyScope = businesskey.ScopeNone
@@ -512,9 +514,9 @@ func (c *Runtime) decideLocked(ctx context.Context, e *stickyEntry, fn replay.Fu
 		}
 		evs = make([]replay.Event, 0, len(h)+len(in.extra))
 		for _, x := range h {
-			if x.Kind == hephtype.EventRunCancelled {
+			if x.Kind == hephtype.EventRunCancelled || x.Kind == hephtype.EventRunTimedOut {
 				e.drop()
-				return res, fmt.Errorf("%w (status %s)", engine.ErrRunFinished, hephtype.StatusCancelled)
+				return res, fmt.Errorf("%w (%s)", engine.ErrRunFinished, x.Kind)
 			}
 			evs = append(evs, fromStored(x))
 		}
@@ -725,6 +727,13 @@ const maxDecisionBackoff = 5 * time.Minute
 // cancelWorkflowUpdate cancels a workflow run: its queued and running tasks
 // go, its open children are cancelled and its parent is told.
 func cancelWorkflowUpdate(run *store.Run, reason string) (*store.Update, error) {
+	return stopWorkflowUpdate(run, hephtype.StatusCancelled, hephtype.EventRunCancelled, reason)
+}
+
+// stopWorkflowUpdate ends a workflow run in status (cancelled, or failed
+// for a timeout) with the history entry kind: its tasks go, its open
+// children are cancelled and its parent is told.
+func stopWorkflowUpdate(run *store.Run, status hephtype.RunStatus, kind hephtype.EventKind, reason string) (*store.Update, error) {
 	if run.Status.Terminal() {
 		return nil, fmt.Errorf("%w (status %s)", engine.ErrRunFinished, run.Status)
 	}
@@ -733,13 +742,13 @@ func cancelWorkflowUpdate(run *store.Run, reason string) (*store.Update, error) 
 		return nil, err
 	}
 	u := &store.Update{
-		Status: hephtype.StatusCancelled, Error: reason,
-		History: []store.NewEvent{{Kind: hephtype.EventRunCancelled, Error: reason}},
+		Status: status, Error: reason,
+		History: []store.NewEvent{{Kind: kind, Error: reason}},
 		Cancel:  []store.TaskMatch{{Index: -1}},
 		Tasks:   []store.NewTask{opTask(st.Queue, opCancelChildren, -1, nil)},
 	}
 	if st.Parent != "" {
-		u.Tasks = append(u.Tasks, reportTask(st, run.ID, run.Workflow, hephtype.StatusCancelled, nil, reason))
+		u.Tasks = append(u.Tasks, reportTask(st, run.ID, run.Workflow, status, nil, reason))
 	}
 	return u, nil
 }

@@ -389,6 +389,7 @@ func (c *Runtime) opContinue(ctx context.Context, t *store.Task) (done bool, err
 		id: continuedID(old.ID), workflow: old.Workflow, input: old.Output, businessID: old.BusinessID, scope: old.KeyScope,
 		tags: old.Tags, metadata: old.Metadata, parent: st.Parent, parentSeq: st.ParentSeq, fence: &lease,
 		concurrencyKey: old.ConcurrencyKey, // the same work goes on under the same key
+		deadline:       old.Deadline,       // and within the same time limit
 		// A pinned run continues on its build (the one that decided to
 		// continue); one that auto-upgrades goes on doing so.
 		pin: st.Build, build: old.BuildID,
