@@ -49,6 +49,8 @@ type Run struct {
 	// ScheduledFor is set on a pending or running run whose every task is
 	// due later: when the first is due (shown as scheduled).
 	ScheduledFor *time.Time   `json:"scheduled_for,omitempty"`
+	// Deadline is when the run times out if it has not finished.
+	Deadline *time.Time `json:"deadline,omitempty"`
 	Steps        []Step       `json:"steps,omitempty"`
 	Document     *DocumentRef `json:"document,omitempty"`
 	CreatedAt    time.Time    `json:"created_at"`
@@ -96,6 +98,9 @@ type StartRequest struct {
 	Metadata       map[string]string `json:"metadata,omitempty"`
 	ConcurrencyKey string            `json:"concurrency_key,omitempty"`
 	CreatedBy      string            `json:"created_by,omitempty"`
+	// ExecutionTimeout bounds how long the run may take: a Go duration
+	// ("1h"); empty for the definition's default.
+	ExecutionTimeout string `json:"execution_timeout,omitempty"`
 }
 
 // RunFilter selects runs: the query of GET /runs and the filter of a bulk

@@ -30,13 +30,15 @@ func newStart(g *globals) *cobra.Command {
 		meta, tags []string
 		idem       string
 		wait       bool
+		timeout    time.Duration
 	)
 	cmd := &cobra.Command{
 		Use:   "start <name>",
 		Short: "Start a run of a flow, workflow, job kind or document",
 		Example: `  heph start order --input '{"id": 42}'
   heph start order --input @order.json --business-value order-42 --tag web --meta tenant=acme
-  heph start digest --kind document --idempotency-key digest-2025-01-01 --wait`,
+  heph start digest --kind document --idempotency-key digest-2025-01-01 --wait
+  heph start report --timeout 1h`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if !slices.Contains(startKinds, req.Kind) {
@@ -54,6 +56,12 @@ func newStart(g *globals) *cobra.Command {
 				return err
 			}
 			req.Tags = tags
+			if timeout < 0 {
+				return usagef("--timeout must not be negative, got %v", timeout)
+			}
+			if timeout > 0 {
+				req.ExecutionTimeout = timeout.String()
+			}
 			api, err := g.api()
 			if err != nil {
 				return err
@@ -87,6 +95,7 @@ func newStart(g *globals) *cobra.Command {
 	fl.StringArrayVar(&meta, "meta", nil, "metadata key=value of the run (repeatable)")
 	fl.StringVar(&req.ConcurrencyKey, "concurrency-key", "", "the run's concurrency key for flow control")
 	fl.StringVar(&idem, "idempotency-key", "", "a key that makes a repeated start return the same run")
+	fl.DurationVar(&timeout, "timeout", 0, "the run's execution timeout (such as 1h): it fails as timed out if not finished by then")
 	fl.BoolVar(&wait, "wait", false, "wait for the run to end and print its result (exit 7 when it failed or was cancelled)")
 	return cmd
 }
@@ -393,6 +402,9 @@ func printRun(w io.Writer, r *apiclient.Run, graph *graphtext.Graph, now time.Ti
 	pairs := []any{"id", r.ID, "kind", kindOf(r), "workflow", fmt.Sprintf("%s v%d", r.Workflow, r.Version), "status", runStatus(r, now)}
 	if r.ScheduledFor != nil {
 		pairs = append(pairs, "due", *r.ScheduledFor)
+	}
+	if r.Deadline != nil {
+		pairs = append(pairs, "deadline", *r.Deadline)
 	}
 	if r.Condition != nil && r.Condition.Kind != "" {
 		pairs = append(pairs, "condition", strings.TrimSpace(r.Condition.Kind+" "+r.Condition.Reason))
