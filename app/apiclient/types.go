@@ -48,14 +48,14 @@ type Run struct {
 	Condition      *Condition                 `json:"condition,omitempty"`
 	// ScheduledFor is set on a pending or running run whose every task is
 	// due later: when the first is due (shown as scheduled).
-	ScheduledFor *time.Time   `json:"scheduled_for,omitempty"`
+	ScheduledFor *time.Time `json:"scheduled_for,omitempty"`
 	// Deadline is when the run times out if it has not finished.
-	Deadline *time.Time `json:"deadline,omitempty"`
-	Steps        []Step       `json:"steps,omitempty"`
-	Document     *DocumentRef `json:"document,omitempty"`
-	CreatedAt    time.Time    `json:"created_at"`
-	UpdatedAt    time.Time    `json:"updated_at"`
-	FinishedAt   *time.Time   `json:"finished_at,omitempty"`
+	Deadline   *time.Time   `json:"deadline,omitempty"`
+	Steps      []Step       `json:"steps,omitempty"`
+	Document   *DocumentRef `json:"document,omitempty"`
+	CreatedAt  time.Time    `json:"created_at"`
+	UpdatedAt  time.Time    `json:"updated_at"`
+	FinishedAt *time.Time   `json:"finished_at,omitempty"`
 }
 
 // Condition says why a run does not progress.
