@@ -198,3 +198,62 @@ func TestExecutionTimeout(t *testing.T) {
 		})
 	}
 }
+
+var (
+	stcAttempts atomic.Int32
+	stcActivity = workflow.NewActivity("timeouts.flaky", func(ctx context.Context, s string) (string, error) {
+		stcAttempts.Add(1)
+		return "", errors.New("flaky")
+	}).WithOptions(workflow.ActivityOptions{
+		ScheduleToCloseTimeout: 25 * time.Minute,
+		RetryPolicy:            flow.RetryPolicy{MaxAttempts: 100, InitialBackoff: 10 * time.Minute, MaxBackoff: 10 * time.Minute},
+	})
+	stcWorkflow = workflow.New("timeouts.stc", func(ctx workflow.Context, in string) (bool, error) {
+		_, err := stcActivity.Execute(ctx, in)
+		return errors.Is(err, workflow.ErrTimeout), nil
+	})
+)
+
+// An activity's ScheduleToCloseTimeout stops its retries: attempt 1
+// fails at once, attempt 2 about 10 minutes later, attempt 3 about 20;
+// a fourth could start only after the 25 minutes, so none is scheduled
+// and the activity fails with an error that is ErrTimeout.
+func TestActivityScheduleToClose(t *testing.T) {
+	for name, open := range logBackends(t) {
+		t.Run(name, func(t *testing.T) {
+			ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+			defer cancel()
+			stcAttempts.Store(0)
+			clk := clock.NewFake(time.Date(2032, 5, 6, 7, 0, 0, 0, time.UTC))
+			c := startClient(t, ctx, &heph.Config{Store: open(t), Clock: clk, Logger: quietLogger(), LeaseDuration: 1000 * time.Hour},
+				func(c *heph.Client) error {
+					return errors.Join(c.RegisterWorkflows(stcWorkflow), c.RegisterActivities(stcActivity))
+				})
+			r, err := c.StartWorkflow(ctx, "timeouts.stc", "x", nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var done *heph.Run
+			waitFor(t, ctx, func() bool {
+				done, err = c.GetRun(ctx, r.ID)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if !done.Status.Terminal() {
+					clk.Advance(time.Minute)
+				}
+				return done.Status.Terminal()
+			})
+			if done.Status != heph.StatusCompleted || string(done.Output) != "true" {
+				t.Fatalf("run %+v: want completed with true (the activity's error is ErrTimeout)", done)
+			}
+			if n := stcAttempts.Load(); n != 3 {
+				t.Fatalf("%d attempts, want 3", n)
+			}
+			clk.Advance(time.Hour)
+			if n := stcAttempts.Load(); n != 3 {
+				t.Fatalf("%d attempts after the timeout, want 3", n)
+			}
+		})
+	}
+}

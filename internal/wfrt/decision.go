@@ -105,11 +105,15 @@ type activityPayload struct {
 	Input        json.RawMessage `json:"input,omitempty"`
 	StartToClose time.Duration   `json:"start_to_close,omitempty"`
 	Heartbeat    time.Duration   `json:"heartbeat,omitempty"`
-	MaxAttempts  int             `json:"max_attempts,omitempty"`
-	Initial      time.Duration   `json:"initial_backoff,omitempty"`
-	MaxBackoff   time.Duration   `json:"max_backoff,omitempty"`
-	Multiplier   float64         `json:"multiplier,omitempty"`
-	Jitter       float64         `json:"jitter,omitempty"`
+	// ScheduleToClose bounds all attempts together from ScheduledAt, the
+	// creation of the first attempt's task (set on the retries' payload).
+	ScheduleToClose time.Duration `json:"schedule_to_close,omitempty"`
+	ScheduledAt     time.Time     `json:"scheduled_at,omitzero"`
+	MaxAttempts     int           `json:"max_attempts,omitempty"`
+	Initial         time.Duration `json:"initial_backoff,omitempty"`
+	MaxBackoff      time.Duration `json:"max_backoff,omitempty"`
+	Multiplier      float64       `json:"multiplier,omitempty"`
+	Jitter          float64       `json:"jitter,omitempty"`
 	// Build is the build the run is pinned to (wfState.Build): the
 	// worker that delivers the outcome decides at once only if it is of
 	// that build.
@@ -218,7 +222,7 @@ func reportTask(st *wfState, runID, workflow string, status hephtype.RunStatus, 
 func activityTask(st *wfState, c replay.ScheduleActivity) store.NewTask {
 	o := c.Options
 	p := activityPayload{
-		Input: c.Input, StartToClose: o.StartToCloseTimeout, Heartbeat: o.HeartbeatTimeout,
+		Input: c.Input, StartToClose: o.StartToCloseTimeout, Heartbeat: o.HeartbeatTimeout, ScheduleToClose: o.ScheduleToCloseTimeout,
 		MaxAttempts: o.RetryPolicy.MaxAttempts, Initial: o.RetryPolicy.InitialBackoff, MaxBackoff: o.RetryPolicy.MaxBackoff,
 		Multiplier: o.RetryPolicy.Multiplier, Jitter: o.RetryPolicy.Jitter, Build: st.Build,
 	}
