@@ -520,7 +520,11 @@ func (c *Runtime) decideLocked(ctx context.Context, e *stickyEntry, fn replay.Fu
 		for _, x := range h {
 			if x.Kind == hephtype.EventRunCancelled || x.Kind == hephtype.EventRunTimedOut {
 				e.drop()
-				return res, fmt.Errorf("%w (%s)", engine.ErrRunFinished, x.Kind)
+				st := hephtype.StatusCancelled
+				if x.Kind == hephtype.EventRunTimedOut {
+					st = hephtype.StatusFailed
+				}
+				return res, fmt.Errorf("%w (status %s)", engine.ErrRunFinished, st)
 			}
 			evs = append(evs, fromStored(x))
 		}
