@@ -536,19 +536,7 @@ func (c *Client) ListRuns(ctx context.Context, opts *ListOptions) (*RunList, err
 	if opts.Kind != "" && opts.Kind != KindFlow && opts.Kind != KindWorkflow {
 		return nil, fmt.Errorf("list runs: %w: ListOptions.Kind %q is not %q or %q", ErrInvalidInput, opts.Kind, KindFlow, KindWorkflow)
 	}
-	params := &store.ListRunsParams{
-		Workflow: opts.Flow, Statuses: opts.Statuses, BusinessID: opts.BusinessID, Tags: opts.Tags,
-		CreatedAfter: opts.CreatedAfter, CreatedBefore: opts.CreatedBefore, Limit: opts.Limit, Cursor: opts.Cursor,
-		Kind: opts.Kind, Queue: opts.Queue, Metadata: opts.Metadata, Text: opts.Text,
-		Version: opts.Version, ParentID: opts.Parent, IDs: opts.IDs, BuildID: opts.Build,
-	}
-	if opts.Queue != "" {
-		params.QueueWorkflows = c.flows.FlowsOnQueue(opts.Queue)
-	}
-	if opts.Scheduled {
-		params.DueAfter = c.cfg.Clock.Now()
-	}
-	p, err := c.cfg.Store.ListRuns(ctx, params)
+	p, err := c.cfg.Store.ListRuns(ctx, c.listParams(opts))
 	if err != nil {
 		return nil, fmt.Errorf("list runs: %w", err)
 	}
@@ -563,6 +551,23 @@ func (c *Client) ListRuns(ctx context.Context, opts *ListOptions) (*RunList, err
 		out.Runs = append(out.Runs, run)
 	}
 	return out, nil
+}
+
+// listParams are the store's parameters of a list of runs.
+func (c *Client) listParams(opts *ListOptions) *store.ListRunsParams {
+	params := &store.ListRunsParams{
+		Workflow: opts.Flow, Statuses: opts.Statuses, BusinessID: opts.BusinessID, Tags: opts.Tags,
+		CreatedAfter: opts.CreatedAfter, CreatedBefore: opts.CreatedBefore, Limit: opts.Limit, Cursor: opts.Cursor,
+		Kind: opts.Kind, Queue: opts.Queue, Metadata: opts.Metadata, Text: opts.Text,
+		Version: opts.Version, ParentID: opts.Parent, IDs: opts.IDs, BuildID: opts.Build,
+	}
+	if opts.Queue != "" {
+		params.QueueWorkflows = c.flows.FlowsOnQueue(opts.Queue)
+	}
+	if opts.Scheduled {
+		params.DueAfter = c.cfg.Clock.Now()
+	}
+	return params
 }
 
 // ResumeOptions are the optional parameters of ResumeRun.

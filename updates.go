@@ -154,6 +154,9 @@ func (c *Client) UpdateWithStart(ctx context.Context, name, id string, input any
 	if err := opts.noRunID("UpdateWithStart"); err != nil {
 		return nil, nil, fmt.Errorf("update with start %q: %w", name, err)
 	}
+	if err := opts.noSignalID("UpdateWithStart"); err != nil {
+		return nil, nil, fmt.Errorf("update with start %q: %w", name, err)
+	}
 	p := &wfrt.UpdateParams{Name: update, Args: args}
 	if updateOpts != nil {
 		p.ID = updateOpts.ID

@@ -146,10 +146,11 @@ type NewWebhook struct {
 	CreatedBy string
 }
 
-// WebhookInputError is invalid input to CreateWebhook: it names the
-// field at fault. It wraps ErrInvalidInput.
+// WebhookInputError is invalid input to CreateWebhook or EditWebhook: it
+// names the field at fault. It wraps ErrInvalidInput.
 type WebhookInputError struct {
-	// Field is "url", "events", "workflows", "tags" or "format".
+	// Field is "url", "events", "workflows", "tags" or "format" ("body"
+	// for an EditWebhook that changes nothing).
 	Field   string
 	Message string
 }
@@ -168,32 +169,48 @@ func (w *NewWebhook) check() error {
 	if err := checkWebhookURL(w.URL); err != nil {
 		return err
 	}
-	if len(w.Events) == 0 {
+	if err := checkWebhookEvents(w.Events); err != nil {
+		return err
+	}
+	if err := checkWebhookFilter("workflows", w.Workflows); err != nil {
+		return err
+	}
+	if err := checkWebhookFilter("tags", w.Tags); err != nil {
+		return err
+	}
+	if w.Format == "" {
+		w.Format = WebhookFormatJSON
+	}
+	return checkWebhookFormat(w.Format)
+}
+
+func checkWebhookEvents(events []string) error {
+	if len(events) == 0 {
 		return inputErr("events", "name at least one of %s", strings.Join(notify.Types, ", "))
 	}
-	for _, e := range w.Events {
+	for _, e := range events {
 		if !slices.Contains(notify.Types, e) {
 			return inputErr("events", "unknown event type %q: use %s", e, strings.Join(notify.Types, ", "))
 		}
 	}
-	for _, l := range []struct {
-		field string
-		list  []string
-	}{{"workflows", w.Workflows}, {"tags", w.Tags}} {
-		for _, v := range l.list {
-			if strings.TrimSpace(v) == "" || len(v) > 200 {
-				return inputErr(l.field, "entries must be 1 to 200 bytes, not blank")
-			}
+	return nil
+}
+
+func checkWebhookFilter(field string, list []string) error {
+	for _, v := range list {
+		if strings.TrimSpace(v) == "" || len(v) > 200 {
+			return inputErr(field, "entries must be 1 to 200 bytes, not blank")
 		}
 	}
-	switch w.Format {
-	case "":
-		w.Format = WebhookFormatJSON
-	case WebhookFormatJSON, WebhookFormatSlack:
-	default:
-		return inputErr("format", "%q is not %q or %q", w.Format, WebhookFormatJSON, WebhookFormatSlack)
-	}
 	return nil
+}
+
+func checkWebhookFormat(f string) error {
+	switch f {
+	case WebhookFormatJSON, WebhookFormatSlack:
+		return nil
+	}
+	return inputErr("format", "%q is not %q or %q", f, WebhookFormatJSON, WebhookFormatSlack)
 }
 
 func checkWebhookURL(raw string) error {
@@ -257,18 +274,13 @@ func (c *Client) CreateWebhook(ctx context.Context, nw *NewWebhook) (*Webhook, s
 	if err != nil {
 		return nil, "", err
 	}
-	raw := make([]byte, 32)
-	if _, err := rand.Read(raw); err != nil {
+	sw := &store.Webhook{ID: "wh_" + newID()[:20], URL: w.URL, Events: w.Events, Workflows: w.Workflows, Tags: w.Tags, Format: w.Format,
+		Enabled: !w.Disabled, CreatedBy: w.CreatedBy, CreatedAt: c.cfg.Clock.Now().UTC().Truncate(time.Microsecond)}
+	secret, sealed, err := c.newWebhookSecret(sw.ID)
+	if err != nil {
 		return nil, "", fmt.Errorf("create webhook: %w", err)
 	}
-	secret := "whsec_" + base64.RawURLEncoding.EncodeToString(raw)
-	sw := &store.Webhook{ID: "wh_" + newID()[:20], URL: w.URL, Events: w.Events, Workflows: w.Workflows, Tags: w.Tags, Format: w.Format,
-		Enabled: !w.Disabled, Secret: []byte(secret), CreatedBy: w.CreatedBy, CreatedAt: c.cfg.Clock.Now().UTC().Truncate(time.Microsecond)}
-	if c.cfg.SecretKeys != nil && c.cfg.SecretKeys.k != nil {
-		if sw.KeyID, sw.Nonce, sw.Secret, err = c.cfg.SecretKeys.k.Seal(webhookSecretName(sw.ID), []byte(secret)); err != nil {
-			return nil, "", fmt.Errorf("create webhook: %w", err)
-		}
-	}
+	sw.KeyID, sw.Nonce, sw.Secret = sealed.KeyID, sealed.Nonce, sealed.Secret
 	if err := ws.CreateWebhook(ctx, sw); err != nil {
 		return nil, "", fmt.Errorf("create webhook: %w", err)
 	}
@@ -276,6 +288,25 @@ func (c *Client) CreateWebhook(ctx context.Context, nw *NewWebhook) (*Webhook, s
 		c.cfg.Logger.Warn("webhook secret stored unsealed: set Config.SecretKeys (heph server: HEPH_SECRET_KEYS) to encrypt it", "webhook", sw.ID)
 	}
 	return webhookOf(sw), secret, nil
+}
+
+// newWebhookSecret draws a webhook's signing secret, 256 random bits,
+// "whsec_" and base64url, and returns it with what the store keeps of
+// it: sealed with Config.SecretKeys when one is set, else as is.
+func (c *Client) newWebhookSecret(id string) (string, *store.WebhookSecret, error) {
+	raw := make([]byte, 32)
+	if _, err := rand.Read(raw); err != nil {
+		return "", nil, err
+	}
+	secret := "whsec_" + base64.RawURLEncoding.EncodeToString(raw)
+	out := &store.WebhookSecret{Secret: []byte(secret)}
+	if c.cfg.SecretKeys != nil && c.cfg.SecretKeys.k != nil {
+		var err error
+		if out.KeyID, out.Nonce, out.Secret, err = c.cfg.SecretKeys.k.Seal(webhookSecretName(id), []byte(secret)); err != nil {
+			return "", nil, err
+		}
+	}
+	return secret, out, nil
 }
 
 // webhookSecret opens a webhook's secret, for signing.
@@ -463,4 +494,117 @@ func (c *Client) newNotifier() *notify.Service {
 		Owner: c.cfg.WorkerID, HTTPClient: wc.HTTPClient, Timeout: wc.Timeout, MaxAttempts: wc.MaxAttempts,
 		Backoff: wc.Backoff, MaxBackoff: wc.MaxBackoff, PollInterval: wc.PollInterval, Retention: wc.Retention,
 	})
+}
+
+// WebhookChange names the fields of a webhook to change (EditWebhook):
+// nil ones keep their value. An empty (non-nil) Workflows or Tags
+// removes that filter.
+type WebhookChange struct {
+	URL       *string
+	Events    *[]string
+	Workflows *[]string
+	Tags      *[]string
+	// Format is WebhookFormatJSON or WebhookFormatSlack.
+	Format *string
+	// Enabled enables or disables the webhook (as EnableWebhook and
+	// DisableWebhook).
+	Enabled *bool
+}
+
+// EditWebhook changes the fields of a webhook that ch sets and returns
+// the webhook, or ErrWebhookNotFound. Invalid input fails with a
+// *WebhookInputError naming the field; a change that sets nothing fails
+// too. The change applies to the events captured from then on and to
+// the deliveries sent from then on (a pending delivery keeps the body it
+// was queued with and goes to the new URL).
+func (c *Client) EditWebhook(ctx context.Context, id string, ch *WebhookChange) (*Webhook, error) {
+	if ch == nil || *ch == (WebhookChange{}) {
+		return nil, inputErr("body", "name at least one of url, events, workflows, tags, format or enabled to change")
+	}
+	u := &store.WebhookUpdate{ID: id, URL: ch.URL, Format: ch.Format, Enabled: ch.Enabled}
+	if ch.URL != nil {
+		if err := checkWebhookURL(*ch.URL); err != nil {
+			return nil, err
+		}
+	}
+	if ch.Events != nil {
+		ev := slices.Compact(slices.Sorted(slices.Values(*ch.Events)))
+		if err := checkWebhookEvents(ev); err != nil {
+			return nil, err
+		}
+		u.Events = &ev
+	}
+	for _, f := range []struct {
+		field string
+		in    *[]string
+		out   **[]string
+	}{{"workflows", ch.Workflows, &u.Workflows}, {"tags", ch.Tags, &u.Tags}} {
+		if f.in == nil {
+			continue
+		}
+		l := slices.Clone(*f.in)
+		if err := checkWebhookFilter(f.field, l); err != nil {
+			return nil, err
+		}
+		*f.out = &l
+	}
+	if ch.Format != nil {
+		if err := checkWebhookFormat(*ch.Format); err != nil {
+			return nil, err
+		}
+	}
+	return c.updateWebhook(ctx, u)
+}
+
+func (c *Client) updateWebhook(ctx context.Context, u *store.WebhookUpdate) (*Webhook, error) {
+	ws, err := c.webhookStore()
+	if err != nil {
+		return nil, err
+	}
+	w, err := ws.UpdateWebhook(ctx, u)
+	if err != nil {
+		return nil, err
+	}
+	if c.notify != nil {
+		c.notify.Wake()
+	}
+	return webhookOf(w), nil
+}
+
+// EnableWebhook enables a webhook and returns it, or ErrWebhookNotFound:
+// it receives the events that happen from then on, and its deliveries
+// that were pending are sent again. Enabling an enabled webhook changes
+// nothing.
+func (c *Client) EnableWebhook(ctx context.Context, id string) (*Webhook, error) {
+	on := true
+	return c.updateWebhook(ctx, &store.WebhookUpdate{ID: id, Enabled: &on})
+}
+
+// DisableWebhook disables a webhook and returns it, or
+// ErrWebhookNotFound: it receives no event that happens while it is
+// disabled, and its pending deliveries wait (they are kept, not sent,
+// until it is enabled again; TestWebhook still sends). While no webhook
+// is enabled the store captures no events at all.
+func (c *Client) DisableWebhook(ctx context.Context, id string) (*Webhook, error) {
+	off := false
+	return c.updateWebhook(ctx, &store.WebhookUpdate{ID: id, Enabled: &off})
+}
+
+// RotateWebhookSecret replaces a webhook's signing secret with a new one
+// (256 random bits, as CreateWebhook) and returns the webhook and the new
+// secret, this once; or ErrWebhookNotFound. Every attempt from then on,
+// retries of earlier deliveries included, is signed with the new secret.
+func (c *Client) RotateWebhookSecret(ctx context.Context, id string) (*Webhook, string, error) {
+	secret, sealed, err := c.newWebhookSecret(id)
+	if err != nil {
+		return nil, "", fmt.Errorf("rotate webhook secret: %w", err)
+	}
+	w, err := c.updateWebhook(ctx, &store.WebhookUpdate{ID: id, Secret: sealed})
+	if err != nil {
+		return nil, "", err
+	}
+	if sealed.KeyID == "" {
+		c.cfg.Logger.Warn("webhook secret stored unsealed: set Config.SecretKeys (heph server: HEPH_SECRET_KEYS) to encrypt it", "webhook", id)
+	}
+	return w, secret, nil
 }

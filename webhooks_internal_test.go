@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	"github.com/hephaestus-go/hephaestus/internal/notify"
+	"github.com/hephaestus-go/hephaestus/store"
 )
 
 // The public constants of webhooks are those internal/notify sends.
@@ -15,7 +16,7 @@ func TestWebhookConstantsMatchNotify(t *testing.T) {
 		{WebhookGateOpened, notify.GateOpened}, {WebhookGateDecided, notify.GateDecided}, {WebhookScheduleTickFailed, notify.ScheduleTickFailed},
 		{WebhookTest, notify.Test}, {WebhookIDHeader, notify.HeaderID}, {WebhookEventHeader, notify.HeaderEvent},
 		{WebhookTimestampHeader, notify.HeaderTimestamp}, {WebhookSignatureHeader, notify.HeaderSignature},
-		{WebhookFormatJSON, notify.FormatJSON}, {WebhookFormatSlack, notify.FormatSlack},
+		{WebhookFormatJSON, notify.FormatJSON}, {WebhookFormatSlack, notify.FormatSlack}, {WebhookTest, store.WebhookTestEvent},
 	}
 	for _, p := range pairs {
 		if p[0] != p[1] {

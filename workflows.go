@@ -133,6 +133,15 @@ type WorkflowOptions struct {
 	// as by a cancel; see docs/operations.md, Time limits). Negative is
 	// ErrInvalidInput.
 	ExecutionTimeout time.Duration
+	// SignalID, for SignalWithStart only, identifies its signal (letters,
+	// digits and "._:-", at most 190 bytes): a call repeated with the same
+	// SignalID, as a retried request is, delivers the signal once. The
+	// open run it went to refuses the repeat (its history records the
+	// id), and a run the first call started is found by its id, which is
+	// derived from the workflow name, ID and SignalID. A repeat after the
+	// run ended, or continued as new, when the first call did not start
+	// it, signals again. Other calls refuse it.
+	SignalID string
 }
 
 // WorkflowError is the failure of a workflow run: the error its function
@@ -180,6 +189,9 @@ func (e *CanceledError) Error() string {
 // With WorkflowOptions.RunID of a run that exists, it returns that run and
 // an error that wraps ErrRunExists.
 func (c *Client) StartWorkflow(ctx context.Context, name string, input any, opts *WorkflowOptions) (*Run, error) {
+	if err := opts.noSignalID("StartWorkflow"); err != nil {
+		return nil, fmt.Errorf("start workflow %q: %w", name, err)
+	}
 	o := opts.internal()
 	runID := ""
 	if opts != nil {
@@ -199,7 +211,16 @@ func (o *WorkflowOptions) internal() *wfrt.StartOptions {
 	if o == nil {
 		return nil
 	}
-	return &wfrt.StartOptions{ID: o.ID, Tags: o.Tags, Metadata: o.Metadata, ConcurrencyKey: o.ConcurrencyKey, ExecutionTimeout: o.ExecutionTimeout}
+	return &wfrt.StartOptions{ID: o.ID, Tags: o.Tags, Metadata: o.Metadata, ConcurrencyKey: o.ConcurrencyKey, SignalID: o.SignalID,
+		ExecutionTimeout: o.ExecutionTimeout}
+}
+
+// noSignalID refuses a WorkflowOptions.SignalID outside SignalWithStart.
+func (o *WorkflowOptions) noSignalID(call string) error {
+	if o != nil && o.SignalID != "" {
+		return fmt.Errorf("%w: WorkflowOptions.SignalID is for SignalWithStart, not %s", ErrInvalidInput, call)
+	}
+	return nil
 }
 
 // noRunID refuses a WorkflowOptions.RunID where a call finds or starts a
@@ -233,7 +254,9 @@ func (c *Client) SignalWorkflow(ctx context.Context, runID, name string, payload
 
 // SignalWithStart signals the active run of a workflow id, starting one
 // first (with input) if there is none; a new run receives the signal in its
-// first activation. It returns the run that got the signal.
+// first activation. It returns the run that got the signal. Set
+// WorkflowOptions.SignalID when the call may be repeated: the signal is
+// then delivered once.
 func (c *Client) SignalWithStart(ctx context.Context, name, id, signal string, payload, input any, opts *WorkflowOptions) (*Run, error) {
 	if err := opts.noRunID("SignalWithStart"); err != nil {
 		return nil, fmt.Errorf("signal with start %q: %w", name, err)

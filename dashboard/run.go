@@ -3,6 +3,7 @@ package dashboard
 import (
 	"encoding/json"
 	"errors"
+	"fmt"
 	"html/template"
 	"net/http"
 	"net/url"
@@ -43,6 +44,10 @@ type runData struct {
 	HistoryJSON string
 	// HistoryURL is the API's history of the run (the download link).
 	HistoryURL string
+	// StreamURL is the API's stream of the run's events after those the
+	// page shows (app.js refreshes the page on each); empty once the run
+	// has ended.
+	StreamURL string
 	// Logs are the run's step logs, per attempt (logs.go); LogCount
 	// counts their records, LogsMore says that more than the page shown
 	// exist, LogsURL is the API's (the download link).
@@ -67,6 +72,8 @@ type runData struct {
 	// Signals and Updates are the names the run has received (offered in
 	// the signal and update dialogs).
 	Signals, Updates []string
+	// WaitingFor is what the run waits for (waits.go).
+	WaitingFor []waitRow
 }
 
 // eventRow is a history entry as the page lists it.
@@ -157,9 +164,21 @@ func (d *Dashboard) runPage(r *http.Request) (string, any, error) {
 		return "", nil, err
 	}
 	data.HistoryJSON = string(raw)
+	if !data.Terminal {
+		// The page shows the run as it was read, before its history:
+		// follow after the entries of that state.
+		var seen int64
+		for _, e := range hist.Events {
+			if !e.At.After(run.UpdatedAt) {
+				seen = e.Seq
+			}
+		}
+		data.StreamURL = fmt.Sprintf("%s/events?after=%d", base, seen)
+	}
 	for _, e := range hist.Events {
 		data.Events = append(data.Events, eventRow{Seq: e.Seq, At: stamp(e.At), Kind: e.Kind, Step: e.Step, Text: describeEvent(e), Bad: e.Error != ""})
 	}
+	data.WaitingFor = waitRows(run.WaitingFor, d.cfg.Now())
 	data.Timeline = timelineSVG(timelineOf(run, hist.Events, d.cfg.Now()))
 	data.Signals, data.Updates = messageNames(hist.Events)
 	if err := d.runLogs(r, base, data); err != nil {
@@ -171,7 +190,7 @@ func (d *Dashboard) runPage(r *http.Request) (string, any, error) {
 
 	var graph *graphtext.Graph
 	if data.IsWorkflow() {
-		data.DAG = dagSVG(workflowGraph(hist.Events))
+		data.DAG = dagSVG(withWaits(workflowGraph(hist.Events), run.WaitingFor))
 		if err := d.workflowState(r, base, data); err != nil {
 			return "", nil, err
 		}

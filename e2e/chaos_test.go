@@ -2,7 +2,8 @@ package e2e_test
 
 // The chaos suite: the workload of e2e/chaos.go (DAG flows with fan-out,
 // fan-in, a map step and a step that fails once; code-first workflows with
-// activities, a durable sleep, signals, updates and a child workflow) runs
+// activities, a durable sleep, signals (the first by signal-with-start,
+// sent twice), updates and a child workflow) runs
 // under faults, and the checker reads every run's history afterwards:
 //
 //   - TestChaosSigkill: worker processes killed with SIGKILL again and
@@ -355,30 +356,69 @@ func (l *chaosLoad) startWorkflow(i int) {
 	for k := range in.Updates {
 		run.Updates = append(run.Updates, fmt.Sprintf("%s-u%d", id, k))
 	}
-	for {
-		r, err := heph.StartWorkflow(l.ctx, l.c, e2e.ChaosWorkflow, in, &heph.WorkflowOptions{ID: id})
-		if err == nil {
-			run.ID = r.ID
-			break
+	// Every other workflow starts with its first signal (signal-with-start
+	// with a signal id; see signalWithStart).
+	sent := 0
+	if i%2 == 1 && len(run.Signals) > 0 {
+		runID, err := l.signalWithStart(id, run.Signals[0], in, "")
+		if err != nil {
+			l.t.Errorf("signal-with-start workflow %s: %v", id, err)
+			return
 		}
-		if errors.Is(err, heph.ErrDuplicateRun) {
-			if found, ferr := l.c.FindWorkflow(l.ctx, e2e.ChaosWorkflowName, id); ferr == nil {
-				run.ID = found.ID
+		run.ID, sent = runID, 1
+	} else {
+		for {
+			r, err := heph.StartWorkflow(l.ctx, l.c, e2e.ChaosWorkflow, in, &heph.WorkflowOptions{ID: id})
+			if err == nil {
+				run.ID = r.ID
 				break
 			}
-		}
-		l.startRetries.Add(1)
-		if !l.retry() {
-			l.t.Errorf("start workflow %s: %v", id, err)
-			return
+			if errors.Is(err, heph.ErrDuplicateRun) {
+				if found, ferr := l.c.FindWorkflow(l.ctx, e2e.ChaosWorkflowName, id); ferr == nil {
+					run.ID = found.ID
+					break
+				}
+			}
+			l.startRetries.Add(1)
+			if !l.retry() {
+				l.t.Errorf("start workflow %s: %v", id, err)
+				return
+			}
 		}
 	}
 	l.add(run)
 	l.active.Add(1)
 	l.msgs.Go(func() {
 		defer l.active.Add(-1)
-		l.message(run)
+		l.message(run, id, sent)
 	})
+}
+
+// signalWithStart sends payload to the open run of workflow id, starting
+// it with in if there is none, by signal-with-start with the payload as
+// its signal id: tried again blindly after an error (whether or not the
+// try was applied), then repeated once, as a request whose answer was
+// lost would be. The id must make every try and the repeat deliver the
+// signal once (the checker reports a duplicate otherwise), and they must
+// name the same run (want, when set: the open run). It returns the run.
+func (l *chaosLoad) signalWithStart(id, payload string, in e2e.ChaosWfInput, want string) (string, error) {
+	for repeat := range 2 {
+		for {
+			r, err := l.c.SignalWithStart(l.ctx, e2e.ChaosWorkflowName, id, e2e.ChaosSignal, payload, in, &heph.WorkflowOptions{SignalID: payload})
+			if err == nil {
+				if want != "" && r.ID != want {
+					return "", fmt.Errorf("try %d of signal %s went to run %s, want %s", repeat+1, payload, r.ID, want)
+				}
+				want = r.ID
+				break
+			}
+			l.signalRetries.Add(1)
+			if !l.retry() {
+				return "", err
+			}
+		}
+	}
+	return want, nil
 }
 
 func (l *chaosLoad) add(r e2e.ChaosRun) {
@@ -388,9 +428,19 @@ func (l *chaosLoad) add(r e2e.ChaosRun) {
 }
 
 // message sends a workflow its signals, one after the other while it
-// runs, then its updates once its phase is open.
-func (l *chaosLoad) message(r e2e.ChaosRun) {
-	for _, s := range r.Signals {
+// runs, then its updates once its phase is open. The first sent signals
+// went with the start.
+func (l *chaosLoad) message(r e2e.ChaosRun, id string, sent int) {
+	if sent == 0 && len(r.Signals) > 0 {
+		// The workflows started without a signal get their first by
+		// signal-with-start too, to the open run.
+		if _, err := l.signalWithStart(id, r.Signals[0], r.WfIn, r.ID); err != nil {
+			l.t.Errorf("signal %s to run %s: %v", r.Signals[0], r.ID, err)
+			return
+		}
+		sent = 1
+	}
+	for _, s := range r.Signals[sent:] {
 		// A little apart, so that they arrive in different activations.
 		select {
 		case <-l.ctx.Done():

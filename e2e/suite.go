@@ -77,6 +77,7 @@ func Run(t *testing.T, b Backend) {
 		{"DocPinnedLoader", testDocPinnedLoader},
 		{"DocStartErrors", testDocStartErrors},
 		{"DocGate", testDocGate},
+		{"DocWaitUntil", testDocWaitUntil},
 		{"Remote", func(t *testing.T, b Backend) { runAll(t, b, remoteTests) }},
 	})
 }

@@ -33,6 +33,7 @@ func testWorkflows(t *testing.T, b Backend) {
 		{"EventCollector", testWfEventCollector},
 		{"SignalsBufferedInOrder", testWfSignalOrder},
 		{"SignalWithStart", testWfSignalWithStart},
+		{"SignalWithStartID", testWfSignalWithStartID},
 		{"SignalStorm", testWfSignalStorm},
 		{"UpdateRejectionWritesNothing", testWfUpdateRejection},
 		{"UpdateIdempotent", testWfUpdateIdempotent},

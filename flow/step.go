@@ -163,6 +163,9 @@ type Call struct {
 	// function returns it): the runtime stores its records with the
 	// attempt and passes them on to the process's logger.
 	Logger *slog.Logger
+	// Now, when set, is the runtime's clock (the package's Now function
+	// reads it); nil is time.Now.
+	Now func() time.Time
 
 	parsed   map[string]json.RawMessage
 	parseErr error

@@ -47,6 +47,7 @@ type stepRT struct {
 	conds  []*condition // per branch case; nil for else
 	reads  []string     // steps whose outputs its templates and conditions read
 	events []string
+	until  *value // the template of a wait_until, or nil
 }
 
 // Compile turns a parsed document into a flow definition, run by the
@@ -249,6 +250,7 @@ func (k *compiler) checkStep(s *stepDoc, pending []pendingRef) []pendingRef {
 		k.checkArgs(s, rt)
 	}
 	refs = k.compileConds(s, rt, refs)
+	refs = k.compileUntil(s, rt, refs)
 	for _, r := range refs {
 		switch {
 		case r.r.root == "secret":
@@ -536,6 +538,10 @@ func addStep(b *flow.Builder, rt *stepRT, c *errs) {
 			out, _, err := rt.call(ctx, in, item, true)
 			return out, err
 		}, opts...)
+		return
+	}
+	if s.until != nil {
+		flow.EventStep(b, s.name, rt.waitUntil, opts...)
 		return
 	}
 	if s.wait != nil {

@@ -64,6 +64,7 @@ type stepDoc struct {
 	over     string
 	overN    *node
 	wait     *waitSpec
+	until    *untilSpec
 	approval *approvalSpec
 	on       []route
 	opts     options
@@ -101,7 +102,7 @@ type route struct {
 
 var (
 	docKeys      = []string{"$schema", "name", "version", "description", "start", "business_key", "concurrency_key", "tags", "metadata", "defaults", "schedules", "steps"}
-	stepKeys     = []string{"description", "action", "args", "next", "branch", "parallel", "join", "done", "map", "wait", "approval", "on", "retry", "timeout", "queue", "priority"}
+	stepKeys     = []string{"description", "action", "args", "next", "branch", "parallel", "join", "done", "map", "wait", "wait_until", "approval", "on", "retry", "timeout", "queue", "priority"}
 	optKeys      = []string{"retry", "timeout", "queue", "priority"}
 	retryKeys    = []string{"max_attempts", "initial_backoff", "max_backoff", "multiplier", "jitter"}
 	approvalKeys = []string{"prompt", "assignees", "deadline"}
@@ -489,6 +490,9 @@ func (p *parser) step(s *stepDoc, n *node) {
 			p.approval(s, v)
 		}
 	}
+	if v, k := n.get("wait_until"); k != nil {
+		p.waitUntil(s, k, v)
+	}
 	if v, k := n.get("on"); k != nil && p.mapping(v, join(s.path, "on")) {
 		for i, kn := range v.keys {
 			s.on = append(s.on, route{event: kn.value, to: p.targets(v.vals[i], join(s.path, "on."+kn.value)), n: kn})
@@ -522,8 +526,8 @@ func (p *parser) step(s *stepDoc, n *node) {
 		if len(s.branch) > 0 {
 			p.c.add(s.branchN, join(s.path, "branch"), "route the wait's events with on: {<event>: <step>}", "a waiting step has no result to branch on")
 		}
-	} else if s.action == "" {
-		p.c.add(s.key, join(s.path, "action"), "add action: <name of a registered action>, or wait: {...} for a step that waits", "the step calls no action")
+	} else if s.action == "" && s.until == nil {
+		p.c.add(s.key, join(s.path, "action"), "add action: <name of a registered action>, wait: {...} for a step that waits, or wait_until: <time>", "the step calls no action")
 	}
 	if s.over != "" && len(s.branch) > 0 {
 		p.c.add(s.branchN, join(s.path, "branch"), "branch in a step after the map step, over its output", "a map step cannot branch")

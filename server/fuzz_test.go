@@ -39,6 +39,8 @@ func fuzzBody(t *testing.T, srv *Server, method, path string, body []byte) {
 func FuzzDecodeStart(f *testing.F) {
 	f.Add([]byte(`{"name": "greet", "input": {"name": "ann"}}`))
 	f.Add([]byte(`{"kind": "workflow", "name": "counter", "input": 1, "workflow_id": "w-1"}`))
+	f.Add([]byte(`{"kind": "workflow", "name": "inbox", "workflow_id": "w-2", "signal": {"name": "msg", "payload": "a", "id": "s-1"}}`))
+	f.Add([]byte(`{"kind": "workflow", "name": "inbox", "workflow_id": "w-3", "update": {"name": "ask", "args": "b", "wait_for": "accepted"}}`))
 	e := newEnv(f, backends()[0], &Config{Insecure: true, MaxBodyBytes: 64 << 10})
 	f.Fuzz(func(t *testing.T, body []byte) {
 		fuzzBody(t, e.server, http.MethodPost, "/api/v1/runs", body)

@@ -234,7 +234,7 @@ func newEnv(t testing.TB, b backend, cfg *Config) *env {
 	if err := c.Register(greetFlow(), gateFlow(), flakyFlow(fail, firstCalls), remoteFlow()); err != nil {
 		t.Fatal(err)
 	}
-	if err := c.RegisterWorkflows(counter); err != nil {
+	if err := c.RegisterWorkflows(counter, inbox); err != nil {
 		t.Fatal(err)
 	}
 	if err := c.RegisterJobs(emailJob); err != nil {

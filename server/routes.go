@@ -36,8 +36,10 @@ func (s *Server) register() {
 	// Runs.
 	s.handle(post, p+"/runs", accessOperate, "runs.start", s.startRun)
 	s.handle(get, p+"/runs", accessRunList, "", s.listRuns)
+	s.handleStream(get, p+"/runs/events", accessRunList, s.runsEvents)
 	s.handle(get, p+"/runs/{id}", accessRun, "", s.getRun)
 	s.handle(del, p+"/runs/{id}", accessOperate, "runs.delete", s.deleteRun)
+	s.handleStream(get, p+"/runs/{id}/events", accessRun, s.runEvents)
 	s.handle(get, p+"/runs/{id}/history", accessRun, "", s.history)
 	s.handle(get, p+"/runs/{id}/history/export", accessRun, "", s.exportHistory)
 	s.handle(get, p+"/runs/{id}/logs", accessRun, "", s.logs)
@@ -128,4 +130,8 @@ func (s *Server) register() {
 	s.handle(del, p+"/webhooks/{id}", accessAdmin, "webhooks.delete", s.deleteWebhook)
 	s.handle(get, p+"/webhooks/{id}/deliveries", accessRead, "", s.webhookDeliveries)
 	s.handle(post, p+"/webhooks/{id}/test", accessAdmin, "webhooks.test", s.testWebhook)
+	s.handle(http.MethodPatch, p+"/webhooks/{id}", accessAdmin, "webhooks.edit", s.editWebhook)
+	s.handle(post, p+"/webhooks/{id}/enable", accessAdmin, "webhooks.enable", s.enableWebhook)
+	s.handle(post, p+"/webhooks/{id}/disable", accessAdmin, "webhooks.disable", s.disableWebhook)
+	s.handle(post, p+"/webhooks/{id}/rotate-secret", accessAdmin, "webhooks.rotate_secret", s.rotateWebhookSecret)
 }

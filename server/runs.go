@@ -45,6 +45,8 @@ type Run struct {
 	// execution timeout); a run that timed out failed with the condition
 	// "timed_out".
 	Deadline *time.Time `json:"deadline,omitempty"`
+	// WaitingFor is what the run waits for (only on GET /runs/{id}).
+	WaitingFor []Wait `json:"waiting_for,omitempty"`
 	// Steps is nil in a RunSummary (a list); a workflow run has none.
 	Steps      []StepJSON              `json:"steps,omitempty"`
 	Document   *hephaestus.DocumentRef `json:"document,omitempty"`
@@ -130,6 +132,9 @@ type startRequest struct {
 	// empty for the definition's default, if any.
 	ExecutionTimeout string `json:"execution_timeout"`
 	timeout          time.Duration
+	// Signal and Update start a workflow with a message (withstart.go).
+	Signal *signalStart `json:"signal"`
+	Update *updateStart `json:"update"`
 }
 
 // check validates what decoding cannot.
@@ -164,7 +169,7 @@ func (b *startRequest) check() error {
 		}
 		b.timeout = d
 	}
-	return nil
+	return b.checkMessage()
 }
 
 // fieldProblem is a 400 naming a field of the body.
@@ -252,6 +257,9 @@ func (s *Server) startRun(c *call) error {
 		md["created_by"] = createdBy
 		if b.OnBehalfOf != "" {
 			md["on_behalf_of"] = b.OnBehalfOf
+		}
+		if b.Signal != nil || b.Update != nil {
+			return s.startWithMessage(c, &b, md)
 		}
 		run, err = cl.StartWorkflow(c.ctx(), b.Name, input(b.Input), &hephaestus.WorkflowOptions{
 			ID: b.WorkflowID, Tags: b.Tags, Metadata: md, ConcurrencyKey: b.ConcurrencyKey, RunID: runID,
@@ -387,7 +395,13 @@ func (s *Server) getRun(c *call) error {
 	if err != nil {
 		return err
 	}
-	return c.json(http.StatusOK, runJSON(r, true))
+	ws, err := s.cfg.Client.WaitingFor(c.ctx(), r.ID)
+	if err != nil {
+		return err
+	}
+	out := runJSON(r, true)
+	out.WaitingFor = waitsJSON(ws)
+	return c.json(http.StatusOK, out)
 }
 
 // Event is a history entry as the API shows it.

@@ -62,6 +62,14 @@ type Config struct {
 	// RequestTimeout bounds a request's handling. Long polls wait at most
 	// the smaller of it and MaxWait. Defaults to 60 seconds.
 	RequestTimeout time.Duration
+	// MaxStreams bounds the streams of events open at once (GET
+	// /runs/{id}/events, GET /runs/events); one more is refused with 503
+	// and Retry-After. Defaults to DefaultMaxStreams (512).
+	MaxStreams int
+	// StreamKeepAlive is how often a stream with nothing to send writes a
+	// comment, so that proxies keep it open and a caller that left is
+	// noticed. Defaults to DefaultStreamKeepAlive (15 seconds).
+	StreamKeepAlive time.Duration
 	// Logger receives the server's logs (internal errors, recovered
 	// panics). Defaults to slog.Default().
 	Logger *slog.Logger
@@ -92,6 +100,8 @@ type Server struct {
 	// csrf refuses the unsafe requests a browser sends from another
 	// origin (Sec-Fetch-Site, Origin), whatever their credentials.
 	csrf *http.CrossOriginProtection
+	// live are the open streams (stream.go).
+	live streams
 }
 
 // SessionCookie is the cookie through which a browser (the dashboard)
@@ -110,6 +120,8 @@ type route struct {
 	// for calls that are not recorded.
 	action string
 	handle func(c *call) error
+	// stream marks a route that streams events: no request timeout.
+	stream bool
 }
 
 // call is one request being handled.
@@ -180,6 +192,15 @@ func New(cfg *Config) (*Server, error) {
 	}
 	if c.RequestTimeout == 0 {
 		c.RequestTimeout = DefaultRequestTimeout
+	}
+	if c.MaxStreams < 0 || c.StreamKeepAlive < 0 {
+		return nil, fmt.Errorf("server: Config.MaxStreams (%d) and StreamKeepAlive (%s) must be positive (or 0 for the default)", c.MaxStreams, c.StreamKeepAlive)
+	}
+	if c.MaxStreams == 0 {
+		c.MaxStreams = DefaultMaxStreams
+	}
+	if c.StreamKeepAlive == 0 {
+		c.StreamKeepAlive = DefaultStreamKeepAlive
 	}
 	if c.Logger == nil {
 		c.Logger = slog.Default()
@@ -265,9 +286,11 @@ func (s *Server) handle(method, path string, a access, action string, h func(c *
 // problem for a handler's error, and the audit entry.
 func (s *Server) wrap(rt *route) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		ctx, cancel := context.WithTimeout(r.Context(), s.cfg.RequestTimeout)
-		defer cancel()
-		r = r.WithContext(ctx)
+		if !rt.stream { // a stream lasts while its caller stays
+			ctx, cancel := context.WithTimeout(r.Context(), s.cfg.RequestTimeout)
+			defer cancel()
+			r = r.WithContext(ctx)
+		}
 		if r.Body != nil {
 			r.Body = http.MaxBytesReader(w, r.Body, s.cfg.MaxBodyBytes)
 		}

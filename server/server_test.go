@@ -20,7 +20,8 @@ func TestConfig(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, cfg := range []*Config{nil, {Store: st}, {Client: c}, {Client: c, Store: st, MaxBodyBytes: -1}, {Client: c, Store: st, RequestTimeout: -time.Second}} {
+	for _, cfg := range []*Config{nil, {Store: st}, {Client: c}, {Client: c, Store: st, MaxBodyBytes: -1}, {Client: c, Store: st, RequestTimeout: -time.Second},
+		{Client: c, Store: st, MaxStreams: -1}, {Client: c, Store: st, StreamKeepAlive: -time.Second}} {
 		if _, err := New(cfg); err == nil {
 			t.Errorf("New(%+v) succeeded", cfg)
 		}
@@ -29,7 +30,8 @@ func TestConfig(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if s.cfg.MaxBodyBytes != DefaultMaxBodyBytes || s.cfg.RequestTimeout != DefaultRequestTimeout || s.cfg.Logger == nil || s.cfg.Clock == nil {
+	if s.cfg.MaxBodyBytes != DefaultMaxBodyBytes || s.cfg.RequestTimeout != DefaultRequestTimeout || s.cfg.Logger == nil || s.cfg.Clock == nil ||
+		s.cfg.MaxStreams != DefaultMaxStreams || s.cfg.StreamKeepAlive != DefaultStreamKeepAlive {
 		t.Errorf("defaults %+v", s.cfg)
 	}
 	// Stop before Start, Start twice, Stop twice.

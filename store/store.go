@@ -197,6 +197,8 @@ type Store interface {
 	// Deadlines finds the runs whose execution deadline passed
 	// (deadline.go).
 	Deadlines
+	// RunTasks lists the tasks of a run (runtasks.go).
+	RunTasks
 
 	// Close releases the store's resources.
 	Close() error
@@ -564,6 +566,15 @@ type ListRunsParams struct {
 	Limit int
 	// Cursor continues from RunPage.Next.
 	Cursor string
+	// ChangedAfter, when not zero, keeps the runs whose last change
+	// (UpdatedAt, then ID) comes after (ChangedAfter, ChangedAfterID) and
+	// orders the page by it, the oldest change first: the runs created or
+	// changed since a point, in the order they changed (what follows the
+	// list). RunPage.Next is then the EncodeRunCursor of the last run's
+	// UpdatedAt and ID (read it with DecodeRunCursor); Cursor must be
+	// empty.
+	ChangedAfter   time.Time
+	ChangedAfterID string
 }
 
 // MaxListIDs bounds ListRunsParams.IDs.
@@ -584,6 +595,9 @@ func (p *ListRunsParams) Check() error {
 	if p.Cursor != "" {
 		if _, _, err := DecodeRunCursor(p.Cursor); err != nil {
 			return err
+		}
+		if !p.ChangedAfter.IsZero() {
+			return fmt.Errorf("%w: Cursor and ChangedAfter exclude each other: continue a list of changes with ChangedAfter", hephtype.ErrInvalidInput)
 		}
 	}
 	return nil

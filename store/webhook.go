@@ -44,8 +44,13 @@ const (
 //
 // Events are captured by the database itself, in the transaction that
 // appends them: a trigger on the history (and on the schedule tick log)
-// copies the entries of the kinds webhooks report into webhook_events
-// while at least one webhook is enabled. A dispatcher then reads them
+// copies the entries of the kinds webhooks report into webhook_events.
+// The triggers exist only while at least one webhook is enabled (SQLite
+// 0020_webhook_capture, PostgreSQL 0022_webhook_capture): the webhook
+// change that makes the number of enabled webhooks go from 0 to 1
+// creates them, the one that makes it go from 1 to 0 drops them, in its
+// own transaction, so a store without an enabled webhook pays nothing per
+// history insert. Entries committed before then are not captured. A dispatcher then reads them
 // (WebhookEvents), turns each into one delivery per matching webhook
 // and deletes it (EnqueueWebhookDeliveries, idempotent: a delivery's ID is
 // derived from its webhook and event). Deliveries are leased to a sender
@@ -58,6 +63,9 @@ type Webhooks interface {
 	GetWebhook(ctx context.Context, id string) (*Webhook, error)
 	// ListWebhooks returns every webhook, by CreatedAt then ID.
 	ListWebhooks(ctx context.Context) ([]*Webhook, error)
+	// UpdateWebhook changes the fields of a webhook that p sets and
+	// returns the webhook as stored, or ErrWebhookNotFound.
+	UpdateWebhook(ctx context.Context, p *WebhookUpdate) (*Webhook, error)
 	// DeleteWebhook deletes a webhook with its deliveries and their
 	// attempts, or returns ErrWebhookNotFound.
 	DeleteWebhook(ctx context.Context, id string) error
@@ -74,7 +82,9 @@ type Webhooks interface {
 	// ClaimWebhookDeliveries leases up to p.Limit pending deliveries due
 	// at p.Now (NextAt at or before it) whose lease is free or expired,
 	// oldest NextAt first: it sets Owner, Token (one more than before:
-	// tokens never repeat for a delivery) and LeaseUntil.
+	// tokens never repeat for a delivery) and LeaseUntil. Deliveries of
+	// a disabled webhook wait (are not claimed) until it is enabled again,
+	// except those of Event WebhookTestEvent.
 	ClaimWebhookDeliveries(ctx context.Context, p *ClaimDeliveriesParams) ([]*WebhookDelivery, error)
 	// RecordWebhookAttempt records an attempt of a leased delivery and
 	// its new state (delivered, pending again at NextAt, or dead), and
@@ -133,6 +143,52 @@ func (w *Webhook) Check() error {
 	}
 	return nil
 }
+
+// WebhookUpdate names the fields of a webhook to change: nil ones keep
+// their value.
+type WebhookUpdate struct {
+	ID        string
+	URL       *string
+	Events    *[]string
+	Workflows *[]string
+	Tags      *[]string
+	Format    *string
+	Enabled   *bool
+	// Secret replaces the secret (KeyID, Nonce and Secret of the
+	// webhook, as in Webhook).
+	Secret *WebhookSecret
+}
+
+// WebhookSecret is a webhook's signing secret as stored: sealed with the
+// key KeyID and Nonce, or in clear when KeyID is "".
+type WebhookSecret struct {
+	KeyID  string
+	Nonce  []byte
+	Secret []byte
+}
+
+// Check validates p (errors wrap hephtype.ErrInvalidInput).
+func (p *WebhookUpdate) Check() error {
+	switch {
+	case p.ID == "":
+		return fmt.Errorf("%w: webhook id is empty", hephtype.ErrInvalidInput)
+	case p.URL != nil && (*p.URL == "" || len(*p.URL) > MaxWebhookURL):
+		return fmt.Errorf("%w: webhook %q: url must be 1 to %d bytes long", hephtype.ErrInvalidInput, p.ID, MaxWebhookURL)
+	case p.Events != nil && len(*p.Events) == 0:
+		return fmt.Errorf("%w: webhook %q: events is empty", hephtype.ErrInvalidInput, p.ID)
+	case p.Format != nil && *p.Format == "":
+		return fmt.Errorf("%w: webhook %q: format is empty", hephtype.ErrInvalidInput, p.ID)
+	case p.Secret != nil && len(p.Secret.Secret) == 0:
+		return fmt.Errorf("%w: webhook %q: secret is empty", hephtype.ErrInvalidInput, p.ID)
+	case p.Secret != nil && p.Secret.KeyID != "" && len(p.Secret.Nonce) == 0:
+		return fmt.Errorf("%w: webhook %q: a sealed secret needs its nonce", hephtype.ErrInvalidInput, p.ID)
+	}
+	return nil
+}
+
+// WebhookTestEvent is the Event of the test deliveries a client queues
+// to a webhook: they are sent even while the webhook is disabled.
+const WebhookTestEvent = "webhook.test"
 
 // The kinds of captured events that are not history entries.
 const (

@@ -16,6 +16,15 @@ func Sleep(ctx Context, d time.Duration) error {
 	return unitOf(ctx).Sleep(d)
 }
 
+// SleepUntil waits on a durable timer until the time t (see Sleep). The
+// wait is t less the workflow's time (Now), both recorded in the history,
+// so a replay waits alike whenever it runs. A t that is not after Now
+// returns at once and starts no timer, on every replay as the first time.
+func SleepUntil(ctx Context, t time.Time) error {
+	u := unitOf(ctx)
+	return u.Sleep(t.Sub(u.Now()))
+}
+
 // WaitSignal waits for a signal named name and returns its payload. Signals
 // are buffered by name, oldest first, from the moment the run starts:
 // one sent before the wait, or while the workflow runs an activity, is

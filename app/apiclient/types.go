@@ -50,7 +50,9 @@ type Run struct {
 	// due later: when the first is due (shown as scheduled).
 	ScheduledFor *time.Time `json:"scheduled_for,omitempty"`
 	// Deadline is when the run times out if it has not finished.
-	Deadline   *time.Time   `json:"deadline,omitempty"`
+	Deadline *time.Time `json:"deadline,omitempty"`
+	// WaitingFor is what the run waits for (GET /runs/{id} only).
+	WaitingFor []Wait       `json:"waiting_for,omitempty"`
 	Steps      []Step       `json:"steps,omitempty"`
 	Document   *DocumentRef `json:"document,omitempty"`
 	CreatedAt  time.Time    `json:"created_at"`
@@ -101,6 +103,9 @@ type StartRequest struct {
 	// ExecutionTimeout bounds how long the run may take: a Go duration
 	// ("1h"); empty for the definition's default.
 	ExecutionTimeout string `json:"execution_timeout,omitempty"`
+	// Signal and Update start a workflow with a message (StartWithMessage).
+	Signal *SignalStart `json:"signal,omitempty"`
+	Update *UpdateStart `json:"update,omitempty"`
 }
 
 // RunFilter selects runs: the query of GET /runs and the filter of a bulk

@@ -61,3 +61,27 @@ func (c *Client) WebhookDeliveries(ctx context.Context, id, status string, limit
 func (c *Client) TestWebhook(ctx context.Context, id string) (*WebhookDelivery, *Response, error) {
 	return call[WebhookDelivery](ctx, c, &request{method: http.MethodPost, path: "/webhooks/" + seg(id) + "/test"})
 }
+
+// EditWebhook changes the fields of a webhook that patch names (a JSON
+// merge patch: url, events, workflows, tags, format, enabled; null
+// removes the workflows or tags filter).
+func (c *Client) EditWebhook(ctx context.Context, id string, patch map[string]any) (*Webhook, *Response, error) {
+	return call[Webhook](ctx, c, &request{method: http.MethodPatch, path: "/webhooks/" + seg(id), body: patch})
+}
+
+// EnableWebhook enables a webhook.
+func (c *Client) EnableWebhook(ctx context.Context, id string) (*Webhook, *Response, error) {
+	return call[Webhook](ctx, c, &request{method: http.MethodPost, path: "/webhooks/" + seg(id) + "/enable"})
+}
+
+// DisableWebhook disables a webhook: it receives nothing new and its
+// pending deliveries wait until it is enabled again.
+func (c *Client) DisableWebhook(ctx context.Context, id string) (*Webhook, *Response, error) {
+	return call[Webhook](ctx, c, &request{method: http.MethodPost, path: "/webhooks/" + seg(id) + "/disable"})
+}
+
+// RotateWebhookSecret replaces a webhook's signing secret; the answer
+// holds the new secret, which no later answer does.
+func (c *Client) RotateWebhookSecret(ctx context.Context, id string) (*CreatedWebhook, *Response, error) {
+	return call[CreatedWebhook](ctx, c, &request{method: http.MethodPost, path: "/webhooks/" + seg(id) + "/rotate-secret"})
+}

@@ -31,6 +31,7 @@ func newStart(g *globals) *cobra.Command {
 		idem       string
 		wait       bool
 		timeout    time.Duration
+		msg        *messageFlags
 	)
 	cmd := &cobra.Command{
 		Use:   "start <name>",
@@ -38,7 +39,9 @@ func newStart(g *globals) *cobra.Command {
 		Example: `  heph start order --input '{"id": 42}'
   heph start order --input @order.json --business-value order-42 --tag web --meta tenant=acme
   heph start digest --kind document --idempotency-key digest-2025-01-01 --wait
-  heph start report --timeout 1h`,
+  heph start report --timeout 1h
+  heph start cart --kind workflow --workflow-id cart-7 --signal add --signal-input '"apple"' --idempotency-key add-1
+  heph start cart --kind workflow --workflow-id cart-7 --update checkout --update-input '{}'`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if !slices.Contains(startKinds, req.Kind) {
@@ -46,6 +49,9 @@ func newStart(g *globals) *cobra.Command {
 			}
 			if req.Version < 0 {
 				return usagef("--version must not be negative, got %d", req.Version)
+			}
+			if err := msg.check(&req, wait); err != nil {
+				return err
 			}
 			req.Name = args[0]
 			var err error
@@ -65,6 +71,9 @@ func newStart(g *globals) *cobra.Command {
 			api, err := g.api()
 			if err != nil {
 				return err
+			}
+			if msg.set() {
+				return startWithMessage(cmd.Context(), g, api, &req, idem, msg, wait)
 			}
 			ctx, cancel := g.reqCtx(cmd.Context(), 0)
 			run, created, resp, err := api.StartRun(ctx, &req, idem)
@@ -97,6 +106,7 @@ func newStart(g *globals) *cobra.Command {
 	fl.StringVar(&idem, "idempotency-key", "", "a key that makes a repeated start return the same run")
 	fl.DurationVar(&timeout, "timeout", 0, "the run's execution timeout (such as 1h): it fails as timed out if not finished by then")
 	fl.BoolVar(&wait, "wait", false, "wait for the run to end and print its result (exit 7 when it failed or was cancelled)")
+	msg = addMessageFlags(fl)
 	return cmd
 }
 
@@ -355,16 +365,27 @@ func nonNil[T any](s []T) []T {
 }
 
 func newShow(g *globals) *cobra.Command {
+	var follow bool
 	cmd := &cobra.Command{
 		Use:   "show <run>",
-		Short: "Show a run: status, ids, steps and a picture of its DAG",
+		Short: "Show a run: status, ids, steps and a picture of its DAG; --follow prints it again as it changes",
 		Example: `  heph show order::42
+  heph show order::42 --follow
   heph show 0195f1c2-... -o json`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			api, err := g.api()
 			if err != nil {
 				return err
+			}
+			if follow {
+				return followShow(cmd.Context(), g, api, args[0], func(run *apiclient.Run, body []byte) error {
+					if g.json() {
+						_, err := fmt.Fprintf(g.env.Stdout, "%s\n", compactJSON(body))
+						return err
+					}
+					return printRun(g.env.Stdout, run, nil, time.Now())
+				})
 			}
 			ctx, cancel := g.reqCtx(cmd.Context(), 0)
 			defer cancel()
@@ -393,6 +414,7 @@ func newShow(g *globals) *cobra.Command {
 			return printRun(g.env.Stdout, run, graph, time.Now())
 		},
 	}
+	cmd.Flags().BoolVarP(&follow, "follow", "f", false, "print the run again each time its status or steps change, until it ends (without the DAG)")
 	return cmd
 }
 
@@ -441,6 +463,9 @@ func printRun(w io.Writer, r *apiclient.Run, graph *graphtext.Graph, now time.Ti
 	if err := kv(w, pairs...); err != nil {
 		return err
 	}
+	if err := printWaits(w, r, now); err != nil {
+		return err
+	}
 	if len(r.Steps) > 0 {
 		fmt.Fprintln(w)
 		tw := newTable(w, "STEP", "STATUS", "ATTEMPTS", "EVENT", "STARTED", "FINISHED", "OUTPUT / ERROR")
@@ -476,7 +501,8 @@ func newHistory(g *globals) *cobra.Command {
 		Use:   "history <run>",
 		Short: "Print a run's history; --follow waits for new events",
 		Long: "history prints a run's history events in order. With --follow it keeps waiting for new\n" +
-			"events (long-polling the server) until the run ends; with -o json and --follow it\n" +
+			"events (a stream of server-sent events, resumed after a dropped connection) until the\n" +
+			"run ends; with -o json and --follow it\n" +
 			"prints one JSON event per line.",
 		Example: `  heph history order::42
   heph history order::42 --follow
@@ -540,50 +566,4 @@ func endsRun(kind string) bool {
 		return true
 	}
 	return false
-}
-
-// followHistory prints events as they come until the run ends. Rows are
-// printed one at a time, so their columns are not aligned across waits.
-func followHistory(ctx context.Context, g *globals, api *apiclient.Client, id string, after int64) error {
-	w := g.env.Stdout
-	if !g.json() {
-		fmt.Fprintln(w, strings.Join(historyHeader, "  "))
-	}
-	for {
-		rctx, cancel := g.reqCtx(ctx, longPoll)
-		h, resp, err := api.History(rctx, id, after, longPoll)
-		cancel()
-		if err != nil {
-			return err
-		}
-		var raw struct {
-			Events []json.RawMessage `json:"events"`
-		}
-		if g.json() {
-			if err := json.Unmarshal(resp.Body, &raw); err != nil {
-				return fmt.Errorf("decode history: %w", err)
-			}
-		}
-		ended := false
-		for i, e := range h.Events {
-			if g.json() && i < len(raw.Events) {
-				fmt.Fprintf(w, "%s\n", compactJSON(raw.Events[i]))
-			} else if !g.json() {
-				tw := newTable(w)
-				historyRow(tw, &e)
-				if err := tw.Flush(); err != nil {
-					return err
-				}
-			}
-			after = max(after, e.Seq)
-			ended = ended || endsRun(e.Kind)
-		}
-		after = max(after, h.Last)
-		if ended {
-			return nil
-		}
-		if err := ctx.Err(); err != nil {
-			return err
-		}
-	}
 }

@@ -301,7 +301,7 @@ func runServer(ctx context.Context, env *Env, f *serverFlags) (err error) {
 	if err != nil {
 		return err
 	}
-	s := &serving{env: env, f: f, logger: logger, client: client, acc: st, noTokens: noTokens, seed: seed}
+	s := &serving{env: env, f: f, logger: logger, client: client, acc: st, noTokens: noTokens, seed: seed, onShutdown: h.EndStreams}
 	return s.serve(ctx, sm.handler(dash))
 }
 
@@ -390,6 +390,9 @@ type serving struct {
 	acc      store.Admin
 	noTokens bool // make the first admin token
 	seed     bool // seed the example runs
+	// onShutdown ends the API's event streams, which would otherwise hold
+	// the shutdown as long as their callers stay.
+	onShutdown func()
 }
 
 // serve listens on f.addr and serves handler until ctx ends, then
@@ -406,6 +409,9 @@ func (s *serving) serve(ctx context.Context, handler http.Handler) error {
 		IdleTimeout:       serverIdleTimeout,
 		ErrorLog:          slog.NewLogLogger(logger.Handler(), slog.LevelWarn),
 		BaseContext:       func(net.Listener) context.Context { return context.WithoutCancel(ctx) },
+	}
+	if s.onShutdown != nil {
+		srv.RegisterOnShutdown(s.onShutdown)
 	}
 	fmt.Fprintf(env.Stderr, "%shttp://%s\n", listeningLinePrefix, ln.Addr())
 	if f.dev {

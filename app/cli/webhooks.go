@@ -16,7 +16,7 @@ func newWebhooks(g *globals) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:     "webhooks",
 		Aliases: []string{"webhook"},
-		Short:   "Create, list, show, test and delete webhook subscriptions and read their delivery log",
+		Short:   "Create, list, show, edit, enable, disable, test and delete webhook subscriptions and read their delivery log",
 		Long: "webhooks manages the server's webhook subscriptions: URLs that receive run, step, gate and\n" +
 			"schedule events as signed HTTP POSTs, at least once, with retries (docs/notifications.md).\n" +
 			"Event types: " + strings.Join(hephaestus.WebhookEventTypes(), ", ") + ".",
@@ -80,6 +80,7 @@ func newWebhooks(g *globals) *cobra.Command {
 		},
 	}
 	cmd.AddCommand(webhooksCreate(g), ls, show, rm, webhooksDeliveries(g), test)
+	cmd.AddCommand(webhooksEdit(g)...)
 	return cmd
 }
 

@@ -244,8 +244,12 @@
   // refresh re-reads this page and swaps its live parts ([data-live]
   // with an id), keeping ticked boxes ticked.
   let refreshing = false;
+  let again = false; // a refresh was asked for while one ran
   async function refresh(force) {
-    if (refreshing) return;
+    if (refreshing) {
+      again = true;
+      return;
+    }
     const toggle = $("#live-toggle");
     if (!force && toggle && !toggle.checked) return;
     if (!force && ($("#confirm").open || document.hidden)) return;
@@ -272,7 +276,88 @@
       // The next tick tries again.
     } finally {
       refreshing = false;
+      if (again) {
+        again = false;
+        refresh(force);
+      }
     }
+  }
+
+  // Live updates: a page with a [data-stream] element follows that
+  // stream of the API (server-sent events, read with fetch so that every
+  // event name is seen and the session cookie goes along) and refreshes
+  // its live parts on each event, a moment later so that a burst is one
+  // refresh. A dropped connection is opened again after the last event
+  // (Last-Event-ID); "end" (the run ended) and "error" stop it. While a
+  // stream is connected the timed refresh rests; without one (no fetch
+  // streams, or the stream is refused) the page refreshes on its timer.
+  const live = { streaming: false, events: 0 };
+  let soon = null;
+  function refreshSoon() {
+    if (soon) return;
+    soon = setTimeout(() => { soon = null; refresh(false); }, 100);
+  }
+  function streamURL(el) {
+    const url = new URL(el.dataset.stream, location.href);
+    const names = (el.dataset.streamFilters || "").split(" ").filter(Boolean);
+    const here = new URLSearchParams(location.search);
+    for (const n of names) {
+      for (const v of here.getAll(n)) if (v !== "") url.searchParams.append(n, v);
+    }
+    return url.toString();
+  }
+  function follow(url, onEvent) {
+    let last = "";
+    let wait = 500;
+    async function connect() {
+      let stop = false;
+      try {
+        const headers = { "Accept": "text/event-stream" };
+        if (last) headers["Last-Event-ID"] = last;
+        const res = await fetch(url, { credentials: "same-origin", headers: headers });
+        if (!res.ok || !res.body) throw new Error("the stream answered " + res.status);
+        live.streaming = true;
+        wait = 500;
+        const reader = res.body.pipeThrough(new TextDecoderStream()).getReader();
+        let buf = "";
+        let ev = { name: "", data: [], id: null };
+        while (!stop) {
+          const chunk = await reader.read();
+          if (chunk.done) break;
+          buf += chunk.value;
+          let i;
+          while (!stop && (i = buf.indexOf("\n")) >= 0) {
+            const line = buf.slice(0, i).replace(/\r$/, "");
+            buf = buf.slice(i + 1);
+            if (line === "") {
+              if (ev.name || ev.data.length) {
+                if (ev.id !== null) last = ev.id;
+                live.events++;
+                onEvent(ev.name || "message", ev.data.join("\n"));
+                stop = ev.name === "end" || ev.name === "error";
+              }
+              ev = { name: "", data: [], id: null };
+            } else if (line[0] !== ":") {
+              const c = line.indexOf(":");
+              const field = c < 0 ? line : line.slice(0, c);
+              let value = c < 0 ? "" : line.slice(c + 1);
+              if (value[0] === " ") value = value.slice(1);
+              if (field === "event") ev.name = value;
+              else if (field === "data") ev.data.push(value);
+              else if (field === "id") ev.id = value;
+            }
+          }
+        }
+        if (stop) reader.cancel().catch(() => {});
+      } catch (e) {
+        // Connect again below.
+      }
+      live.streaming = false;
+      if (stop) return;
+      setTimeout(connect, wait);
+      wait = Math.min(wait * 2, 30000);
+    }
+    connect();
   }
 
   document.addEventListener("click", (ev) => {
@@ -338,9 +423,13 @@
   document.addEventListener("DOMContentLoaded", () => {
     updateSelection();
     const every = Number(document.body.dataset.refresh || 0);
-    if (every > 0) setInterval(() => refresh(false), every * 1000);
+    if (every > 0) setInterval(() => { if (!live.streaming) refresh(false); }, every * 1000);
+    const el = $("[data-stream]");
+    if (el && window.fetch && window.TextDecoderStream && window.ReadableStream) {
+      follow(streamURL(el), () => refreshSoon());
+    }
   });
-  window.heph = { refresh: refresh, callAPI: callAPI, toast: toast };
+  window.heph = { refresh: refresh, callAPI: callAPI, toast: toast, live: live };
 })();
 
 // The definitions page's document form: line numbers beside the text,

@@ -3,6 +3,7 @@ package commit
 import (
 	"context"
 	"errors"
+	"slices"
 	"sync"
 	"time"
 
@@ -14,6 +15,24 @@ import (
 type Watches struct {
 	mu sync.Mutex
 	m  map[string][]chan struct{}
+	// all are the watches of every run (WatchAll).
+	all []chan struct{}
+}
+
+// WatchAll returns a channel that receives when a commit of this process
+// changes (or creates) any run, and the function that ends the watch.
+func (w *Watches) WatchAll() (<-chan struct{}, func()) {
+	ch := make(chan struct{}, 1)
+	w.mu.Lock()
+	w.all = append(w.all, ch)
+	w.mu.Unlock()
+	return ch, func() {
+		w.mu.Lock()
+		defer w.mu.Unlock()
+		if i := slices.Index(w.all, ch); i >= 0 {
+			w.all = slices.Delete(w.all, i, i+1)
+		}
+	}
 }
 
 // Watch returns a channel that receives when the run changes, and the
@@ -48,12 +67,18 @@ func (w *Watches) Watch(runID string) (<-chan struct{}, func()) {
 func (w *Watches) Committed(batch []*Request) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	if len(w.m) == 0 {
+	if len(w.m) == 0 && len(w.all) == 0 {
 		return
 	}
 	for _, r := range batch {
 		if r.Err != nil || r.Res.Run == nil {
 			continue
+		}
+		for _, ch := range w.all {
+			select {
+			case ch <- struct{}{}:
+			default:
+			}
 		}
 		for _, ch := range w.m[r.Res.Run.ID] {
 			select {

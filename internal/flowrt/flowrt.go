@@ -808,6 +808,7 @@ func (r *Runtime) callOf(t *store.Task) flow.Call {
 		RunID: t.RunID, Step: t.Step, Index: t.Index, Attempt: t.Attempt,
 		IdempotencyKey: fmt.Sprintf("%s/%s/%d", t.RunID, t.Step, t.Index),
 		Input:          t.Payload, Item: t.Item, Details: t.Details,
+		Now: r.cfg.Clock.Now,
 		CreatedBy: func(ctx context.Context) (string, error) {
 			c, err := r.createdBy(ctx, t.RunID)
 			if err != nil {

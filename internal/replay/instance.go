@@ -260,6 +260,9 @@ type Decision struct {
 	// or child is outstanding), waiting (only timers, signals or updates
 	// can move it), or terminal.
 	Status hephtype.RunStatus
+	// Waits is what the workflow waits for after the decision (see
+	// Instance.Waits).
+	Waits []Wait
 }
 
 // Decide feeds the events appended since the instance last saw the
@@ -314,6 +317,7 @@ func (in *Instance) Decide(a *Activation) (*Decision, error) {
 	}
 	d.Commands = in.out
 	d.Published = in.publishedNow
+	d.Waits = in.Waits()
 	in.out = nil
 	in.seen += len(d.History)
 	return d, nil

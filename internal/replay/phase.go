@@ -64,6 +64,7 @@ type phase struct {
 	timedOut bool
 	async    int
 	timer    *future
+	due      time.Time // when timer fires
 }
 
 // message is a signal or an accepted update waiting for dispatch.
@@ -118,12 +119,13 @@ func (u *Unit) Phase(spec *PhaseSpec) (state any, timedOut bool, err error) {
 			return StartTimer{Seq: seq, Duration: spec.Timeout, FireAt: in.now.Add(spec.Timeout), At: at}
 		})
 		p.timer = in.newFuture(seq, hephtype.EventTimerStarted, "")
+		p.due = in.now.Add(spec.Timeout)
 	}
 	in.phase = p
 
 	fired := func() bool { return p.timer != nil && p.timer.done }
 	for !p.stopping {
-		u.co.block("phase", func() bool { return len(p.queue) > 0 || fired() })
+		u.co.blockFor(p.waits(p.due), "phase", func() bool { return len(p.queue) > 0 || fired() })
 		if fired() {
 			p.stopping, p.timedOut = true, true
 			break

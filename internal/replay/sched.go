@@ -31,8 +31,10 @@ type coroutine struct {
 	// Written by the coroutine before it yields, read by the driver.
 	cond func() bool
 	wait string // what it waits for, for snapshots and errors
-	file string // where it waits (only while replaying)
-	line int
+	// waits: what it waits for, structured (blockFor; Instance.Waits).
+	waits []Wait
+	file  string // where it waits (only while replaying)
+	line  int
 
 	started bool
 	done    bool

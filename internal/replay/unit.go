@@ -98,7 +98,7 @@ func (u *Unit) ExecuteActivity(name string, input json.RawMessage, opts Activity
 		return ScheduleActivity{Seq: seq, Name: name, Input: input, Options: opts, At: at}
 	})
 	f := u.in.newFuture(seq, hephtype.EventStepScheduled, name)
-	u.co.block("activity #"+strconv.Itoa(seq)+" "+strconv.Quote(name), func() bool { return f.done })
+	u.co.blockFor([]Wait{{Kind: WaitActivity, Name: name, Seq: seq}}, "activity #"+strconv.Itoa(seq)+" "+strconv.Quote(name), func() bool { return f.done })
 	return f.data, f.err
 }
 
@@ -115,7 +115,8 @@ func (u *Unit) Sleep(d time.Duration) error {
 		return StartTimer{Seq: seq, Duration: d, FireAt: in.now.Add(d), At: at}
 	})
 	f := in.newFuture(seq, hephtype.EventTimerStarted, "")
-	u.co.block("timer #"+strconv.Itoa(seq)+" ("+d.String()+")", func() bool { return f.done })
+	due := in.now.Add(d)
+	u.co.blockFor([]Wait{{Kind: WaitTimer, Seq: seq, Due: due}}, "timer #"+strconv.Itoa(seq)+" ("+d.String()+")", func() bool { return f.done })
 	return nil
 }
 
@@ -133,7 +134,7 @@ func (u *Unit) WaitSignal(name string) (json.RawMessage, error) {
 		}
 		return -1
 	}
-	u.co.block("signal "+strconv.Quote(name), func() bool { return idx() >= 0 })
+	u.co.blockFor([]Wait{{Kind: WaitSignal, Name: name}}, "signal "+strconv.Quote(name), func() bool { return idx() >= 0 })
 	i := idx()
 	s := in.signals[i]
 	in.signals = append(in.signals[:i:i], in.signals[i+1:]...)
@@ -287,6 +288,6 @@ func (u *Unit) StartChild(workflow string, input json.RawMessage) *Child {
 func (u *Unit) WaitChild(c *Child) (json.RawMessage, error) {
 	u.enter()
 	f := c.f
-	u.co.block("child #"+strconv.Itoa(f.seq)+" "+strconv.Quote(f.name), func() bool { return f.done })
+	u.co.blockFor([]Wait{{Kind: WaitChild, Name: f.name, Seq: f.seq}}, "child #"+strconv.Itoa(f.seq)+" "+strconv.Quote(f.name), func() bool { return f.done })
 	return f.data, f.err
 }

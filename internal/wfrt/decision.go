@@ -53,6 +53,9 @@ type wfState struct {
 	// decide it. Empty: any worker that has the workflow (a workflow that
 	// auto-upgrades, or a run started before builds were recorded).
 	Build string `json:"build,omitempty"`
+	// Waits is what the workflow waited for after its last decision that
+	// wrote history (replay.Instance.Waits): a cache, like the rest.
+	Waits []replay.Wait `json:"waits,omitempty"`
 }
 
 func loadWfState(run *store.Run) (*wfState, error) {
@@ -292,6 +295,7 @@ func (c *Runtime) createWorkflowRun(ctx context.Context, spec *runSpec) (*store.
 			inst.Close()
 			return nil, fmt.Errorf("first activation: %w", err)
 		}
+		st.Waits = dec.Waits
 		u := decisionUpdate(spec.id, spec.workflow, st, dec, events)
 		nr.Status, nr.Output, nr.Error, nr.History, nr.Tasks = u.Status, u.Output, u.Error, u.History, u.Tasks
 		published = u.Published
@@ -593,6 +597,10 @@ func (c *Runtime) decisionChange(in *decideInput, base int64, dec *replay.Decisi
 		}
 		if in.task && st.Pending {
 			st.Pending = false
+			u.State = st.encode()
+		}
+		if len(dec.History) > 0 {
+			st.Waits = dec.Waits
 			u.State = st.encode()
 		}
 		if !run.Condition.IsZero() && len(dec.History) > 0 {

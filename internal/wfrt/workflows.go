@@ -325,6 +325,9 @@ type StartOptions struct {
 	// store.Run.Deadline. A run that continues as new keeps its
 	// deadline.
 	ExecutionTimeout time.Duration
+	// SignalID, for SignalWithStart only, identifies its signal so that a
+	// repeated call delivers it once (see SignalWithStart).
+	SignalID string
 }
 
 // StartWorkflow starts a run of the registered workflow name with input
@@ -494,6 +497,14 @@ func (c *Runtime) SignalWorkflow(ctx context.Context, runID, name string, payloa
 // SignalWithStart signals the active run of a workflow id, starting one
 // first (with input) if there is none; a new run receives the signal in its
 // first activation. It returns the run that got the signal.
+//
+// With opts.SignalID, a repeated call (a retried request) delivers the
+// signal once: the id is the key of the delivery to an open run (the run
+// refuses a key it has seen, store.ErrDuplicateChange), and the run a call
+// starts has an id derived from it (SignalStartRunID), so that a repeat
+// finds that run and delivers nothing. A repeat after the signalled run
+// ended, or continued as new, when this call did not start it, is a new
+// signal.
 func (c *Runtime) SignalWithStart(ctx context.Context, name, id, signal string, payload, input any, opts *StartOptions) (*store.Run, error) {
 	raw, err := limits.JSON(payload)
 	if err != nil {
@@ -504,6 +515,9 @@ func (c *Runtime) SignalWithStart(ctx context.Context, name, id, signal string, 
 		o = *opts
 	}
 	o.ID = id
+	if id == "" {
+		return nil, fmt.Errorf("signal-with-start %q: %w: the workflow id is empty", name, limits.ErrInvalidInput)
+	}
 	if err := limits.Input(raw, c.cfg.MaxPayloadSize, "the signal's payload"); err != nil {
 		return nil, fmt.Errorf("signal-with-start %q: %w", name, err)
 	}
@@ -512,7 +526,24 @@ func (c *Runtime) SignalWithStart(ctx context.Context, name, id, signal string, 
 	}
 	ev := replay.SignalReceived(signal, raw)
 	key := "signal:" + newID()
+	if o.SignalID != "" {
+		key = signalIDPrefix + o.SignalID
+		if err := store.CheckRequestID(key); err != nil {
+			return nil, fmt.Errorf("signal-with-start %q: %w: the signal id: %w", name, limits.ErrInvalidInput, err)
+		}
+		o.RunID = SignalStartRunID(name, id, o.SignalID)
+	}
 	for attempt := 0; ; attempt++ {
+		if o.SignalID != "" {
+			// A run this signal started got it in its first activation.
+			r, err := c.cfg.Store.GetRun(ctx, o.RunID)
+			if err == nil {
+				return r, nil
+			}
+			if !errors.Is(err, store.ErrRunNotFound) {
+				return nil, fmt.Errorf("signal-with-start %q id %q: %w", name, id, err)
+			}
+		}
 		r, err := c.FindWorkflow(ctx, name, id)
 		switch {
 		case err == nil && !r.Status.Terminal():
@@ -528,7 +559,7 @@ func (c *Runtime) SignalWithStart(ctx context.Context, name, id, signal string, 
 			if err == nil {
 				return r, nil
 			}
-			if !errors.Is(err, store.ErrDuplicateRun) {
+			if !errors.Is(err, store.ErrDuplicateRun) && !errors.Is(err, store.ErrRunExists) {
 				return nil, err
 			}
 		default:
@@ -538,6 +569,19 @@ func (c *Runtime) SignalWithStart(ctx context.Context, name, id, signal string, 
 			return nil, fmt.Errorf("signal-with-start %q id %q: the run kept changing under the request", name, id)
 		}
 	}
+}
+
+// signalIDPrefix makes a SignalWithStart's signal id the key of its
+// delivery, apart from the random keys of other signals.
+const signalIDPrefix = "signal-id:"
+
+// signalStartNamespace is the UUID namespace of SignalStartRunID.
+var signalStartNamespace = uuid.MustParse("0b6f3f52-8d1e-5c7a-9e2b-4a7c1d3e5f60")
+
+// SignalStartRunID is the id of the run a SignalWithStart of workflow name,
+// workflow id id and signal id signalID starts.
+func SignalStartRunID(name, id, signalID string) string {
+	return uuid.NewSHA1(signalStartNamespace, []byte(name+"\x00"+id+"\x00"+signalID)).String()
 }
 
 // QueryWorkflow returns the state the workflow run published last

@@ -69,7 +69,7 @@ func (s *Store) ListRuns(ctx context.Context, p *store.ListRunsParams) (*store.R
 	if err != nil {
 		return nil, fmt.Errorf("list runs: %w", err)
 	}
-	q := s.q.listRuns + w.clause() + " ORDER BY created_at DESC, id DESC LIMIT " + w.param(limit+1)
+	q := s.q.listRuns + w.clause() + " ORDER BY " + runOrder(p) + " LIMIT " + w.param(limit+1)
 	args := w.args
 
 	var runs []*store.Run
@@ -92,6 +92,9 @@ func (s *Store) ListRuns(ctx context.Context, p *store.ListRunsParams) (*store.R
 		page.Runs = page.Runs[:limit]
 		last := page.Runs[limit-1]
 		page.Next = store.EncodeRunCursor(last.CreatedAt, last.ID)
+		if !p.ChangedAfter.IsZero() {
+			page.Next = store.EncodeRunCursor(last.UpdatedAt, last.ID)
+		}
 	}
 	return page, nil
 }
@@ -199,4 +202,13 @@ func (s *Store) PruneRuns(ctx context.Context, p *store.PruneParams) (int, error
 		return 0, s.fail("prune runs", err)
 	}
 	return int(n), nil
+}
+
+// runOrder is the order of a list of runs: newest first, or with
+// ChangedAfter the oldest change first.
+func runOrder(p *store.ListRunsParams) string {
+	if !p.ChangedAfter.IsZero() {
+		return "updated_at, id"
+	}
+	return "created_at DESC, id DESC"
 }

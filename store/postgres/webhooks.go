@@ -36,7 +36,8 @@ const (
 	qEventsDelete  = "DELETE FROM §webhook_events WHERE id = ANY($1)"
 	qDeliveryClaim = "UPDATE §webhook_deliveries SET owner = $1, token = token + 1, lease_until = $2, updated_at = $3 " +
 		"WHERE id IN (SELECT id FROM §webhook_deliveries WHERE status = 'pending' AND next_at <= $3 " +
-		"AND (lease_until IS NULL OR lease_until <= $3) ORDER BY next_at, id LIMIT $4 FOR UPDATE SKIP LOCKED) RETURNING " + deliveryCols
+		"AND (lease_until IS NULL OR lease_until <= $3) " +
+		"AND (event = '" + store.WebhookTestEvent + "' OR webhook_id IN (SELECT id FROM §webhooks WHERE enabled)) ORDER BY next_at, id LIMIT $4 FOR UPDATE SKIP LOCKED) RETURNING " + deliveryCols
 	qDeliveryRecord = "UPDATE §webhook_deliveries SET status = $4, attempts = $5, next_at = COALESCE($6, next_at), last_status = $7, " +
 		"last_error = $8, owner = '', lease_until = NULL, updated_at = $9 WHERE id = $1 AND owner = $2 AND token = $3"
 	qDeliveryExists = "SELECT EXISTS (SELECT 1 FROM §webhook_deliveries WHERE id = $1)"
@@ -69,10 +70,12 @@ func (s *Store) CreateWebhook(ctx context.Context, w *store.Webhook) error {
 	}
 	var tag pgconn.CommandTag
 	err := s.once(ctx, func(ctx context.Context) error {
-		var err error
-		tag, err = s.pool.Exec(ctx, s.webhookQ(qWebhookInsert), w.ID, w.URL, listArg(w.Events), listArg(w.Workflows), listArg(w.Tags),
-			w.Format, w.Enabled, w.KeyID, w.Nonce, w.Secret, w.CreatedBy, truncate(w.CreatedAt))
-		return err
+		return s.webhookTx(ctx, func(tx pgx.Tx) (bool, error) {
+			var err error
+			tag, err = tx.Exec(ctx, s.webhookQ(qWebhookInsert), w.ID, w.URL, listArg(w.Events), listArg(w.Workflows), listArg(w.Tags),
+				w.Format, w.Enabled, w.KeyID, w.Nonce, w.Secret, w.CreatedBy, truncate(w.CreatedAt))
+			return err == nil && tag.RowsAffected() > 0, err
+		})
 	})
 	if err != nil {
 		return s.fail("create webhook", err)
@@ -149,9 +152,11 @@ func (s *Store) DeleteWebhook(ctx context.Context, id string) error {
 	}
 	var tag pgconn.CommandTag
 	err := s.once(ctx, func(ctx context.Context) error {
-		var err error
-		tag, err = s.pool.Exec(ctx, s.webhookQ(qWebhookDelete), id)
-		return err
+		return s.webhookTx(ctx, func(tx pgx.Tx) (bool, error) {
+			var err error
+			tag, err = tx.Exec(ctx, s.webhookQ(qWebhookDelete), id)
+			return err == nil && tag.RowsAffected() > 0, err
+		})
 	})
 	if err != nil {
 		return s.fail("delete webhook", err)

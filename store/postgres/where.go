@@ -120,5 +120,8 @@ func runFilter(schema string, p *store.ListRunsParams) (*where, error) {
 		}
 		w.add("(created_at, id) < ($?, $?)", at, id)
 	}
+	if !p.ChangedAfter.IsZero() {
+		w.add("(updated_at, id) > ($?, $?)", truncate(p.ChangedAfter), p.ChangedAfterID)
+	}
 	return w, nil
 }

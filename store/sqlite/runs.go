@@ -91,7 +91,7 @@ func (s *Store) ListRuns(ctx context.Context, p *store.ListRunsParams) (*store.R
 	if err != nil {
 		return nil, fmt.Errorf("list runs: %w", err)
 	}
-	q := "SELECT " + runCols + " FROM runs" + w.clause() + " ORDER BY created_at DESC, id DESC LIMIT " + w.param(limit+1)
+	q := "SELECT " + runCols + " FROM runs" + w.clause() + " ORDER BY " + runOrder(p) + " LIMIT " + w.param(limit+1)
 	args := w.args
 
 	rows, err := s.reader.QueryContext(ctx, q, args...)
@@ -114,6 +114,9 @@ func (s *Store) ListRuns(ctx context.Context, p *store.ListRunsParams) (*store.R
 		page.Runs = page.Runs[:limit]
 		last := page.Runs[limit-1]
 		page.Next = store.EncodeRunCursor(last.CreatedAt, last.ID)
+		if !p.ChangedAfter.IsZero() {
+			page.Next = store.EncodeRunCursor(last.UpdatedAt, last.ID)
+		}
 	}
 	return page, nil
 }
@@ -219,4 +222,13 @@ func (s *Store) PruneRuns(ctx context.Context, p *store.PruneParams) (int, error
 		return 0, s.fail("prune runs", err)
 	}
 	return int(n), nil
+}
+
+// runOrder is the order of a list of runs: newest first, or with
+// ChangedAfter the oldest change first.
+func runOrder(p *store.ListRunsParams) string {
+	if !p.ChangedAfter.IsZero() {
+		return "updated_at, id"
+	}
+	return "created_at DESC, id DESC"
 }

@@ -227,6 +227,9 @@ func (s *Store) open(ctx context.Context, c *Config) error {
 		s.reader.SetConnMaxLifetime(0)
 		s.reader.SetConnMaxIdleTime(0)
 	}
+	if err := s.syncCaptureAfterMigrate(ctx); err != nil {
+		return fmt.Errorf("sqlite: %w", err)
+	}
 	if err := s.withWriter(ctx, (*wconn).prepareAll); err != nil {
 		return fmt.Errorf("sqlite: prepare: %w", err)
 	}

@@ -30,7 +30,8 @@ const (
 	qEventsDelete  = "DELETE FROM webhook_events WHERE id IN (SELECT value FROM json_each(?))"
 	qDeliveryClaim = "UPDATE webhook_deliveries SET owner = ?1, token = token + 1, lease_until = ?2, updated_at = ?3 " +
 		"WHERE id IN (SELECT id FROM webhook_deliveries WHERE status = 'pending' AND next_at <= ?3 " +
-		"AND (lease_until IS NULL OR lease_until <= ?3) ORDER BY next_at, id LIMIT ?4) RETURNING " + deliveryCols
+		"AND (lease_until IS NULL OR lease_until <= ?3) " +
+		"AND (event = '" + store.WebhookTestEvent + "' OR webhook_id IN (SELECT id FROM webhooks WHERE enabled = 1)) ORDER BY next_at, id LIMIT ?4) RETURNING " + deliveryCols
 	qDeliveryRecord = "UPDATE webhook_deliveries SET status = ?4, attempts = ?5, next_at = COALESCE(?6, next_at), last_status = ?7, " +
 		"last_error = ?8, owner = '', lease_until = NULL, updated_at = ?9 WHERE id = ?1 AND owner = ?2 AND token = ?3"
 	qDeliveryExists = "SELECT 1 FROM webhook_deliveries WHERE id = ?"
@@ -62,8 +63,10 @@ func (s *Store) CreateWebhook(ctx context.Context, wh *store.Webhook) error {
 				w.arg(a)
 			}
 			var err error
-			n, err = w.adhocExecN(qWebhookInsert)
-			return err
+			if n, err = w.adhocExecN(qWebhookInsert); err != nil || n == 0 {
+				return err
+			}
+			return w.syncWebhookCapture()
 		})
 	})
 	if err != nil {
@@ -156,7 +159,17 @@ func (s *Store) DeleteWebhook(ctx context.Context, id string) error {
 	if err := s.check(); err != nil {
 		return fmt.Errorf("delete webhook: %w", err)
 	}
-	n, err := s.writeN(ctx, "DELETE FROM webhooks WHERE id = ?", id)
+	var n int64
+	err := s.withWriter(ctx, func(w *wconn) error {
+		return w.tx(func() error {
+			w.arg(id)
+			var err error
+			if n, err = w.adhocExecN("DELETE FROM webhooks WHERE id = ?"); err != nil || n == 0 {
+				return err
+			}
+			return w.syncWebhookCapture()
+		})
+	})
 	if err != nil {
 		return s.fail("delete webhook", err)
 	}

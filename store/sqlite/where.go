@@ -119,6 +119,9 @@ func runFilter(p *store.ListRunsParams) (*where, error) {
 		}
 		w.add("(created_at, id) < (?, ?)", micros(at), id)
 	}
+	if !p.ChangedAfter.IsZero() {
+		w.add("(updated_at, id) > (?, ?)", micros(p.ChangedAfter), p.ChangedAfterID)
+	}
 	return w, nil
 }
 

@@ -78,6 +78,7 @@ func Run(t *testing.T, newStore func(t *testing.T) store.Store, opts ...Option) 
 		{"ListRunsPagination", testListRunsPagination},
 		{"ListRunsLimits", testListRunsLimits},
 		{"ListRunsMoreFilters", testListRunsMore},
+		{"ListRunsChanged", testListRunsChanged},
 		{"ListRunsVersionParentIDs", testListRunsVersionParentIDs},
 		{"RunStats", testRunStats},
 		{"Reopen", testReopen},
@@ -151,6 +152,7 @@ func Run(t *testing.T, newStore func(t *testing.T) store.Store, opts ...Option) 
 		{"Logs", testLogs},
 		{"LogBounds", testLogBounds},
 		{"EarliestReady", testEarliestReady},
+		{"RunTasks", testRunTasks},
 	}
 	tests = append(tests, txTests(&c)...)
 	for _, tc := range tests {

@@ -2,6 +2,7 @@ package storetest
 
 import (
 	"errors"
+	"fmt"
 	"testing"
 	"time"
 
@@ -20,6 +21,8 @@ func RunWebhooks(t *testing.T, newStore func(t *testing.T) store.Admin) {
 		{"CRUD", testWebhooksCRUD},
 		{"Capture", testWebhooksCapture},
 		{"Deliveries", testWebhookDeliveries},
+		{"Update", testWebhookUpdate},
+		{"CaptureFollowsEnabled", testWebhookCaptureFollowsEnabled},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
@@ -237,4 +240,139 @@ func testWebhookDeliveries(t *testing.T, s store.Admin) {
 	if list, err := s.ListWebhookDeliveries(ctx, &store.ListDeliveriesParams{WebhookID: "wh"}); err != nil || len(list) != 0 {
 		t.Fatalf("deliveries after the webhook's deletion = %d, %v", len(list), err)
 	}
+}
+
+// Update: each field changes alone (nil ones keep theirs), the secret is
+// replaced with its key id and nonce, a missing webhook and invalid
+// input are refused; the deliveries of a disabled webhook wait until it
+// is enabled again, except test deliveries.
+func testWebhookUpdate(t *testing.T, s store.Admin) {
+	ctx := t.Context()
+	if err := s.CreateWebhook(ctx, newWebhook("wh", true, at(0))); err != nil {
+		t.Fatalf("CreateWebhook: %v", err)
+	}
+	url, format, off, none := "https://example.org/new", "slack", false, []string{}
+	events := []string{"run.started"}
+	got, err := s.UpdateWebhook(ctx, &store.WebhookUpdate{ID: "wh", URL: &url, Events: &events, Workflows: &none, Format: &format})
+	if err != nil {
+		t.Fatalf("UpdateWebhook: %v", err)
+	}
+	want := newWebhook("wh", true, at(0))
+	want.URL, want.Events, want.Workflows, want.Format = url, events, nil, format
+	diff(t, "UpdateWebhook", want, got)
+	secret := &store.WebhookSecret{KeyID: "k2", Nonce: []byte{9, 8}, Secret: []byte("new secret")}
+	if got, err = s.UpdateWebhook(ctx, &store.WebhookUpdate{ID: "wh", Secret: secret}); err != nil {
+		t.Fatalf("UpdateWebhook secret: %v", err)
+	}
+	want.KeyID, want.Nonce, want.Secret = secret.KeyID, secret.Nonce, secret.Secret
+	diff(t, "UpdateWebhook secret", want, got)
+	if stored, err := s.GetWebhook(ctx, "wh"); err != nil {
+		t.Fatalf("GetWebhook: %v", err)
+	} else {
+		diff(t, "GetWebhook after updates", want, stored)
+	}
+	clearSecret := &store.WebhookSecret{Secret: []byte("in clear")}
+	if got, err := s.UpdateWebhook(ctx, &store.WebhookUpdate{ID: "wh", Secret: clearSecret}); err != nil ||
+		got.KeyID != "" || len(got.Nonce) != 0 || string(got.Secret) != "in clear" || got.URL != url {
+		t.Fatalf("UpdateWebhook to a secret in clear = %+v, %v", got, err)
+	}
+	_, err = s.UpdateWebhook(ctx, &store.WebhookUpdate{ID: "none", Enabled: &off})
+	wantErr(t, "UpdateWebhook of none", err, store.ErrWebhookNotFound)
+	_, err = s.UpdateWebhook(ctx, &store.WebhookUpdate{ID: "wh", Events: &none})
+	wantErr(t, "UpdateWebhook without events", err, hephtype.ErrInvalidInput)
+
+	test := delivery("t1", "wh", at(time.Second))
+	test.Event = store.WebhookTestEvent
+	enq := &store.EnqueueDeliveriesParams{Now: at(time.Second), Deliveries: []*store.WebhookDelivery{delivery("d1", "wh", at(time.Second)), test}}
+	if err := s.EnqueueWebhookDeliveries(ctx, enq); err != nil {
+		t.Fatalf("EnqueueWebhookDeliveries: %v", err)
+	}
+	if got, err = s.UpdateWebhook(ctx, &store.WebhookUpdate{ID: "wh", Enabled: &off}); err != nil || got.Enabled {
+		t.Fatalf("UpdateWebhook disable = %+v, %v", got, err)
+	}
+	if ds := claimDeliveries(t, s, "a", at(2*time.Second)); len(ds) != 1 || ds[0].ID != "t1" {
+		t.Fatalf("claim while disabled = %+v, want only the test delivery", ds)
+	}
+	on := true
+	if _, err := s.UpdateWebhook(ctx, &store.WebhookUpdate{ID: "wh", Enabled: &on}); err != nil {
+		t.Fatalf("UpdateWebhook enable: %v", err)
+	}
+	if ds := claimDeliveries(t, s, "a", at(2*time.Second)); len(ds) != 1 || ds[0].ID != "d1" {
+		t.Fatalf("claim once enabled = %+v, want d1", ds)
+	}
+}
+
+// CaptureFollowsEnabled: events are captured exactly while at least one
+// webhook is enabled, through creates, enables, disables and deletes of
+// two webhooks interleaved.
+func testWebhookCaptureFollowsEnabled(t *testing.T, s store.Admin) {
+	ctx := t.Context()
+	st, ok := s.(store.Store)
+	if !ok {
+		t.Fatalf("%T is no store.Store", s)
+	}
+	h := &harness{t: t, s: st}
+	n := 0
+	var want []string
+	// run starts a run; captured says whether its run_started must be.
+	run := func(captured bool) {
+		t.Helper()
+		n++
+		r := newRun(fmt.Sprintf("r%d", n))
+		r.History = []store.NewEvent{{Kind: hephtype.EventRunStarted}}
+		h.create(at(time.Duration(n)*time.Second), r)
+		if captured {
+			want = append(want, r.ID)
+		}
+	}
+	set := func(id string, enabled bool) {
+		t.Helper()
+		if _, err := s.UpdateWebhook(ctx, &store.WebhookUpdate{ID: id, Enabled: &enabled}); err != nil {
+			t.Fatalf("UpdateWebhook %s enabled=%v: %v", id, enabled, err)
+		}
+	}
+	run(false)
+	if err := s.CreateWebhook(ctx, newWebhook("a", true, at(0))); err != nil {
+		t.Fatalf("CreateWebhook: %v", err)
+	}
+	run(true) // captured after create
+	set("a", false)
+	run(false) // nothing while all are disabled
+	set("a", false)
+	run(false) // disabling again changes nothing
+	set("a", true)
+	run(true) // resumes after enable
+	if err := s.CreateWebhook(ctx, newWebhook("b", true, at(0))); err != nil {
+		t.Fatalf("CreateWebhook: %v", err)
+	}
+	set("a", false)
+	run(true) // b is still enabled
+	set("a", true)
+	set("b", false)
+	run(true) // a is
+	set("a", false)
+	run(false) // neither is
+	set("b", true)
+	set("a", true)
+	if err := s.DeleteWebhook(ctx, "a"); err != nil {
+		t.Fatalf("DeleteWebhook: %v", err)
+	}
+	run(true) // b is
+	if err := s.DeleteWebhook(ctx, "b"); err != nil {
+		t.Fatalf("DeleteWebhook: %v", err)
+	}
+	run(false) // delete of the last one stops capture
+	if err := s.CreateWebhook(ctx, newWebhook("c", false, at(0))); err != nil {
+		t.Fatalf("CreateWebhook: %v", err)
+	}
+	run(false) // created disabled
+	evs, err := s.WebhookEvents(ctx, 100)
+	if err != nil {
+		t.Fatalf("WebhookEvents: %v", err)
+	}
+	var got []string
+	for _, e := range evs {
+		got = append(got, e.RunID)
+	}
+	diff(t, "runs whose start was captured", want, got)
 }
