@@ -150,6 +150,7 @@ func New(cfg *Config) (*Client, error) {
 		BuildID: c.BuildID, RecordInterval: c.WorkerRecordInterval,
 		Retention: c.Retention, RetentionInterval: c.RetentionInterval,
 		Policies: c.retentionPolicies(), OnQueue: cl.flows.FlowsOnQueue, MoreQueues: cl.catalogQueues,
+		TimeOut: cl.timeOutRun, DeadlineInterval: c.PollInterval,
 	})
 	cl.sched = cl.newSchedules()
 	cl.notify = cl.newNotifier()
@@ -296,6 +297,12 @@ type StartOptions struct {
 	// run with an error that wraps ErrRunExists: derive the id from an
 	// idempotency key to make a start idempotent.
 	RunID string
+	// ExecutionTimeout, when positive, bounds how long the run may take,
+	// counted from its start: a run not finished by then fails as timed
+	// out (its steps are cancelled as by CancelRun; see docs/operations.md,
+	// Time limits). Zero takes the flow's default
+	// (flow.Builder.ExecutionTimeout), if any; negative is ErrInvalidInput.
+	ExecutionTimeout time.Duration
 }
 
 func (o *StartOptions) check() error {
@@ -340,7 +347,7 @@ func (o *StartOptions) internal() *flowrt.StartOptions {
 		return nil
 	}
 	return &flowrt.StartOptions{BusinessValue: o.BusinessValue, Version: o.Version, Tags: o.Tags, Metadata: o.Metadata, CreatedBy: o.CreatedBy, OnBehalfOf: o.OnBehalfOf,
-		ConcurrencyKey: o.ConcurrencyKey, RunID: o.RunID}
+		ConcurrencyKey: o.ConcurrencyKey, RunID: o.RunID, ExecutionTimeout: o.ExecutionTimeout}
 }
 
 // StartRequest is one run for StartRuns.

@@ -89,6 +89,12 @@ type JobOptions struct {
 	// job (a run) with this id inserts nothing and returns that job with
 	// Duplicate set, as for a unique job.
 	RunID string
+	// ExecutionTimeout, when positive, bounds how long the job may take
+	// over all its attempts and backoffs, counted from when it is due
+	// (RunAt): a job not finished by then fails as timed out and is
+	// not retried (docs/operations.md, Time limits). Zero takes the
+	// kind's (job.Options.ExecutionTimeout); negative is ErrInvalidInput.
+	ExecutionTimeout time.Duration
 }
 
 // Job is an inserted job, as stored.
@@ -353,7 +359,7 @@ func (c *Client) prepareJobs(ctx context.Context, kind *job.Untyped, inserts []u
 			return nil, fmt.Errorf("insert job %d of %q: %w", i, kind.Name, err)
 		}
 		so := &flowrt.StartOptions{Version: kind.Flow.Version(), Tags: o.Tags, Metadata: o.Metadata, Queue: o.Queue, RunAt: o.RunAt,
-			RunID: o.RunID, Job: true}
+			RunID: o.RunID, Job: true, ExecutionTimeout: o.ExecutionTimeout}
 		if o.RunAfter > 0 {
 			if !o.RunAt.IsZero() {
 				return nil, fmt.Errorf("insert job %d of %q: %w: set RunAt or RunAfter, not both", i, kind.Name, ErrInvalidInput)

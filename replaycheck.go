@@ -33,7 +33,7 @@ func (x *HistoryExport) Replay(ws ...Workflow) error {
 	}
 	events := make([]replay.Event, 0, len(x.Events))
 	for _, ev := range x.Events {
-		if ev.Kind == hephtype.EventRunCancelled {
+		if ev.Kind == hephtype.EventRunCancelled || ev.Kind == hephtype.EventRunTimedOut {
 			break // the runtime's, not the workflow's: nothing follows it
 		}
 		events = append(events, replay.Event{Kind: ev.Kind, ID: ev.ID, Name: ev.Name, Ref: ev.Ref,

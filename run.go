@@ -66,6 +66,10 @@ const (
 	// period and no live worker of its queue can run it: none has its
 	// flow version, workflow or activity registered.
 	ConditionUnserved = hephtype.ConditionUnserved
+	// ConditionTimedOut: the run's execution timeout passed before it
+	// finished, and the run failed for it; unlike the others it stays on
+	// the finished run (docs/operations.md, Time limits).
+	ConditionTimedOut = hephtype.ConditionTimedOut
 )
 
 // Run is a run as stored.
@@ -104,6 +108,11 @@ type Run struct {
 	// shown as scheduled; its Status stays as stored. Zero otherwise.
 	// GetRun and ListRuns set it (ListRuns with one query per page).
 	ScheduledFor time.Time
+	// Deadline is when the run times out if it has not finished (its
+	// execution timeout: StartOptions.ExecutionTimeout and the like);
+	// zero for none. A run that timed out failed with the condition
+	// ConditionTimedOut and a run_timed_out history entry.
+	Deadline time.Time
 	// Steps is each step's state, in the flow's declaration order.
 	Steps      []StepState
 	CreatedAt  time.Time
@@ -146,7 +155,7 @@ func (c *Client) toRun(r *store.Run) *Run {
 	out := &Run{
 		ID: r.ID, Flow: r.Workflow, Version: r.Version, Kind: r.Kind, Status: r.Status, Input: r.Input, Output: r.Output,
 		Error: r.Error, BusinessID: r.BusinessID, ParentID: r.ParentID, Tags: r.Tags, Metadata: r.Metadata, Condition: r.Condition,
-		ConcurrencyKey: r.ConcurrencyKey, BuildID: r.BuildID, CreatedAt: r.CreatedAt, UpdatedAt: r.UpdatedAt, FinishedAt: r.FinishedAt,
+		ConcurrencyKey: r.ConcurrencyKey, BuildID: r.BuildID, Deadline: r.Deadline, CreatedAt: r.CreatedAt, UpdatedAt: r.UpdatedAt, FinishedAt: r.FinishedAt,
 	}
 	var s struct {
 		Steps []struct {

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"time"
 
 	"github.com/hephaestus-go/hephaestus/hephtype"
 	"github.com/hephaestus-go/hephaestus/internal/wfdef"
@@ -125,6 +126,13 @@ type WorkflowOptions struct {
 	// finds a run with this id already starts nothing and returns that
 	// run with an error that wraps ErrRunExists.
 	RunID string
+	// ExecutionTimeout, when positive, bounds how long the workflow may
+	// take, counted from its start and kept across continue-as-new: a
+	// run not finished by then fails as timed out (its activities and
+	// timers are cancelled, its children cancelled and its parent told,
+	// as by a cancel; see docs/operations.md, Time limits). Negative is
+	// ErrInvalidInput.
+	ExecutionTimeout time.Duration
 	// SignalID, for SignalWithStart only, identifies its signal (letters,
 	// digits and "._:-", at most 190 bytes): a call repeated with the same
 	// SignalID, as a retried request is, delivers the signal once. The
@@ -203,7 +211,8 @@ func (o *WorkflowOptions) internal() *wfrt.StartOptions {
 	if o == nil {
 		return nil
 	}
-	return &wfrt.StartOptions{ID: o.ID, Tags: o.Tags, Metadata: o.Metadata, ConcurrencyKey: o.ConcurrencyKey, SignalID: o.SignalID}
+	return &wfrt.StartOptions{ID: o.ID, Tags: o.Tags, Metadata: o.Metadata, ConcurrencyKey: o.ConcurrencyKey, SignalID: o.SignalID,
+		ExecutionTimeout: o.ExecutionTimeout}
 }
 
 // noSignalID refuses a WorkflowOptions.SignalID outside SignalWithStart.

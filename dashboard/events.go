@@ -68,6 +68,8 @@ func describeRunEvent(e server.Event) (string, bool) {
 		}
 	case hephtype.EventRunCancelled:
 		s = "run cancelled"
+	case hephtype.EventRunTimedOut:
+		s = "run timed out"
 	case hephtype.EventRunContinued:
 		s = "run continued as new"
 	case hephtype.EventRunRetried:

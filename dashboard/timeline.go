@@ -240,9 +240,10 @@ func (b *tlBuilder) attempt(k, kind string, a *runsteps.Attempt) {
 func (b *tlBuilder) runBar(events []server.Event, finished bool) {
 	for _, e := range events {
 		switch hephtype.EventKind(e.Kind) {
-		case hephtype.EventRunCompleted, hephtype.EventRunFailed, hephtype.EventRunCancelled, hephtype.EventRunContinued:
-			out := map[string]string{"run_completed": "completed", "run_failed": "failed", "run_cancelled": "cancelled", "run_continued": "completed"}[e.Kind]
-			title := "run " + strings.TrimPrefix(e.Kind, "run_") + " after " + fmtDur(e.At.Sub(b.t.Start))
+		case hephtype.EventRunCompleted, hephtype.EventRunFailed, hephtype.EventRunCancelled, hephtype.EventRunContinued,
+			hephtype.EventRunTimedOut:
+			out := map[string]string{"run_completed": "completed", "run_failed": "failed", "run_cancelled": "cancelled", "run_continued": "completed", "run_timed_out": "failed"}[e.Kind]
+			title := "run " + strings.ReplaceAll(strings.TrimPrefix(e.Kind, "run_"), "_", " ") + " after " + fmtDur(e.At.Sub(b.t.Start))
 			if e.Error != "" {
 				title += ": " + e.Error
 			}

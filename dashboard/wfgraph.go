@@ -101,7 +101,7 @@ func workflowGraph(events []server.Event) *graphtext.Graph {
 			}
 		case hephtype.EventRunCompleted, hephtype.EventRunContinued:
 			ended = "completed"
-		case hephtype.EventRunFailed:
+		case hephtype.EventRunFailed, hephtype.EventRunTimedOut:
 			ended = "failed"
 		case hephtype.EventRunCancelled:
 			ended = "cancelled"

@@ -84,6 +84,8 @@ type Builder struct {
 	schedules []Schedule
 	// concurrency computes the runs' concurrency key (concurrency.go).
 	concurrency *concurrency
+	// timeout is the runs' default execution timeout (0: none).
+	timeout time.Duration
 }
 
 type edgeDecl struct {
@@ -164,6 +166,13 @@ func (b *Builder) BusinessKey(key string, scope KeyScope) *Builder {
 
 // Tags labels the flow's runs, for filtering.
 func (b *Builder) Tags(tags ...string) *Builder { b.tags = append(b.tags, tags...); return b }
+
+// ExecutionTimeout gives the flow's runs a default execution timeout: a
+// run that has not finished this long after its start fails as timed
+// out (docs/operations.md, Time limits). A start's own timeout
+// overrides it. Zero (the default) means none; a negative one fails
+// Build.
+func (b *Builder) ExecutionTimeout(d time.Duration) *Builder { b.timeout = d; return b }
 
 // Metadata attaches JSON values to the flow, by string key.
 func (b *Builder) Metadata(m map[string]any) *Builder {
@@ -253,6 +262,8 @@ type Flow struct {
 	graph     *engine.Graph
 	shape     string
 	schedules []Schedule
+	// timeout is the runs' default execution timeout (0: none).
+	timeout time.Duration
 	// concurrency computes the runs' concurrency key (concurrency.go).
 	concurrency *concurrency
 }
@@ -300,6 +311,10 @@ func (f *Flow) BusinessKey() (string, KeyScope) { return f.key, f.scope }
 
 // Tags returns the flow's tags.
 func (f *Flow) Tags() []string { return slices.Clone(f.tags) }
+
+// ExecutionTimeout is the runs' default execution timeout
+// (Builder.ExecutionTimeout); zero for none.
+func (f *Flow) ExecutionTimeout() time.Duration { return f.timeout }
 
 // Metadata returns the flow's metadata as JSON values.
 func (f *Flow) Metadata() map[string]json.RawMessage {

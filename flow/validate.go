@@ -159,6 +159,9 @@ func (c *checker) flowOptions() {
 	if b.version < 1 {
 		c.add(RuleInvalidOption, "", nil, "version is %d; it must be a positive integer", b.version)
 	}
+	if b.timeout < 0 {
+		c.add(RuleInvalidOption, "", nil, "execution timeout is %v; it must not be negative (zero for none)", b.timeout)
+	}
 	if b.key != "" {
 		if err := businesskey.ValidateKey(b.key); err != nil {
 			c.add(RuleInvalidBusinessK, "", nil, "business key: %v", err)
@@ -797,7 +800,7 @@ func (b *Builder) compile(byName map[string]*stepDef, edges []edgeDecl, roots []
 		tags: slices.Clone(b.tags), start: b.start, inputType: b.inputType, inputName: b.inputName,
 		steps: b.steps, byName: byName, byKey: map[string]*stepDef{}, metadata: map[string]json.RawMessage{},
 		schedules:   slices.Clone(b.schedules),
-		concurrency: b.concurrency,
+		concurrency: b.concurrency, timeout: b.timeout,
 	}
 	for _, d := range byName {
 		f.byKey[d.contextKey()] = d

@@ -71,6 +71,9 @@ const (
 	EventRunFailed    EventKind = "run_failed"
 	EventRunCancelled EventKind = "run_cancelled"
 	EventRunContinued EventKind = "run_continued"
+	// EventRunTimedOut records that a run's execution timeout passed
+	// before it finished: the run failed, its steps were cancelled.
+	EventRunTimedOut EventKind = "run_timed_out"
 	// EventRunRetried records that a failed flow run was retried: its
 	// failed steps run again, and the steps after them.
 	EventRunRetried    EventKind = "run_retried"
@@ -134,4 +137,7 @@ const (
 	// period and no live worker of its queue can run it: none has its
 	// flow version, workflow or activity registered.
 	ConditionUnserved = "unserved"
+	// ConditionTimedOut: the run's execution timeout passed before it
+	// finished, and the run failed for it (kept on the failed run).
+	ConditionTimedOut = "timed_out"
 )

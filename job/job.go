@@ -72,6 +72,12 @@ type Options[A any] struct {
 	// Timeout bounds each attempt: its context is cancelled after it and
 	// the attempt fails (and is retried). Defaults to 60 seconds.
 	Timeout time.Duration
+	// ExecutionTimeout, when positive, bounds each job as a whole, over
+	// all its attempts and backoffs, from when it is due: a job not
+	// finished by then fails as timed out and is not retried
+	// (docs/operations.md, Time limits). An insert's
+	// JobOptions.ExecutionTimeout overrides it. Zero means none.
+	ExecutionTimeout time.Duration
 	// Unique, when set, makes the kind's jobs unique (see Unique); an
 	// insert may give its own policy or key.
 	Unique *Unique
@@ -147,6 +153,9 @@ func New[A any](name string, fn func(ctx context.Context, j *Job[A]) error, opts
 	if o.Timeout < 0 {
 		errs = append(errs, fmt.Errorf("Options.Timeout is %s; it must not be negative", o.Timeout))
 	}
+	if o.ExecutionTimeout < 0 {
+		errs = append(errs, fmt.Errorf("Options.ExecutionTimeout is %s; it must not be negative", o.ExecutionTimeout))
+	}
 	if o.Unique != nil && o.Unique.Period < 0 {
 		errs = append(errs, fmt.Errorf("Options.Unique.Period is %s; it must not be negative", o.Unique.Period))
 	}
@@ -164,7 +173,7 @@ func New[A any](name string, fn func(ctx context.Context, j *Job[A]) error, opts
 	if o.Timeout > 0 {
 		stepOpts = append(stepOpts, flow.Timeout(o.Timeout))
 	}
-	b := flow.New(name)
+	b := flow.New(name).ExecutionTimeout(o.ExecutionTimeout)
 	for _, sc := range o.Schedules {
 		b.Schedule(sc)
 	}

@@ -41,6 +41,10 @@ type Run struct {
 	// due later: when the first is due. Such a run is shown as
 	// "scheduled"; Status stays as stored.
 	ScheduledFor *time.Time `json:"scheduled_for,omitempty"`
+	// Deadline is when the run times out if it has not finished (its
+	// execution timeout); a run that timed out failed with the condition
+	// "timed_out".
+	Deadline *time.Time `json:"deadline,omitempty"`
 	// WaitingFor is what the run waits for (only on GET /runs/{id}).
 	WaitingFor []Wait `json:"waiting_for,omitempty"`
 	// Steps is nil in a RunSummary (a list); a workflow run's are its
@@ -97,6 +101,10 @@ func runJSON(r *hephaestus.Run, full bool) *Run {
 		t := r.FinishedAt.UTC()
 		out.FinishedAt = &t
 	}
+	if !r.Deadline.IsZero() {
+		t := r.Deadline.UTC()
+		out.Deadline = &t
+	}
 	if !r.ScheduledFor.IsZero() {
 		t := r.ScheduledFor.UTC()
 		out.ScheduledFor = &t
@@ -130,6 +138,10 @@ type startRequest struct {
 	// OnBehalfOf names the end user the caller starts the run for; only a
 	// token with the act-as permission may.
 	OnBehalfOf string `json:"on_behalf_of"`
+	// ExecutionTimeout bounds how long the run may take ("1h", "90m");
+	// empty for the definition's default, if any.
+	ExecutionTimeout string `json:"execution_timeout"`
+	timeout          time.Duration
 	// Signal and Update start a workflow with a message (withstart.go).
 	Signal *signalStart `json:"signal"`
 	Update *updateStart `json:"update"`
@@ -159,6 +171,13 @@ func (b *startRequest) check() error {
 	}
 	if b.Kind != "workflow" && b.WorkflowID != "" {
 		return fieldProblem("workflow_id", "only a workflow takes a workflow id; a flow takes business_value")
+	}
+	if b.ExecutionTimeout != "" {
+		d, err := time.ParseDuration(b.ExecutionTimeout)
+		if err != nil || d <= 0 {
+			return fieldProblem("execution_timeout", fmt.Sprintf("%q is not a positive duration such as \"90s\", \"30m\" or \"1h\"", b.ExecutionTimeout))
+		}
+		b.timeout = d
 	}
 	return b.checkMessage()
 }
@@ -254,11 +273,13 @@ func (s *Server) startRun(c *call) error {
 		}
 		run, err = cl.StartWorkflow(c.ctx(), b.Name, input(b.Input), &hephaestus.WorkflowOptions{
 			ID: b.WorkflowID, Tags: b.Tags, Metadata: md, ConcurrencyKey: b.ConcurrencyKey, RunID: runID,
+			ExecutionTimeout: b.timeout,
 		})
 	case "job":
 		var j *hephaestus.Job
 		j, err = cl.InsertJobJSON(c.ctx(), b.Name, b.Input, &hephaestus.JobOptions{
 			UniqueKey: b.BusinessValue, Tags: b.Tags, Metadata: anyMap(b.Metadata), ConcurrencyKey: b.ConcurrencyKey, RunID: runID,
+			ExecutionTimeout: b.timeout,
 		})
 		if err != nil {
 			break // an unknown kind is explained below
@@ -273,6 +294,7 @@ func (s *Server) startRun(c *call) error {
 		opts := &hephaestus.StartOptions{
 			BusinessValue: b.BusinessValue, Version: b.Version, Tags: b.Tags, Metadata: anyMap(b.Metadata),
 			CreatedBy: createdBy, OnBehalfOf: b.OnBehalfOf, ConcurrencyKey: b.ConcurrencyKey, RunID: runID,
+			ExecutionTimeout: b.timeout,
 		}
 		if b.Kind == "document" {
 			run, err = cl.StartDocument(c.ctx(), b.Name, b.Version, input(b.Input), opts)

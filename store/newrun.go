@@ -21,7 +21,7 @@ func RunOf(n *NewRun, now time.Time) (*Run, error) {
 		ID: n.ID, Workflow: n.Workflow, Version: n.Version, Kind: n.Kind, Status: n.Status,
 		Input: orNil(n.Input), Output: orNil(n.Output), Error: n.Error, BusinessID: n.BusinessID,
 		KeyScope: n.KeyScope, ParentID: n.ParentID, State: orNil(n.State), ConcurrencyKey: n.ConcurrencyKey,
-		TraceContext: n.TraceContext, BuildID: n.BuildID, Seq: int64(len(n.History)), CreatedAt: now, UpdatedAt: now,
+		TraceContext: n.TraceContext, BuildID: n.BuildID, Deadline: n.Deadline, Seq: int64(len(n.History)), CreatedAt: now, UpdatedAt: now,
 	}
 	if len(n.Tags) > 0 {
 		r.Tags = n.Tags
@@ -52,6 +52,9 @@ func RunOf(n *NewRun, now time.Time) (*Run, error) {
 	}
 	if r.Status.Terminal() {
 		r.FinishedAt = now
+	}
+	if !r.Deadline.IsZero() {
+		r.Deadline = time.UnixMicro(r.Deadline.UnixMicro()).UTC() // as stored
 	}
 	if err := CheckBuildID(r.BuildID); err != nil {
 		return nil, fmt.Errorf("create run %s: %w", r.ID, err)

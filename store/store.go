@@ -194,6 +194,9 @@ type Store interface {
 	Builds
 	// Due tells when the tasks of runs are due (due.go).
 	Due
+	// Deadlines finds the runs whose execution deadline passed
+	// (deadline.go).
+	Deadlines
 	// RunTasks lists the tasks of a run (runtasks.go).
 	RunTasks
 
@@ -233,6 +236,10 @@ type Run struct {
 	// the build that last decided it. "" for a run started before builds
 	// were recorded, and for flow runs. At most MaxBuildID bytes.
 	BuildID string
+	// Deadline, when not zero, is when the run times out if it has not
+	// finished (its execution timeout, counted from its creation). Set
+	// when the run is created and never changed.
+	Deadline time.Time
 	// State is the runtime's snapshot of the run's position (the engine
 	// state for flows); a cache that can be rebuilt from the history.
 	State json.RawMessage
@@ -463,11 +470,13 @@ type NewRun struct {
 	TraceContext string
 	// BuildID: see Run.BuildID.
 	BuildID string
-	State   json.RawMessage
-	Output  json.RawMessage
-	Error   string
-	History []NewEvent
-	Tasks   []NewTask
+	// Deadline: see Run.Deadline.
+	Deadline time.Time
+	State    json.RawMessage
+	Output   json.RawMessage
+	Error    string
+	History  []NewEvent
+	Tasks    []NewTask
 }
 
 // Update is what a Decide function returns: everything to write for one

@@ -24,6 +24,13 @@ type ActivityOptions struct {
 	// HeartbeatTimeout fails an attempt that has not called
 	// RecordHeartbeat for this long. Defaults to none.
 	HeartbeatTimeout time.Duration
+	// ScheduleToCloseTimeout bounds the activity as a whole, from when
+	// it is scheduled to its final outcome, over all its attempts and
+	// backoffs: once it has passed when an attempt fails (or the next
+	// attempt could only start after it), no further attempt is
+	// scheduled and the activity fails with an error for which
+	// errors.Is(err, ErrTimeout) holds. Defaults to none.
+	ScheduleToCloseTimeout time.Duration
 	// RetryPolicy says how failed attempts are retried; its zero fields
 	// inherit flow.DefaultRetryPolicy (3 attempts, exponential backoff).
 	// Errors wrapped with flow.NonRetryable are never retried.
@@ -76,6 +83,7 @@ func (a *Activity[In, Out]) Execute(ctx Context, in In) (Out, error) {
 	o := a.opts
 	out, err := u.ExecuteActivity(a.name, raw, replay.ActivityOptions{
 		Queue: o.Queue, StartToCloseTimeout: o.StartToCloseTimeout, HeartbeatTimeout: o.HeartbeatTimeout, RetryPolicy: o.RetryPolicy,
+		ScheduleToCloseTimeout: o.ScheduleToCloseTimeout,
 	})
 	if err != nil {
 		return zero, userError(err)

@@ -58,6 +58,21 @@ func (e *ApplicationError) Error() string {
 }
 
 // DecodeDetails decodes the details into v.
+// Is reports whether e is a timeout of the runtime's (type TimeoutType)
+// when target is ErrTimeout.
+func (e *ApplicationError) Is(target error) bool {
+	return target == ErrTimeout && e.Type == TimeoutType
+}
+
+// ErrTimeout is matched (errors.Is) by the error of an activity whose
+// ScheduleToCloseTimeout passed: its cause is an *ApplicationError of
+// type TimeoutType.
+var ErrTimeout = errors.New("timeout")
+
+// TimeoutType is the Type of the *ApplicationError of an activity that
+// timed out (ActivityOptions.ScheduleToCloseTimeout).
+const TimeoutType = "timeout"
+
 func (e *ApplicationError) DecodeDetails(v any) error {
 	if len(e.Details) == 0 {
 		return fmt.Errorf("application error %q has no details", e.Type)

@@ -49,6 +49,8 @@ type Run struct {
 	// ScheduledFor is set on a pending or running run whose every task is
 	// due later: when the first is due (shown as scheduled).
 	ScheduledFor *time.Time `json:"scheduled_for,omitempty"`
+	// Deadline is when the run times out if it has not finished.
+	Deadline *time.Time `json:"deadline,omitempty"`
 	// WaitingFor is what the run waits for (GET /runs/{id} only).
 	WaitingFor []Wait       `json:"waiting_for,omitempty"`
 	Steps      []Step       `json:"steps,omitempty"`
@@ -99,6 +101,9 @@ type StartRequest struct {
 	Metadata       map[string]string `json:"metadata,omitempty"`
 	ConcurrencyKey string            `json:"concurrency_key,omitempty"`
 	CreatedBy      string            `json:"created_by,omitempty"`
+	// ExecutionTimeout bounds how long the run may take: a Go duration
+	// ("1h"); empty for the definition's default.
+	ExecutionTimeout string `json:"execution_timeout,omitempty"`
 	// Signal and Update start a workflow with a message (StartWithMessage).
 	Signal *SignalStart `json:"signal,omitempty"`
 	Update *UpdateStart `json:"update,omitempty"`

@@ -30,6 +30,7 @@ func newStart(g *globals) *cobra.Command {
 		meta, tags []string
 		idem       string
 		wait       bool
+		timeout    time.Duration
 		msg        *messageFlags
 	)
 	cmd := &cobra.Command{
@@ -38,6 +39,7 @@ func newStart(g *globals) *cobra.Command {
 		Example: `  heph start order --input '{"id": 42}'
   heph start order --input @order.json --business-value order-42 --tag web --meta tenant=acme
   heph start digest --kind document --idempotency-key digest-2025-01-01 --wait
+  heph start report --timeout 1h
   heph start cart --kind workflow --workflow-id cart-7 --signal add --signal-input '"apple"' --idempotency-key add-1
   heph start cart --kind workflow --workflow-id cart-7 --update checkout --update-input '{}'`,
 		Args: cobra.ExactArgs(1),
@@ -60,6 +62,12 @@ func newStart(g *globals) *cobra.Command {
 				return err
 			}
 			req.Tags = tags
+			if timeout < 0 {
+				return usagef("--timeout must not be negative, got %v", timeout)
+			}
+			if timeout > 0 {
+				req.ExecutionTimeout = timeout.String()
+			}
 			api, err := g.api()
 			if err != nil {
 				return err
@@ -96,6 +104,7 @@ func newStart(g *globals) *cobra.Command {
 	fl.StringArrayVar(&meta, "meta", nil, "metadata key=value of the run (repeatable)")
 	fl.StringVar(&req.ConcurrencyKey, "concurrency-key", "", "the run's concurrency key for flow control")
 	fl.StringVar(&idem, "idempotency-key", "", "a key that makes a repeated start return the same run")
+	fl.DurationVar(&timeout, "timeout", 0, "the run's execution timeout (such as 1h): it fails as timed out if not finished by then")
 	fl.BoolVar(&wait, "wait", false, "wait for the run to end and print its result (exit 7 when it failed or was cancelled)")
 	msg = addMessageFlags(fl)
 	return cmd
@@ -424,6 +433,9 @@ func printRunSteps(w io.Writer, r *apiclient.Run, graph *graphtext.Graph, showAt
 	if r.ScheduledFor != nil {
 		pairs = append(pairs, "due", *r.ScheduledFor)
 	}
+	if r.Deadline != nil {
+		pairs = append(pairs, "deadline", *r.Deadline)
+	}
 	if r.Condition != nil && r.Condition.Kind != "" {
 		pairs = append(pairs, "condition", strings.TrimSpace(r.Condition.Kind+" "+r.Condition.Reason))
 	}
@@ -546,7 +558,8 @@ func historyRow(w io.Writer, e *apiclient.HistoryEvent) {
 // endsRun reports whether a history event ends its run.
 func endsRun(kind string) bool {
 	switch hephtype.EventKind(kind) {
-	case hephtype.EventRunCompleted, hephtype.EventRunFailed, hephtype.EventRunCancelled, hephtype.EventRunContinued:
+	case hephtype.EventRunCompleted, hephtype.EventRunFailed, hephtype.EventRunCancelled, hephtype.EventRunContinued,
+		hephtype.EventRunTimedOut:
 		return true
 	}
 	return false

@@ -37,6 +37,9 @@ func Apply(g *Graph, s *State, ev Event) (*Decision, error) {
 		if _, ok := ev.(Cancel); ok {
 			return nil, fmt.Errorf("cancel: %w (status %s)", ErrRunFinished, s.Status)
 		}
+		if _, ok := ev.(TimedOut); ok {
+			return nil, fmt.Errorf("time out: %w (status %s)", ErrRunFinished, s.Status)
+		}
 		if _, ok := ev.(Resume); ok {
 			return nil, fmt.Errorf("resume: %w (status %s)", ErrRunFinished, s.Status)
 		}
@@ -61,6 +64,8 @@ func Apply(g *Graph, s *State, ev Event) (*Decision, error) {
 		err = d.timerFired(ev)
 	case Cancel:
 		d.cancel(ev.Reason)
+	case TimedOut:
+		d.timedOut(ev.Error)
 	case StepSnoozed:
 		err = d.stepSnoozed(ev)
 	case StepCancelled:
@@ -335,6 +340,16 @@ func (d *decider) cancel(reason string) {
 	d.stopAll()
 	d.history(History{Kind: hephtype.EventRunCancelled, Error: reason})
 	d.command(CancelRun{Reason: reason})
+}
+
+// timedOut fails the run for its execution timeout: what runs or waits
+// is cancelled as by cancel.
+func (d *decider) timedOut(msg string) {
+	d.s.Status = hephtype.StatusFailed
+	d.s.Error = msg
+	d.stopAll()
+	d.history(History{Kind: hephtype.EventRunTimedOut, Error: msg})
+	d.command(FailRun{Error: msg})
 }
 
 // stopAll cancels every step that is still scheduled or waiting.

@@ -136,6 +136,12 @@ type Cancel struct {
 	Reason string
 }
 
+// TimedOut fails the run because its execution timeout passed: its steps
+// are cancelled as by Cancel, and the run fails with Error.
+type TimedOut struct {
+	Error string
+}
+
 // StepSnoozed reports that an attempt of a step (Index -1) or of a map
 // element (Index >= 0) asked to run again after a delay: the same attempt
 // is scheduled again, so a snooze consumes no attempt.
@@ -173,6 +179,7 @@ func (ItemFailed) isEvent()    {}
 func (Resume) isEvent()        {}
 func (TimerFired) isEvent()    {}
 func (Cancel) isEvent()        {}
+func (TimedOut) isEvent()      {}
 func (StepSnoozed) isEvent()   {}
 func (StepCancelled) isEvent() {}
 func (RunRetried) isEvent()    {}

@@ -281,6 +281,11 @@ type StartOptions struct {
 	// choose their uniqueness per insert.
 	BusinessID string
 	KeyScope   businesskey.Scope
+	// ExecutionTimeout, when positive, is how long the run may take,
+	// counted from its start (from RunAt, when that is later): then it
+	// times out (store.Run.Deadline). Zero takes the flow's own
+	// (flow.Builder.ExecutionTimeout); negative is invalid.
+	ExecutionTimeout time.Duration
 }
 
 // Prepare checks a start request and returns the run to create, without
@@ -425,6 +430,10 @@ func (r *Runtime) newRun(flowName string, input any, opts *StartOptions) (*store
 	if opts.RunID != "" {
 		id = opts.RunID
 	}
+	deadline, err := limits.Deadline(r.cfg.Clock.Now(), opts.RunAt, opts.ExecutionTimeout, f.ExecutionTimeout())
+	if err != nil {
+		return nil, nil, fmt.Errorf("start %q: %w", flowName, err)
+	}
 	if opts.RunAt.After(r.cfg.Clock.Now()) {
 		for i := range u.Tasks {
 			if u.Tasks[i].ReadyAt.Before(opts.RunAt) {
@@ -444,8 +453,8 @@ func (r *Runtime) newRun(flowName string, input any, opts *StartOptions) (*store
 	nr := &store.NewRun{
 		ID: id, Workflow: f.Name(), Version: f.Version(), Kind: hephtype.KindFlow,
 		Status: u.Status, Input: raw, BusinessID: bid, KeyScope: scope, Tags: tags, Metadata: meta,
-		ConcurrencyKey: ckey,
-		State:          u.State, Output: u.Output, Error: u.Error, History: u.History, Tasks: u.Tasks,
+		ConcurrencyKey: ckey, Deadline: deadline,
+		State: u.State, Output: u.Output, Error: u.Error, History: u.History, Tasks: u.Tasks,
 	}
 	if bid == "" {
 		nr.KeyScope = businesskey.ScopeNone

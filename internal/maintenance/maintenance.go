@@ -7,8 +7,10 @@
 //
 // It owns those loops and their timing. It may not run tasks, claim them,
 // or decide runs: its only writes are the store's maintenance calls
-// (PruneRuns, RegisterWorker, RemoveWorker) and the idempotent condition
-// marks, which go through the committer like every change of a run.
+// (PruneRuns, RegisterWorker, RemoveWorker), the idempotent condition
+// marks, which go through the committer like every change of a run, and
+// the timeouts of runs past their deadline, which the runtime decides
+// (Config.TimeOut).
 package maintenance
 
 import (
@@ -64,6 +66,14 @@ type Config struct {
 	// OnQueue returns the workflows with work on a queue, for policies
 	// that name one.
 	OnQueue func(queue string) []string
+	// TimeOut, when set, times out a run whose execution deadline passed
+	// (deadlines.go): true when this call did, false (and no error) when
+	// the run finished first or was timed out already. It goes through
+	// the committer, as every change of a run.
+	TimeOut func(ctx context.Context, runID string) (bool, error)
+	// DeadlineInterval is how often the deadlines are looked at.
+	// Defaults to 1 second.
+	DeadlineInterval time.Duration
 }
 
 // Service runs the maintenance loops between Start and Stop.
@@ -84,6 +94,9 @@ func New(cfg *Config) *Service {
 	if s.cfg.RetentionInterval <= 0 {
 		s.cfg.RetentionInterval = time.Hour
 	}
+	if s.cfg.DeadlineInterval <= 0 {
+		s.cfg.DeadlineInterval = time.Second
+	}
 	if s.cfg.RecordInterval <= 0 {
 		s.cfg.RecordInterval = s.cfg.LeaseDuration
 	}
@@ -99,6 +112,9 @@ func (c *Service) Start(ctx context.Context) {
 	}
 	ctx, c.stop = context.WithCancel(context.WithoutCancel(ctx))
 	c.wg.Go(func() { c.registry(ctx) })
+	if c.cfg.TimeOut != nil {
+		c.wg.Go(func() { c.deadlines(ctx) })
+	}
 	if c.cfg.Retention > 0 || len(c.cfg.Policies) > 0 {
 		c.wg.Go(func() { c.retention(ctx) })
 	}

@@ -45,6 +45,7 @@ const (
 var typeOf = map[string]string{
 	string(hephtype.EventRunStarted): RunStarted, string(hephtype.EventRunCompleted): RunCompleted,
 	string(hephtype.EventRunFailed): RunFailed, string(hephtype.EventRunCancelled): RunCancelled,
+	string(hephtype.EventRunTimedOut):   RunFailed,
 	string(hephtype.EventStepCompleted): StepCompleted, string(hephtype.EventStepFailed): StepFailed,
 	string(hephtype.EventStepWaiting): GateOpened, string(hephtype.EventStepResumed): GateDecided,
 	store.EventScheduleTickFailed: ScheduleTickFailed,

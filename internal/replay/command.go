@@ -30,6 +30,9 @@ type ActivityOptions struct {
 	// HeartbeatTimeout fails an attempt that has not heartbeaten for this
 	// long; zero means no heartbeat is required.
 	HeartbeatTimeout time.Duration
+	// ScheduleToCloseTimeout bounds all attempts together, from the
+	// first one's scheduling; zero means none.
+	ScheduleToCloseTimeout time.Duration
 	// RetryPolicy says how failed attempts are retried; zero fields
 	// inherit flow.DefaultRetryPolicy.
 	RetryPolicy flow.RetryPolicy

@@ -108,11 +108,15 @@ type activityPayload struct {
 	Input        json.RawMessage `json:"input,omitempty"`
 	StartToClose time.Duration   `json:"start_to_close,omitempty"`
 	Heartbeat    time.Duration   `json:"heartbeat,omitempty"`
-	MaxAttempts  int             `json:"max_attempts,omitempty"`
-	Initial      time.Duration   `json:"initial_backoff,omitempty"`
-	MaxBackoff   time.Duration   `json:"max_backoff,omitempty"`
-	Multiplier   float64         `json:"multiplier,omitempty"`
-	Jitter       float64         `json:"jitter,omitempty"`
+	// ScheduleToClose bounds all attempts together from ScheduledAt, the
+	// creation of the first attempt's task (set on the retries' payload).
+	ScheduleToClose time.Duration `json:"schedule_to_close,omitempty"`
+	ScheduledAt     time.Time     `json:"scheduled_at,omitzero"`
+	MaxAttempts     int           `json:"max_attempts,omitempty"`
+	Initial         time.Duration `json:"initial_backoff,omitempty"`
+	MaxBackoff      time.Duration `json:"max_backoff,omitempty"`
+	Multiplier      float64       `json:"multiplier,omitempty"`
+	Jitter          float64       `json:"jitter,omitempty"`
 	// Build is the build the run is pinned to (wfState.Build): the
 	// worker that delivers the outcome decides at once only if it is of
 	// that build.
@@ -221,7 +225,7 @@ func reportTask(st *wfState, runID, workflow string, status hephtype.RunStatus, 
 func activityTask(st *wfState, c replay.ScheduleActivity) store.NewTask {
 	o := c.Options
 	p := activityPayload{
-		Input: c.Input, StartToClose: o.StartToCloseTimeout, Heartbeat: o.HeartbeatTimeout,
+		Input: c.Input, StartToClose: o.StartToCloseTimeout, Heartbeat: o.HeartbeatTimeout, ScheduleToClose: o.ScheduleToCloseTimeout,
 		MaxAttempts: o.RetryPolicy.MaxAttempts, Initial: o.RetryPolicy.InitialBackoff, MaxBackoff: o.RetryPolicy.MaxBackoff,
 		Multiplier: o.RetryPolicy.Multiplier, Jitter: o.RetryPolicy.Jitter, Build: st.Build,
 	}
@@ -245,6 +249,8 @@ type runSpec struct {
 	parentSeq  int
 	// concurrencyKey: see store.Run.ConcurrencyKey.
 	concurrencyKey string
+	// deadline: see store.Run.Deadline.
+	deadline time.Time
 	// extra events reach the first activation with run_started (the
 	// signal of signal-with-start).
 	extra []replay.Event
@@ -271,7 +277,7 @@ func (c *Runtime) createWorkflowRun(ctx context.Context, spec *runSpec) (*store.
 	nr := &store.NewRun{
 		ID: spec.id, Workflow: spec.workflow, Version: 1, Kind: hephtype.KindWorkflow, Input: spec.input,
 		BusinessID: spec.businessID, KeyScope: spec.scope, ParentID: spec.parent, Tags: spec.tags, Metadata: spec.metadata,
-		ConcurrencyKey: spec.concurrencyKey, BuildID: spec.build,
+		ConcurrencyKey: spec.concurrencyKey, BuildID: spec.build, Deadline: spec.deadline,
 	}
 	if nr.KeyScope == "" || nr.BusinessID == "" {
 		nr.KeyScope = businesskey.ScopeNone
@@ -516,9 +522,13 @@ func (c *Runtime) decideLocked(ctx context.Context, e *stickyEntry, fn replay.Fu
 		}
 		evs = make([]replay.Event, 0, len(h)+len(in.extra))
 		for _, x := range h {
-			if x.Kind == hephtype.EventRunCancelled {
+			if x.Kind == hephtype.EventRunCancelled || x.Kind == hephtype.EventRunTimedOut {
 				e.drop()
-				return res, fmt.Errorf("%w (status %s)", engine.ErrRunFinished, hephtype.StatusCancelled)
+				st := hephtype.StatusCancelled
+				if x.Kind == hephtype.EventRunTimedOut {
+					st = hephtype.StatusFailed
+				}
+				return res, fmt.Errorf("%w (status %s)", engine.ErrRunFinished, st)
 			}
 			evs = append(evs, fromStored(x))
 		}
@@ -733,6 +743,13 @@ const maxDecisionBackoff = 5 * time.Minute
 // cancelWorkflowUpdate cancels a workflow run: its queued and running tasks
 // go, its open children are cancelled and its parent is told.
 func cancelWorkflowUpdate(run *store.Run, reason string) (*store.Update, error) {
+	return stopWorkflowUpdate(run, hephtype.StatusCancelled, hephtype.EventRunCancelled, reason)
+}
+
+// stopWorkflowUpdate ends a workflow run in status (cancelled, or failed
+// for a timeout) with the history entry kind: its tasks go, its open
+// children are cancelled and its parent is told.
+func stopWorkflowUpdate(run *store.Run, status hephtype.RunStatus, kind hephtype.EventKind, reason string) (*store.Update, error) {
 	if run.Status.Terminal() {
 		return nil, fmt.Errorf("%w (status %s)", engine.ErrRunFinished, run.Status)
 	}
@@ -741,13 +758,13 @@ func cancelWorkflowUpdate(run *store.Run, reason string) (*store.Update, error) 
 		return nil, err
 	}
 	u := &store.Update{
-		Status: hephtype.StatusCancelled, Error: reason,
-		History: []store.NewEvent{{Kind: hephtype.EventRunCancelled, Error: reason}},
+		Status: status, Error: reason,
+		History: []store.NewEvent{{Kind: kind, Error: reason}},
 		Cancel:  []store.TaskMatch{{Index: -1}},
 		Tasks:   []store.NewTask{opTask(st.Queue, opCancelChildren, -1, nil)},
 	}
 	if st.Parent != "" {
-		u.Tasks = append(u.Tasks, reportTask(st, run.ID, run.Workflow, hephtype.StatusCancelled, nil, reason))
+		u.Tasks = append(u.Tasks, reportTask(st, run.ID, run.Workflow, status, nil, reason))
 	}
 	return u, nil
 }

@@ -298,6 +298,13 @@ func CancelUpdate(run *store.Run, reason string) (*store.Update, error) {
 	return cancelWorkflowUpdate(run, reason)
 }
 
+// TimedOutUpdate is the update that fails a workflow run whose execution
+// timeout passed: as CancelUpdate, but the run fails with msg, its
+// history ends with run_timed_out and its parent learns of a failure.
+func TimedOutUpdate(run *store.Run, msg string) (*store.Update, error) {
+	return stopWorkflowUpdate(run, hephtype.StatusFailed, hephtype.EventRunTimedOut, msg)
+}
+
 // Cancelled tells the runtime that a commit cancelled a workflow run: its
 // cached instance goes and its waiting update callers are told.
 func (c *Runtime) Cancelled(run *store.Run) {

@@ -149,6 +149,19 @@ func (p *activityPayload) policy() flow.RetryPolicy {
 	return flow.RetryPolicy{MaxAttempts: p.MaxAttempts, InitialBackoff: p.Initial, MaxBackoff: p.MaxBackoff, Multiplier: p.Multiplier, Jitter: p.Jitter}
 }
 
+// closes reports whether the activity's schedule-to-close timeout has
+// passed at (an attempt that would start then could not finish in time).
+func (p *activityPayload) closes(t *store.Task, at time.Time) bool {
+	if p.ScheduleToClose <= 0 {
+		return false
+	}
+	from := p.ScheduledAt
+	if from.IsZero() {
+		from = t.CreatedAt // the first attempt
+	}
+	return !at.Before(from.Add(p.ScheduleToClose))
+}
+
 // attempt is an attempt of an activity whose outcome is committed: run in
 // this process, or by a worker outside it (remote.go).
 type attempt struct {
@@ -188,8 +201,15 @@ func (c *Runtime) activityOutcome(a *attempt, p activityPayload, handoff string,
 	if attempts == 0 {
 		attempts = flow.DefaultRetryPolicy.MaxAttempts
 	}
+	var backoff time.Duration
 	if t.Attempt < attempts && policy.Retryable(err) {
-		return nil, c.retryActivity(a, started, err, policy)
+		backoff = policy.Backoff(t.Attempt+1, rand.Float64())
+		if !p.closes(t, c.cfg.Clock.Now().Add(backoff)) {
+			return nil, c.retryActivity(a, started, err, policy, backoff, p)
+		}
+	}
+	if p.closes(t, c.cfg.Clock.Now().Add(backoff)) {
+		err = workflow.NewApplicationError(workflow.TimeoutType, fmt.Sprintf("schedule-to-close timeout of %v passed (last attempt: %v)", p.ScheduleToClose, err), nil, true)
 	}
 	failed := replay.ActivityFailed(t.Index, t.Step, t.Attempt, err.Error())
 	if app := workflow.ApplicationErrorOf(err, nil); app != nil {
@@ -210,16 +230,20 @@ func fromStoredNew(e store.NewEvent) replay.Event {
 // next attempt carries the heartbeat details this one recorded last. A
 // cached instance of the run is told of the events, so that the next
 // decision need not read the history.
-func (c *Runtime) retryActivity(a *attempt, started replay.Event, cause error, policy flow.RetryPolicy) error {
+func (c *Runtime) retryActivity(a *attempt, started replay.Event, cause error, policy flow.RetryPolicy, backoff time.Duration, p activityPayload) error {
 	t := a.task
 	now := c.cfg.Clock.Now()
-	backoff := policy.Backoff(t.Attempt+1, rand.Float64())
 	ready := now.Add(backoff)
+	payload := t.Payload
+	if p.ScheduleToClose > 0 && p.ScheduledAt.IsZero() {
+		p.ScheduledAt = t.CreatedAt // the first attempt's: when it was scheduled
+		payload = worker.MustJSON(p)
+	}
 	ev := replay.Event{Kind: hephtype.EventStepRetrying, ID: t.Index, Name: t.Step, Attempt: t.Attempt + 1, Error: cause.Error(),
 		Data: worker.MustJSON(worker.RetryData{Backoff: backoff, ReadyAt: ready.UTC()})}
 	next := store.NewTask{
 		Queue: t.Queue, Kind: store.TaskActivity, Step: t.Step, Index: t.Index, Attempt: t.Attempt + 1,
-		Payload: t.Payload, Priority: t.Priority, ReadyAt: ready, Handler: store.ActivityHandler(t.Step),
+		Payload: payload, Priority: t.Priority, ReadyAt: ready, Handler: store.ActivityHandler(t.Step),
 		Details: a.details,
 	}
 	e := c.sticky.lock(t.RunID)
@@ -389,6 +413,7 @@ func (c *Runtime) opContinue(ctx context.Context, t *store.Task) (done bool, err
 		id: continuedID(old.ID), workflow: old.Workflow, input: old.Output, businessID: old.BusinessID, scope: old.KeyScope,
 		tags: old.Tags, metadata: old.Metadata, parent: st.Parent, parentSeq: st.ParentSeq, fence: &lease,
 		concurrencyKey: old.ConcurrencyKey, // the same work goes on under the same key
+		deadline:       old.Deadline,       // and within the same time limit
 		// A pinned run continues on its build (the one that decided to
 		// continue); one that auto-upgrades goes on doing so.
 		pin: st.Build, build: old.BuildID,

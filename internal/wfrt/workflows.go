@@ -321,6 +321,10 @@ type StartOptions struct {
 	RunID string
 	// ConcurrencyKey is stored on the run (store.Run.ConcurrencyKey).
 	ConcurrencyKey string
+	// ExecutionTimeout, when positive, is how long the run may take:
+	// store.Run.Deadline. A run that continues as new keeps its
+	// deadline.
+	ExecutionTimeout time.Duration
 	// SignalID, for SignalWithStart only, identifies its signal so that a
 	// repeated call delivers it once (see SignalWithStart).
 	SignalID string
@@ -360,6 +364,9 @@ func (c *Runtime) startWorkflow(ctx context.Context, name string, input any, opt
 		concurrencyKey: ckey}
 	if opts.RunID != "" {
 		spec.id = opts.RunID
+	}
+	if spec.deadline, err = limits.Deadline(c.cfg.Clock.Now(), time.Time{}, opts.ExecutionTimeout, 0); err != nil {
+		return nil, fmt.Errorf("start workflow %q: %w", name, err)
 	}
 	if opts.ID != "" {
 		bid, err := businesskey.Build(workflowKey, opts.ID)

@@ -1228,7 +1228,7 @@ func (a *applier) createArgs(ops []*op) []any {
 	inputs, outputs, businessIDs, keys := make([]*string, n), make([]*string, n), make([]*string, n), make([]*string, n)
 	tags, metas, states := make([]*string, n), make([]*string, n), make([]*string, n)
 	ckeys, traces, builds := make([]string, n), make([]string, n), make([]string, n)
-	finished := make([]*time.Time, n)
+	finished, deadlines := make([]*time.Time, n), make([]*time.Time, n)
 	var fruns []string
 	var fids []int64
 	var ev groups
@@ -1248,6 +1248,10 @@ func (a *applier) createArgs(ops []*op) []any {
 			t := r.FinishedAt
 			finished[k] = &t
 		}
+		if !r.Deadline.IsZero() {
+			t := r.Deadline
+			deadlines[k] = &t
+		}
 		ev.add(r.ID, 0, o.n, "", o.entries)
 		tk.add(r, o.res.Tasks)
 	}
@@ -1255,7 +1259,7 @@ func (a *applier) createArgs(ops []*op) []any {
 		parents, tags, metas, states, seqs, finished, a.now}
 	args = append(args, ev.args()...)
 	args = append(args, tk.args()...)
-	return append(args, nonNil(fruns), nonNil(fids), ckeys, nonNil(tk.keys), traces, nonNil(tk.traces), builds)
+	return append(args, nonNil(fruns), nonNil(fids), ckeys, nonNil(tk.keys), traces, nonNil(tk.traces), builds, deadlines)
 }
 
 // tasks are the columns of tasks to insert.

@@ -14,7 +14,7 @@ import (
 
 // The columns read by scanRun, scanTask and scanEvent, in order.
 const (
-	runCols     = "id, workflow, version, kind, status, input, output, error, business_id, key_scope, parent_id, tags, metadata, state, published, condition, seq, created_at, updated_at, finished_at, concurrency_key, trace_context, build_id"
+	runCols     = "id, workflow, version, kind, status, input, output, error, business_id, key_scope, parent_id, tags, metadata, state, published, condition, seq, created_at, updated_at, finished_at, concurrency_key, trace_context, build_id, deadline"
 	taskCols    = "id, run_id, queue, kind, workflow, version, step, idx, attempt, payload, item, priority, ready_at, handler, details, owner, token, lease_until, claims, created_at, flow_key, trace_context, tags, metadata"
 	historyCols = "run_id, seq, n, key, at, entries"
 	workerCols  = "id, queues, handlers, host, pid, started_at, seen_at, expires_at, build_id"
@@ -32,12 +32,12 @@ func scanRun(sc scanner, extra ...any) (*store.Run, error) {
 		condition            []byte
 		tags                 []string
 		created, updated     time.Time
-		finished             *time.Time
+		finished, deadline   *time.Time
 		businessID           *string
 	)
 	dest := []any{&r.ID, &r.Workflow, &r.Version, &kind, &status, &input, &output, &r.Error,
 		&businessID, &scope, &r.ParentID, &tags, &meta, &state, &published, &condition, &r.Seq,
-		&created, &updated, &finished, &r.ConcurrencyKey, &r.TraceContext, &r.BuildID}
+		&created, &updated, &finished, &r.ConcurrencyKey, &r.TraceContext, &r.BuildID, &deadline}
 	if err := sc.Scan(append(dest, extra...)...); err != nil {
 		return nil, err
 	}
@@ -65,6 +65,7 @@ func scanRun(sc scanner, extra ...any) (*store.Run, error) {
 	r.CreatedAt = created.UTC()
 	r.UpdatedAt = updated.UTC()
 	r.FinishedAt = fromNull(finished)
+	r.Deadline = fromNull(deadline)
 	return &r, nil
 }
 
@@ -449,7 +450,7 @@ SELECT (SELECT count(*) FROM f) + (SELECT count(*) FROM c WHERE c.id = ANY($1::i
 // fences of creates (run ids and task ids: the caller holds the tasks
 // locked and checked their tokens), $40 the runs' concurrency keys, $41 the
 // tasks' flow keys, $42 the runs' trace contexts and $43 the tasks', $44
-// the runs' build ids (the
+// the runs' build ids, $45 their deadlines (the
 // tasks' tags and metadata are those of the runs inserted). ON
 // CONFLICT DO NOTHING covers both the primary key and the business-key
 // index: a run that conflicts (with a run of another transaction, or an
@@ -460,16 +461,16 @@ SELECT (SELECT count(*) FROM f) + (SELECT count(*) FROM c WHERE c.id = ANY($1::i
 var writeCreatesSQL = `WITH r AS (
 	INSERT INTO §runs (id, workflow, version, kind, status, input, output, error, business_id,
 		key_scope, unique_key, parent_id, tags, metadata, state, seq, created_at, updated_at, finished_at, concurrency_key,
-		trace_context, build_id)
+		trace_context, build_id, deadline)
 	SELECT x.id, x.workflow, x.version, x.kind, x.status, x.input::jsonb, x.output::jsonb, x.error, x.business_id,
 		x.key_scope, x.unique_key, x.parent_id,
 		CASE WHEN x.tags IS NULL THEN '{}'::text[] ELSE ARRAY(SELECT json_array_elements_text(x.tags::json)) END,
 		x.metadata::jsonb, x.state::jsonb, x.seq, $18::timestamptz, $18::timestamptz, x.finished_at, x.ckey,
-		x.trace, x.build_id
+		x.trace, x.build_id, x.deadline
 	FROM unnest($1::text[], $2::text[], $3::int8[], $4::text[], $5::text[], $6::text[], $7::text[], $8::text[],
 		$9::text[], $10::text[], $11::text[], $12::text[], $13::text[], $14::text[], $15::text[], $16::int8[],
-		$17::timestamptz[], $40::text[], $42::text[], $44::text[]) WITH ORDINALITY AS x(id, workflow, version, kind, status, input, output,
-		error, business_id, key_scope, unique_key, parent_id, tags, metadata, state, seq, finished_at, ckey, trace, build_id, n)
+		$17::timestamptz[], $40::text[], $42::text[], $44::text[], $45::timestamptz[]) WITH ORDINALITY AS x(id, workflow, version, kind, status, input, output,
+		error, business_id, key_scope, unique_key, parent_id, tags, metadata, state, seq, finished_at, ckey, trace, build_id, deadline, n)
 	ORDER BY x.n
 	ON CONFLICT DO NOTHING
 	RETURNING id, tags, metadata

@@ -208,6 +208,7 @@ func (a *applier) insertRun(r *store.Run, key, tags, meta any) (rowid int64, ref
 	w.arg(r.ConcurrencyKey)
 	w.arg(r.TraceContext)
 	w.arg(r.BuildID)
+	w.arg(nullMicros(r.Deadline))
 	// A conflict on the id fails the statement, which writes nothing; a
 	// conflict on the business key does nothing.
 	res, err := w.exec(qInsertRun)

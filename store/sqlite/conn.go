@@ -63,8 +63,8 @@ var queries = [numQueries]string{
 	qRollback: "ROLLBACK",
 	qInsertRun: `INSERT INTO runs (id, workflow, version, kind, status, input, output, error,
 		business_id, key_scope, unique_key, parent_id, tags, metadata, state, published, seq,
-		created_at, updated_at, finished_at, concurrency_key, trace_context, build_id)
-		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, NULL, ?, ?, ?, ?, ?, ?, ?)
+		created_at, updated_at, finished_at, concurrency_key, trace_context, build_id, deadline)
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, NULL, ?, ?, ?, ?, ?, ?, ?, ?)
 		ON CONFLICT (unique_key) WHERE unique_key IS NOT NULL DO NOTHING`,
 	qHolder:  "SELECT id FROM runs WHERE unique_key = ?",
 	qLoadRun: "SELECT rowid, " + runCols + ", unique_key FROM runs WHERE id = ?",

@@ -14,12 +14,12 @@ import (
 // The columns read by scanRun (and runFromValues), taskFromValues,
 // scanEvent and scanWorker, in order.
 const (
-	runCols    = "id, workflow, version, kind, status, input, output, error, business_id, key_scope, parent_id, tags, metadata, state, published, seq, created_at, updated_at, finished_at, condition, concurrency_key, trace_context, build_id"
+	runCols    = "id, workflow, version, kind, status, input, output, error, business_id, key_scope, parent_id, tags, metadata, state, published, seq, created_at, updated_at, finished_at, condition, concurrency_key, trace_context, build_id, deadline"
 	taskCols   = "id, run_id, queue, kind, workflow, version, step, idx, attempt, payload, item, priority, ready_at, owner, token, lease_until, claims, created_at, handler, details, flow_key, trace_context, tags, metadata"
 	eventCols  = "run_id, seq, kind, step, idx, attempt, name, data, error, at, key"
 	workerCols = "id, queues, handlers, host, pid, started_at, seen_at, expires_at, build_id"
 
-	numRunCols  = 23
+	numRunCols  = 24
 	numTaskCols = 24
 	// runCondCol is the index of condition in runCols.
 	runCondCol = 19
@@ -37,12 +37,12 @@ func scanRun(sc scanner) (*store.Run, error) {
 		input, output, state  []byte
 		published, tags, meta []byte
 		created, updated      int64
-		finished              *int64
+		finished, deadline    *int64
 		businessID, cond      *string
 	)
 	dest := []any{&r.ID, &r.Workflow, &r.Version, &kind, &status, &input, &output, &r.Error,
 		&businessID, &scope, &r.ParentID, &tags, &meta, &state, &published, &r.Seq,
-		&created, &updated, &finished, &cond, &r.ConcurrencyKey, &r.TraceContext, &r.BuildID}
+		&created, &updated, &finished, &cond, &r.ConcurrencyKey, &r.TraceContext, &r.BuildID, &deadline}
 	if err := sc.Scan(dest...); err != nil {
 		return nil, err
 	}
@@ -66,6 +66,7 @@ func scanRun(sc scanner) (*store.Run, error) {
 	r.CreatedAt = fromMicros(created)
 	r.UpdatedAt = fromMicros(updated)
 	r.FinishedAt = fromNullMicros(finished)
+	r.Deadline = fromNullMicros(deadline)
 	return &r, nil
 }
 
@@ -262,6 +263,7 @@ func runFromValues(v []driver.Value) (*store.Run, error) {
 		State: vJSON(v[13]), Published: vJSON(v[14]), Seq: vInt(v[15]),
 		CreatedAt: vTime(v[16]), UpdatedAt: vTime(v[17]), FinishedAt: vTime(v[18]),
 		ConcurrencyKey: vString(v[20]), TraceContext: vString(v[21]), BuildID: vString(v[22]),
+		Deadline: vTime(v[23]),
 	}
 	var err error
 	if r.Tags, r.Metadata, err = decodeAttrs([]byte(vString(v[11])), []byte(vString(v[12]))); err != nil {

@@ -108,6 +108,7 @@ func Run(t *testing.T, newStore func(t *testing.T) store.Store, opts ...Option) 
 		{"DeleteRun", testDeleteRun},
 		{"DeleteRunActive", testDeleteRunActive},
 		{"DeleteRunForced", testDeleteRunForced},
+		{"ExpiredRuns", testExpiredRuns},
 		{"Close", testClose},
 		{"ConcurrentClaims", testConcurrentClaims},
 		{"ConcurrentStarts", testConcurrentStarts},

@@ -1,0 +1,2 @@
+DROP INDEX runs_deadline;
+ALTER TABLE runs DROP COLUMN deadline;
