@@ -109,6 +109,13 @@ const (
 	// workflow: the events after it, up to the next event the runtime
 	// wrote, are the commands that activation issued.
 	EventDecision EventKind = "decision"
+	// EventRunPaused records that an operator paused the run (Name: who,
+	// the authenticated principal; Data: {"cancel_running": true} when
+	// the tasks that ran were released). Not a command: replay skips it.
+	EventRunPaused EventKind = "run_paused"
+	// EventRunUnpaused records that an operator unpaused the run (Name:
+	// who). Not a command: replay skips it.
+	EventRunUnpaused EventKind = "run_unpaused"
 )
 
 // RunKind tells which authoring model a run belongs to.
@@ -134,4 +141,7 @@ const (
 	// period and no live worker of its queue can run it: none has its
 	// flow version, workflow or activity registered.
 	ConditionUnserved = "unserved"
+	// ConditionPaused: an operator paused the run; its tasks are not
+	// claimed until it is unpaused (the message names who paused it).
+	ConditionPaused = "paused"
 )

@@ -2,6 +2,7 @@ package sqlite
 
 import (
 	"context"
+	"database/sql/driver"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -462,6 +463,15 @@ func (a *applier) update(c *store.Change) (store.ChangeResult, error) {
 		}
 	}
 
+	pausedCol, err := store.EncodePause(next.Paused)
+	if err != nil {
+		return a.refuse(c, run.ID, fmt.Errorf("update run %s: %w", run.ID, err))
+	}
+	var paused driver.Value
+	if pausedCol != nil {
+		paused = *pausedCol
+	}
+
 	w := a.w
 	if c.Fence != nil {
 		if n, err := a.fence(c.Fence); err != nil {
@@ -482,6 +492,7 @@ func (a *applier) update(c *store.Change) (store.ChangeResult, error) {
 	w.arg(nullMicros(next.FinishedAt))
 	w.arg(newKey)
 	w.arg(next.BuildID)
+	w.arg(paused)
 	w.arg(st.rowid)
 	w.arg(run.ID)
 	res, err := w.exec(qUpdateRun)
@@ -502,6 +513,12 @@ func (a *applier) update(c *store.Change) (store.ChangeResult, error) {
 		// are cancelled too.
 		if err := a.flushTasks(); err != nil {
 			return store.ChangeResult{}, err
+		}
+	}
+	if u.Release {
+		w.arg(run.ID)
+		if _, err := w.exec(qReleaseRun); err != nil {
+			return store.ChangeResult{}, fmt.Errorf("release tasks: %w", err)
 		}
 	}
 	for _, m := range u.Cancel {
