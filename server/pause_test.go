@@ -87,3 +87,53 @@ func TestPauseRunByBusinessID(t *testing.T) {
 		}
 	})
 }
+
+// POST /operations pause and unpause: every waiting gate run the filter
+// selects is paused, then unpaused, each recorded once with the
+// operation's creator; a completed run selected too is done (nothing to
+// pause); a pause takes no reason but cancel_running.
+func TestBulkPause(t *testing.T) {
+	forEach(t, func(t *testing.T, b backend) {
+		e := newEnv(t, b, &Config{})
+		e.api.token = e.token("root", RoleAdmin)
+		var ids []string
+		for range 3 {
+			var r Run
+			e.api.call(http.MethodPost, "/api/v1/runs", map[string]any{"name": "gate"}, http.StatusCreated, &r)
+			ids = append(ids, r.ID)
+		}
+		for _, id := range ids {
+			e.waitStatus(id, "waiting")
+		}
+		e.api.do(req{method: http.MethodPost, path: "/api/v1/operations",
+			body: map[string]any{"action": "pause", "filter": map[string]any{"workflow": "gate"}, "reason": "why not"}}).problem(t, http.StatusBadRequest)
+		for _, action := range []string{"pause", "unpause"} {
+			var op Operation
+			e.api.call(http.MethodPost, "/api/v1/operations", map[string]any{"action": action, "filter": map[string]any{"workflow": "gate"}}, http.StatusAccepted, &op)
+			done := e.waitOperation(op.ID)
+			if done.Status != "completed" || done.Done != 3 || done.Failed != 0 {
+				t.Fatalf("the %s operation: %+v", action, done)
+			}
+			for _, id := range ids {
+				var r Run
+				e.api.call(http.MethodGet, "/api/v1/runs/"+id, nil, http.StatusOK, &r)
+				if paused := r.Condition != nil && r.Condition.Kind == "paused" && r.Condition.Reason == "paused by root"; paused != (action == "pause") {
+					t.Fatalf("after %s: run %s condition %+v", action, id, r.Condition)
+				}
+			}
+		}
+		for _, id := range ids {
+			var h History
+			e.api.call(http.MethodGet, "/api/v1/runs/"+id+"/history", nil, http.StatusOK, &h)
+			var got []string
+			for _, ev := range h.Events {
+				if ev.Kind == "run_paused" || ev.Kind == "run_unpaused" {
+					got = append(got, ev.Kind+" "+ev.Name)
+				}
+			}
+			if strings.Join(got, "|") != "run_paused root|run_unpaused root" {
+				t.Errorf("run %s history: %v", id, got)
+			}
+		}
+	})
+}
