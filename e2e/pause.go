@@ -22,6 +22,7 @@ var pauseTests = []subtest{
 	{"PauseRunningAndTimer", testPauseRunningAndTimer},
 	{"PauseCancelRunning", testPauseCancelRunning},
 	{"PauseFinished", testPauseFinished},
+	{"PauseWorkflowSignals", testPauseWorkflowSignals},
 }
 
 // heldFlow is hold -> after: hold signals started, then waits for
@@ -268,6 +269,64 @@ func testPauseFinished(t *testing.T, b Backend) {
 		t.Fatalf("pause of a missing run: %v, want ErrRunNotFound", err)
 	}
 	if h := e.history(r.ID); count(h, hephtype.EventRunPaused, "") != 0 {
+		t.Fatalf("history %v", kinds(h))
+	}
+}
+
+// testPauseWorkflowSignals: a code-first workflow paused while its
+// activity runs: the activity's result is kept, the signals sent
+// meanwhile are recorded and no decision is taken on them until the
+// unpause; then the workflow handles them all (replaying a history that
+// holds run_paused and run_unpaused) and completes, the activity having
+// run once.
+func testPauseWorkflowSignals(t *testing.T, b Backend) {
+	g := newGate()
+	wf, slow := signalWorkflow(g)
+	e := newWfEnv(t, b, nil, wfs(wf), slow)
+	ctx := ctxT(t)
+	r, err := heph.StartWorkflow(ctx, e.c, wf, struct{}{}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "the activity to run", func() bool { return g.waiting.Load() == 1 })
+	if err := e.c.PauseRun(ctx, r.ID, &heph.PauseOptions{By: "alice"}); err != nil {
+		t.Fatal(err)
+	}
+	g.open()
+	for i, s := range []struct {
+		name string
+		v    int
+	}{{"x", 1}, {"x", 2}, {"x", 3}, {"y", 4}} {
+		if err := r.Signal(ctx, s.name, s.v); err != nil {
+			t.Fatalf("signal %d to a paused workflow: %v", i, err)
+		}
+	}
+	waitFor(t, "the activity's result", func() bool {
+		return count(e.history(r.ID), hephtype.EventStepCompleted, "") == 1
+	})
+	h := e.history(r.ID)
+	paused := slices.IndexFunc(h, func(ev heph.HistoryEvent) bool { return ev.Kind == hephtype.EventRunPaused })
+	if n := count(h[paused:], hephtype.EventSignalReceived, ""); n != 4 {
+		t.Fatalf("signals recorded while paused: %d, want 4 (%v)", n, kinds(h))
+	}
+	if n := count(h[paused:], hephtype.EventDecision, ""); n != 0 {
+		t.Fatalf("decisions while paused: %d (%v)", n, kinds(h))
+	}
+	if ts := e.probeClaim(time.Now().Add(time.Hour)); len(ts) != 0 {
+		t.Fatalf("claimable while paused: %d tasks (%s)", len(ts), ts[0].Kind)
+	}
+	if err := e.c.UnpauseRun(ctx, r.ID, &heph.UnpauseOptions{By: "bob"}); err != nil {
+		t.Fatal(err)
+	}
+	out, err := r.Get(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Equal(out, []int{1, 2, 3, 4}) {
+		t.Fatalf("output %v, want [1 2 3 4]", out)
+	}
+	h = e.history(r.ID)
+	if count(h, hephtype.EventStepCompleted, "") != 1 || count(h, hephtype.EventRunPaused, "") != 1 || count(h, hephtype.EventRunUnpaused, "") != 1 {
 		t.Fatalf("history %v", kinds(h))
 	}
 }
