@@ -193,7 +193,7 @@ func testPauseRunningAndTimer(t *testing.T, b Backend) {
 	// after the unpause.
 	h := kinds(e.history(held.ID))
 	p, c, u := slices.Index(h, string(hephtype.EventRunPaused)), slices.Index(h, string(hephtype.EventStepCompleted)), slices.Index(h, string(hephtype.EventRunUnpaused))
-	if !(p < c && c < u) || count(e.history(held.ID), hephtype.EventStepStarted, "after") != 1 {
+	if p >= c || c >= u || count(e.history(held.ID), hephtype.EventStepStarted, "after") != 1 {
 		t.Errorf("held run history %v", h)
 	}
 }
