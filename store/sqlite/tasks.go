@@ -39,8 +39,9 @@ func claimQuery(queueCond, handlerCond string) string {
 const (
 	// notPaused keeps the tasks whose run is not paused (store.Run.Paused):
 	// one probe of runs_paused, which holds the paused runs only, per task
-	// the walk meets.
-	notPaused = "NOT EXISTS (SELECT 1 FROM runs pr WHERE pr.id = run_id AND pr.paused IS NOT NULL)"
+	// the walk meets (INDEXED BY: without statistics the planner would
+	// probe the primary key and read the run's row).
+	notPaused = "NOT EXISTS (SELECT 1 FROM runs pr INDEXED BY runs_paused WHERE pr.id = run_id AND pr.paused IS NOT NULL)"
 	queueOne  = "queue = ?1"
 	queueMany = "queue IN (SELECT value FROM json_each(?1))"
 )
