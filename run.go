@@ -157,6 +157,10 @@ func (c *Client) toRun(r *store.Run) *Run {
 		Error: r.Error, BusinessID: r.BusinessID, ParentID: r.ParentID, Tags: r.Tags, Metadata: r.Metadata, Condition: r.Condition,
 		ConcurrencyKey: r.ConcurrencyKey, BuildID: r.BuildID, Deadline: r.Deadline, CreatedAt: r.CreatedAt, UpdatedAt: r.UpdatedAt, FinishedAt: r.FinishedAt,
 	}
+	if r.Paused != nil {
+		// Pausing wins over what else keeps the run from progressing.
+		out.Condition = pausedCondition(r.Paused)
+	}
 	var s struct {
 		Steps []struct {
 			Status  hephtype.StepStatus `json:"status"`

@@ -385,7 +385,7 @@ func jsonAttr(v any) string {
 
 // AdminActions are the actions an admin may take on the run, those that
 // apply to it as it is: cancel, retry, resume, approve and reject, signal
-// and update.
+// and update, pause or unpause, delete.
 func (d *runData) AdminActions() []runAction {
 	base := "/api/v1/runs/" + url.PathEscape(d.Run.ID)
 	var out []runAction
@@ -432,6 +432,9 @@ func (d *runData) AdminActions() []runAction {
 				Confirm: "Send an update with optional JSON arguments and wait for its result.", Then: "show:#action-answer",
 				Fields: jsonAttr([]field{{Name: "name", Label: "Update", Type: "text", Required: true, Path: true, Options: d.Updates},
 					{Name: "args", Label: "Arguments (JSON)", Type: "json"}})})
+	}
+	if !d.Terminal {
+		out = append(out, d.pauseActions(base)...)
 	}
 	return append(out, d.deleteAction(base))
 }

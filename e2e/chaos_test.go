@@ -20,6 +20,10 @@ package e2e_test
 //   - TestChaosDeleteKilledConnection (chaos_delete_test.go): a forced
 //     delete killed mid-transaction deletes nothing, its retry deletes
 //     once, and the worker of the deleted run cannot commit (PostgreSQL);
+//   - TestChaosPauseKilledConnection (chaos_pause_test.go): a pause killed
+//     while it waits for the run's lock, and retried, pauses the run once
+//     (one run_paused); the running step's result is kept and the next
+//     step runs once, after unpause (PostgreSQL);
 //   - TestChaosCheckerFindsFaults: the checker reports each kind of
 //     duplicate and a lost run.
 //

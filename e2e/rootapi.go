@@ -33,6 +33,7 @@ func RunRootAPI(t *testing.T, b Backend) {
 		{"HistoryAfter", testHistoryAfter},
 		{"InsertJobJSON", testInsertJobJSON},
 		{"Delete", func(t *testing.T, b Backend) { runAll(t, b, deleteTests) }},
+		{"Pause", func(t *testing.T, b Backend) { runAll(t, b, pauseTests) }},
 	})
 }
 

@@ -112,6 +112,13 @@ const (
 	// workflow: the events after it, up to the next event the runtime
 	// wrote, are the commands that activation issued.
 	EventDecision EventKind = "decision"
+	// EventRunPaused records that an operator paused the run (Name: who,
+	// the authenticated principal; Data: {"cancel_running": true} when
+	// the tasks that ran were released). Not a command: replay skips it.
+	EventRunPaused EventKind = "run_paused"
+	// EventRunUnpaused records that an operator unpaused the run (Name:
+	// who). Not a command: replay skips it.
+	EventRunUnpaused EventKind = "run_unpaused"
 )
 
 // RunKind tells which authoring model a run belongs to.
@@ -140,4 +147,7 @@ const (
 	// ConditionTimedOut: the run's execution timeout passed before it
 	// finished, and the run failed for it (kept on the failed run).
 	ConditionTimedOut = "timed_out"
+	// ConditionPaused: an operator paused the run; its tasks are not
+	// claimed until it is unpaused (the message names who paused it).
+	ConditionPaused = "paused"
 )

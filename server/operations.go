@@ -150,9 +150,12 @@ func (s *Server) createOperation(c *call) error {
 		return err
 	}
 	switch b.Action {
-	case store.OperationCancel, store.OperationRetry, store.OperationDelete:
+	case store.OperationCancel, store.OperationRetry, store.OperationDelete, store.OperationPause, store.OperationUnpause:
 	default:
-		return fieldProblem("action", fmt.Sprintf(`%q is not an action: use "cancel", "retry" or "delete"`, b.Action))
+		return fieldProblem("action", fmt.Sprintf(`%q is not an action: use "cancel", "retry", "delete", "pause" or "unpause"`, b.Action))
+	}
+	if b.Action == store.OperationPause && b.Reason != "" && b.Reason != pauseCancelRunning {
+		return fieldProblem("reason", fmt.Sprintf(`a pause takes no reason but %q (stop the running tasks too), got %q`, pauseCancelRunning, b.Reason))
 	}
 	if b.Filter.empty() {
 		return fieldProblem("filter", "an empty filter selects every run: give at least one field")
@@ -381,6 +384,10 @@ func (p *processor) count(ctx context.Context, f *RunFilter, before time.Time) (
 	}
 }
 
+// pauseCancelRunning is the reason of a bulk pause that stops the
+// running tasks of the runs too (PauseOptions.CancelRunning).
+const pauseCancelRunning = "cancel_running"
+
 // act carries out the operation's action on one run. A run that ended
 // (cancel), was retried (retry) or is gone (delete) before its turn is
 // done. A bulk delete never forces: an active run, or one with work left,
@@ -416,8 +423,20 @@ func (p *processor) act(ctx context.Context, op *store.Operation, r *hephaestus.
 			return fmt.Errorf("kept: %w (a bulk delete never forces: cancel it, or delete it alone with force)", err)
 		}
 		return err
+	case store.OperationPause, store.OperationUnpause:
+		// A run that ended before its turn is done: nothing to pause.
+		var err error
+		if op.Action == store.OperationPause {
+			err = cl.PauseRun(ctx, r.ID, &hephaestus.PauseOptions{CancelRunning: op.Reason == pauseCancelRunning, By: op.CreatedBy})
+		} else {
+			err = cl.UnpauseRun(ctx, r.ID, &hephaestus.UnpauseOptions{By: op.CreatedBy})
+		}
+		if errors.Is(err, hephaestus.ErrRunFinished) || errors.Is(err, hephaestus.ErrRunNotFound) {
+			return nil
+		}
+		return err
 	}
-	return fmt.Errorf("the action %q is not one of cancel, retry, delete", op.Action)
+	return fmt.Errorf("the action %q is not one of cancel, retry, delete, pause, unpause", op.Action)
 }
 
 // save records the operation's progress, fenced by its lease, and extends

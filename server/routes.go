@@ -55,6 +55,8 @@ func (s *Server) register() {
 	s.handle(post, p+"/runs/{id}/steps/{step}/approve", accessDecide, "runs.approve", s.decide(true))
 	s.handle(post, p+"/runs/{id}/steps/{step}/reject", accessDecide, "runs.reject", s.decide(false))
 	s.handle(post, p+"/runs/{id}/cancel", accessOperate, "runs.cancel", s.cancel)
+	s.handle(post, p+"/runs/{id}/pause", accessOperate, "runs.pause", s.pauseRun)
+	s.handle(post, p+"/runs/{id}/unpause", accessOperate, "runs.unpause", s.unpauseRun)
 	s.handle(post, p+"/runs/{id}/retry", accessOperate, "runs.retry", s.retry)
 	s.handle(get, p+"/approvals", accessApprovals, "", s.approvals)
 	s.handle(post, p+"/operations", accessOperate, "operations.create", s.createOperation)

@@ -248,6 +248,10 @@ const (
 	OperationCancel = "cancel"
 	OperationRetry  = "retry"
 	OperationDelete = "delete"
+	// OperationPause and OperationUnpause pause and unpause runs (the
+	// Reason "cancel_running" stops their running tasks too).
+	OperationPause   = "pause"
+	OperationUnpause = "unpause"
 )
 
 // Bulk operation statuses.
@@ -269,8 +273,8 @@ const maxAccessIDLength = 200
 // carried out by whichever server holds its lease, with its progress.
 type Operation struct {
 	ID string
-	// Action is OperationCancel, OperationRetry or OperationDelete
-	// (opaque to the store).
+	// Action is OperationCancel, OperationRetry, OperationDelete,
+	// OperationPause or OperationUnpause (opaque to the store).
 	Action string
 	// Filter selects the runs (JSON, opaque to the store).
 	Filter    json.RawMessage

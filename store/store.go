@@ -248,6 +248,10 @@ type Run struct {
 	// Condition says why an active run does not progress, when the
 	// runtime knows (zero otherwise).
 	Condition Condition
+	// Paused, when not nil, says that the run is paused: its tasks are
+	// not claimed (those leased when it was paused finish) until it is
+	// unpaused. A run that finishes is no longer paused.
+	Paused *Pause
 	// Seq is the sequence number of the last history entry.
 	Seq        int64
 	CreatedAt  time.Time
@@ -493,6 +497,16 @@ type Update struct {
 	// BuildID, when not empty, replaces the run's build (Run.BuildID): a
 	// run that auto-upgrades records the build that decided it last.
 	BuildID string
+	// Pause, when not nil, pauses the run (Run.Paused); Unpause clears
+	// it. At most one of the two.
+	Pause   *Pause
+	Unpause bool
+	// Release releases the leases of the run's leased tasks: their
+	// holders lose them (commits are refused with ErrLeaseLost,
+	// heartbeats fail, stores that notify tell their processes) and the
+	// tasks are claimable again, at once, or after unpause when the run is
+	// paused. A pause that cancels what runs sets it.
+	Release bool
 	History []NewEvent
 	Tasks   []NewTask
 	// Cancel deletes matching tasks of the run (queued or leased: a leased

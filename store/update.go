@@ -15,6 +15,12 @@ func (u *Update) Check() error {
 	if u.Status != "" && !u.Status.Valid() {
 		return fmt.Errorf("unknown status %q", u.Status)
 	}
+	if u.Pause != nil && u.Unpause {
+		return errors.New("pause and unpause at once")
+	}
+	if u.Pause != nil && u.Pause.At.IsZero() {
+		return errors.New("pause: the time is zero")
+	}
 	if u.Reopen && u.Status == "" {
 		return errors.New("reopen: the status is empty")
 	}
@@ -81,6 +87,17 @@ func (u *Update) Next(run *Run, now time.Time) Run {
 		} else if next.Condition.Since.IsZero() {
 			next.Condition.Since = now
 		}
+	}
+	if u.Pause != nil {
+		p := *u.Pause
+		p.At = p.At.Truncate(time.Microsecond).UTC()
+		next.Paused = &p
+	} else if u.Unpause {
+		next.Paused = nil
+	}
+	if next.Status.Terminal() {
+		// The tasks a finished run leaves (reporting to its parent …) run.
+		next.Paused = nil
 	}
 	next.Seq = run.Seq + int64(len(u.History))
 	next.UpdatedAt = now

@@ -199,6 +199,21 @@ func (c *Client) Cancel(ctx context.Context, id, reason string) (*Run, *Response
 		}{reason}})
 }
 
+// Pause pauses a run: none of its tasks is claimed until Unpause;
+// cancelRunning stops its running tasks too (they run again after
+// unpause). Pausing a paused run records nothing.
+func (c *Client) Pause(ctx context.Context, id string, cancelRunning bool) (*Run, *Response, error) {
+	return call[Run](ctx, c, &request{method: http.MethodPost, path: "/runs/" + seg(id) + "/pause",
+		body: struct {
+			CancelRunning bool `json:"cancel_running,omitempty"`
+		}{cancelRunning}})
+}
+
+// Unpause unpauses a paused run.
+func (c *Client) Unpause(ctx context.Context, id string) (*Run, *Response, error) {
+	return call[Run](ctx, c, &request{method: http.MethodPost, path: "/runs/" + seg(id) + "/unpause", body: struct{}{}})
+}
+
 // Retry runs a failed run's failed steps again.
 func (c *Client) Retry(ctx context.Context, id string) (*Run, *Response, error) {
 	return call[Run](ctx, c, &request{method: http.MethodPost, path: "/runs/" + seg(id) + "/retry", body: struct{}{}})

@@ -15,6 +15,9 @@ const statusScheduled = "scheduled"
 // runStatus is a run's status as ls and show print it: "scheduled (in
 // 23h)" for a run due later, its stored status otherwise.
 func runStatus(r *apiclient.Run, now time.Time) string {
+	if r.Condition != nil && r.Condition.Kind == conditionPaused {
+		return r.Status + " (paused)"
+	}
 	if r.ScheduledFor == nil {
 		return r.Status
 	}

@@ -115,7 +115,8 @@ func classify(k hephtype.EventKind) class {
 		hephtype.EventChildStarted, EventChildCancelled,
 		hephtype.EventRunCompleted, hephtype.EventRunFailed, hephtype.EventRunContinued:
 		return classCommand
-	case hephtype.EventStepStarted, hephtype.EventStepRetrying, hephtype.EventUpdateRejected:
+	case hephtype.EventStepStarted, hephtype.EventStepRetrying, hephtype.EventUpdateRejected,
+		hephtype.EventRunPaused, hephtype.EventRunUnpaused:
 		return classInfo
 	}
 	return classUnknown

@@ -34,6 +34,13 @@ const (
 // read: the decision is dropped and made again from the new history.
 var errConflict = errors.New("the run's history changed since the decision read it")
 
+// errRunPaused refuses a decision made in line (an activity's outcome, a
+// signal, a child's report) for a paused run: the events go to the
+// history with a decision task, which is not claimed until the run is
+// unpaused. A decision task or request leased before the pause still
+// decides (running tasks finish).
+var errRunPaused = errors.New("the run is paused")
+
 // wfState is what a workflow run keeps in store.Run.State. Like any run
 // state it is a cache of what the history says, plus the bookkeeping of
 // the run's decision task.
@@ -580,6 +587,9 @@ func (c *Runtime) decisionChange(in *decideInput, base int64, dec *replay.Decisi
 		}
 		if run.Status.Terminal() {
 			return nil, fmt.Errorf("%w (status %s)", engine.ErrRunFinished, run.Status)
+		}
+		if run.Paused != nil && !in.task && !in.request {
+			return nil, fmt.Errorf("%w: run %s", errRunPaused, run.ID)
 		}
 		if run.Seq != base {
 			return nil, fmt.Errorf("%w: run %s is at event %d, the decision read up to %d", errConflict, run.ID, run.Seq, base)

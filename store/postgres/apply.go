@@ -335,6 +335,8 @@ type op struct {
 	entries string
 	n       int
 	cond    *string // an update's condition, as JSON
+	paused  *string // an update's paused column (Run.Paused), as JSON
+	release bool    // an update releases its run's leases (Update.Release)
 	ckey    string  // the change's key, recorded on its first entry
 	// fenceRun is the run of the task that fences a create.
 	fenceRun string
@@ -1178,9 +1180,13 @@ func (a *applier) updateArgs(ops []*op, w *written) []any {
 	var order []*op
 	var ev groups
 	var tk tasks
+	var released []string
 	for _, o := range ops {
 		if o.fence != nil {
 			fids = append(fids, o.fence.TaskID)
+		}
+		if o.release {
+			released = append(released, o.id)
 		}
 		for _, m := range o.cancel {
 			cruns, ckinds, csteps, cidx = append(cruns, o.id), append(ckinds, string(m.Kind)), append(csteps, m.Step), append(cidx, int64(m.Index))
@@ -1197,14 +1203,14 @@ func (a *applier) updateArgs(ops []*op, w *written) []any {
 	n := len(order)
 	ids, statuses, errs := make([]string, n), make([]string, n), make([]string, n)
 	outputs, states, published, keys := make([]*string, n), make([]*string, n), make([]*string, n), make([]*string, n)
-	conds, builds := make([]*string, n), make([]string, n)
+	conds, builds, paused := make([]*string, n), make([]string, n), make([]*string, n)
 	seqs := make([]int64, n)
 	finished := make([]*time.Time, n)
 	for k, o := range order {
 		r := o.run
 		ids[k], statuses[k], errs[k] = r.ID, string(r.Status), r.Error
 		outputs[k], states[k], published[k], keys[k] = jsonArg(r.Output), jsonArg(r.State), jsonArg(r.Published), o.key
-		seqs[k], conds[k], builds[k] = r.Seq, o.cond, r.BuildID
+		seqs[k], conds[k], builds[k], paused[k] = r.Seq, o.cond, r.BuildID, o.paused
 		if !r.FinishedAt.IsZero() {
 			t := r.FinishedAt
 			finished[k] = &t
@@ -1215,7 +1221,7 @@ func (a *applier) updateArgs(ops []*op, w *written) []any {
 		ids, statuses, outputs, errs, states, published, seqs, finished, keys, conds, a.now}
 	args = append(args, ev.args()...)
 	args = append(args, tk.args()...)
-	return append(args, a.s.cancels, nonNil(tk.keys), nonNil(tk.traces), builds)
+	return append(args, a.s.cancels, nonNil(tk.keys), nonNil(tk.traces), builds, paused, nonNil(released))
 }
 
 // createArgs are the arguments of writeCreates for the creates of a
@@ -1415,6 +1421,10 @@ func (a *applier) planUpdate(i int, c *store.Change) (*op, store.ChangeResult) {
 	if err != nil {
 		return nil, refused(fmt.Errorf("update run %s: condition: %w", run.ID, err))
 	}
+	paused, err := store.EncodePause(next.Paused)
+	if err != nil {
+		return nil, refused(fmt.Errorf("update run %s: %w", run.ID, err))
+	}
 	newKey := st.key
 	var frees, takes *string
 	if newKey != nil && store.FreesKey(next.KeyScope, next) {
@@ -1431,7 +1441,7 @@ func (a *applier) planUpdate(i int, c *store.Change) (*op, store.ChangeResult) {
 		return nil, refused(fmt.Errorf("update run %s: %w", run.ID, err))
 	}
 	o := &op{i: i, id: run.ID, run: &next, key: newKey, frees: frees, takes: takes, seq: run.Seq, fence: c.Fence,
-		cancel: u.Cancel, entries: entries, n: len(u.History), cond: cond,
+		cancel: u.Cancel, release: u.Release, entries: entries, n: len(u.History), cond: cond, paused: paused,
 		res: store.ChangeResult{Run: &next, Tasks: newTasks(&next, u.Tasks, a.now)}}
 	if len(u.History) > 0 {
 		o.ckey = c.Key // a change that appends nothing records no key

@@ -80,7 +80,7 @@ var (
 	FROM k LEFT JOIN §queue_keys qk ON qk.queue = $1 AND qk.key = k.key
 	LEFT JOIN LATERAL (SELECT id, priority FROM §tasks
 		WHERE queue = $1 AND flow_key = k.key AND ready_at <= $4 AND (lease_until IS NULL OR lease_until <= $4)
-			AND ` + handlerCondSQL + `
+			AND ` + handlerCondSQL + ` AND ` + notPaused + `
 		ORDER BY priority DESC, ready_at, id LIMIT (SELECT per FROM c0)) c ON true
 	ORDER BY k.part, k.key, c.priority DESC NULLS LAST`
 	// Leases the tasks $1 (checked again: still claimable at $4) to $2
@@ -89,6 +89,7 @@ var (
 	leaseControlledSQL = `WITH l AS (
 		UPDATE §tasks t SET owner = $2, token = t.token + 1, lease_until = $3, claims = t.claims + 1
 		WHERE t.id = ANY($1::int8[]) AND t.ready_at <= $4 AND (t.lease_until IS NULL OR t.lease_until <= $4)
+			AND NOT EXISTS (SELECT 1 FROM §runs pr WHERE pr.id = t.run_id AND pr.paused IS NOT NULL)
 		RETURNING ` + prefixed("t.", taskCols) + `
 	), r AS (
 		INSERT INTO §queue_leases (task_id, token, queue, key)
@@ -110,7 +111,7 @@ var (
 // not govern, as claimSQL does.
 var bookkeepingSQL = `UPDATE §tasks t SET owner = $2, token = t.token + 1, lease_until = $3, claims = t.claims + 1
 	FROM (SELECT id FROM §tasks WHERE queue = $1 AND flow_key IS NULL AND ready_at <= $4
-		AND (lease_until IS NULL OR lease_until <= $4) AND ` + handlerCondSQL + `
+		AND (lease_until IS NULL OR lease_until <= $4) AND ` + handlerCondSQL + ` AND ` + notPaused + `
 		ORDER BY priority DESC, ready_at, id LIMIT $5 FOR UPDATE SKIP LOCKED) picked
 	WHERE t.id = picked.id RETURNING ` + prefixed("t.", taskCols)
 

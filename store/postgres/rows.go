@@ -14,7 +14,7 @@ import (
 
 // The columns read by scanRun, scanTask and scanEvent, in order.
 const (
-	runCols     = "id, workflow, version, kind, status, input, output, error, business_id, key_scope, parent_id, tags, metadata, state, published, condition, seq, created_at, updated_at, finished_at, concurrency_key, trace_context, build_id, deadline"
+	runCols     = "id, workflow, version, kind, status, input, output, error, business_id, key_scope, parent_id, tags, metadata, state, published, condition, seq, created_at, updated_at, finished_at, concurrency_key, trace_context, build_id, deadline, paused"
 	taskCols    = "id, run_id, queue, kind, workflow, version, step, idx, attempt, payload, item, priority, ready_at, handler, details, owner, token, lease_until, claims, created_at, flow_key, trace_context, tags, metadata"
 	historyCols = "run_id, seq, n, key, at, entries"
 	workerCols  = "id, queues, handlers, host, pid, started_at, seen_at, expires_at, build_id"
@@ -29,7 +29,7 @@ func scanRun(sc scanner, extra ...any) (*store.Run, error) {
 		kind, status, scope  string
 		input, output, state []byte
 		published, meta      []byte
-		condition            []byte
+		condition, paused    []byte
 		tags                 []string
 		created, updated     time.Time
 		finished, deadline   *time.Time
@@ -37,7 +37,7 @@ func scanRun(sc scanner, extra ...any) (*store.Run, error) {
 	)
 	dest := []any{&r.ID, &r.Workflow, &r.Version, &kind, &status, &input, &output, &r.Error,
 		&businessID, &scope, &r.ParentID, &tags, &meta, &state, &published, &condition, &r.Seq,
-		&created, &updated, &finished, &r.ConcurrencyKey, &r.TraceContext, &r.BuildID, &deadline}
+		&created, &updated, &finished, &r.ConcurrencyKey, &r.TraceContext, &r.BuildID, &deadline, &paused}
 	if err := sc.Scan(append(dest, extra...)...); err != nil {
 		return nil, err
 	}
@@ -61,6 +61,10 @@ func scanRun(sc scanner, extra ...any) (*store.Run, error) {
 			return nil, fmt.Errorf("run %s: condition: %w", r.ID, err)
 		}
 		r.Condition.Since = r.Condition.Since.UTC()
+	}
+	var err error
+	if r.Paused, err = store.DecodePause(paused); err != nil {
+		return nil, fmt.Errorf("run %s: %w", r.ID, err)
 	}
 	r.CreatedAt = created.UTC()
 	r.UpdatedAt = updated.UTC()
@@ -248,18 +252,18 @@ func newQueries(schema string) queries {
 		release:   s(leaseSQL("owner = NULL, lease_until = NULL")),
 		nextReady: s(`SELECT min(least(r.t, l.t)) FROM unnest($1::text[]) AS q(name)
 			CROSS JOIN LATERAL (SELECT min(ready_at) FROM §tasks WHERE queue = q.name AND owner IS NULL
-				AND ` + handlerCond("$2") + `) AS r(t)
+				AND ` + handlerCond("$2") + ` AND ` + notPaused + `) AS r(t)
 			CROSS JOIN LATERAL (SELECT min(lease_until) FROM §tasks WHERE queue = q.name AND owner IS NOT NULL
 				AND ready_at < coalesce(r.t, 'infinity') AND ` + handlerCond("$2") + `) AS l(t)`),
 		// Claimable at $3 (ready, and unleased or its lease expired), ready
 		// before $2, with a handler that is not empty and not among $4.
 		stranded: s(`SELECT ` + taskCols + ` FROM §tasks
 			WHERE queue = $1 AND ready_at < $2 AND ready_at <= $3 AND (lease_until IS NULL OR lease_until <= $3)
-				AND handler <> '' AND handler <> ALL($4::text[])
+				AND handler <> '' AND handler <> ALL($4::text[]) AND ` + notPaused + `
 			ORDER BY ready_at, id LIMIT $5`),
 		strandedPerRun: s(`SELECT ` + taskCols + ` FROM (SELECT DISTINCT ON (run_id) ` + taskCols + ` FROM §tasks
 			WHERE queue = $1 AND ready_at < $2 AND ready_at <= $3 AND (lease_until IS NULL OR lease_until <= $3)
-				AND handler <> '' AND handler <> ALL($4::text[])
+				AND handler <> '' AND handler <> ALL($4::text[]) AND ` + notPaused + `
 			ORDER BY run_id, ready_at, id) oldest
 			ORDER BY ready_at, id LIMIT $5`),
 		getRun:    s("SELECT " + runCols + " FROM §runs WHERE id = $1"),
@@ -297,6 +301,11 @@ func newQueries(schema string) queries {
 	}
 }
 
+// notPaused keeps the tasks whose run is not paused (store.Run.Paused):
+// one probe of runs_paused, which holds the paused runs only, per task a
+// claim's walk meets.
+const notPaused = "NOT EXISTS (SELECT 1 FROM §runs pr WHERE pr.id = run_id AND pr.paused IS NOT NULL)"
+
 // handlerCond keeps the tasks that the handlers in the array parameter p
 // can run: all when p is NULL (a nil list), else those whose handler is
 // empty or in the list.
@@ -321,7 +330,7 @@ func claimSQL(queueCond string) string {
 	return `WITH picked AS (
 		SELECT id FROM §tasks
 		WHERE ` + queueCond + ` AND ready_at <= $4 AND (lease_until IS NULL OR lease_until <= $4)
-			AND ` + handlerSetCond("$6") + `
+			AND ` + handlerSetCond("$6") + ` AND ` + notPaused + `
 		ORDER BY priority DESC, ready_at, id LIMIT $5
 		FOR UPDATE SKIP LOCKED)
 	UPDATE §tasks t SET owner = $2, token = t.token + 1, lease_until = $3, claims = t.claims + 1
@@ -408,7 +417,10 @@ func itoa(n int) string { return strconv.Itoa(n) }
 // steps, $5 indexes), updates the runs ($6-$15, one row per run: its last
 // state), appends the history ($17-$21) and enqueues tasks ($22-$35, their
 // flow keys $37 and trace contexts $38; their tags and metadata those of
-// the runs updated); $16 is now, $39 the runs' build ids. The sub-statements
+// the runs updated); $16 is now, $39 the runs' build ids, $40 their paused
+// columns (Run.Paused); it releases the leases of the runs $41 (but of the
+// fenced tasks), and notifies their holders as it does those of cancelled
+// tasks. The sub-statements
 // share one snapshot, so the cancellations never see the tasks the segment
 // enqueues (the applier leaves a cancellation that must see them to a later
 // segment). It returns the number of fenced tasks deleted (by their fence
@@ -426,12 +438,16 @@ var writeUpdatesSQL = `WITH f AS (
 	WHERE t.run_id = m.run_id AND (m.kind = '' OR t.kind = m.kind)
 		AND (m.step = '' OR t.step = m.step) AND (m.idx < 0 OR t.idx = m.idx)
 	RETURNING t.id, t.run_id, t.owner IS NOT NULL AS leased
+), rl AS (
+	UPDATE §tasks t SET owner = NULL, lease_until = NULL
+	WHERE t.run_id = ANY($41::text[]) AND t.owner IS NOT NULL AND t.id <> ALL($1::int8[])
+	RETURNING t.run_id
 ), u AS (
 	UPDATE §runs r SET status = x.status, output = x.output::jsonb, error = x.error, state = x.state::jsonb,
 		published = x.published::jsonb, condition = x.condition::jsonb, seq = x.seq, updated_at = $16::timestamptz,
-		finished_at = x.finished_at, unique_key = x.unique_key, build_id = x.build_id
-	FROM unnest(` + unnest(6, "text", "text", "text", "text", "text", "text", "int8", "timestamptz", "text", "text") + `, $39::text[])
-		AS x(id, status, output, error, state, published, seq, finished_at, unique_key, condition, build_id)
+		finished_at = x.finished_at, unique_key = x.unique_key, build_id = x.build_id, paused = x.paused::jsonb
+	FROM unnest(` + unnest(6, "text", "text", "text", "text", "text", "text", "int8", "timestamptz", "text", "text") + `, $39::text[], $40::text[])
+		AS x(id, status, output, error, state, published, seq, finished_at, unique_key, condition, build_id, paused)
 	WHERE r.id = x.id RETURNING r.id, r.tags, r.metadata
 ), e AS (
 	` + historySQL(17, 16) + `
@@ -442,7 +458,8 @@ var writeUpdatesSQL = `WITH f AS (
 )
 SELECT (SELECT count(*) FROM f) + (SELECT count(*) FROM c WHERE c.id = ANY($1::int8[])),
 	(SELECT count(*) FROM u), ARRAY(SELECT id FROM t ORDER BY id),
-	(SELECT count(pg_notify($36, x.run_id)) FROM (SELECT DISTINCT run_id FROM c WHERE leased AND c.id <> ALL($1::int8[])) AS x)`
+	(SELECT count(pg_notify($36, x.run_id)) FROM (SELECT run_id FROM c WHERE leased AND c.id <> ALL($1::int8[])
+		UNION SELECT run_id FROM rl) AS x)`
 
 // writeCreatesSQL inserts the runs of a segment with their history and
 // tasks in one statement: $1-$17 are the runs' columns (tags as a JSON

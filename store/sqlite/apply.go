@@ -2,6 +2,7 @@ package sqlite
 
 import (
 	"context"
+	"database/sql/driver"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -463,6 +464,15 @@ func (a *applier) update(c *store.Change) (store.ChangeResult, error) {
 		}
 	}
 
+	pausedCol, err := store.EncodePause(next.Paused)
+	if err != nil {
+		return a.refuse(c, run.ID, fmt.Errorf("update run %s: %w", run.ID, err))
+	}
+	var paused driver.Value
+	if pausedCol != nil {
+		paused = *pausedCol
+	}
+
 	w := a.w
 	if c.Fence != nil {
 		if n, err := a.fence(c.Fence); err != nil {
@@ -483,6 +493,7 @@ func (a *applier) update(c *store.Change) (store.ChangeResult, error) {
 	w.arg(nullMicros(next.FinishedAt))
 	w.arg(newKey)
 	w.arg(next.BuildID)
+	w.arg(paused)
 	w.arg(st.rowid)
 	w.arg(run.ID)
 	res, err := w.exec(qUpdateRun)
@@ -498,24 +509,40 @@ func (a *applier) update(c *store.Change) (store.ChangeResult, error) {
 		return store.ChangeResult{}, fmt.Errorf("update run %s: row %d not found", run.ID, st.rowid)
 	}
 	a.insertEvents(run.ID, run.Seq, u.History, c.Key)
-	if len(u.Cancel) > 0 && a.pendingTasksOf(run.ID) {
+	if err := a.cancelTasks(run.ID, u); err != nil {
+		return store.ChangeResult{}, err
+	}
+	a.setChanged(&runState{run: *cloneRun(&next), key: newKey, cond: cond, attrs: st.attrs, rowid: st.rowid})
+	return store.ChangeResult{Run: &next, Tasks: a.insertTasks(&next, st.attrs, u.Tasks)}, nil
+}
+
+// cancelTasks deletes the tasks of run id that u cancels and releases
+// the leases u releases.
+func (a *applier) cancelTasks(id string, u *store.Update) error {
+	w := a.w
+	if len(u.Cancel) > 0 && a.pendingTasksOf(id) {
 		// Earlier changes of the batch enqueued tasks of the run: they
 		// are cancelled too.
 		if err := a.flushTasks(); err != nil {
-			return store.ChangeResult{}, err
+			return err
+		}
+	}
+	if u.Release {
+		w.arg(id)
+		if _, err := w.exec(qReleaseRun); err != nil {
+			return fmt.Errorf("release tasks: %w", err)
 		}
 	}
 	for _, m := range u.Cancel {
-		w.arg(run.ID)
+		w.arg(id)
 		w.arg(string(m.Kind))
 		w.arg(m.Step)
 		w.arg(int64(m.Index))
 		if _, err := w.exec(qCancelTask); err != nil {
-			return store.ChangeResult{}, fmt.Errorf("cancel tasks: %w", err)
+			return fmt.Errorf("cancel tasks: %w", err)
 		}
 	}
-	a.setChanged(&runState{run: *cloneRun(&next), key: newKey, cond: cond, attrs: st.attrs, rowid: st.rowid})
-	return store.ChangeResult{Run: &next, Tasks: a.insertTasks(&next, st.attrs, u.Tasks)}, nil
+	return nil
 }
 
 // insertEvents appends evs to a run's history after seq, the first with

@@ -35,6 +35,7 @@ const (
 	qKeySeen
 	qDataVersion
 	qCancelTask
+	qReleaseRun
 	qClaimOne
 	qClaimMany
 	qClaimOneHandlers
@@ -71,13 +72,14 @@ var queries = [numQueries]string{
 	// By rowid (from the run's read or the cache): one b-tree search
 	// fewer than by id. The id is checked too, at no cost.
 	qUpdateRun: `UPDATE runs SET status = ?, output = ?, error = ?, state = ?, published = ?,
-		condition = ?, seq = ?, updated_at = ?, finished_at = ?, unique_key = ?, build_id = ? WHERE rowid = ? AND id = ?`,
+		condition = ?, seq = ?, updated_at = ?, finished_at = ?, unique_key = ?, build_id = ?, paused = ? WHERE rowid = ? AND id = ?`,
 	// The lease (task ?1, token ?2) is held. The task may be of any run.
 	qFence:     "DELETE FROM tasks WHERE id = ?1 AND token = ?2 AND owner IS NOT NULL",
 	qFenceHeld: "SELECT 1 FROM tasks WHERE id = ?1 AND token = ?2 AND owner IS NOT NULL",
 	// The history of run ?1 holds key ?2 (events_key).
 	qKeySeen:     "SELECT 1 FROM events WHERE run_id = ?1 AND key = ?2",
 	qDataVersion: "PRAGMA data_version",
+	qReleaseRun:  "UPDATE tasks SET owner = NULL, lease_until = NULL WHERE run_id = ?1 AND owner IS NOT NULL",
 	qCancelTask: `DELETE FROM tasks WHERE run_id = ?1
 		AND (?2 = '' OR kind = ?2) AND (?3 = '' OR step = ?3) AND (?4 < 0 OR idx = ?4)`,
 	qClaimOne:          claimQuery(queueOne, ""),

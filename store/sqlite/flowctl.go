@@ -41,7 +41,7 @@ const (
 	// Claimable tasks of the queue at :now that flow control does not
 	// govern, up to :limit, for :handlers.
 	bookkeepingSQL = `SELECT ` + taskCols + ` FROM tasks WHERE queue = :queue AND flow_key IS NULL AND ready_at <= :now
-		AND (lease_until IS NULL OR lease_until <= :now) AND ` + handlersOrAny + `
+		AND (lease_until IS NULL OR lease_until <= :now) AND ` + handlersOrAny + ` AND ` + notPaused + `
 		ORDER BY priority DESC, ready_at, id LIMIT :limit + 0`
 	// The first key of the queue from :from on (and before :before, unless
 	// NULL).
@@ -49,10 +49,10 @@ const (
 		ORDER BY flow_key LIMIT 1`
 	// Up to :limit candidates of :key of the queue at :now, for :handlers.
 	keyCandidatesSQL = `SELECT id, priority FROM tasks WHERE queue = :queue AND flow_key = :key AND ready_at <= :now
-		AND (lease_until IS NULL OR lease_until <= :now) AND ` + handlersOrAny + `
+		AND (lease_until IS NULL OR lease_until <= :now) AND ` + handlersOrAny + ` AND ` + notPaused + `
 		ORDER BY priority DESC, ready_at, id LIMIT :limit + 0`
 	keyStateSQL = "SELECT vtime, window_start, window_starts FROM queue_keys WHERE queue = :queue AND key = :key"
-	taskByIDSQL = "SELECT " + taskCols + " FROM tasks WHERE id = :id AND ready_at <= :now AND (lease_until IS NULL OR lease_until <= :now)"
+	taskByIDSQL = "SELECT " + taskCols + " FROM tasks WHERE id = :id AND ready_at <= :now AND (lease_until IS NULL OR lease_until <= :now) AND " + notPaused
 	putLeaseSQL = `INSERT INTO queue_leases (task_id, token, queue, key) VALUES (:task, :token, :queue, :key)
 		ON CONFLICT (task_id) DO UPDATE SET token = :token, queue = :queue, key = :key`
 	putKeySQL = `INSERT INTO queue_keys (queue, key, vtime, window_start, window_starts) VALUES (:queue, :key, :vtime, :window_start, :window_starts)

@@ -14,12 +14,12 @@ import (
 // The columns read by scanRun (and runFromValues), taskFromValues,
 // scanEvent and scanWorker, in order.
 const (
-	runCols    = "id, workflow, version, kind, status, input, output, error, business_id, key_scope, parent_id, tags, metadata, state, published, seq, created_at, updated_at, finished_at, condition, concurrency_key, trace_context, build_id, deadline"
+	runCols    = "id, workflow, version, kind, status, input, output, error, business_id, key_scope, parent_id, tags, metadata, state, published, seq, created_at, updated_at, finished_at, condition, concurrency_key, trace_context, build_id, deadline, paused"
 	taskCols   = "id, run_id, queue, kind, workflow, version, step, idx, attempt, payload, item, priority, ready_at, owner, token, lease_until, claims, created_at, handler, details, flow_key, trace_context, tags, metadata"
 	eventCols  = "run_id, seq, kind, step, idx, attempt, name, data, error, at, key"
 	workerCols = "id, queues, handlers, host, pid, started_at, seen_at, expires_at, build_id"
 
-	numRunCols  = 24
+	numRunCols  = 25
 	numTaskCols = 24
 	// runCondCol is the index of condition in runCols.
 	runCondCol = 19
@@ -39,10 +39,11 @@ func scanRun(sc scanner) (*store.Run, error) {
 		created, updated      int64
 		finished, deadline    *int64
 		businessID, cond      *string
+		paused                []byte
 	)
 	dest := []any{&r.ID, &r.Workflow, &r.Version, &kind, &status, &input, &output, &r.Error,
 		&businessID, &scope, &r.ParentID, &tags, &meta, &state, &published, &r.Seq,
-		&created, &updated, &finished, &cond, &r.ConcurrencyKey, &r.TraceContext, &r.BuildID, &deadline}
+		&created, &updated, &finished, &cond, &r.ConcurrencyKey, &r.TraceContext, &r.BuildID, &deadline, &paused}
 	if err := sc.Scan(dest...); err != nil {
 		return nil, err
 	}
@@ -62,6 +63,9 @@ func scanRun(sc scanner) (*store.Run, error) {
 		if r.Condition, err = parseCondition(*cond); err != nil {
 			return nil, fmt.Errorf("run %s: %w", r.ID, err)
 		}
+	}
+	if r.Paused, err = store.DecodePause(paused); err != nil {
+		return nil, fmt.Errorf("run %s: %w", r.ID, err)
 	}
 	r.CreatedAt = fromMicros(created)
 	r.UpdatedAt = fromMicros(updated)
@@ -274,6 +278,9 @@ func runFromValues(v []driver.Value) (*store.Run, error) {
 		if r.Condition, err = parseCondition(cond); err != nil {
 			return nil, fmt.Errorf("run %s: %w", r.ID, err)
 		}
+	}
+	if r.Paused, err = store.DecodePause([]byte(vString(v[24]))); err != nil {
+		return nil, fmt.Errorf("run %s: %w", r.ID, err)
 	}
 	return r, nil
 }

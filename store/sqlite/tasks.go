@@ -31,11 +31,17 @@ func claimQuery(queueCond, handlerCond string) string {
 	}
 	return `SELECT ` + taskCols + ` FROM tasks
 		WHERE ` + queueCond + ` AND ready_at <= ?2 AND (lease_until IS NULL OR lease_until <= ?2)` + handlerCond + `
+			AND ` + notPaused + `
 		ORDER BY priority DESC, ready_at, id LIMIT ?3 + 0`
 }
 
 // Conditions of claimQuery and nextReadyQuery.
 const (
+	// notPaused keeps the tasks whose run is not paused (store.Run.Paused):
+	// one probe of runs_paused, which holds the paused runs only, per task
+	// the walk meets (INDEXED BY: without statistics the planner would
+	// probe the primary key and read the run's row).
+	notPaused = "NOT EXISTS (SELECT 1 FROM runs pr INDEXED BY runs_paused WHERE pr.id = run_id AND pr.paused IS NOT NULL)"
 	queueOne  = "queue = ?1"
 	queueMany = "queue IN (SELECT value FROM json_each(?1))"
 )
@@ -348,7 +354,7 @@ func nextReadyQuery(handlerCond string) string {
 	}
 	return `SELECT min(t) FROM (
 			SELECT min(ready_at) AS t FROM tasks
-				WHERE ` + queueMany + ` AND owner IS NULL` + handlerCond + `
+				WHERE ` + queueMany + ` AND owner IS NULL` + handlerCond + ` AND ` + notPaused + `
 			UNION ALL
 			SELECT min(lease_until) AS t FROM tasks
 				WHERE ` + queueMany + ` AND owner IS NOT NULL` + handlerCond + `)`
@@ -392,7 +398,7 @@ func (s *Store) NextReady(ctx context.Context, p *store.NextReadyParams) (time.T
 // sorts what it keeps: a scan of the queue, which the runtime makes once
 // a minute, rather than an index that every task write would pay for.
 const strandedWhere = `queue = ?1 AND ready_at < ?2 AND ready_at <= ?3 AND (lease_until IS NULL OR lease_until <= ?3)
-	AND handler <> '' AND handler NOT IN (SELECT value FROM json_each(?4))`
+	AND handler <> '' AND handler NOT IN (SELECT value FROM json_each(?4)) AND ` + notPaused
 
 const strandedQuery = `SELECT ` + taskCols + ` FROM tasks WHERE ` + strandedWhere + ` ORDER BY ready_at, id LIMIT ?5`
 

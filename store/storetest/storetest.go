@@ -90,6 +90,7 @@ func Run(t *testing.T, newStore func(t *testing.T) store.Store, opts ...Option) 
 		{"FencingStaleToken", testFencingStale},
 		{"ClaimOrderAndFields", testClaimOrder},
 		{"ClaimLimit", testClaimLimit},
+		{"PauseClaim", testPauseClaim},
 		{"ExpiredLease", testExpiredLease},
 		{"Heartbeat", testHeartbeat},
 		{"ReleaseTasks", testReleaseTasks},

@@ -1,0 +1,2 @@
+DROP INDEX runs_paused;
+ALTER TABLE runs DROP COLUMN paused;
