@@ -76,7 +76,7 @@ func TestDefinitionsDocumentsGraph(t *testing.T) {
 		for _, d := range ds {
 			names = append(names, d.Kind+":"+d.Name)
 		}
-		want := "document:approval document:approval-ann document:echo-doc document:remote-doc flow:flaky flow:gate flow:greet flow:remote job:email workflow:counter"
+		want := "document:approval document:approval-ann document:echo-doc document:remote-doc flow:flaky flow:gate flow:greet flow:remote job:email workflow:counter workflow:inbox"
 		if strings.Join(names, " ") != want {
 			t.Fatalf("definitions %s, want %s", strings.Join(names, " "), want)
 		}

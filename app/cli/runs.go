@@ -12,7 +12,6 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/hephaestus-go/hephaestus/app/apiclient"
-	"github.com/hephaestus-go/hephaestus/hephtype"
 	"github.com/hephaestus-go/hephaestus/internal/graphtext"
 	"github.com/hephaestus-go/hephaestus/internal/suggest"
 )
@@ -553,14 +552,4 @@ func historyRow(w io.Writer, e *apiclient.HistoryEvent) {
 		attempt = nil
 	}
 	row(w, e.Seq, e.At, e.Kind, step, attempt, e.Name, truncate(detail, 80))
-}
-
-// endsRun reports whether a history event ends its run.
-func endsRun(kind string) bool {
-	switch hephtype.EventKind(kind) {
-	case hephtype.EventRunCompleted, hephtype.EventRunFailed, hephtype.EventRunCancelled, hephtype.EventRunContinued,
-		hephtype.EventRunTimedOut:
-		return true
-	}
-	return false
 }
