@@ -70,6 +70,11 @@ func describeRunEvent(e server.Event) (string, bool) {
 		s = "run cancelled"
 	case hephtype.EventRunTimedOut:
 		s = "run timed out"
+	case hephtype.EventRunPaused, hephtype.EventRunUnpaused:
+		s = "run " + strings.TrimPrefix(e.Kind, "run_")
+		if e.Name != "" {
+			s += " by " + e.Name
+		}
 	case hephtype.EventRunContinued:
 		s = "run continued as new"
 	case hephtype.EventRunRetried:
