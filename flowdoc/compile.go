@@ -102,6 +102,9 @@ func newCompiler(d *Document, reg *Registry, c *errs) *compiler {
 	if d.ckey != "" {
 		b.ConcurrencyKeyFrom(d.ckey)
 	}
+	if d.timeout > 0 {
+		b.ExecutionTimeout(d.timeout)
+	}
 	if len(d.tags) > 0 {
 		b.Tags(d.tags...)
 	}

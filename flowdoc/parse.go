@@ -27,7 +27,9 @@ type Document struct {
 	key       string
 	scope     flow.KeyScope
 	// ckey is the input path of concurrency_key ("{{input.tenant}}").
-	ckey      string
+	ckey string
+	// timeout is execution_timeout: the runs' default execution timeout.
+	timeout   time.Duration
 	tags      []string
 	metadata  map[string]any
 	defaults  options
@@ -101,7 +103,7 @@ type route struct {
 }
 
 var (
-	docKeys      = []string{"$schema", "name", "version", "description", "start", "business_key", "concurrency_key", "tags", "metadata", "defaults", "schedules", "steps"}
+	docKeys      = []string{"$schema", "name", "version", "description", "start", "business_key", "concurrency_key", "execution_timeout", "tags", "metadata", "defaults", "schedules", "steps"}
 	stepKeys     = []string{"description", "action", "args", "next", "branch", "parallel", "join", "done", "map", "wait", "wait_until", "approval", "on", "retry", "timeout", "queue", "priority"}
 	optKeys      = []string{"retry", "timeout", "queue", "priority"}
 	retryKeys    = []string{"max_attempts", "initial_backoff", "max_backoff", "multiplier", "jitter"}
@@ -287,6 +289,9 @@ func (p *parser) document(d *Document, root *node) {
 	}
 	if v, k := root.get("concurrency_key"); k != nil {
 		p.concurrencyKey(d, v)
+	}
+	if v, k := root.get("execution_timeout"); k != nil {
+		d.timeout, _ = p.duration(v, "execution_timeout")
 	}
 	if v, k := root.get("tags"); k != nil {
 		if v.kind != yaml.SequenceNode {
