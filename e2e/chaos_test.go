@@ -24,6 +24,10 @@ package e2e_test
 //     while it waits for the run's lock, and retried, pauses the run once
 //     (one run_paused); the running step's result is kept and the next
 //     step runs once, after unpause (PostgreSQL);
+//   - TestChaosTimeoutKilledConnection (chaos_timeout_test.go): two
+//     clients' deadline sweeps killed while they wait for the run's lock
+//     time the run out once; the step's late success is refused
+//     (PostgreSQL);
 //   - TestChaosCheckerFindsFaults: the checker reports each kind of
 //     duplicate and a lost run.
 //
