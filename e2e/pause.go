@@ -23,6 +23,7 @@ var pauseTests = []subtest{
 	{"PauseCancelRunning", testPauseCancelRunning},
 	{"PauseFinished", testPauseFinished},
 	{"PauseWorkflowSignals", testPauseWorkflowSignals},
+	{"PauseJobAndDocument", testPauseJobAndDocument},
 }
 
 // heldFlow is hold -> after: hold signals started, then waits for
