@@ -56,7 +56,9 @@ func chaosChild(raw string) error {
 	var err error
 	switch spec.Backend {
 	case "sqlite":
-		st, err = sqlite.Open(ctx, &sqlite.Config{Path: spec.Path})
+		// A long busy timeout: several processes write to the file, on a
+		// machine that may be loaded.
+		st, err = sqlite.Open(ctx, &sqlite.Config{Path: spec.Path, BusyTimeout: 30 * time.Second})
 	case "postgres":
 		st, err = openChaosPostgres(ctx, spec.DSN, 6)
 	default:

@@ -80,7 +80,20 @@ func (w *wconn) syncWebhookCapture() error {
 
 // syncCaptureAfterMigrate puts the capture triggers in the state the
 // stored webhooks call for (Open, after the migrations).
+//
+// It reads first, outside a transaction (a WAL read waits for no writer),
+// and takes the write lock only when the triggers must change: a process
+// that opens a busy database, as every worker of a deployment does at
+// start, does not queue behind the other processes' writers for nothing.
 func (s *Store) syncCaptureAfterMigrate(ctx context.Context) error {
+	var enabled bool
+	var have int
+	if err := s.writer.QueryRowContext(ctx, qCaptureState).Scan(&enabled, &have); err != nil {
+		return fmt.Errorf("webhook capture: %w", err)
+	}
+	if (enabled && have == len(captureTriggers)) || (!enabled && have == 0) {
+		return nil
+	}
 	return s.withWriter(ctx, func(w *wconn) error { return w.tx(w.syncWebhookCapture) })
 }
 
