@@ -26,6 +26,12 @@ type resetData struct {
 // steps after them could never run), the step is scheduled (or skipped)
 // as its incoming edges say, and the steps after it follow.
 func reset(g *Graph, s *State, ev RunReset) (*Decision, error) {
+	if ev.Step == "" && len(g.Steps) == 1 {
+		ev.Step = g.Steps[0].Name // a run of one step (a job): run it again
+	}
+	if ev.Step == "" {
+		return nil, fmt.Errorf("reset: %w: the step to reset to is empty (the run has %d steps)", ErrUnknownStep, len(g.Steps))
+	}
 	x, err := g.step(ev.Step)
 	if err != nil {
 		return nil, fmt.Errorf("reset to step %q: %w", ev.Step, err)

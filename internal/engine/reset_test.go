@@ -2,6 +2,7 @@ package engine_test
 
 import (
 	"fmt"
+	"strings"
 	"testing"
 
 	"github.com/hephaestus-go/hephaestus/hephtype"
@@ -141,4 +142,20 @@ func TestResetMap(t *testing.T) {
 	d = r.apply(engine.ItemCompleted{Step: "m", Index: 1, Attempt: 3, Output: raw(`"b"`)})
 	expect(t, d, []string{`complete-run {"m":["a","b"]}`},
 		[]string{`map_item_completed m i=1 a=3 data="b"`, `step_completed m a=3 ev=ok data=["a","b"]`, `run_completed data={"m":["a","b"]}`})
+}
+
+// A run of one step (a job) is reset to it without naming it; a run of
+// several steps needs the step.
+func TestResetOneStep(t *testing.T) {
+	g := newGraph(t).step("only").edge("only", "ok", "done").build()
+	r, _ := startRun(t, g, `1`)
+	r.apply(engine.StepCompleted{Step: "only", Attempt: 1, Output: raw(`2`)})
+	d := r.apply(engine.RunReset{})
+	expect(t, d, []string{`schedule only #2 in={"input":1}`},
+		[]string{`run_reset only data={"steps":["only"]}`, `step_scheduled only a=2`})
+	g = chain10(t)
+	r, _ = startRun(t, g, `1`)
+	if err := r.refuseErr(engine.RunReset{}, engine.ErrUnknownStep); err == nil || !strings.Contains(err.Error(), "the step to reset to is empty") {
+		t.Errorf("reset with no step: %v", err)
+	}
 }

@@ -183,7 +183,8 @@ type RunRetried struct{}
 // outcome, except that those that failed or were cancelled run again as
 // by RunRetried. A running, waiting, completed or failed run runs again;
 // a cancelled run, or a step that has not run yet, is refused with
-// ErrNotResettable. By names who reset the run, for the history.
+// ErrNotResettable. An empty Step names the only step of a run of one
+// step (a job). By names who reset the run, for the history.
 type RunReset struct {
 	Step string
 	By   string
