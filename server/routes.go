@@ -57,6 +57,7 @@ func (s *Server) register() {
 	s.handle(post, p+"/runs/{id}/cancel", accessOperate, "runs.cancel", s.cancel)
 	s.handle(post, p+"/runs/{id}/pause", accessOperate, "runs.pause", s.pauseRun)
 	s.handle(post, p+"/runs/{id}/unpause", accessOperate, "runs.unpause", s.unpauseRun)
+	s.handle(post, p+"/runs/{id}/reset", accessOperate, "runs.reset", s.resetRun)
 	s.handle(post, p+"/runs/{id}/retry", accessOperate, "runs.retry", s.retry)
 	s.handle(get, p+"/approvals", accessApprovals, "", s.approvals)
 	s.handle(post, p+"/operations", accessOperate, "operations.create", s.createOperation)
