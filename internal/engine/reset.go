@@ -3,6 +3,7 @@ package engine
 import (
 	"encoding/json"
 	"fmt"
+	"strings"
 
 	"github.com/hephaestus-go/hephaestus/hephtype"
 )
@@ -30,11 +31,15 @@ func reset(g *Graph, s *State, ev RunReset) (*Decision, error) {
 		ev.Step = g.Steps[0].Name // a run of one step (a job): run it again
 	}
 	if ev.Step == "" {
-		return nil, fmt.Errorf("reset: %w: the step to reset to is empty (the run has %d steps)", ErrUnknownStep, len(g.Steps))
+		return nil, fmt.Errorf("reset: %w: the step to reset to is empty; the run has %d steps: name one", ErrUnknownStep, len(g.Steps))
 	}
 	x, err := g.step(ev.Step)
 	if err != nil {
-		return nil, fmt.Errorf("reset to step %q: %w", ev.Step, err)
+		names := make([]string, len(g.Steps))
+		for i := range g.Steps {
+			names[i] = g.Steps[i].Name
+		}
+		return nil, fmt.Errorf("reset to step %q: %w (the steps: %s)", ev.Step, err, strings.Join(names, ", "))
 	}
 	if s.Status == hephtype.StatusCancelled {
 		return nil, fmt.Errorf("%w: the run is cancelled; a cancelled run is not reset: start a new run", ErrNotResettable)
