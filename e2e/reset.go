@@ -7,6 +7,7 @@ import (
 	"strings"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	heph "github.com/hephaestus-go/hephaestus"
 	"github.com/hephaestus-go/hephaestus/flow"
@@ -20,6 +21,7 @@ var resetTests = []subtest{
 	{"ResetTenStepsWhileStepRuns", testResetTenSteps},
 	{"ResetDocumentAndJob", testResetDocumentAndJob},
 	{"ResetRefused", testResetRefused},
+	{"ResetFailedAndPaused", testResetFailedAndPaused},
 }
 
 // tenSteps is s1 -> s2 -> ... -> s10: step sN returns "sN#k" on its k-th
@@ -280,5 +282,77 @@ func testResetRefused(t *testing.T, b Backend) {
 	}
 	if n := count(e.history(ap.ID), hephtype.EventRunReset, ""); n != 0 {
 		t.Errorf("refused resets wrote %d run_reset entries", n)
+	}
+}
+
+// testResetFailedAndPaused: a failed run whose business id another run
+// holds is refused with ErrDuplicateRun; once that run is cancelled, the
+// reset reopens the failed run (its error cleared). Paused, the run is
+// reset again: the step's new attempt is not claimable while paused, and
+// runs once after unpause.
+func testResetFailedAndPaused(t *testing.T, b Backend) {
+	var broken atomic.Bool
+	broken.Store(true)
+	fb := flow.New("keyed-reset").BusinessKey("order", flow.ScopeActive)
+	flow.EventStep(fb, "work", func(ctx context.Context, in any) (flow.Result[string], error) {
+		if broken.Load() {
+			return flow.Result[string]{}, flow.NonRetryable(errors.New("broken"))
+		}
+		return flow.Wait[string](), nil
+	}, flow.Waits(0))
+	e := newEnv(t, b, nil, fb.MustBuild())
+	ctx := ctxT(t)
+	key := &heph.StartOptions{BusinessValue: "42"}
+	failed := e.run("keyed-reset", nil, key)
+	wantStatus(t, failed, heph.StatusFailed)
+	broken.Store(false)
+	holder, err := e.c.StartRun(ctx, "keyed-reset", nil, key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	e.waitStatus(holder.ID, heph.StatusWaiting)
+	if _, err := e.c.ResetRun(ctx, failed.ID, "work", nil); !errors.Is(err, heph.ErrDuplicateRun) {
+		t.Fatalf("reset of a failed run whose business id is taken: %v, want ErrDuplicateRun", err)
+	}
+	if err := e.c.CancelRun(ctx, holder.ID, "make way"); err != nil {
+		t.Fatal(err)
+	}
+	rr, err := e.c.ResetRun(ctx, failed.ID, "work", &heph.ResetOptions{By: "alice"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rr.Status.Terminal() || rr.Error != "" || !rr.FinishedAt.IsZero() {
+		t.Errorf("reopened run: status %s, error %q, finished %v", rr.Status, rr.Error, rr.FinishedAt)
+	}
+	e.waitStatus(failed.ID, heph.StatusWaiting)
+
+	if err := e.c.PauseRun(ctx, failed.ID, &heph.PauseOptions{By: "alice"}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := e.c.ResetRun(ctx, failed.ID, "work", &heph.ResetOptions{By: "bob"}); err != nil {
+		t.Fatalf("reset of a paused run: %v", err)
+	}
+	if ts := e.probeClaim(time.Now().Add(24 * time.Hour)); len(ts) != 0 {
+		t.Fatalf("claimable while paused: %d tasks", len(ts))
+	}
+	if err := e.c.UnpauseRun(ctx, failed.ID, nil); err != nil {
+		t.Fatal(err)
+	}
+	e.waitStatus(failed.ID, heph.StatusWaiting)
+	want := []string{"run_started", "step_scheduled work a=1", "step_started work a=1", "step_failed work a=1", "run_failed work",
+		`run_reset work by=alice {"steps":["work"]}`, "step_scheduled work a=2", "step_started work a=2", "step_waiting work a=2",
+		"run_paused", `run_reset work by=bob {"steps":["work"]}`, "step_cancelled work", "step_scheduled work a=3", "run_unpaused",
+		"step_started work a=3", "step_waiting work a=3"}
+	for {
+		h := e.history(failed.ID)
+		if len(h) >= len(want) {
+			sameHistory(t, h, want)
+			break
+		}
+		select {
+		case <-ctx.Done():
+			t.Fatalf("history %v", histLines(h))
+		case <-time.After(5 * time.Millisecond):
+		}
 	}
 }
