@@ -24,6 +24,14 @@ func TestResetPostgres(t *testing.T) {
 	testReset(t, srv.client(t, ""))
 }
 
+// singleDoc is a document of one step.
+const singleDoc = `name: single
+steps:
+  review:
+    approval: {prompt: "Ship it?"}
+    on: {approved: done, rejected: done}
+`
+
 type resetEvent struct {
 	Kind, Step, Name string
 	Attempt          int
@@ -51,7 +59,8 @@ func resetHistory(c *client, id string) []string {
 
 // testReset resets a gate document's run, waiting at its second step, to
 // its first (twice with one key: once), checks the history entry by
-// entry, resets the runs of a filter in bulk, and is refused an unknown
+// entry, resets the runs of a filter in bulk, resets a completed run of
+// one step without naming it (as a job's), and is refused an unknown
 // step (naming the steps) and a cancelled run (conflict).
 func testReset(t *testing.T, c *client) {
 	c.ok("documents", "put", writeFile(t, t.TempDir(), "gate.yaml", gateDoc))
@@ -104,6 +113,20 @@ func testReset(t *testing.T, c *client) {
 			return strings.Contains(strings.Join(resetHistory(c, id), "|"), "run_reset review by=insecure|step_cancelled review|step_scheduled review a=2")
 		})
 	}
+	// A run of one step (as a job is) is reset without --step: completed,
+	// it is reopened and its step waits again.
+	c.ok("documents", "put", writeFile(t, t.TempDir(), "single.yaml", singleDoc))
+	var s run
+	c.json(&s, "start", "single", "--kind", "document")
+	waitStatus(c, s.ID, "waiting")
+	c.ok("approve", s.ID, "review")
+	waitStatus(c, s.ID, "completed")
+	lines(t, c.ok("reset", s.ID), `^run `+regexp.QuoteMeta(s.ID)+` reset \((running|waiting)\)$`)
+	waitStatus(c, s.ID, "waiting")
+	eventually(t, "the single step waits again", func() bool {
+		return strings.HasSuffix(strings.Join(resetHistory(c, s.ID), "|"), "run_completed|run_reset review by=insecure|step_scheduled review a=2|step_started review a=2|step_waiting review a=2")
+	})
+
 	c.ok("cancel", one)
 	waitStatus(c, one, "cancelled")
 	c.fails(exitConflict, "start a new run", "reset", one, "--step", "review")
