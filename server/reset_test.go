@@ -35,8 +35,8 @@ func (e *env) resetHistory(t *testing.T, id string) []string {
 // to its last step, that step runs again and the run completes again with
 // the gate's output kept. A repeated Idempotency-Key resets once. The
 // history is checked entry by entry, with the caller as the actor; an
-// unknown step is a 400 naming it; a cancelled run a 409 with a fix; each
-// call is audited.
+// unknown step is a 400 naming it; a cancelled run and a workflow run a
+// 409 with a fix; each call is audited.
 func TestResetRun(t *testing.T) {
 	forEach(t, func(t *testing.T, b backend) {
 		e := newEnv(t, b, &Config{})
@@ -85,13 +85,20 @@ func TestResetRun(t *testing.T) {
 			t.Errorf("reset of a cancelled run: %+v", p)
 		}
 
+		var wf Run
+		e.api.call(http.MethodPost, "/api/v1/runs", map[string]any{"kind": "workflow", "name": "counter", "input": 1}, http.StatusCreated, &wf)
+		p = e.api.do(req{method: http.MethodPost, path: "/api/v1/runs/" + wf.ID + "/reset", token: ops, body: map[string]any{"step": "x"}}).problem(t, http.StatusConflict)
+		if !strings.Contains(p.Detail, "code-first workflow run") {
+			t.Errorf("reset of a workflow run: %+v", p)
+		}
+
 		var al AuditList
 		e.api.call(http.MethodGet, "/api/v1/audit?action=runs.reset", nil, http.StatusOK, &al)
 		var got []string
 		for _, a := range al.Entries {
 			got = append(got, strings.Join([]string{a.Actor, a.Target, http.StatusText(a.Status)}, " "))
 		}
-		wantAudit := []string{"ops " + other.ID + " Conflict", "ops " + gate.ID + " OK", "ops " + gate.ID + " OK", "ops " + gate.ID + " OK",
+		wantAudit := []string{"ops " + wf.ID + " Conflict", "ops " + other.ID + " Conflict", "ops " + gate.ID + " OK", "ops " + gate.ID + " OK", "ops " + gate.ID + " OK",
 			"ops " + gate.ID + " Bad Request", "reader  Forbidden"}
 		if strings.Join(got, "|") != strings.Join(wantAudit, "|") {
 			t.Errorf("audit of runs.reset:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(wantAudit, "\n"))
