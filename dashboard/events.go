@@ -79,6 +79,11 @@ func describeRunEvent(e server.Event) (string, bool) {
 		s = "run continued as new"
 	case hephtype.EventRunRetried:
 		s = "run retried from its failed steps"
+	case hephtype.EventRunReset:
+		s = "run reset to step " + e.Step
+		if e.Name != "" {
+			s += " by " + e.Name
+		}
 	default:
 		return "", false
 	}

@@ -385,7 +385,7 @@ func jsonAttr(v any) string {
 
 // AdminActions are the actions an admin may take on the run, those that
 // apply to it as it is: cancel, retry, resume, approve and reject, signal
-// and update, pause or unpause, delete.
+// and update, pause or unpause, reset to a step, delete.
 func (d *runData) AdminActions() []runAction {
 	base := "/api/v1/runs/" + url.PathEscape(d.Run.ID)
 	var out []runAction
@@ -435,6 +435,9 @@ func (d *runData) AdminActions() []runAction {
 	}
 	if !d.Terminal {
 		out = append(out, d.pauseActions(base)...)
+	}
+	if a, ok := d.resetAction(base); ok {
+		out = append(out, a)
 	}
 	return append(out, d.deleteAction(base))
 }

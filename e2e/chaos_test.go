@@ -24,6 +24,14 @@ package e2e_test
 //     while it waits for the run's lock, and retried, pauses the run once
 //     (one run_paused); the running step's result is kept and the next
 //     step runs once, after unpause (PostgreSQL);
+//   - TestChaosResetKilledConnection (chaos_reset_test.go): a reset to
+//     a step killed while it waits for the run's lock, and retried with
+//     its key, resets the run once (one run_reset); the step's stopped
+//     attempt cannot commit, the steps before it run once (PostgreSQL);
+//   - TestChaosResetLostCommits (chaos_reset_test.go): a reset whose
+//     commit loses its outcome after the COMMIT, then fails before it,
+//     retried by the runtime and by its caller with its key, resets once
+//     (both backends);
 //   - TestChaosTimeoutKilledConnection (chaos_timeout_test.go): two
 //     clients' deadline sweeps killed while they wait for the run's lock
 //     time the run out once; the step's late success is refused

@@ -34,6 +34,7 @@ func RunRootAPI(t *testing.T, b Backend) {
 		{"InsertJobJSON", testInsertJobJSON},
 		{"Delete", func(t *testing.T, b Backend) { runAll(t, b, deleteTests) }},
 		{"Pause", func(t *testing.T, b Backend) { runAll(t, b, pauseTests) }},
+		{"Reset", func(t *testing.T, b Backend) { runAll(t, b, resetTests) }},
 	})
 }
 

@@ -30,6 +30,10 @@ var (
 	// ErrNotRetryable: the run cannot be retried in place: it is not
 	// failed, or it is a code-first workflow run.
 	ErrNotRetryable = errors.New("run cannot be retried")
+	// ErrNotResettable: the run cannot be reset to the step: it is
+	// cancelled, it is a code-first workflow run, or the step has not
+	// run yet.
+	ErrNotResettable = errors.New("run cannot be reset to the step")
 	// ErrClosed: the client was stopped.
 	ErrClosed = errors.New("client stopped")
 	// ErrWorkflowNotFound: no workflow of that name is registered.

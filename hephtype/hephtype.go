@@ -119,6 +119,11 @@ const (
 	// EventRunUnpaused records that an operator unpaused the run (Name:
 	// who). Not a command: replay skips it.
 	EventRunUnpaused EventKind = "run_unpaused"
+	// EventRunReset records that an operator reset a flow run to a step
+	// (Step: the step; Name: who; Data: {"steps": [...]}, the steps that
+	// run again from their start: the step and every step after it).
+	// Not a command: replay skips it.
+	EventRunReset EventKind = "run_reset"
 )
 
 // RunKind tells which authoring model a run belongs to.

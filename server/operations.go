@@ -151,8 +151,10 @@ func (s *Server) createOperation(c *call) error {
 	}
 	switch b.Action {
 	case store.OperationCancel, store.OperationRetry, store.OperationDelete, store.OperationPause, store.OperationUnpause:
+	case store.OperationReset:
+		// The reason names the step to reset to.
 	default:
-		return fieldProblem("action", fmt.Sprintf(`%q is not an action: use "cancel", "retry", "delete", "pause" or "unpause"`, b.Action))
+		return fieldProblem("action", fmt.Sprintf(`%q is not an action: use "cancel", "retry", "delete", "pause", "unpause" or "reset"`, b.Action))
 	}
 	if b.Action == store.OperationPause && b.Reason != "" && b.Reason != pauseCancelRunning {
 		return fieldProblem("reason", fmt.Sprintf(`a pause takes no reason but %q (stop the running tasks too), got %q`, pauseCancelRunning, b.Reason))
@@ -435,8 +437,24 @@ func (p *processor) act(ctx context.Context, op *store.Operation, r *hephaestus.
 			return nil
 		}
 		return err
+	case store.OperationReset:
+		return p.reset(ctx, op, r)
 	}
-	return fmt.Errorf("the action %q is not one of cancel, retry, delete, pause, unpause", op.Action)
+	return fmt.Errorf("the action %q is not one of cancel, retry, delete, pause, unpause, reset", op.Action)
+}
+
+// reset resets one run of a bulk reset to the step the operation's
+// Reason names, as the operation's creator. Its key is the operation's:
+// a server that resumes the operation after acting on the run before it
+// saved its progress resets nothing more. A workflow run, a cancelled run
+// or one whose step has not run fails the run (it is left as it is); a
+// run that is gone is done.
+func (p *processor) reset(ctx context.Context, op *store.Operation, r *hephaestus.Run) error {
+	_, err := p.s.cfg.Client.ResetRun(ctx, r.ID, op.Reason, &hephaestus.ResetOptions{By: op.CreatedBy, Key: "op:" + op.ID})
+	if errors.Is(err, hephaestus.ErrRunNotFound) {
+		return nil
+	}
+	return err
 }
 
 // save records the operation's progress, fenced by its lease, and extends

@@ -122,6 +122,7 @@ var kindStatus = []struct {
 	{hephaestus.ErrGateStep, http.StatusConflict, kindConflict},
 	{hephaestus.ErrUpdateNotAccepted, http.StatusConflict, kindConflict},
 	{hephaestus.ErrNotRetryable, http.StatusConflict, kindConflict},
+	{hephaestus.ErrNotResettable, http.StatusConflict, kindConflict},
 	{hephaestus.ErrDecisionFailed, http.StatusConflict, kindConflict},
 	{hephaestus.ErrFlowConflict, http.StatusConflict, kindConflict},
 	{hephaestus.ErrBuildInUse, http.StatusConflict, kindConflict},

@@ -47,21 +47,7 @@ func (s *Server) register() {
 	s.handle(get, p+"/runs/{id}/result", accessRun, "", s.result)
 	s.handle(get, p+"/runs/{id}/state", accessRun, "", s.state)
 
-	// Interactions.
-	s.handle(post, p+"/runs/{id}/signals/{name}", accessOperate, "runs.signal", s.signal)
-	s.handle(post, p+"/runs/{id}/updates/{name}", accessOperate, "runs.update", s.update)
-	s.handle(post, p+"/runs/{id}/queries/{name}", accessRead, "runs.query", s.query)
-	s.handle(post, p+"/runs/{id}/resume", accessOperate, "runs.resume", s.resume)
-	s.handle(post, p+"/runs/{id}/steps/{step}/approve", accessDecide, "runs.approve", s.decide(true))
-	s.handle(post, p+"/runs/{id}/steps/{step}/reject", accessDecide, "runs.reject", s.decide(false))
-	s.handle(post, p+"/runs/{id}/cancel", accessOperate, "runs.cancel", s.cancel)
-	s.handle(post, p+"/runs/{id}/pause", accessOperate, "runs.pause", s.pauseRun)
-	s.handle(post, p+"/runs/{id}/unpause", accessOperate, "runs.unpause", s.unpauseRun)
-	s.handle(post, p+"/runs/{id}/retry", accessOperate, "runs.retry", s.retry)
-	s.handle(get, p+"/approvals", accessApprovals, "", s.approvals)
-	s.handle(post, p+"/operations", accessOperate, "operations.create", s.createOperation)
-	s.handle(get, p+"/operations", accessRead, "", s.listOperations)
-	s.handle(get, p+"/operations/{id}", accessRead, "", s.getOperation)
+	s.registerInteractions()
 
 	// Definitions and documents.
 	s.handle(get, p+"/definitions", accessRead, "", s.definitions)
@@ -137,4 +123,26 @@ func (s *Server) register() {
 	s.handle(post, p+"/webhooks/{id}/enable", accessAdmin, "webhooks.enable", s.enableWebhook)
 	s.handle(post, p+"/webhooks/{id}/disable", accessAdmin, "webhooks.disable", s.disableWebhook)
 	s.handle(post, p+"/webhooks/{id}/rotate-secret", accessAdmin, "webhooks.rotate_secret", s.rotateWebhookSecret)
+}
+
+// registerInteractions lists the routes that act on a run (and the bulk
+// operations), in their place in register's table.
+func (s *Server) registerInteractions() {
+	const p = Prefix
+	get, post := http.MethodGet, http.MethodPost
+	s.handle(post, p+"/runs/{id}/signals/{name}", accessOperate, "runs.signal", s.signal)
+	s.handle(post, p+"/runs/{id}/updates/{name}", accessOperate, "runs.update", s.update)
+	s.handle(post, p+"/runs/{id}/queries/{name}", accessRead, "runs.query", s.query)
+	s.handle(post, p+"/runs/{id}/resume", accessOperate, "runs.resume", s.resume)
+	s.handle(post, p+"/runs/{id}/steps/{step}/approve", accessDecide, "runs.approve", s.decide(true))
+	s.handle(post, p+"/runs/{id}/steps/{step}/reject", accessDecide, "runs.reject", s.decide(false))
+	s.handle(post, p+"/runs/{id}/cancel", accessOperate, "runs.cancel", s.cancel)
+	s.handle(post, p+"/runs/{id}/pause", accessOperate, "runs.pause", s.pauseRun)
+	s.handle(post, p+"/runs/{id}/unpause", accessOperate, "runs.unpause", s.unpauseRun)
+	s.handle(post, p+"/runs/{id}/reset", accessOperate, "runs.reset", s.resetRun)
+	s.handle(post, p+"/runs/{id}/retry", accessOperate, "runs.retry", s.retry)
+	s.handle(get, p+"/approvals", accessApprovals, "", s.approvals)
+	s.handle(post, p+"/operations", accessOperate, "operations.create", s.createOperation)
+	s.handle(get, p+"/operations", accessRead, "", s.listOperations)
+	s.handle(get, p+"/operations/{id}", accessRead, "", s.getOperation)
 }

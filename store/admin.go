@@ -252,6 +252,9 @@ const (
 	// Reason "cancel_running" stops their running tasks too).
 	OperationPause   = "pause"
 	OperationUnpause = "unpause"
+	// OperationReset resets flow runs to a step: the Reason names the
+	// step (empty for jobs, runs of one step).
+	OperationReset = "reset"
 )
 
 // Bulk operation statuses.

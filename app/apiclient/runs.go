@@ -214,6 +214,21 @@ func (c *Client) Unpause(ctx context.Context, id string) (*Run, *Response, error
 	return call[Run](ctx, c, &request{method: http.MethodPost, path: "/runs/" + seg(id) + "/unpause", body: struct{}{}})
 }
 
+// Reset runs a flow, document or job run again from step (empty for a
+// job): the step and every step after it run again, the other steps keep
+// their outputs. key, when set, is sent as the Idempotency-Key: a repeated
+// call with it resets once.
+func (c *Client) Reset(ctx context.Context, id, step, key string) (*Run, *Response, error) {
+	rq := &request{method: http.MethodPost, path: "/runs/" + seg(id) + "/reset",
+		body: struct {
+			Step string `json:"step,omitempty"`
+		}{step}}
+	if key != "" {
+		rq.header = http.Header{"Idempotency-Key": {key}}
+	}
+	return call[Run](ctx, c, rq)
+}
+
 // Retry runs a failed run's failed steps again.
 func (c *Client) Retry(ctx context.Context, id string) (*Run, *Response, error) {
 	return call[Run](ctx, c, &request{method: http.MethodPost, path: "/runs/" + seg(id) + "/retry", body: struct{}{}})

@@ -33,6 +33,9 @@ func Apply(g *Graph, s *State, ev Event) (*Decision, error) {
 	if _, ok := ev.(RunRetried); ok {
 		return retry(g, s)
 	}
+	if ev, ok := ev.(RunReset); ok {
+		return reset(g, s, ev)
+	}
 	if s.Status.Terminal() {
 		if _, ok := ev.(Cancel); ok {
 			return nil, fmt.Errorf("cancel: %w (status %s)", ErrRunFinished, s.Status)
@@ -449,31 +452,35 @@ func (d *decider) ready(i int) {
 	step := &d.g.Steps[i]
 	st := &d.s.Steps[i]
 	st.Status = hephtype.StepScheduled
-	st.Attempt = 1
+	// A step that never ran makes attempt 1; one that a reset sent back to
+	// pending goes on counting (Base: its budget starts afresh).
+	st.Attempt++
+	st.Base = st.Attempt - 1
+	a := st.Attempt
 	input := d.input(i)
 	if !step.Map {
-		d.history(History{Kind: hephtype.EventStepScheduled, Step: step.Name, Attempt: 1})
-		d.command(ScheduleStep{Step: step.Name, Index: -1, Attempt: 1, Input: input})
+		d.history(History{Kind: hephtype.EventStepScheduled, Step: step.Name, Attempt: a})
+		d.command(ScheduleStep{Step: step.Name, Index: -1, Attempt: a, Input: input})
 		return
 	}
 	items, err := d.mapSource(i)
 	if err != nil {
-		d.history(History{Kind: hephtype.EventStepScheduled, Step: step.Name, Attempt: 1})
-		d.history(History{Kind: hephtype.EventStepFailed, Step: step.Name, Attempt: 1, Error: err.Error()})
-		d.fail(i, 1, err.Error())
+		d.history(History{Kind: hephtype.EventStepScheduled, Step: step.Name, Attempt: a})
+		d.history(History{Kind: hephtype.EventStepFailed, Step: step.Name, Attempt: a, Error: err.Error()})
+		d.fail(i, a, err.Error())
 		return
 	}
 	d.history(History{Kind: hephtype.EventMapExpanded, Step: step.Name, Index: len(items)})
 	if len(items) == 0 {
 		out := json.RawMessage("[]")
-		d.history(History{Kind: hephtype.EventStepCompleted, Step: step.Name, Attempt: 1, Event: EventOK, Data: out})
+		d.history(History{Kind: hephtype.EventStepCompleted, Step: step.Name, Attempt: a, Event: EventOK, Data: out})
 		d.finish(i, EventOK, out)
 		return
 	}
 	st.Items = make([]ItemState, len(items))
 	for k, item := range items {
-		st.Items[k] = ItemState{Status: hephtype.StepScheduled, Attempt: 1, Input: item}
-		d.command(ScheduleStep{Step: step.Name, Index: k, Attempt: 1, Input: input, Item: item})
+		st.Items[k] = ItemState{Status: hephtype.StepScheduled, Attempt: a, Base: a - 1, Input: item}
+		d.command(ScheduleStep{Step: step.Name, Index: k, Attempt: a, Input: input, Item: item})
 	}
 }
 

@@ -174,6 +174,22 @@ func (StepFailed) isEvent()    {}
 // not failed it is refused with ErrNotRetryable.
 type RunRetried struct{}
 
+// RunReset runs a run again from step Step: Step and every step after it
+// (every step a path of edges leads to from Step) go back to pending,
+// their outputs, events and map elements cleared, and run again as their
+// incoming edges resolve, with a fresh attempt budget (attempt numbers go
+// on counting, so a report of an attempt from before the reset is stale;
+// those that run or wait are cancelled). The other steps keep their
+// outcome, except that those that failed or were cancelled run again as
+// by RunRetried. A running, waiting, completed or failed run runs again;
+// a cancelled run, or a step that has not run yet, is refused with
+// ErrNotResettable. An empty Step names the only step of a run of one
+// step (a job). By names who reset the run, for the history.
+type RunReset struct {
+	Step string
+	By   string
+}
+
 func (ItemCompleted) isEvent() {}
 func (ItemFailed) isEvent()    {}
 func (Resume) isEvent()        {}
@@ -183,6 +199,7 @@ func (TimedOut) isEvent()      {}
 func (StepSnoozed) isEvent()   {}
 func (StepCancelled) isEvent() {}
 func (RunRetried) isEvent()    {}
+func (RunReset) isEvent()      {}
 
 // Command is something the runtime must do: the output of Apply.
 type Command interface{ isCommand() }
@@ -271,11 +288,12 @@ type Decision struct {
 // Errors returned by Apply. The runtime treats ErrStale as "nothing to do":
 // a late or duplicate report changes nothing.
 var (
-	ErrUnknownStep  = hephtype.ErrUnknownStep
-	ErrUnknownEvent = hephtype.ErrUnknownEvent
-	ErrNotWaiting   = hephtype.ErrNotWaiting
-	ErrRunFinished  = hephtype.ErrRunFinished
-	ErrNotRetryable = hephtype.ErrNotRetryable
-	ErrStale        = errors.New("stale report")
-	ErrNotMap       = errors.New("step is not a map step")
+	ErrUnknownStep   = hephtype.ErrUnknownStep
+	ErrUnknownEvent  = hephtype.ErrUnknownEvent
+	ErrNotWaiting    = hephtype.ErrNotWaiting
+	ErrRunFinished   = hephtype.ErrRunFinished
+	ErrNotRetryable  = hephtype.ErrNotRetryable
+	ErrNotResettable = hephtype.ErrNotResettable
+	ErrStale         = errors.New("stale report")
+	ErrNotMap        = errors.New("step is not a map step")
 )
