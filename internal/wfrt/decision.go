@@ -63,6 +63,10 @@ type wfState struct {
 	// Waits is what the workflow waited for after its last decision that
 	// wrote history (replay.Instance.Waits): a cache, like the rest.
 	Waits []replay.Wait `json:"waits,omitempty"`
+	// ResetFrom is the run this one was reset from (ResetWorkflow), and
+	// ResetTo the run that a reset of this one created.
+	ResetFrom string `json:"reset_from,omitempty"`
+	ResetTo   string `json:"reset_to,omitempty"`
 }
 
 func loadWfState(run *store.Run) (*wfState, error) {
