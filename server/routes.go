@@ -58,6 +58,7 @@ func (s *Server) register() {
 	s.handle(post, p+"/runs/{id}/pause", accessOperate, "runs.pause", s.pauseRun)
 	s.handle(post, p+"/runs/{id}/unpause", accessOperate, "runs.unpause", s.unpauseRun)
 	s.handle(post, p+"/runs/{id}/retry", accessOperate, "runs.retry", s.retry)
+	s.handle(post, p+"/runs/{id}/reset-workflow", accessOperate, "runs.reset_workflow", s.resetWorkflow)
 	s.handle(get, p+"/approvals", accessApprovals, "", s.approvals)
 	s.handle(post, p+"/operations", accessOperate, "operations.create", s.createOperation)
 	s.handle(get, p+"/operations", accessRead, "", s.listOperations)
