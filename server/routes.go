@@ -24,12 +24,7 @@ func (s *Server) register() {
 
 	s.handle(get, "/healthz", accessPublic, "", s.healthz)
 	s.handle(get, "/readyz", accessPublic, "", s.readyz)
-	s.handle(get, p+"/openapi.json", accessPublic, "", func(c *call) error {
-		c.wrote = true
-		c.w.Header().Set("Content-Type", "application/json")
-		_, _ = c.w.Write(openAPI)
-		return nil
-	})
+	s.handle(get, p+"/openapi.json", accessPublic, "", serveOpenAPI)
 
 	s.handle(get, p+"/whoami", accessAnyone, "", s.whoami)
 
@@ -138,4 +133,12 @@ func (s *Server) register() {
 	s.handle(post, p+"/webhooks/{id}/enable", accessAdmin, "webhooks.enable", s.enableWebhook)
 	s.handle(post, p+"/webhooks/{id}/disable", accessAdmin, "webhooks.disable", s.disableWebhook)
 	s.handle(post, p+"/webhooks/{id}/rotate-secret", accessAdmin, "webhooks.rotate_secret", s.rotateWebhookSecret)
+}
+
+// serveOpenAPI answers the OpenAPI document (GET /openapi.json).
+func serveOpenAPI(c *call) error {
+	c.wrote = true
+	c.w.Header().Set("Content-Type", "application/json")
+	_, _ = c.w.Write(openAPI)
+	return nil
 }
