@@ -184,11 +184,26 @@ func cutAt(events []store.Event, point string) (int, error) {
 // current code, which tells what is still open.
 func (c *Runtime) resetRun(ctx context.Context, p *resetPlan, opts *ResetOptions) (*store.NewRun, error) {
 	old := p.old
+	id := resetID(old.ID, p.cut)
+	oldSt, err := loadWfState(old)
+	if err != nil {
+		return nil, err
+	}
+	st := &wfState{Queue: oldSt.Queue, ResetFrom: old.ID}
+	st.Build, _ = c.startBuild(ctx, old.Workflow)
+	nr := c.resetNewRun(p, id, opts)
 	fn, ok := c.reg.workflow(old.Workflow)
 	if !ok {
-		return nil, fmt.Errorf("%w: workflow %q is not registered in this client: its current code replays the copied history", ErrWorkflowNotFound, old.Workflow)
+		if c.cfg.Served == nil || !c.cfg.Served(ctx, store.WorkflowHandler(old.Workflow)) {
+			return nil, fmt.Errorf("%w: workflow %q: register it with RegisterWorkflows, here or in a running worker process", ErrWorkflowNotFound, old.Workflow)
+		}
+		// A process that has the workflow reissues what is open with
+		// its first decision.
+		st.Pending, st.Reissue = true, true
+		nr.Tasks = []store.NewTask{decisionTask(st, old.Workflow, 1, time.Time{})}
+		nr.Status, nr.State, nr.BuildID = hephtype.StatusPending, st.encode(), st.Build
+		return nr, nil
 	}
-	id := resetID(old.ID, p.cut)
 	inst, err := replay.New(&replay.Config{Workflow: fn, RunID: id, Logger: c.cfg.Logger})
 	if err != nil {
 		return nil, err
@@ -201,12 +216,26 @@ func (c *Runtime) resetRun(ctx context.Context, p *resetPlan, opts *ResetOptions
 	if err := inst.Replay(prefix); err != nil {
 		return nil, fmt.Errorf("the current code does not replay the history up to point %q: %w", p.point, err)
 	}
-	oldSt, err := loadWfState(old)
-	if err != nil {
-		return nil, err
+	st.Waits = inst.Waits()
+	status := inst.Status()
+	if status.Terminal() {
+		return nil, fmt.Errorf("%w: point %q: the run had ended there", limits.ErrInvalidInput, p.point)
 	}
-	st := &wfState{Queue: oldSt.Queue, ResetFrom: old.ID, Waits: inst.Waits()}
-	st.Build, _ = c.startBuild(ctx, old.Workflow)
+	dec := &replay.Decision{Commands: inst.Outstanding(), Status: status}
+	nr.Tasks = decisionUpdate(id, old.Workflow, st, dec, nil).Tasks
+	if len(p.signals) > 0 || !hasDecision(p.events[:p.cut]) {
+		// Events wait for a decision.
+		st.Pending, status = true, hephtype.StatusPending
+		nr.Tasks = append(nr.Tasks, decisionTask(st, old.Workflow, 1, time.Time{}))
+	}
+	nr.Status, nr.State = status, st.encode()
+	return nr, nil
+}
+
+// resetNewRun is the new run of a reset, with its history but no state,
+// status or tasks yet.
+func (c *Runtime) resetNewRun(p *resetPlan, id string, opts *ResetOptions) *store.NewRun {
+	old := p.old
 	nr := &store.NewRun{
 		ID: id, Workflow: old.Workflow, Version: 1, Kind: hephtype.KindWorkflow, Input: old.Input,
 		BusinessID: old.BusinessID, KeyScope: old.KeyScope, Tags: old.Tags, Metadata: old.Metadata,
@@ -227,19 +256,7 @@ func (c *Runtime) resetRun(ctx context.Context, p *resetPlan, opts *ResetOptions
 	for _, e := range p.signals {
 		nr.History = append(nr.History, copyEvent(e))
 	}
-	status := inst.Status()
-	if status.Terminal() {
-		return nil, fmt.Errorf("%w: point %q: the run had ended there", limits.ErrInvalidInput, p.point)
-	}
-	dec := &replay.Decision{Commands: inst.Outstanding(), Status: status}
-	nr.Tasks = decisionUpdate(id, old.Workflow, st, dec, nil).Tasks
-	if len(p.signals) > 0 || !hasDecision(p.events[:p.cut]) {
-		// Events wait for a decision.
-		st.Pending, status = true, hephtype.StatusPending
-		nr.Tasks = append(nr.Tasks, decisionTask(st, old.Workflow, 1, time.Time{}))
-	}
-	nr.Status, nr.State = status, st.encode()
-	return nr, nil
+	return nr
 }
 
 func hasDecision(events []store.Event) bool {
@@ -287,4 +304,20 @@ func markReset(run *store.Run, to string, info resetInfo) (*store.Update, error)
 	ev.Error = u.History[0].Error
 	u.History[0], u.State = ev, st.encode()
 	return u, nil
+}
+
+// errReissue refuses the first decision of a run to reissue made without
+// reading its history: it is made again from the store.
+var errReissue = errors.New("the reset run's first decision must read its history")
+
+// reissue adds to the first decision of a run reset by a process that had
+// not the workflow the tasks of what its copied history left open.
+func reissue(u *store.Update, run *store.Run, st *wfState, open []replay.Command, dec *replay.Decision) {
+	st.Reissue = false
+	u.State = st.encode()
+	if dec.Status.Terminal() {
+		return
+	}
+	more := decisionUpdate(run.ID, run.Workflow, st, &replay.Decision{Commands: open, Status: dec.Status}, nil)
+	u.Tasks = append(more.Tasks, u.Tasks...)
 }
