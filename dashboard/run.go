@@ -436,6 +436,7 @@ func (d *runData) AdminActions() []runAction {
 	if !d.Terminal {
 		out = append(out, d.pauseActions(base)...)
 	}
+	out = append(out, d.resetActions(base)...)
 	return append(out, d.deleteAction(base))
 }
 
