@@ -23,6 +23,7 @@ var resetWfTests = []subtest{
 	{"ResetWorkflowMidHistory", testResetWorkflowMidHistory},
 	{"RetryFailedWorkflow", testRetryFailedWorkflow},
 	{"ResetWorkflowRefused", testResetWorkflowRefused},
+	{"ResetWorkflowRemote", testResetWorkflowRemote},
 }
 
 // resettable is a workflow with an activity, a timer, a child and a
@@ -324,4 +325,57 @@ func testResetWorkflowRefused(t *testing.T, b Backend) {
 	if rw.calls[0].Load() != 2 || rw.kids.Load() != 2 {
 		t.Fatalf("from the first decision everything runs again: first %d, children %d", rw.calls[0].Load(), rw.kids.Load())
 	}
+}
+
+// testResetWorkflowRemote: a reset by a client that has not the workflow
+// (as the API server): the worker that has it reissues, with the new
+// run's first decision, the activity, timer and child the copy left open.
+func testResetWorkflowRemote(t *testing.T, b Backend) {
+	rw := newResettable()
+	e := newWfEnv(t, b, nil, rw.workers, rw.acts...)
+	other := startClient(t, e.st, func(cfg *heph.Config) { cfg.Queues = map[string]int{"elsewhere": 1} })
+	ctx := ctxT(t)
+	r, err := heph.StartWorkflow(ctx, e.c, rw.wf, 1, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "the run to wait for its signal", func() bool { return count(e.history(r.ID), hephtype.EventChildCompleted, "") == 1 })
+	old := e.history(r.ID)
+	// Decision 1 scheduled rw_first: its outcome and all after it go.
+	nr, err := other.ResetWorkflow(ctx, r.ID, &heph.ResetWorkflowOptions{Point: "1"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if nr.Status != heph.StatusPending {
+		t.Fatalf("the new run is %s, want pending (a worker decides it)", nr.Status)
+	}
+	if o := e.waitStatus(r.ID, heph.StatusCancelled); o.ResetTo != nr.ID {
+		t.Fatalf("the old run: reset to %q", o.ResetTo)
+	}
+	waitFor(t, "the new run's child", func() bool { return count(e.history(nr.ID), hephtype.EventChildCompleted, "") == 1 })
+	if err := e.c.SignalWorkflow(ctx, nr.ID, "go", 2); err != nil {
+		t.Fatal(err)
+	}
+	out, err := heph.GetWorkflow(e.c, rw.wf, nr.ID).Get(ctx)
+	if err != nil || out != "v1:28" { // (1+1+10+2)*2
+		t.Fatalf("reset run: %q, %v", out, err)
+	}
+	if rw.calls[0].Load() != 2 || rw.kids.Load() != 2 {
+		t.Fatalf("rw_first ran %d times, the child %d; want twice each", rw.calls[0].Load(), rw.kids.Load())
+	}
+	cut := 1
+	for old[cut].Kind != hephtype.EventDecision {
+		cut++
+	}
+	for cut++; cut < len(old) && old[cut].Kind == hephtype.EventStepScheduled; cut++ {
+	}
+	nh := e.history(nr.ID)
+	sameEntries(t, "the new run's copied history", nh, old[:cut])
+	wantKinds(t, "the new run's history after the point", nh[cut:],
+		hephtype.EventWorkflowReset, // the reissue writes no entry, only tasks
+		hephtype.EventStepCompleted, hephtype.EventDecision, hephtype.EventTimerStarted,
+		hephtype.EventTimerFired, hephtype.EventDecision, hephtype.EventChildStarted,
+		hephtype.EventChildCompleted, hephtype.EventDecision,
+		hephtype.EventSignalReceived, hephtype.EventDecision, hephtype.EventStepScheduled,
+		hephtype.EventStepCompleted, hephtype.EventDecision, hephtype.EventRunCompleted)
 }
