@@ -1,10 +1,12 @@
 package server
 
 import (
+	"context"
 	"net/http"
 	"strconv"
 
 	hephaestus "github.com/hephaestus-go/hephaestus"
+	"github.com/hephaestus-go/hephaestus/store"
 )
 
 // resetWorkflowRequest is the body of POST /runs/{id}/reset-workflow.
@@ -64,4 +66,18 @@ func (s *Server) retryWorkflow(c *call, r *hephaestus.Run) (*hephaestus.Run, err
 	return s.cfg.Client.ResetWorkflow(c.ctx(), r.ID, &hephaestus.ResetWorkflowOptions{
 		Point: hephaestus.ResetPointLastGood, ReapplySignals: true, By: c.principal(), Reason: "retry",
 	})
+}
+
+// retryWorkflowRun is a bulk retry's action on a workflow run: a failed
+// one is reset to its last good point, as the operation's creator (a
+// reset applied already answers its run); another is skipped, as for
+// flows.
+func retryWorkflowRun(ctx context.Context, cl *hephaestus.Client, op *store.Operation, r *hephaestus.Run) error {
+	if r.Status != hephaestus.StatusFailed {
+		return nil
+	}
+	_, err := cl.ResetWorkflow(ctx, r.ID, &hephaestus.ResetWorkflowOptions{
+		Point: hephaestus.ResetPointLastGood, ReapplySignals: true, By: op.CreatedBy, Reason: "retried by operation " + op.ID,
+	})
+	return err
 }

@@ -5,11 +5,14 @@ import (
 	"encoding/json"
 	"errors"
 	"net/http"
+	"strconv"
+	"strings"
 	"sync/atomic"
 	"testing"
 
 	heph "github.com/hephaestus-go/hephaestus"
 	"github.com/hephaestus-go/hephaestus/flow"
+	"github.com/hephaestus-go/hephaestus/store"
 	"github.com/hephaestus-go/hephaestus/workflow"
 )
 
@@ -110,6 +113,55 @@ func TestResetWorkflowAPI(t *testing.T) {
 		if err := json.Unmarshal(last.Data, &info); err != nil || last.Kind != "workflow_reset" || last.Name != reset.ID ||
 			info["by"] != "ops" || info["reason"] != "again" || info["point"] != "first" {
 			t.Fatalf("last entry of the reset run: %+v (%v)", last, err)
+		}
+	})
+}
+
+// A bulk retry resets each failed workflow run it selects to its last
+// good point, as the operation's creator; the new runs complete.
+func TestBulkRetryWorkflows(t *testing.T) {
+	forEach(t, func(t *testing.T, b backend) {
+		broken := &atomic.Bool{}
+		broken.Store(true)
+		e := newResetEnv(t, b, broken)
+		e.api.token = e.token("ops", RoleOperator)
+		ctx := context.Background()
+		var ids []string
+		for i := range 2 {
+			r, err := e.client.StartWorkflow(ctx, "rs-wf", struct{}{}, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := e.client.SignalWorkflow(ctx, r.ID, "go", i+1); err != nil {
+				t.Fatal(err)
+			}
+			ids = append(ids, r.ID)
+		}
+		for _, id := range ids {
+			e.waitStatus(id, heph.StatusFailed)
+		}
+		broken.Store(false)
+		var op Operation
+		e.api.call(http.MethodPost, "/api/v1/operations", map[string]any{"action": "retry", "filter": map[string]any{"statuses": []string{"failed"}, "workflow": "rs-wf"}}, http.StatusAccepted, &op)
+		if done := e.waitOperation(op.ID); done.Status != store.OperationCompleted || done.Done != 2 || done.Failed != 0 {
+			t.Fatalf("the retry operation: %+v", done)
+		}
+		for i, id := range ids {
+			var old Run
+			e.api.call(http.MethodGet, "/api/v1/runs/"+id, nil, http.StatusOK, &old)
+			if old.ResetTo == "" {
+				t.Fatalf("run %s was not reset: %+v", id, old)
+			}
+			if r := e.waitStatus(old.ResetTo, heph.StatusCompleted); string(r.Output) != strconv.Itoa((i+1)*10) {
+				t.Errorf("the new run of %s: output %s", id, r.Output)
+			}
+			h, err := e.client.History(ctx, id)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if last := h[len(h)-1]; last.Kind != "workflow_reset" || !strings.Contains(string(last.Data), `"by":"ops"`) {
+				t.Errorf("the last entry of %s: %+v", id, last)
+			}
 		}
 	})
 }
