@@ -280,7 +280,8 @@ func testResetWorkflowRefused(t *testing.T, b Backend) {
 	rw := newResettable()
 	e := newWfEnv(t, b, nil, rw.workers, rw.acts...)
 	ctx := ctxT(t)
-	r, err := heph.StartWorkflow(ctx, e.c, rw.wf, 1, nil)
+	// A workflow id: the active run holds it, and the reset passes it on.
+	r, err := heph.StartWorkflow(ctx, e.c, rw.wf, 1, &heph.WorkflowOptions{ID: "order-7"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -314,6 +315,9 @@ func testResetWorkflowRefused(t *testing.T, b Backend) {
 	}
 	if o := e.waitStatus(r.ID, heph.StatusCancelled); o.ResetTo != nr.ID {
 		t.Fatalf("old run: reset to %q", o.ResetTo)
+	}
+	if cur, err := e.c.FindWorkflow(ctx, rw.wf.Name(), "order-7"); err != nil || cur.ID != nr.ID {
+		t.Fatalf("the run of workflow id order-7: %v, %v; want the new run %s", cur, err, nr.ID)
 	}
 	waitFor(t, "the new run's child", func() bool { return count(e.history(nr.ID), hephtype.EventChildCompleted, "") == 1 })
 	if err := e.c.SignalWorkflow(ctx, nr.ID, "go", 1); err != nil {
