@@ -7,9 +7,8 @@ import (
 	"github.com/hephaestus-go/hephaestus/hephtype"
 )
 
-// ErrNotRetryable: RetryRun was given a run that cannot be retried in
-// place: a run that is not failed, or a code-first workflow run (start a
-// new run of the workflow instead). Nothing was written.
+// ErrNotRetryable: RetryRun was given a run that cannot be retried: a
+// run that is not failed. Nothing was written.
 var ErrNotRetryable = hephtype.ErrNotRetryable
 
 // RetryRun runs a failed run of a flow, a stored document or a job again
@@ -23,12 +22,19 @@ var ErrNotRetryable = hephtype.ErrNotRetryable
 //
 // Only the first of two retries of one failure applies (the retry is
 // decided from the stored run): the second, like a retry of a run that is
-// not failed, fails with ErrNotRetryable. A workflow run fails with
-// ErrNotRetryable too. A run whose business id (unique while active)
+// not failed, fails with ErrNotRetryable. A run whose business id (unique while active)
 // another run took since it failed fails with ErrDuplicateRun. The run's
 // flow version must be registered in this client (or be a stored document
 // its registry compiles).
+//
+// A failed code-first workflow run is not retried in place: RetryRun
+// resets it to its last good point (ResetWorkflow with
+// ResetPointLastGood, signals re-applied) and returns the new run; the
+// failed run is marked reset. Retried again, it returns the same new run.
 func (c *Client) RetryRun(ctx context.Context, runID string) (*Run, error) {
+	if r, err := c.cfg.Store.GetRun(ctx, runID); err == nil && r.Kind == hephtype.KindWorkflow {
+		return c.retryWorkflow(ctx, runID, r.Status)
+	}
 	if err := c.ensureDocumentFlow(ctx, runID); err != nil {
 		return nil, fmt.Errorf("retry run %s: %w", runID, err)
 	}

@@ -7,6 +7,7 @@ import (
 
 	"github.com/hephaestus-go/hephaestus/hephtype"
 	"github.com/hephaestus-go/hephaestus/internal/flowgraph"
+	"github.com/hephaestus-go/hephaestus/internal/wfrt"
 	"github.com/hephaestus-go/hephaestus/store"
 )
 
@@ -113,6 +114,10 @@ type Run struct {
 	// zero for none. A run that timed out failed with the condition
 	// ConditionTimedOut and a run_timed_out history entry.
 	Deadline time.Time
+	// ResetFrom is the run this code-first workflow run was reset from
+	// (ResetWorkflow, RetryRun), ResetTo the run a reset of it created;
+	// "" when none.
+	ResetFrom, ResetTo string
 	// Steps is each step's state, in the flow's declaration order.
 	Steps      []StepState
 	CreatedAt  time.Time
@@ -157,6 +162,7 @@ func (c *Client) toRun(r *store.Run) *Run {
 		Error: r.Error, BusinessID: r.BusinessID, ParentID: r.ParentID, Tags: r.Tags, Metadata: r.Metadata, Condition: r.Condition,
 		ConcurrencyKey: r.ConcurrencyKey, BuildID: r.BuildID, Deadline: r.Deadline, CreatedAt: r.CreatedAt, UpdatedAt: r.UpdatedAt, FinishedAt: r.FinishedAt,
 	}
+	out.ResetFrom, out.ResetTo = wfrt.ResetLinks(r)
 	if r.Paused != nil {
 		// Pausing wins over what else keeps the run from progressing.
 		out.Condition = pausedCondition(r.Paused)

@@ -77,6 +77,11 @@ func describeRunEvent(e server.Event) (string, bool) {
 		}
 	case hephtype.EventRunContinued:
 		s = "run continued as new"
+	case hephtype.EventWorkflowReset:
+		s = "workflow reset"
+		if e.Name != "" {
+			s += ": linked to run " + e.Name
+		}
 	case hephtype.EventRunRetried:
 		s = "run retried from its failed steps"
 	case hephtype.EventRunReset:

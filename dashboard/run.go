@@ -439,6 +439,7 @@ func (d *runData) AdminActions() []runAction {
 	if a, ok := d.resetAction(base); ok {
 		out = append(out, a)
 	}
+	out = append(out, d.resetActions(base)...)
 	return append(out, d.deleteAction(base))
 }
 

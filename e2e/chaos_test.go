@@ -36,6 +36,11 @@ package e2e_test
 //     clients' deadline sweeps killed while they wait for the run's lock
 //     time the run out once; the step's late success is refused
 //     (PostgreSQL);
+//   - TestChaosResetWorkflowKilledConnection (chaos_resetwf_test.go): the
+//     retry (reset) of a failed workflow run killed while it waits for the
+//     old run's lock, tried again and by two callers at once, creates one
+//     new run and one workflow_reset entry; the failed activity runs once
+//     more (PostgreSQL);
 //   - TestChaosCheckerFindsFaults: the checker reports each kind of
 //     duplicate and a lost run.
 //

@@ -35,6 +35,7 @@ func RunRootAPI(t *testing.T, b Backend) {
 		{"Delete", func(t *testing.T, b Backend) { runAll(t, b, deleteTests) }},
 		{"Pause", func(t *testing.T, b Backend) { runAll(t, b, pauseTests) }},
 		{"Reset", func(t *testing.T, b Backend) { runAll(t, b, resetTests) }},
+		{"ResetWorkflow", func(t *testing.T, b Backend) { runAll(t, b, resetWfTests) }},
 	})
 }
 
@@ -177,8 +178,8 @@ func testRetryRefused(t *testing.T, b Backend) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := e.c.RetryRun(ctx, wf.ID); !errors.Is(err, heph.ErrNotRetryable) || !strings.Contains(err.Error(), "workflows are not retried in place") {
-		t.Errorf("retry of a workflow run: %v, want ErrNotRetryable saying workflows are not retried", err)
+	if _, err := e.c.RetryRun(ctx, wf.ID); !errors.Is(err, heph.ErrNotRetryable) || !strings.Contains(err.Error(), "only a failed run can be retried") {
+		t.Errorf("retry of an active workflow run: %v, want ErrNotRetryable saying only a failed run is retried", err)
 	}
 
 	first := e.run("keyed", nil, key)

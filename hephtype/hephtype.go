@@ -124,6 +124,13 @@ const (
 	// run again from their start: the step and every step after it).
 	// Not a command: replay skips it.
 	EventRunReset EventKind = "run_reset"
+	// EventWorkflowReset records a reset of a code-first workflow run
+	// (Client.ResetWorkflow). On the run that was reset it names the new
+	// run (Name); on the new run it stands where the copied history ends
+	// and names the run it was reset from (Name). Data:
+	// {"from", "to", "point", "by", "reason"}. Not a command: replay skips
+	// it.
+	EventWorkflowReset EventKind = "workflow_reset"
 )
 
 // RunKind tells which authoring model a run belongs to.

@@ -409,7 +409,7 @@ func (p *processor) act(ctx context.Context, op *store.Operation, r *hephaestus.
 		return err
 	case store.OperationRetry:
 		if r.Kind == hephaestus.KindWorkflow {
-			return errors.New("a workflow run is not retried in place: start a new run")
+			return retryWorkflowRun(ctx, cl, op, r)
 		}
 		_, err := cl.RetryRun(ctx, r.ID)
 		if errors.Is(err, hephaestus.ErrNotRetryable) {

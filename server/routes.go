@@ -24,12 +24,7 @@ func (s *Server) register() {
 
 	s.handle(get, "/healthz", accessPublic, "", s.healthz)
 	s.handle(get, "/readyz", accessPublic, "", s.readyz)
-	s.handle(get, p+"/openapi.json", accessPublic, "", func(c *call) error {
-		c.wrote = true
-		c.w.Header().Set("Content-Type", "application/json")
-		_, _ = c.w.Write(openAPI)
-		return nil
-	})
+	s.handle(get, p+"/openapi.json", accessPublic, "", serveOpenAPI)
 
 	s.handle(get, p+"/whoami", accessAnyone, "", s.whoami)
 
@@ -141,8 +136,17 @@ func (s *Server) registerInteractions() {
 	s.handle(post, p+"/runs/{id}/unpause", accessOperate, "runs.unpause", s.unpauseRun)
 	s.handle(post, p+"/runs/{id}/reset", accessOperate, "runs.reset", s.resetRun)
 	s.handle(post, p+"/runs/{id}/retry", accessOperate, "runs.retry", s.retry)
+	s.handle(post, p+"/runs/{id}/reset-workflow", accessOperate, "runs.reset_workflow", s.resetWorkflow)
 	s.handle(get, p+"/approvals", accessApprovals, "", s.approvals)
 	s.handle(post, p+"/operations", accessOperate, "operations.create", s.createOperation)
 	s.handle(get, p+"/operations", accessRead, "", s.listOperations)
 	s.handle(get, p+"/operations/{id}", accessRead, "", s.getOperation)
+}
+
+// serveOpenAPI answers the OpenAPI document (GET /openapi.json).
+func serveOpenAPI(c *call) error {
+	c.wrote = true
+	c.w.Header().Set("Content-Type", "application/json")
+	_, _ = c.w.Write(openAPI)
+	return nil
 }

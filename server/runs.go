@@ -45,6 +45,10 @@ type Run struct {
 	// execution timeout); a run that timed out failed with the condition
 	// "timed_out".
 	Deadline *time.Time `json:"deadline,omitempty"`
+	// ResetFrom is the run a workflow run was reset from, ResetTo the
+	// run a reset of it created (POST /runs/{id}/reset-workflow, retry).
+	ResetFrom string `json:"reset_from,omitempty"`
+	ResetTo   string `json:"reset_to,omitempty"`
 	// WaitingFor is what the run waits for (only on GET /runs/{id}).
 	WaitingFor []Wait `json:"waiting_for,omitempty"`
 	// Steps is nil in a RunSummary (a list); a workflow run's are its
@@ -87,6 +91,7 @@ func runJSON(r *hephaestus.Run, full bool) *Run {
 		ID: r.ID, Kind: string(r.KindName()), Workflow: r.Flow, Version: r.Version, Status: string(r.Status), Error: r.Error,
 		BusinessID: r.BusinessID, ParentID: r.ParentID, Tags: r.Tags, Metadata: r.Metadata, ConcurrencyKey: r.ConcurrencyKey,
 		BuildID: r.BuildID, CreatedAt: r.CreatedAt.UTC(), UpdatedAt: r.UpdatedAt.UTC(),
+		ResetFrom: r.ResetFrom, ResetTo: r.ResetTo,
 	}
 	if out.Tags == nil {
 		out.Tags = []string{}
@@ -515,7 +520,12 @@ func (s *Server) result(c *call) error {
 func (s *Server) retry(c *call) error {
 	id := c.r.PathValue("id")
 	c.target = id
-	r, err := s.cfg.Client.RetryRun(c.ctx(), id)
+	r, err := s.cfg.Client.GetRun(c.ctx(), id)
+	if err == nil && r.Kind == hephaestus.KindWorkflow {
+		r, err = s.retryWorkflow(c, r)
+	} else {
+		r, err = s.cfg.Client.RetryRun(c.ctx(), id)
+	}
 	if err != nil {
 		return err
 	}

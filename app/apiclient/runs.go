@@ -280,3 +280,18 @@ func (l *listOf[T]) UnmarshalJSON(b []byte) error {
 	}
 	return nil
 }
+
+// ResetWorkflowOptions is the body of POST /runs/{id}/reset-workflow.
+type ResetWorkflowOptions struct {
+	// Point: "first", "last_good" ("" for the server's default,
+	// last_good) or a decision number.
+	Point          string `json:"point,omitempty"`
+	ReapplySignals bool   `json:"reapply_signals,omitempty"`
+	Reason         string `json:"reason,omitempty"`
+}
+
+// ResetWorkflow resets a code-first workflow run to a point of its
+// history and returns the new run that carries it on.
+func (c *Client) ResetWorkflow(ctx context.Context, id string, opts *ResetWorkflowOptions) (*Run, *Response, error) {
+	return call[Run](ctx, c, &request{method: http.MethodPost, path: "/runs/" + seg(id) + "/reset-workflow", body: opts})
+}

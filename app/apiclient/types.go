@@ -51,6 +51,10 @@ type Run struct {
 	ScheduledFor *time.Time `json:"scheduled_for,omitempty"`
 	// Deadline is when the run times out if it has not finished.
 	Deadline *time.Time `json:"deadline,omitempty"`
+	// ResetFrom is the run a workflow run was reset from, ResetTo the run
+	// a reset of it created.
+	ResetFrom string `json:"reset_from,omitempty"`
+	ResetTo   string `json:"reset_to,omitempty"`
 	// WaitingFor is what the run waits for (GET /runs/{id} only).
 	WaitingFor []Wait       `json:"waiting_for,omitempty"`
 	Steps      []Step       `json:"steps,omitempty"`

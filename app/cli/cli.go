@@ -108,7 +108,7 @@ func New(env *Env) *cobra.Command {
 		newValidate(g), newGraph(g),
 		newStart(g), newList(g), newStats(g), newShow(g), newHistory(g), newLogs(g), newResult(g),
 		newSignal(g), newUpdate(g), newQuery(g), newResume(g), newDecide(g, true), newDecide(g, false),
-		newCancel(g), newPause(g), newUnpause(g), newReset(g), newRetry(g), newDelete(g), newOperations(g), newApprovals(g),
+		newCancel(g), newPause(g), newUnpause(g), newReset(g), newRetry(g), newResetWorkflow(g), newDelete(g), newOperations(g), newApprovals(g),
 		newSchedules(g), newQueues(g), newWorkers(g), newBuilds(g), newTokens(g), newPrincipals(g), newAudit(g), newSecrets(g), newWebhooks(g), newDocuments(g), newDefinitions(g), newVersions(g),
 		newServer(g), newBench(g), newVet(g), newReplay(g),
 	)

@@ -405,8 +405,10 @@ func newRetry(g *globals) *cobra.Command {
 		Use:   "retry [run]",
 		Short: "Retry a failed run from its failed steps, or every run that matches filters",
 		Long: "retry runs a failed run's failed steps again, keeping the outputs of the steps that\n" +
-			"completed. With --all-matching and filters instead of a run, it retries every matching\n" +
-			"run as a bulk operation on the server and shows its progress.",
+			"completed. A failed code-first workflow run is reset to its last good point instead (as\n" +
+			"heph reset-workflow, with its signals re-applied): the new run is printed. With\n" +
+			"--all-matching and filters instead of a run, it retries every matching run as a bulk\n" +
+			"operation on the server and shows its progress.",
 		Example: `  heph retry order::42
   heph retry --status failed --workflow order --since 2h --all-matching`,
 		Args: cobra.MaximumNArgs(1),
@@ -426,6 +428,10 @@ func newRetry(g *globals) *cobra.Command {
 				return err
 			}
 			return g.emit(resp, func(w io.Writer) error {
+				if run.ResetFrom != "" && run.ResetFrom != run.ID {
+					_, err := fmt.Fprintf(w, "run %s retried: new run %s (%s)\n", run.ResetFrom, run.ID, run.Status)
+					return err
+				}
 				_, err := fmt.Fprintf(w, "run %s retried: %s\n", run.ID, run.Status)
 				return err
 			})

@@ -27,7 +27,7 @@ func (r *Runtime) Retry(ctx context.Context, runID string) (*store.Run, error) {
 	decide := r.decideWith(engine.RunRetried{}, r.cfg.Clock.Now(), true)
 	res, err := r.submitLoading(ctx, store.Change{RunID: runID, Key: "retry:" + newID(), Decide: func(run *store.Run) (*store.Update, error) {
 		if run.Kind != hephtype.KindFlow {
-			return nil, fmt.Errorf("%w: run %s is a code-first workflow run; workflows are not retried in place: start a new run", ErrNotRetryable, run.ID)
+			return nil, fmt.Errorf("%w: run %s is a code-first workflow run; workflows are reset (ResetWorkflow), not retried in place", ErrNotRetryable, run.ID)
 		}
 		if run.Status != hephtype.StatusFailed {
 			return nil, fmt.Errorf("%w: run %s is %s, only a failed run can be retried", ErrNotRetryable, run.ID, run.Status)

@@ -116,7 +116,7 @@ func classify(k hephtype.EventKind) class {
 		hephtype.EventRunCompleted, hephtype.EventRunFailed, hephtype.EventRunContinued:
 		return classCommand
 	case hephtype.EventStepStarted, hephtype.EventStepRetrying, hephtype.EventUpdateRejected,
-		hephtype.EventRunPaused, hephtype.EventRunUnpaused:
+		hephtype.EventRunPaused, hephtype.EventRunUnpaused, hephtype.EventWorkflowReset:
 		return classInfo
 	}
 	return classUnknown
@@ -224,3 +224,7 @@ func mustJSON(v any) json.RawMessage {
 	}
 	return b
 }
+
+// IsCommandKind reports whether events of kind k record an activation's
+// commands (they follow a decision event in the same transaction).
+func IsCommandKind(k hephtype.EventKind) bool { return classify(k) == classCommand }

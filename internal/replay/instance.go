@@ -134,6 +134,7 @@ func (in *Instance) usable() error {
 type future struct {
 	seq  int
 	kind hephtype.EventKind // the kind of the command's event
+	cmd  Command            // the command that opened it (Outstanding)
 	name string
 	done bool
 	data json.RawMessage
@@ -705,3 +706,26 @@ func (in *Instance) Snapshot() Snapshot {
 	}
 	return s
 }
+
+// Outstanding returns the commands the history fed so far issued and has
+// not reported the outcome of: the activities, timers and children still
+// open, by sequence number. A run reset to this point of its history
+// (a copy of it) must execute them again.
+func (in *Instance) Outstanding() []Command {
+	seqs := make([]int, 0, len(in.futures))
+	for s, f := range in.futures {
+		if !f.done && f.cmd != nil {
+			seqs = append(seqs, s)
+		}
+	}
+	slices.Sort(seqs)
+	out := make([]Command, 0, len(seqs))
+	for _, s := range seqs {
+		out = append(out, in.futures[s].cmd)
+	}
+	return out
+}
+
+// Status returns the run's status after the history fed so far: running
+// (an activity or child is outstanding), waiting, or terminal.
+func (in *Instance) Status() hephtype.RunStatus { return in.status() }

@@ -86,6 +86,9 @@ func (u *Unit) Info() Info {
 
 func (in *Instance) newFuture(seq int, kind hephtype.EventKind, name string) *future {
 	f := &future{seq: seq, kind: kind, name: name}
+	if n := len(in.out); n > 0 {
+		f.cmd = in.out[n-1] // the command issue just recorded
+	}
 	in.futures[seq] = f
 	return f
 }

@@ -63,6 +63,14 @@ type wfState struct {
 	// Waits is what the workflow waited for after its last decision that
 	// wrote history (replay.Instance.Waits): a cache, like the rest.
 	Waits []replay.Wait `json:"waits,omitempty"`
+	// ResetFrom is the run this one was reset from (ResetWorkflow), and
+	// ResetTo the run that a reset of this one created.
+	ResetFrom string `json:"reset_from,omitempty"`
+	ResetTo   string `json:"reset_to,omitempty"`
+	// Reissue: the run was reset by a process that has not the workflow
+	// (ResetWorkflow): its first decision executes what the copied
+	// history left open, which only the code knows how.
+	Reissue bool `json:"reissue,omitempty"`
 }
 
 func loadWfState(run *store.Run) (*wfState, error) {
@@ -486,6 +494,10 @@ type decideInput struct {
 	// rejected update commits unfenced, only if something else happened,
 	// and the caller answers the request under the fence.
 	request bool
+	// open is what the stored history left open (replay.Instance.Outstanding),
+	// set when the decision read the history: a reset run reissues it.
+	open     []replay.Command
+	openRead bool
 }
 
 // decisionFailure is the failure of a decision itself (the workflow's code
@@ -541,6 +553,14 @@ func (c *Runtime) decideLocked(ctx context.Context, e *stickyEntry, fn replay.Fu
 		}
 	}
 	base := int64(e.inst.Len() + len(evs))
+	if read {
+		// What the stored history left open, for a run to reissue it.
+		if err := e.inst.Replay(evs); err != nil {
+			e.drop()
+			return res, &decisionFailure{err}
+		}
+		in.open, in.openRead, evs = e.inst.Outstanding(), true, nil
+	}
 	now := c.cfg.Clock.Now()
 	dec, err := e.inst.Decide(&replay.Activation{Events: append(evs, in.extra...), Time: now, Updates: in.updates})
 	if err != nil {
@@ -561,8 +581,8 @@ func (c *Runtime) decideLocked(ctx context.Context, e *stickyEntry, fn replay.Fu
 		res.claimed = r.Claimed
 	}
 	if err != nil {
-		if len(dec.History) > 0 || len(in.extra) > 0 {
-			e.drop() // ahead of the stored history
+		if len(dec.History) > 0 || len(in.extra) > 0 || errors.Is(err, errReissue) {
+			e.drop() // ahead of the stored history, or to read it
 		}
 		return res, err
 	}
@@ -608,6 +628,12 @@ func (c *Runtime) decisionChange(in *decideInput, base int64, dec *replay.Decisi
 		if in.task && st.Pending {
 			st.Pending = false
 			u.State = st.encode()
+		}
+		if st.Reissue {
+			if !in.openRead {
+				return nil, errReissue
+			}
+			reissue(u, run, st, in.open, dec)
 		}
 		if len(dec.History) > 0 {
 			st.Waits = dec.Waits
