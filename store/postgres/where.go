@@ -105,6 +105,9 @@ func runFilter(schema string, p *store.ListRunsParams) (*where, error) {
 		w.add(fmt.Sprintf(`(CASE jsonb_typeof(metadata -> %[1]s) WHEN 'string' THEN metadata ->> %[1]s
 			WHEN 'object' THEN NULL WHEN 'array' THEN NULL ELSE (metadata -> %[1]s)::text END) = $?`, key), p.Metadata[k])
 	}
+	for _, c := range p.Attrs {
+		w.attr(schema, &c)
+	}
 	if p.Text != "" {
 		// lower() of the "C" collation folds ASCII letters only, as
 		// lowerASCII does.
@@ -124,4 +127,36 @@ func runFilter(schema string, p *store.ListRunsParams) (*where, error) {
 		w.add("(updated_at, id) > ($?, $?)", truncate(p.ChangedAfter), p.ChangedAfterID)
 	}
 	return w, nil
+}
+
+// attr keeps the runs whose search attributes meet c (store.AttrCond):
+// probes of run_attributes by (run_id, name), or, when the planner
+// prefers, a walk of the attribute's (name, value) index.
+func (w *where) attr(schema string, c *store.AttrCond) {
+	col, _ := store.AttrColumn(c.Type, c.Values[0])
+	tbl := `"` + schema + `".run_attributes`
+	has := "EXISTS (SELECT 1 FROM " + tbl + " a WHERE a.run_id = runs.id AND a.name = " + w.param(c.Name) +
+		" AND a.type = " + w.param(string(c.Type))
+	if c.Type == store.AttrKeywordList && c.Op == store.OpNe {
+		// No element equals the value.
+		_, v := store.AttrColumn(c.Type, c.Values[0])
+		w.conds = append(w.conds, has+") AND NOT EXISTS (SELECT 1 FROM "+tbl+" a WHERE a.run_id = runs.id AND a.name = "+
+			w.param(c.Name)+" AND a.type = 'keyword_list' AND a.s = "+w.param(v)+")")
+		return
+	}
+	if c.Op == store.OpIn {
+		ps := make([]string, len(c.Values))
+		for i, v := range c.Values {
+			_, x := store.AttrColumn(c.Type, v)
+			ps[i] = w.param(x)
+		}
+		w.conds = append(w.conds, has+" AND a."+col+" IN ("+strings.Join(ps, ", ")+"))")
+		return
+	}
+	op := string(c.Op)
+	if c.Op == store.OpNe {
+		op = "<>"
+	}
+	_, v := store.AttrColumn(c.Type, c.Values[0])
+	w.conds = append(w.conds, has+" AND a."+col+" "+op+" "+w.param(v)+")")
 }

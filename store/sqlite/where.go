@@ -105,6 +105,9 @@ func runFilter(p *store.ListRunsParams) (*where, error) {
 			(CASE m.type WHEN 'text' THEN m.value WHEN 'object' THEN NULL WHEN 'array' THEN NULL
 			ELSE runs.metadata -> m.fullkey END) = ?)`, k, p.Metadata[k])
 	}
+	for _, c := range p.Attrs {
+		w.attr(&c)
+	}
 	if p.Text != "" {
 		// lower() folds ASCII letters only, as lowerASCII does.
 		t := w.param(lowerASCII(p.Text))
@@ -137,4 +140,35 @@ func (w *where) queue(queue string, workflows []string) error {
 	}
 	w.conds = append(w.conds, cond)
 	return nil
+}
+
+// attr keeps the runs whose search attributes meet c (store.AttrCond):
+// probes of run_attributes by (run_id, name), or, when the planner
+// prefers, a walk of the attribute's (name, value) index.
+func (w *where) attr(c *store.AttrCond) {
+	col, _ := store.AttrColumn(c.Type, c.Values[0])
+	has := "EXISTS (SELECT 1 FROM run_attributes a WHERE a.run_id = runs.id AND a.name = " + w.param(c.Name) +
+		" AND a.type = " + w.param(string(c.Type))
+	if c.Type == store.AttrKeywordList && c.Op == store.OpNe {
+		// No element equals the value.
+		_, v := store.AttrColumn(c.Type, c.Values[0])
+		w.conds = append(w.conds, has+") AND NOT EXISTS (SELECT 1 FROM run_attributes a WHERE a.run_id = runs.id AND a.name = "+
+			w.param(c.Name)+" AND a.type = 'keyword_list' AND a.s = "+w.param(v)+")")
+		return
+	}
+	if c.Op == store.OpIn {
+		ps := make([]string, len(c.Values))
+		for i, v := range c.Values {
+			_, x := store.AttrColumn(c.Type, v)
+			ps[i] = w.param(x)
+		}
+		w.conds = append(w.conds, has+" AND a."+col+" IN ("+strings.Join(ps, ", ")+"))")
+		return
+	}
+	op := string(c.Op)
+	if c.Op == store.OpNe {
+		op = "<>"
+	}
+	_, v := store.AttrColumn(c.Type, c.Values[0])
+	w.conds = append(w.conds, has+" AND a."+col+" "+op+" "+w.param(v)+")")
 }
