@@ -11,35 +11,22 @@ import (
 	"time"
 
 	"github.com/hephaestus-go/hephaestus/hephtype"
+	"github.com/hephaestus-go/hephaestus/internal/suggest"
 )
 
-// AttrType is the type of a search attribute (docs/operations.md, Search
-// attributes).
-type AttrType string
+// AttrType is the type of a search attribute (hephtype.AttrType).
+type AttrType = hephtype.AttrType
 
 // The types of search attributes.
 const (
-	// AttrString and AttrKeyword hold a string, compared as bytes.
-	AttrString  AttrType = "string"
-	AttrKeyword AttrType = "keyword"
-	// AttrKeywordList holds a list of strings; a condition holds when an
-	// element meets it (!=: when none equals).
-	AttrKeywordList AttrType = "keyword_list"
-	AttrInt         AttrType = "int"
-	AttrFloat       AttrType = "float"
-	AttrBool        AttrType = "bool"
-	// AttrTime holds an instant, stored to the microsecond.
-	AttrTime AttrType = "time"
+	AttrString      = hephtype.AttrString
+	AttrKeyword     = hephtype.AttrKeyword
+	AttrKeywordList = hephtype.AttrKeywordList
+	AttrInt         = hephtype.AttrInt
+	AttrFloat       = hephtype.AttrFloat
+	AttrBool        = hephtype.AttrBool
+	AttrTime        = hephtype.AttrTime
 )
-
-// AttrTypes lists the types of search attributes.
-var AttrTypes = []AttrType{AttrString, AttrKeyword, AttrKeywordList, AttrInt, AttrFloat, AttrBool, AttrTime}
-
-// Valid reports whether t is one of AttrTypes.
-func (t AttrType) Valid() bool { return slices.Contains(AttrTypes, t) }
-
-// Ordered reports whether values of t compare with < <= > >=.
-func (t AttrType) Ordered() bool { return t != AttrBool && t != AttrKeywordList }
 
 // Attr is the value of a search attribute: Value is a string (string,
 // keyword), a []string (keyword_list), an int64, a float64 (finite), a
@@ -53,26 +40,13 @@ type Attr struct {
 // of attributes of a run; MaxAttrText the bytes of a string value (each
 // element of a list).
 const (
-	MaxAttrName = 100
+	MaxAttrName = hephtype.MaxAttrName
 	MaxAttrs    = 100
 	MaxAttrText = 1000
 )
 
-// CheckAttrName reports a name that cannot name a search attribute: empty,
-// longer than MaxAttrName, or with other than ASCII letters, digits, _ and
-// . (not first).
-func CheckAttrName(name string) error {
-	if name == "" || len(name) > MaxAttrName {
-		return fmt.Errorf("search attribute name %q must have 1 to %d characters", name, MaxAttrName)
-	}
-	for i, c := range name {
-		letter := c == '_' || (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z')
-		if !letter && (i == 0 || !(c == '.' || (c >= '0' && c <= '9'))) {
-			return fmt.Errorf("search attribute name %q: only letters, digits, _ and . (not first) are allowed", name)
-		}
-	}
-	return nil
-}
+// CheckAttrName is hephtype.CheckAttrName.
+func CheckAttrName(name string) error { return hephtype.CheckAttrName(name) }
 
 // CheckAttrs reports an attribute of m that cannot be stored; the error
 // names it and wraps hephtype.ErrInvalidInput.
@@ -464,4 +438,145 @@ func cmpOrdered[T int64 | float64](a, b T) int {
 		return 1
 	}
 	return 0
+}
+
+// AttrsOf converts values (as Go values or decoded from JSON) to the
+// attributes that decl declares, by name: an int from any integer (a
+// whole float64, a json.Number), a float from any number, a time from a
+// time.Time or a string in RFC 3339 or a date, a keyword_list from a
+// []string or a []any of strings. The error names the attribute (with a
+// did-you-mean for a name not declared) and wraps
+// hephtype.ErrInvalidInput.
+func AttrsOf(decl map[string]AttrType, values map[string]any) (map[string]Attr, error) {
+	if len(values) == 0 {
+		return nil, nil
+	}
+	out := make(map[string]Attr, len(values))
+	for _, name := range slices.Sorted(maps.Keys(values)) {
+		t, ok := decl[name]
+		if !ok {
+			return nil, fmt.Errorf("%w: %s", hephtype.ErrInvalidInput, UndeclaredAttr(name, decl))
+		}
+		v, err := attrValue(t, values[name])
+		if err != nil {
+			return nil, fmt.Errorf("%w: search attribute %s (%s): %w", hephtype.ErrInvalidInput, name, t, err)
+		}
+		out[name] = normAttr(Attr{Type: t, Value: v})
+	}
+	return out, CheckAttrs(out)
+}
+
+// UndeclaredAttr is the message for a search attribute name that decl
+// does not declare.
+func UndeclaredAttr(name string, decl map[string]AttrType) string {
+	msg := fmt.Sprintf("search attribute %q is not declared", name)
+	if len(decl) == 0 {
+		return msg + " (none is)"
+	}
+	return msg + suggest.DidYouMean(name, slices.Sorted(maps.Keys(decl)), true)
+}
+
+func attrValue(t AttrType, v any) (any, error) {
+	if n, ok := v.(json.Number); ok {
+		if i, err := n.Int64(); err == nil {
+			v = i
+		} else if f, err := n.Float64(); err == nil {
+			v = f
+		}
+	}
+	switch t {
+	case AttrString, AttrKeyword:
+		if s, ok := v.(string); ok {
+			return s, nil
+		}
+	case AttrKeywordList:
+		return listValue(v)
+	case AttrInt:
+		return intValue(v)
+	case AttrFloat:
+		return floatValue(v)
+	case AttrBool:
+		if b, ok := v.(bool); ok {
+			return b, nil
+		}
+	case AttrTime:
+		return timeValue(v)
+	}
+	return nil, fmt.Errorf("%v (%T) is not a %s", v, v, t)
+}
+
+func listValue(v any) (any, error) {
+	switch l := v.(type) {
+	case []string:
+		return slices.Clone(l), nil
+	case []any:
+		out := make([]string, len(l))
+		for i, e := range l {
+			s, ok := e.(string)
+			if !ok {
+				return nil, fmt.Errorf("element %d, %v (%T), is not a string", i, e, e)
+			}
+			out[i] = s
+		}
+		return out, nil
+	}
+	return nil, fmt.Errorf("%v (%T) is not a list of strings", v, v)
+}
+
+func intValue(v any) (any, error) {
+	switch n := v.(type) {
+	case int:
+		return int64(n), nil
+	case int8:
+		return int64(n), nil
+	case int16:
+		return int64(n), nil
+	case int32:
+		return int64(n), nil
+	case int64:
+		return n, nil
+	case uint8:
+		return int64(n), nil
+	case uint16:
+		return int64(n), nil
+	case uint32:
+		return int64(n), nil
+	case float64:
+		if n == math.Trunc(n) && math.Abs(n) < 1<<53 {
+			return int64(n), nil
+		}
+	}
+	return nil, fmt.Errorf("%v (%T) is not an integer", v, v)
+}
+
+func floatValue(v any) (any, error) {
+	switch n := v.(type) {
+	case float64:
+		return n, nil
+	case float32:
+		return float64(n), nil
+	case int:
+		return float64(n), nil
+	case int64:
+		return float64(n), nil
+	case int32:
+		return float64(n), nil
+	}
+	return nil, fmt.Errorf("%v (%T) is not a number", v, v)
+}
+
+func timeValue(v any) (any, error) {
+	switch x := v.(type) {
+	case time.Time:
+		return x, nil
+	case string:
+		t, err := time.Parse(time.RFC3339Nano, x)
+		if err != nil {
+			t, err = time.Parse(time.DateOnly, x)
+		}
+		if err == nil {
+			return t, nil
+		}
+	}
+	return nil, fmt.Errorf("%v (%T) is not a time (RFC 3339 or a date)", v, v)
 }
