@@ -130,19 +130,21 @@ func runFilter(schema string, p *store.ListRunsParams) (*where, error) {
 }
 
 // attr keeps the runs whose search attributes meet c (store.AttrCond):
-// probes of run_attributes by (run_id, name), or, when the planner
-// prefers, a walk of the attribute's (name, value) index.
+// the ids the attribute's (name, value) index yields, which the planner
+// joins to the walk of the runs in list order.
 func (w *where) attr(schema string, c *store.AttrCond) {
+	w.conds = append(w.conds, attrCond(w, `"`+schema+`".run_attributes`, c))
+}
+
+// attrCond is the condition of c on runs, reading the table tbl.
+func attrCond(w *where, tbl string, c *store.AttrCond) string {
 	col, _ := store.AttrColumn(c.Type, c.Values[0])
-	tbl := `"` + schema + `".run_attributes`
-	has := "EXISTS (SELECT 1 FROM " + tbl + " a WHERE a.run_id = runs.id AND a.name = " + w.param(c.Name) +
-		" AND a.type = " + w.param(string(c.Type))
+	ids := "runs.id IN (SELECT run_id FROM " + tbl + " WHERE name = " + w.param(c.Name) + " AND type = " + w.param(string(c.Type))
 	if c.Type == store.AttrKeywordList && c.Op == store.OpNe {
-		// No element equals the value.
+		// The run has the list, and no element equals the value.
 		_, v := store.AttrColumn(c.Type, c.Values[0])
-		w.conds = append(w.conds, has+") AND NOT EXISTS (SELECT 1 FROM "+tbl+" a WHERE a.run_id = runs.id AND a.name = "+
-			w.param(c.Name)+" AND a.type = 'keyword_list' AND a.s = "+w.param(v)+")")
-		return
+		return ids + ") AND runs.id NOT IN (SELECT run_id FROM " + tbl + " WHERE name = " + w.param(c.Name) +
+			" AND type = 'keyword_list' AND s = " + w.param(v) + ")"
 	}
 	if c.Op == store.OpIn {
 		ps := make([]string, len(c.Values))
@@ -150,13 +152,12 @@ func (w *where) attr(schema string, c *store.AttrCond) {
 			_, x := store.AttrColumn(c.Type, v)
 			ps[i] = w.param(x)
 		}
-		w.conds = append(w.conds, has+" AND a."+col+" IN ("+strings.Join(ps, ", ")+"))")
-		return
+		return ids + " AND " + col + " IN (" + strings.Join(ps, ", ") + "))"
 	}
 	op := string(c.Op)
 	if c.Op == store.OpNe {
 		op = "<>"
 	}
 	_, v := store.AttrColumn(c.Type, c.Values[0])
-	w.conds = append(w.conds, has+" AND a."+col+" "+op+" "+w.param(v)+")")
+	return ids + " AND " + col + " " + op + " " + w.param(v) + ")"
 }
