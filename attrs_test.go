@@ -10,6 +10,7 @@ import (
 	heph "github.com/hephaestus-go/hephaestus"
 	"github.com/hephaestus-go/hephaestus/flow"
 	"github.com/hephaestus-go/hephaestus/hephtype"
+	"github.com/hephaestus-go/hephaestus/job"
 )
 
 // Search attributes on each backend: set at start (a typo or a value of
@@ -93,6 +94,42 @@ func TestSearchAttributes(t *testing.T) {
 			}
 			if _, err := c.ListRuns(ctx, &heph.ListOptions{Where: "amout > 1"}); !errors.Is(err, heph.ErrInvalidInput) || !strings.Contains(err.Error(), `did you mean "amount"`) {
 				t.Fatalf("a typo in where: %v", err)
+			}
+		})
+	}
+}
+
+// A job kind declares search attributes: an insert sets them, the job's
+// code upserts them with its result, lists filter by them (each backend).
+func TestJobSearchAttributes(t *testing.T) {
+	t.Parallel()
+	for name, open := range logBackends(t) {
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+			defer cancel()
+			kind := job.MustNew("attrs.mail", func(ctx context.Context, j *job.Job[int]) error {
+				return flow.SetSearchAttributes(ctx, map[string]any{"sent": true})
+			}, &job.Options[int]{SearchAttributes: map[string]flow.AttrType{"tenant": flow.AttrKeyword, "sent": flow.AttrBool}})
+			c := startClient(t, ctx, &heph.Config{Store: open(t), Logger: quietLogger()},
+				func(c *heph.Client) error { return c.RegisterJobs(kind) })
+			if _, err := heph.InsertJob(ctx, c, kind, 1, &heph.JobOptions{SearchAttributes: map[string]any{"tenat": "a"}}); !errors.Is(err, heph.ErrInvalidInput) {
+				t.Fatalf("a typo: %v", err)
+			}
+			var ids []string
+			for _, tenant := range []string{"acme", "globex"} {
+				j, err := heph.InsertJob(ctx, c, kind, 1, &heph.JobOptions{SearchAttributes: map[string]any{"tenant": tenant}})
+				if err != nil {
+					t.Fatal(err)
+				}
+				if _, err := c.WaitRun(ctx, j.ID); err != nil {
+					t.Fatal(err)
+				}
+				ids = append(ids, j.ID)
+			}
+			l, err := c.ListRuns(ctx, &heph.ListOptions{Flow: "attrs.mail", Where: "tenant = acme and sent = true"})
+			if err != nil || len(l.Runs) != 1 || l.Runs[0].ID != ids[0] {
+				t.Fatalf("where: %v %+v", err, l)
 			}
 		})
 	}

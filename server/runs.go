@@ -177,8 +177,8 @@ func (b *startRequest) check() error {
 	if b.Kind == "job" && b.Version != 0 {
 		return fieldProblem("version", "a job kind has no versions")
 	}
-	if (b.Kind == "workflow" || b.Kind == "job") && len(b.SearchAttributes) > 0 {
-		return fieldProblem("search_attributes", "only flows and documents declare search attributes")
+	if b.Kind == "workflow" && len(b.SearchAttributes) > 0 {
+		return fieldProblem("search_attributes", "only flows, documents and job kinds declare search attributes")
 	}
 	if b.Kind != "workflow" && b.WorkflowID != "" {
 		return fieldProblem("workflow_id", "only a workflow takes a workflow id; a flow takes business_value")
@@ -290,7 +290,7 @@ func (s *Server) startRun(c *call) error {
 		var j *hephaestus.Job
 		j, err = cl.InsertJobJSON(c.ctx(), b.Name, b.Input, &hephaestus.JobOptions{
 			UniqueKey: b.BusinessValue, Tags: b.Tags, Metadata: anyMap(b.Metadata), ConcurrencyKey: b.ConcurrencyKey, RunID: runID,
-			ExecutionTimeout: b.timeout,
+			ExecutionTimeout: b.timeout, SearchAttributes: b.SearchAttributes,
 		})
 		if err != nil {
 			break // an unknown kind is explained below
