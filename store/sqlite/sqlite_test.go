@@ -51,7 +51,7 @@ func TestConformanceBroadAttrs(t *testing.T) {
 		s := open(t, &Config{Memory: true})
 		s.broadRows = -1
 		return s
-	})
+	}, storetest.WithTx(beginTx))
 }
 
 func TestAdminConformance(t *testing.T) {
