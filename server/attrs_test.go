@@ -56,5 +56,22 @@ func TestSearchAttributesAPI(t *testing.T) {
 		if !strings.Contains(p.Detail, "at 9") || !strings.Contains(p.Detail, "where") {
 			t.Errorf("a bad filter: %+v", p)
 		}
+		// A bulk delete over the filter: a typo is refused at once; the
+		// filter deletes the run it keeps and only that one.
+		p = e.api.do(req{method: http.MethodPost, path: "/api/v1/operations", body: map[string]any{"action": "delete",
+			"filter": map[string]any{"where": "amout > 100"}}}).problem(t, http.StatusBadRequest)
+		if !strings.Contains(p.Detail, `did you mean "amount"`) {
+			t.Errorf("a typo in a bulk filter: %+v", p)
+		}
+		e.waitStatus(big.ID, heph.StatusCompleted)
+		e.waitStatus(small.ID, heph.StatusCompleted)
+		var op Operation
+		e.api.call(http.MethodPost, "/api/v1/operations", map[string]any{"action": "delete",
+			"filter": map[string]any{"where": "amount > 100"}}, http.StatusAccepted, &op)
+		if got := e.waitOperation(op.ID); got.Status != "completed" || got.Done != 1 {
+			t.Fatalf("the bulk delete: %+v", got)
+		}
+		e.api.do(req{method: http.MethodGet, path: "/api/v1/runs/" + big.ID}).problem(t, http.StatusNotFound)
+		e.api.call(http.MethodGet, "/api/v1/runs/"+small.ID, nil, http.StatusOK, &got)
 	})
 }

@@ -166,6 +166,15 @@ func (s *Server) createOperation(c *call) error {
 	if err := b.Filter.check(); err != nil {
 		return err
 	}
+	if b.Filter.Where != "" {
+		// The filter is read now, so that a typo is refused here rather
+		// than failing the operation later.
+		_, err := s.cfg.Client.ListRuns(c.ctx(), &hephaestus.ListOptions{Flow: b.Filter.Workflow, Where: b.Filter.Where, Limit: 1})
+		if errors.Is(err, hephaestus.ErrInvalidInput) {
+			_, msg, _ := strings.Cut(err.Error(), "where: ")
+			return fieldProblem("filter.where", msg)
+		}
+	}
 	filter, err := json.Marshal(&b.Filter)
 	if err != nil {
 		return err
