@@ -36,6 +36,8 @@ var layers = map[string]int{
 	"internal/wfdef": layerCore, "workflow/workflowcheck": layerCore, "internal/versionrule": layerCore, "internal/suggest": layerCore,
 	"internal/runsteps": layerCore,
 
+	"internal/attrfilter": layerStore,
+
 	"store/...": layerStore,
 
 	"internal/commit": layerRuntime, "internal/worker": layerRuntime, "internal/remote": layerRuntime, "internal/flowrt": layerRuntime,

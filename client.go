@@ -303,6 +303,14 @@ type StartOptions struct {
 	// Time limits). Zero takes the flow's default
 	// (flow.Builder.ExecutionTimeout), if any; negative is ErrInvalidInput.
 	ExecutionTimeout time.Duration
+	// SearchAttributes are the run's first search attributes, by name:
+	// each must be declared by the flow (flow.Builder.SearchAttribute)
+	// with a value of its type (an int from any Go integer or a whole
+	// JSON number, a time from a time.Time or RFC 3339 text, a
+	// keyword_list from a []string). Anything else is ErrInvalidInput
+	// naming the attribute. Step code upserts them later
+	// (flow.SetSearchAttributes).
+	SearchAttributes map[string]any
 }
 
 func (o *StartOptions) check() error {
@@ -347,7 +355,8 @@ func (o *StartOptions) internal() *flowrt.StartOptions {
 		return nil
 	}
 	return &flowrt.StartOptions{BusinessValue: o.BusinessValue, Version: o.Version, Tags: o.Tags, Metadata: o.Metadata, CreatedBy: o.CreatedBy, OnBehalfOf: o.OnBehalfOf,
-		ConcurrencyKey: o.ConcurrencyKey, RunID: o.RunID, ExecutionTimeout: o.ExecutionTimeout}
+		ConcurrencyKey: o.ConcurrencyKey, RunID: o.RunID, ExecutionTimeout: o.ExecutionTimeout,
+		SearchAttributes: o.SearchAttributes}
 }
 
 // StartRequest is one run for StartRuns.
@@ -515,6 +524,13 @@ type ListOptions struct {
 	// Scheduled keeps the runs that are scheduled now: pending or running
 	// with every task due later (Run.ScheduledFor).
 	Scheduled bool
+	// Where keeps the runs whose search attributes meet a filter
+	// (docs/operations.md, Search attributes), such as
+	// `amount > 100 and region in [eu, us] and updated < 2026-11-01`. It
+	// may name the attributes that Flow declares, or, without Flow, any
+	// flow known to the client. A filter that does not read, or names an
+	// attribute not declared, is ErrInvalidInput naming the position.
+	Where string
 	// Limit defaults to 100.
 	Limit int
 	// Cursor continues from RunList.Next.
@@ -536,7 +552,15 @@ func (c *Client) ListRuns(ctx context.Context, opts *ListOptions) (*RunList, err
 	if opts.Kind != "" && opts.Kind != KindFlow && opts.Kind != KindWorkflow {
 		return nil, fmt.Errorf("list runs: %w: ListOptions.Kind %q is not %q or %q", ErrInvalidInput, opts.Kind, KindFlow, KindWorkflow)
 	}
-	p, err := c.cfg.Store.ListRuns(ctx, c.listParams(opts))
+	params := c.listParams(opts)
+	if opts.Where != "" {
+		f, err := c.whereFilter(ctx, opts.Flow, opts.Where)
+		if err != nil {
+			return nil, fmt.Errorf("list runs: %w", err)
+		}
+		params.Attrs = f
+	}
+	p, err := c.cfg.Store.ListRuns(ctx, params)
 	if err != nil {
 		return nil, fmt.Errorf("list runs: %w", err)
 	}

@@ -95,6 +95,9 @@ type JobOptions struct {
 	// not retried (docs/operations.md, Time limits). Zero takes the
 	// kind's (job.Options.ExecutionTimeout); negative is ErrInvalidInput.
 	ExecutionTimeout time.Duration
+	// SearchAttributes are the job's first search attributes, which its
+	// kind declares (job.Options.SearchAttributes; see StartOptions).
+	SearchAttributes map[string]any
 }
 
 // Job is an inserted job, as stored.
@@ -359,7 +362,7 @@ func (c *Client) prepareJobs(ctx context.Context, kind *job.Untyped, inserts []u
 			return nil, fmt.Errorf("insert job %d of %q: %w", i, kind.Name, err)
 		}
 		so := &flowrt.StartOptions{Version: kind.Flow.Version(), Tags: o.Tags, Metadata: o.Metadata, Queue: o.Queue, RunAt: o.RunAt,
-			RunID: o.RunID, Job: true, ExecutionTimeout: o.ExecutionTimeout}
+			RunID: o.RunID, Job: true, ExecutionTimeout: o.ExecutionTimeout, SearchAttributes: o.SearchAttributes}
 		if o.RunAfter > 0 {
 			if !o.RunAt.IsZero() {
 				return nil, fmt.Errorf("insert job %d of %q: %w: set RunAt or RunAfter, not both", i, kind.Name, ErrInvalidInput)

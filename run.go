@@ -93,6 +93,10 @@ type Run struct {
 	ParentID string
 	Tags     []string
 	Metadata map[string]json.RawMessage
+	// SearchAttributes are the run's search attributes (docs/operations.md,
+	// Search attributes), by name: a string (string, keyword), a []string
+	// (keyword_list), an int64, a float64, a bool or a time.Time (UTC).
+	SearchAttributes map[string]any
 	// ConcurrencyKey groups the run's steps for flow control
 	// (docs/flow-control.md); "" for none.
 	ConcurrencyKey string
@@ -163,6 +167,12 @@ func (c *Client) toRun(r *store.Run) *Run {
 		ConcurrencyKey: r.ConcurrencyKey, BuildID: r.BuildID, Deadline: r.Deadline, CreatedAt: r.CreatedAt, UpdatedAt: r.UpdatedAt, FinishedAt: r.FinishedAt,
 	}
 	out.ResetFrom, out.ResetTo = wfrt.ResetLinks(r)
+	if len(r.SearchAttributes) > 0 {
+		out.SearchAttributes = make(map[string]any, len(r.SearchAttributes))
+		for k, a := range store.CloneAttrs(r.SearchAttributes) {
+			out.SearchAttributes[k] = a.Value
+		}
+	}
 	if r.Paused != nil {
 		// Pausing wins over what else keeps the run from progressing.
 		out.Condition = pausedCondition(r.Paused)

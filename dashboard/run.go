@@ -136,6 +136,17 @@ func (d *runData) OtherMetadata() []metaPair {
 	return out
 }
 
+// Attributes are the run's search attributes, by name, as JSON text.
+func (d *runData) Attributes() []metaPair {
+	var out []metaPair
+	for k, v := range d.Run.SearchAttributes {
+		b, _ := json.Marshal(v)
+		out = append(out, metaPair{Key: k, Value: string(b)})
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Key < out[j].Key })
+	return out
+}
+
 // metaPair is a metadata entry as the header shows it.
 type metaPair struct{ Key, Value string }
 

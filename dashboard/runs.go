@@ -28,6 +28,7 @@ type runFilter struct {
 	Tags          string // comma-separated
 	Meta          string // key=value, one per line or comma-separated
 	Q             string
+	Where         string // a filter over search attributes
 	CreatedAfter  string // datetime-local, UTC
 	CreatedBefore string
 	Limit         int
@@ -40,7 +41,7 @@ const dateLayout = "2006-01-02T15:04"
 func parseRunFilter(q url.Values) (*runFilter, error) {
 	f := &runFilter{Kind: q.Get("kind"), Workflow: strings.TrimSpace(q.Get("workflow")), Version: strings.TrimSpace(q.Get("version")),
 		Queue: strings.TrimSpace(q.Get("queue")), Tags: strings.TrimSpace(q.Get("tags")), Meta: strings.TrimSpace(q.Get("meta")),
-		Q: strings.TrimSpace(q.Get("q")), CreatedAfter: q.Get("created_after"), CreatedBefore: q.Get("created_before"), Limit: 50}
+		Q: strings.TrimSpace(q.Get("q")), Where: strings.TrimSpace(q.Get("where")), CreatedAfter: q.Get("created_after"), CreatedBefore: q.Get("created_before"), Limit: 50}
 	for _, s := range q["status"] {
 		if !slices.Contains(runStatuses, s) {
 			return nil, badRequest("status %q is not a run status: use one of %s", s, strings.Join(runStatuses, ", "))
@@ -133,6 +134,7 @@ func (f *runFilter) apiQuery() url.Values {
 	set("version", f.Version)
 	set("queue", f.Queue)
 	set("q", f.Q)
+	set("where", f.Where)
 	for _, t := range f.tags() {
 		q.Add("tag", t)
 	}
@@ -154,7 +156,7 @@ func (f *runFilter) operationFilter() *server.RunFilter {
 	md, _ := f.metadata()
 	v, _ := strconv.Atoi(f.Version)
 	return &server.RunFilter{Kind: f.Kind, Statuses: f.Statuses, Workflow: f.Workflow, Version: v, Queue: f.Queue, Tags: f.tags(),
-		Metadata: md, CreatedAfter: utcTime(f.CreatedAfter), CreatedBefore: utcTime(f.CreatedBefore), Q: f.Q}
+		Metadata: md, CreatedAfter: utcTime(f.CreatedAfter), CreatedBefore: utcTime(f.CreatedBefore), Q: f.Q, Where: f.Where}
 }
 
 // empty reports whether the filter keeps every run.
@@ -169,7 +171,7 @@ func (f *runFilter) pageQuery() url.Values {
 		q.Add("status", s)
 	}
 	for k, v := range map[string]string{"kind": f.Kind, "workflow": f.Workflow, "version": f.Version, "queue": f.Queue, "tags": f.Tags,
-		"meta": f.Meta, "q": f.Q, "created_after": f.CreatedAfter, "created_before": f.CreatedBefore} {
+		"meta": f.Meta, "q": f.Q, "where": f.Where, "created_after": f.CreatedAfter, "created_before": f.CreatedBefore} {
 		if v != "" {
 			q.Set(k, v)
 		}

@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"reflect"
 	"runtime"
 	"slices"
@@ -14,6 +15,7 @@ import (
 	"time"
 
 	"github.com/hephaestus-go/hephaestus/businesskey"
+	"github.com/hephaestus-go/hephaestus/hephtype"
 	"github.com/hephaestus-go/hephaestus/internal/engine"
 	"github.com/hephaestus-go/hephaestus/internal/flowgraph"
 )
@@ -86,6 +88,8 @@ type Builder struct {
 	concurrency *concurrency
 	// timeout is the runs' default execution timeout (0: none).
 	timeout time.Duration
+	// attrs are the runs' search attributes (SearchAttribute).
+	attrs map[string]AttrType
 }
 
 type edgeDecl struct {
@@ -173,6 +177,33 @@ func (b *Builder) Tags(tags ...string) *Builder { b.tags = append(b.tags, tags..
 // overrides it. Zero (the default) means none; a negative one fails
 // Build.
 func (b *Builder) ExecutionTimeout(d time.Duration) *Builder { b.timeout = d; return b }
+
+// AttrType is the type of a search attribute.
+type AttrType = hephtype.AttrType
+
+// The types of search attributes (docs/operations.md, Search attributes).
+const (
+	AttrString      = hephtype.AttrString
+	AttrKeyword     = hephtype.AttrKeyword
+	AttrKeywordList = hephtype.AttrKeywordList
+	AttrInt         = hephtype.AttrInt
+	AttrFloat       = hephtype.AttrFloat
+	AttrBool        = hephtype.AttrBool
+	AttrTime        = hephtype.AttrTime
+)
+
+// SearchAttribute declares a search attribute of the flow's runs: set at
+// start (StartOptions.SearchAttributes) and by step code
+// (SetSearchAttribute), filtered in lists (ListOptions.Where). A name that
+// is not declared, or a value not of its type, is refused. A bad name or
+// type fails Build; declaring a name twice keeps the last type.
+func (b *Builder) SearchAttribute(name string, t AttrType) *Builder {
+	if b.attrs == nil {
+		b.attrs = map[string]AttrType{}
+	}
+	b.attrs[name] = t
+	return b
+}
 
 // Metadata attaches JSON values to the flow, by string key.
 func (b *Builder) Metadata(m map[string]any) *Builder {
@@ -266,6 +297,7 @@ type Flow struct {
 	timeout time.Duration
 	// concurrency computes the runs' concurrency key (concurrency.go).
 	concurrency *concurrency
+	attrs       map[string]AttrType
 }
 
 // StepSpec is a step as a runtime sees it, with every option resolved.
@@ -315,6 +347,10 @@ func (f *Flow) Tags() []string { return slices.Clone(f.tags) }
 // ExecutionTimeout is the runs' default execution timeout
 // (Builder.ExecutionTimeout); zero for none.
 func (f *Flow) ExecutionTimeout() time.Duration { return f.timeout }
+
+// SearchAttributes returns the declared search attributes of the flow's
+// runs (Builder.SearchAttribute), by name.
+func (f *Flow) SearchAttributes() map[string]AttrType { return maps.Clone(f.attrs) }
 
 // Metadata returns the flow's metadata as JSON values.
 func (f *Flow) Metadata() map[string]json.RawMessage {

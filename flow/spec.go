@@ -38,6 +38,9 @@ type Spec struct {
 	// (ConcurrencyKey), which cannot be published: a start from a process
 	// without the code must give the key itself, or it is refused.
 	ConcurrencyKeyFunc bool `json:"concurrency_key_func,omitempty"`
+	// SearchAttributes are the runs' declared search attributes
+	// (Builder.SearchAttribute).
+	SearchAttributes map[string]AttrType `json:"search_attributes,omitempty"`
 	// InputType is the Go type of the run input (Input), "" if undeclared.
 	InputType string `json:"input_type,omitempty"`
 	// Shape is the flow's Shape().
@@ -105,6 +108,9 @@ func (f *Flow) Spec() *Spec {
 	if len(f.metadata) > 0 {
 		s.Metadata = f.Metadata()
 	}
+	if len(f.attrs) > 0 {
+		s.SearchAttributes = f.SearchAttributes()
+	}
 	if c := f.concurrency; c != nil {
 		s.ConcurrencyKeyFrom, s.ConcurrencyKeyFunc = c.path, c.fn != nil && c.path == ""
 	}
@@ -150,6 +156,9 @@ func FromSpec(s *Spec) (*Flow, error) {
 	}
 	b := New(s.Name).Version(s.Version).BusinessKey(s.BusinessKey, s.KeyScope).Tags(s.Tags...).Start(s.Start)
 	b.inputName = s.InputType
+	for name, t := range s.SearchAttributes {
+		b.SearchAttribute(name, t)
+	}
 	if len(s.Metadata) > 0 {
 		m := make(map[string]any, len(s.Metadata))
 		for k, v := range s.Metadata {

@@ -6,9 +6,12 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"maps"
 	"reflect"
 	"slices"
 	"time"
+
+	fuzzy "github.com/hephaestus-go/hephaestus/internal/suggest"
 )
 
 // Result is what an EventStep returns: an event with an output, or a
@@ -170,6 +173,8 @@ type Call struct {
 	parsed   map[string]json.RawMessage
 	parseErr error
 	flow     *Flow
+	// attrs are the search attributes step code set (SetSearchAttributes).
+	attrs map[string]any
 }
 
 func (c *Call) input() map[string]json.RawMessage {
@@ -187,6 +192,10 @@ type Outcome struct {
 	Event  string
 	Output json.RawMessage
 	Wait   bool
+	// SearchAttributes are the search attributes step code set
+	// (SetSearchAttributes): the runtime upserts them with the step's
+	// result.
+	SearchAttributes map[string]any
 }
 
 type callKey struct{}
@@ -466,7 +475,39 @@ func (f *Flow) Invoke(ctx context.Context, c Call) (out Outcome, err error) {
 		}
 	}()
 	c.flow = f
-	return def.run(context.WithValue(ctx, callKey{}, &c), &c)
+	out, err = def.run(context.WithValue(ctx, callKey{}, &c), &c)
+	if err == nil && len(c.attrs) > 0 {
+		out.SearchAttributes = c.attrs
+	}
+	return out, err
+}
+
+// SetSearchAttributes upserts search attributes of the running step's
+// run (docs/operations.md, Search attributes): they are written with the
+// step's result, in the commit that records it, so an attempt that fails,
+// or whose result is refused (its lease lost), sets none, and a retried
+// commit sets them once. A later call replaces the value of a name an
+// earlier one set. A name the flow does not declare
+// (Builder.SearchAttribute) is an error; a value not of the declared type
+// fails the attempt, naming the attribute. Outside step code it is an
+// error.
+func SetSearchAttributes(ctx context.Context, attrs map[string]any) error {
+	c, ok := ctx.Value(callKey{}).(*Call)
+	if !ok || c.flow == nil {
+		return errors.New("flow: SetSearchAttributes outside step code")
+	}
+	for _, name := range slices.Sorted(maps.Keys(attrs)) {
+		if _, ok := c.flow.attrs[name]; !ok {
+			names := slices.Sorted(maps.Keys(c.flow.attrs))
+			return fmt.Errorf("step %q: search attribute %q is not declared by flow %q%s", c.Step, name, c.flow.name,
+				fuzzy.DidYouMean(name, names, true))
+		}
+	}
+	if c.attrs == nil {
+		c.attrs = map[string]any{}
+	}
+	maps.Copy(c.attrs, attrs)
+	return nil
 }
 
 // StepOption configures a step, or (through Builder.Defaults) every step of

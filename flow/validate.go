@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"reflect"
 	"regexp"
 	"slices"
@@ -161,6 +162,13 @@ func (c *checker) flowOptions() {
 	}
 	if b.timeout < 0 {
 		c.add(RuleInvalidOption, "", nil, "execution timeout is %v; it must not be negative (zero for none)", b.timeout)
+	}
+	for _, name := range slices.Sorted(maps.Keys(b.attrs)) {
+		if err := hephtype.CheckAttrName(name); err != nil {
+			c.add(RuleInvalidOption, "", nil, "%v", err)
+		} else if t := b.attrs[name]; !t.Valid() {
+			c.add(RuleInvalidOption, "", nil, "search attribute %s: unknown type %q (one of %v)", name, t, hephtype.AttrTypes)
+		}
 	}
 	if b.key != "" {
 		if err := businesskey.ValidateKey(b.key); err != nil {
@@ -800,7 +808,7 @@ func (b *Builder) compile(byName map[string]*stepDef, edges []edgeDecl, roots []
 		tags: slices.Clone(b.tags), start: b.start, inputType: b.inputType, inputName: b.inputName,
 		steps: b.steps, byName: byName, byKey: map[string]*stepDef{}, metadata: map[string]json.RawMessage{},
 		schedules:   slices.Clone(b.schedules),
-		concurrency: b.concurrency, timeout: b.timeout,
+		concurrency: b.concurrency, timeout: b.timeout, attrs: maps.Clone(b.attrs),
 	}
 	for _, d := range byName {
 		f.byKey[d.contextKey()] = d

@@ -105,6 +105,9 @@ func newCompiler(d *Document, reg *Registry, c *errs) *compiler {
 	if d.timeout > 0 {
 		b.ExecutionTimeout(d.timeout)
 	}
+	for name, t := range d.attrs {
+		b.SearchAttribute(name, t)
+	}
 	if len(d.tags) > 0 {
 		b.Tags(d.tags...)
 	}

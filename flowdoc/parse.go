@@ -12,6 +12,8 @@ import (
 	"go.yaml.in/yaml/v3"
 
 	"github.com/hephaestus-go/hephaestus/flow"
+	"github.com/hephaestus-go/hephaestus/hephtype"
+	"github.com/hephaestus-go/hephaestus/internal/suggest"
 )
 
 // MaxDocumentSize bounds the size of a document, in bytes.
@@ -29,7 +31,9 @@ type Document struct {
 	// ckey is the input path of concurrency_key ("{{input.tenant}}").
 	ckey string
 	// timeout is execution_timeout: the runs' default execution timeout.
-	timeout   time.Duration
+	timeout time.Duration
+	// attrs are search_attributes: the runs' declared search attributes.
+	attrs     map[string]flow.AttrType
 	tags      []string
 	metadata  map[string]any
 	defaults  options
@@ -103,7 +107,7 @@ type route struct {
 }
 
 var (
-	docKeys      = []string{"$schema", "name", "version", "description", "start", "business_key", "concurrency_key", "execution_timeout", "tags", "metadata", "defaults", "schedules", "steps"}
+	docKeys      = []string{"$schema", "name", "version", "description", "start", "business_key", "concurrency_key", "execution_timeout", "search_attributes", "tags", "metadata", "defaults", "schedules", "steps"}
 	stepKeys     = []string{"description", "action", "args", "next", "branch", "parallel", "join", "done", "map", "wait", "wait_until", "approval", "on", "retry", "timeout", "queue", "priority"}
 	optKeys      = []string{"retry", "timeout", "queue", "priority"}
 	retryKeys    = []string{"max_attempts", "initial_backoff", "max_backoff", "multiplier", "jitter"}
@@ -292,6 +296,9 @@ func (p *parser) document(d *Document, root *node) {
 	}
 	if v, k := root.get("execution_timeout"); k != nil {
 		d.timeout, _ = p.duration(v, "execution_timeout")
+	}
+	if v, k := root.get("search_attributes"); k != nil && p.mapping(v, "search_attributes") {
+		p.searchAttributes(d, v)
 	}
 	if v, k := root.get("tags"); k != nil {
 		if v.kind != yaml.SequenceNode {
@@ -683,5 +690,34 @@ func (p *parser) approval(s *stepDoc, v *node) {
 				s.wait.timeout = d
 			}
 		}
+	}
+}
+
+// searchAttributes reads search_attributes: {name: type}, each error at
+// its line, naming the attribute.
+func (p *parser) searchAttributes(d *Document, v *node) {
+	types := make([]string, len(hephtype.AttrTypes))
+	for i, t := range hephtype.AttrTypes {
+		types[i] = string(t)
+	}
+	for i, kn := range v.keys {
+		path := "search_attributes." + kn.value
+		if err := hephtype.CheckAttrName(kn.value); err != nil {
+			p.c.add(kn, path, "use letters, digits, _ and . (not first)", "%v", err)
+			continue
+		}
+		s, ok := p.str(v.vals[i], path)
+		if !ok {
+			continue
+		}
+		if t := flow.AttrType(s); !t.Valid() {
+			p.c.add(v.vals[i], path, "use one of "+strings.Join(types, ", "), "%q is not a search attribute type%s", s,
+				suggest.DidYouMean(s, types, true))
+			continue
+		}
+		if d.attrs == nil {
+			d.attrs = map[string]flow.AttrType{}
+		}
+		d.attrs[kn.value] = flow.AttrType(s)
 	}
 }

@@ -86,6 +86,11 @@ type Options[A any] struct {
 	// by (per-key concurrency and rate limits, fair rotation). An insert
 	// may give its own.
 	ConcurrencyKey func(args A) string
+	// SearchAttributes declares the search attributes of the kind's jobs,
+	// name to type (flow.Builder.SearchAttribute): an insert sets them
+	// (JobOptions.SearchAttributes), the job's code upserts them
+	// (flow.SetSearchAttributes), lists filter by them.
+	SearchAttributes map[string]flow.AttrType
 	// Schedules insert jobs of the kind on a timing, each with its Input
 	// as the job's arguments: RegisterJobs creates or updates them (see
 	// docs/schedules.md).
@@ -174,6 +179,9 @@ func New[A any](name string, fn func(ctx context.Context, j *Job[A]) error, opts
 		stepOpts = append(stepOpts, flow.Timeout(o.Timeout))
 	}
 	b := flow.New(name).ExecutionTimeout(o.ExecutionTimeout)
+	for a, t := range o.SearchAttributes {
+		b.SearchAttribute(a, t)
+	}
 	for _, sc := range o.Schedules {
 		b.Schedule(sc)
 	}

@@ -61,6 +61,8 @@ type RunFilter struct {
 	Parent        string            `json:"parent,omitempty"`
 	Build         string            `json:"build,omitempty"`
 	IDs           []string          `json:"ids,omitempty"`
+	// Where filters by search attributes (ListOptions.Where).
+	Where string `json:"where,omitempty"`
 }
 
 // maxFilterIDs bounds the run ids of a filter.
@@ -69,7 +71,7 @@ const maxFilterIDs = 1000
 // empty reports whether the filter selects every run.
 func (f *RunFilter) empty() bool {
 	return f.Kind == "" && len(f.Statuses) == 0 && f.Workflow == "" && f.Queue == "" && len(f.Tags) == 0 && len(f.Metadata) == 0 &&
-		f.CreatedAfter == nil && f.CreatedBefore == nil && f.Q == "" && f.Version == 0 && f.Parent == "" && f.Build == "" && len(f.IDs) == 0
+		f.CreatedAfter == nil && f.CreatedBefore == nil && f.Q == "" && f.Version == 0 && f.Parent == "" && f.Build == "" && len(f.IDs) == 0 && f.Where == ""
 }
 
 // check validates the filter.
@@ -104,6 +106,7 @@ func (f *RunFilter) listOptions(before time.Time) *hephaestus.ListOptions {
 	o := &hephaestus.ListOptions{
 		Flow: f.Workflow, Kind: hephaestus.RunKind(f.Kind), Tags: f.Tags, Queue: f.Queue, Metadata: f.Metadata, Text: f.Q,
 		Version: f.Version, Parent: f.Parent, Build: f.Build, IDs: f.IDs, CreatedBefore: before, Limit: operationPage,
+		Where: f.Where,
 	}
 	for _, st := range f.Statuses {
 		o.Statuses = append(o.Statuses, hephtype.RunStatus(st))
@@ -164,6 +167,15 @@ func (s *Server) createOperation(c *call) error {
 	}
 	if err := b.Filter.check(); err != nil {
 		return err
+	}
+	if b.Filter.Where != "" {
+		// The filter is read now, so that a typo is refused here rather
+		// than failing the operation later.
+		_, err := s.cfg.Client.ListRuns(c.ctx(), &hephaestus.ListOptions{Flow: b.Filter.Workflow, Where: b.Filter.Where, Limit: 1})
+		if errors.Is(err, hephaestus.ErrInvalidInput) {
+			_, msg, _ := strings.Cut(err.Error(), "where: ")
+			return fieldProblem("filter.where", msg)
+		}
 	}
 	filter, err := json.Marshal(&b.Filter)
 	if err != nil {

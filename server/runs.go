@@ -20,19 +20,23 @@ import (
 
 // Run is a run as the API shows it.
 type Run struct {
-	ID             string                     `json:"id"`
-	Kind           string                     `json:"kind"`
-	Workflow       string                     `json:"workflow"`
-	Version        int                        `json:"version"`
-	Status         string                     `json:"status"`
-	Input          json.RawMessage            `json:"input,omitempty"`
-	Output         json.RawMessage            `json:"output,omitempty"`
-	Error          string                     `json:"error,omitempty"`
-	BusinessID     string                     `json:"business_id,omitempty"`
-	ParentID       string                     `json:"parent_id,omitempty"`
-	Tags           []string                   `json:"tags"`
-	Metadata       map[string]json.RawMessage `json:"metadata"`
-	ConcurrencyKey string                     `json:"concurrency_key,omitempty"`
+	ID         string                     `json:"id"`
+	Kind       string                     `json:"kind"`
+	Workflow   string                     `json:"workflow"`
+	Version    int                        `json:"version"`
+	Status     string                     `json:"status"`
+	Input      json.RawMessage            `json:"input,omitempty"`
+	Output     json.RawMessage            `json:"output,omitempty"`
+	Error      string                     `json:"error,omitempty"`
+	BusinessID string                     `json:"business_id,omitempty"`
+	ParentID   string                     `json:"parent_id,omitempty"`
+	Tags       []string                   `json:"tags"`
+	Metadata   map[string]json.RawMessage `json:"metadata"`
+	// SearchAttributes are the run's search attributes (docs/operations.md,
+	// Search attributes): strings, lists of strings, numbers, booleans and
+	// times (RFC 3339).
+	SearchAttributes map[string]any `json:"search_attributes,omitempty"`
+	ConcurrencyKey   string         `json:"concurrency_key,omitempty"`
 	// BuildID is the build that started a workflow run (for one that
 	// auto-upgrades, the build that decided it last).
 	BuildID   string        `json:"build_id,omitempty"`
@@ -90,7 +94,7 @@ func runJSON(r *hephaestus.Run, full bool) *Run {
 	out := &Run{
 		ID: r.ID, Kind: string(r.KindName()), Workflow: r.Flow, Version: r.Version, Status: string(r.Status), Error: r.Error,
 		BusinessID: r.BusinessID, ParentID: r.ParentID, Tags: r.Tags, Metadata: r.Metadata, ConcurrencyKey: r.ConcurrencyKey,
-		BuildID: r.BuildID, CreatedAt: r.CreatedAt.UTC(), UpdatedAt: r.UpdatedAt.UTC(),
+		BuildID: r.BuildID, CreatedAt: r.CreatedAt.UTC(), UpdatedAt: r.UpdatedAt.UTC(), SearchAttributes: r.SearchAttributes,
 		ResetFrom: r.ResetFrom, ResetTo: r.ResetTo,
 	}
 	if out.Tags == nil {
@@ -138,6 +142,10 @@ type startRequest struct {
 	Tags           []string                   `json:"tags"`
 	Metadata       map[string]json.RawMessage `json:"metadata"`
 	ConcurrencyKey string                     `json:"concurrency_key"`
+	// SearchAttributes are the run's first search attributes, which its
+	// flow declares (flows and documents; a typo or a value of another
+	// type is refused, naming the attribute).
+	SearchAttributes map[string]any `json:"search_attributes"`
 	// CreatedBy is refused: the run's creator is the caller's principal.
 	CreatedBy string `json:"created_by"`
 	// OnBehalfOf names the end user the caller starts the run for; only a
@@ -173,6 +181,9 @@ func (b *startRequest) check() error {
 	}
 	if b.Kind == "job" && b.Version != 0 {
 		return fieldProblem("version", "a job kind has no versions")
+	}
+	if b.Kind == "workflow" && len(b.SearchAttributes) > 0 {
+		return fieldProblem("search_attributes", "only flows, documents and job kinds declare search attributes")
 	}
 	if b.Kind != "workflow" && b.WorkflowID != "" {
 		return fieldProblem("workflow_id", "only a workflow takes a workflow id; a flow takes business_value")
@@ -284,7 +295,7 @@ func (s *Server) startRun(c *call) error {
 		var j *hephaestus.Job
 		j, err = cl.InsertJobJSON(c.ctx(), b.Name, b.Input, &hephaestus.JobOptions{
 			UniqueKey: b.BusinessValue, Tags: b.Tags, Metadata: anyMap(b.Metadata), ConcurrencyKey: b.ConcurrencyKey, RunID: runID,
-			ExecutionTimeout: b.timeout,
+			ExecutionTimeout: b.timeout, SearchAttributes: b.SearchAttributes,
 		})
 		if err != nil {
 			break // an unknown kind is explained below
@@ -299,7 +310,7 @@ func (s *Server) startRun(c *call) error {
 		opts := &hephaestus.StartOptions{
 			BusinessValue: b.BusinessValue, Version: b.Version, Tags: b.Tags, Metadata: anyMap(b.Metadata),
 			CreatedBy: createdBy, OnBehalfOf: b.OnBehalfOf, ConcurrencyKey: b.ConcurrencyKey, RunID: runID,
-			ExecutionTimeout: b.timeout,
+			ExecutionTimeout: b.timeout, SearchAttributes: b.SearchAttributes,
 		}
 		if b.Kind == "document" {
 			run, err = cl.StartDocument(c.ctx(), b.Name, b.Version, input(b.Input), opts)
@@ -355,6 +366,7 @@ func (s *Server) listRuns(c *call) error {
 		IDs:           q.list("id"),
 		Limit:         q.integer("limit", 100, 1, 1000),
 		Cursor:        q.str("cursor"),
+		Where:         q.str("where"),
 	}
 	if cur := opts.Cursor; cur != "" {
 		if _, _, err := store.DecodeRunCursor(cur); err != nil {
@@ -395,6 +407,10 @@ func (s *Server) listRuns(c *call) error {
 		return err
 	}
 	page, err := s.cfg.Client.ListRuns(c.ctx(), opts)
+	if opts.Where != "" && errors.Is(err, hephaestus.ErrInvalidInput) {
+		_, msg, _ := strings.Cut(err.Error(), "where: ")
+		return withFix(fieldProblem("where", msg), "name the attributes the flows declare, such as amount > 100 and region in [eu, us] (docs/operations.md, Search attributes)")
+	}
 	if err != nil {
 		return err
 	}

@@ -29,6 +29,10 @@ func RunOf(n *NewRun, now time.Time) (*Run, error) {
 	if len(n.Metadata) > 0 {
 		r.Metadata = n.Metadata
 	}
+	if err := CheckAttrs(n.SearchAttributes); err != nil {
+		return nil, fmt.Errorf("create run %s: %w", r.ID, err)
+	}
+	r.SearchAttributes = NormAttrs(n.SearchAttributes)
 	if r.Status == "" {
 		r.Status = hephtype.StatusPending
 	}

@@ -252,6 +252,11 @@ type Run struct {
 	// not claimed (those leased when it was paused finish) until it is
 	// unpaused. A run that finishes is no longer paused.
 	Paused *Pause
+	// SearchAttributes are the run's typed search attributes
+	// (docs/operations.md, Search attributes): set when it is created
+	// (NewRun.SearchAttributes), upserted by its changes
+	// (Update.SearchAttributes), filtered by ListRunsParams.Attrs.
+	SearchAttributes map[string]Attr
 	// Seq is the sequence number of the last history entry.
 	Seq        int64
 	CreatedAt  time.Time
@@ -476,11 +481,13 @@ type NewRun struct {
 	BuildID string
 	// Deadline: see Run.Deadline.
 	Deadline time.Time
-	State    json.RawMessage
-	Output   json.RawMessage
-	Error    string
-	History  []NewEvent
-	Tasks    []NewTask
+	// SearchAttributes: see Run.SearchAttributes (CheckAttrs).
+	SearchAttributes map[string]Attr
+	State            json.RawMessage
+	Output           json.RawMessage
+	Error            string
+	History          []NewEvent
+	Tasks            []NewTask
 }
 
 // Update is what a Decide function returns: everything to write for one
@@ -521,6 +528,11 @@ type Update struct {
 	// again: the change is refused with a *DuplicateRunError when another
 	// active run holds it meanwhile.
 	Reopen bool
+	// SearchAttributes, when not empty, upserts the run's search
+	// attributes (Run.SearchAttributes): each replaces the attribute of
+	// its name or adds it. It is written with the rest of the change, so
+	// the change's fence and key fence it too.
+	SearchAttributes map[string]Attr
 }
 
 // ChangeResult is the outcome of one change.
@@ -589,6 +601,9 @@ type ListRunsParams struct {
 	// empty.
 	ChangedAfter   time.Time
 	ChangedAfterID string
+	// Attrs keeps the runs whose search attributes meet every condition
+	// (AttrFilter.Check; see AttrFilter.Matches).
+	Attrs AttrFilter
 }
 
 // MaxListIDs bounds ListRunsParams.IDs.
@@ -602,6 +617,9 @@ func (p *ListRunsParams) Check() error {
 	}
 	if p.Version < 0 {
 		return fmt.Errorf("%w: Version must not be negative, got %d", hephtype.ErrInvalidInput, p.Version)
+	}
+	if err := p.Attrs.Check(); err != nil {
+		return err
 	}
 	if len(p.IDs) > MaxListIDs {
 		return fmt.Errorf("%w: IDs has %d run ids, more than %d", hephtype.ErrInvalidInput, len(p.IDs), MaxListIDs)

@@ -27,6 +27,9 @@ func (u *Update) Check() error {
 	if err := CheckBuildID(u.BuildID); err != nil {
 		return err
 	}
+	if err := CheckAttrs(u.SearchAttributes); err != nil {
+		return err
+	}
 	return CheckTasks(u.Tasks)
 }
 
@@ -80,6 +83,7 @@ func (u *Update) Next(run *Run, now time.Time) Run {
 	if u.BuildID != "" {
 		next.BuildID = u.BuildID
 	}
+	next.SearchAttributes = MergeAttrs(run.SearchAttributes, u.SearchAttributes)
 	if u.Condition != nil {
 		next.Condition = *u.Condition
 		if next.Condition.IsZero() {

@@ -83,6 +83,9 @@ func FilterQuery(f *RunFilter) url.Values {
 	for _, id := range f.IDs {
 		q.Add("id", id)
 	}
+	if f.Where != "" {
+		q.Set("where", f.Where)
+	}
 	return q
 }
 

@@ -30,22 +30,24 @@ func Terminal(s string) bool {
 // Run is a run (GET /runs/{id}); the items of a run list carry a subset of
 // its fields.
 type Run struct {
-	ID             string                     `json:"id"`
-	Kind           string                     `json:"kind"`
-	Workflow       string                     `json:"workflow"`
-	Version        int                        `json:"version"`
-	Status         string                     `json:"status"`
-	Input          json.RawMessage            `json:"input,omitempty"`
-	Output         json.RawMessage            `json:"output,omitempty"`
-	Error          string                     `json:"error,omitempty"`
-	BusinessID     string                     `json:"business_id,omitempty"`
-	ParentID       string                     `json:"parent_id,omitempty"`
-	Tags           []string                   `json:"tags,omitempty"`
-	Metadata       map[string]json.RawMessage `json:"metadata,omitempty"`
-	ConcurrencyKey string                     `json:"concurrency_key,omitempty"`
-	BuildID        string                     `json:"build_id,omitempty"`
-	Queue          string                     `json:"queue,omitempty"`
-	Condition      *Condition                 `json:"condition,omitempty"`
+	ID         string                     `json:"id"`
+	Kind       string                     `json:"kind"`
+	Workflow   string                     `json:"workflow"`
+	Version    int                        `json:"version"`
+	Status     string                     `json:"status"`
+	Input      json.RawMessage            `json:"input,omitempty"`
+	Output     json.RawMessage            `json:"output,omitempty"`
+	Error      string                     `json:"error,omitempty"`
+	BusinessID string                     `json:"business_id,omitempty"`
+	ParentID   string                     `json:"parent_id,omitempty"`
+	Tags       []string                   `json:"tags,omitempty"`
+	Metadata   map[string]json.RawMessage `json:"metadata,omitempty"`
+	// SearchAttributes are the run's search attributes, by name.
+	SearchAttributes map[string]any `json:"search_attributes,omitempty"`
+	ConcurrencyKey   string         `json:"concurrency_key,omitempty"`
+	BuildID          string         `json:"build_id,omitempty"`
+	Queue            string         `json:"queue,omitempty"`
+	Condition        *Condition     `json:"condition,omitempty"`
 	// ScheduledFor is set on a pending or running run whose every task is
 	// due later: when the first is due (shown as scheduled).
 	ScheduledFor *time.Time `json:"scheduled_for,omitempty"`
@@ -105,6 +107,9 @@ type StartRequest struct {
 	Metadata       map[string]string `json:"metadata,omitempty"`
 	ConcurrencyKey string            `json:"concurrency_key,omitempty"`
 	CreatedBy      string            `json:"created_by,omitempty"`
+	// SearchAttributes are the run's first search attributes, which its
+	// flow declares.
+	SearchAttributes map[string]any `json:"search_attributes,omitempty"`
 	// ExecutionTimeout bounds how long the run may take: a Go duration
 	// ("1h"); empty for the definition's default.
 	ExecutionTimeout string `json:"execution_timeout,omitempty"`
@@ -128,13 +133,15 @@ type RunFilter struct {
 	Parent        string            `json:"parent,omitempty"`
 	Build         string            `json:"build,omitempty"`
 	IDs           []string          `json:"ids,omitempty"`
+	// Where filters by search attributes (GET /runs?where=).
+	Where string `json:"where,omitempty"`
 }
 
 // Empty reports whether f selects every run.
 func (f *RunFilter) Empty() bool {
 	return len(f.Statuses) == 0 && f.Workflow == "" && f.Queue == "" && len(f.Tags) == 0 &&
 		len(f.Metadata) == 0 && f.CreatedAfter == nil && f.CreatedBefore == nil && f.Text == "" &&
-		f.Version == 0 && f.Parent == "" && f.Build == "" && len(f.IDs) == 0
+		f.Version == 0 && f.Parent == "" && f.Build == "" && len(f.IDs) == 0 && f.Where == ""
 }
 
 // RunList is a page of runs.

@@ -242,6 +242,26 @@ func parseKV(flag string, pairs []string) (map[string]string, error) {
 	return m, nil
 }
 
+// parseAttrs reads --attr name=value pairs: a value that is JSON is
+// taken as such (a number, a boolean, a list of strings), anything else
+// as text; the server types them by the flow's declarations.
+func parseAttrs(pairs []string) (map[string]any, error) {
+	kv, err := parseKV("--attr", pairs)
+	if err != nil || kv == nil {
+		return nil, err
+	}
+	out := make(map[string]any, len(kv))
+	for k, v := range kv {
+		var x any
+		if json.Unmarshal([]byte(v), &x) == nil {
+			out[k] = x
+		} else {
+			out[k] = v
+		}
+	}
+	return out, nil
+}
+
 // parseTime reads a point in time: RFC 3339, a date (2006-01-02, UTC), or
 // a duration before now ("90m" is 90 minutes ago).
 func parseTime(flag, v string, now time.Time) (*time.Time, error) {

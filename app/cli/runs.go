@@ -27,6 +27,7 @@ func newStart(g *globals) *cobra.Command {
 		req        apiclient.StartRequest
 		input      string
 		meta, tags []string
+		attrs      []string
 		idem       string
 		wait       bool
 		timeout    time.Duration
@@ -39,6 +40,7 @@ func newStart(g *globals) *cobra.Command {
   heph start order --input @order.json --business-value order-42 --tag web --meta tenant=acme
   heph start digest --kind document --idempotency-key digest-2025-01-01 --wait
   heph start report --timeout 1h
+  heph start order --attr amount=150 --attr region='["eu","us"]' --attr updated=2026-11-01
   heph start cart --kind workflow --workflow-id cart-7 --signal add --signal-input '"apple"' --idempotency-key add-1
   heph start cart --kind workflow --workflow-id cart-7 --update checkout --update-input '{}'`,
 		Args: cobra.ExactArgs(1),
@@ -61,6 +63,9 @@ func newStart(g *globals) *cobra.Command {
 				return err
 			}
 			req.Tags = tags
+			if req.SearchAttributes, err = parseAttrs(attrs); err != nil {
+				return err
+			}
 			if timeout < 0 {
 				return usagef("--timeout must not be negative, got %v", timeout)
 			}
@@ -101,6 +106,7 @@ func newStart(g *globals) *cobra.Command {
 	fl.StringVar(&req.WorkflowID, "workflow-id", "", "the run id of a code-first workflow")
 	fl.StringArrayVar(&tags, "tag", nil, "a tag of the run (repeatable)")
 	fl.StringArrayVar(&meta, "meta", nil, "metadata key=value of the run (repeatable)")
+	fl.StringArrayVar(&attrs, "attr", nil, "a search attribute name=value of the run, which its flow declares; the value is read as JSON when it is JSON (500, true, [\"eu\"]), else as text (repeatable)")
 	fl.StringVar(&req.ConcurrencyKey, "concurrency-key", "", "the run's concurrency key for flow control")
 	fl.StringVar(&idem, "idempotency-key", "", "a key that makes a repeated start return the same run")
 	fl.DurationVar(&timeout, "timeout", 0, "the run's execution timeout (such as 1h): it fails as timed out if not finished by then")
@@ -216,7 +222,7 @@ func printResult(g *globals, run *apiclient.Run, done bool, resp *apiclient.Resp
 type filterFlags struct {
 	statuses, tags, meta, ids            []string
 	workflow, queue, since, until, query string
-	parent, build                        string
+	parent, build, where                 string
 	version                              int
 	// scheduled lets --status take scheduled (ls: the API lists those
 	// runs; a bulk operation's filter has no such status).
@@ -238,12 +244,13 @@ func (f *filterFlags) register(cmd *cobra.Command) {
 	fl.StringVar(&f.until, "until", "", "runs created before: RFC 3339, a date, or a duration ago")
 	fl.StringVar(&f.query, "search", "", "runs whose id, business id or error holds this text")
 	fl.IntVar(&f.version, "version", 0, "runs of this flow or document version")
+	fl.StringVar(&f.where, "where", "", "runs whose search attributes meet a filter, such as 'amount > 100 and region in [eu, us]'")
 	fl.StringVar(&f.parent, "parent", "", "runs whose parent is this run (a workflow's children)")
 	fl.StringVar(&f.build, "build", "", "workflow runs of this build (those it started; for a workflow that auto-upgrades, those it decided last)")
 }
 
 func (f *filterFlags) filter(now time.Time) (*apiclient.RunFilter, error) {
-	out := &apiclient.RunFilter{Workflow: f.workflow, Queue: f.queue, Tags: f.tags, Text: f.query, Version: f.version, Parent: f.parent, Build: f.build}
+	out := &apiclient.RunFilter{Workflow: f.workflow, Queue: f.queue, Tags: f.tags, Text: f.query, Version: f.version, Parent: f.parent, Build: f.build, Where: f.where}
 	if f.version < 0 {
 		return nil, usagef("--version must not be negative, got %d", f.version)
 	}
@@ -297,6 +304,7 @@ func newList(g *globals) *cobra.Command {
 		Example: `  heph ls --status failed --since 24h
   heph ls --workflow order --tag web --meta tenant=acme --limit 20
   heph ls --search timeout --all -o json
+  heph ls --workflow order --where 'amount > 100 and updated < 2026-11-01'
   heph ls --parent 0190a1b2-... --version 2
   heph ls --id 0190a1b2-... --id 0190a1c3-...`,
 		Args: cobra.NoArgs,
@@ -450,6 +458,10 @@ func printRunSteps(w io.Writer, r *apiclient.Run, graph *graphtext.Graph, showAt
 	if len(r.Metadata) > 0 {
 		b, _ := json.Marshal(r.Metadata)
 		pairs = append(pairs, "metadata", string(b))
+	}
+	if len(r.SearchAttributes) > 0 {
+		b, _ := json.Marshal(r.SearchAttributes)
+		pairs = append(pairs, "search attributes", string(b))
 	}
 	if r.ConcurrencyKey != "" {
 		pairs = append(pairs, "concurrency key", r.ConcurrencyKey)

@@ -286,6 +286,9 @@ type StartOptions struct {
 	// times out (store.Run.Deadline). Zero takes the flow's own
 	// (flow.Builder.ExecutionTimeout); negative is invalid.
 	ExecutionTimeout time.Duration
+	// SearchAttributes are the run's first search attributes, of those
+	// the flow declares (store.AttrsOf).
+	SearchAttributes map[string]any
 }
 
 // Prepare checks a start request and returns the run to create, without
@@ -450,10 +453,14 @@ func (r *Runtime) newRun(flowName string, input any, opts *StartOptions) (*store
 	if err := store.CheckConcurrencyKey(ckey); err != nil {
 		return nil, nil, fmt.Errorf("start %q: %w", flowName, err)
 	}
+	sattrs, err := store.AttrsOf(f.SearchAttributes(), opts.SearchAttributes)
+	if err != nil {
+		return nil, nil, fmt.Errorf("start %q: %w", flowName, err)
+	}
 	nr := &store.NewRun{
 		ID: id, Workflow: f.Name(), Version: f.Version(), Kind: hephtype.KindFlow,
 		Status: u.Status, Input: raw, BusinessID: bid, KeyScope: scope, Tags: tags, Metadata: meta,
-		ConcurrencyKey: ckey, Deadline: deadline,
+		ConcurrencyKey: ckey, Deadline: deadline, SearchAttributes: sattrs,
 		State: u.State, Output: u.Output, Error: u.Error, History: u.History, Tasks: u.Tasks,
 	}
 	if bid == "" {
@@ -608,7 +615,7 @@ func (r *Runtime) Execute(ctx context.Context, h *worker.Held, handoff string) (
 	}
 	switch t.Kind {
 	case store.TaskTimer:
-		return r.commitEvent(t, engine.TimerFired{Step: t.Step}, nil, nil, handoff)
+		return r.commitEvent(t, engine.TimerFired{Step: t.Step}, nil, nil, handoff, nil)
 	case store.TaskStep:
 	default:
 		return nil, fmt.Errorf("task kind %q is not a flow task", t.Kind)
@@ -655,6 +662,10 @@ type Outcome struct {
 	// Worker names who ran the attempt (for its step_started entry): a
 	// worker outside the process; "" is this process (Config.WorkerID).
 	Worker string
+	// SearchAttributes are upserted on the run with a result that
+	// completes the attempt (not with a failure, a snooze or a cancel):
+	// in the same fenced change (flow.SetSearchAttributes).
+	SearchAttributes map[string]store.Attr
 }
 
 // Complete commits the outcome of a step task's attempt, fenced by the
@@ -706,12 +717,16 @@ func (r *Runtime) Complete(t *store.Task, o *Outcome, handoff string) ([]*store.
 		by = r.cfg.WorkerID
 	}
 	started := worker.Started(by, t, at, t.Step, max(t.Index, 0))
-	return r.commitEvent(t, ev, &started, o.Details, handoff)
+	var attrs map[string]store.Attr
+	if o.Err == "" && !o.Snoozed && !o.Cancelled {
+		attrs = o.SearchAttributes
+	}
+	return r.commitEvent(t, ev, &started, o.Details, handoff, attrs)
 }
 
 // commitEvent applies ev to the task's run in a change fenced by the
-// task's lease.
-func (r *Runtime) commitEvent(t *store.Task, ev engine.Event, started *store.NewEvent, details json.RawMessage, handoff string) ([]*store.Task, error) {
+// task's lease, upserting attrs on the run with it.
+func (r *Runtime) commitEvent(t *store.Task, ev engine.Event, started *store.NewEvent, details json.RawMessage, handoff string, attrs map[string]store.Attr) ([]*store.Task, error) {
 	lease := t.Lease()
 	decide := r.decideWith(ev, r.cfg.Clock.Now(), false)
 	res, err := r.cfg.Committer.SubmitHandoff(commit.ForTask(context.Background(), t), store.Change{RunID: t.RunID, Fence: &lease, Decide: func(run *store.Run) (*store.Update, error) {
@@ -722,6 +737,7 @@ func (r *Runtime) commitEvent(t *store.Task, ev engine.Event, started *store.New
 		if started != nil {
 			u.History = append([]store.NewEvent{*started}, u.History...)
 		}
+		u.SearchAttributes = attrs
 		// A retry of the step reads the details this attempt recorded.
 		for i := range u.Tasks {
 			if n := &u.Tasks[i]; n.Kind == store.TaskStep && n.Step == t.Step && n.Index == t.Index && len(details) > 0 {
@@ -799,7 +815,11 @@ func (r *Runtime) runStep(ctx context.Context, h *worker.Held) (*Outcome, error)
 		}
 		return &Outcome{Err: err.Error(), Retryable: retry}, nil
 	}
-	return &Outcome{Event: out.Event, Output: out.Output, Wait: out.Wait}, nil
+	attrs, err := store.AttrsOf(f.SearchAttributes(), out.SearchAttributes)
+	if err != nil {
+		return &Outcome{Err: fmt.Sprintf("step %q: %v", t.Step, err)}, nil
+	}
+	return &Outcome{Event: out.Event, Output: out.Output, Wait: out.Wait, SearchAttributes: attrs}, nil
 }
 
 // callOf is the invocation of step code for a task's attempt.

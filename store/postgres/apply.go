@@ -336,6 +336,7 @@ type op struct {
 	n       int
 	cond    *string // an update's condition, as JSON
 	paused  *string // an update's paused column (Run.Paused), as JSON
+	sattrs  *string // the run's search_attributes column, as JSON
 	release bool    // an update releases its run's leases (Update.Release)
 	ckey    string  // the change's key, recorded on its first entry
 	// fenceRun is the run of the task that fences a create.
@@ -1203,14 +1204,14 @@ func (a *applier) updateArgs(ops []*op, w *written) []any {
 	n := len(order)
 	ids, statuses, errs := make([]string, n), make([]string, n), make([]string, n)
 	outputs, states, published, keys := make([]*string, n), make([]*string, n), make([]*string, n), make([]*string, n)
-	conds, builds, paused := make([]*string, n), make([]string, n), make([]*string, n)
+	conds, builds, paused, sattrs := make([]*string, n), make([]string, n), make([]*string, n), make([]*string, n)
 	seqs := make([]int64, n)
 	finished := make([]*time.Time, n)
 	for k, o := range order {
 		r := o.run
 		ids[k], statuses[k], errs[k] = r.ID, string(r.Status), r.Error
 		outputs[k], states[k], published[k], keys[k] = jsonArg(r.Output), jsonArg(r.State), jsonArg(r.Published), o.key
-		seqs[k], conds[k], builds[k], paused[k] = r.Seq, o.cond, r.BuildID, o.paused
+		seqs[k], conds[k], builds[k], paused[k], sattrs[k] = r.Seq, o.cond, r.BuildID, o.paused, o.sattrs
 		if !r.FinishedAt.IsZero() {
 			t := r.FinishedAt
 			finished[k] = &t
@@ -1221,7 +1222,7 @@ func (a *applier) updateArgs(ops []*op, w *written) []any {
 		ids, statuses, outputs, errs, states, published, seqs, finished, keys, conds, a.now}
 	args = append(args, ev.args()...)
 	args = append(args, tk.args()...)
-	return append(args, a.s.cancels, nonNil(tk.keys), nonNil(tk.traces), builds, paused, nonNil(released))
+	return append(args, a.s.cancels, nonNil(tk.keys), nonNil(tk.traces), builds, paused, nonNil(released), sattrs)
 }
 
 // createArgs are the arguments of writeCreates for the creates of a
@@ -1232,7 +1233,7 @@ func (a *applier) createArgs(ops []*op) []any {
 		make([]string, n), make([]string, n), make([]string, n), make([]string, n)
 	versions, seqs := make([]int64, n), make([]int64, n)
 	inputs, outputs, businessIDs, keys := make([]*string, n), make([]*string, n), make([]*string, n), make([]*string, n)
-	tags, metas, states := make([]*string, n), make([]*string, n), make([]*string, n)
+	tags, metas, states, sattrs := make([]*string, n), make([]*string, n), make([]*string, n), make([]*string, n)
 	ckeys, traces, builds := make([]string, n), make([]string, n), make([]string, n)
 	finished, deadlines := make([]*time.Time, n), make([]*time.Time, n)
 	var fruns []string
@@ -1249,7 +1250,7 @@ func (a *applier) createArgs(ops []*op) []any {
 		versions[k], seqs[k] = int64(r.Version), r.Seq
 		inputs[k], outputs[k], businessIDs[k], keys[k] = jsonArg(r.Input), jsonArg(r.Output), nullString(r.BusinessID), o.key
 		tags[k], metas[k], states[k], ckeys[k] = tagsArg(r.Tags), o.meta, jsonArg(r.State), r.ConcurrencyKey
-		traces[k], builds[k] = r.TraceContext, r.BuildID
+		traces[k], builds[k], sattrs[k] = r.TraceContext, r.BuildID, o.sattrs
 		if !r.FinishedAt.IsZero() {
 			t := r.FinishedAt
 			finished[k] = &t
@@ -1265,7 +1266,7 @@ func (a *applier) createArgs(ops []*op) []any {
 		parents, tags, metas, states, seqs, finished, a.now}
 	args = append(args, ev.args()...)
 	args = append(args, tk.args()...)
-	return append(args, nonNil(fruns), nonNil(fids), ckeys, nonNil(tk.keys), traces, nonNil(tk.traces), builds, deadlines)
+	return append(args, nonNil(fruns), nonNil(fids), ckeys, nonNil(tk.keys), traces, nonNil(tk.traces), builds, deadlines, sattrs)
 }
 
 // tasks are the columns of tasks to insert.
@@ -1339,6 +1340,10 @@ func (a *applier) planCreate(i int, n *store.NewRun, fence *store.Lease) (*op, s
 	if err != nil {
 		return nil, refused(fmt.Errorf("create run %s: metadata: %w", r.ID, err))
 	}
+	sattrs, err := store.EncodeAttrs(r.SearchAttributes)
+	if err != nil {
+		return nil, refused(fmt.Errorf("create run %s: %w", r.ID, err))
+	}
 	if st := a.runs[r.ID]; st != nil && st.run != nil {
 		return nil, refused(fmt.Errorf("create run %s: %w", r.ID, errRunExists))
 	}
@@ -1347,7 +1352,7 @@ func (a *applier) planCreate(i int, n *store.NewRun, fence *store.Lease) (*op, s
 	if err != nil {
 		return nil, refused(fmt.Errorf("create run %s: %w", r.ID, err))
 	}
-	o := &op{i: i, create: true, id: r.ID, run: r, key: key, meta: meta, entries: entries, n: len(n.History), prev: a.runs[r.ID],
+	o := &op{i: i, create: true, id: r.ID, run: r, key: key, meta: meta, sattrs: sattrs, entries: entries, n: len(n.History), prev: a.runs[r.ID],
 		fence: fence, res: store.ChangeResult{Run: r, Tasks: newTasks(r, n.Tasks, a.now)}}
 	if fence != nil {
 		o.fenceRun = a.fenced[fence.TaskID].runID
@@ -1425,6 +1430,10 @@ func (a *applier) planUpdate(i int, c *store.Change) (*op, store.ChangeResult) {
 	if err != nil {
 		return nil, refused(fmt.Errorf("update run %s: %w", run.ID, err))
 	}
+	sattrs, err := store.EncodeAttrs(next.SearchAttributes)
+	if err != nil {
+		return nil, refused(fmt.Errorf("update run %s: %w", run.ID, err))
+	}
 	newKey := st.key
 	var frees, takes *string
 	if newKey != nil && store.FreesKey(next.KeyScope, next) {
@@ -1441,7 +1450,7 @@ func (a *applier) planUpdate(i int, c *store.Change) (*op, store.ChangeResult) {
 		return nil, refused(fmt.Errorf("update run %s: %w", run.ID, err))
 	}
 	o := &op{i: i, id: run.ID, run: &next, key: newKey, frees: frees, takes: takes, seq: run.Seq, fence: c.Fence,
-		cancel: u.Cancel, release: u.Release, entries: entries, n: len(u.History), cond: cond, paused: paused,
+		cancel: u.Cancel, release: u.Release, entries: entries, n: len(u.History), cond: cond, paused: paused, sattrs: sattrs,
 		res: store.ChangeResult{Run: &next, Tasks: newTasks(&next, u.Tasks, a.now)}}
 	if len(u.History) > 0 {
 		o.ckey = c.Key // a change that appends nothing records no key

@@ -14,7 +14,7 @@ import (
 
 // The columns read by scanRun, scanTask and scanEvent, in order.
 const (
-	runCols     = "id, workflow, version, kind, status, input, output, error, business_id, key_scope, parent_id, tags, metadata, state, published, condition, seq, created_at, updated_at, finished_at, concurrency_key, trace_context, build_id, deadline, paused"
+	runCols     = "id, workflow, version, kind, status, input, output, error, business_id, key_scope, parent_id, tags, metadata, state, published, condition, seq, created_at, updated_at, finished_at, concurrency_key, trace_context, build_id, deadline, paused, search_attributes"
 	taskCols    = "id, run_id, queue, kind, workflow, version, step, idx, attempt, payload, item, priority, ready_at, handler, details, owner, token, lease_until, claims, created_at, flow_key, trace_context, tags, metadata"
 	historyCols = "run_id, seq, n, key, at, entries"
 	workerCols  = "id, queues, handlers, host, pid, started_at, seen_at, expires_at, build_id"
@@ -30,6 +30,7 @@ func scanRun(sc scanner, extra ...any) (*store.Run, error) {
 		input, output, state []byte
 		published, meta      []byte
 		condition, paused    []byte
+		sattrs               []byte
 		tags                 []string
 		created, updated     time.Time
 		finished, deadline   *time.Time
@@ -37,7 +38,7 @@ func scanRun(sc scanner, extra ...any) (*store.Run, error) {
 	)
 	dest := []any{&r.ID, &r.Workflow, &r.Version, &kind, &status, &input, &output, &r.Error,
 		&businessID, &scope, &r.ParentID, &tags, &meta, &state, &published, &condition, &r.Seq,
-		&created, &updated, &finished, &r.ConcurrencyKey, &r.TraceContext, &r.BuildID, &deadline, &paused}
+		&created, &updated, &finished, &r.ConcurrencyKey, &r.TraceContext, &r.BuildID, &deadline, &paused, &sattrs}
 	if err := sc.Scan(append(dest, extra...)...); err != nil {
 		return nil, err
 	}
@@ -70,6 +71,9 @@ func scanRun(sc scanner, extra ...any) (*store.Run, error) {
 	r.UpdatedAt = updated.UTC()
 	r.FinishedAt = fromNull(finished)
 	r.Deadline = fromNull(deadline)
+	if r.SearchAttributes, err = store.DecodeAttrs(sattrs); err != nil {
+		return nil, fmt.Errorf("run %s: %w", r.ID, err)
+	}
 	return &r, nil
 }
 
@@ -418,8 +422,9 @@ func itoa(n int) string { return strconv.Itoa(n) }
 // state), appends the history ($17-$21) and enqueues tasks ($22-$35, their
 // flow keys $37 and trace contexts $38; their tags and metadata those of
 // the runs updated); $16 is now, $39 the runs' build ids, $40 their paused
-// columns (Run.Paused); it releases the leases of the runs $41 (but of the
-// fenced tasks), and notifies their holders as it does those of cancelled
+// columns (Run.Paused), $42 their search_attributes (Run.SearchAttributes,
+// copied to run_attributes by trigger); it releases the leases of the runs
+// $41 (but of the fenced tasks), and notifies their holders as it does those of cancelled
 // tasks. The sub-statements
 // share one snapshot, so the cancellations never see the tasks the segment
 // enqueues (the applier leaves a cancellation that must see them to a later
@@ -445,9 +450,10 @@ var writeUpdatesSQL = `WITH f AS (
 ), u AS (
 	UPDATE §runs r SET status = x.status, output = x.output::jsonb, error = x.error, state = x.state::jsonb,
 		published = x.published::jsonb, condition = x.condition::jsonb, seq = x.seq, updated_at = $16::timestamptz,
-		finished_at = x.finished_at, unique_key = x.unique_key, build_id = x.build_id, paused = x.paused::jsonb
-	FROM unnest(` + unnest(6, "text", "text", "text", "text", "text", "text", "int8", "timestamptz", "text", "text") + `, $39::text[], $40::text[])
-		AS x(id, status, output, error, state, published, seq, finished_at, unique_key, condition, build_id, paused)
+		finished_at = x.finished_at, unique_key = x.unique_key, build_id = x.build_id, paused = x.paused::jsonb,
+		search_attributes = x.sattrs::jsonb
+	FROM unnest(` + unnest(6, "text", "text", "text", "text", "text", "text", "int8", "timestamptz", "text", "text") + `, $39::text[], $40::text[], $42::text[])
+		AS x(id, status, output, error, state, published, seq, finished_at, unique_key, condition, build_id, paused, sattrs)
 	WHERE r.id = x.id RETURNING r.id, r.tags, r.metadata
 ), e AS (
 	` + historySQL(17, 16) + `
@@ -467,7 +473,7 @@ SELECT (SELECT count(*) FROM f) + (SELECT count(*) FROM c WHERE c.id = ANY($1::i
 // fences of creates (run ids and task ids: the caller holds the tasks
 // locked and checked their tokens), $40 the runs' concurrency keys, $41 the
 // tasks' flow keys, $42 the runs' trace contexts and $43 the tasks', $44
-// the runs' build ids, $45 their deadlines (the
+// the runs' build ids, $45 their deadlines, $46 their search_attributes (the
 // tasks' tags and metadata are those of the runs inserted). ON
 // CONFLICT DO NOTHING covers both the primary key and the business-key
 // index: a run that conflicts (with a run of another transaction, or an
@@ -478,16 +484,17 @@ SELECT (SELECT count(*) FROM f) + (SELECT count(*) FROM c WHERE c.id = ANY($1::i
 var writeCreatesSQL = `WITH r AS (
 	INSERT INTO §runs (id, workflow, version, kind, status, input, output, error, business_id,
 		key_scope, unique_key, parent_id, tags, metadata, state, seq, created_at, updated_at, finished_at, concurrency_key,
-		trace_context, build_id, deadline)
+		trace_context, build_id, deadline, search_attributes)
 	SELECT x.id, x.workflow, x.version, x.kind, x.status, x.input::jsonb, x.output::jsonb, x.error, x.business_id,
 		x.key_scope, x.unique_key, x.parent_id,
 		CASE WHEN x.tags IS NULL THEN '{}'::text[] ELSE ARRAY(SELECT json_array_elements_text(x.tags::json)) END,
 		x.metadata::jsonb, x.state::jsonb, x.seq, $18::timestamptz, $18::timestamptz, x.finished_at, x.ckey,
-		x.trace, x.build_id, x.deadline
+		x.trace, x.build_id, x.deadline, x.sattrs::jsonb
 	FROM unnest($1::text[], $2::text[], $3::int8[], $4::text[], $5::text[], $6::text[], $7::text[], $8::text[],
 		$9::text[], $10::text[], $11::text[], $12::text[], $13::text[], $14::text[], $15::text[], $16::int8[],
-		$17::timestamptz[], $40::text[], $42::text[], $44::text[], $45::timestamptz[]) WITH ORDINALITY AS x(id, workflow, version, kind, status, input, output,
-		error, business_id, key_scope, unique_key, parent_id, tags, metadata, state, seq, finished_at, ckey, trace, build_id, deadline, n)
+		$17::timestamptz[], $40::text[], $42::text[], $44::text[], $45::timestamptz[], $46::text[]) WITH ORDINALITY AS x(id, workflow, version, kind, status, input, output,
+		error, business_id, key_scope, unique_key, parent_id, tags, metadata, state, seq, finished_at, ckey, trace, build_id, deadline,
+		sattrs, n)
 	ORDER BY x.n
 	ON CONFLICT DO NOTHING
 	RETURNING id, tags, metadata

@@ -105,6 +105,9 @@ func runFilter(schema string, p *store.ListRunsParams) (*where, error) {
 		w.add(fmt.Sprintf(`(CASE jsonb_typeof(metadata -> %[1]s) WHEN 'string' THEN metadata ->> %[1]s
 			WHEN 'object' THEN NULL WHEN 'array' THEN NULL ELSE (metadata -> %[1]s)::text END) = $?`, key), p.Metadata[k])
 	}
+	for _, c := range p.Attrs {
+		w.attr(schema, &c)
+	}
 	if p.Text != "" {
 		// lower() of the "C" collation folds ASCII letters only, as
 		// lowerASCII does.
@@ -124,4 +127,37 @@ func runFilter(schema string, p *store.ListRunsParams) (*where, error) {
 		w.add("(updated_at, id) > ($?, $?)", truncate(p.ChangedAfter), p.ChangedAfterID)
 	}
 	return w, nil
+}
+
+// attr keeps the runs whose search attributes meet c (store.AttrCond):
+// the ids the attribute's (name, value) index yields, which the planner
+// joins to the walk of the runs in list order.
+func (w *where) attr(schema string, c *store.AttrCond) {
+	w.conds = append(w.conds, attrCond(w, `"`+schema+`".run_attributes`, c))
+}
+
+// attrCond is the condition of c on runs, reading the table tbl.
+func attrCond(w *where, tbl string, c *store.AttrCond) string {
+	col, _ := store.AttrColumn(c.Type, c.Values[0])
+	ids := "runs.id IN (SELECT run_id FROM " + tbl + " WHERE name = " + w.param(c.Name) + " AND type = " + w.param(string(c.Type))
+	if c.Type == store.AttrKeywordList && c.Op == store.OpNe {
+		// The run has the list, and no element equals the value.
+		_, v := store.AttrColumn(c.Type, c.Values[0])
+		return ids + ") AND runs.id NOT IN (SELECT run_id FROM " + tbl + " WHERE name = " + w.param(c.Name) +
+			" AND type = 'keyword_list' AND s = " + w.param(v) + ")"
+	}
+	if c.Op == store.OpIn {
+		ps := make([]string, len(c.Values))
+		for i, v := range c.Values {
+			_, x := store.AttrColumn(c.Type, v)
+			ps[i] = w.param(x)
+		}
+		return ids + " AND " + col + " IN (" + strings.Join(ps, ", ") + "))"
+	}
+	op := string(c.Op)
+	if c.Op == store.OpNe {
+		op = "<>"
+	}
+	_, v := store.AttrColumn(c.Type, c.Values[0])
+	return ids + " AND " + col + " " + op + " " + w.param(v) + ")"
 }

@@ -186,6 +186,10 @@ func (a *applier) create(n *store.NewRun, fence *store.Lease) (store.ChangeResul
 // metadata as stored, and returns its rowid; or the refusal of a run
 // whose id, or business key, another run holds.
 func (a *applier) insertRun(r *store.Run, key, tags, meta any) (rowid int64, refusal, err error) {
+	sattrs, err := attrsArg(r.SearchAttributes)
+	if err != nil {
+		return 0, fmt.Errorf("create run %s: %w", r.ID, err), nil
+	}
 	w := a.w
 	w.arg(r.ID)
 	w.arg(r.Workflow)
@@ -210,6 +214,7 @@ func (a *applier) insertRun(r *store.Run, key, tags, meta any) (rowid int64, ref
 	w.arg(r.TraceContext)
 	w.arg(r.BuildID)
 	w.arg(nullMicros(r.Deadline))
+	w.arg(sattrs)
 	// A conflict on the id fails the statement, which writes nothing; a
 	// conflict on the business key does nothing.
 	res, err := w.exec(qInsertRun)
@@ -472,6 +477,10 @@ func (a *applier) update(c *store.Change) (store.ChangeResult, error) {
 	if pausedCol != nil {
 		paused = *pausedCol
 	}
+	sattrs, err := attrsArg(next.SearchAttributes)
+	if err != nil {
+		return a.refuse(c, run.ID, fmt.Errorf("update run %s: %w", run.ID, err))
+	}
 
 	w := a.w
 	if c.Fence != nil {
@@ -494,6 +503,7 @@ func (a *applier) update(c *store.Change) (store.ChangeResult, error) {
 	w.arg(newKey)
 	w.arg(next.BuildID)
 	w.arg(paused)
+	w.arg(sattrs)
 	w.arg(st.rowid)
 	w.arg(run.ID)
 	res, err := w.exec(qUpdateRun)
@@ -708,4 +718,13 @@ func orNil(b json.RawMessage) json.RawMessage {
 		return nil
 	}
 	return b
+}
+
+// attrsArg is the search_attributes column of a run with attributes m.
+func attrsArg(m map[string]store.Attr) (driver.Value, error) {
+	col, err := store.EncodeAttrs(m)
+	if err != nil || col == nil {
+		return nil, err
+	}
+	return *col, nil
 }

@@ -111,6 +111,7 @@ func cloneRun(r *store.Run) *store.Run {
 	c.State = slices.Clone(r.State)
 	c.Published = slices.Clone(r.Published)
 	c.Tags = slices.Clone(r.Tags)
+	c.SearchAttributes = store.CloneAttrs(r.SearchAttributes)
 	if r.Metadata != nil {
 		c.Metadata = maps.Clone(r.Metadata)
 		for k, v := range c.Metadata {

@@ -64,15 +64,15 @@ var queries = [numQueries]string{
 	qRollback: "ROLLBACK",
 	qInsertRun: `INSERT INTO runs (id, workflow, version, kind, status, input, output, error,
 		business_id, key_scope, unique_key, parent_id, tags, metadata, state, published, seq,
-		created_at, updated_at, finished_at, concurrency_key, trace_context, build_id, deadline)
-		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, NULL, ?, ?, ?, ?, ?, ?, ?, ?)
+		created_at, updated_at, finished_at, concurrency_key, trace_context, build_id, deadline, search_attributes)
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, NULL, ?, ?, ?, ?, ?, ?, ?, ?, ?)
 		ON CONFLICT (unique_key) WHERE unique_key IS NOT NULL DO NOTHING`,
 	qHolder:  "SELECT id FROM runs WHERE unique_key = ?",
 	qLoadRun: "SELECT rowid, " + runCols + ", unique_key FROM runs WHERE id = ?",
 	// By rowid (from the run's read or the cache): one b-tree search
 	// fewer than by id. The id is checked too, at no cost.
 	qUpdateRun: `UPDATE runs SET status = ?, output = ?, error = ?, state = ?, published = ?,
-		condition = ?, seq = ?, updated_at = ?, finished_at = ?, unique_key = ?, build_id = ?, paused = ? WHERE rowid = ? AND id = ?`,
+		condition = ?, seq = ?, updated_at = ?, finished_at = ?, unique_key = ?, build_id = ?, paused = ?, search_attributes = ? WHERE rowid = ? AND id = ?`,
 	// The lease (task ?1, token ?2) is held. The task may be of any run.
 	qFence:     "DELETE FROM tasks WHERE id = ?1 AND token = ?2 AND owner IS NOT NULL",
 	qFenceHeld: "SELECT 1 FROM tasks WHERE id = ?1 AND token = ?2 AND owner IS NOT NULL",

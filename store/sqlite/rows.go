@@ -14,12 +14,12 @@ import (
 // The columns read by scanRun (and runFromValues), taskFromValues,
 // scanEvent and scanWorker, in order.
 const (
-	runCols    = "id, workflow, version, kind, status, input, output, error, business_id, key_scope, parent_id, tags, metadata, state, published, seq, created_at, updated_at, finished_at, condition, concurrency_key, trace_context, build_id, deadline, paused"
+	runCols    = "id, workflow, version, kind, status, input, output, error, business_id, key_scope, parent_id, tags, metadata, state, published, seq, created_at, updated_at, finished_at, condition, concurrency_key, trace_context, build_id, deadline, paused, search_attributes"
 	taskCols   = "id, run_id, queue, kind, workflow, version, step, idx, attempt, payload, item, priority, ready_at, owner, token, lease_until, claims, created_at, handler, details, flow_key, trace_context, tags, metadata"
 	eventCols  = "run_id, seq, kind, step, idx, attempt, name, data, error, at, key"
 	workerCols = "id, queues, handlers, host, pid, started_at, seen_at, expires_at, build_id"
 
-	numRunCols  = 25
+	numRunCols  = 26
 	numTaskCols = 24
 	// runCondCol is the index of condition in runCols.
 	runCondCol = 19
@@ -39,11 +39,11 @@ func scanRun(sc scanner) (*store.Run, error) {
 		created, updated      int64
 		finished, deadline    *int64
 		businessID, cond      *string
-		paused                []byte
+		paused, sattrs        []byte
 	)
 	dest := []any{&r.ID, &r.Workflow, &r.Version, &kind, &status, &input, &output, &r.Error,
 		&businessID, &scope, &r.ParentID, &tags, &meta, &state, &published, &r.Seq,
-		&created, &updated, &finished, &cond, &r.ConcurrencyKey, &r.TraceContext, &r.BuildID, &deadline, &paused}
+		&created, &updated, &finished, &cond, &r.ConcurrencyKey, &r.TraceContext, &r.BuildID, &deadline, &paused, &sattrs}
 	if err := sc.Scan(dest...); err != nil {
 		return nil, err
 	}
@@ -71,6 +71,9 @@ func scanRun(sc scanner) (*store.Run, error) {
 	r.UpdatedAt = fromMicros(updated)
 	r.FinishedAt = fromNullMicros(finished)
 	r.Deadline = fromNullMicros(deadline)
+	if r.SearchAttributes, err = store.DecodeAttrs(sattrs); err != nil {
+		return nil, fmt.Errorf("run %s: %w", r.ID, err)
+	}
 	return &r, nil
 }
 
@@ -280,6 +283,9 @@ func runFromValues(v []driver.Value) (*store.Run, error) {
 		}
 	}
 	if r.Paused, err = store.DecodePause([]byte(vString(v[24]))); err != nil {
+		return nil, fmt.Errorf("run %s: %w", r.ID, err)
+	}
+	if r.SearchAttributes, err = store.DecodeAttrs([]byte(vString(v[25]))); err != nil {
 		return nil, fmt.Errorf("run %s: %w", r.ID, err)
 	}
 	return r, nil

@@ -87,7 +87,11 @@ func (s *Store) ListRuns(ctx context.Context, p *store.ListRunsParams) (*store.R
 		return nil, fmt.Errorf("list runs: %w", err)
 	}
 	limit := p.PageSize()
-	w, err := runFilter(p)
+	broad, err := s.broadAttrs(ctx, p.Attrs)
+	if err != nil {
+		return nil, s.fail("list runs", err)
+	}
+	w, err := runFilter(p, broad)
 	if err != nil {
 		return nil, fmt.Errorf("list runs: %w", err)
 	}

@@ -107,6 +107,9 @@ type Store struct {
 	reader *sql.DB // the writer in Memory mode
 	wc     wconn   // the writer's driver connection and statements
 	r      readStmts
+	// broadRows is how many rows make a search attribute condition broad
+	// (where.attr); tests lower it to take the other plan.
+	broadRows int
 
 	closed    atomic.Bool
 	closeOnce sync.Once
@@ -121,7 +124,7 @@ func Open(ctx context.Context, cfg *Config) (*Store, error) {
 	if err != nil {
 		return nil, err
 	}
-	s := &Store{}
+	s := &Store{broadRows: defaultBroadRows}
 	if err := s.open(ctx, &c); err != nil {
 		_ = s.closeDBs()
 		return nil, err

@@ -1,6 +1,7 @@
 package sqlite
 
 import (
+	"context"
 	"maps"
 	"slices"
 	"strconv"
@@ -46,7 +47,7 @@ func (w *where) clause() string {
 }
 
 // runFilter is the condition on runs of p's filters and cursor.
-func runFilter(p *store.ListRunsParams) (*where, error) {
+func runFilter(p *store.ListRunsParams, broad []bool) (*where, error) {
 	w := &where{}
 	if p.Workflow != "" {
 		w.add("workflow = ?", p.Workflow)
@@ -105,6 +106,9 @@ func runFilter(p *store.ListRunsParams) (*where, error) {
 			(CASE m.type WHEN 'text' THEN m.value WHEN 'object' THEN NULL WHEN 'array' THEN NULL
 			ELSE runs.metadata -> m.fullkey END) = ?)`, k, p.Metadata[k])
 	}
+	for i, c := range p.Attrs {
+		w.attr(&c, broad[i])
+	}
 	if p.Text != "" {
 		// lower() folds ASCII letters only, as lowerASCII does.
 		t := w.param(lowerASCII(p.Text))
@@ -137,4 +141,98 @@ func (w *where) queue(queue string, workflows []string) error {
 	}
 	w.conds = append(w.conds, cond)
 	return nil
+}
+
+// attr keeps the runs whose search attributes meet c (store.AttrCond).
+// A condition that few rows meet (not broad) reads their ids once from
+// the attribute's (name, value) index, and the walk of the runs in list
+// order probes them; a broad one is probed per run by (run_id, name), so
+// the walk stops at the page's end without reading every match.
+func (w *where) attr(c *store.AttrCond, broad bool) {
+	if !broad {
+		w.conds = append(w.conds, attrCond(w, "run_attributes", c))
+		return
+	}
+	rows := attrRows(w, c, "run_attributes a", "a.run_id = runs.id AND ")
+	if rows == "" {
+		_, v := store.AttrColumn(c.Type, c.Values[0])
+		rows = "SELECT 1 FROM run_attributes a WHERE a.run_id = runs.id AND a.name = " + w.param(c.Name) +
+			" AND a.type = 'keyword_list') AND NOT EXISTS (SELECT 1 FROM run_attributes a WHERE a.run_id = runs.id AND a.name = " +
+			w.param(c.Name) + " AND a.type = 'keyword_list' AND a.s = " + w.param(v)
+	}
+	w.conds = append(w.conds, "EXISTS ("+rows+")")
+}
+
+// attrRows is the SELECT of the rows of tbl that meet c, with pre before
+// its conditions; "" for != on a list, which no one row decides.
+func attrRows(w *where, c *store.AttrCond, tbl, pre string) string {
+	if c.Type == store.AttrKeywordList && c.Op == store.OpNe {
+		return ""
+	}
+	col, _ := store.AttrColumn(c.Type, c.Values[0])
+	q := "SELECT 1 FROM " + tbl + " WHERE " + pre + "name = " + w.param(c.Name) + " AND type = " + w.param(string(c.Type)) + " AND " + col
+	if c.Op == store.OpIn {
+		ps := make([]string, len(c.Values))
+		for i, v := range c.Values {
+			_, x := store.AttrColumn(c.Type, v)
+			ps[i] = w.param(x)
+		}
+		return q + " IN (" + strings.Join(ps, ", ") + ")"
+	}
+	op := string(c.Op)
+	if c.Op == store.OpNe {
+		op = "<>"
+	}
+	_, v := store.AttrColumn(c.Type, c.Values[0])
+	return q + " " + op + " " + w.param(v)
+}
+
+// defaultBroadRows is how many rows make a condition broad (where.attr).
+const defaultBroadRows = 2000
+
+// broadAttrs tells, per condition of f, whether more than s.broadRows rows
+// meet it: one bounded count on the (name, value) index each.
+func (s *Store) broadAttrs(ctx context.Context, f store.AttrFilter) ([]bool, error) {
+	out := make([]bool, len(f))
+	for i := range f {
+		w := &where{}
+		rows := attrRows(w, &f[i], "run_attributes", "")
+		if rows == "" {
+			out[i] = true
+			continue
+		}
+		var n int
+		q := "SELECT count(*) FROM (" + rows + " LIMIT " + strconv.Itoa(s.broadRows+1) + ")"
+		if err := s.reader.QueryRowContext(ctx, q, w.args...).Scan(&n); err != nil {
+			return nil, err
+		}
+		out[i] = n > s.broadRows
+	}
+	return out, nil
+}
+
+// attrCond is the condition of c on runs, reading the table tbl.
+func attrCond(w *where, tbl string, c *store.AttrCond) string {
+	col, _ := store.AttrColumn(c.Type, c.Values[0])
+	ids := "runs.id IN (SELECT run_id FROM " + tbl + " WHERE name = " + w.param(c.Name) + " AND type = " + w.param(string(c.Type))
+	if c.Type == store.AttrKeywordList && c.Op == store.OpNe {
+		// The run has the list, and no element equals the value.
+		_, v := store.AttrColumn(c.Type, c.Values[0])
+		return ids + ") AND runs.id NOT IN (SELECT run_id FROM " + tbl + " WHERE name = " + w.param(c.Name) +
+			" AND type = 'keyword_list' AND s = " + w.param(v) + ")"
+	}
+	if c.Op == store.OpIn {
+		ps := make([]string, len(c.Values))
+		for i, v := range c.Values {
+			_, x := store.AttrColumn(c.Type, v)
+			ps[i] = w.param(x)
+		}
+		return ids + " AND " + col + " IN (" + strings.Join(ps, ", ") + "))"
+	}
+	op := string(c.Op)
+	if c.Op == store.OpNe {
+		op = "<>"
+	}
+	_, v := store.AttrColumn(c.Type, c.Values[0])
+	return ids + " AND " + col + " " + op + " " + w.param(v) + ")"
 }

@@ -154,6 +154,9 @@ func Run(t *testing.T, newStore func(t *testing.T) store.Store, opts ...Option) 
 		{"LogBounds", testLogBounds},
 		{"EarliestReady", testEarliestReady},
 		{"RunTasks", testRunTasks},
+		{"SearchAttributes", testSearchAttributes},
+		{"SearchAttributesFenced", testSearchAttributesFenced},
+		{"SearchAttributesProperty", testSearchAttributesProperty},
 	}
 	tests = append(tests, txTests(&c)...)
 	for _, tc := range tests {
