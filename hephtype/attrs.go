@@ -45,7 +45,8 @@ func CheckAttrName(name string) error {
 	}
 	for i, c := range name {
 		letter := c == '_' || (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z')
-		if !letter && (i == 0 || !(c == '.' || (c >= '0' && c <= '9'))) {
+		later := c == '.' || (c >= '0' && c <= '9') // allowed after the first
+		if !letter && (i == 0 || !later) {
 			return fmt.Errorf("search attribute name %q: only letters, digits, _ and . (not first) are allowed", name)
 		}
 	}

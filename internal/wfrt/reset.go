@@ -138,10 +138,10 @@ func cutAt(events []store.Event, point string) (int, error) {
 	var decisions []int // positions of the decision events
 	ended := 0          // the number of the decision that ended the run, or 0
 	for i, e := range events {
-		switch {
-		case e.Kind == hephtype.EventDecision:
+		switch e.Kind {
+		case hephtype.EventDecision:
 			decisions = append(decisions, i)
-		case e.Kind == hephtype.EventRunCompleted || e.Kind == hephtype.EventRunFailed || e.Kind == hephtype.EventRunContinued:
+		case hephtype.EventRunCompleted, hephtype.EventRunFailed, hephtype.EventRunContinued:
 			if ended == 0 {
 				ended = len(decisions)
 			}
