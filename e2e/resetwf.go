@@ -55,7 +55,11 @@ func newResettable() *resettable {
 		return n * 2, nil
 	})
 	r.other = workflow.NewActivity("rw_other", func(_ context.Context, n int) (int, error) { r.calls[2].Add(1); return n * 100, nil })
-	r.kidDef = workflow.New("rw_kid", func(_ workflow.Context, n int) (int, error) { r.kids.Add(1); return n + 10, nil })
+	r.kidDef = workflow.New("rw_kid", func(_ workflow.Context, n int) (int, error) {
+		//heph:nondeterministic-ok test instrumentation: counts the child's activations, changing no command
+		r.kids.Add(1)
+		return n + 10, nil
+	})
 	r.wf = workflow.New("resettable", func(ctx workflow.Context, n int) (string, error) {
 		a, err := r.first.Execute(ctx, n)
 		if err != nil {
@@ -73,6 +77,7 @@ func newResettable() *resettable {
 			return "", err
 		}
 		act := r.last
+		//heph:nondeterministic-ok the test's code change: version 2 of the code, after the history's point
 		if r.v.Load() == 2 {
 			act = r.other // the changed code
 		}
@@ -80,6 +85,7 @@ func newResettable() *resettable {
 		if err != nil {
 			return "", err
 		}
+		//heph:nondeterministic-ok the code's version, as above
 		return "v" + strconv.Itoa(int(r.v.Load())) + ":" + strconv.Itoa(out), nil
 	})
 	r.acts = []heph.Activity{r.first, r.last, r.other}
