@@ -234,8 +234,14 @@ func TestBulkCancelSelection(t *testing.T) {
 	}
 	b := newBrowser(t)
 	b.open(e.url + "/?workflow=gate")
+	// Live refresh off: a refresh that lands between finding a box and
+	// clicking it could move the rows under the pointer (refresh keeping
+	// ticked boxes ticked is its own concern).
+	b.run("live refresh off", chromedp.Click("#live-toggle", chromedp.ByQuery))
 	for _, g := range gates[:2] {
-		b.run("tick "+g, chromedp.Click(fmt.Sprintf(`input.select[value=%q]`, g), chromedp.ByQuery))
+		sel := fmt.Sprintf(`input.select[value=%q]`, g)
+		b.run("tick "+g, chromedp.Click(sel, chromedp.ByQuery))
+		b.waitJS(g+" ticked", fmt.Sprintf(`document.querySelector(%q)?.checked === true`, sel))
 	}
 	if n := b.text("#selected-count"); n != "2" {
 		t.Errorf("the page counts %s selected", n)
