@@ -18,7 +18,12 @@ import (
 // confirms; it does not wait for the answer.
 func (b *browser) act(what, sel string, fields map[string]string) {
 	b.t.Helper()
-	actions := []chromedp.Action{chromedp.Click(sel, chromedp.ByQuery), chromedp.WaitVisible("#confirm", chromedp.ByQuery)}
+	// The button is found and clicked in one JavaScript turn: buttons sit
+	// in live parts, and a refresh between chromedp's find and click would
+	// leave it clicking a node that is gone. The dialog opens in the same
+	// turn, and an open dialog rests the refresh.
+	b.waitJS(what+": the dialog opens", fmt.Sprintf(`(() => { const d = document.querySelector("#confirm"); if (d.open) return true; const el = document.querySelector(%q); if (!el) return false; el.click(); return d.open; })()`, sel))
+	actions := []chromedp.Action{chromedp.WaitVisible("#confirm", chromedp.ByQuery)}
 	for name, v := range fields {
 		actions = append(actions, chromedp.SendKeys(fmt.Sprintf(`#confirm-fields [name=%q]`, name), v, chromedp.ByQuery))
 	}
