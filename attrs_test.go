@@ -3,6 +3,7 @@ package hephaestus_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -11,6 +12,7 @@ import (
 	"github.com/hephaestus-go/hephaestus/flow"
 	"github.com/hephaestus-go/hephaestus/hephtype"
 	"github.com/hephaestus-go/hephaestus/job"
+	"github.com/hephaestus-go/hephaestus/workflow"
 )
 
 // Search attributes on each backend: set at start (a typo or a value of
@@ -130,6 +132,207 @@ func TestJobSearchAttributes(t *testing.T) {
 			l, err := c.ListRuns(ctx, &heph.ListOptions{Flow: "attrs.mail", Where: "tenant = acme and sent = true"})
 			if err != nil || len(l.Runs) != 1 || l.Runs[0].ID != ids[0] {
 				t.Fatalf("where: %v %+v", err, l)
+			}
+		})
+	}
+}
+
+// wfAttrsInput is the input of the attrs.wf test workflow.
+type wfAttrsInput struct {
+	Amount int  `json:"amount"`
+	Typo   bool `json:"typo"`
+}
+
+// A workflow declares search attributes: a start sets them (a typo is
+// refused), workflow code upserts them replay-safely, an activity upserts
+// them with its result, lists filter by them (each backend). The
+// workflow's second decision runs in another client, which replays the
+// first upsert: replay applies nothing again (the activity's later value
+// of "stage" survives it) and the history holds each upsert once.
+func TestWorkflowSearchAttributes(t *testing.T) {
+	t.Parallel()
+	for name, open := range logBackends(t) {
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
+			defer cancel()
+			charge := workflow.NewActivity("attrs.charge", func(ctx context.Context, amount int) (int, error) {
+				if err := workflow.UpsertActivitySearchAttributes(ctx, map[string]any{"charged": "yes"}); err == nil || !strings.Contains(err.Error(), "charged") {
+					return 0, fmt.Errorf("a string for a bool was taken: %v", err)
+				}
+				return amount * 2, workflow.UpsertActivitySearchAttributes(ctx, map[string]any{"stage": "charged", "charged": true})
+			})
+			wf := workflow.New("attrs.wf", func(ctx workflow.Context, in wfAttrsInput) (int, error) {
+				if in.Typo {
+					return 0, workflow.UpsertSearchAttributes(ctx, map[string]any{"stgae": "x"})
+				}
+				if err := workflow.UpsertSearchAttributes(ctx, map[string]any{"stage": "charging"}); err != nil {
+					return 0, err
+				}
+				out, err := charge.Execute(ctx, in.Amount)
+				if err != nil {
+					return 0, err
+				}
+				if _, err := workflow.WaitSignal[string](ctx, "go"); err != nil {
+					return 0, err
+				}
+				return out, workflow.UpsertSearchAttributes(ctx, map[string]any{"amount": out})
+			}).SearchAttribute("amount", flow.AttrInt).SearchAttribute("stage", flow.AttrKeyword).SearchAttribute("charged", flow.AttrBool)
+			st := open(t)
+			register := func(c *heph.Client) error {
+				if err := c.RegisterActivities(charge); err != nil {
+					return err
+				}
+				return c.RegisterWorkflows(wf)
+			}
+			c1, err := heph.New(&heph.Config{Store: st, Logger: quietLogger()})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := register(c1); err != nil {
+				t.Fatal(err)
+			}
+			if err := c1.Start(ctx); err != nil {
+				t.Fatal(err)
+			}
+			defer func() { _ = c1.Stop(context.Background()) }()
+
+			_, err = c1.StartWorkflow(ctx, "attrs.wf", wfAttrsInput{Amount: 1}, &heph.WorkflowOptions{SearchAttributes: map[string]any{"amout": 1}})
+			if !errors.Is(err, heph.ErrInvalidInput) || !strings.Contains(err.Error(), `did you mean "amount"`) {
+				t.Fatalf("a typo at start: %v", err)
+			}
+			typo, err := c1.StartWorkflow(ctx, "attrs.wf", wfAttrsInput{Typo: true}, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if r, err := c1.WaitRun(ctx, typo.ID); r == nil || r.Status != hephtype.StatusFailed || !strings.Contains(r.Error, `search attribute "stgae" is not declared by workflow attrs.wf; did you mean "stage"`) {
+				t.Fatalf("a typo in workflow code: %v %+v", err, r)
+			}
+			r, err := c1.StartWorkflow(ctx, "attrs.wf", wfAttrsInput{Amount: 21}, &heph.WorkflowOptions{SearchAttributes: map[string]any{"amount": 21}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if r.SearchAttributes["stage"] != "charging" || r.SearchAttributes["amount"] != int64(21) {
+				t.Fatalf("after the first decision: %#v", r.SearchAttributes)
+			}
+			waitFor(t, ctx, func() bool {
+				got, err := c1.GetRun(ctx, r.ID)
+				return err == nil && got.SearchAttributes["charged"] == true
+			})
+			got, err := c1.GetRun(ctx, r.ID)
+			if err != nil || got.SearchAttributes["stage"] != "charged" {
+				t.Fatalf("after the activity: %v %#v", err, got.SearchAttributes)
+			}
+			l, err := c1.ListRuns(ctx, &heph.ListOptions{Flow: "attrs.wf", Where: "stage = charged and charged = true and amount = 21"})
+			if err != nil || len(l.Runs) != 1 || l.Runs[0].ID != r.ID {
+				t.Fatalf("where (the workflow named): %v %+v", err, l)
+			}
+			if err := c1.Stop(ctx); err != nil {
+				t.Fatal(err)
+			}
+
+			// Another client: it replays the history, first upsert included.
+			c2 := startClient(t, ctx, &heph.Config{Store: st, Logger: quietLogger()}, register)
+			if err := c2.SignalWorkflow(ctx, r.ID, "go", "now"); err != nil {
+				t.Fatal(err)
+			}
+			done, err := c2.WaitRun(ctx, r.ID)
+			if err != nil {
+				t.Fatal(err)
+			}
+			want := map[string]any{"stage": "charged", "charged": true, "amount": int64(42)}
+			if fmt.Sprint(done.SearchAttributes) != fmt.Sprint(want) {
+				t.Fatalf("at the end: %#v, want %#v", done.SearchAttributes, want)
+			}
+			h, err := c2.History(ctx, r.ID)
+			if err != nil {
+				t.Fatal(err)
+			}
+			n := 0
+			for _, e := range h {
+				if e.Kind == hephtype.EventAttributesUpserted {
+					n++
+				}
+			}
+			if n != 2 {
+				t.Fatalf("%d search_attributes_upserted entries, want 2", n)
+			}
+			l, err = c2.ListRuns(ctx, &heph.ListOptions{Where: "amount >= 42 and stage = charged"})
+			if err != nil || len(l.Runs) != 1 || l.Runs[0].ID != r.ID {
+				t.Fatalf("where (any definition): %v %+v", err, l)
+			}
+			if _, err := c2.ListRuns(ctx, &heph.ListOptions{Flow: "attrs.wf", Where: "stgae = x"}); !errors.Is(err, heph.ErrInvalidInput) || !strings.Contains(err.Error(), `did you mean "stage"`) {
+				t.Fatalf("a typo in where: %v", err)
+			}
+		})
+	}
+}
+
+// A remote worker upserts search attributes with its result, for a remote
+// step of a flow and for an activity of a workflow: an attribute not
+// declared, or of the wrong type, is refused, naming it, and writes
+// nothing (the claim still holds, and the next completion commits); the
+// attributes are written with the result (each backend).
+func TestRemoteSearchAttributes(t *testing.T) {
+	t.Parallel()
+	for name, open := range logBackends(t) {
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
+			defer cancel()
+			fb := flow.New("attrs.remote").SearchAttribute("stage", flow.AttrKeyword)
+			flow.Remote(fb, "ext", "attrs.ext")
+			f := fb.Start("ext").Edge("ext", flow.EventOK, flow.Done).MustBuild()
+			ext := workflow.NewActivity("attrs.remote_act", func(ctx context.Context, in int) (int, error) { return in, nil })
+			wf := workflow.New("attrs.remote_wf", func(ctx workflow.Context, in int) (int, error) {
+				return ext.Execute(ctx, in)
+			}).SearchAttribute("score", flow.AttrFloat)
+			c := startClient(t, ctx, &heph.Config{Store: open(t), Logger: quietLogger()}, func(c *heph.Client) error {
+				if err := c.Register(f); err != nil {
+					return err
+				}
+				return c.RegisterWorkflows(wf) // the activity is not registered here: a remote worker runs it
+			})
+			fr, err := c.StartRun(ctx, "attrs.remote", 1, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			wr, err := c.StartWorkflow(ctx, "attrs.remote_wf", 7, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, tc := range []struct {
+				run, action, activity string
+				bad, good             map[string]any
+				badMsg                string
+			}{
+				{fr.ID, "attrs.ext", "", map[string]any{"stgae": "x"}, map[string]any{"stage": "sent"}, `did you mean "stage"`},
+				{wr.ID, "", "attrs.remote_act", map[string]any{"score": "high"}, map[string]any{"score": 0.5}, "score"},
+			} {
+				claim := &heph.RemoteClaim{WorkerID: "py-1", Wait: time.Minute}
+				if tc.action != "" {
+					claim.Actions = []string{tc.action}
+				} else {
+					claim.Activities = []string{tc.activity}
+				}
+				tasks, err := c.ClaimRemote(ctx, claim)
+				if err != nil || len(tasks) != 1 || tasks[0].RunID != tc.run {
+					t.Fatalf("claim: %v, %v", tasks, err)
+				}
+				err = c.CompleteRemoteWith(ctx, tasks[0].Token, []byte(`1`), &heph.CompleteOptions{SearchAttributes: tc.bad})
+				if !errors.Is(err, heph.ErrInvalidInput) || !strings.Contains(err.Error(), tc.badMsg) {
+					t.Fatalf("bad attributes: %v", err)
+				}
+				if got, err := c.GetRun(ctx, tc.run); err != nil || got.Status.Terminal() || len(got.SearchAttributes) != 0 {
+					t.Fatalf("after bad attributes: %v %+v", err, got)
+				}
+				if err := c.CompleteRemoteWith(ctx, tasks[0].Token, []byte(`1`), &heph.CompleteOptions{SearchAttributes: tc.good}); err != nil {
+					t.Fatal(err)
+				}
+				got, err := c.WaitRun(ctx, tc.run)
+				if err != nil || got.Status != heph.StatusCompleted || fmt.Sprint(got.SearchAttributes) != fmt.Sprint(tc.good) {
+					t.Fatalf("the run: %v %+v", err, got)
+				}
 			}
 		})
 	}

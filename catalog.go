@@ -18,6 +18,7 @@ import (
 	"github.com/santhosh-tekuri/jsonschema/v6"
 
 	"github.com/hephaestus-go/hephaestus/flow"
+	"github.com/hephaestus-go/hephaestus/internal/wfrt"
 	"github.com/hephaestus-go/hephaestus/job"
 	"github.com/hephaestus-go/hephaestus/store"
 	"github.com/hephaestus-go/hephaestus/workflow"
@@ -58,6 +59,9 @@ type workflowSpec struct {
 	Queries    []string `json:"queries,omitempty"`
 	InputType  string   `json:"input_type,omitempty"`
 	OutputType string   `json:"output_type,omitempty"`
+	// SearchAttributes are the declared search attributes
+	// (workflow.Definition.SearchAttribute).
+	SearchAttributes map[string]store.AttrType `json:"search_attributes,omitempty"`
 }
 
 // catalogState is the client's side of the catalog.
@@ -136,6 +140,9 @@ func (c *Client) workflowDefinition(w Workflow) *store.Definition {
 	}
 	if qs, ok := w.(interface{ QueryNames() []string }); ok {
 		spec.Queries = qs.QueryNames()
+	}
+	if ad, ok := w.(wfrt.AttrDecls); ok {
+		spec.SearchAttributes = ad.SearchAttributes()
 	}
 	if ts, ok := w.(interface{ Types() (in, out reflect.Type) }); ok {
 		in, out := ts.Types()

@@ -127,7 +127,7 @@ func New(cfg *Config) (*Client, error) {
 		WorkerID: c.WorkerID, WorkflowQueue: c.WorkflowQueue, StickyCacheSize: c.StickyCacheSize,
 		DecisionRetryBackoff: c.DecisionRetryBackoff, MinPollInterval: c.MinPollInterval, PollInterval: c.PollInterval,
 		MaxPayloadSize: c.MaxPayloadSize, Registered: cl.updateHandlers, Wake: func(q string) { cl.pool.Wake(q) },
-		Served: cl.servedOrCatalogued, BuildID: c.BuildID, LiveBuild: cl.liveBuild,
+		Served: cl.servedOrCatalogued, BuildID: c.BuildID, LiveBuild: cl.liveBuild, Attrs: cl.catalogWorkflowAttrs,
 	})
 	exec := worker.Kinds{store.TaskStep: cl.flows, store.TaskTimer: cl.flows}
 	for _, k := range wfrt.Kinds {

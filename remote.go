@@ -114,7 +114,28 @@ func (c *Client) HeartbeatRemote(ctx context.Context, token string, details json
 // out instead (retried per the policy), and the output dropped:
 // ErrTaskLost. The caller is the one WithRemoteCaller names in ctx.
 func (c *Client) CompleteRemote(ctx context.Context, token string, output json.RawMessage) error {
-	return c.remote.Complete(ctx, token, output)
+	return c.remote.Complete(ctx, token, output, nil)
+}
+
+// CompleteOptions are the optional parts of a remote completion.
+type CompleteOptions struct {
+	// SearchAttributes are upserted on the run with the result, in the
+	// same fenced commit (as flow.SetSearchAttributes and
+	// workflow.UpsertActivitySearchAttributes do in Go code): of those
+	// the flow, job kind or workflow declares, with values of their
+	// types. A name not declared, or a value of another type, fails the
+	// call with ErrInvalidInput, naming it, and writes nothing: the claim
+	// still holds, so the worker can complete again or fail the task.
+	SearchAttributes map[string]any
+}
+
+// CompleteRemoteWith is CompleteRemote with options.
+func (c *Client) CompleteRemoteWith(ctx context.Context, token string, output json.RawMessage, opts *CompleteOptions) error {
+	var attrs map[string]any
+	if opts != nil {
+		attrs = opts.SearchAttributes
+	}
+	return c.remote.Complete(ctx, token, output, attrs)
 }
 
 // FailRemote commits the failure of a remote task's attempt: retried per

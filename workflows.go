@@ -142,6 +142,13 @@ type WorkflowOptions struct {
 	// run ended, or continued as new, when the first call did not start
 	// it, signals again. Other calls refuse it.
 	SignalID string
+	// SearchAttributes are the run's first search attributes, by name:
+	// those the workflow declares (workflow.Definition.SearchAttribute),
+	// with values of their types (see StartOptions.SearchAttributes). The
+	// workflow's code upserts them (workflow.UpsertSearchAttributes), its
+	// activities too (workflow.UpsertActivitySearchAttributes); a run that
+	// continues as new, or is reset, keeps them.
+	SearchAttributes map[string]any
 }
 
 // WorkflowError is the failure of a workflow run: the error its function
@@ -212,7 +219,7 @@ func (o *WorkflowOptions) internal() *wfrt.StartOptions {
 		return nil
 	}
 	return &wfrt.StartOptions{ID: o.ID, Tags: o.Tags, Metadata: o.Metadata, ConcurrencyKey: o.ConcurrencyKey, SignalID: o.SignalID,
-		ExecutionTimeout: o.ExecutionTimeout}
+		ExecutionTimeout: o.ExecutionTimeout, SearchAttributes: o.SearchAttributes}
 }
 
 // noSignalID refuses a WorkflowOptions.SignalID outside SignalWithStart.

@@ -185,6 +185,8 @@ func describeOtherEvent(e server.Event) (string, bool) {
 		}
 	case hephtype.EventMarker:
 		s = "patch " + e.Name + " recorded"
+	case hephtype.EventAttributesUpserted:
+		s = "search attributes upserted"
 	case hephtype.EventChildStarted:
 		s = "child workflow " + e.Name + " #" + strconv.Itoa(e.Index) + " started"
 	case hephtype.EventChildCompleted:

@@ -131,6 +131,11 @@ const (
 	// {"from", "to", "point", "by", "reason"}. Not a command: replay skips
 	// it.
 	EventWorkflowReset EventKind = "workflow_reset"
+	// EventAttributesUpserted records search attributes that a run's
+	// code upserted (Data: the attributes, as the runs table stores them):
+	// a workflow's command (workflow.UpsertSearchAttributes), replayed
+	// like any other and applied once, when its decision commits.
+	EventAttributesUpserted EventKind = "search_attributes_upserted"
 )
 
 // RunKind tells which authoring model a run belongs to.

@@ -75,3 +75,54 @@ func TestSearchAttributesAPI(t *testing.T) {
 		e.api.call(http.MethodGet, "/api/v1/runs/"+small.ID, nil, http.StatusOK, &got)
 	})
 }
+
+// POST /tasks/complete with search_attributes upserts them with the
+// result; an attribute not declared is a 400 naming it that writes
+// nothing, and the claim still holds.
+func TestCompleteWithSearchAttributes(t *testing.T) {
+	forEach(t, func(t *testing.T, b backend) {
+		e := newEnv(t, b, &Config{})
+		admin := e.token("admin", RoleAdmin)
+		e.api.token = e.token("py", RoleWorker)
+		var r Run
+		e.api.do(req{method: http.MethodPost, path: "/api/v1/runs", token: admin, body: map[string]any{"name": "remote", "input": map[string]string{"text": "hi"}}}).decode(t, &r)
+		task := e.claimOne("shout")
+		p := e.api.do(req{method: http.MethodPost, path: "/api/v1/tasks/complete", body: map[string]any{"token": task.Token, "output": "HI",
+			"search_attributes": map[string]any{"loudnes": 3}}}).problem(t, http.StatusBadRequest)
+		if !strings.Contains(p.Detail, `did you mean "loudness"`) {
+			t.Fatalf("a typo: %+v", p)
+		}
+		p = e.api.do(req{method: http.MethodPost, path: "/api/v1/tasks/complete", body: map[string]any{"token": task.Token, "output": "HI",
+			"search_attributes": map[string]any{"loudness": "very"}}}).problem(t, http.StatusBadRequest)
+		if !strings.Contains(p.Detail, "loudness") {
+			t.Fatalf("a string for an int: %+v", p)
+		}
+		e.api.call(http.MethodPost, "/api/v1/tasks/complete", map[string]any{"token": task.Token, "output": "HI",
+			"search_attributes": map[string]any{"loudness": 11}}, http.StatusOK, nil)
+		e.api.token = admin
+		var done Run
+		e.api.call(http.MethodGet, "/api/v1/runs/"+r.ID+"/result?wait=60s", nil, http.StatusOK, &done)
+		if done.Status != "completed" || done.SearchAttributes["loudness"] != float64(11) {
+			t.Fatalf("the run: %+v", done)
+		}
+		var l RunList
+		e.api.call(http.MethodGet, "/api/v1/runs?flow=remote&where="+url.QueryEscape("loudness > 10"), nil, http.StatusOK, &l)
+		if len(l.Runs) != 1 || l.Runs[0].ID != r.ID {
+			t.Fatalf("where: %+v", l.Runs)
+		}
+
+		// A workflow's start sets the attributes it declares.
+		p = e.api.do(req{method: http.MethodPost, path: "/api/v1/runs", body: map[string]any{"kind": "workflow", "name": "counter", "input": 1,
+			"search_attributes": map[string]any{"teem": "core"}}}).problem(t, http.StatusBadRequest)
+		if !strings.Contains(p.Detail, `did you mean "team"`) {
+			t.Fatalf("a typo at a workflow's start: %+v", p)
+		}
+		var wr Run
+		e.api.call(http.MethodPost, "/api/v1/runs", map[string]any{"kind": "workflow", "name": "counter", "input": 1,
+			"search_attributes": map[string]any{"team": "core"}}, http.StatusCreated, &wr)
+		e.api.call(http.MethodGet, "/api/v1/runs?where="+url.QueryEscape("team = core"), nil, http.StatusOK, &l)
+		if len(l.Runs) != 1 || l.Runs[0].ID != wr.ID || l.Runs[0].SearchAttributes["team"] != "core" {
+			t.Fatalf("where over a workflow's attribute: %+v", l.Runs)
+		}
+	})
+}

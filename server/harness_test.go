@@ -132,9 +132,10 @@ func flakyFlow(fail *atomic.Bool, firstCalls *atomic.Int32) *flow.Flow {
 }
 
 // remoteFlow's step "shout" runs in a worker outside the process (the
-// handler "action:shout").
+// handler "action:shout"); a worker may upsert its search attribute
+// "loudness" with the result.
 func remoteFlow() *flow.Flow {
-	b := flow.New("remote")
+	b := flow.New("remote").SearchAttribute("loudness", flow.AttrInt)
 	flow.Remote(b, "shout", "shout")
 	return b.MustBuild()
 }
@@ -151,9 +152,10 @@ steps:
 `
 
 // counter counts the "add" signals until "done"; the update "set" sets
-// the count and answers the old one; the query "count" reads it.
+// the count and answers the old one; the query "count" reads it. It
+// declares the search attribute "team", which a start may set.
 var (
-	counter      = workflow.New("counter", counterFn)
+	counter      = workflow.New("counter", counterFn).SearchAttribute("team", flow.AttrKeyword)
 	counterQuery = workflow.NewQuery[struct{}, int]("count")
 )
 

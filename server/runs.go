@@ -143,7 +143,7 @@ type startRequest struct {
 	Metadata       map[string]json.RawMessage `json:"metadata"`
 	ConcurrencyKey string                     `json:"concurrency_key"`
 	// SearchAttributes are the run's first search attributes, which its
-	// flow declares (flows and documents; a typo or a value of another
+	// flow, job kind or workflow declares (a typo or a value of another
 	// type is refused, naming the attribute).
 	SearchAttributes map[string]any `json:"search_attributes"`
 	// CreatedBy is refused: the run's creator is the caller's principal.
@@ -181,9 +181,6 @@ func (b *startRequest) check() error {
 	}
 	if b.Kind == "job" && b.Version != 0 {
 		return fieldProblem("version", "a job kind has no versions")
-	}
-	if b.Kind == "workflow" && len(b.SearchAttributes) > 0 {
-		return fieldProblem("search_attributes", "only flows, documents and job kinds declare search attributes")
 	}
 	if b.Kind != "workflow" && b.WorkflowID != "" {
 		return fieldProblem("workflow_id", "only a workflow takes a workflow id; a flow takes business_value")
@@ -289,7 +286,7 @@ func (s *Server) startRun(c *call) error {
 		}
 		run, err = cl.StartWorkflow(c.ctx(), b.Name, input(b.Input), &hephaestus.WorkflowOptions{
 			ID: b.WorkflowID, Tags: b.Tags, Metadata: md, ConcurrencyKey: b.ConcurrencyKey, RunID: runID,
-			ExecutionTimeout: b.timeout,
+			ExecutionTimeout: b.timeout, SearchAttributes: b.SearchAttributes,
 		})
 	case "job":
 		var j *hephaestus.Job

@@ -145,6 +145,9 @@ func (s *Server) complete(c *call) error {
 		Token  string                 `json:"token"`
 		Output json.RawMessage        `json:"output"`
 		Logs   []hephaestus.RemoteLog `json:"logs"`
+		// SearchAttributes are upserted with the result
+		// (hephaestus.CompleteOptions).
+		SearchAttributes map[string]any `json:"search_attributes"`
 	}
 	if err := c.decode(&b, false); err != nil {
 		return err
@@ -155,7 +158,8 @@ func (s *Server) complete(c *call) error {
 	if err := s.remoteLogs(c, b.Token, b.Logs); err != nil {
 		return err
 	}
-	if err := s.cfg.Client.CompleteRemote(hephaestus.WithRemoteCaller(c.ctx(), c.principal()), b.Token, b.Output); err != nil {
+	if err := s.cfg.Client.CompleteRemoteWith(hephaestus.WithRemoteCaller(c.ctx(), c.principal()), b.Token, b.Output,
+		&hephaestus.CompleteOptions{SearchAttributes: b.SearchAttributes}); err != nil {
 		return err
 	}
 	return c.json(http.StatusOK, empty{})

@@ -96,7 +96,8 @@ func messageID(body, key, kind, name, workflowID string) string {
 // run's metadata with its creator.
 func (s *Server) startWithMessage(c *call, b *startRequest, md map[string]any) error {
 	key := c.r.Header.Get("Idempotency-Key")
-	opts := &hephaestus.WorkflowOptions{ID: b.WorkflowID, Tags: b.Tags, Metadata: md, ConcurrencyKey: b.ConcurrencyKey}
+	opts := &hephaestus.WorkflowOptions{ID: b.WorkflowID, Tags: b.Tags, Metadata: md, ConcurrencyKey: b.ConcurrencyKey,
+		SearchAttributes: b.SearchAttributes}
 	cl := s.cfg.Client
 	out := &StartedRun{}
 	var run *hephaestus.Run

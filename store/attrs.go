@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"maps"
-	"math"
 	"slices"
 	"strings"
 	"time"
@@ -41,8 +40,8 @@ type Attr struct {
 // element of a list).
 const (
 	MaxAttrName = hephtype.MaxAttrName
-	MaxAttrs    = 100
-	MaxAttrText = 1000
+	MaxAttrs    = hephtype.MaxAttrs
+	MaxAttrText = hephtype.MaxAttrText
 )
 
 // CheckAttrName is hephtype.CheckAttrName.
@@ -65,41 +64,7 @@ func CheckAttrs(m map[string]Attr) error {
 	return nil
 }
 
-func checkAttr(a Attr) error {
-	ok := false
-	switch v := a.Value.(type) {
-	case string:
-		ok = a.Type == AttrString || a.Type == AttrKeyword
-		if ok && len(v) > MaxAttrText {
-			return fmt.Errorf("%d bytes, more than %d", len(v), MaxAttrText)
-		}
-	case []string:
-		ok = a.Type == AttrKeywordList
-		for _, s := range v {
-			if len(s) > MaxAttrText {
-				return fmt.Errorf("an element of %d bytes, more than %d", len(s), MaxAttrText)
-			}
-		}
-	case int64:
-		ok = a.Type == AttrInt
-	case float64:
-		ok = a.Type == AttrFloat
-		if ok && (math.IsNaN(v) || math.IsInf(v, 0)) {
-			return fmt.Errorf("%v is not a finite number", v)
-		}
-	case bool:
-		ok = a.Type == AttrBool
-	case time.Time:
-		ok = a.Type == AttrTime
-	}
-	if !a.Type.Valid() {
-		return fmt.Errorf("unknown type %q", a.Type)
-	}
-	if !ok {
-		return fmt.Errorf("a %T is not a value of type %s", a.Value, a.Type)
-	}
-	return nil
-}
+func checkAttr(a Attr) error { return hephtype.CheckAttrValue(a.Type, a.Value) }
 
 // MergeAttrs returns the attributes of a run after an upsert: those of
 // old, replaced and added to by those of upsert (nil when there are
@@ -457,7 +422,7 @@ func AttrsOf(decl map[string]AttrType, values map[string]any) (map[string]Attr, 
 		if !ok {
 			return nil, fmt.Errorf("%w: %s", hephtype.ErrInvalidInput, UndeclaredAttr(name, decl))
 		}
-		v, err := attrValue(t, values[name])
+		v, err := hephtype.AttrValue(t, values[name])
 		if err != nil {
 			return nil, fmt.Errorf("%w: search attribute %s (%s): %w", hephtype.ErrInvalidInput, name, t, err)
 		}
@@ -474,109 +439,4 @@ func UndeclaredAttr(name string, decl map[string]AttrType) string {
 		return msg + " (none is)"
 	}
 	return msg + suggest.DidYouMean(name, slices.Sorted(maps.Keys(decl)), true)
-}
-
-func attrValue(t AttrType, v any) (any, error) {
-	if n, ok := v.(json.Number); ok {
-		if i, err := n.Int64(); err == nil {
-			v = i
-		} else if f, err := n.Float64(); err == nil {
-			v = f
-		}
-	}
-	switch t {
-	case AttrString, AttrKeyword:
-		if s, ok := v.(string); ok {
-			return s, nil
-		}
-	case AttrKeywordList:
-		return listValue(v)
-	case AttrInt:
-		return intValue(v)
-	case AttrFloat:
-		return floatValue(v)
-	case AttrBool:
-		if b, ok := v.(bool); ok {
-			return b, nil
-		}
-	case AttrTime:
-		return timeValue(v)
-	}
-	return nil, fmt.Errorf("%v (%T) is not a %s", v, v, t)
-}
-
-func listValue(v any) (any, error) {
-	switch l := v.(type) {
-	case []string:
-		return slices.Clone(l), nil
-	case []any:
-		out := make([]string, len(l))
-		for i, e := range l {
-			s, ok := e.(string)
-			if !ok {
-				return nil, fmt.Errorf("element %d, %v (%T), is not a string", i, e, e)
-			}
-			out[i] = s
-		}
-		return out, nil
-	}
-	return nil, fmt.Errorf("%v (%T) is not a list of strings", v, v)
-}
-
-func intValue(v any) (any, error) {
-	switch n := v.(type) {
-	case int:
-		return int64(n), nil
-	case int8:
-		return int64(n), nil
-	case int16:
-		return int64(n), nil
-	case int32:
-		return int64(n), nil
-	case int64:
-		return n, nil
-	case uint8:
-		return int64(n), nil
-	case uint16:
-		return int64(n), nil
-	case uint32:
-		return int64(n), nil
-	case float64:
-		if n == math.Trunc(n) && math.Abs(n) < 1<<53 {
-			return int64(n), nil
-		}
-	}
-	return nil, fmt.Errorf("%v (%T) is not an integer", v, v)
-}
-
-func floatValue(v any) (any, error) {
-	switch n := v.(type) {
-	case float64:
-		return n, nil
-	case float32:
-		return float64(n), nil
-	case int:
-		return float64(n), nil
-	case int64:
-		return float64(n), nil
-	case int32:
-		return float64(n), nil
-	}
-	return nil, fmt.Errorf("%v (%T) is not a number", v, v)
-}
-
-func timeValue(v any) (any, error) {
-	switch x := v.(type) {
-	case time.Time:
-		return x, nil
-	case string:
-		t, err := time.Parse(time.RFC3339Nano, x)
-		if err != nil {
-			t, err = time.Parse(time.DateOnly, x)
-		}
-		if err == nil {
-			return t, nil
-		}
-	}
-	return nil, fmt.Errorf("%v (%T) is not a time (RFC 3339 or a date)", v, v)
 }

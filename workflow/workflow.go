@@ -23,7 +23,8 @@
 // The primitives and where they may be called:
 //
 //	workflow function   activities, Sleep, WaitSignal, Publish, Now, Random,
-//	                    UUID, Patched, Logger, Parallel, children, Phase
+//	                    UUID, Patched, UpsertSearchAttributes, Logger,
+//	                    Parallel, children, Phase
 //	phase handlers      the same but Phase; they return Continue/Stop/Async
 //	                    (signals) or Respond/RespondAndStop/RespondAsync (updates)
 //	async handlers      the same but Phase, plus UpdateState
@@ -55,6 +56,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/hephaestus-go/hephaestus/flow"
 	"github.com/hephaestus-go/hephaestus/internal/replay"
 	"github.com/hephaestus-go/hephaestus/internal/wfdef"
 )
@@ -92,6 +94,8 @@ type Definition[In, Out any] struct {
 	key func(in In) (string, error)
 	// versioning: see Versioning (versioning.go).
 	versioning Versioning
+	// attrs are the declared search attributes (SearchAttribute).
+	attrs map[string]flow.AttrType
 }
 
 // New defines a workflow. The name identifies it in histories and must
@@ -140,6 +144,7 @@ func (d *Definition[In, Out]) replayFunc() replay.Func {
 		if err != nil {
 			return nil, fmt.Errorf("workflow %q: input does not decode: %w", d.name, err)
 		}
+		u.DeclareAttributes(d.attrs)
 		out, err := d.fn(wctx{u}, in)
 		if err != nil {
 			var can *ContinueAsNewError

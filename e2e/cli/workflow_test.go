@@ -12,10 +12,12 @@ import (
 	"log/slog"
 	"regexp"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 
 	heph "github.com/hephaestus-go/hephaestus"
+	"github.com/hephaestus-go/hephaestus/flow"
 	"github.com/hephaestus-go/hephaestus/store"
 	"github.com/hephaestus-go/hephaestus/store/postgres"
 	"github.com/hephaestus-go/hephaestus/store/sqlite"
@@ -73,7 +75,7 @@ func newBasketWorkflow() *workflow.Definition[basket, basket] {
 			return basket{}, err
 		}
 		return out, nil
-	}).Declare(addItem, addNote, closeSig)
+	}).Declare(addItem, addNote, closeSig).SearchAttribute("owner", flow.AttrKeyword)
 	workflow.HandleQuery(def, itemsLike, func(b basket, args struct {
 		Prefix string `json:"prefix"`
 	}) ([]string, error) {
@@ -139,9 +141,18 @@ func basketRun(c *client, w *heph.Client, owner string) string {
 		return false
 	})
 	var r run
-	c.json(&r, "start", basketWorkflow.Name(), "--kind", "workflow", "--input", `{"owner": "`+owner+`"}`)
+	// The server knows the workflow's search attributes from the catalog.
+	c.fails(exitFailure, `did you mean "owner"`, "start", basketWorkflow.Name(), "--kind", "workflow", "--attr", "ownr="+owner)
+	c.json(&r, "start", basketWorkflow.Name(), "--kind", "workflow", "--input", `{"owner": "`+owner+`"}`, "--attr", "owner="+strconv.Quote(owner))
 	if r.ID == "" || r.Workflow != basketWorkflow.Name() {
 		c.t.Fatalf("heph start %s: %+v", basketWorkflow.Name(), r)
+	}
+	var list struct {
+		Runs []run `json:"runs"`
+	}
+	c.json(&list, "ls", "--where", "owner = "+strconv.Quote(owner))
+	if len(list.Runs) != 1 || list.Runs[0].ID != r.ID {
+		c.t.Fatalf("ls --where owner = %s: %+v", owner, list.Runs)
 	}
 	if _, err := w.GetRun(c.t.Context(), r.ID); err != nil {
 		c.t.Fatalf("the worker's client does not see run %s: %v", r.ID, err)

@@ -48,6 +48,10 @@ class LeaseLost(Exception):
     """The server no longer accepts this worker's answer for a task."""
 
 
+class BadRequest(Exception):
+    """The server refused a request as bad input (400), saying why."""
+
+
 # Bounds of the records a task buffers and sends: the server takes at
 # most 1000 records per request and 16 KiB of message and attributes per
 # record; a task keeps its newest MAX_BUFFERED records.
@@ -99,6 +103,7 @@ class Task:
         self.details = raw.get("details")
         self.cancelled = threading.Event()
         self._details = None
+        self._attrs = {}
         self._logs = []
         self._dropped = 0
         self._lock = threading.Lock()
@@ -151,6 +156,20 @@ class Task:
         step reads it back as task.details."""
         with self._lock:
             self._details = details
+
+    def upsert_search_attributes(self, attrs):
+        """Upsert search attributes of the task's run (those its flow,
+        document or workflow declares): sent with the completion, written
+        with the result; a later call replaces a name an earlier one set.
+        The server refuses a name not declared or a value of another type;
+        the task then fails for good with its message."""
+        with self._lock:
+            self._attrs.update(attrs)
+
+    def _take_attrs(self):
+        with self._lock:
+            a, self._attrs = self._attrs, {}
+            return a
 
     def _take_details(self):
         with self._lock:
@@ -211,6 +230,8 @@ class Worker:
                 pass
             if e.code == 409 and problem.get("type", "").endswith("/lease-lost"):
                 raise LeaseLost(problem.get("detail", "lease lost"))
+            if e.code == 400:
+                raise BadRequest("%s %s: %s" % ("POST", path, problem.get("detail", e.reason)))
             raise RuntimeError("%s %s: %d %s: %s" % ("POST", path, e.code,
                                problem.get("title", e.reason), problem.get("detail", "")))
 
@@ -270,6 +291,9 @@ class Worker:
                     raise NonRetryable("this worker has no handler for %s %r" % (task.kind, task.name))
                 output = fn(task, task.input)
                 outcome = ("/tasks/complete", {"token": task.token, "output": output})
+                attrs = task._take_attrs()
+                if attrs:
+                    outcome[1]["search_attributes"] = attrs
             except NonRetryable as e:
                 task.error("the task failed for good", error=str(e))
                 outcome = ("/tasks/fail", {"token": task.token, "error": str(e), "retryable": False,
@@ -289,7 +313,15 @@ class Worker:
             if logs:
                 outcome[1]["logs"] = logs
             try:
-                self._post(outcome[0], outcome[1])
+                try:
+                    self._post(outcome[0], outcome[1])
+                except BadRequest as e:
+                    if "search_attributes" not in outcome[1]:
+                        raise
+                    # Refused attributes write nothing and leave the claim
+                    # held: the task fails for good, saying why.
+                    outcome = ("/tasks/fail", {"token": task.token, "error": str(e), "retryable": False})
+                    self._post(outcome[0], outcome[1])
                 self.log("task %s of run %s (attempt %d): %s" % (task.name, task.run_id, task.attempt,
                          "completed" if outcome[0] == "/tasks/complete" else "failed: " + outcome[1]["error"]))
             except LeaseLost as e:
@@ -353,6 +385,7 @@ def example_worker(addr, token, **kw):
         cid = args["customer"]
         tier = "gold" if cid.startswith("vip") else "standard"
         task.info("looked up the customer", customer=cid, tier=tier)
+        task.upsert_search_attributes({"tier": tier})
         return {"id": cid, "tier": tier}
 
     @w.action("quote")

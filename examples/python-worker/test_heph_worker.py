@@ -48,5 +48,34 @@ class TaskLogTest(unittest.TestCase):
         self.assertEqual([r["message"] for r in t._take_logs()], ["first", "second"])
 
 
+class TaskAttrsTest(unittest.TestCase):
+    def test_upsert(self):
+        t = task()
+        t.upsert_search_attributes({"tier": "gold", "n": 1})
+        t.upsert_search_attributes({"tier": "standard"})
+        self.assertEqual(t._take_attrs(), {"tier": "standard", "n": 1})
+        self.assertEqual(t._take_attrs(), {})
+
+    def test_refused_attrs_fail_the_task(self):
+        posts = []
+
+        class Fake(hw.Worker):
+            def _post(self, path, body, timeout=75):
+                posts.append((path, dict(body)))
+                if path == "/tasks/complete" and "search_attributes" in body:
+                    raise hw.BadRequest('POST /tasks/complete: search attribute "tire" is not declared')
+                return {}
+
+        w = Fake("http://x", log=lambda msg: None)
+        w.action("a")(lambda t, args: t.upsert_search_attributes({"tire": "gold"}) or "ok")
+        w._slots.acquire()
+        w._run_task(hw.Task(w, {"token": "tok", "run_id": "r", "kind": "step", "name": "a",
+                                "heartbeat_timeout": "1h"}))
+        self.assertEqual([p for p, _ in posts], ["/tasks/complete", "/tasks/fail"])
+        self.assertEqual(posts[0][1]["search_attributes"], {"tire": "gold"})
+        self.assertFalse(posts[1][1]["retryable"])
+        self.assertIn('"tire" is not declared', posts[1][1]["error"])
+
+
 if __name__ == "__main__":
     unittest.main()

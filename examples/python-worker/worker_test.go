@@ -171,10 +171,11 @@ func (e *env) call(t *testing.T, method, path string, body, out any) int {
 }
 
 type run struct {
-	ID     string          `json:"id"`
-	Status string          `json:"status"`
-	Output json.RawMessage `json:"output"`
-	Error  string          `json:"error"`
+	ID               string          `json:"id"`
+	Status           string          `json:"status"`
+	Output           json.RawMessage `json:"output"`
+	Error            string          `json:"error"`
+	SearchAttributes map[string]any  `json:"search_attributes"`
 }
 
 // result waits for the run to end, through the API's long poll.
@@ -247,6 +248,10 @@ func testQuote(t *testing.T, e *env) {
 		}
 		if err := json.Unmarshal(r.Output, &out); err != nil || out.Price.Total != c.total {
 			t.Errorf("run %s (%s): output %s, want total %v", r.ID, c.customer, r.Output, c.total)
+		}
+		// The worker upserted the tier with lookup_customer's result.
+		if tier := map[bool]string{true: "gold", false: "standard"}[c.total < c.amount]; r.SearchAttributes["tier"] != tier {
+			t.Errorf("run %s (%s): search attributes %v, want tier %s", r.ID, c.customer, r.SearchAttributes, tier)
 		}
 	}
 	// What the actions logged is in the run's step logs, per step.

@@ -93,10 +93,19 @@ func (r *Runtime) RemoteTimeout(ctx context.Context, t *store.Task) (time.Durati
 // report fails with store.ErrLeaseLost and writes nothing). A report after
 // the attempt's timeout is recorded as a timeout failure, retried per the
 // step's policy.
-func (r *Runtime) CompleteRemote(ctx context.Context, t *store.Task, worker string, claimedAt time.Time, output json.RawMessage) error {
+//
+// attrs are search attributes the worker upserts with the result, of
+// those the flow declares: written with a result that completes the
+// attempt (flow.SetSearchAttributes); a name not declared, or a value not
+// of its type, is refused (ErrInvalidInput) and nothing is written.
+func (r *Runtime) CompleteRemote(ctx context.Context, t *store.Task, worker string, claimedAt time.Time, output json.RawMessage, attrs map[string]any) error {
 	f, spec, err := r.remoteSpec(ctx, t)
 	if err != nil {
 		return err
+	}
+	sattrs, err := store.AttrsOf(f.SearchAttributes(), attrs)
+	if err != nil {
+		return fmt.Errorf("step %q of flow %q: %w", t.Step, t.Workflow, err)
 	}
 	var o *Outcome
 	if terr := r.lateRemote(t, spec, claimedAt); terr != nil {
@@ -109,7 +118,7 @@ func (r *Runtime) CompleteRemote(ctx context.Context, t *store.Task, worker stri
 		case ferr != nil:
 			o = &Outcome{Err: ferr.Error(), Retryable: spec.Retry.Retryable(ferr)}
 		default:
-			o = &Outcome{Event: out.Event, Output: out.Output, Wait: out.Wait}
+			o = &Outcome{Event: out.Event, Output: out.Output, Wait: out.Wait, SearchAttributes: sattrs}
 		}
 	}
 	o.StartedAt, o.Worker, o.Details = claimedAt, worker, t.Details

@@ -59,7 +59,11 @@ func (r *Runtime) Heartbeat(ctx context.Context, tok string, details json.RawMes
 // attempt's deadline (the one recorded at the claim) the attempt is
 // recorded as timed out instead (retried per the policy), and the output
 // dropped: ErrTaskLost.
-func (r *Runtime) Complete(ctx context.Context, tok string, output json.RawMessage) error {
+//
+// attrs are search attributes upserted with the result (of those the
+// flow or workflow declares; others are ErrInvalidInput, and nothing is
+// written).
+func (r *Runtime) Complete(ctx context.Context, tok string, output json.RawMessage, attrs map[string]any) error {
 	k, err := decodeToken(tok)
 	if err != nil {
 		return err
@@ -84,9 +88,9 @@ func (r *Runtime) Complete(ctx context.Context, tok string, output json.RawMessa
 	return r.outcome(ctx, c, func(t *store.Task) error {
 		switch t.Kind {
 		case store.TaskStep:
-			return r.cfg.Flows.CompleteRemote(ctx, t, t.Owner, c.ClaimedAt, output)
+			return r.cfg.Flows.CompleteRemote(ctx, t, t.Owner, c.ClaimedAt, output, attrs)
 		case store.TaskActivity:
-			return r.cfg.Workflows.CompleteRemote(ctx, t, t.Owner, c.ClaimedAt, output)
+			return r.cfg.Workflows.CompleteRemote(ctx, t, t.Owner, c.ClaimedAt, output, attrs)
 		}
 		return fmt.Errorf("%w: a %s task is not remote work", ErrInvalidToken, t.Kind)
 	})

@@ -28,6 +28,11 @@ type ActivityInfo struct {
 	Details json.RawMessage
 	// Logger, when set, is the attempt's logger (workflow.ActivityLogger).
 	Logger *slog.Logger
+	// Upsert, when set, takes search attributes the activity upserts
+	// (workflow.UpsertActivitySearchAttributes): the runtime checks them
+	// against the workflow's declaration and writes them with the
+	// attempt's result.
+	Upsert func(attrs map[string]any) error
 }
 
 type activityKey struct{}

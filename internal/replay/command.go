@@ -130,6 +130,12 @@ type failureData interface {
 	FailureData() json.RawMessage
 }
 
+// UpsertAttributes upserts search attributes of the run (Attrs, as the
+// runs table stores them: store.EncodeAttrs). The runtime applies them
+// with the decision that issues the command; on replay the recorded event
+// stands for it and nothing is applied again.
+type UpsertAttributes struct{ Attrs json.RawMessage }
+
 // ContinueAsNew ends the run and asks the runtime to start a new run of the
 // same workflow with Input and a fresh history (and seed).
 type ContinueAsNew struct{ Input json.RawMessage }
@@ -145,6 +151,7 @@ func (CancelChild) isCommand()      {}
 func (CompleteWorkflow) isCommand() {}
 func (FailWorkflow) isCommand()     {}
 func (ContinueAsNew) isCommand()    {}
+func (UpsertAttributes) isCommand() {}
 
 func (c ScheduleActivity) Event() Event {
 	ref := callRecord{Input: inputHash(c.Input), Queue: c.Options.Queue, At: c.At}.encode()
@@ -184,6 +191,9 @@ func (c FailWorkflow) Event() Event {
 	return Event{Kind: hephtype.EventRunFailed, Error: c.Error, Data: c.Data}
 }
 func (c ContinueAsNew) Event() Event { return Event{Kind: hephtype.EventRunContinued, Data: c.Input} }
+func (c UpsertAttributes) Event() Event {
+	return Event{Kind: hephtype.EventAttributesUpserted, Data: c.Attrs}
+}
 
 func (c ScheduleActivity) String() string {
 	return fmt.Sprintf("schedule activity #%d %q", c.Seq, c.Name)
@@ -207,6 +217,7 @@ func (c CancelChild) String() string      { return fmt.Sprintf("cancel child #%d
 func (c CompleteWorkflow) String() string { return "complete workflow" }
 func (c FailWorkflow) String() string     { return "fail workflow: " + c.Error }
 func (c ContinueAsNew) String() string    { return "continue as new" }
+func (c UpsertAttributes) String() string { return "upsert search attributes " + string(c.Attrs) }
 
 // sameCommand reports whether the recorded event rec records the command
 // that new records: same kind and the same identity (the activity name,

@@ -112,7 +112,7 @@ func classify(k hephtype.EventKind) class {
 		return classDecision
 	case hephtype.EventStepScheduled, hephtype.EventTimerStarted, hephtype.EventTimerCancelled,
 		hephtype.EventMarker, hephtype.EventUpdateAccepted, hephtype.EventUpdateDone,
-		hephtype.EventChildStarted, EventChildCancelled,
+		hephtype.EventChildStarted, EventChildCancelled, hephtype.EventAttributesUpserted,
 		hephtype.EventRunCompleted, hephtype.EventRunFailed, hephtype.EventRunContinued:
 		return classCommand
 	case hephtype.EventStepStarted, hephtype.EventStepRetrying, hephtype.EventUpdateRejected,

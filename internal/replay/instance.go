@@ -43,6 +43,9 @@ type Config struct {
 // replay the history in a new one once the cause is fixed.
 type Instance struct {
 	cfg Config
+	// attrDecl are the search attributes the workflow declares
+	// (Unit.DeclareAttributes).
+	attrDecl map[string]hephtype.AttrType
 
 	// Scheduler.
 	cos     []*coroutine

@@ -69,6 +69,8 @@ func describe(c Command) string {
 		return "the workflow's error return (run_failed): " + c.Error
 	case ContinueAsNew:
 		return "workflow.ContinueAsNew (run_continued)"
+	case UpsertAttributes:
+		return "workflow.UpsertSearchAttributes (search_attributes_upserted)"
 	}
 	return c.String()
 }

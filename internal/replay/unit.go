@@ -204,6 +204,22 @@ func (u *Unit) DeprecatePatch(patch string) {
 	in.patches[patch] = true
 }
 
+// DeclareAttributes records the search attributes the workflow declares
+// (the workflow package calls it before the workflow function runs):
+// UpsertAttributes is checked against them by the caller.
+func (u *Unit) DeclareAttributes(decl map[string]hephtype.AttrType) { u.in.attrDecl = decl }
+
+// DeclaredAttributes returns what DeclareAttributes recorded.
+func (u *Unit) DeclaredAttributes() map[string]hephtype.AttrType { return u.in.attrDecl }
+
+// UpsertAttributes issues an UpsertAttributes command with attrs (as the
+// runs table stores them). On replay it matches the recorded command; the
+// runtime applies only a new one, with its decision.
+func (u *Unit) UpsertAttributes(attrs json.RawMessage) {
+	u.enter()
+	u.in.issueRef(u.co, UpsertAttributes{Attrs: attrs})
+}
+
 // Logger returns a logger that is silent while the workflow replays.
 func (u *Unit) Logger() *slog.Logger {
 	in := u.in

@@ -214,6 +214,12 @@ func decisionUpdate(runID, workflow string, st *wfState, dec *replay.Decision, e
 			// A failed run's output is what its error records beyond the
 			// message (an application error's type and details).
 			u.Output = c.Data
+		case replay.UpsertAttributes:
+			// Encoded by the workflow package, checked against the
+			// declaration there: it decodes.
+			if m, err := store.DecodeAttrs(c.Attrs); err == nil {
+				u.SearchAttributes = store.MergeAttrs(u.SearchAttributes, m)
+			}
 		case replay.ContinueAsNew:
 			u.Output = c.Input
 			if len(u.Output) == 0 {
@@ -266,6 +272,8 @@ type runSpec struct {
 	concurrencyKey string
 	// deadline: see store.Run.Deadline.
 	deadline time.Time
+	// attrs are the run's first search attributes.
+	attrs map[string]store.Attr
 	// extra events reach the first activation with run_started (the
 	// signal of signal-with-start).
 	extra []replay.Event
@@ -292,7 +300,7 @@ func (c *Runtime) createWorkflowRun(ctx context.Context, spec *runSpec) (*store.
 	nr := &store.NewRun{
 		ID: spec.id, Workflow: spec.workflow, Version: 1, Kind: hephtype.KindWorkflow, Input: spec.input,
 		BusinessID: spec.businessID, KeyScope: spec.scope, ParentID: spec.parent, Tags: spec.tags, Metadata: spec.metadata,
-		ConcurrencyKey: spec.concurrencyKey, BuildID: spec.build, Deadline: spec.deadline,
+		ConcurrencyKey: spec.concurrencyKey, BuildID: spec.build, Deadline: spec.deadline, SearchAttributes: spec.attrs,
 	}
 	if nr.KeyScope == "" || nr.BusinessID == "" {
 		nr.KeyScope = businesskey.ScopeNone
@@ -313,6 +321,7 @@ func (c *Runtime) createWorkflowRun(ctx context.Context, spec *runSpec) (*store.
 		st.Waits = dec.Waits
 		u := decisionUpdate(spec.id, spec.workflow, st, dec, events)
 		nr.Status, nr.Output, nr.Error, nr.History, nr.Tasks = u.Status, u.Output, u.Error, u.History, u.Tasks
+		nr.SearchAttributes = store.MergeAttrs(nr.SearchAttributes, u.SearchAttributes)
 		published = u.Published
 	} else {
 		st.Pending = true
@@ -388,6 +397,9 @@ type delivery struct {
 	// pin is the build the run is pinned to, when the caller knows it: a
 	// worker of another build does not decide (replay is ignored).
 	pin string
+	// attrs are search attributes upserted with the events (an
+	// activity's, with its completion).
+	attrs map[string]store.Attr
 }
 
 // deliver appends events to a run. When this process has the workflow (and
@@ -401,7 +413,7 @@ func (c *Runtime) deliver(ctx context.Context, d *delivery) ([]*store.Task, erro
 		e := c.sticky.lock(d.runID)
 		cached := e.inst != nil
 		if cached || d.replay {
-			in := &decideInput{runID: d.runID, workflow: d.workflow, fence: d.fence, key: d.key, handoff: d.handoff, extra: d.events}
+			in := &decideInput{runID: d.runID, workflow: d.workflow, fence: d.fence, key: d.key, handoff: d.handoff, extra: d.events, attrs: d.attrs}
 			res, err := c.decideLocked(ctx, e, fn, in)
 			claimed = append(claimed, res.claimed...)
 			if errors.Is(err, errConflict) && cached && d.replay {
@@ -458,7 +470,7 @@ func (c *Runtime) appendChange(d *delivery) store.Change {
 		if err != nil {
 			return nil, err
 		}
-		u := &store.Update{History: make([]store.NewEvent, len(d.events))}
+		u := &store.Update{History: make([]store.NewEvent, len(d.events)), SearchAttributes: d.attrs}
 		for i, e := range d.events {
 			u.History[i] = toStored(e)
 		}
@@ -498,6 +510,8 @@ type decideInput struct {
 	// set when the decision read the history: a reset run reissues it.
 	open     []replay.Command
 	openRead bool
+	// attrs: see delivery.attrs.
+	attrs map[string]store.Attr
 }
 
 // decisionFailure is the failure of a decision itself (the workflow's code
@@ -622,6 +636,8 @@ func (c *Runtime) decisionChange(in *decideInput, base int64, dec *replay.Decisi
 			return nil, fmt.Errorf("%w: run %s is pinned to build %q, this worker is of build %q", errWrongBuild, run.ID, st.Build, c.cfg.BuildID)
 		}
 		u := decisionUpdate(run.ID, run.Workflow, st, dec, in.extra)
+		// The delivery's upsert first, the decision's after it.
+		u.SearchAttributes = store.MergeAttrs(in.attrs, u.SearchAttributes)
 		if st.Build == "" && run.BuildID != c.cfg.BuildID {
 			u.BuildID = c.cfg.BuildID // it moves to the build that decides it
 		}

@@ -55,7 +55,21 @@ func (c *Runtime) PrepareRemote(t *store.Task, worker string, claimedAt time.Tim
 // went to another claim, or the run ended) fails with store.ErrLeaseLost
 // and writes nothing; one after the attempt's timeout is a timeout
 // failure, retried per the activity's policy.
-func (c *Runtime) CompleteRemote(ctx context.Context, t *store.Task, worker string, claimedAt time.Time, output json.RawMessage) error {
+//
+// attrs are search attributes the worker upserts with the result, of
+// those the workflow declares (AttrDecl): a name not declared, or a value
+// not of its type, is refused (ErrInvalidInput) and nothing is written.
+func (c *Runtime) CompleteRemote(ctx context.Context, t *store.Task, worker string, claimedAt time.Time, output json.RawMessage, attrs map[string]any) error {
+	var sattrs map[string]store.Attr
+	if len(attrs) > 0 {
+		decl, err := c.AttrDecl(ctx, t.Workflow)
+		if err != nil {
+			return err
+		}
+		if sattrs, err = store.AttrsOf(decl, attrs); err != nil {
+			return fmt.Errorf("activity %q of workflow %q: %w", t.Step, t.Workflow, err)
+		}
+	}
 	var err error
 	if len(output) == 0 {
 		output = json.RawMessage("null")
@@ -65,7 +79,7 @@ func (c *Runtime) CompleteRemote(ctx context.Context, t *store.Task, worker stri
 	} else if perr := limits.Payload(output, c.cfg.MaxPayloadSize, "output of activity "+strconv.Quote(t.Step)); perr != nil {
 		err = flow.NonRetryable(perr)
 	}
-	return c.remoteOutcome(ctx, t, worker, claimedAt, output, err, t.Details)
+	return c.remoteOutcome(ctx, t, worker, claimedAt, output, err, t.Details, sattrs)
 }
 
 // FailRemote commits the failure a worker outside the process reported
@@ -81,10 +95,10 @@ func (c *Runtime) FailRemote(ctx context.Context, t *store.Task, worker string, 
 	if details == nil {
 		details = t.Details
 	}
-	return c.remoteOutcome(ctx, t, worker, claimedAt, nil, err, details)
+	return c.remoteOutcome(ctx, t, worker, claimedAt, nil, err, details, nil)
 }
 
-func (c *Runtime) remoteOutcome(_ context.Context, t *store.Task, worker string, claimedAt time.Time, out json.RawMessage, cause error, details json.RawMessage) error {
+func (c *Runtime) remoteOutcome(_ context.Context, t *store.Task, worker string, claimedAt time.Time, out json.RawMessage, cause error, details json.RawMessage, attrs map[string]store.Attr) error {
 	if t.Kind != store.TaskActivity {
 		return fmt.Errorf("task %d is a %s, not an activity", t.ID, t.Kind)
 	}
@@ -100,7 +114,7 @@ func (c *Runtime) remoteOutcome(_ context.Context, t *store.Task, worker string,
 		cause = fmt.Errorf("activity %q timed out after %s: %w", t.Step, timeout, context.DeadlineExceeded)
 	}
 	// The committer emits the attempt's end.
-	_, err = c.activityOutcome(&attempt{task: t, details: details, start: claimedAt, worker: worker}, p, "", out, cause, policy)
+	_, err = c.activityOutcome(&attempt{task: t, details: details, start: claimedAt, worker: worker, attrs: attrs}, p, "", out, cause, policy)
 	return err
 }
 

@@ -240,6 +240,9 @@ func (c *Runtime) resetNewRun(p *resetPlan, id string, opts *ResetOptions) *stor
 		ID: id, Workflow: old.Workflow, Version: 1, Kind: hephtype.KindWorkflow, Input: old.Input,
 		BusinessID: old.BusinessID, KeyScope: old.KeyScope, Tags: old.Tags, Metadata: old.Metadata,
 		ConcurrencyKey: old.ConcurrencyKey, BuildID: c.cfg.BuildID,
+		// The new run describes the same work: it keeps the old run's
+		// search attributes as they are now.
+		SearchAttributes: store.CloneAttrs(old.SearchAttributes),
 	}
 	if nr.BusinessID == "" {
 		nr.KeyScope = businesskey.ScopeNone

@@ -119,6 +119,26 @@ func (c *Runtime) runActivity(ctx context.Context, h *worker.Held, handoff strin
 	// The attempt's end (step.completed, step.failed) is emitted by the
 	// committer once its outcome commits.
 	info.Logger = h.Logs().Logger(c.cfg.Logger)
+	var upserted map[string]store.Attr
+	var upsertMu sync.Mutex
+	info.Upsert = func(values map[string]any) error {
+		decl, err := c.AttrDecl(ctx, t.Workflow)
+		if err != nil {
+			return err
+		}
+		m, err := store.AttrsOf(decl, values)
+		if err != nil {
+			return fmt.Errorf("activity %q of workflow %q: %w", t.Step, t.Workflow, err)
+		}
+		upsertMu.Lock()
+		defer upsertMu.Unlock()
+		merged := store.MergeAttrs(upserted, m)
+		if err := store.CheckAttrs(merged); err != nil {
+			return fmt.Errorf("activity %q: %w", t.Step, err)
+		}
+		upserted = merged
+		return nil
+	}
 	out, err := act.Invoke(replay.WithActivityInfo(secrets.Observe(actx, h.Logs().AddSecret), info), p.Input)
 	close(stopWatch)
 	watch.Wait()
@@ -140,7 +160,10 @@ func (c *Runtime) runActivity(ctx context.Context, h *worker.Held, handoff strin
 			err = flow.NonRetryable(perr)
 		}
 	}
-	return c.activityOutcome(&attempt{task: t, details: h.Details(), start: start}, p, handoff, out, err, policy)
+	upsertMu.Lock()
+	attrs := upserted
+	upsertMu.Unlock()
+	return c.activityOutcome(&attempt{task: t, details: h.Details(), start: start, attrs: attrs}, p, handoff, out, err, policy)
 }
 
 // policy is the retry policy of the activity, as its command recorded it
@@ -173,6 +196,9 @@ type attempt struct {
 	// process).
 	start  time.Time
 	worker string
+	// attrs are the search attributes the attempt upserted: written with
+	// its result, not with a failure.
+	attrs map[string]store.Attr
 }
 
 // activityOutcome commits the outcome of an activity attempt, after the
@@ -195,6 +221,7 @@ func (c *Runtime) activityOutcome(a *attempt, p activityPayload, handoff string,
 		done := replay.ActivityCompleted(t.Index, t.Step, out)
 		done.Attempt = t.Attempt
 		d.events = []replay.Event{started, done}
+		d.attrs = a.attrs
 		return c.deliver(commit.ForTask(c.cfg.Tracer.WithTask(context.Background(), t), t), d)
 	}
 	attempts := policy.MaxAttempts
@@ -414,6 +441,7 @@ func (c *Runtime) opContinue(ctx context.Context, t *store.Task) (done bool, err
 		tags: old.Tags, metadata: old.Metadata, parent: st.Parent, parentSeq: st.ParentSeq, fence: &lease,
 		concurrencyKey: old.ConcurrencyKey, // the same work goes on under the same key
 		deadline:       old.Deadline,       // and within the same time limit
+		attrs:          old.SearchAttributes,
 		// A pinned run continues on its build (the one that decided to
 		// continue); one that auto-upgrades goes on doing so.
 		pin: st.Build, build: old.BuildID,

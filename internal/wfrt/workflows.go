@@ -29,6 +29,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"maps"
 	"math/rand/v2"
 	"slices"
 	"strings"
@@ -102,6 +103,10 @@ type Config struct {
 	// register is accepted when one does (a server starting the workflows
 	// of the Go workers that share its store). Nil accepts none.
 	Served func(ctx context.Context, handler string) bool
+	// Attrs returns the search attributes a workflow that this process
+	// does not register declares (from the catalog), nil when it is not
+	// known. Nil: none is known.
+	Attrs func(ctx context.Context, workflow string) (map[string]store.AttrType, error)
 }
 
 // Runtime runs code-first workflows.
@@ -155,6 +160,35 @@ type wfRegistry struct {
 	keys map[string]KeyFunc
 	// auto holds the workflows that auto-upgrade (builds.go).
 	auto map[string]bool
+	// attrs are the search attributes each workflow declares.
+	attrs map[string]map[string]store.AttrType
+}
+
+// AttrDecls is implemented by a workflow definition that declares search
+// attributes (*workflow.Definition).
+type AttrDecls interface {
+	SearchAttributes() map[string]hephtype.AttrType
+}
+
+// AttrDecl returns the search attributes workflow declares: as registered
+// here, or else as the catalog says (Config.Attrs); nil when it declares
+// none or is not known.
+func (c *Runtime) AttrDecl(ctx context.Context, workflow string) (map[string]store.AttrType, error) {
+	c.reg.mu.RLock()
+	decl, ok := c.reg.attrs[workflow]
+	c.reg.mu.RUnlock()
+	if ok || c.cfg.Attrs == nil {
+		return decl, nil
+	}
+	return c.cfg.Attrs(ctx, workflow)
+}
+
+// AttrDecls returns the search attributes that the workflows registered
+// here declare, by workflow.
+func (c *Runtime) AttrDecls() map[string]map[string]store.AttrType {
+	c.reg.mu.RLock()
+	defer c.reg.mu.RUnlock()
+	return maps.Clone(c.reg.attrs)
 }
 
 // Declarations are the update and signal names a workflow declares (a
@@ -282,6 +316,14 @@ func (c *Runtime) RegisterWorkflow(name string, fn replay.Func, def any) error {
 		r.auto = map[string]bool{}
 	}
 	r.auto[name] = autoUpgrades(def)
+	if r.attrs == nil {
+		r.attrs = map[string]map[string]store.AttrType{}
+	}
+	if ad, ok := def.(AttrDecls); ok {
+		r.attrs[name] = ad.SearchAttributes()
+	} else {
+		delete(r.attrs, name)
+	}
 	r.mu.Unlock()
 	c.sticky.closeAll()
 	if c.cfg.Registered != nil {
@@ -328,6 +370,9 @@ type StartOptions struct {
 	// SignalID, for SignalWithStart only, identifies its signal so that a
 	// repeated call delivers it once (see SignalWithStart).
 	SignalID string
+	// SearchAttributes are the run's first search attributes, of those
+	// the workflow declares (AttrDecl).
+	SearchAttributes map[string]any
 }
 
 // StartWorkflow starts a run of the registered workflow name with input
@@ -364,6 +409,18 @@ func (c *Runtime) startWorkflow(ctx context.Context, name string, input any, opt
 		concurrencyKey: ckey}
 	if opts.RunID != "" {
 		spec.id = opts.RunID
+	}
+	if len(opts.SearchAttributes) > 0 {
+		decl, err := c.AttrDecl(ctx, name)
+		if err != nil {
+			return nil, fmt.Errorf("start workflow %q: %w", name, err)
+		}
+		if len(decl) == 0 {
+			return nil, fmt.Errorf("start workflow %q: %w: search attributes: workflow %q declares none (workflow.Definition.SearchAttribute)", name, limits.ErrInvalidInput, name)
+		}
+		if spec.attrs, err = store.AttrsOf(decl, opts.SearchAttributes); err != nil {
+			return nil, fmt.Errorf("start workflow %q: %w", name, err)
+		}
 	}
 	if spec.deadline, err = limits.Deadline(c.cfg.Clock.Now(), time.Time{}, opts.ExecutionTimeout, 0); err != nil {
 		return nil, fmt.Errorf("start workflow %q: %w", name, err)
