@@ -37,8 +37,26 @@ type Backend struct {
 }
 
 // Run runs the whole suite on b.
-func Run(t *testing.T, b Backend) {
-	runAll(t, b, []subtest{
+func Run(t *testing.T, b Backend) { runAll(t, b, suite()) }
+
+// RunNamed runs the tests of the suite that names lists on b (a name
+// the suite does not have fails the test).
+func RunNamed(t *testing.T, b Backend, names ...string) {
+	all := suite()
+	var some []subtest
+	for _, n := range names {
+		i := slices.IndexFunc(all, func(s subtest) bool { return s.name == n })
+		if i < 0 {
+			t.Fatalf("the suite has no test %q", n)
+		}
+		some = append(some, all[i])
+	}
+	runAll(t, b, some)
+}
+
+// suite is the whole suite.
+func suite() []subtest {
+	return []subtest{
 		{"FanOutFanIn", testFanOutFanIn},
 		{"BranchThenJoin", testBranchThenJoin},
 		{"Map", testMap},
@@ -79,7 +97,7 @@ func Run(t *testing.T, b Backend) {
 		{"DocGate", testDocGate},
 		{"DocWaitUntil", testDocWaitUntil},
 		{"Remote", func(t *testing.T, b Backend) { runAll(t, b, remoteTests) }},
-	})
+	}
 }
 
 // subtest is one test of the suite.

@@ -38,6 +38,8 @@ const (
 	readHeaderTimeout   = 10 * time.Second
 	serverIdleTimeout   = 2 * time.Minute
 	envSchema           = "HEPH_SCHEMA"
+	envTxPooling        = "HEPH_TRANSACTION_POOLING"
+	envPostgresDirect   = "HEPH_POSTGRES_DIRECT"
 	envMaxBody          = "HEPH_MAX_BODY"
 	envRequestTimeout   = "HEPH_REQUEST_TIMEOUT"
 	envWorkers          = "HEPH_WORKERS"
@@ -56,10 +58,13 @@ const (
 type serverFlags struct {
 	addr, sqlite, postgres, schema, logLevel string
 	secretKeysFile                           string
-	insecure, examples, dev                  bool
-	maxBody                                  int64
-	reqTimeout                               time.Duration
-	workers                                  int
+	// postgresDirect and txPooling: PostgreSQL through PgBouncer in
+	// transaction mode (postgres.Config.TransactionPooling, DirectDSN).
+	postgresDirect                     string
+	insecure, examples, dev, txPooling bool
+	maxBody                            int64
+	reqTimeout                         time.Duration
+	workers                            int
 }
 
 func newServer(g *globals) *cobra.Command {
@@ -106,6 +111,8 @@ func newServer(g *globals) *cobra.Command {
 	fl.StringVar(&f.sqlite, "sqlite", defaultSQLite, "SQLite database file, created when missing (when no --postgres); $"+EnvSQLite)
 	fl.StringVar(&f.postgres, "postgres", "", "PostgreSQL DSN instead of SQLite; $"+EnvPostgres)
 	fl.StringVar(&f.schema, "schema", "heph", "PostgreSQL schema of the store; $"+envSchema)
+	fl.BoolVar(&f.txPooling, "transaction-pooling", false, "--postgres goes through a pooler in transaction mode (PgBouncer): no session state on its connections; $"+envTxPooling)
+	fl.StringVar(&f.postgresDirect, "postgres-direct", "", "with --transaction-pooling: a DSN of the server itself, for migrations and LISTEN (without it: no migrations, poll only); $"+envPostgresDirect)
 	fl.BoolVar(&f.insecure, "insecure", false, "serve without tokens (only on a loopback address); $"+EnvInsecure)
 	fl.BoolVar(&f.dev, "dev", false, "a local try: loopback only, no token needed (--insecure), example runs (--examples); prints the dashboard URL")
 	fl.BoolVar(&f.examples, "examples", true, "register the example.* definitions, and seed example runs on a store with no run; $"+envExamples)
@@ -129,12 +136,13 @@ func (f *serverFlags) fromEnv(cmd *cobra.Command, env *Env) error {
 	str("sqlite", EnvSQLite, &f.sqlite)
 	str("postgres", EnvPostgres, &f.postgres)
 	str("schema", envSchema, &f.schema)
+	str("postgres-direct", envPostgresDirect, &f.postgresDirect)
 	str("log-level", envLogLevel, &f.logLevel)
 	str("secret-keys-file", envSecretKeysFile, &f.secretKeysFile)
 	for _, b := range []struct {
 		flag, key string
 		dst       *bool
-	}{{"insecure", EnvInsecure, &f.insecure}, {"examples", envExamples, &f.examples}} {
+	}{{"insecure", EnvInsecure, &f.insecure}, {"examples", envExamples, &f.examples}, {"transaction-pooling", envTxPooling, &f.txPooling}} {
 		if v := env.getenv(b.key); v != "" && !fl.Changed(b.flag) {
 			on, err := strconv.ParseBool(v)
 			if err != nil {
@@ -203,6 +211,10 @@ func (f *serverFlags) check(cmd *cobra.Command) error {
 		return usagef("--workers must be positive, got %d", f.workers)
 	case f.postgres != "" && cmd.Flags().Changed("sqlite"):
 		return usagef("give --postgres or --sqlite, not both")
+	case (f.txPooling || f.postgresDirect != "") && f.postgres == "":
+		return usagef("--transaction-pooling and --postgres-direct go with --postgres")
+	case f.postgresDirect != "" && !f.txPooling:
+		return usagef("--postgres-direct is for --transaction-pooling (a --postgres that reaches the server directly needs none)")
 	}
 	if _, err := logLevel(f.logLevel); err != nil {
 		return err
@@ -239,7 +251,8 @@ func runServer(ctx context.Context, env *Env, f *serverFlags) (err error) {
 	logger := slog.New(slog.NewTextHandler(env.Stderr, &slog.HandlerOptions{Level: level}))
 	var st adminStore
 	if f.postgres != "" {
-		st, err = postgres.Open(ctx, &postgres.Config{DSN: f.postgres, Schema: f.schema})
+		st, err = postgres.Open(ctx, &postgres.Config{DSN: f.postgres, Schema: f.schema, TransactionPooling: f.txPooling,
+			DirectDSN: f.postgresDirect, SkipMigrations: f.txPooling && f.postgresDirect == ""})
 	} else {
 		st, err = sqlite.Open(ctx, &sqlite.Config{Path: f.sqlite})
 	}

@@ -105,6 +105,9 @@ func TestServerRefuses(t *testing.T) {
 		{nil, []string{"--workers", "0"}, 2, "--workers"},
 		{nil, []string{"--log-level", "loud"}, 2, "--log-level"},
 		{nil, []string{"--sqlite", db, "--postgres", "postgres://x/y"}, 2, "not both"},
+		{nil, []string{"--sqlite", db, "--transaction-pooling"}, 2, "--transaction-pooling and --postgres-direct go with --postgres"},
+		{nil, []string{"--postgres", "postgres://x/y", "--postgres-direct", "postgres://x/y"}, 2, "--postgres-direct is for --transaction-pooling"},
+		{map[string]string{"HEPH_TRANSACTION_POOLING": "perhaps"}, nil, 2, `$HEPH_TRANSACTION_POOLING="perhaps": want true or false`},
 		// No token and a non-loopback address: refused, naming the fix.
 		{nil, []string{"--sqlite", db, "--addr", "0.0.0.0:0"}, 1, "heph tokens create admin --role admin --sqlite " + db},
 	} {

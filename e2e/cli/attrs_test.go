@@ -30,6 +30,17 @@ func TestSearchAttributesPostgres(t *testing.T) {
 	testSearchAttributes(t, srv.client(t, ""))
 }
 
+// The same on a server whose PostgreSQL connections go through PgBouncer
+// in transaction mode, migrations and LISTEN on the server itself
+// (--transaction-pooling, --postgres-direct, by their environment).
+func TestSearchAttributesPgBouncer(t *testing.T) {
+	t.Parallel()
+	dsn := pgtest.DSN(t)
+	srv := startServer(t, []string{"HEPH_POSTGRES=" + pgtest.Bouncer(t, dsn), "HEPH_TRANSACTION_POOLING=true", "HEPH_POSTGRES_DIRECT=" + dsn,
+		"HEPH_SCHEMA=clibouncer", "HEPH_INSECURE=true"})
+	testSearchAttributes(t, srv.client(t, ""))
+}
+
 // testSearchAttributes starts document runs with attributes, reads them
 // back, filters by them, and is refused a typo at start and in a filter.
 func testSearchAttributes(t *testing.T, c *client) {

@@ -182,8 +182,12 @@ type lostCommit struct {
 // which one that writes nothing would not take: an Apply of claims only,
 // which the runtime sends while idle, does without, and a lost COMMIT
 // answer leaves its outcome unknown; its leases, if any, expire.)
+//
+// It reads the backend's pid as well: the connection's own may be a
+// pooler's (Config.TransactionPooling), not the server process that runs
+// the transaction.
 const applyBegin = "SELECT set_config('enable_seqscan', 'off', true), set_config('jit', 'off', true), " +
-	"set_config('plan_cache_mode', 'force_generic_plan', true), txid_current()"
+	"set_config('plan_cache_mode', 'force_generic_plan', true), txid_current(), pg_backend_pid()"
 
 // statusSQL tells the outcome of a transaction; terminateSQL ends the
 // backend $1 if it still runs transaction $2 (a txid, whose low 32 bits
@@ -621,7 +625,12 @@ func (a *applier) begin(ctx context.Context) error {
 	if len(a.p.Changes) > 0 {
 		a.pl.queryRow(func(row pgx.Row) error {
 			var seqscan, jit, plans string
-			return row.Scan(&seqscan, &jit, &plans, &a.xid)
+			var pid int32
+			if err := row.Scan(&seqscan, &jit, &plans, &a.xid, &pid); err != nil {
+				return err
+			}
+			a.pid = uint32(pid)
+			return nil
 		}, applyBegin)
 	} else {
 		a.pl.exec(applySettings)

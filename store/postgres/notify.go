@@ -43,6 +43,17 @@ func (s *Store) Listen(ctx context.Context, fn func(store.Notification)) error {
 	stop := context.AfterFunc(s.ctx, cancel) // Close ends Listen
 	defer stop()
 
+	if s.conn == nil {
+		// Poll only (TransactionPooling without DirectDSN): LISTEN needs a
+		// session of its own, which a pooler in transaction mode does not
+		// keep. Nothing is delivered; workers poll.
+		<-ctx.Done()
+		if s.closed.Load() {
+			return fmt.Errorf("listen: %w", s.check())
+		}
+		return ctx.Err()
+	}
+
 	backoff := listenMinBackoff
 	for {
 		err := s.listen(ctx, fn, func() { backoff = listenMinBackoff })

@@ -231,13 +231,30 @@ type Config struct {
 	// another holds it (SKIP_LOCKED), and does not truncate it (a queue
 	// grows back). Defaults to 20,000; -1 disables it.
 	VacuumTasksEvery int
+	// TransactionPooling says that DSN reaches the server through a
+	// connection pooler in transaction mode (PgBouncer's pool_mode =
+	// transaction), which hands each transaction, and each statement
+	// outside one, to any server connection: nothing may live on a
+	// pooled connection beyond its transaction. The store then uses no
+	// named prepared statements (each statement is sent with its
+	// arguments, pgx.QueryExecModeExec), and keeps what needs a session
+	// of its own off the pool: the migrations (a session lock, a
+	// search_path) and Listen (LISTEN) use DirectDSN. Without DirectDSN,
+	// SkipMigrations must be set (run `heph migrate up` against the
+	// server) and Listen delivers nothing until ctx ends: workers find
+	// tasks at their poll interval (docs/deployment.md, PgBouncer).
+	TransactionPooling bool
+	// DirectDSN is a connection string of the server itself, not of a
+	// pooler: used, with TransactionPooling, for the migrations and for
+	// Listen. Ignored without TransactionPooling.
+	DirectDSN string
 }
 
 // Store is a store.Store (and a store.Notifier) on PostgreSQL. Its methods
 // are safe for concurrent use.
 type Store struct {
 	pool    *pgxpool.Pool
-	conn    *pgx.ConnConfig // for Listen
+	conn    *pgx.ConnConfig // for Listen; nil: poll only (TransactionPooling without DirectDSN)
 	schema  string
 	channel string // tasks ready, by queue
 	cancels string // leased tasks cancelled, by run
@@ -303,10 +320,35 @@ func open(ctx context.Context, cfg *Config, tune func(*pgxpool.Config)) (*Store,
 	if tune != nil {
 		tune(pcfg)
 	}
-	if c.SkipMigrations {
-		err = checkMigrated(ctx, pcfg.ConnConfig, c.Schema)
-	} else {
-		err = withMigrationLock(ctx, pcfg.ConnConfig, c.Schema, func(ctx context.Context, conn *sql.Conn) error {
+	// direct is a session of its own: the migrations', Listen's.
+	direct := pcfg.ConnConfig
+	if c.TransactionPooling {
+		direct = nil
+		if c.DirectDSN != "" {
+			dcfg, err := pgx.ParseConfig(c.DirectDSN)
+			if err != nil {
+				return nil, fmt.Errorf("postgres: Config.DirectDSN cannot be parsed: %w", redact(err))
+			}
+			if dcfg.ConnectTimeout == 0 {
+				dcfg.ConnectTimeout = c.ConnectTimeout
+			}
+			if dcfg.RuntimeParams["application_name"] == "" {
+				dcfg.RuntimeParams["application_name"] = pcfg.ConnConfig.RuntimeParams["application_name"]
+			}
+			direct = dcfg
+		}
+	}
+	switch {
+	case c.SkipMigrations:
+		cc := direct
+		if cc == nil {
+			cc = pcfg.ConnConfig // a check reads; it keeps nothing on the session
+		}
+		err = checkMigrated(ctx, cc, c.Schema)
+	case direct == nil:
+		err = errors.New("Config.TransactionPooling without Config.DirectDSN needs Config.SkipMigrations: migrations hold a session lock, which a pooler in transaction mode cannot keep (run `heph migrate up` against the server, or set DirectDSN)")
+	default:
+		err = withMigrationLock(ctx, direct, c.Schema, func(ctx context.Context, conn *sql.Conn) error {
 			_, err := migrate.Up(ctx, conn, Migrations(), migrate.Postgres)
 			return err
 		})
@@ -319,7 +361,7 @@ func open(ctx context.Context, cfg *Config, tune func(*pgxpool.Config)) (*Store,
 		return nil, fmt.Errorf("postgres: %w", err)
 	}
 	s := &Store{
-		pool: pool, conn: pcfg.ConnConfig, schema: c.Schema, channel: channelName(c.Schema),
+		pool: pool, conn: direct, schema: c.Schema, channel: channelName(c.Schema),
 		cancels: cancelChannelName(c.Schema), timeout: c.Timeout, q: newQueries(c.Schema), acc: newAccessQueries(c.Schema), rc: newRemoteClaimQueries(c.Schema), suspect: suspect,
 		applyConc: max(1, c.MaxConns/4), known: newKnown(), vacuumEvery: int64(max(0, c.VacuumTasksEvery)),
 	}
@@ -398,6 +440,11 @@ func poolConfig(c *Config) (*pgxpool.Config, error) {
 		return nil, fmt.Errorf("postgres: Config.DSN cannot be parsed: %w", redact(err))
 	}
 	pcfg.MaxConns = int32(c.MaxConns)
+	if c.TransactionPooling {
+		// No named prepared statements: the next statement may reach
+		// another server connection, which does not have them.
+		pcfg.ConnConfig.DefaultQueryExecMode = pgx.QueryExecModeExec
+	}
 	if pcfg.ConnConfig.ConnectTimeout == 0 {
 		pcfg.ConnConfig.ConnectTimeout = c.ConnectTimeout
 	}
