@@ -248,6 +248,10 @@ type Config struct {
 	// pooler: used, with TransactionPooling, for the migrations and for
 	// Listen. Ignored without TransactionPooling.
 	DirectDSN string
+	// QueryTracer, when set, traces the queries and batches of the
+	// store's pool (pgx's hook: a tracer of SQL spans such as otelpgx, or
+	// a counter of round trips, as the capacity benchmark uses).
+	QueryTracer pgx.QueryTracer
 }
 
 // Store is a store.Store (and a store.Notifier) on PostgreSQL. Its methods
@@ -440,6 +444,9 @@ func poolConfig(c *Config) (*pgxpool.Config, error) {
 		return nil, fmt.Errorf("postgres: Config.DSN cannot be parsed: %w", redact(err))
 	}
 	pcfg.MaxConns = int32(c.MaxConns)
+	if c.QueryTracer != nil {
+		pcfg.ConnConfig.Tracer = c.QueryTracer
+	}
 	if c.TransactionPooling {
 		// No named prepared statements: the next statement may reach
 		// another server connection, which does not have them.
