@@ -298,3 +298,60 @@ func measureCapacity(b *testing.B, n int, reg func(*heph.Client) error, run func
 	b.ReportMetric(float64(n)/elapsed.Seconds(), "units/s")
 	b.ReportMetric(0, "ns/op")
 }
+
+// BenchmarkCapacityProcesses runs 2,000 one-step flow runs (or
+// HEPH_CAPACITY_UNITS) with 1, 2, 4 and 8 engine processes on one
+// database (each a client with its own pool and workers, started from
+// its own callers): the throughput must hold or grow, not collapse under
+// the contention of their claims.
+//
+//	go test -run '^$' -bench BenchmarkCapacityProcesses -benchtime 1x -timeout 30m .
+func BenchmarkCapacityProcesses(b *testing.B) {
+	n := 2000
+	if v, err := strconv.Atoi(os.Getenv("HEPH_CAPACITY_UNITS")); err == nil && v > 0 {
+		n = v
+	}
+	for _, k := range []int{1, 2, 4, 8} {
+		b.Run(fmt.Sprint("processes=", k), func(b *testing.B) {
+			for b.Loop() {
+				ctx, cancel := context.WithTimeout(context.Background(), 20*time.Minute)
+				dsn := pgschema.DSN(b)
+				clients := make([]*heph.Client, k)
+				for i := range clients {
+					st, err := postgres.Open(ctx, &postgres.Config{DSN: dsn, MaxConns: 8})
+					if err != nil {
+						b.Fatal(err)
+					}
+					defer func() { _ = st.Close() }()
+					c, err := heph.New(&heph.Config{Store: st, Logger: quietLogger(), Queues: map[string]int{"default": max(50/k, 8)},
+						WorkerID: fmt.Sprint("cap-", i)})
+					if err != nil {
+						b.Fatal(err)
+					}
+					if err := c.Register(capacityFlow); err != nil {
+						b.Fatal(err)
+					}
+					if err := c.Start(ctx); err != nil {
+						b.Fatal(err)
+					}
+					defer func() { _ = c.Stop(context.Background()) }()
+					clients[i] = c
+					runCapacityFlows(b, ctx, c, 20) // warm up
+				}
+				start := time.Now()
+				var wg sync.WaitGroup
+				for i, c := range clients {
+					share := n / k
+					if i < n%k {
+						share++
+					}
+					wg.Go(func() { runCapacityFlows(b, ctx, c, share) })
+				}
+				wg.Wait()
+				b.ReportMetric(float64(n)/time.Since(start).Seconds(), "units/s")
+				b.ReportMetric(0, "ns/op")
+				cancel()
+			}
+		})
+	}
+}

@@ -245,6 +245,7 @@
   // with an id), keeping ticked boxes ticked.
   let refreshing = false;
   let again = false; // a refresh was asked for while one ran
+  let held = false; // one was asked for while the dialog was open or the page hidden
   async function refresh(force) {
     if (refreshing) {
       again = true;
@@ -252,7 +253,12 @@
     }
     const toggle = $("#live-toggle");
     if (!force && toggle && !toggle.checked) return;
-    if (!force && ($("#confirm").open || document.hidden)) return;
+    if (!force && ($("#confirm").open || document.hidden)) {
+      // Not lost: done when the dialog closes or the page shows again
+      // (the change it was for may send no other event).
+      held = true;
+      return;
+    }
     refreshing = true;
     try {
       const res = await fetch(location.href, { credentials: "same-origin", headers: { "Accept": "text/html" } });
@@ -420,7 +426,16 @@
     }
     setTimeout(() => { for (const el of form.elements) el.disabled = false; }, 0);
   });
+  function releaseHeld() {
+    if (held && !$("#confirm").open && !document.hidden) {
+      held = false;
+      refresh(false);
+    }
+  }
+  document.addEventListener("visibilitychange", releaseHeld);
   document.addEventListener("DOMContentLoaded", () => {
+    const dlg = $("#confirm");
+    if (dlg) dlg.addEventListener("close", releaseHeld);
     updateSelection();
     const every = Number(document.body.dataset.refresh || 0);
     if (every > 0) setInterval(() => { if (!live.streaming) refresh(false); }, every * 1000);
