@@ -39,7 +39,7 @@ func TestRunPageDelete(t *testing.T) {
 		if want := "/api/v1/runs/" + tc.id; !strings.HasPrefix(api, want) || strings.Contains(api, "force=true") != tc.force || !strings.HasSuffix(api, " DELETE") {
 			t.Errorf("the delete button of %s calls %q", tc.id, api)
 		}
-		b.run("delete", chromedp.Click("#action-delete", chromedp.ByQuery))
+		b.run("delete", jsClick("#action-delete"))
 		if msg := b.text("#confirm-text"); !strings.Contains(msg, tc.text) {
 			t.Errorf("the dialog says %q, want %q in it", msg, tc.text)
 		}
@@ -80,9 +80,9 @@ func TestBulkDeleteSelection(t *testing.T) {
 	b := newBrowser(t)
 	b.open(e.url + "/?workflow=gate")
 	for _, g := range gates[:3] {
-		b.run("tick "+g, chromedp.Click(fmt.Sprintf(`input.select[value=%q]`, g), chromedp.ByQuery))
+		b.run("tick "+g, jsClick(fmt.Sprintf(`input.select[value=%q]`, g)))
 	}
-	b.run("delete selected", chromedp.Click("#delete-selected", chromedp.ByQuery), chromedp.WaitVisible("#confirm", chromedp.ByQuery),
+	b.run("delete selected", jsClick("#delete-selected"), chromedp.WaitVisible("#confirm", chromedp.ByQuery),
 		chromedp.Click("#confirm-yes", chromedp.ByQuery))
 	b.waitJS("the operation completed", `document.querySelector("#operation")?.dataset.status === "completed"`)
 	for i, g := range gates {

@@ -319,6 +319,16 @@ func (b *browser) eval(js string, out any) {
 	b.run("eval "+js, chromedp.Evaluate(js, out))
 }
 
+// jsClick clicks the first element sel finds, in one JavaScript turn
+// once it exists. Action buttons and row boxes sit in live parts, which a
+// refresh swaps: between chromedp's find and its click the node may be
+// gone ("Could not find node with given id", seen in CI under load);
+// inside one turn it cannot be.
+func jsClick(sel string) chromedp.Action {
+	js := fmt.Sprintf(`(() => { const el = document.querySelector(%q); if (!el) return false; el.click(); return true; })()`, sel)
+	return chromedp.Poll(js, nil, chromedp.WithPollingInterval(50*time.Millisecond), chromedp.WithPollingTimeout(90*time.Second))
+}
+
 // waitJS waits (up to the browser's deadline) until a JavaScript
 // expression is true.
 func (b *browser) waitJS(what, js string) {

@@ -23,7 +23,7 @@ func TestRunPagePause(t *testing.T) {
 	b := newBrowser(t)
 	b.login(e.url, e.admin)
 	b.open(e.url + "/runs/" + id)
-	b.run("pause", chromedp.Click("#action-pause", chromedp.ByQuery))
+	b.run("pause", jsClick("#action-pause"))
 	if msg := b.text("#confirm-text"); !strings.Contains(msg, "None of its tasks is claimed") {
 		t.Errorf("the pause dialog says %q", msg)
 	}
@@ -36,7 +36,7 @@ func TestRunPagePause(t *testing.T) {
 		t.Fatalf("the run after Pause: %+v, %v", r, err)
 	}
 
-	b.run("unpause", chromedp.Click("#action-unpause", chromedp.ByQuery), chromedp.WaitVisible("#confirm", chromedp.ByQuery),
+	b.run("unpause", jsClick("#action-unpause"), chromedp.WaitVisible("#confirm", chromedp.ByQuery),
 		chromedp.Click("#confirm-yes", chromedp.ByQuery))
 	b.run("the pause button", chromedp.WaitVisible("#action-pause", chromedp.ByQuery))
 	if r, err := e.client.GetRun(context.Background(), id); err != nil || !r.Condition.IsZero() {

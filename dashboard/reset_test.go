@@ -30,7 +30,7 @@ func TestRunPageReset(t *testing.T) {
 	b := newBrowser(t)
 	b.login(e.url, e.admin)
 	b.open(e.url + "/runs/" + id)
-	b.run("reset", chromedp.Click("#action-reset", chromedp.ByQuery))
+	b.run("reset", jsClick("#action-reset"))
 	if msg := b.text("#confirm-text"); !strings.Contains(msg, "every step after it run again") {
 		t.Errorf("the reset dialog says %q", msg)
 	}

@@ -54,7 +54,7 @@ func TestRunPageResetWorkflow(t *testing.T) {
 	b := newBrowser(t)
 	b.login(e.url, e.admin)
 	b.open(e.url + "/runs/" + r.ID)
-	b.run("retry", chromedp.Click("#action-retry-workflow", chromedp.ByQuery), chromedp.WaitVisible("#confirm", chromedp.ByQuery))
+	b.run("retry", jsClick("#action-retry-workflow"), chromedp.WaitVisible("#confirm", chromedp.ByQuery))
 	if msg := b.text("#confirm-text"); !strings.Contains(msg, "last good decision") {
 		t.Errorf("the retry dialog says %q", msg)
 	}
@@ -73,7 +73,7 @@ func TestRunPageResetWorkflow(t *testing.T) {
 	}
 
 	b.open(e.url + "/runs/" + retried.ID)
-	b.run("reset", chromedp.Click("#action-reset-workflow-signals", chromedp.ByQuery), chromedp.WaitVisible("#confirm", chromedp.ByQuery),
+	b.run("reset", jsClick("#action-reset-workflow-signals"), chromedp.WaitVisible("#confirm", chromedp.ByQuery),
 		chromedp.SendKeys(`#confirm-fields input[name=point]`, "first", chromedp.ByQuery),
 		chromedp.SendKeys(`#confirm-fields input[name=reason]`, "from the page", chromedp.ByQuery),
 		chromedp.Click("#confirm-yes", chromedp.ByQuery))

@@ -300,7 +300,7 @@ func TestRunPageCancel(t *testing.T) {
 		t.Errorf("the waiting step hold offers no resume")
 	}
 	b.eval(`window.loadedOnce = true`, nil)
-	b.run("cancel", chromedp.Click("#action-cancel", chromedp.ByQuery))
+	b.run("cancel", jsClick("#action-cancel"))
 	b.confirm("cancel the run", map[string]string{"reason": "no longer needed"})
 	e.waitStatus(id, heph.StatusCancelled)
 	if r := e.apiRun(id); r.Status != "cancelled" || !strings.Contains(r.Error, "no longer needed") {
@@ -339,7 +339,7 @@ func TestRunPageApprove(t *testing.T) {
 	if n := b.count("#action-resume-approval"); n != 0 {
 		t.Error("an approval gate is offered as a plain resume")
 	}
-	b.run("approve", chromedp.Click("#action-approve-approval", chromedp.ByQuery))
+	b.run("approve", jsClick("#action-approve-approval"))
 	if p := b.text("#confirm-text"); p != "Pay this claim?" {
 		t.Errorf("the dialog asks %q, want the gate's prompt", p)
 	}
@@ -384,7 +384,7 @@ func TestRunPageRetry(t *testing.T) {
 	if n := b.count("#action-cancel"); n != 0 {
 		t.Error("a failed run offers cancel")
 	}
-	b.run("retry", chromedp.Click("#action-retry", chromedp.ByQuery))
+	b.run("retry", jsClick("#action-retry"))
 	b.confirm("retry the run", nil)
 	e.waitStatus(id, heph.StatusCompleted)
 	run := e.apiRun(id)
@@ -413,7 +413,7 @@ func TestRunPageWorkflowMessages(t *testing.T) {
 	b.open(e.url + "/runs/" + id)
 	b.waitJS("the state is published", `(document.querySelector("#run-state")?.textContent || "").includes('"total": 2')`)
 
-	b.run("query", chromedp.Click("#action-query", chromedp.ByQuery))
+	b.run("query", jsClick("#action-query"))
 	b.confirm("query total", map[string]string{"name": "total"})
 	b.waitJS("the query's answer", `!document.querySelector("#action-answer").hidden`)
 	var answer struct {
@@ -425,7 +425,7 @@ func TestRunPageWorkflowMessages(t *testing.T) {
 		t.Errorf("the query answered %q (%v), want result 2", text, err)
 	}
 
-	b.run("update", chromedp.Click("#action-update", chromedp.ByQuery))
+	b.run("update", jsClick("#action-update"))
 	b.confirm("update add", map[string]string{"name": "add", "args": "5"})
 	b.waitJS("the update's answer", `(document.querySelector("#action-answer").textContent || "").includes('"stage": "completed"')`)
 	b.eval(`document.querySelector("#action-answer").textContent`, &text)
@@ -434,7 +434,7 @@ func TestRunPageWorkflowMessages(t *testing.T) {
 	}
 	b.waitJS("the state follows", `(document.querySelector("#run-state")?.textContent || "").includes('"total": 7')`)
 	// The update's name is now offered in the dialog.
-	b.run("update again", chromedp.Click("#action-update", chromedp.ByQuery), chromedp.WaitVisible("#confirm", chromedp.ByQuery))
+	b.run("update again", jsClick("#action-update"), chromedp.WaitVisible("#confirm", chromedp.ByQuery))
 	var offered []string
 	b.eval(`Array.from(document.querySelectorAll("#confirm-fields datalist option")).map(o => o.value)`, &offered)
 	if strings.Join(offered, ",") != "add" {
@@ -442,7 +442,7 @@ func TestRunPageWorkflowMessages(t *testing.T) {
 	}
 	b.run("close the dialog", chromedp.Click("#confirm-no", chromedp.ByQuery))
 
-	b.run("signal", chromedp.Click("#action-signal", chromedp.ByQuery))
+	b.run("signal", jsClick("#action-signal"))
 	b.confirm("signal finish", map[string]string{"name": "finish", "payload": `"by the test"`})
 	e.waitStatus(id, heph.StatusCompleted)
 	if run := e.apiRun(id); string(run.Output) != "7" {
@@ -607,7 +607,7 @@ func TestRunPageReaderQueries(t *testing.T) {
 	if n := b.count("#run-actions button[data-api]"); n != 1 {
 		t.Errorf("a reader sees %d action buttons, want the query alone", n)
 	}
-	b.run("query", chromedp.Click("#action-query", chromedp.ByQuery))
+	b.run("query", jsClick("#action-query"))
 	b.confirm("query total", map[string]string{"name": "total"})
 	b.waitJS("the query's answer", `(document.querySelector("#action-answer").textContent || "").includes('"result": 3')`)
 	b.noErrors("a reader's query")

@@ -161,7 +161,7 @@ func TestBulkCancelOverFilter(t *testing.T) {
 	if c := b.count("table.runs tbody tr[data-run]"); c != 50 {
 		t.Fatalf("%d rows on the first page, want 50", c)
 	}
-	b.run("cancel all matching", chromedp.Click("#cancel-all", chromedp.ByQuery), chromedp.WaitVisible("#confirm", chromedp.ByQuery),
+	b.run("cancel all matching", jsClick("#cancel-all"), chromedp.WaitVisible("#confirm", chromedp.ByQuery),
 		chromedp.SendKeys(`#confirm-fields input[name=reason]`, "bulk test", chromedp.ByQuery), chromedp.Click("#confirm-yes", chromedp.ByQuery))
 	b.waitJS("the operation completed", `document.querySelector("#operation")?.dataset.status === "completed"`)
 	if p := b.text("#operation span"); !strings.Contains(p, fmt.Sprintf("%d of %d done", n, n)) {
@@ -249,7 +249,7 @@ func TestBulkCancelSelection(t *testing.T) {
 	if n := b.text("#selected-count"); n != "2" {
 		t.Errorf("the page counts %s selected", n)
 	}
-	b.run("cancel selected", chromedp.Click("#cancel-selected", chromedp.ByQuery), chromedp.WaitVisible("#confirm", chromedp.ByQuery),
+	b.run("cancel selected", jsClick("#cancel-selected"), chromedp.WaitVisible("#confirm", chromedp.ByQuery),
 		chromedp.Click("#confirm-yes", chromedp.ByQuery))
 	b.waitJS("the operation completed", `document.querySelector("#operation")?.dataset.status === "completed"`)
 	for i, g := range gates {
