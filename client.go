@@ -416,6 +416,12 @@ func (c *Client) Run(ctx context.Context, flowName string, input any, opts *Star
 		if err := c.checkServed(ctx, r.ID, "flow:"+flowName+"@"); err != nil {
 			return r, err
 		}
+		// Just started here: no need to read it back before waiting.
+		done, err := c.commit.WaitStarted(ctx, r.ID, c.cfg.PollInterval)
+		if err != nil {
+			return nil, err
+		}
+		return c.toRun(done), nil
 	}
 	return c.WaitRun(ctx, r.ID)
 }

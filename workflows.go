@@ -419,6 +419,12 @@ func ExecuteWorkflow[In, Out any](ctx context.Context, c *Client, def *workflow.
 		if err := c.checkServed(ctx, r.ID, store.WorkflowHandler(def.Name())); err != nil {
 			return zero, err
 		}
+		// Just started here: no need to read it back before waiting.
+		done, err := c.wf.StartedResult(ctx, r.ID)
+		if err != nil {
+			return zero, err
+		}
+		return workflowOutput[Out](c.toRun(done))
 	}
 	return GetWorkflow(c, def, r.ID).Get(ctx)
 }
@@ -440,11 +446,18 @@ func GetWorkflow[In, Out any](c *Client, def *workflow.Definition[In, Out], runI
 // Get waits for the run's result (following continue-as-new): its output,
 // or a *WorkflowError or *CanceledError.
 func (r *WorkflowRun[Out]) Get(ctx context.Context) (Out, error) {
-	var out Out
 	run, err := r.c.WorkflowResult(ctx, r.ID)
 	if err != nil {
-		return out, err
+		var zero Out
+		return zero, err
 	}
+	return workflowOutput[Out](run)
+}
+
+// workflowOutput is a finished run's output decoded, or the error its
+// caller sees.
+func workflowOutput[Out any](run *Run) (Out, error) {
+	var out Out
 	if err := resultError(run); err != nil {
 		return out, err
 	}

@@ -56,6 +56,7 @@ var allWorkloads = []workload{
 	{key: "c", title: "(c) 10-step chain start-to-result ms, p50 / p90 / p99", latency: true},
 	{key: "jobs", title: "jobs/s; insert-to-completion ms, p50 / p99"},
 	{key: "bytes", title: "bytes on disk per finished one-step run (10,000 runs, then VACUUM)", lower: true},
+	{key: "growth", title: "database growth per finished one-step run (20,000 runs, autovacuum only)", lower: true},
 }
 
 // contestant is one engine, in one variant, on one backend.
@@ -118,7 +119,7 @@ func (c contestant) takesPart(w workload) bool {
 	switch w.key {
 	case "jobs":
 		return c.jobs != nil
-	case "bytes": // what a PostgreSQL database keeps
+	case "bytes", "growth": // what a PostgreSQL database keeps
 		return c.open != nil && c.backend == benchrun.Postgres
 	}
 	return c.open != nil
@@ -141,7 +142,7 @@ func main() {
 	flag.IntVar(&o.history, "history", 0, "finished one-step runs to put in Hephaestus's database before (a) to (c), untimed")
 	rounds := flag.Int("rounds", 3, "rounds (the median is reported)")
 	engines := flag.String("engines", "heph,dbos,river", "engines to run: heph, dbos, river, and heph-key, heph-rate (the jobs workload under flow control)")
-	workloads := flag.String("workloads", "a,b,c,jobs", "workloads to run: a, b, c, jobs, bytes")
+	workloads := flag.String("workloads", "a,b,c,jobs", "workloads to run: a, b, c, jobs, bytes, growth")
 	backends := flag.String("backends", "postgres,sqlite", "backends for (a) to (c): postgres, sqlite (jobs runs on postgres)")
 	flag.StringVar(&o.sqliteSync, "sqlite-sync", "FULL", "SQLite synchronous mode, for every engine: FULL or NORMAL")
 	flag.StringVar(&o.sqliteDir, "sqlite-dir", "", "directory for the SQLite files (default: the system's temporary directory)")
@@ -269,6 +270,8 @@ func measureOne(ctx context.Context, o options, w workload, c contestant) (bench
 	switch w.key {
 	case "bytes":
 		return benchrun.BytesPerRun(ctx, t.Where, cl.One)
+	case "growth":
+		return benchrun.GrowthPerRun(ctx, t.Where, cl.One)
 	case "a":
 		return benchrun.Throughput(ctx, cl.One)
 	case "b":
@@ -357,6 +360,7 @@ func report(rounds int, o options, ws []workload, cs []contestant, refs map[stri
 	fmt.Println()
 	fmt.Println("| workload | backend | Hephaestus | peer | Hephaestus/peer |")
 	fmt.Println("|---|---|---|---|---|")
+	var met []targetResult
 	for _, w := range ws {
 		for _, h := range cs {
 			hm := all[w.key+"|"+h.key()]
@@ -369,22 +373,91 @@ func report(rounds int, o options, ws []workload, cs []contestant, refs map[stri
 					continue
 				}
 				a, b := medianMeasure(hm), medianMeasure(pm)
-				name, ratio := "runs/s", a.Rate/b.Rate
-				if w.latency {
-					name, ratio = "p50", float64(a.P50)/float64(b.P50)
+				for _, r := range ratios(w, a, b) {
+					fmt.Printf("| %s | %s | %s | %s | %.2f |\n", r.label, h.backend, h.label, p.label, r.ratio)
+					if t, ok := targets[w.key+" "+r.label+" "+h.backend]; ok {
+						met = append(met, targetResult{r.label, h.backend, h.label, p.label, r.ratio, t})
+					}
 				}
-				label := "(" + w.key + ") " + name
-				switch w.key {
-				case "jobs":
-					label = "jobs/s"
-				case "bytes":
-					label = "bytes per run"
-				}
-				fmt.Printf("| %s | %s | %s | %s | %.2f |\n", label, h.backend, h.label, p.label, ratio)
 			}
 		}
 	}
+	printTargets(met)
 	flowControlCost(cs, all)
+}
+
+// ratio is one Hephaestus/peer figure of a workload.
+type ratio struct {
+	label string
+	ratio float64
+}
+
+// ratios are the figures a workload compares: the rate, or the p50 and
+// the p99 of the latencies, or the bytes.
+func ratios(w workload, a, b benchrun.Measure) []ratio {
+	switch {
+	case w.latency:
+		return []ratio{
+			{"(" + w.key + ") p50", float64(a.P50) / float64(b.P50)},
+			{"(" + w.key + ") p99", float64(a.P99) / float64(b.P99)},
+		}
+	case w.key == "jobs":
+		return []ratio{{"jobs/s", a.Rate / b.Rate}}
+	case w.key == "bytes":
+		return []ratio{{"bytes per run", a.Rate / b.Rate}}
+	case w.key == "growth":
+		return []ratio{{"growth per run", a.Rate / b.Rate}}
+	}
+	return []ratio{{"(" + w.key + ") runs/s", a.Rate / b.Rate}}
+}
+
+// target is a ratio that issue 31 of the project sets: at least or at
+// most a figure.
+type target struct {
+	atLeast bool
+	limit   float64
+}
+
+// targets, by workload key, ratio label and backend.
+var targets = map[string]target{
+	"a (a) runs/s postgres":          {true, 3},
+	"b (b) p50 postgres":             {false, 0.8},
+	"b (b) p99 postgres":             {false, 1.0},
+	"c (c) p50 postgres":             {false, 0.8},
+	"c (c) p99 postgres":             {false, 1.0},
+	"jobs jobs/s postgres":           {true, 1.5},
+	"bytes bytes per run postgres":   {false, 1.0},
+	"growth growth per run postgres": {false, 1.0},
+	"a (a) runs/s sqlite":            {true, 10},
+	"c (c) p50 sqlite":               {false, 0.7},
+}
+
+type targetResult struct {
+	label, backend, heph, peer string
+	ratio                      float64
+	t                          target
+}
+
+// printTargets prints each ratio that has a target, and whether this run
+// met it.
+func printTargets(rs []targetResult) {
+	if len(rs) == 0 {
+		return
+	}
+	fmt.Println()
+	fmt.Println("| target | backend | Hephaestus | peer | ratio | |")
+	fmt.Println("|---|---|---|---|---|---|")
+	for _, r := range rs {
+		want, ok := fmt.Sprintf("≤ %.1f", r.t.limit), r.ratio <= r.t.limit
+		if r.t.atLeast {
+			want, ok = fmt.Sprintf("≥ %.1f", r.t.limit), r.ratio >= r.t.limit
+		}
+		verdict := "missed"
+		if ok {
+			verdict = "met"
+		}
+		fmt.Printf("| %s %s | %s | %s | %s | %.2f | %s |\n", r.label, want, r.backend, r.heph, r.peer, r.ratio, verdict)
+	}
 }
 
 // flowControlCost prints the jobs rates under flow control as ratios of

@@ -327,19 +327,7 @@ func BytesPerRun(ctx context.Context, dsn string, fn func(ctx context.Context, i
 		_, err = pgx.ForEachRow(rows, []any{&name, &size}, func() error { out[name] = size; return nil })
 		return out, err
 	}
-	for i := range WarmupCalls {
-		if err := fn(ctx, i); err != nil {
-			return Measure{}, err
-		}
-	}
-	before, err := sizes()
-	if err != nil {
-		return Measure{}, err
-	}
-	if err := FanOut(ctx, BytesRuns, fn); err != nil {
-		return Measure{}, err
-	}
-	after, err := sizes()
+	before, after, err := around(ctx, BytesRuns, fn, sizes)
 	if err != nil {
 		return Measure{}, err
 	}
@@ -361,4 +349,50 @@ func BytesPerRun(ctx context.Context, dsn string, fn func(ctx context.Context, i
 		parts = append(parts, fmt.Sprintf("%s %d", g.name, g.bytes/BytesRuns))
 	}
 	return Measure{Rate: float64(total) / BytesRuns, Detail: strings.Join(parts, ", ")}, nil
+}
+
+// GrowthRuns is the number of runs the growth workload leaves in the
+// database.
+const GrowthRuns = 20000
+
+// GrowthPerRun is the growth workload: what a user's database grows by,
+// per finished run, over GrowthRuns calls of fn (ThroughputCallers at a
+// time) with no VACUUM but the server's autovacuum: pg_database_size
+// before and after, after WarmupCalls calls. Unlike BytesPerRun it counts
+// the space that dead row versions hold until autovacuum reclaims it, as
+// a database in service keeps it.
+func GrowthPerRun(ctx context.Context, dsn string, fn func(ctx context.Context, in int) error) (Measure, error) {
+	conn, err := pgx.Connect(ctx, dsn)
+	if err != nil {
+		return Measure{}, err
+	}
+	defer conn.Close(context.Background())
+	size := func() (int64, error) {
+		var n int64
+		err := conn.QueryRow(ctx, "SELECT pg_database_size(current_database())").Scan(&n)
+		return n, err
+	}
+	before, after, err := around(ctx, GrowthRuns, fn, size)
+	if err != nil {
+		return Measure{}, err
+	}
+	return Measure{Rate: float64(after-before) / GrowthRuns}, nil
+}
+
+// around makes WarmupCalls calls of fn, measures, makes n calls
+// (ThroughputCallers at a time) and measures again.
+func around[T any](ctx context.Context, n int, fn func(ctx context.Context, in int) error, measure func() (T, error)) (before, after T, err error) {
+	for i := range WarmupCalls {
+		if err = fn(ctx, i); err != nil {
+			return before, after, err
+		}
+	}
+	if before, err = measure(); err != nil {
+		return before, after, err
+	}
+	if err = FanOut(ctx, n, fn); err != nil {
+		return before, after, err
+	}
+	after, err = measure()
+	return before, after, err
 }

@@ -82,7 +82,17 @@ type Committer struct {
 
 	waitMu  sync.Mutex
 	waiters map[string][]chan *store.Run // callers of WaitRun, by run
+	// ended holds the ids of the runs that commits of this committer
+	// ended last (at most endedKept, oldest first in endedOrder), for
+	// WaitStarted.
+	ended      map[string]bool
+	endedOrder []string
 }
+
+// endedKept is how many ended runs the committer remembers for
+// WaitStarted: enough to cover the runs that can end between a start's
+// commit and its caller's wait.
+const endedKept = 4096
 
 // commitRetries bounds how often a batch is tried again after a store
 // error (with backoff from 20 ms to 1.3 s, about 2.5 s in all).
@@ -535,9 +545,23 @@ func (m *Committer) Close() {
 // are seen at once; the store is polled (from 10 ms, doubling up to
 // maxPoll) for runs that other processes end.
 func (m *Committer) WaitRun(ctx context.Context, runID string, maxPoll time.Duration) (*store.Run, error) {
+	return m.wait(ctx, runID, maxPoll, false)
+}
+
+// WaitStarted is WaitRun for a run that a commit of this committer has
+// just created, not finished: it skips WaitRun's first read of the run,
+// a round trip that finds it pending, unless a commit of this committer
+// ended the run since (between the start's commit and this call).
+// Another process's end of it is polled for, as by WaitRun.
+func (m *Committer) WaitStarted(ctx context.Context, runID string, maxPoll time.Duration) (*store.Run, error) {
+	return m.wait(ctx, runID, maxPoll, true)
+}
+
+func (m *Committer) wait(ctx context.Context, runID string, maxPoll time.Duration, started bool) (*store.Run, error) {
 	ch := make(chan *store.Run, 1)
 	m.waitMu.Lock()
 	m.waiters[runID] = append(m.waiters[runID], ch)
+	read := !started || m.ended[runID]
 	m.waitMu.Unlock()
 	defer m.unwait(runID, ch)
 	if maxPoll <= 0 {
@@ -545,13 +569,16 @@ func (m *Committer) WaitRun(ctx context.Context, runID string, maxPoll time.Dura
 	}
 	poll := min(10*time.Millisecond, maxPoll)
 	for {
-		r, err := m.cfg.Store.GetRun(ctx, runID)
-		if err != nil {
-			return nil, err
+		if read {
+			r, err := m.cfg.Store.GetRun(ctx, runID)
+			if err != nil {
+				return nil, err
+			}
+			if r.Status.Terminal() {
+				return r, nil
+			}
 		}
-		if r.Status.Terminal() {
-			return r, nil
-		}
+		read = true
 		select {
 		case r := <-ch:
 			return r, nil

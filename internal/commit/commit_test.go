@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"slices"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -694,5 +695,67 @@ func TestStaleChangeOfEndedRunEmitsNoEndEvent(t *testing.T) {
 	}
 	if ended := evs.of(telemetry.RunCompleted); len(ended) != 1 {
 		t.Errorf("%d RunCompleted events, want one (the stale change must not end the run again)", len(ended))
+	}
+}
+
+// countingStore counts the reads of runs, to tell whether a wait read the
+// run.
+type countingStore struct {
+	store.Store
+	reads atomic.Int64
+}
+
+func (s *countingStore) GetRun(ctx context.Context, id string) (*store.Run, error) {
+	s.reads.Add(1)
+	return s.Store.GetRun(ctx, id)
+}
+
+// WaitStarted waits for a run this process has just created without
+// reading it first, is woken by the commit that ends it, and still
+// returns a run that a commit ended before it was called (by reading it
+// then).
+func TestWaitStarted(t *testing.T) {
+	ctx, cancel := context.WithTimeout(t.Context(), patience)
+	defer cancel()
+	fc := clock.NewFake(t0)
+	st := &countingStore{Store: openStore(t)}
+	c := newCommitter(t, commit.Config{Store: st, Clock: fc})
+	for _, id := range []string{"r1", "r2"} {
+		if _, err := c.Submit(ctx, store.Change{Create: newRun(id, hephtype.StatusRunning)}); err != nil {
+			t.Fatal(err)
+		}
+	}
+
+	got := make(chan error, 1)
+	go func() {
+		run, err := c.WaitStarted(ctx, "r1", time.Hour)
+		if err == nil && run.Status != hephtype.StatusCompleted {
+			err = fmt.Errorf("status %s", run.Status)
+		}
+		got <- err
+	}()
+	waitFor(t, "WaitStarted to wait", func() bool { return commit.Waiting(c, "r1") == 1 && fc.Waiters() == 1 })
+	if n := st.reads.Load(); n != 0 {
+		t.Errorf("WaitStarted read the run %d times before waiting, want 0", n)
+	}
+	if _, err := c.Submit(ctx, store.Change{RunID: "r1", Decide: complete}); err != nil {
+		t.Fatal(err)
+	}
+	if err := <-got; err != nil {
+		t.Fatalf("WaitStarted(r1): %v", err)
+	}
+
+	// r2 ends before its caller waits: the wait reads it at once. (The
+	// first wait's timer stays with the fake clock.)
+	timers := fc.Waiters()
+	if _, err := c.Submit(ctx, store.Change{RunID: "r2", Decide: complete}); err != nil {
+		t.Fatal(err)
+	}
+	run, err := c.WaitStarted(ctx, "r2", time.Hour)
+	if err != nil || run.Status != hephtype.StatusCompleted {
+		t.Fatalf("WaitStarted of a run ended before the call: %+v, %v", run, err)
+	}
+	if n := fc.Waiters(); n != timers {
+		t.Errorf("WaitStarted of an ended run waited on the clock (%d waiters, %d before)", n, timers)
 	}
 }

@@ -72,6 +72,7 @@ func (m *Committer) runEnded(r *Request, run *store.Run) {
 		default:
 		}
 	}
+	m.remember(run.ID)
 	m.waitMu.Unlock()
 	kind := map[hephtype.RunStatus]telemetry.Kind{
 		hephtype.StatusCompleted: telemetry.RunCompleted, hephtype.StatusFailed: telemetry.RunFailed,
@@ -162,4 +163,21 @@ var attemptEnd = map[hephtype.EventKind]string{
 	hephtype.EventStepWaiting: "completed", hephtype.EventStepSnoozed: "completed",
 	hephtype.EventStepFailed: "failed", hephtype.EventItemFailed: "failed", hephtype.EventStepRetrying: "failed",
 	hephtype.EventStepCancelled: "failed",
+}
+
+// remember records that a commit ended a run, for WaitStarted; the
+// caller holds waitMu.
+func (m *Committer) remember(runID string) {
+	if m.ended == nil {
+		m.ended = map[string]bool{}
+	}
+	if m.ended[runID] {
+		return
+	}
+	if len(m.endedOrder) >= endedKept {
+		delete(m.ended, m.endedOrder[0])
+		m.endedOrder = m.endedOrder[1:]
+	}
+	m.ended[runID] = true
+	m.endedOrder = append(m.endedOrder, runID)
 }

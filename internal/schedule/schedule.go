@@ -28,6 +28,7 @@ import (
 	"fmt"
 	"log/slog"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/hephaestus-go/hephaestus/clock"
@@ -70,6 +71,9 @@ func RunID(scheduleID string, tick time.Time) string {
 type Service struct {
 	cfg  Config
 	wake chan struct{}
+	// buffered: the last Tick saw a buffered tick, which waits for a run
+	// to finish (RunFinished wakes the loop only then).
+	buffered atomic.Bool
 
 	mu     sync.Mutex
 	cancel context.CancelFunc
@@ -128,6 +132,16 @@ func (s *Service) Wake() {
 	}
 }
 
+// RunFinished wakes the loop when a run finished in this process and the
+// last Tick saw a buffered tick, which may now start. Without one, a
+// finished run changes nothing the loop has to do, and waking it would
+// cost two reads per finished run.
+func (s *Service) RunFinished() {
+	if s.buffered.Load() {
+		s.Wake()
+	}
+}
+
 func (s *Service) loop(ctx context.Context, done chan struct{}) {
 	defer close(done)
 	for {
@@ -166,12 +180,12 @@ func (s *Service) Tick(ctx context.Context) (time.Time, error) {
 		}
 		progressed := false
 		for _, sc := range due {
-			p, err := s.Fire(ctx, sc)
+			p, last, err := s.fire(ctx, sc)
 			if err != nil {
 				errs = append(errs, err)
 			}
 			progressed = progressed || p
-			if !sc.BufferedTick.IsZero() {
+			if last != nil && !last.BufferedTick.IsZero() {
 				buffered = true
 			}
 		}
@@ -186,6 +200,7 @@ func (s *Service) Tick(ctx context.Context) (time.Time, error) {
 	if !ok {
 		next = time.Time{}
 	}
+	s.buffered.Store(buffered)
 	if buffered {
 		// A buffered tick waits for a run to finish: look again soon
 		// (Wake does it sooner when the run finishes in this process).
@@ -210,6 +225,13 @@ const maxSteps = 64
 // for one that was never paused, and run a tick missed while paused as
 // if it were on time, then the latest missed one after it.
 func (s *Service) Fire(ctx context.Context, sc *store.Schedule) (bool, error) {
+	progressed, _, err := s.fire(ctx, sc)
+	return progressed, err
+}
+
+// fire is Fire that also returns the schedule as it left it (nil when it
+// is gone), so that Tick knows whether a buffered tick waits.
+func (s *Service) fire(ctx context.Context, sc *store.Schedule) (bool, *store.Schedule, error) {
 	progressed := false
 	for range maxSteps {
 		now := s.cfg.Clock.Now()
@@ -217,20 +239,20 @@ func (s *Service) Fire(ctx context.Context, sc *store.Schedule) (bool, error) {
 		if errors.Is(err, store.ErrScheduleConflict) {
 			next, err = s.cfg.Store.GetSchedule(ctx, sc.ID)
 			if errors.Is(err, store.ErrScheduleNotFound) {
-				return progressed, nil
+				return progressed, nil, nil
 			}
 			changed = true
 		}
 		if err != nil {
-			return progressed, fmt.Errorf("schedule %q: %w", sc.ID, err)
+			return progressed, sc, fmt.Errorf("schedule %q: %w", sc.ID, err)
 		}
 		if !changed {
-			return progressed, nil
+			return progressed, sc, nil
 		}
 		progressed = true
 		sc = next
 	}
-	return progressed, nil
+	return progressed, sc, nil
 }
 
 // step takes one step of a schedule: carry out its pending tick, or

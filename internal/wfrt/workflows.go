@@ -685,8 +685,22 @@ const workflowKey = "id"
 // Result waits until the workflow run ends, following continue-as-new to
 // the run that ends the chain, and returns that run.
 func (c *Runtime) Result(ctx context.Context, runID string) (*store.Run, error) {
+	return c.result(ctx, runID, false)
+}
+
+// StartedResult is Result for a run this process has just started and
+// not seen finish (Committer.WaitStarted).
+func (c *Runtime) StartedResult(ctx context.Context, runID string) (*store.Run, error) {
+	return c.result(ctx, runID, true)
+}
+
+func (c *Runtime) result(ctx context.Context, runID string, started bool) (*store.Run, error) {
 	for {
-		r, err := c.cfg.Committer.WaitRun(ctx, runID, c.cfg.PollInterval)
+		wait := c.cfg.Committer.WaitRun
+		if started {
+			wait, started = c.cfg.Committer.WaitStarted, false
+		}
+		r, err := wait(ctx, runID, c.cfg.PollInterval)
 		if err != nil {
 			return nil, err
 		}
