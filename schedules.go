@@ -584,7 +584,7 @@ func (c *Client) newSchedules() *schedule.Service {
 	c.hub.Subscribe(func(e telemetry.Event) {
 		switch e.Kind {
 		case telemetry.RunCompleted, telemetry.RunFailed, telemetry.RunCancelled:
-			svc.RunFinished()
+			svc.RunFinished(e.RunID)
 		}
 	})
 	return svc

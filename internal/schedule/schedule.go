@@ -27,6 +27,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -132,14 +133,26 @@ func (s *Service) Wake() {
 	}
 }
 
-// RunFinished wakes the loop when a run finished in this process and the
-// last Tick saw a buffered tick, which may now start. Without one, a
-// finished run changes nothing the loop has to do, and waking it would
-// cost two reads per finished run.
-func (s *Service) RunFinished() {
-	if s.buffered.Load() {
+// RunFinished wakes the loop when a run finished in this process and a
+// buffered tick may wait for it: the last Tick saw one, or the run is a
+// schedule's (its id is a RunID: another process may have buffered a
+// tick behind it since this one last looked). Any other finished run
+// changes nothing the loop has to do, and waking it would cost two reads
+// per finished run.
+func (s *Service) RunFinished(runID string) {
+	if s.buffered.Load() || isTickRun(runID) {
 		s.Wake()
 	}
+}
+
+// isTickRun reports whether id has the form of RunID.
+func isTickRun(id string) bool {
+	i := strings.LastIndexByte(id, '@')
+	if i <= 0 {
+		return false
+	}
+	_, err := time.Parse("2006-01-02T15:04:05Z", id[i+1:])
+	return err == nil
 }
 
 func (s *Service) loop(ctx context.Context, done chan struct{}) {

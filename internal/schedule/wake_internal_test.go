@@ -58,7 +58,7 @@ func TestRunFinishedWakesOnlyForABufferedTick(t *testing.T) {
 	}
 
 	tick(t0.Add(time.Minute + time.Second)) // 09:01 starts a run
-	svc.RunFinished()
+	svc.RunFinished("r-not-of-a-schedule")
 	if woken() {
 		t.Fatal("a finished run woke the loop with no buffered tick")
 	}
@@ -68,7 +68,7 @@ func TestRunFinishedWakesOnlyForABufferedTick(t *testing.T) {
 	if got := mustGet(t, db, "b"); got.BufferedTick.IsZero() {
 		t.Fatal("the 09:02 tick was not buffered")
 	}
-	svc.RunFinished()
+	svc.RunFinished("r-not-of-a-schedule")
 	if !woken() {
 		t.Fatal("a finished run did not wake the loop while a buffered tick waits")
 	}
@@ -78,9 +78,21 @@ func TestRunFinishedWakesOnlyForABufferedTick(t *testing.T) {
 	if got := mustGet(t, db, "b"); !got.BufferedTick.IsZero() {
 		t.Fatal("the buffered tick was not released")
 	}
-	svc.RunFinished()
+	svc.RunFinished("r-not-of-a-schedule")
 	if woken() {
 		t.Fatal("a finished run woke the loop after the buffered tick was released")
+	}
+
+	// A schedule's run wakes it all the same: another process may have
+	// buffered a tick behind it.
+	svc.RunFinished(RunID("b", t0.Add(2*time.Minute)))
+	if !woken() {
+		t.Fatal("a schedule's finished run did not wake the loop")
+	}
+	for _, id := range []string{"order@2030", "@2030-01-07T09:02:00Z", "x@2030-01-07 09:02:00"} {
+		if isTickRun(id) {
+			t.Errorf("isTickRun(%q) = true", id)
+		}
 	}
 }
 
