@@ -1135,7 +1135,10 @@ func testHeartbeat(t *testing.T, b Backend) {
 
 func testTimerAfterRestart(t *testing.T, b Backend) {
 	st, reopen := b.New(t)
-	c1 := startClient(t, st, nil, approvalFlow("expiring", 300*time.Millisecond))
+	// The first process's clock stands still, so that its timer cannot
+	// fire before it stops however slow the machine is; the second's is
+	// the real one, past the timer's due time within 300 ms.
+	c1 := startClient(t, st, func(c *heph.Config) { c.Clock = clock.NewFake(time.Now()) }, approvalFlow("expiring", 300*time.Millisecond))
 	ctx := ctxT(t)
 	r, err := c1.StartRun(ctx, "expiring", "doc", nil)
 	if err != nil {
