@@ -840,6 +840,9 @@ type Notification struct {
 	// RunID: a commit deleted leased tasks of this run (Update.Cancel):
 	// the processes running them should check their leases now.
 	RunID string
+	// Resync: the store (re)started listening. What other processes
+	// notified before is lost: check every lease held and claim now.
+	Resync bool
 }
 
 // ConcurrentApplier is implemented by stores that apply several batches at

@@ -192,6 +192,20 @@ func (k *leaseKeeper) hint(runID string) {
 	}
 }
 
+// hintAll asks for every lease held to be checked now: notifications of
+// cancellations may have been lost (the listener was not listening).
+func (k *leaseKeeper) hintAll() {
+	k.mu.Lock()
+	for _, h := range k.tasks {
+		k.hints[h.task.RunID] = true
+	}
+	n := len(k.hints)
+	k.mu.Unlock()
+	if n > 0 {
+		k.wake()
+	}
+}
+
 func (k *leaseKeeper) wake() {
 	select {
 	case k.poke <- struct{}{}:

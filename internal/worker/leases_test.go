@@ -310,6 +310,28 @@ func TestNotificationsWakeAndCheckLeases(t *testing.T) {
 	wantCause(t, c, worker.ErrLeaseLost)
 }
 
+// A listener that (re)starts listening says so (Resync): a cancellation
+// notified before, while nobody listened, is lost, so the lease keeper
+// checks every lease it holds at once and finds the cancelled one.
+func TestResyncChecksEveryLease(t *testing.T) {
+	calls := make(chan *call, 4)
+	ns := &notifyStore{listeners: make(chan func(store.Notification), 1)}
+	r := newRig(t, rigOptions{wrap: func(s store.Store) store.Store { ns.Store = s; return ns }}, blocking(calls))
+	r.createRun("r", stepTask(queue, "a"))
+	r.start()
+	notify := recv(t, "the pool to listen", ns.listeners)
+	c := recv(t, "the task", calls)
+	// Another process cancels the run's task; its notification is lost.
+	res, err := r.db.Apply(context.Background(), &store.ApplyParams{Now: r.clk.Now(), Changes: []store.Change{{RunID: "r", Decide: func(*store.Run) (*store.Update, error) {
+		return &store.Update{Cancel: []store.TaskMatch{{Index: -1}}}, nil
+	}}}})
+	if err != nil || res.Changes[0].Err != nil {
+		t.Fatalf("cancel elsewhere: %v %v", err, res.Changes[0].Err)
+	}
+	notify(store.Notification{Resync: true})
+	wantCause(t, c, worker.ErrLeaseLost)
+}
+
 // While a heartbeat call hangs past the time of the next beat, the lease
 // keeper waits for that call or the watchdog's deadline: it used to spin,
 // waking at once again and again for the beat that was already due (about

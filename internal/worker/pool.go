@@ -197,6 +197,12 @@ func (p *Pool) Start(ctx context.Context) error {
 			// cancelled, so that its running code stops now.
 			err := n.Listen(svcCtx, func(n store.Notification) {
 				switch {
+				case n.Resync:
+					// What was notified before listening began is lost.
+					p.leases.hintAll()
+					for q := range p.cfg.Queues {
+						p.wake(q)
+					}
 				case n.Queue != "":
 					p.wake(n.Queue)
 				case n.RunID != "":

@@ -92,6 +92,9 @@ func (s *Store) listen(ctx context.Context, fn func(store.Notification), connect
 		return err
 	}
 	connected()
+	// A cancellation or a ready task notified before LISTEN took effect
+	// (at start, or while reconnecting) is lost: have the listener check.
+	fn(store.Notification{Resync: true})
 	for {
 		// Wake up now and then to check that the connection lives: one
 		// that died without a word would otherwise wait forever.

@@ -29,7 +29,7 @@ func listen(t *testing.T, s *postgres.Store) *listener {
 	ctx, cancel := context.WithCancel(context.Background())
 	go func() {
 		l.done <- s.Listen(ctx, func(n store.Notification) {
-			if (n.Queue == "") == (n.RunID == "") {
+			if set := btoi(n.Queue != "") + btoi(n.RunID != "") + btoi(n.Resync); set != 1 {
 				t.Errorf("notification %+v: want exactly one field set", n)
 			}
 			l.mu.Lock()
@@ -154,6 +154,18 @@ func TestListenReconnects(t *testing.T) {
 	// Killing everything, the pool's sessions too, does no lasting harm.
 	kill(t, admin)
 	l.await(t, a, "after-all")
+	// Each time it listened anew, it said so: what was notified while it
+	// did not listen is lost, and the worker checks its leases.
+	if n := l.countOf(store.Notification{Resync: true}); n < 5 {
+		t.Errorf("%d resync notifications, want one per LISTEN (5)", n)
+	}
+}
+
+func btoi(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
 }
 
 // A commit whose cancellations delete leased tasks names their run on the
