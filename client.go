@@ -80,6 +80,10 @@ type Client struct {
 
 	// cat is the client's side of the deployment's catalog (catalog.go).
 	cat catalogState
+
+	// policies are the version policies kept from earlier starts
+	// (versions.go).
+	policies policyCache
 }
 
 // uninstrumented, set by a benchmark only, leaves the clients made after
@@ -336,14 +340,17 @@ func (c *Client) StartRun(ctx context.Context, flowName string, input any, opts 
 	if err := opts.check(); err != nil {
 		return nil, fmt.Errorf("start %q: %w", flowName, err)
 	}
-	o, err := c.versioned(ctx, flowName, input, opts.internal())
-	if err != nil {
-		return nil, err
-	}
-	if err := c.ensureStub(ctx, flowName, o.Version); err != nil {
-		return nil, fmt.Errorf("start %q: %w", flowName, err)
-	}
-	r, err := c.flows.Start(ctx, flowName, input, o)
+	r, err := startPicked(c, func(keep bool) (*versionPicker, error) { return c.flowPicker(ctx, flowName, keep) },
+		func(p *versionPicker) (*store.Run, error) {
+			o, err := p.apply(input, opts.internal())
+			if err != nil {
+				return nil, err
+			}
+			if err := c.ensureStub(ctx, flowName, o.Version); err != nil {
+				return nil, fmt.Errorf("start %q: %w", flowName, err)
+			}
+			return c.flows.Start(ctx, flowName, input, o)
+		})
 	if err != nil {
 		return c.existingRun(ctx, opts.runID(), err)
 	}
@@ -373,7 +380,7 @@ type StartRequest struct {
 // request's index.
 func (c *Client) StartRuns(ctx context.Context, flowName string, reqs []StartRequest) ([]*Run, error) {
 	in := make([]flowrt.StartRequest, len(reqs))
-	pick, err := c.flowPicker(ctx, flowName)
+	pick, err := c.flowPicker(ctx, flowName, false)
 	if err != nil {
 		return nil, err
 	}

@@ -155,12 +155,18 @@ func (c *Client) startDocument(ctx context.Context, name string, version int, in
 	if c.docs.Load() == nil {
 		return nil, fmt.Errorf("start document %q: %w", name, ErrNoDocumentRegistry)
 	}
-	pick, err := c.documentPicker(ctx, name)
+	return startPicked(c, func(keep bool) (*versionPicker, error) { return c.documentPicker(ctx, name, keep) },
+		func(p *versionPicker) (*store.Run, error) { return c.startDocumentPicked(ctx, p, version, input, o) })
+}
+
+// startDocumentPicked starts a run of a stored document whose version
+// (0: the picker's choice) p chooses.
+func (c *Client) startDocumentPicked(ctx context.Context, p *versionPicker, version int, input any, o *flowrt.StartOptions) (*store.Run, error) {
+	name := p.name
+	oo := *o
+	oo.Version = version
+	o, err := p.apply(input, &oo)
 	if err != nil {
-		return nil, err
-	}
-	o.Version = version
-	if o, err = pick.apply(input, o); err != nil {
 		return nil, err
 	}
 	d, err := c.GetDocument(ctx, name, o.Version)

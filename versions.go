@@ -3,11 +3,13 @@ package hephaestus
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"maps"
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/hephaestus-go/hephaestus/internal/flowrt"
@@ -251,6 +253,7 @@ func (c *Client) SetVersionRule(ctx context.Context, name string, rule *VersionR
 	if err != nil {
 		return fmt.Errorf("set version rule of %q: %w", name, err)
 	}
+	defer c.policies.clear() // kept policies are stale now; starts here need not learn it by a refusal
 	_, err = c.cfg.Store.PutVersionRule(ctx, &store.PutVersionRuleParams{Name: name, Rule: raw, Targets: targets, At: c.cfg.Clock.Now(), By: by})
 	if err != nil {
 		return fmt.Errorf("set version rule of %q: %w", name, err)
@@ -308,6 +311,7 @@ func (c *Client) VersionRule(ctx context.Context, name string) (*VersionRule, er
 // ClearVersionRule deletes the version rule of a name (new runs take the
 // latest version not retired), or fails with ErrVersionRuleNotFound.
 func (c *Client) ClearVersionRule(ctx context.Context, name string) error {
+	defer c.policies.clear() // kept policies are stale now; starts here need not learn it by a refusal
 	if err := c.cfg.Store.DeleteVersionRule(ctx, name); err != nil {
 		return fmt.Errorf("clear version rule of %q: %w", name, err)
 	}
@@ -348,6 +352,7 @@ func (c *Client) setVersionState(ctx context.Context, op, name string, version i
 	if pol.State(version) == VersionDeleted && state != VersionDeleted {
 		return fmt.Errorf("%s %q version %d: %w: the version is deleted, and a deleted version stays retired", op, name, version, ErrInvalidInput)
 	}
+	defer c.policies.clear() // kept policies are stale now; starts here need not learn it by a refusal
 	_, err = c.cfg.Store.SetVersionState(ctx, &store.SetVersionStateParams{Name: name, Version: version, State: state, At: c.cfg.Clock.Now(), By: by})
 	if err != nil {
 		return fmt.Errorf("%s %q version %d: %w", op, name, version, err)
@@ -368,16 +373,72 @@ type versionPicker struct {
 	// version lists them to record "latest" among several (documents
 	// list the store only when a version is retired).
 	cheap bool
+	// kept: the policy is one kept from an earlier start (policyCache),
+	// so apply records its generation on the start (the store refuses
+	// the create if the policy changed since: see startPicked).
+	kept bool
 }
 
-// versionPicker reads the policy of a definition.
-func (c *Client) versionPicker(ctx context.Context, name string, versions func() ([]int, error)) (*versionPicker, error) {
-	pol, err := c.cfg.Store.VersionPolicy(ctx, name)
-	if err != nil {
-		return nil, fmt.Errorf("start %q: %w", name, err)
+// policyCache keeps the version policy of each definition started here,
+// so that a start does not read it again: the store guards the choice
+// (store.NewRun.VersionGen). Any change of any policy makes every kept
+// one stale (the generation is the store's), so a refusal clears them
+// all, and so does a change made through this client.
+type policyCache struct {
+	mu sync.Mutex
+	m  map[string]*store.VersionPolicy
+}
+
+// maxKeptPolicies bounds the policies kept; past it, they are dropped
+// and read again (names come from callers, not only from registrations).
+const maxKeptPolicies = 1024
+
+func (pc *policyCache) get(name string) *store.VersionPolicy {
+	pc.mu.Lock()
+	defer pc.mu.Unlock()
+	return pc.m[name]
+}
+
+// put keeps p unless a policy of a later generation is kept.
+func (pc *policyCache) put(name string, p *store.VersionPolicy) {
+	pc.mu.Lock()
+	defer pc.mu.Unlock()
+	if old := pc.m[name]; old != nil && old.Gen > p.Gen {
+		return
 	}
-	p := &versionPicker{name: name, pol: pol, versions: versions}
+	if pc.m == nil || len(pc.m) >= maxKeptPolicies {
+		pc.m = map[string]*store.VersionPolicy{}
+	}
+	pc.m[name] = p
+}
+
+func (pc *policyCache) clear() {
+	pc.mu.Lock()
+	defer pc.mu.Unlock()
+	clear(pc.m)
+}
+
+// versionPicker reads the policy of a definition; with keep, it takes
+// the policy kept from an earlier start when there is one, and keeps the
+// one it reads.
+func (c *Client) versionPicker(ctx context.Context, name string, keep bool, versions func() ([]int, error)) (*versionPicker, error) {
+	var pol *store.VersionPolicy
+	if keep {
+		pol = c.policies.get(name)
+	}
+	p := &versionPicker{name: name, pol: pol, versions: versions, kept: pol != nil}
+	if pol == nil {
+		var err error
+		if pol, err = c.cfg.Store.VersionPolicy(ctx, name); err != nil {
+			return nil, fmt.Errorf("start %q: %w", name, err)
+		}
+		p.pol = pol
+		if keep {
+			c.policies.put(name, pol)
+		}
+	}
 	if pol.Rule != nil {
+		var err error
 		if p.rule, err = decodeRule(name, pol.Rule.Rule); err != nil {
 			return nil, err
 		}
@@ -386,6 +447,34 @@ func (c *Client) versionPicker(ctx context.Context, name string, versions func()
 		}
 	}
 	return p, nil
+}
+
+// startPicked starts one run whose version a picker chooses (picker
+// returns it, from the kept policy when keep is true; start chooses the
+// version and creates the run). A start from a kept policy carries the
+// policy's generation; should the policy have changed since it was kept,
+// the store refuses the create, or the kept policy may refuse the start
+// itself (a version since unretired): either way the start is made once
+// more from the policy read afresh, as every start did before policies
+// were kept, and that attempt carries no generation.
+func startPicked[T any](c *Client, picker func(keep bool) (*versionPicker, error), start func(p *versionPicker) (T, error)) (T, error) {
+	var zero T
+	p, err := picker(true)
+	if err != nil {
+		return zero, err
+	}
+	if !p.kept {
+		return start(p)
+	}
+	out, err := start(p)
+	if err == nil || !errors.Is(err, store.ErrVersionPolicyChanged) && !errors.Is(err, ErrVersionRetired) {
+		return out, err
+	}
+	c.policies.clear()
+	if p, err = picker(false); err != nil {
+		return zero, err
+	}
+	return start(p)
 }
 
 // pick chooses the version of one start: explicit (0: none), the input,
@@ -473,6 +562,9 @@ func (p *versionPicker) apply(input any, o *flowrt.StartOptions) (*flowrt.StartO
 		return nil, err
 	}
 	out.Version = v
+	if p.kept {
+		out.VersionGen = p.pol.Gen
+	}
 	if why != "" {
 		meta := make(map[string]any, len(out.Metadata)+1)
 		maps.Copy(meta, out.Metadata)
@@ -483,9 +575,10 @@ func (p *versionPicker) apply(input any, o *flowrt.StartOptions) (*flowrt.StartO
 }
 
 // versioned chooses the version of one start of a flow or job kind
-// (the hook of the start paths).
+// from its policy read afresh (the hook of the start paths that start
+// many, or retry on their own).
 func (c *Client) versioned(ctx context.Context, name string, input any, o *flowrt.StartOptions) (*flowrt.StartOptions, error) {
-	p, err := c.flowPicker(ctx, name)
+	p, err := c.flowPicker(ctx, name, false)
 	if err != nil {
 		return nil, err
 	}
@@ -494,8 +587,8 @@ func (c *Client) versioned(ctx context.Context, name string, input any, o *flowr
 
 // flowPicker is the picker of a flow or job kind: its versions are
 // those registered here.
-func (c *Client) flowPicker(ctx context.Context, name string) (*versionPicker, error) {
-	p, err := c.versionPicker(ctx, name, func() ([]int, error) { return c.flows.Versions(name), nil })
+func (c *Client) flowPicker(ctx context.Context, name string, keep bool) (*versionPicker, error) {
+	p, err := c.versionPicker(ctx, name, keep, func() ([]int, error) { return c.flows.Versions(name), nil })
 	if p != nil {
 		p.cheap = true
 	}
@@ -503,8 +596,8 @@ func (c *Client) flowPicker(ctx context.Context, name string) (*versionPicker, e
 }
 
 // documentPicker is the picker of a stored document.
-func (c *Client) documentPicker(ctx context.Context, name string) (*versionPicker, error) {
-	return c.versionPicker(ctx, name, func() ([]int, error) { return c.documentVersions(ctx, name) })
+func (c *Client) documentPicker(ctx context.Context, name string, keep bool) (*versionPicker, error) {
+	return c.versionPicker(ctx, name, keep, func() ([]int, error) { return c.documentVersions(ctx, name) })
 }
 
 // jobPicker is the picker of a job kind with several versions registered,
@@ -513,5 +606,5 @@ func (c *Client) jobPicker(ctx context.Context, name string) (*versionPicker, er
 	if len(c.flows.Versions(name)) < 2 {
 		return nil, nil
 	}
-	return c.flowPicker(ctx, name)
+	return c.flowPicker(ctx, name, false)
 }

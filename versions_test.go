@@ -8,6 +8,7 @@ import (
 	"math"
 	"path/filepath"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -293,6 +294,83 @@ func TestVersionRetireDelete(t *testing.T) {
 		}
 		if _, err := c.Versions(ctx, "nothing", nil); !errors.Is(err, heph.ErrFlowNotFound) {
 			t.Fatalf("Versions of an unknown name: %v", err)
+		}
+	})
+}
+
+// policyReads counts the version policy reads of a store.
+type policyReads struct {
+	store.Store
+	n atomic.Int32
+}
+
+func (s *policyReads) VersionPolicy(ctx context.Context, name string) (*store.VersionPolicy, error) {
+	s.n.Add(1)
+	return s.Store.VersionPolicy(ctx, name)
+}
+
+// A client keeps the version policy of the definitions it starts and
+// reads it once, however many starts follow; changes made by another
+// client (another process) are in force at its next start all the same:
+// a retire (the store refuses the create chosen from the kept policy, and
+// the start is made again from the policy read afresh), an unretire (the
+// kept policy refuses the start, which is made again) and a rule; so are
+// document starts.
+func TestVersionPolicyKept(t *testing.T) {
+	t.Parallel()
+	versionBackends(t, func(t *testing.T, st store.Store) {
+		ctx := t.Context()
+		counted := &policyReads{Store: st}
+		c := versionClient(t, counted)
+		other := versionClient(t, st)
+		for range 5 {
+			if r := startV(t, c, nil, nil); r.Version != 3 {
+				t.Fatalf("start: version %d, want 3", r.Version)
+			}
+		}
+		if n := counted.n.Load(); n != 1 {
+			t.Fatalf("5 starts read the policy %d times, want 1", n)
+		}
+		if err := other.RetireVersion(ctx, "vflow", 3, "ops"); err != nil {
+			t.Fatal(err)
+		}
+		if r := startV(t, c, nil, nil); r.Version != 2 {
+			t.Fatalf("start after another client retired 3: version %d, want 2", r.Version)
+		}
+		_, err := c.StartRun(ctx, "vflow", nil, &heph.StartOptions{Version: 3})
+		if !errors.Is(err, heph.ErrVersionRetired) {
+			t.Fatalf("explicit start of version 3 retired elsewhere: %v", err)
+		}
+		if err := other.UnretireVersion(ctx, "vflow", 3, "ops"); err != nil {
+			t.Fatal(err)
+		}
+		if r := startV(t, c, nil, &heph.StartOptions{Version: 3}); r.Version != 3 {
+			t.Fatalf("explicit start of version 3 unretired elsewhere: version %d", r.Version)
+		}
+		if err := other.SetVersionRule(ctx, "vflow", &heph.VersionRule{Type: heph.VersionRulePinned, Version: 1}, "ops"); err != nil {
+			t.Fatal(err)
+		}
+		if r := startV(t, c, nil, nil); r.Version != 1 || versionWhy(t, r) != "pinned" {
+			t.Fatalf("start after another client pinned 1: version %d, %q", r.Version, versionWhy(t, r))
+		}
+		// A change made through this client is in force at once, without
+		// a refused create.
+		before := counted.n.Load()
+		if err := c.ClearVersionRule(ctx, "vflow"); err != nil {
+			t.Fatal(err)
+		}
+		if r := startV(t, c, nil, nil); r.Version != 3 {
+			t.Fatalf("start after clearing the rule here: version %d, want 3", r.Version)
+		}
+		if n := counted.n.Load() - before; n != 1 {
+			t.Fatalf("the start after a change made here read the policy %d times, want 1", n)
+		}
+		runs, err := c.ListRuns(ctx, &heph.ListOptions{Flow: "vflow", Limit: 100})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(runs.Runs) != 9 {
+			t.Fatalf("%d runs stored, want 9 (a refused create stores nothing)", len(runs.Runs))
 		}
 	})
 }

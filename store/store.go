@@ -488,6 +488,11 @@ type NewRun struct {
 	Error            string
 	History          []NewEvent
 	Tasks            []NewTask
+	// VersionGen, when positive, is the version generation of the policy
+	// the run's version was chosen from (VersionPolicy.Gen): the create is
+	// refused with ErrVersionPolicyChanged, writing nothing, unless the
+	// store's generation is still this one in the create's transaction.
+	VersionGen int64
 }
 
 // Update is what a Decide function returns: everything to write for one

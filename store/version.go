@@ -17,6 +17,10 @@ var (
 	// ErrVersionRetired: a version is retired or deleted, so no new run
 	// may start on it and no rule may name it.
 	ErrVersionRetired = errors.New("version retired")
+	// ErrVersionPolicyChanged: a create carried NewRun.VersionGen, and a
+	// version rule or state changed since that generation was read; the
+	// run was not created. Read the policy again and choose again.
+	ErrVersionPolicyChanged = errors.New("version policy changed")
 )
 
 // The states of a definition version. A version without a stored state
@@ -34,6 +38,17 @@ const (
 // PostgreSQL 0017_versions): version_rules, one row per name;
 // definition_versions, one row per name and version whose state was
 // changed. PruneRuns touches neither.
+//
+// Every write to either table (by these methods or otherwise) advances
+// the store's version generation (table version_generation, one row,
+// advanced by triggers in the writing transaction: SQLite migration 0028,
+// PostgreSQL 0030). VersionPolicy returns it with the policy, read in the
+// same snapshot, so that a caller may keep a policy and choose versions
+// from it without reading it again: a create with NewRun.VersionGen set
+// is refused with ErrVersionPolicyChanged, inside its transaction, when
+// the generation is no longer that one. A rule or state change is thereby
+// in force for every create whose transaction reads the generation after
+// it committed (as it was when each start read the policy itself).
 type Versions interface {
 	// VersionPolicy returns a name's rule (nil when it has none) and the
 	// stored states of its versions, by version, in one read.
@@ -77,6 +92,9 @@ type VersionState struct {
 type VersionPolicy struct {
 	Rule   *VersionRule
 	States []*VersionState
+	// Gen is the store's version generation when the policy was read
+	// (positive): see Versions.
+	Gen int64
 }
 
 // State returns the state of a version: active when none is stored.

@@ -289,6 +289,9 @@ type StartOptions struct {
 	// SearchAttributes are the run's first search attributes, of those
 	// the flow declares (store.AttrsOf).
 	SearchAttributes map[string]any
+	// VersionGen is the version generation of the policy Version was
+	// chosen from (store.NewRun.VersionGen; 0: none).
+	VersionGen int64
 }
 
 // Prepare checks a start request and returns the run to create, without
@@ -462,6 +465,7 @@ func (r *Runtime) newRun(flowName string, input any, opts *StartOptions) (*store
 		Status: u.Status, Input: raw, BusinessID: bid, KeyScope: scope, Tags: tags, Metadata: meta,
 		ConcurrencyKey: ckey, Deadline: deadline, SearchAttributes: sattrs,
 		State: u.State, Output: u.Output, Error: u.Error, History: u.History, Tasks: u.Tasks,
+		VersionGen: opts.VersionGen,
 	}
 	if bid == "" {
 		nr.KeyScope = businesskey.ScopeNone

@@ -287,6 +287,10 @@ type applier struct {
 	// keys are the keys of the keyed changes found in the history as
 	// locked, by run; recorded, those that the changes so far recorded.
 	keys, recorded map[string]map[string]bool
+	// gen is the version generation as read at the start, when a create
+	// carries one (NewRun.VersionGen) and the rows were read, not guessed
+	// (0: not read; a guess checks it in the guard instead).
+	gen int64
 
 	// xid is the transaction's id (txid_current), once read; pid its
 	// backend's.
@@ -638,12 +642,16 @@ func (a *applier) begin(ctx context.Context) error {
 	var ids []string
 	var fences []int64
 	var keyRuns, keys []string
+	var gens []int64
 	seen := map[string]bool{}
 	for _, c := range a.p.Changes {
 		if c.Fence != nil {
 			fences = append(fences, c.Fence.TaskID)
 		}
 		if c.Create != nil {
+			if c.Create.VersionGen > 0 {
+				gens = append(gens, c.Create.VersionGen)
+			}
 			continue
 		}
 		if !seen[c.RunID] {
@@ -655,8 +663,20 @@ func (a *applier) begin(ctx context.Context) error {
 		}
 	}
 	a.loaded = make(map[string]*runState, len(ids))
+	a.gen = 0
 	if a.guess != nil {
+		if len(gens) > 0 {
+			// Creates whose versions were chosen from a kept policy: the
+			// guess is that the policy has not changed since.
+			a.pl.queryRow(func(row pgx.Row) error {
+				var ok bool
+				return staleErr(row.Scan(&ok))
+			}, a.s.q.genGuard, gens)
+		}
 		return a.guessRows(ids, fences, keyRuns, keys)
+	}
+	if len(gens) > 0 {
+		a.pl.queryRow(func(row pgx.Row) error { return row.Scan(&a.gen) }, a.s.q.gen)
 	}
 	for _, id := range ids {
 		a.loaded[id] = &runState{}
@@ -697,7 +717,7 @@ func (a *applier) begin(ctx context.Context) error {
 	if len(keys) > 0 {
 		a.pl.query(a.readKeys, a.s.q.loadKeys, keyRuns, keys)
 	}
-	if len(ids) == 0 && len(fences) == 0 {
+	if len(ids) == 0 && len(fences) == 0 && len(gens) == 0 {
 		return nil // nothing to wait for: the writes go in the same round trip
 	}
 	return a.pl.send(ctx, a.conn)
@@ -1340,6 +1360,10 @@ func (a *applier) planCreate(i int, n *store.NewRun, fence *store.Lease) (*op, s
 	}
 	if fence != nil && !a.holds(fence) {
 		return nil, refused(fmt.Errorf("create run %s: task %d: %w", n.ID, fence.TaskID, store.ErrLeaseLost))
+	}
+	if n.VersionGen > 0 && a.gen != 0 && n.VersionGen != a.gen {
+		return nil, refused(fmt.Errorf("create run %s: %w: its version was chosen from generation %d, the store is at %d",
+			n.ID, store.ErrVersionPolicyChanged, n.VersionGen, a.gen))
 	}
 	r, err := store.RunOf(n, a.now)
 	if err != nil {

@@ -201,7 +201,7 @@ func nullString(s string) *string {
 // them.
 type queries struct {
 	loadRuns, loadFenced, loadKeys, writeCreates, writeUpdates, lookup string
-	guard, created, vacuumTasks                                        string
+	guard, created, vacuumTasks, gen, genGuard                         string
 	claimOne, claimMany, heartbeat, release, nextReady, stranded       string
 	getTask                                                            string
 	strandedPerRun                                                     string
@@ -231,6 +231,13 @@ func newQueries(schema string) queries {
 				WHERE t.token = x.token AND t.owner IS NOT NULL ORDER BY t.id FOR UPDATE OF t) AS l) = cardinality($3::int8[])
 			AND NOT EXISTS (SELECT FROM unnest($5::text[], $6::text[]) AS x(run_id, key)
 				JOIN §history h ON h.run_id = x.run_id AND h.key = x.key WHERE h.key IS NOT NULL))`),
+		// The version generation (migration 0030), read by an Apply whose
+		// creates carry one; genGuard fails a guessed Apply unless every
+		// generation of $1 is the store's. Neither locks the row: a rule
+		// or state change is in force for the creates whose transactions
+		// read the generation after it committed.
+		gen:      s("SELECT n FROM §version_generation"),
+		genGuard: s("SELECT §fresh((SELECT n FROM §version_generation) = ALL($1::int8[]))"),
 		// Not TRUNCATE: a queue grows back, and truncating takes a lock
 		// that stops every claim while it waits for it.
 		vacuumTasks: s("VACUUM (SKIP_LOCKED, TRUNCATE false) §tasks"),

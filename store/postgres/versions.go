@@ -22,7 +22,7 @@ const (
 	qVersionLock     = "SELECT pg_advisory_xact_lock(hashtextextended('heph.versions:' || $1, 0))"
 	qVersionRuleGet  = "SELECT rule, updated_at, updated_by FROM §version_rules WHERE name = $1"
 	qVersionStates   = "SELECT version, state, changed_at, changed_by FROM §definition_versions WHERE name = $1 ORDER BY version"
-	qVersionPolicy   = "SELECT 0, 0, rule::text, updated_at, updated_by FROM §version_rules WHERE name = $1 UNION ALL SELECT 1, version, state, changed_at, changed_by FROM §definition_versions WHERE name = $1 ORDER BY 1, 2"
+	qVersionPolicy   = "SELECT 0, 0, rule::text, updated_at, updated_by FROM §version_rules WHERE name = $1 UNION ALL SELECT 1, version, state, changed_at, changed_by FROM §definition_versions WHERE name = $1 UNION ALL SELECT 2, n, '', now(), '' FROM §version_generation ORDER BY 1, 2"
 	qVersionRetired  = "SELECT version FROM §definition_versions WHERE name = $1 AND version = ANY($2) AND state <> 'active' ORDER BY version LIMIT 1"
 	qVersionRulePut  = "INSERT INTO §version_rules (name, rule, updated_at, updated_by) VALUES ($1, $2, $3, $4) ON CONFLICT (name) DO UPDATE SET rule = excluded.rule, updated_at = excluded.updated_at, updated_by = excluded.updated_by"
 	qVersionRuleDel  = "DELETE FROM §version_rules WHERE name = $1"
@@ -38,8 +38,8 @@ func (s *Store) VersionPolicy(ctx context.Context, name string) (*store.VersionP
 		return nil, fmt.Errorf("version policy: %w", err)
 	}
 	var out *store.VersionPolicy
-	// One statement, so one round trip and one snapshot: the rule (kind 0)
-	// and the version states (kind 1).
+	// One statement, so one round trip and one snapshot: the rule (kind 0),
+	// the version states (kind 1) and the generation (kind 2).
 	err := s.idempotent(ctx, func(ctx context.Context) error {
 		out = &store.VersionPolicy{States: []*store.VersionState{}}
 		rows, err := s.pool.Query(ctx, s.versionQ(qVersionPolicy), name)
@@ -54,8 +54,12 @@ func (s *Store) VersionPolicy(ctx context.Context, name string) (*store.VersionP
 			if err := rows.Scan(&kind, &version, &text, &at, &by); err != nil {
 				return err
 			}
-			if kind == 0 {
+			switch kind {
+			case 0:
 				out.Rule = &store.VersionRule{Name: name, Rule: []byte(text), UpdatedAt: at.UTC(), UpdatedBy: by}
+				continue
+			case 2:
+				out.Gen = int64(version)
 				continue
 			}
 			out.States = append(out.States, &store.VersionState{Name: name, Version: version, State: text, ChangedAt: at.UTC(), ChangedBy: by})

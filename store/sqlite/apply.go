@@ -118,6 +118,10 @@ type applier struct {
 
 	events []pendingEvent
 	tasks  []pendingTask // without ids until flushTasks
+
+	// gen is the version generation, read by the first create that
+	// carries one (0: not read yet); nothing in the Apply changes it.
+	gen int64
 }
 
 // pendingTask is a task to insert, with its run's tags and metadata as
@@ -149,6 +153,18 @@ func (a *applier) create(n *store.NewRun, fence *store.Lease) (store.ChangeResul
 		}
 		if !held {
 			return refused(fmt.Errorf("create run %s: task %d: %w", n.ID, fence.TaskID, store.ErrLeaseLost))
+		}
+	}
+	if n.VersionGen > 0 {
+		if a.gen == 0 {
+			if _, err := a.w.adhocRow("SELECT n FROM version_generation", 1); err != nil {
+				return store.ChangeResult{}, fmt.Errorf("read the version generation: %w", err)
+			}
+			a.gen = vInt(a.w.dest[0])
+		}
+		if a.gen != n.VersionGen {
+			return refused(fmt.Errorf("create run %s: %w: its version was chosen from generation %d, the store is at %d",
+				n.ID, store.ErrVersionPolicyChanged, n.VersionGen, a.gen))
 		}
 	}
 	r, err := store.RunOf(n, a.now)

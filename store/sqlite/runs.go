@@ -29,11 +29,12 @@ func (r *readStmts) set() stmtSet {
 		{&r.strandsPerRun, strandedPerRunQuery},
 		{&r.listWorkers, "SELECT " + workerCols + " FROM workers WHERE expires_at > ? ORDER BY id"},
 		{&r.getTask, "SELECT " + taskCols + " FROM tasks WHERE id = ?"},
-		// The rule (kind 0) and the version states (kind 1) of a name, in
-		// one statement: one snapshot, no transaction to begin (every
-		// start of a flow reads it).
+		// The rule (kind 0) and the version states (kind 1) of a name, and
+		// the version generation (kind 2), in one statement: one snapshot,
+		// no transaction to begin.
 		{&r.versionPolicy, "SELECT 0, 0, rule, updated_at, updated_by FROM version_rules WHERE name = ?1 " +
-			"UNION ALL SELECT 1, version, state, changed_at, changed_by FROM definition_versions WHERE name = ?1 ORDER BY 1, 2"},
+			"UNION ALL SELECT 1, version, state, changed_at, changed_by FROM definition_versions WHERE name = ?1 " +
+			"UNION ALL SELECT 2, n, '', 0, '' FROM version_generation ORDER BY 1, 2"},
 	}
 }
 

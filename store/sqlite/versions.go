@@ -22,8 +22,8 @@ const (
 		"FROM runs WHERE workflow = ? AND kind = 'flow' GROUP BY version ORDER BY version"
 )
 
-// VersionPolicy reads a name's rule and version states (one read
-// transaction).
+// VersionPolicy reads a name's rule, version states and the version
+// generation (one statement, one snapshot).
 func (s *Store) VersionPolicy(ctx context.Context, name string) (*store.VersionPolicy, error) {
 	if err := s.check(); err != nil {
 		return nil, fmt.Errorf("version policy: %w", err)
@@ -41,8 +41,12 @@ func (s *Store) VersionPolicy(ctx context.Context, name string) (*store.VersionP
 		if err := rows.Scan(&kind, &version, &text, &at, &by); err != nil {
 			return nil, s.fail("version policy", err)
 		}
-		if kind == 0 {
+		switch kind {
+		case 0:
 			out.Rule = &store.VersionRule{Name: name, Rule: []byte(text), UpdatedAt: fromMicros(at), UpdatedBy: by}
+			continue
+		case 2:
+			out.Gen = int64(version)
 			continue
 		}
 		out.States = append(out.States, &store.VersionState{Name: name, Version: version, State: text, ChangedAt: fromMicros(at), ChangedBy: by})

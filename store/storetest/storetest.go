@@ -149,6 +149,7 @@ func Run(t *testing.T, newStore func(t *testing.T) store.Store, opts ...Option) 
 		{"CatalogValidation", testCatalogValidation},
 		{"Builds", testBuilds},
 		{"Versions", testVersions},
+		{"VersionGeneration", testVersionGeneration},
 		{"VersionRunCounts", testVersionRunCounts},
 		{"Logs", testLogs},
 		{"LogBounds", testLogBounds},

@@ -1,6 +1,7 @@
 package storetest
 
 import (
+	"errors"
 	"strings"
 	"testing"
 	"time"
@@ -62,6 +63,7 @@ func testVersions(t *testing.T, h *harness) {
 		t.Fatalf("VersionPolicy: %v", err)
 	}
 	diff(t, "VersionPolicy", &store.VersionPolicy{
+		Gen:  p.Gen,
 		Rule: &store.VersionRule{Name: "billing", Rule: raw(`{"type":"pinned","version":4}`), UpdatedAt: at(5 * time.Second), UpdatedBy: "carol"},
 		States: []*store.VersionState{
 			{Name: "billing", Version: 2, State: store.VersionRetired, ChangedAt: at(2 * time.Second), ChangedBy: "bob"},
@@ -93,6 +95,91 @@ func testVersions(t *testing.T, h *harness) {
 	wantErr(t, "SetVersionState of version 0", err, hephtype.ErrInvalidInput)
 	_, err = s.SetVersionState(ctx, &store.SetVersionStateParams{Name: "billing", Version: 1, State: "gone", At: at(0)})
 	wantErr(t, "SetVersionState of a bad state", err, hephtype.ErrInvalidInput)
+}
+
+// VersionGeneration: every write of a rule or a state advances the
+// generation that VersionPolicy returns (whatever the name; a refused
+// rule does not); a create carrying an older generation is refused with
+// ErrVersionPolicyChanged and writes nothing, beside creates of the same
+// Apply that carry the current one (or none), which are created.
+func testVersionGeneration(t *testing.T, h *harness) {
+	ctx := t.Context()
+	s := h.s
+	gen := func() int64 {
+		t.Helper()
+		p, err := s.VersionPolicy(ctx, "any")
+		if err != nil {
+			t.Fatalf("VersionPolicy: %v", err)
+		}
+		if p.Gen <= 0 {
+			t.Fatalf("VersionPolicy.Gen = %d, want positive", p.Gen)
+		}
+		return p.Gen
+	}
+	g0 := gen()
+	if g := gen(); g != g0 {
+		t.Fatalf("generation moved from %d to %d with nothing written", g0, g)
+	}
+	steps := []struct {
+		what  string
+		write func() error
+	}{
+		{"PutVersionRule", func() error {
+			_, err := s.PutVersionRule(ctx, &store.PutVersionRuleParams{Name: "pay", Rule: raw(`{"type":"pinned","version":1}`), Targets: []int{1}, At: at(0)})
+			return err
+		}},
+		{"SetVersionState of another name", func() error {
+			_, err := s.SetVersionState(ctx, &store.SetVersionStateParams{Name: "other", Version: 2, State: store.VersionRetired, At: at(0)})
+			return err
+		}},
+		{"SetVersionState again (unretire)", func() error {
+			_, err := s.SetVersionState(ctx, &store.SetVersionStateParams{Name: "other", Version: 2, State: store.VersionActive, At: at(0)})
+			return err
+		}},
+		{"DeleteVersionRule", func() error { return s.DeleteVersionRule(ctx, "pay") }},
+	}
+	prev := g0
+	for _, st := range steps {
+		if err := st.write(); err != nil {
+			t.Fatalf("%s: %v", st.what, err)
+		}
+		if g := gen(); g <= prev {
+			t.Fatalf("after %s the generation is %d, was %d: want it advanced", st.what, g, prev)
+		} else {
+			prev = g
+		}
+	}
+	// A rule refused (it names a retired version) changes nothing.
+	if _, err := s.SetVersionState(ctx, &store.SetVersionStateParams{Name: "pay", Version: 3, State: store.VersionRetired, At: at(0)}); err != nil {
+		t.Fatalf("SetVersionState: %v", err)
+	}
+	prev = gen()
+	_, err := s.PutVersionRule(ctx, &store.PutVersionRuleParams{Name: "pay", Rule: raw(`{"type":"pinned","version":3}`), Targets: []int{3}, At: at(0)})
+	wantErr(t, "PutVersionRule naming a retired version", err, store.ErrVersionRetired)
+	if g := gen(); g != prev {
+		t.Fatalf("a refused rule moved the generation from %d to %d", prev, g)
+	}
+
+	stale, fresh, none := newRun("r-stale"), newRun("r-fresh"), newRun("r-none")
+	stale.VersionGen, fresh.VersionGen = g0, prev
+	res := h.apply(at(time.Second), store.Change{Create: stale}, store.Change{Create: fresh}, store.Change{Create: none})
+	wantErr(t, "create with an old generation", res[0].Err, store.ErrVersionPolicyChanged)
+	if res[0].Run != nil {
+		t.Fatalf("refused create returned run %+v", res[0].Run)
+	}
+	for i, id := range []string{"r-fresh", "r-none"} {
+		if r := res[i+1]; r.Err != nil || r.Run == nil || r.Run.ID != id {
+			t.Fatalf("create %s = %+v, %v", id, r.Run, r.Err)
+		}
+	}
+	if _, err := s.GetRun(ctx, "r-stale"); !errors.Is(err, store.ErrRunNotFound) {
+		t.Fatalf("GetRun of the refused create = %v, want ErrRunNotFound", err)
+	}
+	// Alone in its Apply, and once more with the current generation.
+	res = h.apply(at(time.Second), store.Change{Create: stale})
+	wantErr(t, "create alone with an old generation", res[0].Err, store.ErrVersionPolicyChanged)
+	stale.VersionGen = prev
+	h.create(at(time.Second), stale)
 }
 
 // VersionRunCounts: runs of a name counted per version, active and

@@ -1,0 +1,7 @@
+DROP TRIGGER definition_versions_generation_delete;
+DROP TRIGGER definition_versions_generation_update;
+DROP TRIGGER definition_versions_generation_insert;
+DROP TRIGGER version_rules_generation_delete;
+DROP TRIGGER version_rules_generation_update;
+DROP TRIGGER version_rules_generation_insert;
+DROP TABLE version_generation;
