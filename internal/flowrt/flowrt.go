@@ -464,8 +464,7 @@ func (r *Runtime) newRun(flowName string, input any, opts *StartOptions) (*store
 		ID: id, Workflow: f.Name(), Version: f.Version(), Kind: hephtype.KindFlow,
 		Status: u.Status, Input: raw, BusinessID: bid, KeyScope: scope, Tags: tags, Metadata: meta,
 		ConcurrencyKey: ckey, Deadline: deadline, SearchAttributes: sattrs,
-		State: u.State, Output: u.Output, Error: u.Error, History: u.History, Tasks: u.Tasks,
-		VersionGen: opts.VersionGen,
+		State: u.State, Output: u.Output, Error: u.Error, History: u.History, Tasks: u.Tasks, VersionGen: opts.VersionGen,
 	}
 	if bid == "" {
 		nr.KeyScope = businesskey.ScopeNone
