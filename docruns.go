@@ -162,16 +162,15 @@ func (c *Client) startDocument(ctx context.Context, name string, version int, in
 // startDocumentPicked starts a run of a stored document whose version
 // (0: the picker's choice) p chooses.
 func (c *Client) startDocumentPicked(ctx context.Context, p *versionPicker, version int, input any, o *flowrt.StartOptions) (*store.Run, error) {
-	name := p.name
 	oo := *o
 	oo.Version = version
 	o, err := p.apply(input, &oo)
 	if err != nil {
 		return nil, err
 	}
-	d, err := c.GetDocument(ctx, name, o.Version)
+	d, err := c.pickedDocument(ctx, p, o.Version)
 	if err != nil {
-		return nil, fmt.Errorf("start document: %w", err)
+		return nil, err
 	}
 	if _, err := c.flows.Flow(d.Name, d.Version); err != nil {
 		if _, err := c.registerDocument(d); err != nil {
@@ -181,6 +180,27 @@ func (c *Client) startDocumentPicked(ctx context.Context, p *versionPicker, vers
 	o.Version = d.Version
 	o.Document = DocumentRef{Name: d.Name, Version: d.Version, Hash: d.Hash}
 	return c.flows.Start(ctx, d.Name, input, o)
+}
+
+// pickedDocument returns the document version a start takes (0: the
+// latest). A start from a kept policy takes the document kept with it,
+// if any: the create carries the policy's generation, which a new
+// document version advances, so a latest version kept too long is
+// refused in the create's transaction (store.Versions). A document read
+// here is kept with the policy's generation: it was read after the
+// policy, so the generation guards it as well.
+func (c *Client) pickedDocument(ctx context.Context, p *versionPicker, version int) (*Document, error) {
+	if p.kept {
+		if d := c.policies.document(p.name, version, p.pol.Gen); d != nil {
+			return d, nil
+		}
+	}
+	d, err := c.GetDocument(ctx, p.name, version)
+	if err != nil {
+		return nil, fmt.Errorf("start document: %w", err)
+	}
+	c.policies.keepDocument(p.name, version, p.pol.Gen, d)
+	return d, nil
 }
 
 // RunDocument starts a run of a stored document (see StartDocument) and

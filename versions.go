@@ -387,6 +387,40 @@ type versionPicker struct {
 type policyCache struct {
 	mu sync.Mutex
 	m  map[string]*store.VersionPolicy
+	// docs are the documents started from kept policies, by name and
+	// version asked for (0: the latest), with the generation of the
+	// policy they were read after.
+	docs map[keptDocKey]keptDoc
+}
+
+type keptDocKey struct {
+	name    string
+	version int
+}
+
+type keptDoc struct {
+	gen int64
+	doc *Document
+}
+
+// document returns the document kept for name and version under the
+// generation gen, or nil.
+func (pc *policyCache) document(name string, version int, gen int64) *Document {
+	pc.mu.Lock()
+	defer pc.mu.Unlock()
+	if k, ok := pc.docs[keptDocKey{name, version}]; ok && k.gen == gen {
+		return k.doc
+	}
+	return nil
+}
+
+func (pc *policyCache) keepDocument(name string, version int, gen int64, d *Document) {
+	pc.mu.Lock()
+	defer pc.mu.Unlock()
+	if pc.docs == nil || len(pc.docs) >= maxKeptPolicies {
+		pc.docs = map[keptDocKey]keptDoc{}
+	}
+	pc.docs[keptDocKey{name, version}] = keptDoc{gen: gen, doc: d}
 }
 
 // maxKeptPolicies bounds the policies kept; past it, they are dropped
@@ -416,11 +450,11 @@ func (pc *policyCache) clear() {
 	pc.mu.Lock()
 	defer pc.mu.Unlock()
 	clear(pc.m)
+	clear(pc.docs)
 }
 
-// versionPicker reads the policy of a definition; with keep, it takes
-// the policy kept from an earlier start when there is one, and keeps the
-// one it reads.
+// versionPicker reads the policy of a definition, and keeps it; with
+// keep, it takes the policy kept from an earlier start when there is one.
 func (c *Client) versionPicker(ctx context.Context, name string, keep bool, versions func() ([]int, error)) (*versionPicker, error) {
 	var pol *store.VersionPolicy
 	if keep {
@@ -433,9 +467,7 @@ func (c *Client) versionPicker(ctx context.Context, name string, keep bool, vers
 			return nil, fmt.Errorf("start %q: %w", name, err)
 		}
 		p.pol = pol
-		if keep {
-			c.policies.put(name, pol)
-		}
+		c.policies.put(name, pol)
 	}
 	if pol.Rule != nil {
 		var err error

@@ -298,15 +298,20 @@ func TestVersionRetireDelete(t *testing.T) {
 	})
 }
 
-// policyReads counts the version policy reads of a store.
+// policyReads counts the version policy and document reads of a store.
 type policyReads struct {
 	store.Store
-	n atomic.Int32
+	n, docs atomic.Int32
 }
 
 func (s *policyReads) VersionPolicy(ctx context.Context, name string) (*store.VersionPolicy, error) {
 	s.n.Add(1)
 	return s.Store.VersionPolicy(ctx, name)
+}
+
+func (s *policyReads) GetDocument(ctx context.Context, p *store.GetDocumentParams) (*store.Document, error) {
+	s.docs.Add(1)
+	return s.Store.GetDocument(ctx, p)
 }
 
 // A client keeps the version policy of the definitions it starts and
@@ -371,6 +376,65 @@ func TestVersionPolicyKept(t *testing.T) {
 		}
 		if len(runs.Runs) != 9 {
 			t.Fatalf("%d runs stored, want 9 (a refused create stores nothing)", len(runs.Runs))
+		}
+	})
+}
+
+// A client keeps the latest version of a document it starts with the
+// policy: later starts read neither; a new version stored by another
+// client is what the next start takes (the store refuses the create
+// chosen from the kept one).
+func TestVersionPolicyKeptDocument(t *testing.T) {
+	t.Parallel()
+	versionBackends(t, func(t *testing.T, st store.Store) {
+		ctx := t.Context()
+		counted := &policyReads{Store: st}
+		clients := make([]*heph.Client, 2)
+		for i, s := range []store.Store{counted, st} {
+			c, err := heph.New(&heph.Config{Store: s})
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() { _ = c.Stop(context.Background()) })
+			reg := flowdoc.NewRegistry()
+			if err := reg.Register(flowdoc.RemoteAction("noop")); err != nil {
+				t.Fatal(err)
+			}
+			if err := c.RegisterDocuments(ctx, reg); err != nil {
+				t.Fatal(err)
+			}
+			clients[i] = c
+		}
+		c, other := clients[0], clients[1]
+		put := func(arg string) {
+			t.Helper()
+			doc := `{"name":"kdoc","steps":{"s":{"action":"noop","args":{"x":"` + arg + `"},"done":true}}}`
+			if _, err := other.PutDocument(ctx, "kdoc", heph.DocumentJSON, []byte(doc)); err != nil {
+				t.Fatal(err)
+			}
+		}
+		start := func(want int) {
+			t.Helper()
+			r, err := c.StartDocument(ctx, "kdoc", 0, nil, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if ref, ok := r.Document(); !ok || r.Version != want || ref.Version != want {
+				t.Fatalf("start: version %d, document %+v; want %d", r.Version, ref, want)
+			}
+		}
+		put("a")
+		for range 4 {
+			start(1)
+		}
+		if n, d := counted.n.Load(), counted.docs.Load(); n != 1 || d != 1 {
+			t.Fatalf("4 starts read the policy %d times and the document %d times, want 1 and 1", n, d)
+		}
+		put("b")
+		start(2)
+		start(2)
+		if n, d := counted.n.Load(), counted.docs.Load(); n != 2 || d != 2 {
+			t.Fatalf("after another client stored version 2, the policy was read %d times and the document %d times in all, want 2 and 2", n, d)
 		}
 	})
 }

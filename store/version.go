@@ -39,8 +39,9 @@ const (
 // definition_versions, one row per name and version whose state was
 // changed. PruneRuns touches neither.
 //
-// Every write to either table (by these methods or otherwise) advances
-// the store's version generation (table version_generation, one row,
+// Every write to either table (by these methods or otherwise), and every
+// document version stored (Documents), advances the store's version
+// generation (table version_generation, one row,
 // advanced by triggers in the writing transaction: SQLite migration 0028,
 // PostgreSQL 0030). VersionPolicy returns it with the policy, read in the
 // same snapshot, so that a caller may keep a policy and choose versions
@@ -48,7 +49,9 @@ const (
 // is refused with ErrVersionPolicyChanged, inside its transaction, when
 // the generation is no longer that one. A rule or state change is thereby
 // in force for every create whose transaction reads the generation after
-// it committed (as it was when each start read the policy itself).
+// it committed (as it was when each start read the policy itself), and
+// so is a new latest document version for a caller that keeps the latest
+// version of a document with the policy.
 type Versions interface {
 	// VersionPolicy returns a name's rule (nil when it has none) and the
 	// stored states of its versions, by version, in one read.

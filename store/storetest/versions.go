@@ -97,9 +97,9 @@ func testVersions(t *testing.T, h *harness) {
 	wantErr(t, "SetVersionState of a bad state", err, hephtype.ErrInvalidInput)
 }
 
-// VersionGeneration: every write of a rule or a state advances the
-// generation that VersionPolicy returns (whatever the name; a refused
-// rule does not); a create carrying an older generation is refused with
+// VersionGeneration: every write of a rule or a state, and every new
+// document version, advances the generation that VersionPolicy returns
+// (whatever the name; a refused rule and a document stored again do not); a create carrying an older generation is refused with
 // ErrVersionPolicyChanged and writes nothing, beside creates of the same
 // Apply that carry the current one (or none), which are created.
 func testVersionGeneration(t *testing.T, h *harness) {
@@ -158,6 +158,19 @@ func testVersionGeneration(t *testing.T, h *harness) {
 	wantErr(t, "PutVersionRule naming a retired version", err, store.ErrVersionRetired)
 	if g := gen(); g != prev {
 		t.Fatalf("a refused rule moved the generation from %d to %d", prev, g)
+	}
+
+	// A new document version advances it; storing the same content again
+	// (nothing stored) does not.
+	h.put(putDoc("genDoc", store.DocumentYAML, "name: genDoc\n", time.Second))
+	if g := gen(); g <= prev {
+		t.Fatalf("after a document version was stored the generation is %d, was %d: want it advanced", g, prev)
+	} else {
+		prev = g
+	}
+	h.put(putDoc("genDoc", store.DocumentYAML, "name: genDoc\n", 2*time.Second))
+	if g := gen(); g != prev {
+		t.Fatalf("storing the same document again moved the generation from %d to %d", prev, g)
 	}
 
 	stale, fresh, none := newRun("r-stale"), newRun("r-fresh"), newRun("r-none")

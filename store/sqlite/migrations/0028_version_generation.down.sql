@@ -1,3 +1,6 @@
+DROP TRIGGER documents_generation_delete;
+DROP TRIGGER documents_generation_update;
+DROP TRIGGER documents_generation_insert;
 DROP TRIGGER definition_versions_generation_delete;
 DROP TRIGGER definition_versions_generation_update;
 DROP TRIGGER definition_versions_generation_insert;
