@@ -34,7 +34,7 @@ var layers = map[string]int{
 	"internal/engine": layerCore, "internal/replay": layerCore, "internal/flowctl": layerCore, "internal/cronspec": layerCore,
 	"internal/dag": layerCore, "internal/flowgraph": layerCore, "internal/graphtext": layerCore, "internal/migrate": layerCore,
 	"internal/wfdef": layerCore, "workflow/workflowcheck": layerCore, "internal/versionrule": layerCore, "internal/suggest": layerCore,
-	"internal/runsteps": layerCore,
+	"internal/runsteps": layerCore, "codec": layerCore,
 
 	"internal/attrfilter": layerStore,
 
