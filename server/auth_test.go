@@ -6,8 +6,12 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/hephaestus-go/hephaestus/clock"
+	"github.com/hephaestus-go/hephaestus/store"
 )
 
 // token makes a token in the env's store for a principal (created with
@@ -207,4 +211,53 @@ func (e *env) signIn(token string) string {
 		e.t.Fatalf("session %+v", s)
 	}
 	return s.Secret
+}
+
+// touchCount counts the token uses a server records.
+type touchCount struct {
+	store.Admin
+	n atomic.Int32
+}
+
+func (a *touchCount) TouchToken(ctx context.Context, id string, at time.Time) error {
+	a.n.Add(1)
+	return a.Admin.TouchToken(ctx, id, at)
+}
+
+// A token's use is recorded at its first request and again once
+// store.TouchInterval has passed since the recorded one; the requests
+// between do not ask the store to record it (a round trip each).
+func TestTokenUseRecordedOncePerInterval(t *testing.T) {
+	forEach(t, func(t *testing.T, b backend) {
+		e := newEnv(t, b, nil)
+		clk := clock.NewFake(time.Now().UTC().Truncate(time.Second))
+		admin := &touchCount{Admin: e.admin()}
+		s := serve(t, e.store, e.client, &Config{Clock: clk, Admin: admin})
+		tok := e.token("toucher", RoleAdmin)
+		lastUsed := func() time.Time {
+			t.Helper()
+			var ts []Token
+			s.api.callAs(tok, http.MethodGet, "/api/v1/tokens", nil, http.StatusOK, &ts)
+			i := slices.IndexFunc(ts, func(t Token) bool { return t.Principal == "toucher" })
+			if i < 0 || ts[i].LastUsedAt == nil {
+				t.Fatalf("the token's last use is not recorded: %+v", ts)
+			}
+			return *ts[i].LastUsedAt
+		}
+		first := clk.Now()
+		if at := lastUsed(); !at.Equal(first) || admin.n.Load() != 1 {
+			t.Fatalf("after the first request: last used %v (want %v), %d touches (want 1)", at, first, admin.n.Load())
+		}
+		clk.Advance(store.TouchInterval - time.Second)
+		for range 3 {
+			lastUsed()
+		}
+		if n := admin.n.Load(); n != 1 {
+			t.Fatalf("requests within the interval asked the store to record the use %d times in all, want 1", n)
+		}
+		clk.Advance(2 * time.Second)
+		if at := lastUsed(); !at.Equal(clk.Now()) || admin.n.Load() != 2 {
+			t.Fatalf("after the interval: last used %v (want %v), %d touches (want 2)", at, clk.Now(), admin.n.Load())
+		}
+	})
 }
