@@ -245,11 +245,12 @@ type PendingApproval struct {
 // PendingApprovals lists the approval gates waiting for a decision now,
 // oldest first, of the runs of flows this client has registered.
 //
-// Cost: there is no index of gates. It pages through the unfinished runs
-// (of filter.Workflow when set; only filter.RunID's run when set), and
-// reads the history of each run that has a waiting gate, to find when it
-// started waiting: O(unfinished runs) reads of runs plus one history per
-// run with a waiting gate. Filter by Workflow or RunID on large stores.
+// Cost: the gates are in the flows' code, not in the store, so it pages
+// through the active flow runs (of filter.Workflow when set; only
+// filter.RunID's run when set) through the stores' index of the active
+// runs, reading no finished run, and reads the history of each run that
+// has a waiting gate, to find when it started waiting: O(active runs)
+// plus one history per run with a waiting gate, whatever the runs stored.
 func (c *Client) PendingApprovals(ctx context.Context, filter *ApprovalFilter) ([]*PendingApproval, error) {
 	if filter == nil {
 		filter = &ApprovalFilter{}
@@ -301,7 +302,8 @@ func (c *Client) PendingApprovals(ctx context.Context, filter *ApprovalFilter) (
 			return nil, fmt.Errorf("pending approvals: %w", err)
 		}
 	} else {
-		p := &store.ListRunsParams{Workflow: filter.Workflow, Statuses: []hephtype.RunStatus{StatusPending, StatusRunning, StatusWaiting}, Limit: 1000}
+		p := &store.ListRunsParams{Workflow: filter.Workflow, Kind: hephtype.KindFlow,
+			Statuses: []hephtype.RunStatus{StatusPending, StatusRunning, StatusWaiting}, Limit: 1000}
 		for {
 			page, err := c.cfg.Store.ListRuns(ctx, p)
 			if err != nil {

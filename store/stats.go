@@ -155,6 +155,19 @@ func ActiveStatuses() []hephtype.RunStatus {
 	return []hephtype.RunStatus{hephtype.StatusPending, hephtype.StatusRunning, hephtype.StatusWaiting}
 }
 
+// OnlyActive reports whether statuses is not empty and holds active
+// statuses only: the runs a listing of them keeps are all in the
+// backends' index of the active runs (runs_active), which it then reads
+// instead of every run.
+func OnlyActive(statuses []hephtype.RunStatus) bool {
+	for _, s := range statuses {
+		if !slices.Contains(ActiveStatuses(), s) {
+			return false
+		}
+	}
+	return len(statuses) > 0
+}
+
 // LatencyOf computes the percentiles of durations (in any order; sorted in
 // place) of count runs.
 func LatencyOf(count int, durations []time.Duration) Latency {

@@ -70,6 +70,9 @@ func testEarliestReady(t *testing.T, h *harness) {
 		{"due after 4h", store.ListRunsParams{DueAfter: at(4 * time.Hour)}, []string{"pending-later"}},
 		{"due and a status", store.ListRunsParams{DueAfter: at(30 * time.Minute), Statuses: []hephtype.RunStatus{hephtype.StatusRunning}}, []string{"now", "later"}},
 		{"due and paged", store.ListRunsParams{DueAfter: at(30 * time.Minute), Limit: 1}, []string{"pending-later"}},
+		{"due of a workflow", store.ListRunsParams{DueAfter: at(30 * time.Minute), Workflow: "wf"}, []string{"pending-later", "now", "later"}},
+		{"due of another workflow", store.ListRunsParams{DueAfter: at(30 * time.Minute), Workflow: "other"}, nil},
+		{"due, a workflow and a status", store.ListRunsParams{DueAfter: at(30 * time.Minute), Workflow: "wf", Statuses: []hephtype.RunStatus{hephtype.StatusPending}}, []string{"pending-later"}},
 	} {
 		diff(t, tc.name, tc.want, ids(h.list(tc.p).Runs))
 	}

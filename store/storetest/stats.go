@@ -3,6 +3,8 @@ package storetest
 import (
 	"errors"
 	"fmt"
+	"maps"
+	"slices"
 	"testing"
 	"time"
 
@@ -168,6 +170,170 @@ func testRunStats(t *testing.T, h *harness) {
 	if got := h.runStats(store.RunStatsParams{Since: m(0), Until: m(500), Bucket: time.Minute, StaleAfter: time.Hour}); len(got.Buckets) != 500 {
 		t.Fatalf("%d buckets, want 500", len(got.Buckets))
 	}
+}
+
+// testRunStatsExact: the counts of RunStats (the active runs by status,
+// the blocked runs, the runs started and finished in a window) and the
+// lists by an active status stay exact as runs are created, change
+// status, finish, are reopened, deleted (forced or not) and pruned. The
+// backends read them through indexes of the active and of the finished
+// runs (docs/api.md, What the frequent reads cost): each change must move
+// a run into or out of them. A few runs stored first, outside the window,
+// count in the active figures of all runs.
+func testRunStatsExact(t *testing.T, h *harness) {
+	others := []*store.NewRun{newRun("o1"), newRun("o2"), newRun("o3")}
+	others[1].Status = hephtype.StatusWaiting
+	h.create(at(0), others...)
+	h.mustUpdate(at(time.Minute), "o3", nil, &store.Update{Condition: &store.Condition{Code: "unserved", Message: "no worker", Since: at(time.Minute)}})
+	m := &statsModel{t: t, h: h, t0: at(30 * 24 * time.Hour), status: map[string]hephtype.RunStatus{}, blocked: map[string]bool{}}
+	m.before = h.runStats(m.window(""))
+	if m.before.Active[hephtype.StatusRunning] != 2 || m.before.Active[hephtype.StatusWaiting] != 1 || m.before.Blocked.Count != 1 {
+		t.Fatalf("the runs before: active %v, blocked %d", m.before.Active, m.before.Blocked.Count)
+	}
+	m.check("none")
+
+	// Created in every active status.
+	for i, st := range []hephtype.RunStatus{hephtype.StatusPending, hephtype.StatusPending, hephtype.StatusRunning,
+		hephtype.StatusRunning, hephtype.StatusWaiting, hephtype.StatusRunning} {
+		r := newRun(fmt.Sprintf("x%d", i+1))
+		r.Workflow, r.Status = "exact", st
+		h.create(m.t0.Add(time.Duration(i+1)*time.Minute), r)
+		m.status[r.ID] = st
+	}
+	m.check("created")
+
+	// Every change of status, and a condition.
+	now := m.t0.Add(10 * time.Minute)
+	for id, st := range map[string]hephtype.RunStatus{"x1": hephtype.StatusRunning, "x3": hephtype.StatusWaiting,
+		"x5": hephtype.StatusCompleted, "x4": hephtype.StatusFailed, "x2": hephtype.StatusCancelled} {
+		h.mustUpdate(now, id, nil, &store.Update{Status: st})
+		m.status[id] = st
+	}
+	h.mustUpdate(now, "x6", nil, &store.Update{Condition: &store.Condition{Code: "unserved", Message: "no worker", Since: now}})
+	m.blocked["x6"] = true
+	m.check("changed")
+
+	// A failed run reopened.
+	h.mustUpdate(now.Add(time.Minute), "x4", nil, &store.Update{Status: hephtype.StatusRunning, Reopen: true})
+	m.status["x4"] = hephtype.StatusRunning
+	m.check("reopened")
+
+	// Deleted: a finished run, and an active one (forced).
+	for _, p := range []store.DeleteRunParams{{ID: "x5"}, {ID: "x6", Force: true}} {
+		if _, err := h.s.DeleteRun(t.Context(), &p); err != nil {
+			t.Fatalf("DeleteRun(%+v): %v", p, err)
+		}
+		delete(m.status, p.ID)
+	}
+	m.check("deleted")
+
+	// Pruned: the finished runs go, the active ones stay.
+	h.mustUpdate(now.Add(2*time.Minute), "x4", nil, &store.Update{Status: hephtype.StatusCompleted})
+	m.status["x4"] = hephtype.StatusCompleted
+	m.check("finished again")
+	n, err := h.s.PruneRuns(t.Context(), &store.PruneParams{FinishedBefore: m.t0.Add(time.Hour), Workflows: []string{"exact"}})
+	if err != nil || n != 2 {
+		t.Fatalf("PruneRuns: %d, %v; want 2 (x2 and x4)", n, err)
+	}
+	delete(m.status, "x2")
+	delete(m.status, "x4")
+	m.check("pruned")
+}
+
+// statsModel is what testRunStatsExact expects: the status of each run of
+// the workflow "exact" (none once deleted), created in the hour after t0,
+// and whether it has a condition; before is RunStats of all runs before
+// the first of them.
+type statsModel struct {
+	t       *testing.T
+	h       *harness
+	t0      time.Time
+	before  *store.RunStats
+	status  map[string]hephtype.RunStatus
+	blocked map[string]bool
+}
+
+// window is the hour after t0, in one bucket, for one workflow or all.
+func (m *statsModel) window(wf string) store.RunStatsParams {
+	return store.RunStatsParams{Since: m.t0, Until: m.t0.Add(time.Hour), Bucket: time.Hour, Workflow: wf, StaleAfter: 365 * 24 * time.Hour}
+}
+
+// want returns the stats the model expects of the workflow (latency but
+// its count, the blocked runs but their count, and the stale runs left
+// out), the active runs of each status and all the active runs, newest
+// first.
+func (m *statsModel) want() (*store.RunStats, map[hephtype.RunStatus][]string, []string) {
+	want := store.NewRunStats(&store.RunStatsParams{Since: m.t0, Until: m.t0.Add(time.Hour), Bucket: time.Hour})
+	b := &want.Buckets[0]
+	lists := map[hephtype.RunStatus][]string{}
+	var active []string
+	for _, id := range slices.Sorted(maps.Keys(m.status)) { // in creation order
+		b.Started++
+		switch st := m.status[id]; st {
+		case hephtype.StatusCompleted:
+			b.Completed++
+			want.Latency.Count++
+		case hephtype.StatusFailed:
+			b.Failed++
+		case hephtype.StatusCancelled:
+			b.Cancelled++
+		default:
+			want.Active[st]++
+			lists[st] = append([]string{id}, lists[st]...)
+			active = append([]string{id}, active...)
+			if m.blocked[id] {
+				want.Blocked.Count++
+			}
+		}
+	}
+	return want, lists, active
+}
+
+// check compares RunStats and the lists by an active status with the
+// model, after step.
+func (m *statsModel) check(step string) {
+	t := m.t
+	t.Helper()
+	want, lists, active := m.want()
+	got := m.h.runStats(m.window("exact"))
+	if got.Latency.Sampled != got.Latency.Count {
+		t.Fatalf("%s: latency sampled %d of %d", step, got.Latency.Sampled, got.Latency.Count)
+	}
+	got.Latency = store.Latency{Count: got.Latency.Count}
+	got.Blocked.Runs, got.Stale = nil, store.RunSample{}
+	diff(t, step+": the stats of the workflow", want, got)
+	all := m.h.runStats(m.window(""))
+	diff(t, step+": the buckets of all runs", want.Buckets, all.Buckets)
+	for _, s := range store.ActiveStatuses() {
+		if all.Active[s] != m.before.Active[s]+want.Active[s] {
+			t.Fatalf("%s: %d runs %s in all, want %d before and %d since", step, all.Active[s], s, m.before.Active[s], want.Active[s])
+		}
+	}
+	if all.Blocked.Count != m.before.Blocked.Count+want.Blocked.Count {
+		t.Fatalf("%s: %d runs blocked in all, want %d before and %d since", step, all.Blocked.Count, m.before.Blocked.Count, want.Blocked.Count)
+	}
+	for _, s := range store.ActiveStatuses() {
+		diff(t, fmt.Sprintf("%s: the runs %s", step, s), lists[s], m.listAll(step, store.ListRunsParams{Workflow: "exact", Statuses: []hephtype.RunStatus{s}}))
+	}
+	diff(t, step+": the active runs", active, m.listAll(step, store.ListRunsParams{Workflow: "exact", Statuses: store.ActiveStatuses()}))
+	diff(t, step+": the active runs since t0", active, m.listAll(step, store.ListRunsParams{Statuses: store.ActiveStatuses(), CreatedAfter: m.t0}))
+}
+
+// listAll lists the runs of p a page of one run at a time.
+func (m *statsModel) listAll(step string, p store.ListRunsParams) []string {
+	m.t.Helper()
+	var out []string
+	p.Limit = 1
+	for range 20 {
+		page := m.h.list(p)
+		out = append(out, ids(page.Runs)...)
+		if page.Next == "" {
+			return out
+		}
+		p.Cursor = page.Next
+	}
+	m.t.Fatalf("%s: ListRuns(%+v) did not end", step, p)
+	return nil
 }
 
 func (h *harness) runStats(p store.RunStatsParams) *store.RunStats {

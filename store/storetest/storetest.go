@@ -81,6 +81,7 @@ func Run(t *testing.T, newStore func(t *testing.T) store.Store, opts ...Option) 
 		{"ListRunsChanged", testListRunsChanged},
 		{"ListRunsVersionParentIDs", testListRunsVersionParentIDs},
 		{"RunStats", testRunStats},
+		{"RunStatsExact", testRunStatsExact},
 		{"Reopen", testReopen},
 		{"History", testHistory},
 		{"ApplyUpdate", testApplyUpdate},

@@ -1,0 +1,2 @@
+DROP INDEX runs_finished;
+DROP INDEX runs_active;
