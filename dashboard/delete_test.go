@@ -51,6 +51,7 @@ func TestRunPageDelete(t *testing.T) {
 			t.Errorf("run %s after its delete: %v", tc.id, err)
 		}
 	}
+	e.api.FlushAudit()
 	es, err := e.store.(store.Admin).ListAudit(context.Background(), &store.ListAuditParams{Action: "runs.delete"})
 	if err != nil {
 		t.Fatal(err)

@@ -44,6 +44,8 @@ type env struct {
 	url    string
 	// admin is an admin token's secret ("" on an insecure server).
 	admin string
+	// api is the server under the dashboard.
+	api *server.Server
 }
 
 // order is the test's flow input.
@@ -137,7 +139,7 @@ func newEnv(t *testing.T, insecure bool, setup ...func(ctx context.Context, c *h
 		cancel()
 		_ = c.Stop(context.Background())
 	})
-	e := &env{t: t, store: st, client: c, url: hs.URL}
+	e := &env{t: t, store: st, client: c, url: hs.URL, api: api}
 	if !insecure {
 		_, _, secret, err := server.NewToken(ctx, st, &server.TokenParams{Principal: "ops", Role: server.RoleAdmin}, time.Now())
 		if err != nil {

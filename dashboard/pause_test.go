@@ -56,6 +56,7 @@ func TestRunPagePause(t *testing.T) {
 		t.Errorf("history: %v", got)
 	}
 	for _, action := range []string{"runs.pause", "runs.unpause"} {
+		e.api.FlushAudit()
 		es, err := e.store.(store.Admin).ListAudit(context.Background(), &store.ListAuditParams{Action: action})
 		if err != nil {
 			t.Fatal(err)

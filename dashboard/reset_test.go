@@ -75,6 +75,7 @@ func TestRunPageReset(t *testing.T) {
 	if strings.Join(got, "\n") != strings.Join(want, "\n") {
 		t.Errorf("history:\n  %s\nwant:\n  %s", strings.Join(got, "\n  "), strings.Join(want, "\n  "))
 	}
+	e.api.FlushAudit()
 	es, err := e.store.(store.Admin).ListAudit(ctx, &store.ListAuditParams{Action: "runs.reset"})
 	if err != nil {
 		t.Fatal(err)

@@ -83,6 +83,7 @@ func TestSecretsAPI(t *testing.T) {
 		}
 
 		// The audit log names the secret, never the value.
+		e.server.FlushAudit()
 		es, err := e.store.(store.Admin).ListAudit(context.Background(), &store.ListAuditParams{Limit: 100, Action: "secrets.set"})
 		if err != nil || len(es) == 0 {
 			t.Fatalf("audit: %v, %d entries", err, len(es))

@@ -18,6 +18,7 @@ import (
 	"net/http"
 	"runtime/debug"
 	"strings"
+	"sync"
 	"time"
 
 	"go.opentelemetry.io/otel"
@@ -102,6 +103,11 @@ type Server struct {
 	csrf *http.CrossOriginProtection
 	// live are the open streams (stream.go).
 	live streams
+	// auditMu is read-held by each audit entry being appended (after its
+	// call was answered) and taken by FlushAudit, which so waits for them;
+	// auditing counts them for Stop.
+	auditMu  sync.RWMutex
+	auditing sync.WaitGroup
 }
 
 // SessionCookie is the cookie through which a browser (the dashboard)
@@ -274,7 +280,10 @@ func (s *Server) Start(ctx context.Context) error {
 
 // Stop ends the background work Start began and waits for it. Safe to
 // call twice and before Start.
-func (s *Server) Stop() { s.ops.stop() }
+func (s *Server) Stop() {
+	s.ops.stop()
+	s.auditing.Wait()
+}
 
 // handle adds a route.
 func (s *Server) handle(method, path string, a access, action string, h func(c *call) error) {
@@ -303,7 +312,7 @@ func (s *Server) wrap(rt *route) http.Handler {
 					writeProblem(rec, r, &Problem{Status: http.StatusInternalServerError, Kind: kindInternal, Detail: "the server failed to handle the request"})
 				}
 			}
-			s.audit(c, rt, rec.status)
+			s.auditAfter(c, rt, rec.status)
 		}()
 		if err := s.csrf.Check(r); err != nil {
 			s.fail(c, &Problem{Status: http.StatusForbidden, Kind: kindForbidden, Detail: "cross-origin request refused: " + err.Error()})

@@ -124,6 +124,7 @@ func TestWebhooksEditAPI(t *testing.T) {
 		}
 
 		for _, action := range []string{"webhooks.edit", "webhooks.disable", "webhooks.enable", "webhooks.rotate_secret"} {
+			e.server.FlushAudit()
 			entries, err := e.admin().ListAudit(t.Context(), &store.ListAuditParams{Action: action})
 			if err != nil {
 				t.Fatal(err)

@@ -99,6 +99,7 @@ func TestWebhooksAPI(t *testing.T) {
 		e.api.do(req{method: http.MethodGet, path: "/api/v1/webhooks/" + created.ID + "/deliveries?status=late", unchecked: true}).problem(t, http.StatusBadRequest)
 
 		// The audit log names the webhook, never the secret.
+		e.server.FlushAudit()
 		entries, err := e.admin().ListAudit(t.Context(), &store.ListAuditParams{Action: "webhooks.create"})
 		if err != nil {
 			t.Fatal(err)
