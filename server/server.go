@@ -104,10 +104,9 @@ type Server struct {
 	// live are the open streams (stream.go).
 	live streams
 	// auditMu is read-held by each audit entry being appended (after its
-	// call was answered) and taken by FlushAudit, which so waits for them;
-	// auditing counts them for Stop.
-	auditMu  sync.RWMutex
-	auditing sync.WaitGroup
+	// call was answered) and taken by FlushAudit (and Stop), which so
+	// waits for them.
+	auditMu sync.RWMutex
 }
 
 // SessionCookie is the cookie through which a browser (the dashboard)
@@ -278,11 +277,11 @@ func (s *Server) Start(ctx context.Context) error {
 	return nil
 }
 
-// Stop ends the background work Start began and waits for it. Safe to
-// call twice and before Start.
+// Stop ends the background work Start began and waits for it, and for
+// the audit entries being appended. Safe to call twice and before Start.
 func (s *Server) Stop() {
 	s.ops.stop()
-	s.auditing.Wait()
+	s.FlushAudit()
 }
 
 // handle adds a route.

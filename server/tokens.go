@@ -328,9 +328,7 @@ func (s *Server) auditAfter(c *call, rt *route, status int) {
 	ctx := context.WithoutCancel(c.r.Context())
 	// Held from before the answer is complete until the entry is stored.
 	s.auditMu.RLock()
-	s.auditing.Add(1)
 	go func() {
-		defer s.auditing.Done()
 		defer s.auditMu.RUnlock()
 		ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 		defer cancel()
