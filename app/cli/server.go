@@ -54,6 +54,13 @@ const (
 	firstTokenName       = "admin"
 )
 
+// serverMinConns is how many PostgreSQL connections the server opens at
+// start and keeps (postgres.Config.MinConns; pool_min_conns in the DSN
+// wins): connections opened on demand made the first second of traffic
+// wait for new backends and for their statements' preparation (bench/soak,
+// docs/benchmarks.md).
+const serverMinConns = 8
+
 // serverFlags configure heph server.
 type serverFlags struct {
 	addr, sqlite, postgres, schema, logLevel string
@@ -252,7 +259,7 @@ func runServer(ctx context.Context, env *Env, f *serverFlags) (err error) {
 	var st adminStore
 	if f.postgres != "" {
 		st, err = postgres.Open(ctx, &postgres.Config{DSN: f.postgres, Schema: f.schema, TransactionPooling: f.txPooling,
-			DirectDSN: f.postgresDirect, SkipMigrations: f.txPooling && f.postgresDirect == ""})
+			DirectDSN: f.postgresDirect, SkipMigrations: f.txPooling && f.postgresDirect == "", MinConns: serverMinConns})
 	} else {
 		st, err = sqlite.Open(ctx, &sqlite.Config{Path: f.sqlite})
 	}

@@ -208,6 +208,15 @@ type Config struct {
 	// MaxConns is the size of the pool of connections for queries.
 	// Defaults to 16. Listen holds one more connection of its own.
 	MaxConns int
+	// MinConns is how many connections the pool keeps open: Open opens
+	// them before it returns, and the pool opens a new one in the
+	// background when one is closed (idle or too old). A connection takes
+	// a PostgreSQL server tens of milliseconds to open (a new backend
+	// process), so a pool that grows on demand makes the first requests of
+	// a busy moment wait for that; `heph server` keeps 8. At most MaxConns.
+	// A pool_min_conns parameter in DSN, when there is one, wins.
+	// Defaults to 0: connections are opened when needed.
+	MinConns int
 	// SkipMigrations, when true, keeps Open from applying the embedded
 	// migrations: it then only checks that the schema is up to date and
 	// fails if it is not (apply them with `heph migrate up`). Defaults to
@@ -369,6 +378,14 @@ func open(ctx context.Context, cfg *Config, tune func(*pgxpool.Config)) (*Store,
 		cancels: cancelChannelName(c.Schema), timeout: c.Timeout, q: newQueries(c.Schema), acc: newAccessQueries(c.Schema), rc: newRemoteClaimQueries(c.Schema), suspect: suspect,
 		applyConc: max(1, c.MaxConns/4), known: newKnown(), vacuumEvery: int64(max(0, c.VacuumTasksEvery)),
 	}
+	var warm []string
+	if !c.TransactionPooling {
+		warm = s.statements()
+	}
+	if err := warmPool(ctx, pool, int(pcfg.MinConns), warm); err != nil {
+		pool.Close()
+		return nil, fmt.Errorf("postgres: open %d connections (Config.MinConns): %w", pcfg.MinConns, err)
+	}
 	s.ctx, s.stop = context.WithCancel(context.Background())
 	return s, nil
 }
@@ -395,6 +412,12 @@ func (cfg *Config) withDefaults() (Config, error) {
 		errs = append(errs, fmt.Errorf("postgres: Config.MaxConns must not be negative, got %d", c.MaxConns))
 	case c.MaxConns == 0:
 		c.MaxConns = 16
+	}
+	switch {
+	case c.MinConns < 0:
+		errs = append(errs, fmt.Errorf("postgres: Config.MinConns must not be negative, got %d", c.MinConns))
+	case c.MinConns > c.MaxConns:
+		errs = append(errs, fmt.Errorf("postgres: Config.MinConns (%d) must not be more than MaxConns (%d)", c.MinConns, c.MaxConns))
 	}
 	switch {
 	case c.Timeout < 0:
@@ -444,6 +467,12 @@ func poolConfig(c *Config) (*pgxpool.Config, error) {
 		return nil, fmt.Errorf("postgres: Config.DSN cannot be parsed: %w", redact(err))
 	}
 	pcfg.MaxConns = int32(c.MaxConns)
+	if !strings.Contains(c.DSN, "pool_min_conns") {
+		pcfg.MinConns = int32(c.MinConns)
+	}
+	if pcfg.MinConns > pcfg.MaxConns {
+		return nil, fmt.Errorf("postgres: %d connections to keep open (pool_min_conns or Config.MinConns) is more than MaxConns (%d)", pcfg.MinConns, pcfg.MaxConns)
+	}
 	if c.QueryTracer != nil {
 		pcfg.ConnConfig.Tracer = c.QueryTracer
 	}
