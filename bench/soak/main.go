@@ -52,9 +52,12 @@ import (
 
 type options struct {
 	backend, dsn, worker, dir string
+	schema                    string
 	rate                      float64
 	duration, interval        time.Duration
 	workers, maxTasks         int
+	minConns                  int
+	settle, traceSlow, warmup time.Duration
 }
 
 func main() {
@@ -68,6 +71,11 @@ func main() {
 	flag.DurationVar(&o.interval, "interval", 30*time.Second, "reporting interval")
 	flag.IntVar(&o.workers, "workers", 2, "Python worker processes")
 	flag.IntVar(&o.maxTasks, "max-tasks", 16, "tasks each worker runs at once")
+	flag.DurationVar(&o.traceSlow, "trace-slow", 0, "print PostgreSQL statements, prepares, connects and pool waits slower than this (0: none)")
+	flag.IntVar(&o.minConns, "min-conns", 8, "PostgreSQL connections kept open (postgres.Config.MinConns; heph server's --postgres-min-conns)")
+	flag.StringVar(&o.schema, "schema", "", "PostgreSQL schema to use and keep (default: a new one, dropped at the end)")
+	flag.DurationVar(&o.warmup, "warmup", 0, "start runs at the same rate for this long first, reported apart")
+	flag.DurationVar(&o.settle, "settle", 0, "wait this long after starting the workers before starting runs")
 	flag.Parse()
 	if o.rate <= 0 || o.duration <= 0 || o.interval <= 0 || o.workers < 1 {
 		log.Fatal("soak: -rate, -duration, -interval and -workers must be positive")
@@ -86,8 +94,8 @@ func envOr(name, def string) string {
 
 // env is the server under test.
 type env struct {
-	url, admin, workerToken string
-	http                    *http.Client
+	url, admin, workerToken, worker string
+	http                            *http.Client
 }
 
 func soak(ctx context.Context, o *options) error {
@@ -110,7 +118,20 @@ func soak(ctx context.Context, o *options) error {
 	}
 	fmt.Printf("soak: %s, %.0f starts/s for %s, %d Python workers × %d tasks, %s, GOMAXPROCS %d\n",
 		o.backend, o.rate, o.duration, o.workers, o.maxTasks, runtime.Version(), runtime.GOMAXPROCS(0))
-	d := &driver{e: e}
+	if err := e.waitWorkers(ctx, o.workers, time.Minute); err != nil {
+		return err
+	}
+	time.Sleep(o.settle)
+	var warm []string
+	if o.warmup > 0 {
+		w, wo := &driver{e: e}, *o
+		wo.duration = o.warmup
+		fmt.Printf("warm-up (not counted below):\n")
+		w.run(ctx, &wo)
+		warm = w.ids
+		fmt.Printf("\nmeasured:\n")
+	}
+	d := &driver{e: e, ids: warm}
 	d.run(ctx, o)
 	return d.drain(ctx, st)
 }
@@ -133,22 +154,31 @@ func openStore(ctx context.Context, o *options) (store.Store, func(), error) {
 		return st, func() { _ = st.Close(); _ = os.Remove(path) }, nil
 	case "postgres":
 		schema := fmt.Sprintf("soak_%d", time.Now().UnixNano())
+		if o.schema != "" {
+			schema = o.schema
+		}
 		conn, err := pgx.Connect(ctx, o.dsn)
 		if err != nil {
 			return nil, nil, err
 		}
-		if _, err := conn.Exec(ctx, "CREATE SCHEMA "+schema); err != nil {
+		if _, err := conn.Exec(ctx, "CREATE SCHEMA IF NOT EXISTS "+schema); err != nil {
 			_ = conn.Close(ctx)
 			return nil, nil, err
 		}
-		st, err := postgres.Open(ctx, &postgres.Config{DSN: o.dsn, Schema: schema})
+		pc := &postgres.Config{DSN: o.dsn, Schema: schema, MinConns: o.minConns}
+		if o.traceSlow > 0 {
+			pc.QueryTracer = &slowTracer{limit: o.traceSlow, start: time.Now()}
+		}
+		st, err := postgres.Open(ctx, pc)
 		if err != nil {
 			_ = conn.Close(ctx)
 			return nil, nil, err
 		}
 		return st, func() {
 			_ = st.Close()
-			_, _ = conn.Exec(context.Background(), "DROP SCHEMA "+schema+" CASCADE")
+			if o.schema == "" {
+				_, _ = conn.Exec(context.Background(), "DROP SCHEMA "+schema+" CASCADE")
+			}
 			_ = conn.Close(context.Background())
 		}, nil
 	}
@@ -232,10 +262,55 @@ func startServer(ctx context.Context, st store.Store) (*env, func(), error) {
 }
 
 func startWorker(e *env, o *options, id string) (*exec.Cmd, error) {
+	e.worker = o.worker
 	cmd := exec.Command("python3", o.worker, "--addr", e.url, "--worker-id", id, "--max-tasks", strconv.Itoa(o.maxTasks))
 	cmd.Env = append(os.Environ(), "HEPH_TOKEN="+e.workerToken, "PYTHONUNBUFFERED=1")
-	cmd.Stdout, cmd.Stderr = io.Discard, io.Discard // a line per task
+	cmd.Stdout, cmd.Stderr = io.Discard, &dropTasks{w: os.Stderr} // a line per task, and its errors
 	return cmd, cmd.Start()
+}
+
+// waitWorkers waits until n workers have registered with the server, so
+// that the first starts are not measured against Python's start-up.
+func (e *env) waitWorkers(ctx context.Context, n int, limit time.Duration) error {
+	deadline := time.Now().Add(limit)
+	for {
+		raw, err := e.call(ctx, "GET", "/workers", nil)
+		if err != nil {
+			return err
+		}
+		var ws []json.RawMessage
+		if err := json.Unmarshal(raw, &ws); err != nil {
+			return err
+		}
+		if len(ws) >= n {
+			return nil
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("%d of %d workers registered after %s (is -worker %q right?)", len(ws), n, limit, e.worker)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}
+
+// dropTasks writes the lines of a worker's output but those that report a
+// task.
+type dropTasks struct {
+	w    io.Writer
+	part []byte
+}
+
+func (d *dropTasks) Write(p []byte) (int, error) {
+	d.part = append(d.part, p...)
+	for {
+		i := bytes.IndexByte(d.part, '\n')
+		if i < 0 {
+			return len(p), nil
+		}
+		if line := d.part[:i+1]; !bytes.HasPrefix(line, []byte("task ")) {
+			_, _ = d.w.Write(line)
+		}
+		d.part = d.part[i+1:]
+	}
 }
 
 // call sends a request with the admin token and returns a 2xx answer's
