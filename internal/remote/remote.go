@@ -79,8 +79,15 @@ type Config struct {
 type Runtime struct {
 	cfg Config
 
-	mu   sync.Mutex
-	seen map[string]time.Time // when each worker was first seen
+	mu      sync.Mutex
+	seen    map[string]time.Time  // when each worker was first seen
+	written map[string]registered // the registration each worker has in the store
+}
+
+// registered is the registry row a claim last wrote for a worker.
+type registered struct {
+	what    string // its queues and handlers
+	expires time.Time
 }
 
 // New returns a Runtime.
@@ -240,22 +247,40 @@ func (r *Runtime) check(p *Claim) (*claim, error) {
 const maxSeen = 4096
 
 // register records the worker in the registry: live while it may hold
-// leases or wait for tasks.
+// leases or wait for tasks. A claim whose worker this process registered
+// with the same queues and handlers, live for at least half a lease more
+// than this claim needs, writes nothing (a worker polling in a loop would
+// otherwise write its row at every poll); its "seen at" is then up to half
+// a lease old.
 func (r *Runtime) register(ctx context.Context, cp *claim, now time.Time) error {
+	expires := now.Add(cp.Wait + 2*cp.lease)
+	what := strings.Join(cp.queues, ",") + "|" + strings.Join(cp.handlers, ",")
 	r.mu.Lock()
 	started, ok := r.seen[cp.WorkerID]
 	if !ok {
 		if r.seen == nil || len(r.seen) >= maxSeen {
-			r.seen = map[string]time.Time{}
+			r.seen, r.written = map[string]time.Time{}, map[string]registered{}
 		}
 		started = now
 		r.seen[cp.WorkerID] = now
 	}
+	last, wrote := r.written[cp.WorkerID]
 	r.mu.Unlock()
-	return r.cfg.Store.RegisterWorker(ctx, &store.Worker{
+	if wrote && last.what == what && !last.expires.Before(expires.Add(-cp.lease/2)) {
+		return nil
+	}
+	err := r.cfg.Store.RegisterWorker(ctx, &store.Worker{
 		ID: cp.WorkerID, Queues: cp.queues, Handlers: cp.handlers, Host: "remote",
-		StartedAt: started, SeenAt: now, ExpiresAt: now.Add(cp.Wait + 2*cp.lease),
+		StartedAt: started, SeenAt: now, ExpiresAt: expires,
 	})
+	if err == nil {
+		r.mu.Lock()
+		if r.written != nil {
+			r.written[cp.WorkerID] = registered{what: what, expires: expires}
+		}
+		r.mu.Unlock()
+	}
+	return err
 }
 
 // claimOnce claims what is ready, strictly and within flow control, and
