@@ -133,8 +133,8 @@ func (r *Runtime) authorize(ctx context.Context, k *token) (*store.RemoteClaim, 
 	c, err := r.cfg.Store.GetRemoteClaim(ctx, k.taskID)
 	switch {
 	case errors.Is(err, store.ErrRemoteClaimNotFound):
-		// Never handed out, or its outcome committed (the record goes with
-		// the outcome, and with the task).
+		// Never handed out, or its task is gone and a later hand-out
+		// pruned the record (or its run was deleted).
 		if _, err := r.cfg.Store.GetTask(ctx, k.taskID); errors.Is(err, store.ErrTaskNotFound) {
 			return nil, errLost(k.taskID, "", "the task is gone (completed, or its run ended)")
 		} else if err != nil {
@@ -200,9 +200,11 @@ func (r *Runtime) fail(ctx context.Context, t *store.Task, c *store.RemoteClaim,
 // outcome reads the claim's task back and, while the claim holds it,
 // commits an outcome with commit: the change is fenced by the claim's
 // lease, so a claim lost between the read and the commit writes nothing
-// either. Lost leases are ErrTaskLost. Once the outcome is committed the
-// claim's record is deleted (best effort: a record left behind is pruned
-// with the next one written, its task being gone).
+// either. Lost leases are ErrTaskLost. The claim's record is left for
+// the next hand-out to prune (PutRemoteClaim deletes the records whose
+// task is gone in its own statement): deleting it here was a commit of
+// its own for every outcome, and a record whose task is gone authorizes
+// nothing (heldTask finds no task: ErrTaskLost, as without a record).
 func (r *Runtime) outcome(ctx context.Context, c *store.RemoteClaim, commit func(t *store.Task) error) error {
 	t, err := r.heldTask(ctx, c)
 	if err != nil {
@@ -213,9 +215,6 @@ func (r *Runtime) outcome(ctx context.Context, c *store.RemoteClaim, commit func
 			return errLost(c.TaskID, c.RunID, "")
 		}
 		return err
-	}
-	if err := r.cfg.Store.DeleteRemoteClaim(context.WithoutCancel(ctx), &store.DeleteRemoteClaimParams{TaskID: c.TaskID, Token: c.Token}); err != nil {
-		r.cfg.Logger.Warn("delete the record of a remote claim", slog.Int64("task", c.TaskID), slog.Any("err", err))
 	}
 	return nil
 }
