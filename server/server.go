@@ -103,10 +103,11 @@ type Server struct {
 	csrf *http.CrossOriginProtection
 	// live are the open streams (stream.go).
 	live streams
-	// auditMu is read-held by each audit entry being appended (after its
-	// call was answered) and taken by FlushAudit (and Stop), which so
-	// waits for them.
+	// auditMu is read-held by each audit entry from its call's answer
+	// until it is stored, and taken by FlushAudit (and Stop), which so
+	// waits for them; audit holds the entries waiting (audit.go).
 	auditMu sync.RWMutex
+	audit   auditQueue
 }
 
 // SessionCookie is the cookie through which a browser (the dashboard)
@@ -216,7 +217,7 @@ func New(cfg *Config) (*Server, error) {
 	if c.Propagator == nil {
 		c.Propagator = otel.GetTextMapPropagator()
 	}
-	s := &Server{cfg: c, mux: http.NewServeMux(), csrf: http.NewCrossOriginProtection()}
+	s := &Server{cfg: c, mux: http.NewServeMux(), csrf: http.NewCrossOriginProtection(), audit: auditQueue{hurry: make(chan struct{}, 1)}}
 	s.ops = newProcessor(s)
 	s.register()
 	for _, rt := range s.routes {

@@ -305,48 +305,6 @@ func (s *Server) listAudit(c *call) error {
 	return c.json(http.StatusOK, out)
 }
 
-// auditAfter appends the entry of a call to a route that records its
-// calls (Route.action): every mutating call but heartbeats and claims of
-// tasks. Calls refused for want of a valid token (401) have no actor and
-// are not recorded.
-//
-// The entry is appended once the call has been answered, not before:
-// its own transaction (and WAL flush) is not in the caller's latency
-// (docs/benchmarks.md, "The start tail"). A listing of the audit log on
-// this server waits for the entries of the calls answered before it
-// (FlushAudit), so a caller still reads its own entry; a crash between
-// the answer and the append loses the entry, as a failed append does
-// (logged).
-func (s *Server) auditAfter(c *call, rt *route, status int) {
-	if rt.action == "" || status == http.StatusUnauthorized || c.actor == "" {
-		return
-	}
-	e := &store.AuditEntry{
-		At: s.cfg.Clock.Now().UTC(), Actor: c.actor, Role: string(c.role), Method: c.r.Method, Path: c.r.URL.Path,
-		Action: rt.action, Target: c.target, Status: status, Detail: c.detail,
-	}
-	ctx := context.WithoutCancel(c.r.Context())
-	// Held from before the answer is complete until the entry is stored.
-	s.auditMu.RLock()
-	go func() {
-		defer s.auditMu.RUnlock()
-		ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
-		defer cancel()
-		if err := s.cfg.Admin.AppendAudit(ctx, e); err != nil {
-			s.cfg.Logger.Error("server: append to the audit log", "action", rt.action, "target", c.target, "err", err)
-		}
-	}()
-}
-
-// FlushAudit waits until the audit entries of the calls this server
-// answered before it are stored (or their appends failed): a program
-// that reads the audit log from the store, not through the API, calls it
-// first. The API's listing of the audit log does.
-func (s *Server) FlushAudit() {
-	s.auditMu.Lock()
-	defer s.auditMu.Unlock() //nolint:staticcheck // an empty critical section: waiting for the readers is the point
-}
-
 // Caller is who calls the API: GET /whoami.
 type Caller struct {
 	// Actor is the caller's principal ("insecure" on an insecure server).

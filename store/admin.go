@@ -87,9 +87,10 @@ type Admin interface {
 	// that does not exist is not an error.
 	TouchToken(ctx context.Context, id string, at time.Time) error
 
-	// AppendAudit appends an entry to the audit log and sets its ID, which
-	// is greater than every ID assigned before.
-	AppendAudit(ctx context.Context, e *AuditEntry) error
+	// AppendAudit appends entries to the audit log, in one transaction and
+	// in their order, and sets their IDs, each greater than every ID
+	// assigned before. An invalid entry fails the call and appends none.
+	AppendAudit(ctx context.Context, es ...*AuditEntry) error
 	// ListAudit returns audit entries newest (highest ID) first, filtered.
 	ListAudit(ctx context.Context, p *ListAuditParams) ([]*AuditEntry, error)
 
@@ -208,6 +209,20 @@ type AuditEntry struct {
 	// Status is the HTTP status of the answer.
 	Status int
 	Detail string
+}
+
+// CheckAudit validates the entries of one AppendAudit, naming the first
+// invalid one by its place.
+func CheckAudit(es []*AuditEntry) error {
+	for i, e := range es {
+		if err := e.Check(); err != nil {
+			if len(es) > 1 {
+				return fmt.Errorf("entry %d of %d: %w", i+1, len(es), err)
+			}
+			return err
+		}
+	}
+	return nil
 }
 
 // Check validates an entry to append (errors wrap hephtype.ErrInvalidInput).

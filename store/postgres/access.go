@@ -214,23 +214,39 @@ func (s *Store) TouchToken(ctx context.Context, id string, at time.Time) error {
 	return nil
 }
 
-// AppendAudit appends an entry to the audit log.
-func (s *Store) AppendAudit(ctx context.Context, e *store.AuditEntry) error {
+// AppendAudit appends entries to the audit log: one batch, which
+// PostgreSQL runs as one implicit transaction (one commit).
+func (s *Store) AppendAudit(ctx context.Context, es ...*store.AuditEntry) error {
 	if err := s.check(); err != nil {
 		return fmt.Errorf("append audit: %w", err)
 	}
-	if err := e.Check(); err != nil {
+	if err := store.CheckAudit(es); err != nil {
 		return fmt.Errorf("append audit: %w", err)
 	}
-	var id int64
+	if len(es) == 0 {
+		return nil
+	}
+	ids := make([]int64, len(es))
 	err := s.once(ctx, func(ctx context.Context) error {
-		return s.pool.QueryRow(ctx, s.acc.auditInsert, truncate(e.At), e.Actor, e.Role, e.Method, e.Path, e.Action, e.Target,
-			int32(e.Status), e.Detail).Scan(&id)
+		b := &pgx.Batch{}
+		for _, e := range es {
+			b.Queue(s.acc.auditInsert, truncate(e.At), e.Actor, e.Role, e.Method, e.Path, e.Action, e.Target, int32(e.Status), e.Detail)
+		}
+		br := s.pool.SendBatch(ctx, b)
+		for i := range es {
+			if err := br.QueryRow().Scan(&ids[i]); err != nil {
+				_ = br.Close()
+				return err
+			}
+		}
+		return br.Close()
 	})
 	if err != nil {
 		return s.fail("append audit", err)
 	}
-	e.ID = id
+	for i, e := range es {
+		e.ID = ids[i]
+	}
 	return nil
 }
 

@@ -197,31 +197,38 @@ func (s *Store) TouchToken(ctx context.Context, id string, at time.Time) error {
 	return nil
 }
 
-// AppendAudit appends an entry to the audit log.
-func (s *Store) AppendAudit(ctx context.Context, e *store.AuditEntry) error {
+// AppendAudit appends entries to the audit log in one transaction.
+func (s *Store) AppendAudit(ctx context.Context, es ...*store.AuditEntry) error {
 	if err := s.check(); err != nil {
 		return fmt.Errorf("append audit: %w", err)
 	}
-	if err := e.Check(); err != nil {
+	if err := store.CheckAudit(es); err != nil {
 		return fmt.Errorf("append audit: %w", err)
 	}
-	var id int64
+	if len(es) == 0 {
+		return nil
+	}
+	ids := make([]int64, len(es))
 	err := s.withWriter(ctx, func(w *wconn) error {
 		return w.tx(func() error {
-			for _, a := range []driver.Value{micros(e.At), e.Actor, e.Role, e.Method, e.Path, e.Action, e.Target, int64(e.Status), e.Detail} {
-				w.arg(a)
+			for i, e := range es {
+				for _, a := range []driver.Value{micros(e.At), e.Actor, e.Role, e.Method, e.Path, e.Action, e.Target, int64(e.Status), e.Detail} {
+					w.arg(a)
+				}
+				if _, err := w.adhocRow(qAuditInsert, 1); err != nil {
+					return err
+				}
+				ids[i] = vInt(w.dest[0])
 			}
-			if _, err := w.adhocRow(qAuditInsert, 1); err != nil {
-				return err
-			}
-			id = vInt(w.dest[0])
 			return nil
 		})
 	})
 	if err != nil {
 		return s.fail("append audit", err)
 	}
-	e.ID = id
+	for i, e := range es {
+		e.ID = ids[i]
+	}
 	return nil
 }
 

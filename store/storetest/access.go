@@ -283,6 +283,35 @@ func testAudit(t *testing.T, h *adminHarness) {
 			t.Errorf("AppendAudit with %s: %v, want ErrInvalidInput", what, err)
 		}
 	}
+	// A batch: in one call, in its order; an invalid entry appends none.
+	batch := func(n int) []*store.AuditEntry {
+		var es []*store.AuditEntry
+		for i := range n {
+			es = append(es, &store.AuditEntry{At: at(time.Minute + time.Duration(i)*time.Second), Actor: "dee", Action: "runs.signal", Target: fmt.Sprint("b", i), Status: 202})
+		}
+		return es
+	}
+	bad := append(batch(2), &store.AuditEntry{Actor: "dee"})
+	if err := h.s.AppendAudit(ctx, bad...); !errors.Is(err, hephtype.ErrInvalidInput) {
+		t.Errorf("AppendAudit of a batch with an entry without time: %v, want ErrInvalidInput", err)
+	}
+	if got := h.listAudit(store.ListAuditParams{Actor: "dee"}); len(got) != 0 {
+		t.Errorf("a refused batch appended %d entries", len(got))
+	}
+	if err := h.s.AppendAudit(ctx); err != nil {
+		t.Errorf("AppendAudit of no entries: %v", err)
+	}
+	three := batch(3)
+	if err := h.s.AppendAudit(ctx, three...); err != nil {
+		t.Fatalf("AppendAudit of a batch: %v", err)
+	}
+	for i, e := range three {
+		if e.ID <= all[len(all)-1].ID || (i > 0 && e.ID <= three[i-1].ID) {
+			t.Errorf("batch entry %d: id %d (after %d, the batch's ids %d %d %d)", i, e.ID, all[len(all)-1].ID, three[0].ID, three[1].ID, three[2].ID)
+		}
+	}
+	slices.Reverse(three)
+	diff(t, "ListAudit of a batch", three, h.listAudit(store.ListAuditParams{Actor: "dee"}))
 }
 
 // The limits of ListAudit: 100 by default, at most 1000.
