@@ -15,6 +15,7 @@
 package store
 
 import (
+	"cmp"
 	"context"
 	"encoding/base64"
 	"encoding/json"
@@ -710,6 +711,18 @@ type ClaimParams struct {
 	Limit    int
 	LeaseFor time.Duration
 	Now      time.Time
+}
+
+// ClaimOrder orders tasks as claims take them: priority first (highest
+// first), then ready time, then id.
+func ClaimOrder(a, b *Task) int {
+	if c := cmp.Compare(b.Priority, a.Priority); c != 0 {
+		return c
+	}
+	if c := a.ReadyAt.Compare(b.ReadyAt); c != 0 {
+		return c
+	}
+	return cmp.Compare(a.ID, b.ID)
 }
 
 // HandlerSet is the set of handlers the claim's tasks may have, as

@@ -26,9 +26,14 @@ func newRemoteClaimQueries(schema string) *remoteClaimQueries {
 	s := func(q string) string { return strings.ReplaceAll(q, "§", `"`+schema+`".`) }
 	return &remoteClaimQueries{
 		// Deletes up to $10 records whose task is gone, and writes the
-		// record while the task holds the claim ($1, $2).
+		// record while the task holds the claim ($1, $2). The task of each
+		// record is looked up by key (a scalar subquery, which PostgreSQL
+		// runs per record): as NOT EXISTS it could be planned as a hash
+		// anti-join over a scan of the whole task table, which it was,
+		// with a backlog of 100,000 tasks, whenever the records' table,
+		// bloated by dead rows between vacuums, looked big to the planner.
 		put: s("WITH pruned AS (DELETE FROM §remote_claims WHERE task_id IN (SELECT c.task_id FROM §remote_claims c " +
-			"WHERE NOT EXISTS (SELECT 1 FROM §tasks t WHERE t.id = c.task_id) LIMIT $10)) " +
+			"WHERE (SELECT t.id FROM §tasks t WHERE t.id = c.task_id) IS NULL LIMIT $10)) " +
 			"INSERT INTO §remote_claims (" + remoteClaimCols + ") " +
 			"SELECT $1, $2, $3, $4, $5, $6, $7, $8, $9 WHERE EXISTS (SELECT 1 FROM §tasks WHERE id = $1 AND token = $2 AND owner IS NOT NULL) " +
 			"ON CONFLICT (task_id) DO UPDATE SET token = excluded.token, run_id = excluded.run_id, secret_hash = excluded.secret_hash, " +

@@ -200,14 +200,14 @@ func nullString(s string) *string {
 // queries holds the statements of a store, with its schema's name in
 // them.
 type queries struct {
-	loadRuns, loadFenced, loadKeys, writeCreates, writeUpdates, lookup string
-	guard, created, vacuumTasks, gen, genGuard                         string
-	claimOne, claimMany, heartbeat, release, nextReady, stranded       string
-	getTask                                                            string
-	strandedPerRun                                                     string
-	getRun, findRun, runExists, history, pruneLock, prune              string
-	registerWorker, removeWorker, listWorkers                          string
-	listRuns                                                           string // up to the WHERE clause
+	loadRuns, loadFenced, loadKeys, writeCreates, writeUpdates, lookup          string
+	guard, created, vacuumTasks, gen, genGuard                                  string
+	claimOne, claimMany, claimHandlers, heartbeat, release, nextReady, stranded string
+	getTask                                                                     string
+	strandedPerRun                                                              string
+	getRun, findRun, runExists, history, pruneLock, prune                       string
+	registerWorker, removeWorker, listWorkers                                   string
+	listRuns                                                                    string // up to the WHERE clause
 	// flow holds the statements of flow control (flowctl.go, queues.go),
 	// by their text with § for the schema.
 	flow map[string]string
@@ -256,11 +256,12 @@ func newQueries(schema string) queries {
 		writeUpdates: s(writeUpdatesSQL),
 		lookup:       s("SELECT (SELECT id FROM §runs WHERE id = $1), (SELECT id FROM §runs WHERE unique_key = $2)"),
 		// Controlled queues are claimed by claimControlled, not here.
-		claimOne:  s(claimSQL("queue = $1 AND NOT EXISTS (SELECT 1 FROM §queues c WHERE c.name = $1 AND c.controlled)")),
-		claimMany: s(claimSQL("queue = ANY($1::text[]) AND queue <> ALL(ARRAY(SELECT name FROM §queues WHERE name = ANY($1::text[]) AND controlled))")),
-		heartbeat: s(heartbeatSQL),
-		getTask:   s("SELECT " + taskCols + " FROM §tasks WHERE id = $1"),
-		release:   s(leaseSQL("owner = NULL, lease_until = NULL")),
+		claimOne:      s(claimSQL("queue = $1 AND NOT EXISTS (SELECT 1 FROM §queues c WHERE c.name = $1 AND c.controlled)")),
+		claimMany:     s(claimSQL("queue = ANY($1::text[]) AND queue <> ALL(ARRAY(SELECT name FROM §queues WHERE name = ANY($1::text[]) AND controlled))")),
+		claimHandlers: s(claimHandlersSQL),
+		heartbeat:     s(heartbeatSQL),
+		getTask:       s("SELECT " + taskCols + " FROM §tasks WHERE id = $1"),
+		release:       s(leaseSQL("owner = NULL, lease_until = NULL")),
 		nextReady: s(`SELECT min(least(r.t, l.t)) FROM unnest($1::text[]) AS q(name)
 			CROSS JOIN LATERAL (SELECT min(ready_at) FROM §tasks WHERE queue = q.name AND owner IS NULL
 				AND ` + handlerCond("$2") + ` AND ` + notPaused + `) AS r(t)
@@ -348,6 +349,30 @@ func claimSQL(queueCond string) string {
 	FROM picked WHERE t.id = picked.id
 	RETURNING ` + prefixed("t.", taskCols)
 }
+
+// claimHandlersSQL is claimSQL for a claim that lists handlers ($6, its
+// HandlerSet) of the queues $1 (an array): per queue and handler, the
+// first $5 claimable tasks in claim order, locked (skipping those another
+// transaction holds, as claimSQL does), read through tasks_handler — a
+// bounded read, whatever the queue holds for other handlers: walking
+// tasks_claim and filtering on the handler read the whole backlog of a
+// queue whose front held another worker's tasks — then the first $5 of
+// them all leased. The others stay locked until the claim commits, in the
+// same transaction. Controlled queues are skipped, as in claimSQL.
+var claimHandlersSQL = `WITH cand AS (
+		SELECT c.id, c.priority, c.ready_at FROM unnest($1::text[]) AS qn(name)
+		CROSS JOIN unnest($6::text[]) AS h(name)
+		CROSS JOIN LATERAL (
+			SELECT id, priority, ready_at FROM §tasks
+			WHERE queue = qn.name AND handler = h.name AND ready_at <= $4 AND (lease_until IS NULL OR lease_until <= $4)
+				AND ` + notPaused + `
+			ORDER BY priority DESC, ready_at, id LIMIT $5
+			FOR UPDATE SKIP LOCKED) AS c
+		WHERE NOT EXISTS (SELECT 1 FROM §queues cq WHERE cq.name = qn.name AND cq.controlled)),
+	picked AS (SELECT id FROM cand ORDER BY priority DESC, ready_at, id LIMIT $5)
+	UPDATE §tasks t SET owner = $2, token = t.token + 1, lease_until = $3, claims = t.claims + 1
+	FROM picked WHERE t.id = picked.id
+	RETURNING ` + prefixed("t.", taskCols)
 
 // leaseSQL sets columns of the leased tasks still held among ($1 ids, $2
 // tokens), locking them in id order (so that two of these never

@@ -1,7 +1,6 @@
 package postgres
 
 import (
-	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -125,11 +124,15 @@ func checkClaim(p *store.ClaimParams) error {
 }
 
 // claimArgs is the claim statement for p and its arguments. One queue
-// gets a plan that walks the claim index in order and stops at the limit.
-// Nil handlers go as NULL (no filter), others as the claim's HandlerSet.
+// gets a plan that walks the claim index in order and stops at the limit;
+// a claim that lists handlers reads per queue and handler
+// (claimHandlersSQL).
 func claimArgs(q *queries, p *store.ClaimParams) (string, []any) {
 	now := truncate(p.Now)
 	until := truncate(p.Now.Add(p.LeaseFor))
+	if p.Handlers != nil {
+		return q.claimHandlers, []any{p.Queues, p.Owner, until, now, p.Limit, p.HandlerSet()}
+	}
 	if len(p.Queues) == 1 {
 		return q.claimOne, []any{p.Queues[0], p.Owner, until, now, p.Limit, p.HandlerSet()}
 	}
@@ -150,15 +153,7 @@ func collectTasks(rows pgx.Rows) ([]*store.Task, error) {
 	if err := rows.Err(); err != nil {
 		return nil, err
 	}
-	slices.SortFunc(out, func(a, b *store.Task) int {
-		if c := cmp.Compare(b.Priority, a.Priority); c != 0 {
-			return c
-		}
-		if c := a.ReadyAt.Compare(b.ReadyAt); c != 0 {
-			return c
-		}
-		return cmp.Compare(a.ID, b.ID)
-	})
+	slices.SortFunc(out, store.ClaimOrder)
 	return out, nil
 }
 

@@ -38,8 +38,7 @@ const (
 	qReleaseRun
 	qClaimOne
 	qClaimMany
-	qClaimOneHandlers
-	qClaimManyHandlers
+	qClaimHandler
 	qLease
 	qHeartbeat
 	qHeartbeatDetails
@@ -82,14 +81,13 @@ var queries = [numQueries]string{
 	qReleaseRun:  "UPDATE tasks SET owner = NULL, lease_until = NULL WHERE run_id = ?1 AND owner IS NOT NULL",
 	qCancelTask: `DELETE FROM tasks WHERE run_id = ?1
 		AND (?2 = '' OR kind = ?2) AND (?3 = '' OR step = ?3) AND (?4 < 0 OR idx = ?4)`,
-	qClaimOne:          claimQuery(queueOne, ""),
-	qClaimMany:         claimQuery(queueMany, ""),
-	qClaimOneHandlers:  claimQuery(queueOne, handlerSetIn("?4")),
-	qClaimManyHandlers: claimQuery(queueMany, handlerSetIn("?4")),
-	qLease:             "UPDATE tasks SET owner = ?, token = token + 1, lease_until = ?, claims = claims + 1 WHERE id = ?",
-	qHeartbeat:         "UPDATE tasks SET lease_until = ? WHERE id = ? AND token = ? AND owner IS NOT NULL",
-	qHeartbeatDetails:  "UPDATE tasks SET lease_until = ?, details = ? WHERE id = ? AND token = ? AND owner IS NOT NULL",
-	qReleaseTask:       "UPDATE tasks SET owner = NULL, lease_until = NULL WHERE id = ? AND token = ? AND owner IS NOT NULL",
+	qClaimOne:         claimQuery(queueOne),
+	qClaimMany:        claimQuery(queueMany),
+	qClaimHandler:     claimHandlerQuery,
+	qLease:            "UPDATE tasks SET owner = ?, token = token + 1, lease_until = ?, claims = claims + 1 WHERE id = ?",
+	qHeartbeat:        "UPDATE tasks SET lease_until = ? WHERE id = ? AND token = ? AND owner IS NOT NULL",
+	qHeartbeatDetails: "UPDATE tasks SET lease_until = ?, details = ? WHERE id = ? AND token = ? AND owner IS NOT NULL",
+	qReleaseTask:      "UPDATE tasks SET owner = NULL, lease_until = NULL WHERE id = ? AND token = ? AND owner IS NOT NULL",
 	// A finished run with tasks left has work to do (tasks_run).
 	qPrune: `DELETE FROM runs WHERE id IN (
 		SELECT id FROM runs WHERE finished_at < ?1

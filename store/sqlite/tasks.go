@@ -16,24 +16,36 @@ import (
 
 // claimQuery selects up to ?3 claimable tasks of the queues selected by
 // queueCond (over ?1) at time ?2, in claim order: ready, and nobody holds
-// a live lease on them. handlerCond, when not empty, restricts them
-// further (over ?4).
+// a live lease on them. A claim that lists handlers reads per handler
+// instead (claimHandlerQuery).
 //
 // The limit is written "?3 + 0": with a bare "LIMIT ?" the planner takes
 // the bound value into account, so SQLite prepares the statement again on
 // every call with a new limit — a fifth of the CPU of a busy worker. For
-// the same reason lists (of queues, of handlers) are bound as one JSON
-// array read with json_each, so that a statement's text does not depend
-// on their length.
-func claimQuery(queueCond, handlerCond string) string {
-	if handlerCond != "" {
-		handlerCond = " AND " + handlerCond
-	}
+// the same reason lists of queues are bound as one JSON array read with
+// json_each, so that a statement's text does not depend on their length.
+func claimQuery(queueCond string) string {
 	return `SELECT ` + taskCols + ` FROM tasks
-		WHERE ` + queueCond + ` AND ready_at <= ?2 AND (lease_until IS NULL OR lease_until <= ?2)` + handlerCond + `
+		WHERE ` + queueCond + ` AND ready_at <= ?2 AND (lease_until IS NULL OR lease_until <= ?2)
 			AND ` + notPaused + `
 		ORDER BY priority DESC, ready_at, id LIMIT ?3 + 0`
 }
+
+// claimHandlerQuery is claimQuery for one queue (?1) and a claim that
+// lists handlers (?4, a JSON array of its HandlerSet): per handler, the
+// first ?3 claimable tasks in claim order, read through tasks_handler (a
+// correlated subquery run once per handler; INDEXED BY: without
+// statistics the planner may walk tasks_claim and filter on the handler,
+// which is what this statement is for not doing), then the first ?3 of
+// them all. A bounded read, whatever the queue holds for other handlers:
+// claimQuery with a handler filter walked the whole backlog of a queue
+// whose front held another worker's tasks.
+const claimHandlerQuery = `SELECT ` + taskCols + ` FROM (SELECT DISTINCT value FROM json_each(?4)) AS h
+		JOIN tasks ON id IN (SELECT id FROM tasks INDEXED BY tasks_handler
+			WHERE queue = ?1 AND handler = h.value AND ready_at <= ?2 AND (lease_until IS NULL OR lease_until <= ?2)
+				AND ` + notPaused + `
+			ORDER BY priority DESC, ready_at, id LIMIT ?3 + 0)
+		ORDER BY priority DESC, ready_at, id LIMIT ?3 + 0`
 
 // Conditions of claimQuery and nextReadyQuery.
 const (
@@ -50,13 +62,6 @@ const (
 // JSON array bound to param: see store.NextReadyParams.Handlers.
 func handlerIn(param string) string {
 	return "(handler = '' OR handler IN (SELECT value FROM json_each(" + param + ")))"
-}
-
-// handlerSetIn is the condition of a claim that the task's handler is in
-// the JSON array bound to param: store.ClaimParams.HandlerSet, which holds
-// the empty handler unless the claim is strict.
-func handlerSetIn(param string) string {
-	return "handler IN (SELECT value FROM json_each(" + param + "))"
 }
 
 // jsonList is a list bound as one JSON array (never "null": json_each
@@ -114,7 +119,7 @@ func claim(w *wconn, p *store.ClaimParams) ([]*store.Task, error) {
 	if len(p.Queues) == 0 {
 		return nil, nil
 	}
-	// One of four statements: one queue or many, any handler or some.
+	// One queue or many (a claim that lists handlers reads per handler).
 	q, queues := qClaimOne, p.Queues[0]
 	if len(p.Queues) > 1 {
 		var err error
@@ -131,25 +136,47 @@ func claim(w *wconn, p *store.ClaimParams) ([]*store.Task, error) {
 	if len(controlled) > 0 {
 		return claimMixed(w, p, controlled)
 	}
-	var handlers string
-	if p.Handlers != nil {
-		var err error
-		if handlers, err = jsonList(p.HandlerSet()); err != nil {
-			return nil, err
-		}
-		if q == qClaimOne {
-			q = qClaimOneHandlers
-		} else {
-			q = qClaimManyHandlers
-		}
-	}
 	now := micros(p.Now)
+	if p.Handlers != nil {
+		return claimByHandler(w, p, now)
+	}
 	w.arg(queues)
 	w.arg(now)
 	w.arg(int64(p.Limit))
-	if p.Handlers != nil {
-		w.arg(handlers)
+	out, err := w.queryTasks(q)
+	if err != nil {
+		return nil, err
 	}
+	return lease(w, p, now, out)
+}
+
+// claimByHandler claims for a claim that lists handlers: per queue,
+// claimHandlerQuery; the queues' tasks merged in claim order and cut at
+// p.Limit.
+func claimByHandler(w *wconn, p *store.ClaimParams, now int64) ([]*store.Task, error) {
+	handlers, err := jsonList(p.HandlerSet())
+	if err != nil {
+		return nil, err
+	}
+	var cands []*store.Task
+	for _, q := range slices.Compact(slices.Sorted(slices.Values(p.Queues))) {
+		w.arg(q)
+		w.arg(now)
+		w.arg(int64(p.Limit))
+		w.arg(handlers)
+		ts, err := w.queryTasks(qClaimHandler)
+		if err != nil {
+			return nil, err
+		}
+		cands = append(cands, ts...)
+	}
+	slices.SortFunc(cands, store.ClaimOrder)
+	return lease(w, p, now, cands[:min(len(cands), p.Limit)])
+}
+
+// queryTasks runs a statement that returns task rows, with the
+// arguments bound.
+func (w *wconn) queryTasks(q int) ([]*store.Task, error) {
 	rows, err := w.query(q)
 	if err != nil {
 		return nil, err
@@ -175,6 +202,11 @@ func claim(w *wconn, p *store.ClaimParams) ([]*store.Task, error) {
 	if err := rows.Close(); err != nil {
 		return nil, err
 	}
+	return out, nil
+}
+
+// lease leases the tasks read by a claim, one by one.
+func lease(w *wconn, p *store.ClaimParams, now int64, out []*store.Task) ([]*store.Task, error) {
 	until := now + p.LeaseFor.Microseconds()
 	for _, t := range out {
 		w.arg(p.Owner)

@@ -3,7 +3,9 @@ package storetest
 import (
 	"encoding/json"
 	"errors"
+	"fmt"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -258,6 +260,79 @@ func testHandlers(t *testing.T, h *harness) {
 	next, ok, err = h.s.NextReady(t.Context(), &store.NextReadyParams{Queues: []string{"hq"}, Handlers: []string{"flow:x@1"}})
 	if err != nil || !ok || !next.Equal(at(0)) {
 		t.Fatalf("NextReady for flow:x@1 = %v, %v, %v; want %v", next, ok, err, at(0))
+	}
+}
+
+// testHandlersBehindOthers: a claim that lists handlers, of two queues
+// whose fronts hold many tasks of another handler, takes its own tasks
+// (and those any worker runs, unless strict) in claim order across the
+// queues and handlers: priority, then ready time, then id; leased tasks
+// are skipped, and the limit cuts the merged order.
+func testHandlersBehindOthers(t *testing.T, h *harness) {
+	mk := func(queue, step, handler string, priority int, ready time.Duration) store.NewTask {
+		n := task(queue, step, at(ready))
+		n.Handler, n.Priority = handler, priority
+		return n
+	}
+	var front []store.NewTask
+	for i := range 40 {
+		front = append(front, mk([]string{"bq", "bq2"}[i%2], fmt.Sprint("o", i), "action:other", 9, time.Duration(i)*time.Millisecond))
+	}
+	h.create(at(0), withTasks(newRun("front"), front...))
+	h.create(at(0), withTasks(newRun("mine"),
+		mk("bq", "m1", "flow:mine@1", 0, 40*time.Second), mk("bq", "m2", "flow:mine@1", 5, 50*time.Second),
+		mk("bq", "m3", "flow:mine@1", 0, 45*time.Second), mk("bq", "e1", "", 0, 42*time.Second),
+		mk("bq2", "n1", "flow:mine@1", 0, 41*time.Second), mk("bq2", "late", "flow:mine@1", 0, time.Hour),
+		mk("bq3", "elsewhere", "flow:mine@1", 9, 0)))
+	claim := func(strict bool, limit int) []string {
+		t.Helper()
+		ts, err := h.s.ClaimTasks(t.Context(), &store.ClaimParams{Queues: []string{"bq", "bq2"}, Handlers: []string{"flow:mine@1", "flow:none@1"},
+			Strict: strict, Owner: "w", Limit: limit, LeaseFor: time.Minute, Now: at(time.Minute)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		var steps []string
+		for _, tk := range ts {
+			steps = append(steps, tk.Step)
+		}
+		return steps
+	}
+	diff(t, "the first claim, limit 3", []string{"m2", "m1", "n1"}, claim(false, 3))
+	diff(t, "a strict claim after it", []string{"m3"}, claim(true, 10))
+	diff(t, "the rest", []string{"e1"}, claim(false, 10))
+	diff(t, "nothing left that is ready", []string(nil), claim(false, 10))
+
+	// Claimers racing for one handler's tasks share them: none twice, and
+	// none left while a claimer had room.
+	var race []store.NewTask
+	for i := range 20 {
+		race = append(race, mk("rq", fmt.Sprint("r", i), "flow:race@1", 0, time.Duration(i)*time.Millisecond))
+	}
+	h.create(at(0), withTasks(newRun("race"), race...))
+	var wg sync.WaitGroup
+	got := make([][]*store.Task, 4)
+	errs := make([]error, 4)
+	for i := range 4 {
+		wg.Go(func() {
+			got[i], errs[i] = h.s.ClaimTasks(t.Context(), &store.ClaimParams{Queues: []string{"rq"}, Handlers: []string{"flow:race@1"}, Strict: true,
+				Owner: fmt.Sprint("w", i), Limit: 5, LeaseFor: time.Minute, Now: at(time.Minute)})
+		})
+	}
+	wg.Wait()
+	seen := map[int64]bool{}
+	for i := range 4 {
+		if errs[i] != nil {
+			t.Fatalf("racing claimer %d: %v", i, errs[i])
+		}
+		for _, tk := range got[i] {
+			if seen[tk.ID] {
+				t.Fatalf("task %s claimed twice", tk.Step)
+			}
+			seen[tk.ID] = true
+		}
+	}
+	if len(seen) != 20 {
+		t.Errorf("4 racing claimers of 5 took %d of the 20 tasks", len(seen))
 	}
 }
 

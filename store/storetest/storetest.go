@@ -119,6 +119,7 @@ func Run(t *testing.T, newStore func(t *testing.T) store.Store, opts ...Option) 
 		{"FenceOtherRun", testFenceOtherRun},
 		{"FencedCreate", testFencedCreate},
 		{"Handlers", testHandlers},
+		{"HandlersBehindOthers", testHandlersBehindOthers},
 		{"StrictClaims", testStrictClaims},
 		{"GetTask", testGetTask},
 		{"RemoteClaims", testRemoteClaims},

@@ -1,0 +1,144 @@
+package postgres
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"regexp"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/hephaestus-go/hephaestus/hephtype"
+	"github.com/hephaestus-go/hephaestus/internal/pgtest"
+	"github.com/hephaestus-go/hephaestus/store"
+)
+
+// TestClaimWithHandlersReadsItsOwn: a claim that lists handlers, behind a
+// front of 2,000 tasks of another handler, reads its own tasks through
+// tasks_handler and no more than a few rows of the others: the plan, in
+// the claim's own settings, neither scans the front nor filters it out
+// row by row.
+func TestClaimWithHandlersReadsItsOwn(t *testing.T) {
+	t.Parallel()
+	s, err := Open(t.Context(), &Config{DSN: pgtest.DSN(t), Schema: "claim_plan"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	t0 := time.Date(2031, 1, 1, 0, 0, 0, 0, time.UTC)
+	run := &store.NewRun{ID: "front", Workflow: "wf", Version: 1, Kind: hephtype.KindFlow, Status: hephtype.StatusRunning, Input: json.RawMessage(`{}`)}
+	for i := range 2000 {
+		run.Tasks = append(run.Tasks, store.NewTask{Queue: "pq", Kind: store.TaskStep, Step: fmt.Sprint("o", i), Index: -1, Attempt: 1,
+			ReadyAt: t0.Add(time.Duration(i) * time.Millisecond), Handler: "action:other"})
+	}
+	run.Tasks = append(run.Tasks, store.NewTask{Queue: "pq", Kind: store.TaskStep, Step: "mine", Index: -1, Attempt: 1,
+		ReadyAt: t0.Add(time.Hour), Handler: "flow:mine@1"})
+	if _, err := s.Apply(t.Context(), &store.ApplyParams{Now: t0, Changes: []store.Change{{Create: run}}}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.pool.Exec(t.Context(), `ANALYZE "claim_plan".tasks`); err != nil {
+		t.Fatal(err)
+	}
+	p := &store.ClaimParams{Queues: []string{"pq"}, Handlers: []string{"flow:mine@1"}, Owner: "w", Limit: 16, LeaseFor: time.Minute, Now: t0.Add(2 * time.Hour)}
+	sql, args := claimArgs(&s.q, p)
+	tx, err := s.pool.Begin(t.Context())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = tx.Rollback(t.Context()) }()
+	for _, set := range []string{applySettings, claimSettings} {
+		if _, err := tx.Exec(t.Context(), set); err != nil {
+			t.Fatal(err)
+		}
+	}
+	text := explain(t, tx, "EXPLAIN (ANALYZE, COSTS OFF) "+sql, args...)
+	if !strings.Contains(text, "tasks_handler") {
+		t.Errorf("the claim does not read tasks_handler:\n%s", text)
+	}
+	for _, m := range regexp.MustCompile(`Rows Removed by Filter: (\d+)`).FindAllStringSubmatch(text, -1) {
+		if n, _ := strconv.Atoi(m[1]); n >= 100 {
+			t.Errorf("the claim filtered out %d rows (the other handler's front):\n%s", n, text)
+		}
+	}
+	if strings.Contains(text, "Seq Scan on tasks") {
+		t.Errorf("the claim scans the tasks:\n%s", text)
+	}
+	// EXPLAIN ANALYZE ran the claim: it leased its one task.
+	var leased []string
+	lr, err := tx.Query(t.Context(), `SELECT step FROM "claim_plan".tasks WHERE owner = 'w'`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for lr.Next() {
+		var step string
+		if err := lr.Scan(&step); err != nil {
+			t.Fatal(err)
+		}
+		leased = append(leased, step)
+	}
+	if err := lr.Err(); err != nil || len(leased) != 1 || leased[0] != "mine" {
+		t.Errorf("the claim leased %v (%v), want [mine]", leased, err)
+	}
+}
+
+// TestRemoteClaimPruneByKey: the prune of PutRemoteClaim looks each
+// record's task up by key, never by a scan of the task table, even when
+// the records' table is large and the tasks many (the plan a hash
+// anti-join over the whole task table once was, at every hand-out).
+func TestRemoteClaimPruneByKey(t *testing.T) {
+	t.Parallel()
+	s, err := Open(t.Context(), &Config{DSN: pgtest.DSN(t), Schema: "prune_plan"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	t0 := time.Date(2031, 1, 1, 0, 0, 0, 0, time.UTC)
+	run := &store.NewRun{ID: "many", Workflow: "wf", Version: 1, Kind: hephtype.KindFlow, Status: hephtype.StatusRunning, Input: json.RawMessage(`{}`)}
+	for i := range 20000 {
+		run.Tasks = append(run.Tasks, store.NewTask{Queue: "pq", Kind: store.TaskStep, Step: fmt.Sprint("s", i), Index: -1, Attempt: 1, ReadyAt: t0})
+	}
+	if _, err := s.Apply(t.Context(), &store.ApplyParams{Now: t0, Changes: []store.Change{{Create: run}}}); err != nil {
+		t.Fatal(err)
+	}
+	for _, q := range []string{
+		`INSERT INTO "prune_plan".remote_claims (` + remoteClaimCols + `)
+			SELECT id, 1, run_id, '\x00', '', 'w', now(), now(), 1 FROM "prune_plan".tasks`,
+		`ANALYZE "prune_plan".tasks`, `ANALYZE "prune_plan".remote_claims`,
+		`SET plan_cache_mode = force_generic_plan`,
+	} {
+		if _, err := s.pool.Exec(t.Context(), q); err != nil {
+			t.Fatal(err)
+		}
+	}
+	text := explain(t, s.pool, "EXPLAIN "+s.rc.put, 1, 1, "many", make([]byte, 32), "", "w", t0, t0, 1, store.PruneRemoteClaimsBatch)
+	if strings.Contains(text, "Seq Scan on tasks") || strings.Contains(text, "Hash Anti Join") {
+		t.Errorf("the prune scans the task table:\n%s", text)
+	}
+}
+
+// explain runs an EXPLAIN statement and returns its plan's lines, joined.
+func explain(t *testing.T, db interface {
+	Query(context.Context, string, ...any) (pgx.Rows, error)
+}, sql string, args ...any) string {
+	t.Helper()
+	rows, err := db.Query(t.Context(), sql, args...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var plan []string
+	for rows.Next() {
+		var line string
+		if err := rows.Scan(&line); err != nil {
+			t.Fatal(err)
+		}
+		plan = append(plan, line)
+	}
+	if err := rows.Err(); err != nil {
+		t.Fatal(err)
+	}
+	return strings.Join(plan, "\n")
+}
