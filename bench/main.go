@@ -139,7 +139,7 @@ func main() {
 	flag.IntVar(&o.jobs, "jobs", 20000, "jobs per round (jobs workload)")
 	flag.IntVar(&o.workers, "workers", 100, "workers (jobs workload)")
 	flag.IntVar(&o.batch, "batch", 1000, "jobs per insert batch (jobs workload)")
-	flag.IntVar(&o.history, "history", 0, "finished one-step runs to put in Hephaestus's database before (a) to (c), untimed")
+	flag.IntVar(&o.history, "history", 0, "finished one-step runs to put in Hephaestus's database before each workload, untimed (on PostgreSQL, beyond 1,000 they are copies of 1,000 run as jobs)")
 	rounds := flag.Int("rounds", 3, "rounds (the median is reported)")
 	engines := flag.String("engines", "heph,dbos,river", "engines to run: heph, dbos, river, and heph-key, heph-rate (the jobs workload under flow control)")
 	workloads := flag.String("workloads", "a,b,c,jobs", "workloads to run: a, b, c, jobs, bytes, growth")
@@ -247,6 +247,13 @@ func measureOne(ctx context.Context, o options, w workload, c contestant) (bench
 		defer os.RemoveAll(dir)
 		t.Where = filepath.Join(dir, "bench.db")
 	}
+	if c.heph && o.history > 0 {
+		start := time.Now()
+		if err := benchrun.Fill(ctx, t, o.history); err != nil {
+			return benchrun.Measure{}, fmt.Errorf("fill with %d finished runs: %w", o.history, err)
+		}
+		fmt.Fprintf(os.Stderr, "hephaestus: %d finished runs in %v\n", o.history, time.Since(start).Round(time.Second))
+	}
 	if w.key == "jobs" {
 		r, err := c.jobs(ctx, t, benchrun.JobsOptions{Jobs: o.jobs, Workers: o.workers, Batch: o.batch})
 		if err != nil {
@@ -254,13 +261,6 @@ func measureOne(ctx context.Context, o options, w workload, c contestant) (bench
 		}
 		fmt.Fprintf(os.Stderr, "%s: inserted in %v\n", r.Engine, r.Inserted)
 		return benchrun.Measure{Rate: float64(r.Jobs) / r.Wall.Seconds(), P50: r.P50, P99: r.P99}, nil
-	}
-	if c.heph && o.history > 0 {
-		start := time.Now()
-		if err := benchrun.Fill(ctx, t, o.history); err != nil {
-			return benchrun.Measure{}, fmt.Errorf("fill with %d finished runs: %w", o.history, err)
-		}
-		fmt.Fprintf(os.Stderr, "hephaestus: %d finished runs in %v\n", o.history, time.Since(start).Round(time.Second))
 	}
 	cl, err := c.open(ctx, t)
 	if err != nil {
