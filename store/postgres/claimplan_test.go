@@ -24,11 +24,7 @@ import (
 // row by row.
 func TestClaimWithHandlersReadsItsOwn(t *testing.T) {
 	t.Parallel()
-	s, err := Open(t.Context(), &Config{DSN: pgtest.DSN(t), Schema: "claim_plan"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Close()
+	s := openSchema(t, "claim_plan")
 	t0 := time.Date(2031, 1, 1, 0, 0, 0, 0, time.UTC)
 	run := &store.NewRun{ID: "front", Workflow: "wf", Version: 1, Kind: hephtype.KindFlow, Status: hephtype.StatusRunning, Input: json.RawMessage(`{}`)}
 	for i := range 2000 {
@@ -68,20 +64,8 @@ func TestClaimWithHandlersReadsItsOwn(t *testing.T) {
 		t.Errorf("the claim scans the tasks:\n%s", text)
 	}
 	// EXPLAIN ANALYZE ran the claim: it leased its one task.
-	var leased []string
-	lr, err := tx.Query(t.Context(), `SELECT step FROM "claim_plan".tasks WHERE owner = 'w'`)
-	if err != nil {
-		t.Fatal(err)
-	}
-	for lr.Next() {
-		var step string
-		if err := lr.Scan(&step); err != nil {
-			t.Fatal(err)
-		}
-		leased = append(leased, step)
-	}
-	if err := lr.Err(); err != nil || len(leased) != 1 || leased[0] != "mine" {
-		t.Errorf("the claim leased %v (%v), want [mine]", leased, err)
+	if leased := queryStrings(t, tx, `SELECT step FROM "claim_plan".tasks WHERE owner = 'w'`); len(leased) != 1 || leased[0] != "mine" {
+		t.Errorf("the claim leased %v, want [mine]", leased)
 	}
 }
 
@@ -91,11 +75,7 @@ func TestClaimWithHandlersReadsItsOwn(t *testing.T) {
 // anti-join over the whole task table once was, at every hand-out).
 func TestRemoteClaimPruneByKey(t *testing.T) {
 	t.Parallel()
-	s, err := Open(t.Context(), &Config{DSN: pgtest.DSN(t), Schema: "prune_plan"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Close()
+	s := openSchema(t, "prune_plan")
 	t0 := time.Date(2031, 1, 1, 0, 0, 0, 0, time.UTC)
 	run := &store.NewRun{ID: "many", Workflow: "wf", Version: 1, Kind: hephtype.KindFlow, Status: hephtype.StatusRunning, Input: json.RawMessage(`{}`)}
 	for i := range 20000 {
@@ -120,25 +100,46 @@ func TestRemoteClaimPruneByKey(t *testing.T) {
 	}
 }
 
-// explain runs an EXPLAIN statement and returns its plan's lines, joined.
-func explain(t *testing.T, db interface {
+// openSchema opens a store on its own schema, closed at the test's end.
+func openSchema(t *testing.T, schema string) *Store {
+	t.Helper()
+	s, err := Open(t.Context(), &Config{DSN: pgtest.DSN(t), Schema: schema})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = s.Close() })
+	return s
+}
+
+// querier is what explain and queryStrings query: a pool or a
+// transaction.
+type querier interface {
 	Query(context.Context, string, ...any) (pgx.Rows, error)
-}, sql string, args ...any) string {
+}
+
+// explain runs an EXPLAIN statement and returns its plan's lines, joined.
+func explain(t *testing.T, db querier, sql string, args ...any) string {
+	t.Helper()
+	return strings.Join(queryStrings(t, db, sql, args...), "\n")
+}
+
+// queryStrings runs a query of one text column and returns its values.
+func queryStrings(t *testing.T, db querier, sql string, args ...any) []string {
 	t.Helper()
 	rows, err := db.Query(t.Context(), sql, args...)
 	if err != nil {
 		t.Fatal(err)
 	}
-	var plan []string
+	var out []string
 	for rows.Next() {
-		var line string
-		if err := rows.Scan(&line); err != nil {
+		var v string
+		if err := rows.Scan(&v); err != nil {
 			t.Fatal(err)
 		}
-		plan = append(plan, line)
+		out = append(out, v)
 	}
 	if err := rows.Err(); err != nil {
 		t.Fatal(err)
 	}
-	return strings.Join(plan, "\n")
+	return out
 }

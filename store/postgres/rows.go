@@ -358,17 +358,18 @@ func claimSQL(queueCond string) string {
 // tasks_claim and filtering on the handler read the whole backlog of a
 // queue whose front held another worker's tasks — then the first $5 of
 // them all leased. The others stay locked until the claim commits, in the
-// same transaction. Controlled queues are skipped, as in claimSQL.
+// same transaction. Controlled queues are left out before any of their
+// tasks is read (and locked), as in claimSQL.
 var claimHandlersSQL = `WITH cand AS (
-		SELECT c.id, c.priority, c.ready_at FROM unnest($1::text[]) AS qn(name)
+		SELECT c.id, c.priority, c.ready_at FROM (SELECT u.name FROM unnest($1::text[]) AS u(name)
+			WHERE NOT EXISTS (SELECT 1 FROM §queues cq WHERE cq.name = u.name AND cq.controlled)) AS qn
 		CROSS JOIN unnest($6::text[]) AS h(name)
 		CROSS JOIN LATERAL (
 			SELECT id, priority, ready_at FROM §tasks
 			WHERE queue = qn.name AND handler = h.name AND ready_at <= $4 AND (lease_until IS NULL OR lease_until <= $4)
 				AND ` + notPaused + `
 			ORDER BY priority DESC, ready_at, id LIMIT $5
-			FOR UPDATE SKIP LOCKED) AS c
-		WHERE NOT EXISTS (SELECT 1 FROM §queues cq WHERE cq.name = qn.name AND cq.controlled)),
+			FOR UPDATE SKIP LOCKED) AS c),
 	picked AS (SELECT id FROM cand ORDER BY priority DESC, ready_at, id LIMIT $5)
 	UPDATE §tasks t SET owner = $2, token = t.token + 1, lease_until = $3, claims = t.claims + 1
 	FROM picked WHERE t.id = picked.id
