@@ -44,7 +44,7 @@ var layers = map[string]int{
 	"internal/wfrt": layerRuntime, "internal/maintenance": layerRuntime, "internal/telemetry": layerRuntime, "internal/tracing": layerRuntime,
 	"internal/metrics": layerRuntime, "internal/limits": layerRuntime, "internal/secrets": layerRuntime, "internal/schedule": layerRuntime,
 	"internal/notify":  layerRuntime,
-	"internal/steplog": layerRuntime,
+	"internal/steplog": layerRuntime, "internal/payloadstore": layerRuntime,
 
 	"": layerAPI, "flowdoc": layerAPI, "hephtest/...": layerAPI,
 

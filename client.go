@@ -91,6 +91,12 @@ type Client struct {
 // instrumentation costs.
 var uninstrumented atomic.Bool
 
+// Store returns the store the client works on: Config.Store, wrapped by
+// Config.PayloadCodec when one is set (payloads read from it are
+// decoded, and those written to it encoded). Give it to what reads the
+// same runs beside the client (the server's Config.Store).
+func (c *Client) Store() store.Store { return c.cfg.Store }
+
 // New returns a Client for cfg. It starts no goroutine: call Start to run
 // workers; a Client without workers can still start and steer runs that
 // other processes execute.

@@ -47,8 +47,10 @@ import (
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/hephaestus-go/hephaestus/clock"
+	"github.com/hephaestus-go/hephaestus/codec"
 	"github.com/hephaestus-go/hephaestus/hephtype"
 	"github.com/hephaestus-go/hephaestus/internal/limits"
+	"github.com/hephaestus-go/hephaestus/internal/payloadstore"
 	"github.com/hephaestus-go/hephaestus/internal/worker"
 	"github.com/hephaestus-go/hephaestus/store"
 )
@@ -93,6 +95,18 @@ var (
 type Config struct {
 	// Store is where runs, history and tasks live. Required.
 	Store store.Store
+	// PayloadCodec, when set, encodes every payload before it reaches
+	// Store and decodes it when read back (docs/payloads.md): run inputs
+	// and outputs, step and activity outputs, history entries, signals,
+	// updates and queries, heartbeat details, published workflow state,
+	// schedule inputs and webhook bodies. Build it with codec.NewChain
+	// (compression with codec.NewZstd, encryption with codec.NewAESGCM
+	// and a key ring from codec.KeyringFromEnv). Every process that
+	// shares the store needs a chain that decodes what the others write
+	// (the same keys, the write key of each among them). Defaults to nil:
+	// payloads are stored as plain JSON (values written encoded by
+	// another process are then returned as their envelopes).
+	PayloadCodec *codec.Chain
 
 	// Queues maps queue names to how many steps of that queue this
 	// process runs at once. Defaults to {"default": 16}.
@@ -279,6 +293,9 @@ func (c *Config) withDefaults() (Config, error) {
 	}
 	if cfg.Clock == nil {
 		cfg.Clock = clock.Real{}
+	}
+	if cfg.PayloadCodec != nil && cfg.Store != nil {
+		cfg.Store = payloadstore.Wrap(cfg.Store, cfg.PayloadCodec)
 	}
 	if cfg.Logger == nil {
 		cfg.Logger = slog.Default()

@@ -230,23 +230,27 @@ func ReadKeyDir(dir string) ([]Key, error) {
 //	HEPH_PAYLOAD_KEY_DIR=/etc/heph/payload-keys   # k1.key, k2.key
 //	HEPH_PAYLOAD_KEY_FILES=/run/secrets/k1.key,/run/secrets/k2.key
 //	HEPH_PAYLOAD_WRITE_KEY=k2
-func KeyringFromEnv() (*Keyring, error) {
+func KeyringFromEnv() (*Keyring, error) { return KeyringFromLookup(os.Getenv) }
+
+// KeyringFromLookup is KeyringFromEnv with the variables read by getenv
+// (a program's flags that stand for them, a test's environment).
+func KeyringFromLookup(getenv func(key string) string) (*Keyring, error) {
 	var keys []Key
-	if text := os.Getenv(EnvKeys); strings.TrimSpace(text) != "" {
+	if text := getenv(EnvKeys); strings.TrimSpace(text) != "" {
 		k, err := ParseKeys(EnvKeys, text)
 		if err != nil {
 			return nil, err
 		}
 		keys = append(keys, k...)
 	}
-	if dir := strings.TrimSpace(os.Getenv(EnvKeyDir)); dir != "" {
+	if dir := strings.TrimSpace(getenv(EnvKeyDir)); dir != "" {
 		k, err := ReadKeyDir(dir)
 		if err != nil {
 			return nil, fmt.Errorf("%s: %w", EnvKeyDir, err)
 		}
 		keys = append(keys, k...)
 	}
-	if files := os.Getenv(EnvKeyFiles); strings.TrimSpace(files) != "" {
+	if files := getenv(EnvKeyFiles); strings.TrimSpace(files) != "" {
 		for _, path := range strings.Split(files, ",") {
 			if path = strings.TrimSpace(path); path == "" {
 				continue
@@ -258,7 +262,7 @@ func KeyringFromEnv() (*Keyring, error) {
 			keys = append(keys, k)
 		}
 	}
-	write := strings.TrimSpace(os.Getenv(EnvWriteKey))
+	write := strings.TrimSpace(getenv(EnvWriteKey))
 	if len(keys) == 0 {
 		if write != "" {
 			return nil, fmt.Errorf("payload keys: %s is %q but no key is set (%s, %s or %s)", EnvWriteKey, write, EnvKeys, EnvKeyDir, EnvKeyFiles)

@@ -3,8 +3,11 @@ package e2e_test
 import (
 	"context"
 	"errors"
+	"strings"
 	"testing"
 	"time"
+
+	"github.com/jackc/pgx/v5"
 
 	heph "github.com/hephaestus-go/hephaestus"
 	"github.com/hephaestus-go/hephaestus/e2e"
@@ -45,6 +48,36 @@ func postgresBackend() e2e.Backend {
 			}
 		},
 	}
+}
+
+func TestPostgresPayloads(t *testing.T) {
+	b := postgresBackend()
+	b.Dump = func(t *testing.T, st store.Store) string {
+		ctx := context.WithoutCancel(t.Context())
+		pool := st.(*postgres.Store).Pool()
+		rows, err := pool.Query(ctx, `SELECT table_name FROM information_schema.tables WHERE table_schema = 'heph' AND table_type = 'BASE TABLE' ORDER BY 1`)
+		if err != nil {
+			t.Fatal(err)
+		}
+		tables, err := pgx.CollectRows(rows, pgx.RowTo[string])
+		if err != nil || len(tables) < 10 {
+			t.Fatalf("tables %v: %v", tables, err)
+		}
+		var b strings.Builder
+		for _, tb := range tables {
+			rows, err := pool.Query(ctx, `SELECT t::text FROM `+pgx.Identifier{"heph", tb}.Sanitize()+` t`)
+			if err != nil {
+				t.Fatal(err)
+			}
+			texts, err := pgx.CollectRows(rows, pgx.RowTo[string])
+			if err != nil {
+				t.Fatal(err)
+			}
+			b.WriteString(tb + ":\n" + strings.Join(texts, "\n") + "\n")
+		}
+		return b.String()
+	}
+	e2e.RunPayloads(t, b)
 }
 
 func TestPostgres(t *testing.T) { e2e.Run(t, postgresBackend()) }

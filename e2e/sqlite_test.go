@@ -2,7 +2,10 @@ package e2e_test
 
 import (
 	"context"
+	"database/sql"
+	"fmt"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/hephaestus-go/hephaestus/e2e"
@@ -39,6 +42,73 @@ func sqliteBackend() e2e.Backend {
 			}
 		},
 	}
+}
+
+func TestSQLitePayloads(t *testing.T) {
+	b := sqliteBackend()
+	b.Dump = func(t *testing.T, st store.Store) string {
+		db := st.(*sqlite.Store).DB()
+		tables := queryStrings(t, db, `SELECT name FROM sqlite_master WHERE type = 'table' ORDER BY 1`)
+		if len(tables) < 10 {
+			t.Fatalf("tables %v", tables)
+		}
+		var b strings.Builder
+		for _, tb := range tables {
+			rows, err := db.QueryContext(t.Context(), `SELECT * FROM "`+tb+`"`)
+			if err != nil {
+				t.Fatal(err)
+			}
+			cols, err := rows.Columns()
+			if err != nil {
+				t.Fatal(err)
+			}
+			b.WriteString(tb + ":\n")
+			vals := make([]any, len(cols))
+			ptrs := make([]any, len(cols))
+			for i := range vals {
+				ptrs[i] = &vals[i]
+			}
+			for rows.Next() {
+				if err := rows.Scan(ptrs...); err != nil {
+					t.Fatal(err)
+				}
+				for _, v := range vals {
+					if bs, ok := v.([]byte); ok {
+						v = string(bs)
+					}
+					fmt.Fprintf(&b, "%v\t", v)
+				}
+				b.WriteString("\n")
+			}
+			if err := rows.Err(); err != nil {
+				t.Fatal(err)
+			}
+			_ = rows.Close()
+		}
+		return b.String()
+	}
+	e2e.RunPayloads(t, b)
+}
+
+func queryStrings(t *testing.T, db *sql.DB, q string) []string {
+	t.Helper()
+	rows, err := db.QueryContext(t.Context(), q)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rows.Close()
+	var out []string
+	for rows.Next() {
+		var s string
+		if err := rows.Scan(&s); err != nil {
+			t.Fatal(err)
+		}
+		out = append(out, s)
+	}
+	if err := rows.Err(); err != nil {
+		t.Fatal(err)
+	}
+	return out
 }
 
 func TestSQLite(t *testing.T) { e2e.Run(t, sqliteBackend()) }

@@ -34,6 +34,9 @@ type Backend struct {
 	// BeginTx, when set, opens a transaction of the application's on
 	// st's database, of the kind InsertJobTx takes.
 	BeginTx func(t *testing.T, st store.Store) *AppTx
+	// Dump, when set, returns every row of every table of st's database
+	// as text (RunPayloads greps it).
+	Dump func(t *testing.T, st store.Store) string
 }
 
 // Run runs the whole suite on b.

@@ -18,6 +18,7 @@ import (
 
 	hephaestus "github.com/hephaestus-go/hephaestus"
 	"github.com/hephaestus-go/hephaestus/app/demo"
+	"github.com/hephaestus-go/hephaestus/codec"
 	"github.com/hephaestus-go/hephaestus/dashboard"
 	"github.com/hephaestus-go/hephaestus/flowdoc"
 	"github.com/hephaestus-go/hephaestus/server"
@@ -47,6 +48,7 @@ const (
 	envExamples         = "HEPH_EXAMPLES"
 	envSecretKeys       = "HEPH_SECRET_KEYS"
 	envSecretKeysFile   = "HEPH_SECRET_KEYS_FILE"
+	envPayloadCompress  = "HEPH_PAYLOAD_COMPRESS"
 	listeningLinePrefix = "heph: listening on "
 	// firstTokenLinePrefix starts the line that shows the admin token a
 	// first start on loopback makes, named firstTokenName.
@@ -65,6 +67,10 @@ const serverMinConns = 8
 type serverFlags struct {
 	addr, sqlite, postgres, schema, logLevel string
 	secretKeysFile                           string
+	// payloadKeyDir, payloadKeyFiles, payloadWriteKey and
+	// payloadCompress make the payload codec (serverPayloadCodec).
+	payloadKeyDir, payloadKeyFiles, payloadWriteKey string
+	payloadCompress                                 bool
 	// postgresDirect and txPooling: PostgreSQL through PgBouncer in
 	// transaction mode (postgres.Config.TransactionPooling, DirectDSN).
 	postgresDirect                     string
@@ -94,7 +100,13 @@ func newServer(g *globals) *cobra.Command {
 			"(--insecure), with the examples (--examples), and prints the dashboard's URL.\n" +
 			"Every flag has an environment variable: HEPH_ADDR, HEPH_SQLITE, HEPH_POSTGRES,\n" +
 			"HEPH_SCHEMA, HEPH_INSECURE, HEPH_MAX_BODY, HEPH_REQUEST_TIMEOUT, HEPH_WORKERS, HEPH_LOG_LEVEL,\n" +
-			"HEPH_EXAMPLES, HEPH_SECRET_KEYS_FILE.\n\n" +
+			"HEPH_EXAMPLES, HEPH_SECRET_KEYS_FILE, HEPH_PAYLOAD_KEY_DIR, HEPH_PAYLOAD_KEY_FILES,\n" +
+			"HEPH_PAYLOAD_WRITE_KEY, HEPH_PAYLOAD_COMPRESS.\n\n" +
+			"Payloads (inputs, outputs, history, signals, updates, heartbeat details) are encrypted\n" +
+			"before the database with the payload keys of HEPH_PAYLOAD_KEYS (\"id:<base64 of 32 bytes>\"\n" +
+			"entries separated by commas), --payload-key-dir (files ID.key) or --payload-key-files;\n" +
+			"--payload-write-key names the key new payloads use (required with several keys);\n" +
+			"--payload-compress compresses them (zstd, from 1 KiB) first. See docs/payloads.md.\n\n" +
 			"Named secrets (heph secrets) are sealed with the key ring of HEPH_SECRET_KEYS\n" +
 			"(\"id:<base64 of 32 bytes>\" entries separated by commas, the current key first) or of\n" +
 			"the file --secret-keys-file (one entry a line); without either, secrets are unavailable.",
@@ -128,6 +140,10 @@ func newServer(g *globals) *cobra.Command {
 	fl.IntVar(&f.workers, "workers", defaultWorkers, "steps this process runs at once on the default queue; $"+envWorkers)
 	fl.StringVar(&f.logLevel, "log-level", "info", "debug, info, warn or error; $"+envLogLevel)
 	fl.StringVar(&f.secretKeysFile, "secret-keys-file", "", "file of the secrets' key ring, one id:<base64 key> a line, the current first; $"+envSecretKeysFile+" (or the ring itself in $"+envSecretKeys+")")
+	fl.StringVar(&f.payloadKeyDir, "payload-key-dir", "", "directory of payload keys, one file ID.key each (base64 of 32 bytes); $"+codec.EnvKeyDir)
+	fl.StringVar(&f.payloadKeyFiles, "payload-key-files", "", "payload key files, separated by commas, each named ID.key; $"+codec.EnvKeyFiles)
+	fl.StringVar(&f.payloadWriteKey, "payload-write-key", "", "id of the payload key that encrypts new payloads (required with several keys); $"+codec.EnvWriteKey)
+	fl.BoolVar(&f.payloadCompress, "payload-compress", false, "compress payloads (zstd, from 1 KiB) before they are stored (and encrypted); $"+envPayloadCompress)
 	return cmd
 }
 
@@ -146,10 +162,13 @@ func (f *serverFlags) fromEnv(cmd *cobra.Command, env *Env) error {
 	str("postgres-direct", envPostgresDirect, &f.postgresDirect)
 	str("log-level", envLogLevel, &f.logLevel)
 	str("secret-keys-file", envSecretKeysFile, &f.secretKeysFile)
+	str("payload-key-dir", codec.EnvKeyDir, &f.payloadKeyDir)
+	str("payload-key-files", codec.EnvKeyFiles, &f.payloadKeyFiles)
+	str("payload-write-key", codec.EnvWriteKey, &f.payloadWriteKey)
 	for _, b := range []struct {
 		flag, key string
 		dst       *bool
-	}{{"insecure", EnvInsecure, &f.insecure}, {"examples", envExamples, &f.examples}, {"transaction-pooling", envTxPooling, &f.txPooling}} {
+	}{{"insecure", EnvInsecure, &f.insecure}, {"examples", envExamples, &f.examples}, {"transaction-pooling", envTxPooling, &f.txPooling}, {"payload-compress", envPayloadCompress, &f.payloadCompress}} {
 		if v := env.getenv(b.key); v != "" && !fl.Changed(b.flag) {
 			on, err := strconv.ParseBool(v)
 			if err != nil {
@@ -284,7 +303,11 @@ func runServer(ctx context.Context, env *Env, f *serverFlags) (err error) {
 	if err != nil {
 		return err
 	}
-	client, seed, err := newServerClient(ctx, f, st, logger, sm, tp, keys)
+	payloads, err := serverPayloadCodec(env, f)
+	if err != nil {
+		return err
+	}
+	client, seed, err := newServerClient(ctx, f, st, logger, sm, tp, keys, payloads)
 	if err != nil {
 		return err
 	}
@@ -302,7 +325,7 @@ func runServer(ctx context.Context, env *Env, f *serverFlags) (err error) {
 	if err != nil {
 		return err
 	}
-	h, err := server.New(&server.Config{Client: client, Store: st, Admin: st, Insecure: f.insecure, MaxBodyBytes: f.maxBody, RequestTimeout: f.reqTimeout, Logger: logger,
+	h, err := server.New(&server.Config{Client: client, Store: client.Store(), Insecure: f.insecure, MaxBodyBytes: f.maxBody, RequestTimeout: f.reqTimeout, Logger: logger,
 		Propagator: propagation.NewCompositeTextMapPropagator(propagation.TraceContext{}, propagation.Baggage{}), OIDC: oidc})
 	if err != nil {
 		return err
@@ -378,9 +401,9 @@ func startServerTelemetry(ctx context.Context, env *Env, logger *slog.Logger) (s
 // newServerClient makes the server's client, not started, with the
 // documents' registry (and the examples, with f.examples: seed says
 // whether the store had no run, so that the examples seed some).
-func newServerClient(ctx context.Context, f *serverFlags, st store.Store, logger *slog.Logger, sm *serverMetrics, tp *sdktrace.TracerProvider, keys *hephaestus.SecretKeys) (client *hephaestus.Client, seed bool, err error) {
+func newServerClient(ctx context.Context, f *serverFlags, st store.Store, logger *slog.Logger, sm *serverMetrics, tp *sdktrace.TracerProvider, keys *hephaestus.SecretKeys, payloads *codec.Chain) (client *hephaestus.Client, seed bool, err error) {
 	client, err = hephaestus.New(&hephaestus.Config{Store: st, Queues: map[string]int{"default": f.workers}, Logger: logger,
-		MeterProvider: sm.meterProvider(), TracerProvider: tracerProvider(tp), SecretKeys: keys})
+		MeterProvider: sm.meterProvider(), TracerProvider: tracerProvider(tp), SecretKeys: keys, PayloadCodec: payloads})
 	if err != nil {
 		return nil, false, fmt.Errorf("client: %w", err)
 	}
@@ -528,6 +551,57 @@ func storeFlag(f *serverFlags) string {
 		return "--postgres DSN --schema " + f.schema
 	}
 	return "--sqlite " + f.sqlite
+}
+
+// serverPayloadCodec makes the payload codec of the server's flags (or
+// their variables): zstd with --payload-compress, then AES-GCM with the
+// payload keys when there are any; nil when neither (payloads are then
+// stored plain, and those stored encoded before are shown as their
+// envelopes).
+func serverPayloadCodec(env *Env, f *serverFlags) (*codec.Chain, error) {
+	ring, err := codec.KeyringFromLookup(func(key string) string {
+		switch key {
+		case codec.EnvKeyDir:
+			return f.payloadKeyDir
+		case codec.EnvKeyFiles:
+			return f.payloadKeyFiles
+		case codec.EnvWriteKey:
+			return f.payloadWriteKey
+		}
+		return env.getenv(key)
+	})
+	if err != nil {
+		return nil, usagef("%v", err)
+	}
+	var cs []codec.Codec
+	if f.payloadCompress {
+		z, err := codec.NewZstd(nil)
+		if err != nil {
+			return nil, err
+		}
+		cs = append(cs, z)
+	}
+	if ring != nil {
+		a, err := codec.NewAESGCM(ring)
+		if err != nil {
+			return nil, err
+		}
+		cs = append(cs, a)
+	}
+	if len(cs) == 0 {
+		return nil, nil
+	}
+	// Zstd decodes what an earlier start compressed, also when this one
+	// does not compress.
+	var decoders []codec.Codec
+	if !f.payloadCompress {
+		z, err := codec.NewZstd(nil)
+		if err != nil {
+			return nil, err
+		}
+		decoders = append(decoders, z)
+	}
+	return codec.NewChain(&codec.ChainConfig{Codecs: cs, Decoders: decoders})
 }
 
 // serverSecretKeys reads the key ring of the server's secrets: from
