@@ -97,6 +97,13 @@ var uninstrumented atomic.Bool
 // same runs beside the client (the server's Config.Store).
 func (c *Client) Store() store.Store { return c.cfg.Store }
 
+// EncryptsPayloads reports whether the client encrypts the payloads it
+// stores (Config.PayloadCodec has a key to write with): the server then
+// shows them only to the roles allowed to read payloads.
+func (c *Client) EncryptsPayloads() bool {
+	return c.cfg.PayloadCodec != nil && c.cfg.PayloadCodec.WriteKey() != ""
+}
+
 // New returns a Client for cfg. It starts no goroutine: call Start to run
 // workers; a Client without workers can still start and steer runs that
 // other processes execute.

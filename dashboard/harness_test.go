@@ -95,6 +95,12 @@ func gateFlow() *flow.Flow {
 // functions register more before the client starts.
 func newEnv(t *testing.T, insecure bool, setup ...func(ctx context.Context, c *heph.Client) error) *env {
 	t.Helper()
+	return newEnvWith(t, insecure, nil, setup...)
+}
+
+// newEnvWith is newEnv with the client's config changed by mod first.
+func newEnvWith(t *testing.T, insecure bool, mod func(*heph.Config), setup ...func(ctx context.Context, c *heph.Client) error) *env {
+	t.Helper()
 	ctx := context.Background()
 	st, err := sqlite.Open(ctx, &sqlite.Config{Path: filepath.Join(t.TempDir(), "heph.db")})
 	if err != nil {
@@ -105,7 +111,11 @@ func newEnv(t *testing.T, insecure bool, setup ...func(ctx context.Context, c *h
 	if os.Getenv("HEPH_TEST_LOG") != "" {
 		logger = slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelDebug}))
 	}
-	c, err := heph.New(&heph.Config{Store: st, Logger: logger, PollInterval: 200 * time.Millisecond})
+	cfg := &heph.Config{Store: st, Logger: logger, PollInterval: 200 * time.Millisecond}
+	if mod != nil {
+		mod(cfg)
+	}
+	c, err := heph.New(cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -121,7 +131,7 @@ func newEnv(t *testing.T, insecure bool, setup ...func(ctx context.Context, c *h
 	if err := c.Start(cctx); err != nil {
 		t.Fatal(err)
 	}
-	api, err := server.New(&server.Config{Client: c, Store: st, Insecure: insecure, Logger: logger})
+	api, err := server.New(&server.Config{Client: c, Store: c.Store(), Insecure: insecure, Logger: logger})
 	if err != nil {
 		t.Fatal(err)
 	}

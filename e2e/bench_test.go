@@ -14,6 +14,7 @@ import (
 	heph "github.com/hephaestus-go/hephaestus"
 	"github.com/hephaestus-go/hephaestus/e2e"
 	"github.com/hephaestus-go/hephaestus/flow"
+	"github.com/hephaestus-go/hephaestus/internal/payloadstore"
 	"github.com/hephaestus-go/hephaestus/internal/pgtest"
 	"github.com/hephaestus-go/hephaestus/store"
 	"github.com/hephaestus-go/hephaestus/store/postgres"
@@ -278,13 +279,47 @@ func benchMap(b *testing.B, open func(b *testing.B) store.Store) {
 
 // BenchmarkPostgres runs (a) to (d) on PostgreSQL: a fresh database per
 // benchmark on the server named by HEPH_TEST_POSTGRES.
-func BenchmarkPostgres(b *testing.B) {
-	runBenchmarks(b, func(b *testing.B) store.Store {
-		st, err := postgres.Open(context.Background(), &postgres.Config{DSN: pgtest.DSN(b)})
-		if err != nil {
-			b.Fatal(err)
-		}
-		b.Cleanup(func() { _ = st.Close() })
-		return st
-	})
+func BenchmarkPostgres(b *testing.B) { runBenchmarks(b, postgresOpener) }
+
+// postgresOpener opens a store on a database of its own.
+func postgresOpener(b *testing.B) store.Store {
+	st, err := postgres.Open(context.Background(), &postgres.Config{DSN: pgtest.DSN(b)})
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { _ = st.Close() })
+	return st
+}
+
+// BenchmarkPayloadCodec is what the payload codec costs (docs/payloads.md,
+// docs/benchmarks.md): workloads (a), (b), (c) and (e) on each backend,
+// with payloads stored plain and through a chain of zstd (from 1 KiB:
+// these payloads are smaller, so it declines) and AES-256-GCM, which is
+// what Config.PayloadCodec wraps the store in. Read codec against plain
+// of the same run.
+func BenchmarkPayloadCodec(b *testing.B) {
+	chain := e2e.PayloadChain(b, "k1", "k1")
+	backends := []struct {
+		name string
+		open func(b *testing.B) store.Store
+	}{
+		{"sqlite", sqliteOpener("NORMAL")},
+		{"postgres", postgresOpener},
+	}
+	for _, be := range backends {
+		b.Run(be.name, func(b *testing.B) {
+			for _, mode := range []string{"plain", "codec"} {
+				open := be.open
+				if mode == "codec" {
+					open = func(b *testing.B) store.Store { return payloadstore.Wrap(be.open(b), chain) }
+				}
+				b.Run(mode, func(b *testing.B) {
+					b.Run("a_throughput", func(b *testing.B) { benchThroughput(b, open) })
+					b.Run("b_latency", func(b *testing.B) { benchLatency(b, open, "one", 100) })
+					b.Run("c_chain10", func(b *testing.B) { benchLatency(b, open, "chain", 50) })
+					b.Run("e_jobs", func(b *testing.B) { benchJobs(b, open) })
+				})
+			}
+		})
+	}
 }

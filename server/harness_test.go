@@ -225,10 +225,16 @@ type env struct {
 // newEnv starts a client with the test definitions on a new store of the
 // backend, and a server over it. cfg, when not nil, adjusts the server's
 // Config (Client and Store are set).
-func newEnv(t testing.TB, b backend, cfg *Config) *env {
+func newEnv(t testing.TB, b backend, cfg *Config) *env { return newEnvWith(t, b, cfg, nil) }
+
+// newEnvWith is newEnv with the client's config changed by mod first.
+func newEnvWith(t testing.TB, b backend, cfg *Config, mod func(*heph.Config)) *env {
 	t.Helper()
-	st := b.open(t)
-	c, err := heph.New(&heph.Config{Store: st, Logger: quietLogger(), SecretKeys: testKeys(t, "k1:1")})
+	hc := &heph.Config{Store: b.open(t), Logger: quietLogger(), SecretKeys: testKeys(t, "k1:1")}
+	if mod != nil {
+		mod(hc)
+	}
+	c, err := heph.New(hc)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -264,7 +270,7 @@ func newEnv(t testing.TB, b backend, cfg *Config) *env {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = c.Stop(context.Background()) })
-	e := serve(t, st, c, cfg)
+	e := serve(t, c.Store(), c, cfg)
 	e.fail, e.firstCalls = fail, firstCalls
 	return e
 }

@@ -33,7 +33,7 @@ func (s *Server) signal(c *call) error {
 // UpdateResult is the answer to an update: its result once completed, or
 // its stage when the caller waited only for its acceptance.
 type UpdateResult struct {
-	Result json.RawMessage `json:"result,omitempty"`
+	Result json.RawMessage `json:"result,omitempty" payload:""`
 	Stage  string          `json:"stage"`
 }
 
@@ -78,7 +78,7 @@ func (s *Server) update(c *call) error {
 
 // QueryResult is a query's answer.
 type QueryResult struct {
-	Result json.RawMessage `json:"result"`
+	Result json.RawMessage `json:"result" payload:""`
 }
 
 func (s *Server) query(c *call) error {
@@ -107,7 +107,7 @@ func (s *Server) query(c *call) error {
 
 // State is the state a workflow run published last.
 type State struct {
-	State json.RawMessage `json:"state"`
+	State json.RawMessage `json:"state" payload:""`
 }
 
 func (s *Server) state(c *call) error {

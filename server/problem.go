@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"net/http"
+	"reflect"
 
 	hephaestus "github.com/hephaestus-go/hephaestus"
 	"github.com/hephaestus-go/hephaestus/flowdoc"
@@ -205,6 +206,14 @@ func writeProblem(w http.ResponseWriter, r *http.Request, p *Problem) {
 
 // writeJSON writes v as JSON with a status.
 func (c *call) json(status int, v any) error {
+	if rv := reflect.ValueOf(v); rv.IsValid() && rv.Kind() == reflect.Struct {
+		// A struct given by value: hide its payloads in a copy that can
+		// be set.
+		p := reflect.New(rv.Type())
+		p.Elem().Set(rv)
+		v = p.Interface()
+	}
+	c.hidePayloads(v)
 	b, err := json.Marshal(v)
 	if err != nil {
 		return err

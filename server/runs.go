@@ -25,8 +25,8 @@ type Run struct {
 	Workflow   string                     `json:"workflow"`
 	Version    int                        `json:"version"`
 	Status     string                     `json:"status"`
-	Input      json.RawMessage            `json:"input,omitempty"`
-	Output     json.RawMessage            `json:"output,omitempty"`
+	Input      json.RawMessage            `json:"input,omitempty" payload:""`
+	Output     json.RawMessage            `json:"output,omitempty" payload:""`
 	Error      string                     `json:"error,omitempty"`
 	BusinessID string                     `json:"business_id,omitempty"`
 	ParentID   string                     `json:"parent_id,omitempty"`
@@ -77,7 +77,7 @@ type StepJSON struct {
 	Status   string          `json:"status"`
 	Attempts int             `json:"attempts"`
 	Event    string          `json:"event,omitempty"`
-	Output   json.RawMessage `json:"output,omitempty"`
+	Output   json.RawMessage `json:"output,omitempty" payload:""`
 	// What the step did (steps.go), on GET /runs/{id} and /steps.
 	Kind           string            `json:"kind,omitempty"`
 	StartedAt      *time.Time        `json:"started_at,omitempty"`
@@ -443,7 +443,7 @@ type Event struct {
 	Index   int             `json:"index"`
 	Attempt int             `json:"attempt,omitempty"`
 	Name    string          `json:"name,omitempty"`
-	Data    json.RawMessage `json:"data,omitempty"`
+	Data    json.RawMessage `json:"data,omitempty" payload:""`
 	Error   string          `json:"error,omitempty"`
 	At      time.Time       `json:"at"`
 }
@@ -479,6 +479,9 @@ func (s *Server) history(c *call) error {
 // exportHistory answers a workflow run's history as Client.ExportHistory
 // writes it: what heph replay and hephaestus.ReplayCheck read.
 func (s *Server) exportHistory(c *call) error {
+	if !c.readsPayloads() {
+		return &Problem{Status: http.StatusForbidden, Kind: kindForbidden, Detail: "a history export holds the run's payloads, which the " + string(c.role) + " role may not read on a server that encrypts them (docs/payloads.md)"}
+	}
 	b, err := s.cfg.Client.ExportHistory(c.ctx(), c.r.PathValue("id"))
 	if err != nil {
 		return err

@@ -21,7 +21,7 @@ type Schedule struct {
 	Jitter     string          `json:"jitter,omitempty"`
 	Overlap    string          `json:"overlap"`
 	CatchUp    *CatchUp        `json:"catch_up,omitempty"`
-	Input      json.RawMessage `json:"input,omitempty"`
+	Input      json.RawMessage `json:"input,omitempty" payload:""`
 	Paused     bool            `json:"paused"`
 	Declared   bool            `json:"declared"`
 	NextFire   *time.Time      `json:"next_fire,omitempty"`

@@ -20,7 +20,7 @@ type StepAttemptJSON struct {
 	Error       string          `json:"error,omitempty"`
 	Reexecution bool            `json:"reexecution,omitempty"`
 	Claims      int             `json:"claims,omitempty"`
-	Details     json.RawMessage `json:"details,omitempty"`
+	Details     json.RawMessage `json:"details,omitempty" payload:""`
 	LeaseUntil  *time.Time      `json:"lease_until,omitempty"`
 }
 

@@ -206,7 +206,9 @@ func (s *Server) runEvents(c *call) error {
 	defer release()
 	for {
 		for i := range evs {
-			b, err := json.Marshal(eventJSON(&evs[i]))
+			ev := eventJSON(&evs[i])
+			c.hidePayloads(ev)
+			b, err := json.Marshal(ev)
 			if err != nil {
 				out.fail(err)
 				return nil

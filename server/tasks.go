@@ -39,14 +39,14 @@ type Task struct {
 	Queue    string `json:"queue"`
 	// Input is the action's resolved arguments, the remote step's input,
 	// a map element, or the activity's input.
-	Input json.RawMessage `json:"input"`
+	Input json.RawMessage `json:"input" payload:""`
 	// Deadline is when the attempt must be done.
 	Deadline time.Time `json:"deadline"`
 	// HeartbeatTimeout is the lease: heartbeat more often than that.
 	HeartbeatTimeout duration  `json:"heartbeat_timeout"`
 	LeaseUntil       time.Time `json:"lease_until"`
 	// Details are the heartbeat details recorded last, to resume from.
-	Details json.RawMessage `json:"details,omitempty"`
+	Details json.RawMessage `json:"details,omitempty" payload:""`
 	// TraceParent is the W3C traceparent of the run's root span, when the
 	// run is traced: the worker's own spans may join the run's trace.
 	TraceParent string `json:"traceparent,omitempty"`

@@ -21,8 +21,9 @@ steps:
 const payloadMark = "CliSeCrEt-51d2"
 
 // heph server with payload keys (HEPH_PAYLOAD_KEYS, --payload-compress)
-// shows runs' payloads as they were given, and the SQLite file (with its
-// write-ahead log) holds none of them; the same runs on a server without
+// shows runs' payloads as they were given to an admin, "encrypted" to a
+// reader, and the SQLite file (with its write-ahead log) holds none of
+// them; the same runs on a server without
 // keys (the control) leave them in the file.
 func TestPayloadKeysSQLite(t *testing.T) {
 	t.Parallel()
@@ -39,8 +40,12 @@ func TestPayloadKeysSQLite(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
 			db := filepath.Join(t.TempDir(), "heph.db")
-			srv := startServer(t, append([]string{"HEPH_INSECURE=true"}, tc.env...), append([]string{"--sqlite", db}, tc.args...)...)
-			c := srv.client(t, "")
+			nobody := &client{t: t, url: "http://127.0.0.1:1"}
+			var admin, reader struct{ Token string }
+			nobody.json(&admin, "tokens", "create", "root", "--role", "admin", "--sqlite", db)
+			nobody.json(&reader, "tokens", "create", "rita", "--role", "read", "--sqlite", db)
+			srv := startServer(t, tc.env, append([]string{"--sqlite", db}, tc.args...)...)
+			c := srv.client(t, admin.Token)
 			c.ok("documents", "put", writeFile(t, t.TempDir(), "held.yaml", payloadDoc))
 			var r run
 			c.json(&r, "start", "held", "--kind", "document", "--input", `{"note": "`+payloadMark+`-input"}`)
@@ -50,6 +55,12 @@ func TestPayloadKeysSQLite(t *testing.T) {
 			shown := c.ok("show", r.ID, "-o", "json").stdout
 			if !strings.Contains(shown, payloadMark+"-input") {
 				t.Fatalf("show does not give the input back:\n%s", shown)
+			}
+			// A reader is shown the run, and "encrypted" in place of its
+			// payloads when the server encrypts them.
+			seen := srv.client(t, reader.Token).ok("show", r.ID, "-o", "json").stdout
+			if !strings.Contains(seen, `"completed"`) || strings.Contains(seen, payloadMark) != !tc.encrypt || strings.Contains(seen, `"encrypted": true`) != tc.encrypt {
+				t.Fatalf("heph show as a reader:\n%s", seen)
 			}
 			var raw strings.Builder
 			for _, f := range []string{db, db + "-wal"} {
