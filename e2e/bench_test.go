@@ -298,7 +298,7 @@ func postgresOpener(b *testing.B) store.Store {
 // what Config.PayloadCodec wraps the store in. Read codec against plain
 // of the same run.
 func BenchmarkPayloadCodec(b *testing.B) {
-	chain := e2e.PayloadChain(b, "k1", "k1")
+	chain := e2e.PayloadChainFrom(b, 0, "k1", "k1")
 	backends := []struct {
 		name string
 		open func(b *testing.B) store.Store

@@ -103,6 +103,13 @@ type secretJob struct {
 // as the write key.
 func PayloadChain(t testing.TB, write string, keys ...string) *codec.Chain {
 	t.Helper()
+	return PayloadChainFrom(t, 1, write, keys...)
+}
+
+// PayloadChainFrom is PayloadChain with zstd from minSize bytes (0: the
+// default, 1 KiB).
+func PayloadChainFrom(t testing.TB, minSize int, write string, keys ...string) *codec.Chain {
+	t.Helper()
 	var ks []codec.Key
 	for _, id := range keys {
 		secret := sha256.Sum256([]byte("payload key " + id))
@@ -112,7 +119,7 @@ func PayloadChain(t testing.TB, write string, keys ...string) *codec.Chain {
 	if err != nil {
 		t.Fatal(err)
 	}
-	z, err := codec.NewZstd(&codec.ZstdConfig{MinSize: 1})
+	z, err := codec.NewZstd(&codec.ZstdConfig{MinSize: minSize})
 	if err != nil {
 		t.Fatal(err)
 	}
