@@ -309,4 +309,32 @@ func testPayloadRotation(t *testing.T, b Backend) {
 	if !strings.Contains(dump, `"k1"`) || !strings.Contains(dump, `"k2"`) {
 		t.Fatal("the database does not hold envelopes of both keys")
 	}
+
+	// Re-encode: then k1 is in no envelope, and k2 alone reads the run.
+	tables, err := c3.ReencodePayloads(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	changed := 0
+	for _, d := range tables {
+		changed += d.Changed
+	}
+	if changed == 0 || len(tables) != 7 {
+		t.Fatalf("reencode: %+v", tables)
+	}
+	if dump := b.Dump(t, st2); strings.Contains(dump, `"k1"`) {
+		i := strings.Index(dump, `"k1"`)
+		t.Fatalf("after reencode the database holds an envelope of k1: %s", dump[max(0, i-200):min(len(dump), i+50)])
+	}
+	c4, err := heph.New(&heph.Config{Store: st2, PayloadCodec: PayloadChain(t, "k2", "k2"), Logger: QuietLogger()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	r4, err := c4.GetRun(ctx, fr.ID)
+	if err != nil || string(r4.Input) != `"`+secretMark+`"` {
+		t.Fatalf("read with k2 only after reencode: %v, %v", r4, err)
+	}
+	if _, err := c4.History(ctx, fr.ID); err != nil {
+		t.Fatalf("history with k2 only after reencode: %v", err)
+	}
 }

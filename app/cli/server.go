@@ -48,7 +48,6 @@ const (
 	envExamples         = "HEPH_EXAMPLES"
 	envSecretKeys       = "HEPH_SECRET_KEYS"
 	envSecretKeysFile   = "HEPH_SECRET_KEYS_FILE"
-	envPayloadCompress  = "HEPH_PAYLOAD_COMPRESS"
 	listeningLinePrefix = "heph: listening on "
 	// firstTokenLinePrefix starts the line that shows the admin token a
 	// first start on loopback makes, named firstTokenName.
@@ -67,10 +66,8 @@ const serverMinConns = 8
 type serverFlags struct {
 	addr, sqlite, postgres, schema, logLevel string
 	secretKeysFile                           string
-	// payloadKeyDir, payloadKeyFiles, payloadWriteKey and
-	// payloadCompress make the payload codec (serverPayloadCodec).
-	payloadKeyDir, payloadKeyFiles, payloadWriteKey string
-	payloadCompress                                 bool
+	// payload makes the payload codec.
+	payload payloadFlags
 	// postgresDirect and txPooling: PostgreSQL through PgBouncer in
 	// transaction mode (postgres.Config.TransactionPooling, DirectDSN).
 	postgresDirect                     string
@@ -140,10 +137,7 @@ func newServer(g *globals) *cobra.Command {
 	fl.IntVar(&f.workers, "workers", defaultWorkers, "steps this process runs at once on the default queue; $"+envWorkers)
 	fl.StringVar(&f.logLevel, "log-level", "info", "debug, info, warn or error; $"+envLogLevel)
 	fl.StringVar(&f.secretKeysFile, "secret-keys-file", "", "file of the secrets' key ring, one id:<base64 key> a line, the current first; $"+envSecretKeysFile+" (or the ring itself in $"+envSecretKeys+")")
-	fl.StringVar(&f.payloadKeyDir, "payload-key-dir", "", "directory of payload keys, one file ID.key each (base64 of 32 bytes); $"+codec.EnvKeyDir)
-	fl.StringVar(&f.payloadKeyFiles, "payload-key-files", "", "payload key files, separated by commas, each named ID.key; $"+codec.EnvKeyFiles)
-	fl.StringVar(&f.payloadWriteKey, "payload-write-key", "", "id of the payload key that encrypts new payloads (required with several keys); $"+codec.EnvWriteKey)
-	fl.BoolVar(&f.payloadCompress, "payload-compress", false, "compress payloads (zstd, from 1 KiB) before they are stored (and encrypted); $"+envPayloadCompress)
+	f.payload.register(fl)
 	return cmd
 }
 
@@ -162,13 +156,13 @@ func (f *serverFlags) fromEnv(cmd *cobra.Command, env *Env) error {
 	str("postgres-direct", envPostgresDirect, &f.postgresDirect)
 	str("log-level", envLogLevel, &f.logLevel)
 	str("secret-keys-file", envSecretKeysFile, &f.secretKeysFile)
-	str("payload-key-dir", codec.EnvKeyDir, &f.payloadKeyDir)
-	str("payload-key-files", codec.EnvKeyFiles, &f.payloadKeyFiles)
-	str("payload-write-key", codec.EnvWriteKey, &f.payloadWriteKey)
+	if err := f.payload.fromEnv(cmd, env); err != nil {
+		return err
+	}
 	for _, b := range []struct {
 		flag, key string
 		dst       *bool
-	}{{"insecure", EnvInsecure, &f.insecure}, {"examples", envExamples, &f.examples}, {"transaction-pooling", envTxPooling, &f.txPooling}, {"payload-compress", envPayloadCompress, &f.payloadCompress}} {
+	}{{"insecure", EnvInsecure, &f.insecure}, {"examples", envExamples, &f.examples}, {"transaction-pooling", envTxPooling, &f.txPooling}} {
 		if v := env.getenv(b.key); v != "" && !fl.Changed(b.flag) {
 			on, err := strconv.ParseBool(v)
 			if err != nil {
@@ -303,7 +297,7 @@ func runServer(ctx context.Context, env *Env, f *serverFlags) (err error) {
 	if err != nil {
 		return err
 	}
-	payloads, err := serverPayloadCodec(env, f)
+	payloads, err := f.payload.chain(env)
 	if err != nil {
 		return err
 	}
@@ -551,57 +545,6 @@ func storeFlag(f *serverFlags) string {
 		return "--postgres DSN --schema " + f.schema
 	}
 	return "--sqlite " + f.sqlite
-}
-
-// serverPayloadCodec makes the payload codec of the server's flags (or
-// their variables): zstd with --payload-compress, then AES-GCM with the
-// payload keys when there are any; nil when neither (payloads are then
-// stored plain, and those stored encoded before are shown as their
-// envelopes).
-func serverPayloadCodec(env *Env, f *serverFlags) (*codec.Chain, error) {
-	ring, err := codec.KeyringFromLookup(func(key string) string {
-		switch key {
-		case codec.EnvKeyDir:
-			return f.payloadKeyDir
-		case codec.EnvKeyFiles:
-			return f.payloadKeyFiles
-		case codec.EnvWriteKey:
-			return f.payloadWriteKey
-		}
-		return env.getenv(key)
-	})
-	if err != nil {
-		return nil, usagef("%v", err)
-	}
-	var cs []codec.Codec
-	if f.payloadCompress {
-		z, err := codec.NewZstd(nil)
-		if err != nil {
-			return nil, err
-		}
-		cs = append(cs, z)
-	}
-	if ring != nil {
-		a, err := codec.NewAESGCM(ring)
-		if err != nil {
-			return nil, err
-		}
-		cs = append(cs, a)
-	}
-	if len(cs) == 0 {
-		return nil, nil
-	}
-	// Zstd decodes what an earlier start compressed, also when this one
-	// does not compress.
-	var decoders []codec.Codec
-	if !f.payloadCompress {
-		z, err := codec.NewZstd(nil)
-		if err != nil {
-			return nil, err
-		}
-		decoders = append(decoders, z)
-	}
-	return codec.NewChain(&codec.ChainConfig{Codecs: cs, Decoders: decoders})
 }
 
 // serverSecretKeys reads the key ring of the server's secrets: from

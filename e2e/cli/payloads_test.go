@@ -3,10 +3,12 @@ package cli_test
 import (
 	"crypto/sha256"
 	"encoding/base64"
+	"encoding/json"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 )
 
@@ -93,4 +95,61 @@ func TestPayloadKeysRefused(t *testing.T) {
 	if err == nil || code != exitUsage || !strings.Contains(errOut, "HEPH_PAYLOAD_KEYS") {
 		t.Fatalf("exit %d, %q; want a usage error naming HEPH_PAYLOAD_KEYS", code, errOut)
 	}
+}
+
+// heph payloads reencode after a rotation: a run written with k1 is
+// re-encrypted with k2, then a server that holds only k2 shows it and
+// runs it to its end.
+func TestPayloadReencodeSQLite(t *testing.T) {
+	t.Parallel()
+	key := func(id string) string {
+		sum := sha256.Sum256([]byte("cli payload key " + id))
+		return id + ":" + base64.StdEncoding.EncodeToString(sum[:])
+	}
+	db := filepath.Join(t.TempDir(), "heph.db")
+	srv := startServer(t, []string{"HEPH_INSECURE=true", "HEPH_PAYLOAD_KEYS=" + key("k1")}, "--sqlite", db)
+	c := srv.client(t, "")
+	c.ok("documents", "put", writeFile(t, t.TempDir(), "held.yaml", payloadDoc))
+	var r run
+	c.json(&r, "start", "held", "--kind", "document", "--input", `{"note": "`+payloadMark+`-input"}`)
+	waitStep(c, r.ID, "hold", "waiting")
+	if err := srv.stop(t, syscall.SIGTERM); err != nil {
+		t.Fatalf("stop: %v\n%s", err, srv.log())
+	}
+
+	reencode := func(env ...string) (int, string, string) {
+		cmd := exec.Command(hephBin, "payloads", "reencode", "--sqlite", db, "-o", "json")
+		cmd.Env = append(baseEnv(), env...)
+		var stdout, stderr strings.Builder
+		cmd.Stdout, cmd.Stderr = &stdout, &stderr
+		_ = cmd.Run()
+		return cmd.ProcessState.ExitCode(), stdout.String(), stderr.String()
+	}
+	// Without k1 it cannot read what k1 wrote: it fails naming k1.
+	if code, _, errOut := reencode("HEPH_PAYLOAD_KEYS=" + key("k2")); code == 0 || !strings.Contains(errOut, `payload key not found`) || !strings.Contains(errOut, `k1`) {
+		t.Fatalf("reencode without k1: exit %d, %s", code, errOut)
+	}
+	code, out, errOut := reencode("HEPH_PAYLOAD_KEYS="+key("k1")+","+key("k2"), "HEPH_PAYLOAD_WRITE_KEY=k2")
+	if code != 0 {
+		t.Fatalf("reencode: exit %d: %s", code, errOut)
+	}
+	var tables []struct {
+		Table         string
+		Rows, Changed int
+	}
+	if err := json.Unmarshal([]byte(out), &tables); err != nil || len(tables) != 7 || tables[0].Table != "runs" || tables[0].Changed == 0 {
+		t.Fatalf("reencode printed %s (%v)", out, err)
+	}
+	// Again: nothing left to change.
+	if code, out, _ := reencode("HEPH_PAYLOAD_KEYS="+key("k1")+","+key("k2"), "HEPH_PAYLOAD_WRITE_KEY=k2"); code != 0 || strings.Contains(out, `"changed": 1`) || !strings.Contains(out, `"changed": 0`) {
+		t.Fatalf("a second reencode: exit %d, %s", code, out)
+	}
+
+	srv2 := startServer(t, []string{"HEPH_INSECURE=true", "HEPH_PAYLOAD_KEYS=" + key("k2")}, "--sqlite", db)
+	c2 := srv2.client(t, "")
+	if shown := c2.ok("show", r.ID, "-o", "json").stdout; !strings.Contains(shown, payloadMark+"-input") {
+		t.Fatalf("a server with k2 only shows:\n%s", shown)
+	}
+	c2.ok("resume", r.ID, "ok")
+	waitStatus(c2, r.ID, "completed")
 }

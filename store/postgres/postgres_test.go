@@ -985,3 +985,10 @@ func migrationsFrom(t *testing.T, v int) []int {
 	}
 	return out
 }
+
+func TestRewritePayloads(t *testing.T) {
+	t.Parallel()
+	storetest.RunRewrite(t, func(t *testing.T) store.Store {
+		return open(t, &postgres.Config{DSN: pgschema.DSN(t)})
+	})
+}

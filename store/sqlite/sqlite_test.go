@@ -519,3 +519,10 @@ func must(v []int, err error) func(t *testing.T) []int {
 		return v
 	}
 }
+
+func TestRewritePayloads(t *testing.T) {
+	t.Parallel()
+	storetest.RunRewrite(t, func(t *testing.T) store.Store {
+		return open(t, &Config{Path: filepath.Join(t.TempDir(), "heph.db")})
+	})
+}
