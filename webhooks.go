@@ -383,12 +383,14 @@ type WebhookDelivery struct {
 	// NextAttempt is when a pending delivery is due.
 	NextAttempt time.Time `json:"next_attempt,omitzero"`
 	// LastStatus and LastError are those of the last attempt.
-	LastStatus int                      `json:"last_status,omitempty"`
-	LastError  string                   `json:"last_error,omitempty"`
-	Body       json.RawMessage          `json:"body"`
-	CreatedAt  time.Time                `json:"created_at"`
-	UpdatedAt  time.Time                `json:"updated_at"`
-	Log        []WebhookDeliveryAttempt `json:"log"`
+	LastStatus int    `json:"last_status,omitempty"`
+	LastError  string `json:"last_error,omitempty"`
+	// Body is what is sent. It holds the run's payloads: the server
+	// shows it as a payload (tag payload, docs/payloads.md).
+	Body      json.RawMessage          `json:"body" payload:""`
+	CreatedAt time.Time                `json:"created_at"`
+	UpdatedAt time.Time                `json:"updated_at"`
+	Log       []WebhookDeliveryAttempt `json:"log"`
 }
 
 // WebhookDeliveryAttempt is one attempt of a delivery.

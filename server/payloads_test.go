@@ -74,6 +74,18 @@ func TestPayloadPermission(t *testing.T) {
 		e.api.callAs(reader, http.MethodGet, "/api/v1/runs/"+w.ID+"/state", nil, http.StatusOK, nil)
 		e.api.callAs(reader, http.MethodGet, "/api/v1/runs/"+w.ID+"/history/export", nil, http.StatusForbidden, nil)
 
+		// A webhook's deliveries carry payloads in their bodies.
+		var created CreatedWebhook
+		e.api.callAs(admin, http.MethodPost, "/api/v1/webhooks", map[string]any{"url": "http://127.0.0.1:9/hook", "events": []string{"run.failed"}, "enabled": false}, http.StatusCreated, &created)
+		e.api.callAs(admin, http.MethodPost, "/api/v1/webhooks/"+created.ID+"/test", nil, http.StatusAccepted, nil)
+		deliveries := "/api/v1/webhooks/" + created.ID + "/deliveries"
+		if body := string(e.api.callAs(operator, http.MethodGet, deliveries, nil, http.StatusOK, nil).body); !strings.Contains(body, `"body":{`) || strings.Contains(body, `"encrypted":true`) {
+			t.Errorf("operator deliveries: %s", body)
+		}
+		if body := string(e.api.callAs(reader, http.MethodGet, deliveries, nil, http.StatusOK, nil).body); !strings.Contains(body, `"body":{"encrypted":true`) {
+			t.Errorf("reader deliveries: %s", body)
+		}
+
 		// A server over the same store without the key.
 		c2, err := heph.New(&heph.Config{Store: raw, Logger: quietLogger()})
 		if err != nil {
