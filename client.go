@@ -168,6 +168,7 @@ func New(cfg *Config) (*Client, error) {
 		Retention: c.Retention, RetentionInterval: c.RetentionInterval,
 		Policies: c.retentionPolicies(), OnQueue: cl.flows.FlowsOnQueue, MoreQueues: cl.catalogQueues,
 		TimeOut: cl.timeOutRun, DeadlineInterval: c.PollInterval,
+		SweepBlobs: cl.sweepBlobs(), SweepInterval: c.PayloadBlobSweepInterval,
 	})
 	cl.sched = cl.newSchedules()
 	cl.notify = cl.newNotifier()

@@ -45,6 +45,7 @@ import (
 	"go.opentelemetry.io/otel"
 	"go.opentelemetry.io/otel/metric"
 	"go.opentelemetry.io/otel/trace"
+	"gocloud.dev/blob"
 
 	"github.com/hephaestus-go/hephaestus/clock"
 	"github.com/hephaestus-go/hephaestus/codec"
@@ -107,6 +108,27 @@ type Config struct {
 	// payloads are stored as plain JSON (values written encoded by
 	// another process are then returned as their envelopes).
 	PayloadCodec *codec.Chain
+	// PayloadBlobs, when set, is where payloads larger than
+	// PayloadOffloadAbove (in their stored form, after PayloadCodec) are
+	// kept: the row holds a reference (the content's SHA-256, its size and
+	// codecs), the blob is written before the commit that refers to it,
+	// and reads fetch it (docs/payloads.md#large-payloads). Open one with
+	// OpenPayloadBlobs ("file:///var/lib/heph/blobs", "s3://bucket?...")
+	// or any gocloud.dev/blob driver. Every process that shares the store
+	// needs the same blob store. With it, MaxPayloadSize defaults to
+	// 5 GiB. Defaults to nil: every payload is kept in the database.
+	PayloadBlobs *blob.Bucket
+	// PayloadOffloadAbove is the size in bytes above which a payload is
+	// offloaded to PayloadBlobs. Defaults to 256 KiB.
+	PayloadOffloadAbove int
+	// PayloadBlobGrace is how old a blob no row refers to must be for the
+	// sweep to delete it (SweepPayloadBlobs): it must exceed the longest
+	// commit, as a commit refers to its blobs only once it is done.
+	// Defaults to 1 hour.
+	PayloadBlobGrace time.Duration
+	// PayloadBlobSweepInterval is how often a started client sweeps the
+	// blob store (when PayloadBlobs is set). Defaults to 1 hour.
+	PayloadBlobSweepInterval time.Duration
 
 	// Queues maps queue names to how many steps of that queue this
 	// process runs at once. Defaults to {"default": 16}.
@@ -259,7 +281,13 @@ func (c *Config) withDefaults() (Config, error) {
 	def("RetentionInterval", &cfg.RetentionInterval, time.Hour)
 	def("DecisionRetryBackoff", &cfg.DecisionRetryBackoff, time.Second)
 	defInt("StickyCacheSize", &cfg.StickyCacheSize, 1024)
+	if cfg.PayloadBlobs != nil {
+		defInt("MaxPayloadSize", &cfg.MaxPayloadSize, limits.OffloadPayloadSize)
+	}
 	defInt("MaxPayloadSize", &cfg.MaxPayloadSize, limits.DefaultPayloadSize)
+	defInt("PayloadOffloadAbove", &cfg.PayloadOffloadAbove, payloadstore.DefaultOffloadAbove)
+	def("PayloadBlobGrace", &cfg.PayloadBlobGrace, time.Hour)
+	def("PayloadBlobSweepInterval", &cfg.PayloadBlobSweepInterval, time.Hour)
 	if cfg.WorkflowQueue == "" {
 		cfg.WorkflowQueue = "default"
 	}
@@ -294,8 +322,12 @@ func (c *Config) withDefaults() (Config, error) {
 	if cfg.Clock == nil {
 		cfg.Clock = clock.Real{}
 	}
-	if cfg.PayloadCodec != nil && cfg.Store != nil {
-		cfg.Store = payloadstore.Wrap(cfg.Store, cfg.PayloadCodec)
+	if (cfg.PayloadCodec != nil || cfg.PayloadBlobs != nil) && cfg.Store != nil {
+		var off *payloadstore.Offload
+		if cfg.PayloadBlobs != nil {
+			off = &payloadstore.Offload{Bucket: cfg.PayloadBlobs, Above: cfg.PayloadOffloadAbove}
+		}
+		cfg.Store = payloadstore.WrapOffload(cfg.Store, cfg.PayloadCodec, off)
 	}
 	if cfg.Logger == nil {
 		cfg.Logger = slog.Default()

@@ -5,9 +5,72 @@ import (
 	"errors"
 	"fmt"
 
+	"gocloud.dev/blob"
+	_ "gocloud.dev/blob/fileblob" // file:// blob stores
+	_ "gocloud.dev/blob/memblob"  // mem:// blob stores (tests)
+	_ "gocloud.dev/blob/s3blob"   // s3:// blob stores (S3 and S3-compatible)
+
 	"github.com/hephaestus-go/hephaestus/internal/payloadstore"
 	"github.com/hephaestus-go/hephaestus/store"
 )
+
+// OpenPayloadBlobs opens the blob store of Config.PayloadBlobs by URL:
+// file:///path (a local directory, created if missing with
+// ?create_dir=true), s3://bucket?region=...&endpoint=...&use_path_style=true
+// (S3 and S3-compatible stores; credentials from the AWS environment) or
+// mem:// (in memory, for tests). See gocloud.dev/blob for each scheme's
+// options. The caller closes it after the client stops.
+func OpenPayloadBlobs(ctx context.Context, url string) (*blob.Bucket, error) {
+	b, err := blob.OpenBucket(ctx, url)
+	if err != nil {
+		return nil, fmt.Errorf("open the payload blob store %q: %w", url, err)
+	}
+	return b, nil
+}
+
+// BlobSweep is what SweepPayloadBlobs did.
+type BlobSweep struct {
+	// Blobs in the store, Old ones (older than Config.PayloadBlobGrace),
+	// and Deleted ones (old and referred to by no row), of Bytes in all.
+	Blobs   int   `json:"blobs"`
+	Old     int   `json:"old"`
+	Deleted int   `json:"deleted"`
+	Bytes   int64 `json:"bytes"`
+}
+
+// SweepPayloadBlobs deletes the blobs of Config.PayloadBlobs that no
+// stored payload refers to and that are older than
+// Config.PayloadBlobGrace: those of runs that retention or DeleteRuns
+// deleted, and those written by a commit that never happened (a process
+// killed between a blob's write and its commit). A started client sweeps
+// every Config.PayloadBlobSweepInterval; this runs one sweep now. It
+// reads every payload of the store once (when some blob is old enough).
+func (c *Client) SweepPayloadBlobs(ctx context.Context) (*BlobSweep, error) {
+	if c.cfg.PayloadBlobs == nil {
+		return nil, errors.New("sweep payload blobs: Config.PayloadBlobs is nil")
+	}
+	rw, ok := payloadstore.Unwrap(c.cfg.Store).(store.PayloadRewriter)
+	if !ok {
+		return nil, fmt.Errorf("sweep payload blobs: the store (%T) cannot list its payloads", payloadstore.Unwrap(c.cfg.Store))
+	}
+	res, err := payloadstore.Sweep(ctx, c.cfg.PayloadBlobs, c.cfg.PayloadBlobGrace, payloadstore.Referenced(rw))
+	if res == nil {
+		return nil, err
+	}
+	return &BlobSweep{Blobs: res.Blobs, Old: res.Old, Deleted: res.Deleted, Bytes: res.Bytes}, err
+}
+
+// sweepBlobs is the maintenance service's sweep (nil without a blob
+// store).
+func (c *Client) sweepBlobs() func(ctx context.Context) error {
+	if c.cfg.PayloadBlobs == nil {
+		return nil
+	}
+	return func(ctx context.Context) error {
+		_, err := c.SweepPayloadBlobs(ctx)
+		return err
+	}
+}
 
 // ReencodedTable is what ReencodePayloads did to one table of payloads.
 type ReencodedTable struct {
@@ -33,8 +96,7 @@ type ReencodedTable struct {
 // interruption: the payloads done are left as they are. Once it returns
 // without error, the old keys may be dropped (docs/payloads.md).
 func (c *Client) ReencodePayloads(ctx context.Context) ([]ReencodedTable, error) {
-	chain := c.cfg.PayloadCodec
-	if chain == nil {
+	if c.cfg.PayloadCodec == nil {
 		return nil, errors.New("reencode payloads: Config.PayloadCodec is nil: there is no codec to write payloads with")
 	}
 	rw, ok := payloadstore.Unwrap(c.cfg.Store).(store.PayloadRewriter)
@@ -46,7 +108,7 @@ func (c *Client) ReencodePayloads(ctx context.Context) ([]ReencodedTable, error)
 		done := ReencodedTable{Table: table}
 		after := ""
 		for {
-			res, err := rw.RewritePayloads(ctx, &store.RewritePayloadsParams{Table: table, After: after, Rewrite: chain.Reencode})
+			res, err := rw.RewritePayloads(ctx, &store.RewritePayloadsParams{Table: table, After: after, Rewrite: payloadstore.Reencoder(c.cfg.Store)})
 			if err != nil {
 				return append(out, done), fmt.Errorf("reencode payloads: %w", err)
 			}

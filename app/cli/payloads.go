@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"context"
 	"fmt"
 	"io"
 	"log/slog"
@@ -9,6 +10,7 @@ import (
 
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
+	"gocloud.dev/blob"
 
 	"github.com/hephaestus-go/hephaestus"
 	"github.com/hephaestus-go/hephaestus/codec"
@@ -20,12 +22,21 @@ import (
 // envPayloadCompress turns payload compression on (--payload-compress).
 const envPayloadCompress = "HEPH_PAYLOAD_COMPRESS"
 
+// envPayloadBlobs and envPayloadOffloadAbove are --payload-blobs and
+// --payload-offload-above.
+const (
+	envPayloadBlobs        = "HEPH_PAYLOAD_BLOBS"
+	envPayloadOffloadAbove = "HEPH_PAYLOAD_OFFLOAD_ABOVE"
+)
+
 // payloadFlags make the payload codec of heph server and heph payloads:
 // the payload keys (HEPH_PAYLOAD_KEYS, a directory, files), the write key,
 // and compression.
 type payloadFlags struct {
 	keyDir, keyFiles, writeKey string
 	compress                   bool
+	blobs                      string
+	offloadAbove               int
 }
 
 func (f *payloadFlags) register(fl *pflag.FlagSet) {
@@ -33,6 +44,8 @@ func (f *payloadFlags) register(fl *pflag.FlagSet) {
 	fl.StringVar(&f.keyFiles, "payload-key-files", "", "payload key files, separated by commas, each named ID.key; $"+codec.EnvKeyFiles)
 	fl.StringVar(&f.writeKey, "payload-write-key", "", "id of the payload key that encrypts new payloads (required with several keys); $"+codec.EnvWriteKey)
 	fl.BoolVar(&f.compress, "payload-compress", false, "compress payloads (zstd, from 1 KiB) before they are stored (and encrypted); $"+envPayloadCompress)
+	fl.StringVar(&f.blobs, "payload-blobs", "", "URL of the blob store for large payloads (file:///dir?create_dir=true, s3://bucket?region=…); $"+envPayloadBlobs)
+	fl.IntVar(&f.offloadAbove, "payload-offload-above", 0, "size in bytes above which a payload goes to the blob store (default 262144); $"+envPayloadOffloadAbove)
 }
 
 // fromEnv sets each flag not given from its environment variable.
@@ -45,6 +58,19 @@ func (f *payloadFlags) fromEnv(cmd *cobra.Command, env *Env) error {
 		if v := env.getenv(s.key); v != "" && !fl.Changed(s.flag) {
 			*s.dst = v
 		}
+	}
+	if v := env.getenv(envPayloadBlobs); v != "" && !fl.Changed("payload-blobs") {
+		f.blobs = v
+	}
+	if v := env.getenv(envPayloadOffloadAbove); v != "" && !fl.Changed("payload-offload-above") {
+		n, err := strconv.Atoi(v)
+		if err != nil || n < 0 {
+			return usagef("$%s=%q: want a size in bytes", envPayloadOffloadAbove, v)
+		}
+		f.offloadAbove = n
+	}
+	if f.offloadAbove < 0 {
+		return usagef("--payload-offload-above %d: want a size in bytes", f.offloadAbove)
 	}
 	if v := env.getenv(envPayloadCompress); v != "" && !fl.Changed("payload-compress") {
 		on, err := strconv.ParseBool(v)
@@ -76,7 +102,12 @@ func (f *payloadFlags) chain(env *Env) (*codec.Chain, error) {
 	if err != nil {
 		return nil, usagef("%v", err)
 	}
-	z, err := codec.NewZstd(nil)
+	zc := &codec.ZstdConfig{}
+	if f.blobs != "" {
+		// Payloads up to the blob store's limit decompress.
+		zc.MaxDecodedSize = limitsOffloadPayloadSize
+	}
+	z, err := codec.NewZstd(zc)
 	if err != nil {
 		return nil, err
 	}
@@ -99,13 +130,52 @@ func (f *payloadFlags) chain(env *Env) (*codec.Chain, error) {
 	return codec.NewChain(&codec.ChainConfig{Codecs: cs, Decoders: decoders})
 }
 
+// limitsOffloadPayloadSize is Config.MaxPayloadSize's default with a blob
+// store (5 GiB).
+const limitsOffloadPayloadSize = 5 << 30
+
+// payloadConfig is what the payload flags configure: the codec and the
+// blob store, to set on a client's Config.
+type payloadConfig struct {
+	chain *codec.Chain
+	blobs *blob.Bucket
+	above int
+}
+
+// open makes the codec and opens the blob store; close the result.
+func (f *payloadFlags) open(ctx context.Context, env *Env) (*payloadConfig, error) {
+	chain, err := f.chain(env)
+	if err != nil {
+		return nil, err
+	}
+	p := &payloadConfig{chain: chain, above: f.offloadAbove}
+	if f.blobs != "" {
+		if p.blobs, err = hephaestus.OpenPayloadBlobs(ctx, f.blobs); err != nil {
+			return nil, usagef("--payload-blobs: %v", err)
+		}
+	}
+	return p, nil
+}
+
+// set sets the payload fields of cfg.
+func (p *payloadConfig) set(cfg *hephaestus.Config) *hephaestus.Config {
+	cfg.PayloadCodec, cfg.PayloadBlobs, cfg.PayloadOffloadAbove = p.chain, p.blobs, p.above
+	return cfg
+}
+
+func (p *payloadConfig) close() {
+	if p != nil && p.blobs != nil {
+		_ = p.blobs.Close()
+	}
+}
+
 func newPayloads(g *globals) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "payloads",
-		Short: "Re-encode the payloads stored in a database (after a payload key rotation)",
+		Short: "Re-encode the payloads stored in a database (after a payload key rotation), sweep the blob store",
 		Args:  cobra.NoArgs,
 	}
-	cmd.AddCommand(newPayloadsReencode(g))
+	cmd.AddCommand(newPayloadsReencode(g), newPayloadsSweep(g))
 	return cmd
 }
 
@@ -133,10 +203,12 @@ func newPayloadsReencode(g *globals) *cobra.Command {
 			if err := pf.fromEnv(cmd, g.env); err != nil {
 				return err
 			}
-			chain, err := pf.chain(g.env)
+			pc, err := pf.open(cmd.Context(), g.env)
 			if err != nil {
 				return err
 			}
+			defer pc.close()
+			chain := pc.chain
 			if chain == nil {
 				return usagef("give the payload keys (HEPH_PAYLOAD_KEYS, --payload-key-dir or --payload-key-files) or --payload-compress: there is nothing to re-encode with")
 			}
@@ -145,7 +217,7 @@ func newPayloadsReencode(g *globals) *cobra.Command {
 				return err
 			}
 			defer st.Close()
-			client, err := hephaestus.New(&hephaestus.Config{Store: st, PayloadCodec: chain, Logger: slog.New(slog.NewTextHandler(g.env.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))})
+			client, err := hephaestus.New(pc.set(&hephaestus.Config{Store: st, Logger: quietLogger(g.env)}))
 			if err != nil {
 				return err
 			}
@@ -169,6 +241,70 @@ func newPayloadsReencode(g *globals) *cobra.Command {
 	}
 	db.register(cmd)
 	pf.register(cmd.Flags())
+	return cmd
+}
+
+func quietLogger(env *Env) *slog.Logger {
+	return slog.New(slog.NewTextHandler(env.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
+}
+
+func newPayloadsSweep(g *globals) *cobra.Command {
+	var (
+		db    dbFlags
+		pf    payloadFlags
+		grace time.Duration
+	)
+	cmd := &cobra.Command{
+		Use:   "sweep",
+		Short: "Delete the blobs of large payloads that no stored payload refers to",
+		Long: "sweep deletes from the payload blob store (--payload-blobs, $HEPH_PAYLOAD_BLOBS) the blobs\n" +
+			"that no payload stored in the database refers to and that are older than --grace: those\n" +
+			"of runs deleted by retention or heph runs delete, and those written by a commit that never\n" +
+			"happened (a process killed between a blob's write and its commit). A server sweeps every\n" +
+			"hour by itself; this sweeps now. It reads every payload of the database once. The grace\n" +
+			"must exceed the longest commit: a commit refers to its blobs only once it is done.",
+		Example: `  heph payloads sweep --sqlite heph.db --payload-blobs file:///var/lib/heph/blobs
+  heph payloads sweep --postgres postgres://heph@db/heph --payload-blobs 's3://heph-payloads?region=eu-west-1' --grace 24h -o json`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if err := pf.fromEnv(cmd, g.env); err != nil {
+				return err
+			}
+			if pf.blobs == "" {
+				return usagef("name the blob store: --payload-blobs URL (or $%s)", envPayloadBlobs)
+			}
+			if grace <= 0 {
+				return usagef("--grace %s: want a positive duration", grace)
+			}
+			pc, err := pf.open(cmd.Context(), g.env)
+			if err != nil {
+				return err
+			}
+			defer pc.close()
+			st, err := openStore(cmd, g.env, &db)
+			if err != nil {
+				return err
+			}
+			defer st.Close()
+			cfg := pc.set(&hephaestus.Config{Store: st, Logger: quietLogger(g.env)})
+			cfg.PayloadBlobGrace = grace
+			client, err := hephaestus.New(cfg)
+			if err != nil {
+				return err
+			}
+			res, err := client.SweepPayloadBlobs(cmd.Context())
+			if err != nil {
+				return err
+			}
+			return g.emitValue(res, func(w io.Writer) error {
+				_, err := fmt.Fprintf(w, "%d blobs, %d older than %s, %d deleted (%d bytes)\n", res.Blobs, res.Old, grace, res.Deleted, res.Bytes)
+				return err
+			})
+		},
+	}
+	db.register(cmd)
+	pf.register(cmd.Flags())
+	cmd.Flags().DurationVar(&grace, "grace", time.Hour, "keep unreferenced blobs younger than this")
 	return cmd
 }
 

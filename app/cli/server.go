@@ -18,7 +18,6 @@ import (
 
 	hephaestus "github.com/hephaestus-go/hephaestus"
 	"github.com/hephaestus-go/hephaestus/app/demo"
-	"github.com/hephaestus-go/hephaestus/codec"
 	"github.com/hephaestus-go/hephaestus/dashboard"
 	"github.com/hephaestus-go/hephaestus/flowdoc"
 	"github.com/hephaestus-go/hephaestus/server"
@@ -98,12 +97,14 @@ func newServer(g *globals) *cobra.Command {
 			"Every flag has an environment variable: HEPH_ADDR, HEPH_SQLITE, HEPH_POSTGRES,\n" +
 			"HEPH_SCHEMA, HEPH_INSECURE, HEPH_MAX_BODY, HEPH_REQUEST_TIMEOUT, HEPH_WORKERS, HEPH_LOG_LEVEL,\n" +
 			"HEPH_EXAMPLES, HEPH_SECRET_KEYS_FILE, HEPH_PAYLOAD_KEY_DIR, HEPH_PAYLOAD_KEY_FILES,\n" +
-			"HEPH_PAYLOAD_WRITE_KEY, HEPH_PAYLOAD_COMPRESS.\n\n" +
+			"HEPH_PAYLOAD_WRITE_KEY, HEPH_PAYLOAD_COMPRESS, HEPH_PAYLOAD_BLOBS, HEPH_PAYLOAD_OFFLOAD_ABOVE.\n\n" +
 			"Payloads (inputs, outputs, history, signals, updates, heartbeat details) are encrypted\n" +
 			"before the database with the payload keys of HEPH_PAYLOAD_KEYS (\"id:<base64 of 32 bytes>\"\n" +
 			"entries separated by commas), --payload-key-dir (files ID.key) or --payload-key-files;\n" +
 			"--payload-write-key names the key new payloads use (required with several keys);\n" +
-			"--payload-compress compresses them (zstd, from 1 KiB) first. See docs/payloads.md.\n\n" +
+			"--payload-compress compresses them (zstd, from 1 KiB) first. With --payload-blobs URL,\n" +
+			"payloads above --payload-offload-above bytes (256 KiB) go to that blob store and the\n" +
+			"database holds a reference; the server sweeps unreferenced blobs hourly. See docs/payloads.md.\n\n" +
 			"Named secrets (heph secrets) are sealed with the key ring of HEPH_SECRET_KEYS\n" +
 			"(\"id:<base64 of 32 bytes>\" entries separated by commas, the current key first) or of\n" +
 			"the file --secret-keys-file (one entry a line); without either, secrets are unavailable.",
@@ -297,10 +298,11 @@ func runServer(ctx context.Context, env *Env, f *serverFlags) (err error) {
 	if err != nil {
 		return err
 	}
-	payloads, err := f.payload.chain(env)
+	payloads, err := f.payload.open(ctx, env)
 	if err != nil {
 		return err
 	}
+	defer payloads.close()
 	client, seed, err := newServerClient(ctx, f, st, logger, sm, tp, keys, payloads)
 	if err != nil {
 		return err
@@ -395,9 +397,9 @@ func startServerTelemetry(ctx context.Context, env *Env, logger *slog.Logger) (s
 // newServerClient makes the server's client, not started, with the
 // documents' registry (and the examples, with f.examples: seed says
 // whether the store had no run, so that the examples seed some).
-func newServerClient(ctx context.Context, f *serverFlags, st store.Store, logger *slog.Logger, sm *serverMetrics, tp *sdktrace.TracerProvider, keys *hephaestus.SecretKeys, payloads *codec.Chain) (client *hephaestus.Client, seed bool, err error) {
-	client, err = hephaestus.New(&hephaestus.Config{Store: st, Queues: map[string]int{"default": f.workers}, Logger: logger,
-		MeterProvider: sm.meterProvider(), TracerProvider: tracerProvider(tp), SecretKeys: keys, PayloadCodec: payloads})
+func newServerClient(ctx context.Context, f *serverFlags, st store.Store, logger *slog.Logger, sm *serverMetrics, tp *sdktrace.TracerProvider, keys *hephaestus.SecretKeys, payloads *payloadConfig) (client *hephaestus.Client, seed bool, err error) {
+	client, err = hephaestus.New(payloads.set(&hephaestus.Config{Store: st, Queues: map[string]int{"default": f.workers}, Logger: logger,
+		MeterProvider: sm.meterProvider(), TracerProvider: tracerProvider(tp), SecretKeys: keys}))
 	if err != nil {
 		return nil, false, fmt.Errorf("client: %w", err)
 	}

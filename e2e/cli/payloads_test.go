@@ -64,15 +64,8 @@ func TestPayloadKeysSQLite(t *testing.T) {
 			if !strings.Contains(seen, `"completed"`) || strings.Contains(seen, payloadMark) != !tc.encrypt || strings.Contains(seen, `"encrypted": true`) != tc.encrypt {
 				t.Fatalf("heph show as a reader:\n%s", seen)
 			}
-			var raw strings.Builder
-			for _, f := range []string{db, db + "-wal"} {
-				b, err := os.ReadFile(f)
-				if err != nil && !os.IsNotExist(err) {
-					t.Fatal(err)
-				}
-				raw.Write(b)
-			}
-			n := strings.Count(raw.String(), payloadMark)
+			raw := sqliteBytes(t, db)
+			n := strings.Count(raw, payloadMark)
 			switch {
 			case tc.encrypt && n > 0:
 				t.Fatalf("the database file holds the mark %d times", n)
@@ -152,4 +145,89 @@ func TestPayloadReencodeSQLite(t *testing.T) {
 	}
 	c2.ok("resume", r.ID, "ok")
 	waitStatus(c2, r.ID, "completed")
+}
+
+// heph server --payload-blobs: a large input goes to the blob directory
+// (the SQLite file holds a reference, not the value), reads back whole
+// through the API; heph payloads sweep keeps the referenced blobs and
+// deletes an orphan.
+func TestPayloadBlobsSQLite(t *testing.T) {
+	t.Parallel()
+	db := filepath.Join(t.TempDir(), "heph.db")
+	blobs := t.TempDir()
+	url := "file://" + blobs + "?create_dir=true"
+	srv := startServer(t, []string{"HEPH_INSECURE=true", "HEPH_PAYLOAD_BLOBS=" + url}, "--sqlite", db, "--payload-offload-above", "1024")
+	c := srv.client(t, "")
+	c.ok("documents", "put", writeFile(t, t.TempDir(), "held.yaml", payloadDoc))
+	big := strings.Repeat(payloadMark+" ", 500)
+	var r run
+	c.json(&r, "start", "held", "--kind", "document", "--input", `{"note": "`+big+`"}`)
+	waitStep(c, r.ID, "hold", "waiting")
+	if shown := c.ok("show", r.ID, "-o", "json").stdout; !strings.Contains(shown, big) {
+		t.Fatalf("show does not give the large input back whole:\n%.300s", shown)
+	}
+	if err := srv.stop(t, syscall.SIGTERM); err != nil {
+		t.Fatalf("stop: %v\n%s", err, srv.log())
+	}
+	raw := sqliteBytes(t, db)
+	if strings.Contains(raw, payloadMark) || !strings.Contains(raw, `"$heph":"blob/1"`) {
+		t.Fatal("the database file holds the large value, or no blob reference")
+	}
+	files := func() []string {
+		var out []string
+		_ = filepath.WalkDir(blobs, func(p string, d os.DirEntry, err error) error {
+			if err == nil && !d.IsDir() && !strings.HasSuffix(p, ".attrs") {
+				out = append(out, p)
+			}
+			return nil
+		})
+		return out
+	}
+	kept := files()
+	if len(kept) == 0 {
+		t.Fatal("no blob written")
+	}
+	orphan := filepath.Join(blobs, "heph", "sha256", strings.Repeat("ab", 32))
+	if err := os.WriteFile(orphan, []byte(`"orphan"`), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	sweep := exec.Command(hephBin, "payloads", "sweep", "--sqlite", db, "--payload-blobs", url, "--grace", "1ns", "-o", "json")
+	sweep.Env = baseEnv()
+	out, err := sweep.Output()
+	var res struct{ Blobs, Old, Deleted int }
+	// Deleted: the orphan, and the blobs of tasks done (their rows are
+	// gone); kept: those of the run's input and history.
+	if err != nil || json.Unmarshal(out, &res) != nil || res.Deleted < 1 || res.Blobs != len(kept)+1 {
+		t.Fatalf("sweep: %v, %s: want the orphan deleted of %d blobs", err, out, len(kept)+1)
+	}
+	if _, err := os.Stat(orphan); !os.IsNotExist(err) {
+		t.Fatalf("the orphan is still there: %v", err)
+	}
+	if left := files(); len(left) == 0 || len(left) != len(kept)+1-res.Deleted {
+		t.Fatalf("blobs left %v after %d deleted", left, res.Deleted)
+	}
+	// What the rows refer to is still there: the run reads back whole
+	// and goes on.
+	srv = startServer(t, []string{"HEPH_INSECURE=true", "HEPH_PAYLOAD_BLOBS=" + url}, "--sqlite", db, "--payload-offload-above", "1024")
+	c = srv.client(t, "")
+	if shown := c.ok("show", r.ID, "-o", "json").stdout; !strings.Contains(shown, big) {
+		t.Fatalf("show after the sweep does not give the large input back:\n%.300s", shown)
+	}
+	c.ok("resume", r.ID, "ok")
+	waitStatus(c, r.ID, "completed")
+}
+
+// sqliteBytes is the content of a SQLite database file and its
+// write-ahead log.
+func sqliteBytes(t *testing.T, db string) string {
+	t.Helper()
+	var raw strings.Builder
+	for _, f := range []string{db, db + "-wal"} {
+		b, err := os.ReadFile(f)
+		if err != nil && !os.IsNotExist(err) {
+			t.Fatal(err)
+		}
+		raw.Write(b)
+	}
+	return raw.String()
 }

@@ -23,6 +23,11 @@ var ErrPayloadTooLarge = hephtype.ErrPayloadTooLarge
 // DefaultPayloadSize is the default of Config.MaxPayloadSize: 2 MiB.
 const DefaultPayloadSize = 2 << 20
 
+// OffloadPayloadSize is the default of Config.MaxPayloadSize when large
+// payloads go to a blob store: 5 GiB, the largest object one S3 write
+// takes.
+const OffloadPayloadSize = 5 << 30
+
 // Payload reports a payload above max bytes; what names it for the error.
 func Payload(b []byte, max int, what string) error {
 	if len(b) > max {

@@ -74,6 +74,10 @@ type Config struct {
 	// DeadlineInterval is how often the deadlines are looked at.
 	// Defaults to 1 second.
 	DeadlineInterval time.Duration
+	// SweepBlobs, when set, is run every SweepInterval (the sweep of the
+	// payload blob store: Client.SweepPayloadBlobs).
+	SweepBlobs    func(ctx context.Context) error
+	SweepInterval time.Duration
 }
 
 // Service runs the maintenance loops between Start and Stop.
@@ -117,6 +121,24 @@ func (c *Service) Start(ctx context.Context) {
 	}
 	if c.cfg.Retention > 0 || len(c.cfg.Policies) > 0 {
 		c.wg.Go(func() { c.retention(ctx) })
+	}
+	if c.cfg.SweepBlobs != nil && c.cfg.SweepInterval > 0 {
+		c.wg.Go(func() { c.sweepBlobs(ctx) })
+	}
+}
+
+// sweepBlobs runs SweepBlobs every SweepInterval, the first time one
+// interval after Start.
+func (c *Service) sweepBlobs(ctx context.Context) {
+	for {
+		select {
+		case <-c.cfg.Clock.After(c.cfg.SweepInterval):
+		case <-ctx.Done():
+			return
+		}
+		if err := c.cfg.SweepBlobs(ctx); err != nil && ctx.Err() == nil {
+			c.cfg.Logger.Error("sweep payload blobs", slog.Any("err", err))
+		}
 	}
 }
 

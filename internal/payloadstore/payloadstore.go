@@ -31,16 +31,25 @@ import (
 // Store is a store.Store whose payloads pass through a codec chain.
 type Store struct {
 	store.Store
-	chain *codec.Chain
+	chain *codec.Chain // nil: payloads stored as they are
+	off   *Offload     // nil: none offloaded
 }
 
 // Wrap returns s with its payloads encoded by chain. Wrapping a store
 // twice with the same chain returns it as it is.
 func Wrap(s store.Store, chain *codec.Chain) store.Store {
-	if chainOf(s) == chain {
+	return WrapOffload(s, chain, nil)
+}
+
+// WrapOffload returns s with its payloads encoded by chain (nil: none)
+// and those larger than off.Above offloaded to off.Bucket (nil: none).
+// Wrapping a store twice with the same chain and offload returns it as
+// it is.
+func WrapOffload(s store.Store, chain *codec.Chain, off *Offload) store.Store {
+	if b := baseOf(s); b != nil && b.chain == chain && sameOffload(b.off, off) {
 		return s
 	}
-	base := &Store{Store: s, chain: chain}
+	base := &Store{Store: s, chain: chain, off: off}
 	a, isAdmin := s.(store.Admin)
 	n, notifies := s.(store.Notifier)
 	switch {
@@ -54,6 +63,13 @@ func Wrap(s store.Store, chain *codec.Chain) store.Store {
 	return base
 }
 
+func sameOffload(a, b *Offload) bool {
+	if a == nil || b == nil {
+		return a == b
+	}
+	return a.Bucket == b.Bucket && a.Above == b.Above
+}
+
 // Unwrap returns the store under a wrapped one, or s itself.
 func Unwrap(s store.Store) store.Store {
 	if b := baseOf(s); b != nil {
@@ -63,11 +79,17 @@ func Unwrap(s store.Store) store.Store {
 }
 
 // Chain returns the codec chain of a wrapped store, or nil.
-func Chain(s store.Store) *codec.Chain { return chainOf(s) }
-
-func chainOf(s store.Store) *codec.Chain {
+func Chain(s store.Store) *codec.Chain {
 	if b := baseOf(s); b != nil {
 		return b.chain
+	}
+	return nil
+}
+
+// OffloadOf returns the offload of a wrapped store, or nil.
+func OffloadOf(s store.Store) *Offload {
+	if b := baseOf(s); b != nil {
+		return b.off
 	}
 	return nil
 }
@@ -101,16 +123,41 @@ func (s *Store) enc(v json.RawMessage, what string) (json.RawMessage, error) {
 	if len(v) == 0 {
 		return v, nil
 	}
-	out, err := s.chain.EncodeJSON(v)
+	out := v
+	if s.chain != nil {
+		var err error
+		if out, err = s.chain.EncodeJSON(v); err != nil {
+			return nil, fmt.Errorf("%s: %w", what, err)
+		}
+	}
+	if s.off == nil {
+		return out, nil
+	}
+	if IsBlobRef(v) {
+		return nil, fmt.Errorf("%s: a payload may not start with %s (the form of a reference to an offloaded payload)", what, refPrefix)
+	}
+	if len(out) <= s.off.Above {
+		return out, nil
+	}
+	// Written before the commit that refers to it; no context reaches
+	// here, and the write is bounded by the blob store's own timeouts.
+	ref, err := s.off.put(context.Background(), out)
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", what, err)
 	}
-	return out, nil
+	return ref, nil
 }
 
 // dec decodes one payload; what names it in errors.
 func (s *Store) dec(v json.RawMessage, what string) (json.RawMessage, error) {
-	if len(v) == 0 || !codec.IsEncoded(v) {
+	if IsBlobRef(v) {
+		b, err := s.off.get(context.Background(), v)
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", what, err)
+		}
+		v = b
+	}
+	if s.chain == nil || !codec.IsEncoded(v) {
 		return v, nil
 	}
 	out, err := s.chain.DecodeJSON(v)
