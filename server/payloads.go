@@ -23,11 +23,35 @@ import (
 // names, statuses, times, errors, metadata and search attributes are not
 // payloads and are always shown.
 
-// readsPayloads reports whether the caller may read payloads: every role
-// but read, or any role when the server does not encrypt payloads (then
-// there is nothing to protect: the database holds them in plain).
+// The values of a token's payload permission (store.TokenOptions.Payloads;
+// "": its role's).
+const (
+	PayloadsAllow = "allow"
+	PayloadsDeny  = "deny"
+)
+
+// PayloadGrants are the values a token's payload permission may take.
+var PayloadGrants = []string{"", PayloadsAllow, PayloadsDeny}
+
+// readsPayloads reports whether the caller may read payloads: reading
+// them is a permission of its own, which a token is granted or refused
+// when it is made (TokenOptions.Payloads) and otherwise has by its role
+// (every role but read); any caller when the server does not encrypt
+// payloads (then there is nothing to protect: the database holds them in
+// plain).
 func (c *call) readsPayloads() bool {
-	return c.role != roleRead || !c.s.cfg.Client.EncryptsPayloads()
+	if !c.s.cfg.Client.EncryptsPayloads() {
+		return true
+	}
+	if c.token != nil {
+		switch c.token.Options.Payloads {
+		case PayloadsAllow:
+			return true
+		case PayloadsDeny:
+			return false
+		}
+	}
+	return c.role != roleRead
 }
 
 // payloadShown is what the caller is shown of a payload.

@@ -2,6 +2,7 @@ package server
 
 import (
 	"crypto/sha256"
+	"fmt"
 	"net/http"
 	"strings"
 	"testing"
@@ -46,6 +47,10 @@ func TestPayloadPermission(t *testing.T) {
 		e.api.token = admin
 		reader := e.token("rita", RoleRead)
 		operator := e.token("otto", RoleOperator)
+		// Reading payloads is a permission of its own: granted to a read
+		// token, withheld from an operator token.
+		auditor := e.tokenWith(&TokenParams{Name: "audrey", Role: RoleRead, Options: store.TokenOptions{Payloads: PayloadsAllow}})
+		blind := e.tokenWith(&TokenParams{Name: "oscar", Role: RoleOperator, Options: store.TokenOptions{Payloads: PayloadsDeny}})
 		var r Run
 		e.api.callAs(admin, http.MethodPost, "/api/v1/runs", map[string]any{"name": "greet", "input": map[string]string{"name": payloadMark}}, http.StatusCreated, &r)
 		var w Run
@@ -57,6 +62,12 @@ func TestPayloadPermission(t *testing.T) {
 			body := string(e.api.callAs(operator, http.MethodGet, p, nil, http.StatusOK, nil).body)
 			if !strings.Contains(body, payloadMark) && !strings.Contains(p, "?") {
 				t.Errorf("operator GET %s does not show the payload: %s", p, body)
+			}
+			if body := string(e.api.callAs(auditor, http.MethodGet, p, nil, http.StatusOK, nil).body); !strings.Contains(body, payloadMark) && !strings.Contains(p, "?") {
+				t.Errorf("a read token granted payloads: GET %s does not show the payload: %s", p, body)
+			}
+			if body := string(e.api.callAs(blind, http.MethodGet, p, nil, http.StatusOK, nil).body); strings.Contains(body, payloadMark) {
+				t.Errorf("an operator token denied payloads: GET %s shows the payload: %s", p, body)
 			}
 			body = string(e.api.callAs(reader, http.MethodGet, p, nil, http.StatusOK, nil).body)
 			if strings.Contains(body, payloadMark) {
@@ -73,6 +84,21 @@ func TestPayloadPermission(t *testing.T) {
 		}
 		e.api.callAs(reader, http.MethodGet, "/api/v1/runs/"+w.ID+"/state", nil, http.StatusOK, nil)
 		e.api.callAs(reader, http.MethodGet, "/api/v1/runs/"+w.ID+"/history/export", nil, http.StatusForbidden, nil)
+		e.api.callAs(auditor, http.MethodGet, "/api/v1/runs/"+w.ID+"/history/export", nil, http.StatusOK, nil)
+		e.api.callAs(blind, http.MethodGet, "/api/v1/runs/"+w.ID+"/history/export", nil, http.StatusForbidden, nil)
+		if p := e.api.do(req{method: http.MethodPost, path: "/api/v1/tokens", token: admin, body: map[string]any{"name": "x", "role": "read", "payloads": "maybe"}, invalid: true}).problem(t, http.StatusBadRequest); !strings.Contains(fmt.Sprint(p), "payloads") {
+			t.Errorf("a token with payloads maybe: %+v", p)
+		}
+		if p := e.api.do(req{method: http.MethodPost, path: "/api/v1/tokens", token: admin, body: map[string]any{"name": "w", "role": "worker", "payloads": "deny"}}).problem(t, http.StatusBadRequest); !strings.Contains(fmt.Sprint(p), "worker") {
+			t.Errorf("a worker token denied payloads: %+v", p)
+		}
+		var listed []Token
+		e.api.callAs(admin, http.MethodGet, "/api/v1/tokens", nil, http.StatusOK, &listed)
+		for _, tk := range listed {
+			if want := map[string]string{"audrey": PayloadsAllow, "oscar": PayloadsDeny}[tk.Name]; tk.Payloads != want {
+				t.Errorf("token %s listed with payloads %q, want %q", tk.Name, tk.Payloads, want)
+			}
+		}
 
 		// A webhook's deliveries carry payloads in their bodies.
 		var created CreatedWebhook

@@ -70,6 +70,10 @@ func (p *TokenParams) check() error {
 		return fmt.Errorf("%w: queues and handlers limit worker tokens; role %s claims no tasks", hephtype.ErrInvalidInput, p.Role)
 	case p.Options.ActAs && p.Role != RoleAdmin && p.Role != RoleOperator:
 		return fmt.Errorf("%w: act-as is for tokens that start runs (admin, operator), not %s", hephtype.ErrInvalidInput, p.Role)
+	case p.Options.Payloads == PayloadsDeny && p.Role == RoleWorker:
+		return fmt.Errorf("%w: payloads deny: a worker token reads the payloads of the tasks it runs", hephtype.ErrInvalidInput)
+	case !slices.Contains(PayloadGrants, p.Options.Payloads):
+		return fmt.Errorf("%w: payloads %q is not %q, %q or empty (the role's)", hephtype.ErrInvalidInput, p.Options.Payloads, PayloadsAllow, PayloadsDeny)
 	}
 	for _, list := range [][]string{p.Options.Queues, p.Options.Handlers} {
 		if slices.Contains(list, "") {
@@ -169,9 +173,12 @@ type Token struct {
 	Role      string `json:"role"`
 	// Queues and Handlers limit a worker token's claims; ActAs lets it
 	// start runs on behalf of a user.
-	Queues     []string   `json:"queues,omitempty"`
-	Handlers   []string   `json:"handlers,omitempty"`
-	ActAs      bool       `json:"act_as,omitempty"`
+	Queues   []string `json:"queues,omitempty"`
+	Handlers []string `json:"handlers,omitempty"`
+	ActAs    bool     `json:"act_as,omitempty"`
+	// Payloads grants ("allow") or withholds ("deny") reading payloads
+	// on a server that encrypts them; absent: the role's.
+	Payloads   string     `json:"payloads,omitempty"`
 	CreatedAt  time.Time  `json:"created_at"`
 	RevokedAt  *time.Time `json:"revoked_at,omitempty"`
 	LastUsedAt *time.Time `json:"last_used_at,omitempty"`
@@ -188,7 +195,7 @@ type NewTokenJSON struct {
 }
 
 func tokenJSON(t *store.Token) Token {
-	return Token{ID: t.ID, Name: t.Name, Principal: t.Principal, Role: t.Role, Queues: t.Options.Queues, Handlers: t.Options.Handlers, ActAs: t.Options.ActAs,
+	return Token{ID: t.ID, Name: t.Name, Principal: t.Principal, Role: t.Role, Queues: t.Options.Queues, Handlers: t.Options.Handlers, ActAs: t.Options.ActAs, Payloads: t.Options.Payloads,
 		CreatedAt: t.CreatedAt.UTC(), RevokedAt: optTime(t.RevokedAt), LastUsedAt: optTime(t.LastUsedAt)}
 }
 
@@ -214,6 +221,7 @@ func (s *Server) createToken(c *call) error {
 		Queues    []string  `json:"queues"`
 		Handlers  []string  `json:"handlers"`
 		ActAs     bool      `json:"act_as"`
+		Payloads  string    `json:"payloads"`
 	}
 	if err := c.decode(&b, false); err != nil {
 		return err
@@ -224,7 +232,10 @@ func (s *Server) createToken(c *call) error {
 	if !validRole(b.Role) {
 		return fieldProblem("role", fmt.Sprintf("%q is not a role: use %s", b.Role, strings.Join(Roles, ", ")))
 	}
-	p := &TokenParams{Name: b.Name, Principal: b.Principal, Role: b.Role, Options: store.TokenOptions{Queues: b.Queues, Handlers: b.Handlers, ActAs: b.ActAs}}
+	if !slices.Contains(PayloadGrants, b.Payloads) {
+		return fieldProblem("payloads", fmt.Sprintf("%q is not %q, %q or absent (the role's)", b.Payloads, PayloadsAllow, PayloadsDeny))
+	}
+	p := &TokenParams{Name: b.Name, Principal: b.Principal, Role: b.Role, Options: store.TokenOptions{Queues: b.Queues, Handlers: b.Handlers, ActAs: b.ActAs, Payloads: b.Payloads}}
 	switch b.Kind {
 	case "", store.PrincipalUser:
 	case store.PrincipalService:

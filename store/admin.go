@@ -165,6 +165,10 @@ type TokenOptions struct {
 	// ActAs lets the token start runs on behalf of another user (the
 	// start's on_behalf_of).
 	ActAs bool `json:"act_as,omitempty"`
+	// Payloads is the token's permission to read payloads on a server
+	// that encrypts them: "" (its role's: every role but read), "allow"
+	// or "deny" (docs/security.md).
+	Payloads string `json:"payloads,omitempty"`
 }
 
 // Active reports whether the token is not revoked.

@@ -212,6 +212,9 @@ type CreateTokenParams struct {
 	Queues   []string  `json:"queues,omitempty"`
 	Handlers []string  `json:"handlers,omitempty"`
 	ActAs    bool      `json:"act_as,omitempty"`
+	// Payloads is "allow" or "deny" (reading payloads on a server that
+	// encrypts them); "": the role's.
+	Payloads string `json:"payloads,omitempty"`
 }
 
 // CreateToken creates a token of a role for a principal (created when

@@ -342,6 +342,7 @@ type Token struct {
 	Queues    []string `json:"queues,omitempty"`
 	Handlers  []string `json:"handlers,omitempty"`
 	ActAs     bool     `json:"act_as,omitempty"`
+	Payloads  string   `json:"payloads,omitempty"`
 	Secret    string   `json:"token,omitempty"`
 	// Groups and Kind are the principal's, set only in the answer that
 	// creates the token.

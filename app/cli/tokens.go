@@ -85,6 +85,9 @@ func tokenLimits(t *apiclient.Token) string {
 	if t.ActAs {
 		out = append(out, "act-as")
 	}
+	if t.Payloads != "" {
+		out = append(out, "payloads="+t.Payloads)
+	}
 	if len(out) == 0 {
 		return "-"
 	}
@@ -94,6 +97,7 @@ func tokenLimits(t *apiclient.Token) string {
 func tokensCreate(g *globals) *cobra.Command {
 	var (
 		role, user     string
+		payloads       string
 		service, actAs bool
 		groups, queues []string
 		handlers       []string
@@ -110,17 +114,24 @@ func tokensCreate(g *globals) *cobra.Command {
 			"bulk operations, schedules and queues), approver (decide the approval gates assigned to the\n" +
 			"principal or its groups, and read them), worker (the worker protocol; --queues and\n" +
 			"--handlers limit its claims) or read (every read). --act-as lets an admin or operator token\n" +
-			"start runs on behalf of a user (the start's on_behalf_of).\n\n" +
+			"start runs on behalf of a user (the start's on_behalf_of). On a server that encrypts\n" +
+			"payloads, reading them is a permission of its own: every role but read has it, and\n" +
+			"--payloads allow grants it to a token (a read token that may see inputs and outputs),\n" +
+			"--payloads deny withholds it (an operator token that must not).\n\n" +
 			"Through the server by default; with --sqlite or --postgres straight in the store, to make\n" +
 			"the first admin token.",
 		Example: `  heph tokens create --user alice --groups finance --role approver
   heph tokens create ci --role read
+  heph tokens create auditor --role read --payloads allow
   heph tokens create py-worker --service --role worker --queues payments --handlers charge,refund
   heph tokens create admin --role admin --sqlite heph.db`,
 		Args: cobra.MaximumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if !slices.Contains(server.Roles, role) {
 				return usagef("--role must be one of %s, got %q", strings.Join(server.Roles, ", "), role)
+			}
+			if !slices.Contains(server.PayloadGrants, payloads) {
+				return usagef("--payloads must be %s or %s, got %q", server.PayloadsAllow, server.PayloadsDeny, payloads)
 			}
 			name := ""
 			if len(args) == 1 {
@@ -131,7 +142,7 @@ func tokensCreate(g *globals) *cobra.Command {
 			}
 			fl := cmd.Flags()
 			p := &server.TokenParams{Name: name, Principal: user, Service: service, Role: role,
-				Options: store.TokenOptions{Queues: queues, Handlers: handlers, ActAs: actAs}}
+				Options: store.TokenOptions{Queues: queues, Handlers: handlers, ActAs: actAs, Payloads: payloads}}
 			if fl.Changed("groups") {
 				p.Groups, p.SetGroups = groups, true
 				if p.Groups == nil {
@@ -152,7 +163,7 @@ func tokensCreate(g *globals) *cobra.Command {
 				}
 				ctx, cancel := g.reqCtx(cmd.Context(), 0)
 				defer cancel()
-				cp := &apiclient.CreateTokenParams{Principal: user, Name: name, Role: role, Queues: queues, Handlers: handlers, ActAs: actAs}
+				cp := &apiclient.CreateTokenParams{Principal: user, Name: name, Role: role, Queues: queues, Handlers: handlers, ActAs: actAs, Payloads: payloads}
 				if service {
 					cp.Kind = "service"
 				}
@@ -183,6 +194,7 @@ func tokensCreate(g *globals) *cobra.Command {
 	fl.StringSliceVar(&queues, "queues", nil, "worker tokens: claim only from these queues")
 	fl.StringSliceVar(&handlers, "handlers", nil, "worker tokens: claim only these actions and activities")
 	fl.BoolVar(&actAs, "act-as", false, "admin and operator tokens: may start runs on behalf of a user (on_behalf_of)")
+	fl.StringVar(&payloads, "payloads", "", "allow or deny reading payloads on a server that encrypts them (default: the role's; every role but read)")
 	fl.StringVar(&db.postgres, "postgres", "", "create the token in this PostgreSQL database, without a server")
 	fl.StringVar(&db.schema, "schema", "heph", "PostgreSQL schema of the store")
 	fl.StringVar(&db.sqlite, "sqlite", "", "create the token in this SQLite file, without a server")

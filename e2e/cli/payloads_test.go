@@ -43,9 +43,10 @@ func TestPayloadKeysSQLite(t *testing.T) {
 			t.Parallel()
 			db := filepath.Join(t.TempDir(), "heph.db")
 			nobody := &client{t: t, url: "http://127.0.0.1:1"}
-			var admin, reader struct{ Token string }
+			var admin, reader, auditor struct{ Token string }
 			nobody.json(&admin, "tokens", "create", "root", "--role", "admin", "--sqlite", db)
 			nobody.json(&reader, "tokens", "create", "rita", "--role", "read", "--sqlite", db)
+			nobody.json(&auditor, "tokens", "create", "audrey", "--role", "read", "--payloads", "allow", "--sqlite", db)
 			srv := startServer(t, tc.env, append([]string{"--sqlite", db}, tc.args...)...)
 			c := srv.client(t, admin.Token)
 			c.ok("documents", "put", writeFile(t, t.TempDir(), "held.yaml", payloadDoc))
@@ -63,6 +64,10 @@ func TestPayloadKeysSQLite(t *testing.T) {
 			seen := srv.client(t, reader.Token).ok("show", r.ID, "-o", "json").stdout
 			if !strings.Contains(seen, `"completed"`) || strings.Contains(seen, payloadMark) != !tc.encrypt || strings.Contains(seen, `"encrypted": true`) != tc.encrypt {
 				t.Fatalf("heph show as a reader:\n%s", seen)
+			}
+			// A read token granted the payload permission sees them.
+			if seen := srv.client(t, auditor.Token).ok("show", r.ID, "-o", "json").stdout; !strings.Contains(seen, payloadMark+"-input") {
+				t.Fatalf("heph show as a reader granted payloads:\n%s", seen)
 			}
 			raw := sqliteBytes(t, db)
 			n := strings.Count(raw, payloadMark)
