@@ -58,6 +58,14 @@ func IsEncoded(v json.RawMessage) bool {
 	return ok && strings.HasPrefix(f, formatPrefix)
 }
 
+// Marker returns the value of the top-level member written exactly
+// "$heph" of the JSON object v, when v is one and that value is a string
+// (the first such member counts; the members may be in any order and
+// spaced, as PostgreSQL's jsonb writes them). Envelopes have "enc/…";
+// other forms of the engine's (references to offloaded payloads) have
+// their own.
+func Marker(v json.RawMessage) (string, bool) { return formatOf(v) }
+
 // Describe returns the metadata of the envelope v: its codecs, key id and
 // sizes. It needs no key and decodes nothing. A value that is not an
 // envelope fails with ErrNotEncoded; a malformed envelope with ErrCorrupt.

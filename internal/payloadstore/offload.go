@@ -48,7 +48,8 @@ const BlobPrefix = "heph/sha256/"
 // refFormat is the "$heph" value of a blob reference.
 const refFormat = "blob/1"
 
-// refPrefix starts every blob reference as written.
+// refPrefix starts every blob reference as this package writes it (a
+// database may store it reordered and spaced: IsBlobRef reads either).
 var refPrefix = []byte(`{"$heph":"` + refFormat + `"`)
 
 // blobRef is a reference to an offloaded payload.
@@ -60,7 +61,13 @@ type blobRef struct {
 }
 
 // IsBlobRef reports whether v is a reference to an offloaded payload.
-func IsBlobRef(v []byte) bool { return bytes.HasPrefix(v, refPrefix) }
+func IsBlobRef(v []byte) bool {
+	if bytes.HasPrefix(v, refPrefix) {
+		return true
+	}
+	f, ok := codec.Marker(v)
+	return ok && f == refFormat
+}
 
 func parseRef(v []byte) (*blobRef, error) {
 	var r blobRef

@@ -206,3 +206,26 @@ func TestReencodeOffloaded(t *testing.T) {
 		t.Fatalf("sweep after the re-encryption: %+v, %v: want the two k1 blobs (input, task payload) gone", res, err)
 	}
 }
+
+// A reference reads as one however the database wrote it back (jsonb:
+// members reordered and spaced); a value that merely mentions the marker
+// does not.
+func TestIsBlobRef(t *testing.T) {
+	t.Parallel()
+	h := strings.Repeat("ab", 32)
+	for v, want := range map[string]bool{
+		`{"$heph":"blob/1","sha256":"` + h + `","size":3,"codec":"json"}`:        true,
+		`{"size": 3, "codec": "json", "$heph": "blob/1", "sha256": "` + h + `"}`: true,
+		`{"$heph":"enc/1","data":"AAAA"}`:                                        false,
+		`{"note":{"$heph":"blob/1"}}`:                                            false,
+		`"{\"$heph\":\"blob/1\"}"`:                                               false,
+		`[1,2]`:                                                                  false,
+	} {
+		if got := payloadstore.IsBlobRef([]byte(v)); got != want {
+			t.Errorf("IsBlobRef(%s) = %v, want %v", v, got, want)
+		}
+	}
+	if refs := payloadstore.BlobRefs([]byte(`{"size": 3, "codec": "json", "$heph": "blob/1", "sha256": "` + h + `"}`)); len(refs) != 1 || refs[0] != h {
+		t.Errorf("BlobRefs of a jsonb reference: %v", refs)
+	}
+}
