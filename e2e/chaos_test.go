@@ -17,6 +17,9 @@ package e2e_test
 //     (both backends);
 //   - TestChaosRetriedCommits: commits that fail, or that commit and lose
 //     their outcome, and are tried again (both backends);
+//   - TestChaosRetriedCommitsEncoded (chaos_payloads_test.go): the same
+//     with every payload encrypted and offloaded to a blob store (both
+//     backends);
 //   - TestChaosDeleteKilledConnection (chaos_delete_test.go): a forced
 //     delete killed mid-transaction deletes nothing, its retry deletes
 //     once, and the worker of the deleted run cannot commit (PostgreSQL);
@@ -139,14 +142,14 @@ func withDSNParam(dsn, key, value string) string {
 	return dsn + " " + key + "=" + value
 }
 
-func chaosBackends() []struct {
+// chaosBackend is a backend the chaos cases run on.
+type chaosBackend struct {
 	name string
 	db   func(t *testing.T) chaosDB
-} {
-	return []struct {
-		name string
-		db   func(t *testing.T) chaosDB
-	}{{"sqlite", chaosSQLite}, {"postgres", chaosPostgres}}
+}
+
+func chaosBackends() []chaosBackend {
+	return []chaosBackend{{"sqlite", chaosSQLite}, {"postgres", chaosPostgres}}
 }
 
 // chaosSeed is the seed of a test's random choices (kill points, injected
@@ -914,34 +917,55 @@ func (s *chaosFaultyStore) Apply(ctx context.Context, p *store.ApplyParams) (*st
 func TestChaosRetriedCommits(t *testing.T) {
 	for _, b := range chaosBackends() {
 		t.Run(b.name, func(t *testing.T) {
-			chaosInProcess.Lock()
-			defer chaosInProcess.Unlock()
-			db := b.db(t)
-			ctx, cancel := context.WithTimeout(context.Background(), chaosTimeout)
-			defer cancel()
-			seed := chaosSeed(t, 5)
-			fs := &chaosFaultyStore{Store: db.open(t, "hephaestus-chaos"), rate: 0.10, rng: rand.New(rand.NewPCG(seed, 0x5eed))}
-			c := startChaosClient(t, fs, func(c *heph.Config) {
-				c.LeaseDuration, c.HeartbeatInterval = time.Second, 250*time.Millisecond
-				c.MaxCommitBatch = 8 // more, smaller commits: more of them fail
-			})
-			tel := watchChaosTelemetry(t, c)
-			fs.on.Store(true)
-			start, execs0 := time.Now(), e2e.ChaosExecutions()
-			l := newChaosLoad(t, ctx, c, fs, "rc")
-			l.wave(40, 16)
-			l.waitFinished()
-			fs.on.Store(false)
-			if err := c.Stop(context.Background()); err != nil {
-				t.Errorf("stop: %v", err)
-			}
-			l.check(db.name, "retried_commits", start, e2e.ChaosExecutions()-execs0,
-				fmt.Sprintf("seed=%d applies=%d injected=%d injected_before=%d injected_after=%d",
-					seed, fs.calls.Load(), fs.before.Load()+fs.after.Load(), fs.before.Load(), fs.after.Load()), tel.String())
-			if fs.after.Load() == 0 || fs.before.Load() == 0 {
-				t.Errorf("no fault of one kind was injected: %d before, %d after the commit", fs.before.Load(), fs.after.Load())
-			}
+			runRetriedCommits(t, b, retriedCommits{seed: 5, fault: "retried_commits", tag: "rc"})
 		})
+	}
+}
+
+// retriedCommits is a retried-commits chaos case: mod configures the
+// client, and encoded says whether the load reads runs through the
+// client's store (its payloads encoded) rather than the raw one.
+type retriedCommits struct {
+	seed       uint64
+	fault, tag string
+	mod        func(*heph.Config)
+	encoded    bool
+}
+
+func runRetriedCommits(t *testing.T, b chaosBackend, rc retriedCommits) {
+	chaosInProcess.Lock()
+	defer chaosInProcess.Unlock()
+	db := b.db(t)
+	ctx, cancel := context.WithTimeout(context.Background(), chaosTimeout)
+	defer cancel()
+	seed := chaosSeed(t, rc.seed)
+	fs := &chaosFaultyStore{Store: db.open(t, "hephaestus-chaos"), rate: 0.10, rng: rand.New(rand.NewPCG(seed, 0x5eed))}
+	c := startChaosClient(t, fs, func(c *heph.Config) {
+		c.LeaseDuration, c.HeartbeatInterval = time.Second, 250*time.Millisecond
+		c.MaxCommitBatch = 8 // more, smaller commits: more of them fail
+		if rc.mod != nil {
+			rc.mod(c)
+		}
+	})
+	tel := watchChaosTelemetry(t, c)
+	fs.on.Store(true)
+	start, execs0 := time.Now(), e2e.ChaosExecutions()
+	var st store.Store = fs
+	if rc.encoded {
+		st = c.Store()
+	}
+	l := newChaosLoad(t, ctx, c, st, rc.tag)
+	l.wave(40, 16)
+	l.waitFinished()
+	fs.on.Store(false)
+	if err := c.Stop(context.Background()); err != nil {
+		t.Errorf("stop: %v", err)
+	}
+	l.check(db.name, rc.fault, start, e2e.ChaosExecutions()-execs0,
+		fmt.Sprintf("seed=%d applies=%d injected=%d injected_before=%d injected_after=%d",
+			seed, fs.calls.Load(), fs.before.Load()+fs.after.Load(), fs.before.Load(), fs.after.Load()), tel.String())
+	if fs.after.Load() == 0 || fs.before.Load() == 0 {
+		t.Errorf("no fault of one kind was injected: %d before, %d after the commit", fs.before.Load(), fs.after.Load())
 	}
 }
 
