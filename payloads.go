@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 
 	"gocloud.dev/blob"
 	_ "gocloud.dev/blob/fileblob" // file:// blob stores
@@ -16,11 +17,22 @@ import (
 
 // OpenPayloadBlobs opens the blob store of Config.PayloadBlobs by URL:
 // file:///path (a local directory, created if missing with
-// ?create_dir=true), s3://bucket?region=...&endpoint=...&use_path_style=true
+// ?create_dir=true; files are written beside their final names, as with
+// no_tmp_dir=true, unless the URL says otherwise), s3://bucket?region=...&endpoint=...&use_path_style=true
 // (S3 and S3-compatible stores; credentials from the AWS environment) or
 // mem:// (in memory, for tests). See gocloud.dev/blob for each scheme's
 // options. The caller closes it after the client stops.
 func OpenPayloadBlobs(ctx context.Context, url string) (*blob.Bucket, error) {
+	if strings.HasPrefix(url, "file://") && !strings.Contains(url, "no_tmp_dir=") {
+		// Written beside their final name, then renamed: a temporary
+		// directory on another file system (a tmpfs /tmp) cannot rename
+		// into the store. A crash's leftovers are swept as orphans.
+		sep := "?"
+		if strings.Contains(url, "?") {
+			sep = "&"
+		}
+		url += sep + "no_tmp_dir=true"
+	}
 	b, err := blob.OpenBucket(ctx, url)
 	if err != nil {
 		return nil, fmt.Errorf("open the payload blob store %q: %w", url, err)
@@ -53,7 +65,11 @@ func (c *Client) SweepPayloadBlobs(ctx context.Context) (*BlobSweep, error) {
 	if !ok {
 		return nil, fmt.Errorf("sweep payload blobs: the store (%T) cannot list its payloads", payloadstore.Unwrap(c.cfg.Store))
 	}
-	res, err := payloadstore.Sweep(ctx, c.cfg.PayloadBlobs, c.cfg.PayloadBlobGrace, payloadstore.Referenced(rw))
+	off := payloadstore.OffloadOf(c.cfg.Store)
+	if off == nil {
+		off = &payloadstore.Offload{Bucket: c.cfg.PayloadBlobs}
+	}
+	res, err := off.Sweep(ctx, c.cfg.PayloadBlobGrace, payloadstore.Referenced(rw))
 	if res == nil {
 		return nil, err
 	}

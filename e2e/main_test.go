@@ -65,6 +65,15 @@ func TestMain(m *testing.M) {
 		}
 		os.Exit(0)
 	}
+	// The large payloads' SIGKILL test runs it as the process it kills
+	// between a blob's write and its commit.
+	if spec := os.Getenv(largeKillEnv); spec != "" {
+		if err := largeKillChild(spec); err != nil {
+			fmt.Fprintln(os.Stderr, "large payload child:", err)
+			os.Exit(1)
+		}
+		os.Exit(0)
+	}
 	// The chaos tests run it as their worker processes.
 	if spec := os.Getenv(chaosEnv); spec != "" {
 		if err := chaosChild(spec); err != nil {

@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"io"
 	"strings"
+	"sync"
 	"time"
 
 	"gocloud.dev/blob"
@@ -36,6 +37,88 @@ type Offload struct {
 	Bucket *blob.Bucket
 	// Above is the size in bytes above which a payload is offloaded.
 	Above int
+
+	mu sync.Mutex
+	// written holds when this process last wrote each blob: a blob
+	// written less than rewriteAfter ago is not written again (the same
+	// bytes in several rows of one commit, a retried commit).
+	written map[string]time.Time
+	// cache holds blobs read or written lately, by hash (content never
+	// changes under a name), up to cacheBytes in all.
+	cache      map[string][]byte
+	cacheBytes int
+}
+
+// rewriteAfter is how long a blob this process wrote is taken as fresh:
+// within it, the same content is not written again. The sweep's grace
+// must exceed it plus the longest commit.
+const rewriteAfter = time.Minute
+
+// maxCacheBytes bounds the blobs an Offload keeps in memory; a blob
+// larger than a quarter of it is not kept.
+const maxCacheBytes = 64 << 20
+
+// fresh reports whether this process wrote blob h less than rewriteAfter
+// ago.
+func (o *Offload) fresh(h string, now time.Time) bool {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	at, ok := o.written[h]
+	return ok && now.Sub(at) < rewriteAfter
+}
+
+// remember notes blob h (of content b) as written at now (zero: read),
+// and keeps it in the cache when it is small enough.
+func (o *Offload) remember(h string, b []byte, now time.Time) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	if !now.IsZero() {
+		if o.written == nil {
+			o.written = map[string]time.Time{}
+		}
+		for k, at := range o.written {
+			if now.Sub(at) >= rewriteAfter {
+				delete(o.written, k)
+			}
+		}
+		o.written[h] = now
+	}
+	if len(b) > maxCacheBytes/4 {
+		return
+	}
+	if o.cache == nil {
+		o.cache = map[string][]byte{}
+	}
+	if _, ok := o.cache[h]; ok {
+		return
+	}
+	for k, v := range o.cache { // evict any, until it fits
+		if o.cacheBytes+len(b) <= maxCacheBytes {
+			break
+		}
+		delete(o.cache, k)
+		o.cacheBytes -= len(v)
+	}
+	o.cache[h] = b
+	o.cacheBytes += len(b)
+}
+
+// forget drops what o knows of blob h (deleted).
+func (o *Offload) forget(h string) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	delete(o.written, h)
+	if b, ok := o.cache[h]; ok {
+		delete(o.cache, h)
+		o.cacheBytes -= len(b)
+	}
+}
+
+func (o *Offload) cached(h string) ([]byte, bool) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	b, ok := o.cache[h]
+	return b, ok
 }
 
 // DefaultOffloadAbove is the default of Offload.Above: 256 KiB.
@@ -101,11 +184,15 @@ func BlobRefs(v []byte) []string {
 func (o *Offload) put(ctx context.Context, v json.RawMessage) (json.RawMessage, error) {
 	sum := sha256.Sum256(v)
 	h := hex.EncodeToString(sum[:])
-	// Always written, even when it exists: the write refreshes the
-	// blob's time, so that a sweep that saw it unreferenced and old does
-	// not delete it under the commit about to refer to it.
-	if err := o.Bucket.WriteAll(ctx, BlobPrefix+h, v, &blob.WriterOptions{ContentType: "application/octet-stream"}); err != nil {
-		return nil, fmt.Errorf("offload %d bytes to the blob store: %w", len(v), err)
+	// Written even when it exists (unless this process wrote it within
+	// rewriteAfter): the write refreshes the blob's time, so that a sweep
+	// that saw it unreferenced and old does not delete it under the
+	// commit about to refer to it.
+	if now := time.Now(); !o.fresh(h, now) {
+		if err := o.write(ctx, h, v); err != nil {
+			return nil, fmt.Errorf("offload %d bytes to the blob store: %w", len(v), err)
+		}
+		o.remember(h, v, now)
 	}
 	codecs := "json"
 	if codec.IsEncoded(v) {
@@ -125,6 +212,9 @@ func (o *Offload) get(ctx context.Context, v json.RawMessage) (json.RawMessage, 
 	if o == nil || o.Bucket == nil {
 		return nil, fmt.Errorf("the payload (%d bytes) is in a blob store (sha256 %s), and this process has none (Config.PayloadBlobs)", r.Size, r.SHA256)
 	}
+	if b, ok := o.cached(r.SHA256); ok {
+		return b, nil
+	}
 	b, err := o.Bucket.ReadAll(ctx, BlobPrefix+r.SHA256)
 	if err != nil {
 		if gcerrors.Code(err) == gcerrors.NotFound {
@@ -136,7 +226,22 @@ func (o *Offload) get(ctx context.Context, v json.RawMessage) (json.RawMessage, 
 	if hex.EncodeToString(sum[:]) != r.SHA256 || len(b) != r.Size {
 		return nil, fmt.Errorf("the payload's blob sha256 %s is corrupt: %d bytes read, %d expected, or another hash", r.SHA256, len(b), r.Size)
 	}
+	o.remember(r.SHA256, b, time.Time{})
 	return b, nil
+}
+
+// write writes blob h through a writer (WriteAll would hash it once more,
+// with MD5, before writing).
+func (o *Offload) write(ctx context.Context, h string, v []byte) error {
+	w, err := o.Bucket.NewWriter(ctx, BlobPrefix+h, &blob.WriterOptions{ContentType: "application/octet-stream"})
+	if err != nil {
+		return err
+	}
+	if _, err := w.Write(v); err != nil {
+		_ = w.Close()
+		return err
+	}
+	return w.Close()
 }
 
 // SweepResult is what a sweep of the blob store did.
@@ -155,6 +260,17 @@ type SweepResult struct {
 // not: a commit may be about to refer to it (grace must exceed the
 // longest commit, an hour by default).
 func Sweep(ctx context.Context, bucket *blob.Bucket, grace time.Duration, referenced func(ctx context.Context) (map[string]bool, error)) (*SweepResult, error) {
+	return sweep(ctx, &Offload{Bucket: bucket}, grace, referenced)
+}
+
+// Sweep is the package's Sweep of o's bucket; the blobs it deletes this
+// process writes again when it needs them (however lately it wrote them).
+func (o *Offload) Sweep(ctx context.Context, grace time.Duration, referenced func(ctx context.Context) (map[string]bool, error)) (*SweepResult, error) {
+	return sweep(ctx, o, grace, referenced)
+}
+
+func sweep(ctx context.Context, o *Offload, grace time.Duration, referenced func(ctx context.Context) (map[string]bool, error)) (*SweepResult, error) {
+	bucket := o.Bucket
 	res := &SweepResult{}
 	cutoff := time.Now().Add(-grace)
 	old := map[string]int64{}
@@ -194,6 +310,7 @@ func Sweep(ctx context.Context, bucket *blob.Bucket, grace time.Duration, refere
 		if err := bucket.Delete(ctx, BlobPrefix+h); err != nil && gcerrors.Code(err) != gcerrors.NotFound {
 			return res, fmt.Errorf("sweep blobs: delete %s: %w", h, err)
 		}
+		o.forget(h)
 		res.Deleted++
 		res.Bytes += size
 	}

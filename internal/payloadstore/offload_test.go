@@ -108,13 +108,17 @@ func TestOffload(t *testing.T) {
 	if err := bucket.WriteAll(ctx, payloadstore.BlobPrefix+keys[0], append(data, ' '), nil); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := w.GetRun(ctx, "big"); err == nil || !strings.Contains(err.Error(), "corrupt") || !strings.Contains(err.Error(), keys[0]) {
+	// Another process (this one keeps what it wrote and read in memory).
+	other := func() store.Store {
+		return payloadstore.WrapOffload(raw, chain, &payloadstore.Offload{Bucket: bucket, Above: 1024})
+	}
+	if _, err := other().GetRun(ctx, "big"); err == nil || !strings.Contains(err.Error(), "corrupt") || !strings.Contains(err.Error(), keys[0]) {
 		t.Fatalf("a corrupt blob: %v", err)
 	}
 	if err := bucket.Delete(ctx, payloadstore.BlobPrefix+keys[0]); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := w.GetRun(ctx, "big"); err == nil || !strings.Contains(err.Error(), "missing") {
+	if _, err := other().GetRun(ctx, "big"); err == nil || !strings.Contains(err.Error(), "missing") {
 		t.Fatalf("a missing blob: %v", err)
 	}
 }
@@ -227,5 +231,35 @@ func TestIsBlobRef(t *testing.T) {
 	}
 	if refs := payloadstore.BlobRefs([]byte(`{"size": 3, "codec": "json", "$heph": "blob/1", "sha256": "` + h + `"}`)); len(refs) != 1 || refs[0] != h {
 		t.Errorf("BlobRefs of a jsonb reference: %v", refs)
+	}
+}
+
+// A blob this process wrote a moment ago is not written again for the
+// same content; once its own sweep deleted it, it is.
+func TestOffloadWrittenAgainAfterSweep(t *testing.T) {
+	t.Parallel()
+	ctx := t.Context()
+	raw := openSQLite(t)
+	bucket := memBucket(t)
+	off := &payloadstore.Offload{Bucket: bucket, Above: 16}
+	w := payloadstore.WrapOffload(raw, nil, off)
+	big := `"` + strings.Repeat("s", 100) + `"`
+	if _, err := w.Apply(ctx, &store.ApplyParams{Now: t0, Changes: []store.Change{create("a", big)}}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := w.DeleteRun(ctx, &store.DeleteRunParams{ID: "a", Force: true}); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(2 * time.Millisecond)
+	res, err := off.Sweep(ctx, time.Nanosecond, payloadstore.Referenced(raw))
+	if err != nil || res.Deleted != 1 || len(blobKeys(t, bucket)) != 0 {
+		t.Fatalf("sweep of the deleted run's blob: %+v, %v", res, err)
+	}
+	if _, err := w.Apply(ctx, &store.ApplyParams{Now: t0, Changes: []store.Change{create("b", big)}}); err != nil {
+		t.Fatal(err)
+	}
+	fresh := payloadstore.WrapOffload(raw, nil, &payloadstore.Offload{Bucket: bucket, Above: 16})
+	if got, err := fresh.GetRun(ctx, "b"); err != nil || string(got.Input) != big {
+		t.Fatalf("the same content after the sweep: %v", err)
 	}
 }
