@@ -34,11 +34,11 @@ var layers = map[string]int{
 	"internal/engine": layerCore, "internal/replay": layerCore, "internal/flowctl": layerCore, "internal/cronspec": layerCore,
 	"internal/dag": layerCore, "internal/flowgraph": layerCore, "internal/graphtext": layerCore, "internal/migrate": layerCore,
 	"internal/wfdef": layerCore, "workflow/workflowcheck": layerCore, "internal/versionrule": layerCore, "internal/suggest": layerCore,
-	"internal/runsteps": layerCore, "codec": layerCore,
+	"internal/runsteps": layerCore, "codec": layerCore, "blobstore": layerCore,
 
 	"internal/attrfilter": layerStore,
 
-	"store/...": layerStore,
+	"store/...": layerStore, "blobstore/gocloudblob": layerStore,
 
 	"internal/commit": layerRuntime, "internal/worker": layerRuntime, "internal/remote": layerRuntime, "internal/flowrt": layerRuntime,
 	"internal/wfrt": layerRuntime, "internal/maintenance": layerRuntime, "internal/telemetry": layerRuntime, "internal/tracing": layerRuntime,

@@ -45,8 +45,8 @@ import (
 	"go.opentelemetry.io/otel"
 	"go.opentelemetry.io/otel/metric"
 	"go.opentelemetry.io/otel/trace"
-	"gocloud.dev/blob"
 
+	"github.com/hephaestus-go/hephaestus/blobstore"
 	"github.com/hephaestus-go/hephaestus/clock"
 	"github.com/hephaestus-go/hephaestus/codec"
 	"github.com/hephaestus-go/hephaestus/hephtype"
@@ -113,11 +113,11 @@ type Config struct {
 	// kept: the row holds a reference (the content's SHA-256, its size and
 	// codecs), the blob is written before the commit that refers to it,
 	// and reads fetch it (docs/payloads.md#large-payloads). Open one with
-	// OpenPayloadBlobs ("file:///var/lib/heph/blobs", "s3://bucket?...")
-	// or any gocloud.dev/blob driver. Every process that shares the store
+	// blobstore/gocloudblob.Open ("file:///var/lib/heph/blobs",
+	// "s3://bucket?..."), or implement blobstore.Store. Every process that shares the store
 	// needs the same blob store. With it, MaxPayloadSize defaults to
 	// 5 GiB. Defaults to nil: every payload is kept in the database.
-	PayloadBlobs *blob.Bucket
+	PayloadBlobs blobstore.Store
 	// PayloadOffloadAbove is the size in bytes above which a payload is
 	// offloaded to PayloadBlobs. Defaults to 256 KiB.
 	PayloadOffloadAbove int

@@ -4,41 +4,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"strings"
-
-	"gocloud.dev/blob"
-	_ "gocloud.dev/blob/fileblob" // file:// blob stores
-	_ "gocloud.dev/blob/memblob"  // mem:// blob stores (tests)
-	_ "gocloud.dev/blob/s3blob"   // s3:// blob stores (S3 and S3-compatible)
 
 	"github.com/hephaestus-go/hephaestus/internal/payloadstore"
 	"github.com/hephaestus-go/hephaestus/store"
 )
-
-// OpenPayloadBlobs opens the blob store of Config.PayloadBlobs by URL:
-// file:///path (a local directory, created if missing with
-// ?create_dir=true; files are written beside their final names, as with
-// no_tmp_dir=true, unless the URL says otherwise), s3://bucket?region=...&endpoint=...&use_path_style=true
-// (S3 and S3-compatible stores; credentials from the AWS environment) or
-// mem:// (in memory, for tests). See gocloud.dev/blob for each scheme's
-// options. The caller closes it after the client stops.
-func OpenPayloadBlobs(ctx context.Context, url string) (*blob.Bucket, error) {
-	if strings.HasPrefix(url, "file://") && !strings.Contains(url, "no_tmp_dir=") {
-		// Written beside their final name, then renamed: a temporary
-		// directory on another file system (a tmpfs /tmp) cannot rename
-		// into the store. A crash's leftovers are swept as orphans.
-		sep := "?"
-		if strings.Contains(url, "?") {
-			sep = "&"
-		}
-		url += sep + "no_tmp_dir=true"
-	}
-	b, err := blob.OpenBucket(ctx, url)
-	if err != nil {
-		return nil, fmt.Errorf("open the payload blob store %q: %w", url, err)
-	}
-	return b, nil
-}
 
 // BlobSweep is what SweepPayloadBlobs did.
 type BlobSweep struct {

@@ -7,6 +7,7 @@ import (
 	"gocloud.dev/blob/memblob"
 
 	heph "github.com/hephaestus-go/hephaestus"
+	"github.com/hephaestus-go/hephaestus/blobstore/gocloudblob"
 	"github.com/hephaestus-go/hephaestus/e2e"
 )
 
@@ -23,7 +24,7 @@ func TestChaosRetriedCommitsEncoded(t *testing.T) {
 			defer bucket.Close()
 			runRetriedCommits(t, b, retriedCommits{seed: 7, fault: "retried_commits_encoded", tag: "rce", encoded: true, mod: func(c *heph.Config) {
 				c.PayloadCodec = e2e.PayloadChain(t, "k1", "k1")
-				c.PayloadBlobs, c.PayloadOffloadAbove = bucket, 64
+				c.PayloadBlobs, c.PayloadOffloadAbove = gocloudblob.New(bucket), 64
 			}})
 			if n := len(memKeys(t, bucket)); n == 0 {
 				t.Error("no payload was offloaded")

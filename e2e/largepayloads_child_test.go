@@ -18,6 +18,7 @@ import (
 	"time"
 
 	heph "github.com/hephaestus-go/hephaestus"
+	"github.com/hephaestus-go/hephaestus/blobstore/gocloudblob"
 	"github.com/hephaestus-go/hephaestus/e2e"
 	"github.com/hephaestus-go/hephaestus/flow"
 	"github.com/hephaestus-go/hephaestus/store"
@@ -33,7 +34,7 @@ const largeKillEnv = "HEPH_LARGE_KILL_CHILD"
 type largeKillSpec struct {
 	// Backend is "sqlite" or "postgres"; DB the SQLite file or the DSN.
 	Backend, DB string
-	// Blobs is the URL of the blob store (heph.OpenPayloadBlobs).
+	// Blobs is the URL of the blob store (gocloudblob.Open).
 	Blobs string
 	// Ready is the file written once the blob is written and the commit
 	// that would refer to it is held.
@@ -129,7 +130,7 @@ func largeKillChild(spec string) error {
 	if err != nil {
 		return err
 	}
-	bucket, err := heph.OpenPayloadBlobs(ctx, sp.Blobs)
+	bucket, err := gocloudblob.Open(ctx, sp.Blobs)
 	if err != nil {
 		return err
 	}

@@ -33,6 +33,7 @@ import (
 	"gocloud.dev/blob"
 
 	heph "github.com/hephaestus-go/hephaestus"
+	"github.com/hephaestus-go/hephaestus/blobstore/gocloudblob"
 	"github.com/hephaestus-go/hephaestus/e2e"
 	"github.com/hephaestus-go/hephaestus/flow"
 	"github.com/hephaestus-go/hephaestus/hephtype"
@@ -230,19 +231,19 @@ func newLargeEnv(t *testing.T, rig largeRig, mod func(*heph.Config), flows []*fl
 
 func openBlobs(t *testing.T, u string) *blob.Bucket {
 	t.Helper()
-	b, err := heph.OpenPayloadBlobs(context.Background(), u)
+	b, err := gocloudblob.Open(context.Background(), u)
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = b.Close() })
-	return b
+	return b.Bucket()
 }
 
 // client starts a client (with workers) on e's store and blob store.
 func (e *largeEnv) client(mod func(*heph.Config), flows []*flow.Flow, wfs ...heph.Workflow) *heph.Client {
 	e.t.Helper()
 	cfg := &heph.Config{
-		Store: e.st, PayloadBlobs: e.bucket, Queues: map[string]int{"default": 8},
+		Store: e.st, PayloadBlobs: gocloudblob.New(e.bucket), Queues: map[string]int{"default": 8},
 		PollInterval: 50 * time.Millisecond, Logger: e2e.QuietLogger(),
 	}
 	if mod != nil {

@@ -12,9 +12,8 @@ import (
 	"testing"
 	"time"
 
-	"gocloud.dev/blob"
-
 	heph "github.com/hephaestus-go/hephaestus"
+	"github.com/hephaestus-go/hephaestus/blobstore/gocloudblob"
 	"github.com/hephaestus-go/hephaestus/e2e"
 	"github.com/hephaestus-go/hephaestus/flow"
 	"github.com/hephaestus-go/hephaestus/store"
@@ -130,8 +129,8 @@ func benchOffload(b *testing.B, open func(b *testing.B) store.Store, offload boo
 	b.ReportMetric(float64(dbBytes(b, st)-size0)/1024/float64(b.N), "db-KiB/run")
 }
 
-func openBenchBlobs(b *testing.B, u string) *blob.Bucket {
-	bk, err := heph.OpenPayloadBlobs(context.Background(), u)
+func openBenchBlobs(b *testing.B, u string) *gocloudblob.Store {
+	bk, err := gocloudblob.Open(context.Background(), u)
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -10,9 +10,10 @@ import (
 
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
-	"gocloud.dev/blob"
 
 	"github.com/hephaestus-go/hephaestus"
+	"github.com/hephaestus-go/hephaestus/blobstore"
+	"github.com/hephaestus-go/hephaestus/blobstore/gocloudblob"
 	"github.com/hephaestus-go/hephaestus/codec"
 	"github.com/hephaestus-go/hephaestus/store"
 	"github.com/hephaestus-go/hephaestus/store/postgres"
@@ -138,7 +139,7 @@ const limitsOffloadPayloadSize = 5 << 30
 // blob store, to set on a client's Config.
 type payloadConfig struct {
 	chain *codec.Chain
-	blobs *blob.Bucket
+	blobs blobstore.Store
 	above int
 }
 
@@ -150,9 +151,11 @@ func (f *payloadFlags) open(ctx context.Context, env *Env) (*payloadConfig, erro
 	}
 	p := &payloadConfig{chain: chain, above: f.offloadAbove}
 	if f.blobs != "" {
-		if p.blobs, err = hephaestus.OpenPayloadBlobs(ctx, f.blobs); err != nil {
+		b, err := gocloudblob.Open(ctx, f.blobs)
+		if err != nil {
 			return nil, usagef("--payload-blobs: %v", err)
 		}
+		p.blobs = b
 	}
 	return p, nil
 }

@@ -8,14 +8,11 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"strings"
 	"sync"
 	"time"
 
-	"gocloud.dev/blob"
-	"gocloud.dev/gcerrors"
-
+	"github.com/hephaestus-go/hephaestus/blobstore"
 	"github.com/hephaestus-go/hephaestus/codec"
 	"github.com/hephaestus-go/hephaestus/store"
 )
@@ -34,7 +31,7 @@ import (
 // new object. Blobs no row refers to any more (runs deleted, commits that
 // crashed after the blob was written) are deleted by Sweep.
 type Offload struct {
-	Bucket *blob.Bucket
+	Bucket blobstore.Store
 	// Above is the size in bytes above which a payload is offloaded.
 	Above int
 
@@ -215,9 +212,9 @@ func (o *Offload) get(ctx context.Context, v json.RawMessage) (json.RawMessage, 
 	if b, ok := o.cached(r.SHA256); ok {
 		return b, nil
 	}
-	b, err := o.Bucket.ReadAll(ctx, BlobPrefix+r.SHA256)
+	b, err := o.Bucket.Read(ctx, BlobPrefix+r.SHA256)
 	if err != nil {
-		if gcerrors.Code(err) == gcerrors.NotFound {
+		if errors.Is(err, blobstore.ErrNotFound) {
 			return nil, fmt.Errorf("the payload's blob sha256 %s (%d bytes) is missing from the blob store", r.SHA256, r.Size)
 		}
 		return nil, fmt.Errorf("read the payload's blob sha256 %s: %w", r.SHA256, err)
@@ -230,18 +227,9 @@ func (o *Offload) get(ctx context.Context, v json.RawMessage) (json.RawMessage, 
 	return b, nil
 }
 
-// write writes blob h through a writer (WriteAll would hash it once more,
-// with MD5, before writing).
+// write writes blob h.
 func (o *Offload) write(ctx context.Context, h string, v []byte) error {
-	w, err := o.Bucket.NewWriter(ctx, BlobPrefix+h, &blob.WriterOptions{ContentType: "application/octet-stream"})
-	if err != nil {
-		return err
-	}
-	if _, err := w.Write(v); err != nil {
-		_ = w.Close()
-		return err
-	}
-	return w.Close()
+	return o.Bucket.Write(ctx, BlobPrefix+h, v)
 }
 
 // SweepResult is what a sweep of the blob store did.
@@ -259,7 +247,7 @@ type SweepResult struct {
 // payload (Referenced). A blob younger than grace is kept, referenced or
 // not: a commit may be about to refer to it (grace must exceed the
 // longest commit, an hour by default).
-func Sweep(ctx context.Context, bucket *blob.Bucket, grace time.Duration, referenced func(ctx context.Context) (map[string]bool, error)) (*SweepResult, error) {
+func Sweep(ctx context.Context, bucket blobstore.Store, grace time.Duration, referenced func(ctx context.Context) (map[string]bool, error)) (*SweepResult, error) {
 	return sweep(ctx, &Offload{Bucket: bucket}, grace, referenced)
 }
 
@@ -274,20 +262,15 @@ func sweep(ctx context.Context, o *Offload, grace time.Duration, referenced func
 	res := &SweepResult{}
 	cutoff := time.Now().Add(-grace)
 	old := map[string]int64{}
-	it := bucket.List(&blob.ListOptions{Prefix: BlobPrefix})
-	for {
-		obj, err := it.Next(ctx)
-		if errors.Is(err, io.EOF) {
-			break
-		}
-		if err != nil {
-			return res, fmt.Errorf("sweep blobs: list: %w", err)
-		}
+	err := bucket.List(ctx, BlobPrefix, func(obj blobstore.Object) error {
 		res.Blobs++
-		if obj.IsDir || !obj.ModTime.Before(cutoff) {
-			continue
+		if obj.ModTime.Before(cutoff) {
+			old[strings.TrimPrefix(obj.Key, BlobPrefix)] = obj.Size
 		}
-		old[strings.TrimPrefix(obj.Key, BlobPrefix)] = obj.Size
+		return nil
+	})
+	if err != nil {
+		return res, fmt.Errorf("sweep blobs: list: %w", err)
 	}
 	res.Old = len(old)
 	if len(old) == 0 {
@@ -307,7 +290,7 @@ func sweep(ctx context.Context, o *Offload, grace time.Duration, referenced func
 		if err != nil || !a.ModTime.Before(cutoff) {
 			continue
 		}
-		if err := bucket.Delete(ctx, BlobPrefix+h); err != nil && gcerrors.Code(err) != gcerrors.NotFound {
+		if err := bucket.Delete(ctx, BlobPrefix+h); err != nil {
 			return res, fmt.Errorf("sweep blobs: delete %s: %w", h, err)
 		}
 		o.forget(h)

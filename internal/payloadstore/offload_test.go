@@ -13,6 +13,7 @@ import (
 	"gocloud.dev/blob"
 	"gocloud.dev/blob/memblob"
 
+	"github.com/hephaestus-go/hephaestus/blobstore/gocloudblob"
 	"github.com/hephaestus-go/hephaestus/codec"
 	"github.com/hephaestus-go/hephaestus/internal/payloadstore"
 	"github.com/hephaestus-go/hephaestus/store"
@@ -45,7 +46,7 @@ func blobKeys(t *testing.T, b *blob.Bucket) []string {
 func TestConformanceOffloadSQLite(t *testing.T) {
 	t.Parallel()
 	storetest.Run(t, func(t *testing.T) store.Store {
-		return payloadstore.WrapOffload(openSQLite(t), nil, &payloadstore.Offload{Bucket: memBucket(t), Above: 8})
+		return payloadstore.WrapOffload(openSQLite(t), nil, &payloadstore.Offload{Bucket: gocloudblob.New(memBucket(t)), Above: 8})
 	}, storetest.WithTx(func(t *testing.T, s store.Store) *storetest.Tx {
 		tx, err := payloadstore.Unwrap(s).(*sqlite.Store).DB().BeginTx(t.Context(), nil)
 		if err != nil {
@@ -65,7 +66,7 @@ func TestOffload(t *testing.T) {
 	raw := openSQLite(t)
 	bucket := memBucket(t)
 	chain := keyChain(t, nil, "k1", "k1")
-	w := payloadstore.WrapOffload(raw, chain, &payloadstore.Offload{Bucket: bucket, Above: 1024})
+	w := payloadstore.WrapOffload(raw, chain, &payloadstore.Offload{Bucket: gocloudblob.New(bucket), Above: 1024})
 	big := `"` + strings.Repeat("secret-marker ", 1000) + `"`
 	res, err := w.Apply(ctx, &store.ApplyParams{Now: t0, Changes: []store.Change{create("big", big), create("small", `"tiny"`),
 		create("forged", `{"$heph":"blob/1","sha256":"`+strings.Repeat("0", 64)+`","size":1,"codec":"json"}`)}})
@@ -110,7 +111,7 @@ func TestOffload(t *testing.T) {
 	}
 	// Another process (this one keeps what it wrote and read in memory).
 	other := func() store.Store {
-		return payloadstore.WrapOffload(raw, chain, &payloadstore.Offload{Bucket: bucket, Above: 1024})
+		return payloadstore.WrapOffload(raw, chain, &payloadstore.Offload{Bucket: gocloudblob.New(bucket), Above: 1024})
 	}
 	if _, err := other().GetRun(ctx, "big"); err == nil || !strings.Contains(err.Error(), "corrupt") || !strings.Contains(err.Error(), keys[0]) {
 		t.Fatalf("a corrupt blob: %v", err)
@@ -128,7 +129,7 @@ func TestOffload(t *testing.T) {
 func TestOffloadContentAddressed(t *testing.T) {
 	t.Parallel()
 	bucket := memBucket(t)
-	w := payloadstore.WrapOffload(openSQLite(t), nil, &payloadstore.Offload{Bucket: bucket, Above: 16})
+	w := payloadstore.WrapOffload(openSQLite(t), nil, &payloadstore.Offload{Bucket: gocloudblob.New(bucket), Above: 16})
 	big := `"` + strings.Repeat("x", 100) + `"`
 	if _, err := w.Apply(t.Context(), &store.ApplyParams{Now: t0, Changes: []store.Change{create("a", big), create("b", big)}}); err != nil {
 		t.Fatal(err)
@@ -147,7 +148,7 @@ func TestSweep(t *testing.T) {
 	ctx := t.Context()
 	raw := openSQLite(t)
 	bucket := memBucket(t)
-	w := payloadstore.WrapOffload(raw, nil, &payloadstore.Offload{Bucket: bucket, Above: 16})
+	w := payloadstore.WrapOffload(raw, nil, &payloadstore.Offload{Bucket: gocloudblob.New(bucket), Above: 16})
 	big := func(c string) string { return `"` + strings.Repeat(c, 100) + `"` }
 	if _, err := w.Apply(ctx, &store.ApplyParams{Now: t0, Changes: []store.Change{create("kept", big("k"))}}); err != nil {
 		t.Fatal(err)
@@ -158,12 +159,12 @@ func TestSweep(t *testing.T) {
 		t.Fatal(err)
 	}
 	refs := payloadstore.Referenced(raw)
-	res, err := payloadstore.Sweep(ctx, bucket, time.Hour, refs)
+	res, err := payloadstore.Sweep(ctx, gocloudblob.New(bucket), time.Hour, refs)
 	if err != nil || res.Blobs != 2 || res.Old != 0 || res.Deleted != 0 {
 		t.Fatalf("sweep within the grace: %+v, %v: want nothing deleted", res, err)
 	}
 	time.Sleep(2 * time.Millisecond) // the blobs' times are the system's
-	res, err = payloadstore.Sweep(ctx, bucket, time.Nanosecond, refs)
+	res, err = payloadstore.Sweep(ctx, gocloudblob.New(bucket), time.Nanosecond, refs)
 	if err != nil || res.Blobs != 2 || res.Deleted != 1 || res.Bytes != int64(len(orphan)) {
 		t.Fatalf("sweep: %+v, %v: want the orphan deleted", res, err)
 	}
@@ -179,7 +180,7 @@ func TestReencodeOffloaded(t *testing.T) {
 	ctx := t.Context()
 	raw := openSQLite(t)
 	bucket := memBucket(t)
-	off := &payloadstore.Offload{Bucket: bucket, Above: 256}
+	off := &payloadstore.Offload{Bucket: gocloudblob.New(bucket), Above: 256}
 	w1 := payloadstore.WrapOffload(raw, keyChain(t, nil, "k1", "k1"), off)
 	big := `"` + strings.Repeat("z", 1000) + `"`
 	if _, err := w1.Apply(ctx, &store.ApplyParams{Now: t0, Changes: []store.Change{create("r", big)}}); err != nil {
@@ -205,7 +206,7 @@ func TestReencodeOffloaded(t *testing.T) {
 		t.Fatalf("reference %s: want the codecs named", stored.Input)
 	}
 	time.Sleep(2 * time.Millisecond)
-	res, err := payloadstore.Sweep(context.Background(), bucket, time.Nanosecond, payloadstore.Referenced(raw))
+	res, err := payloadstore.Sweep(context.Background(), gocloudblob.New(bucket), time.Nanosecond, payloadstore.Referenced(raw))
 	if err != nil || res.Deleted != 2 || len(blobKeys(t, bucket)) != 2 {
 		t.Fatalf("sweep after the re-encryption: %+v, %v: want the two k1 blobs (input, task payload) gone", res, err)
 	}
@@ -241,7 +242,7 @@ func TestOffloadWrittenAgainAfterSweep(t *testing.T) {
 	ctx := t.Context()
 	raw := openSQLite(t)
 	bucket := memBucket(t)
-	off := &payloadstore.Offload{Bucket: bucket, Above: 16}
+	off := &payloadstore.Offload{Bucket: gocloudblob.New(bucket), Above: 16}
 	w := payloadstore.WrapOffload(raw, nil, off)
 	big := `"` + strings.Repeat("s", 100) + `"`
 	if _, err := w.Apply(ctx, &store.ApplyParams{Now: t0, Changes: []store.Change{create("a", big)}}); err != nil {
@@ -258,7 +259,7 @@ func TestOffloadWrittenAgainAfterSweep(t *testing.T) {
 	if _, err := w.Apply(ctx, &store.ApplyParams{Now: t0, Changes: []store.Change{create("b", big)}}); err != nil {
 		t.Fatal(err)
 	}
-	fresh := payloadstore.WrapOffload(raw, nil, &payloadstore.Offload{Bucket: bucket, Above: 16})
+	fresh := payloadstore.WrapOffload(raw, nil, &payloadstore.Offload{Bucket: gocloudblob.New(bucket), Above: 16})
 	if got, err := fresh.GetRun(ctx, "b"); err != nil || string(got.Input) != big {
 		t.Fatalf("the same content after the sweep: %v", err)
 	}

@@ -33,6 +33,7 @@ type Store struct {
 	store.Store
 	chain *codec.Chain // nil: payloads stored as they are
 	off   *Offload     // nil: none offloaded
+	plain *plainCache  // envelopes this process wrote or read lately
 }
 
 // Wrap returns s with its payloads encoded by chain. Wrapping a store
@@ -49,7 +50,7 @@ func WrapOffload(s store.Store, chain *codec.Chain, off *Offload) store.Store {
 	if b := baseOf(s); b != nil && b.chain == chain && sameOffload(b.off, off) {
 		return s
 	}
-	base := &Store{Store: s, chain: chain, off: off}
+	base := &Store{Store: s, chain: chain, off: off, plain: &plainCache{}}
 	a, isAdmin := s.(store.Admin)
 	n, notifies := s.(store.Notifier)
 	switch {
@@ -129,6 +130,7 @@ func (s *Store) enc(v json.RawMessage, what string) (json.RawMessage, error) {
 		if out, err = s.chain.EncodeJSON(v); err != nil {
 			return nil, fmt.Errorf("%s: %w", what, err)
 		}
+		s.plain.put(out, v)
 	}
 	if s.off == nil {
 		return out, nil
@@ -160,10 +162,14 @@ func (s *Store) dec(v json.RawMessage, what string) (json.RawMessage, error) {
 	if s.chain == nil || !codec.IsEncoded(v) {
 		return v, nil
 	}
+	if p, ok := s.plain.get(v); ok {
+		return p, nil
+	}
 	out, err := s.chain.DecodeJSON(v)
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", what, err)
 	}
+	s.plain.put(v, out)
 	return out, nil
 }
 

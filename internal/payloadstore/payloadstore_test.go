@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/hephaestus-go/hephaestus/blobstore/gocloudblob"
 	"github.com/hephaestus-go/hephaestus/codec"
 	"github.com/hephaestus-go/hephaestus/internal/payloadstore"
 	"github.com/hephaestus-go/hephaestus/internal/pgtest/pgschema"
@@ -79,7 +80,7 @@ func TestConformancePostgres(t *testing.T) {
 	t.Parallel()
 	chain := testChain(t)
 	storetest.Run(t, func(t *testing.T) store.Store {
-		return payloadstore.WrapOffload(openPostgres(t), chain, &payloadstore.Offload{Bucket: memBucket(t), Above: 8})
+		return payloadstore.WrapOffload(openPostgres(t), chain, &payloadstore.Offload{Bucket: gocloudblob.New(memBucket(t)), Above: 8})
 	}, storetest.WithTx(func(t *testing.T, s store.Store) *storetest.Tx {
 		ctx := context.WithoutCancel(t.Context())
 		tx, err := payloadstore.Unwrap(s).(*postgres.Store).Pool().Begin(ctx)
@@ -103,7 +104,7 @@ func TestWebhooksPostgres(t *testing.T) {
 	t.Parallel()
 	chain := testChain(t)
 	storetest.RunWebhooks(t, func(t *testing.T) store.Admin {
-		return payloadstore.WrapOffload(openPostgres(t), chain, &payloadstore.Offload{Bucket: memBucket(t), Above: 8}).(store.Admin)
+		return payloadstore.WrapOffload(openPostgres(t), chain, &payloadstore.Offload{Bucket: gocloudblob.New(memBucket(t)), Above: 8}).(store.Admin)
 	})
 }
 
