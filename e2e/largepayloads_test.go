@@ -27,7 +27,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/jackc/pgx/v5"
 	"github.com/johannesboyne/gofakes3"
 	"github.com/johannesboyne/gofakes3/backend/s3mem"
 	"gocloud.dev/blob"
@@ -138,73 +137,6 @@ func postgresLargeRig(t *testing.T) largeRig {
 		},
 		rows: postgresRows,
 	}
-}
-
-func sqliteRows(t *testing.T, st store.Store) []string {
-	db := st.(*sqlite.Store).DB()
-	ctx := context.WithoutCancel(t.Context())
-	tables := queryStrings(t, db, `SELECT name FROM sqlite_master WHERE type = 'table' ORDER BY 1`)
-	var out []string
-	for _, tb := range tables {
-		rows, err := db.QueryContext(ctx, `SELECT * FROM "`+tb+`"`)
-		if err != nil {
-			t.Fatal(err)
-		}
-		cols, err := rows.Columns()
-		if err != nil {
-			t.Fatal(err)
-		}
-		vals := make([]any, len(cols))
-		ptrs := make([]any, len(cols))
-		for i := range vals {
-			ptrs[i] = &vals[i]
-		}
-		for rows.Next() {
-			if err := rows.Scan(ptrs...); err != nil {
-				t.Fatal(err)
-			}
-			var b strings.Builder
-			b.WriteString(tb + ":")
-			for _, v := range vals {
-				if bs, ok := v.([]byte); ok {
-					v = string(bs)
-				}
-				fmt.Fprintf(&b, "\t%v", v)
-			}
-			out = append(out, b.String())
-		}
-		if err := rows.Err(); err != nil {
-			t.Fatal(err)
-		}
-		_ = rows.Close()
-	}
-	return out
-}
-
-func postgresRows(t *testing.T, st store.Store) []string {
-	ctx := context.WithoutCancel(t.Context())
-	pool := st.(*postgres.Store).Pool()
-	rows, err := pool.Query(ctx, `SELECT table_name FROM information_schema.tables WHERE table_schema = 'heph' AND table_type = 'BASE TABLE' ORDER BY 1`)
-	if err != nil {
-		t.Fatal(err)
-	}
-	tables, err := pgx.CollectRows(rows, pgx.RowTo[string])
-	if err != nil {
-		t.Fatal(err)
-	}
-	var out []string
-	for _, tb := range tables {
-		rows, err := pool.Query(ctx, `SELECT $1 || ':' || t::text FROM `+pgx.Identifier{"heph", tb}.Sanitize()+` t`, tb)
-		if err != nil {
-			t.Fatal(err)
-		}
-		texts, err := pgx.CollectRows(rows, pgx.RowTo[string])
-		if err != nil {
-			t.Fatal(err)
-		}
-		out = append(out, texts...)
-	}
-	return out
 }
 
 // largeEnv is a client on a fresh database and blob store.

@@ -52,31 +52,7 @@ func postgresBackend() e2e.Backend {
 
 func TestPostgresPayloads(t *testing.T) {
 	b := postgresBackend()
-	b.Dump = func(t *testing.T, st store.Store) string {
-		ctx := context.WithoutCancel(t.Context())
-		pool := st.(*postgres.Store).Pool()
-		rows, err := pool.Query(ctx, `SELECT table_name FROM information_schema.tables WHERE table_schema = 'heph' AND table_type = 'BASE TABLE' ORDER BY 1`)
-		if err != nil {
-			t.Fatal(err)
-		}
-		tables, err := pgx.CollectRows(rows, pgx.RowTo[string])
-		if err != nil || len(tables) < 10 {
-			t.Fatalf("tables %v: %v", tables, err)
-		}
-		var b strings.Builder
-		for _, tb := range tables {
-			rows, err := pool.Query(ctx, `SELECT t::text FROM `+pgx.Identifier{"heph", tb}.Sanitize()+` t`)
-			if err != nil {
-				t.Fatal(err)
-			}
-			texts, err := pgx.CollectRows(rows, pgx.RowTo[string])
-			if err != nil {
-				t.Fatal(err)
-			}
-			b.WriteString(tb + ":\n" + strings.Join(texts, "\n") + "\n")
-		}
-		return b.String()
-	}
+	b.Dump = func(t *testing.T, st store.Store) string { return strings.Join(postgresRows(t, st), "\n") }
 	e2e.RunPayloads(t, b)
 }
 
@@ -153,3 +129,31 @@ func TestPostgresCrossProcessCancel(t *testing.T) {
 }
 
 func TestPostgresSchedules(t *testing.T) { e2e.RunSchedules(t, postgresBackend()) }
+
+// postgresRows returns every row of every table of st's schema, as text
+// ("table:(value,value…)").
+func postgresRows(t *testing.T, st store.Store) []string {
+	ctx := context.WithoutCancel(t.Context())
+	pool := st.(*postgres.Store).Pool()
+	rows, err := pool.Query(ctx, `SELECT table_name FROM information_schema.tables WHERE table_schema = 'heph' AND table_type = 'BASE TABLE' ORDER BY 1`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tables, err := pgx.CollectRows(rows, pgx.RowTo[string])
+	if err != nil || len(tables) < 10 {
+		t.Fatalf("tables %v: %v", tables, err)
+	}
+	var out []string
+	for _, tb := range tables {
+		rows, err := pool.Query(ctx, `SELECT $1 || ':' || t::text FROM `+pgx.Identifier{"heph", tb}.Sanitize()+` t`, tb)
+		if err != nil {
+			t.Fatal(err)
+		}
+		texts, err := pgx.CollectRows(rows, pgx.RowTo[string])
+		if err != nil {
+			t.Fatal(err)
+		}
+		out = append(out, texts...)
+	}
+	return out
+}

@@ -46,47 +46,7 @@ func sqliteBackend() e2e.Backend {
 
 func TestSQLitePayloads(t *testing.T) {
 	b := sqliteBackend()
-	b.Dump = func(t *testing.T, st store.Store) string {
-		db := st.(*sqlite.Store).DB()
-		tables := queryStrings(t, db, `SELECT name FROM sqlite_master WHERE type = 'table' ORDER BY 1`)
-		if len(tables) < 10 {
-			t.Fatalf("tables %v", tables)
-		}
-		var b strings.Builder
-		for _, tb := range tables {
-			rows, err := db.QueryContext(t.Context(), `SELECT * FROM "`+tb+`"`)
-			if err != nil {
-				t.Fatal(err)
-			}
-			cols, err := rows.Columns()
-			if err != nil {
-				t.Fatal(err)
-			}
-			b.WriteString(tb + ":\n")
-			vals := make([]any, len(cols))
-			ptrs := make([]any, len(cols))
-			for i := range vals {
-				ptrs[i] = &vals[i]
-			}
-			for rows.Next() {
-				if err := rows.Scan(ptrs...); err != nil {
-					t.Fatal(err)
-				}
-				for _, v := range vals {
-					if bs, ok := v.([]byte); ok {
-						v = string(bs)
-					}
-					fmt.Fprintf(&b, "%v\t", v)
-				}
-				b.WriteString("\n")
-			}
-			if err := rows.Err(); err != nil {
-				t.Fatal(err)
-			}
-			_ = rows.Close()
-		}
-		return b.String()
-	}
+	b.Dump = func(t *testing.T, st store.Store) string { return strings.Join(sqliteRows(t, st), "\n") }
 	e2e.RunPayloads(t, b)
 }
 
@@ -116,3 +76,49 @@ func TestSQLite(t *testing.T) { e2e.Run(t, sqliteBackend()) }
 func TestSQLiteSchedules(t *testing.T) { e2e.RunSchedules(t, sqliteBackend()) }
 
 func TestSQLiteRootAPI(t *testing.T) { e2e.RunRootAPI(t, sqliteBackend()) }
+
+// sqliteRows returns every row of every table of st's database, as text
+// ("table:\tvalue\tvalue…").
+func sqliteRows(t *testing.T, st store.Store) []string {
+	db := st.(*sqlite.Store).DB()
+	ctx := context.WithoutCancel(t.Context())
+	tables := queryStrings(t, db, `SELECT name FROM sqlite_master WHERE type = 'table' ORDER BY 1`)
+	if len(tables) < 10 {
+		t.Fatalf("tables %v", tables)
+	}
+	var out []string
+	for _, tb := range tables {
+		rows, err := db.QueryContext(ctx, `SELECT * FROM "`+tb+`"`)
+		if err != nil {
+			t.Fatal(err)
+		}
+		cols, err := rows.Columns()
+		if err != nil {
+			t.Fatal(err)
+		}
+		vals := make([]any, len(cols))
+		ptrs := make([]any, len(cols))
+		for i := range vals {
+			ptrs[i] = &vals[i]
+		}
+		for rows.Next() {
+			if err := rows.Scan(ptrs...); err != nil {
+				t.Fatal(err)
+			}
+			var b strings.Builder
+			b.WriteString(tb + ":")
+			for _, v := range vals {
+				if bs, ok := v.([]byte); ok {
+					v = string(bs)
+				}
+				fmt.Fprintf(&b, "\t%v", v)
+			}
+			out = append(out, b.String())
+		}
+		if err := rows.Err(); err != nil {
+			t.Fatal(err)
+		}
+		_ = rows.Close()
+	}
+	return out
+}

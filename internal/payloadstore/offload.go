@@ -40,6 +40,7 @@ type Offload struct {
 	// written less than rewriteAfter ago is not written again (the same
 	// bytes in several rows of one commit, a retried commit).
 	written map[string]time.Time
+	pruned  time.Time // when written was last pruned
 	// cache holds blobs read or written lately, by hash (content never
 	// changes under a name), up to cacheBytes in all.
 	cache      map[string][]byte
@@ -73,10 +74,13 @@ func (o *Offload) remember(h string, b []byte, now time.Time) {
 		if o.written == nil {
 			o.written = map[string]time.Time{}
 		}
-		for k, at := range o.written {
-			if now.Sub(at) >= rewriteAfter {
-				delete(o.written, k)
+		if now.Sub(o.pruned) >= rewriteAfter { // at most once a period
+			for k, at := range o.written {
+				if now.Sub(at) >= rewriteAfter {
+					delete(o.written, k)
+				}
 			}
+			o.pruned = now
 		}
 		o.written[h] = now
 	}

@@ -152,14 +152,17 @@ func (s *Store) enc(v json.RawMessage, what string) (json.RawMessage, error) {
 
 // dec decodes one payload; what names it in errors.
 func (s *Store) dec(v json.RawMessage, what string) (json.RawMessage, error) {
-	if IsBlobRef(v) {
+	// One scan for the marker: a reference, an envelope, or neither.
+	marker, _ := codec.Marker(v)
+	if marker == refFormat {
 		b, err := s.off.get(context.Background(), v)
 		if err != nil {
 			return nil, fmt.Errorf("%s: %w", what, err)
 		}
 		v = b
+		marker, _ = codec.Marker(v)
 	}
-	if s.chain == nil || !codec.IsEncoded(v) {
+	if s.chain == nil || marker == "" || !codec.IsEncoded(v) {
 		return v, nil
 	}
 	if p, ok := s.plain.get(v); ok {
