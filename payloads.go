@@ -34,11 +34,13 @@ func (c *Client) SweepPayloadBlobs(ctx context.Context) (*BlobSweep, error) {
 	if !ok {
 		return nil, fmt.Errorf("sweep payload blobs: the store (%T) cannot list its payloads", payloadstore.Unwrap(c.cfg.Store))
 	}
-	off := payloadstore.OffloadOf(c.cfg.Store)
+	st := c.cfg.Store
+	off := payloadstore.OffloadOf(st)
 	if off == nil {
 		off = &payloadstore.Offload{Bucket: c.cfg.PayloadBlobs}
+		st = payloadstore.WrapOffload(st, payloadstore.Chain(st), off)
 	}
-	res, err := off.Sweep(ctx, c.cfg.PayloadBlobGrace, payloadstore.Referenced(rw))
+	res, err := off.Sweep(ctx, c.cfg.PayloadBlobGrace, payloadstore.Referenced(rw, st))
 	if res == nil {
 		return nil, err
 	}

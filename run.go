@@ -1,12 +1,14 @@
 package hephaestus
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"time"
 
 	"github.com/hephaestus-go/hephaestus/hephtype"
 	"github.com/hephaestus-go/hephaestus/internal/flowgraph"
+	"github.com/hephaestus-go/hephaestus/internal/payloadstore"
 	"github.com/hephaestus-go/hephaestus/internal/wfrt"
 	"github.com/hephaestus-go/hephaestus/store"
 )
@@ -197,8 +199,24 @@ func (c *Client) toRun(r *store.Run) *Run {
 			if i < len(names) {
 				name = names[i]
 			}
-			out.Steps = append(out.Steps, StepState{Name: name, Status: st.Status, Event: st.Event, Attempt: st.Attempt, Output: st.Output})
+			out.Steps = append(out.Steps, StepState{Name: name, Status: st.Status, Event: st.Event, Attempt: st.Attempt, Output: c.stepOutput(r.ID, name, st.Output)})
 		}
+	}
+	return out
+}
+
+// stepOutput is a step's output as a run's snapshot holds it, with the
+// values offloaded from it read back (docs/payloads.md); a value that
+// cannot be read leaves the output empty, and says so in the log.
+func (c *Client) stepOutput(runID, step string, v json.RawMessage) json.RawMessage {
+	resolve := payloadstore.Resolver(c.cfg.Store)
+	if resolve == nil || len(v) == 0 {
+		return v
+	}
+	out, err := resolve(context.Background(), v)
+	if err != nil {
+		c.cfg.Logger.Warn("a step's output cannot be read", "run", runID, "step", step, "err", err)
+		return nil
 	}
 	return out
 }

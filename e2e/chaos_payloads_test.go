@@ -33,6 +33,23 @@ func TestChaosRetriedCommitsEncoded(t *testing.T) {
 	}
 }
 
+// TestChaosKilledConnectionsEncoded is TestChaosKilledConnections with
+// every payload encrypted and every one above 64 bytes offloaded, its
+// values above 64 bytes each in a blob of its own: a session killed in a
+// commit, or in a claim, loses no blob a committed row refers to, and
+// the checker reads every run through the codec and the blobs.
+func TestChaosKilledConnectionsEncoded(t *testing.T) {
+	bucket := memblob.OpenBucket(nil)
+	defer bucket.Close()
+	runKilledConnections(t, killedConnections{fault: "pg_terminate_backend_encoded", tag: "kce", encoded: true, mod: func(c *heph.Config) {
+		c.PayloadCodec = e2e.PayloadChain(t, "k1", "k1")
+		c.PayloadBlobs, c.PayloadOffloadAbove = gocloudblob.New(bucket), 64
+	}})
+	if n := len(memKeys(t, bucket)); n == 0 {
+		t.Error("no payload was offloaded")
+	}
+}
+
 // memKeys lists the objects of a bucket.
 func memKeys(t *testing.T, b *blob.Bucket) []string {
 	t.Helper()

@@ -677,6 +677,19 @@ func startChaosClient(t *testing.T, st store.Store, mod func(*heph.Config)) *hep
 // while the workload runs in this process: after every 15 tasks
 // completed, a round of kills.
 func TestChaosKilledConnections(t *testing.T) {
+	runKilledConnections(t, killedConnections{fault: "pg_terminate_backend", tag: "kc"})
+}
+
+// killedConnections is a killed-connections chaos case: mod configures
+// the client, and encoded says whether the load reads runs through the
+// client's store (its payloads encoded) rather than the raw one.
+type killedConnections struct {
+	fault, tag string
+	mod        func(*heph.Config)
+	encoded    bool
+}
+
+func runKilledConnections(t *testing.T, kc killedConnections) {
 	chaosInProcess.Lock()
 	defer chaosInProcess.Unlock()
 	db := chaosPostgres(t)
@@ -690,6 +703,9 @@ func TestChaosKilledConnections(t *testing.T) {
 	st := db.open(t, "hephaestus-chaos")
 	c := startChaosClient(t, st, func(c *heph.Config) {
 		c.LeaseDuration, c.HeartbeatInterval = 2*time.Second, 500*time.Millisecond
+		if kc.mod != nil {
+			kc.mod(c)
+		}
 	})
 	tel := watchChaosTelemetry(t, c)
 	var tasks atomic.Int64
@@ -735,14 +751,18 @@ func TestChaosKilledConnections(t *testing.T) {
 	defer stopKiller()
 
 	start, execs0 := time.Now(), e2e.ChaosExecutions()
-	l := newChaosLoad(t, ctx, c, st, "kc")
+	read := st
+	if kc.encoded {
+		read = c.Store()
+	}
+	l := newChaosLoad(t, ctx, c, read, kc.tag)
 	l.wave(40, 16)
 	l.waitFinished()
 	stopKiller()
 	if err := c.Stop(context.Background()); err != nil {
 		t.Errorf("stop: %v", err)
 	}
-	l.check(db.name, "pg_terminate_backend", start, e2e.ChaosExecutions()-execs0,
+	l.check(db.name, kc.fault, start, e2e.ChaosExecutions()-execs0,
 		fmt.Sprintf("kill_rounds=%d terminated=%d terminated_busy=%d", rounds.Load(), sessions.Load(), busy.Load()), tel.String())
 	if rounds.Load() < 5 || sessions.Load() == 0 {
 		t.Errorf("only %d rounds of kills (%d sessions) happened while the workload ran", rounds.Load(), sessions.Load())

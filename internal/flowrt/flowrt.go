@@ -38,6 +38,7 @@ import (
 	"github.com/hephaestus-go/hephaestus/internal/engine"
 	"github.com/hephaestus-go/hephaestus/internal/flowgraph"
 	"github.com/hephaestus-go/hephaestus/internal/limits"
+	"github.com/hephaestus-go/hephaestus/internal/payloadstore"
 	"github.com/hephaestus-go/hephaestus/internal/secrets"
 	"github.com/hephaestus-go/hephaestus/internal/telemetry"
 	"github.com/hephaestus-go/hephaestus/internal/worker"
@@ -692,6 +693,10 @@ func (r *Runtime) Complete(t *store.Task, o *Outcome, handoff string) ([]*store.
 			o.Details = nil
 		}
 	}
+	o, err := r.offloadOutput(t, o)
+	if err != nil {
+		return nil, err
+	}
 	var ev engine.Event
 	switch {
 	case o.Snoozed:
@@ -725,6 +730,31 @@ func (r *Runtime) Complete(t *store.Task, o *Outcome, handoff string) ([]*store.
 		attrs = o.SearchAttributes
 	}
 	return r.commitEvent(t, ev, &started, o.Details, handoff, attrs)
+}
+
+// offloadOutput offloads the large values of a step's output before the
+// change that records it (payloadstore.Offloader): the engine's state then
+// holds their references, and the commit writes no blob. An output that
+// holds a reference of its own fails the step; a blob store that fails
+// fails the completion (the task's lease runs out, and it runs again).
+func (r *Runtime) offloadOutput(t *store.Task, o *Outcome) (*Outcome, error) {
+	if o.Err != "" || o.Wait || o.Snoozed || o.Cancelled || len(o.Output) == 0 {
+		return o, nil
+	}
+	off := payloadstore.Offloader(r.cfg.Store)
+	if off == nil {
+		return o, nil
+	}
+	out, err := off(context.Background(), o.Output)
+	switch {
+	case errors.Is(err, payloadstore.ErrForeignReference):
+		return &Outcome{Err: fmt.Sprintf("output of step %q: %v", t.Step, err), Details: o.Details, StartedAt: o.StartedAt, Worker: o.Worker}, nil
+	case err != nil:
+		return nil, fmt.Errorf("complete %s of run %s: offload the output: %w", store.DescribeTask(t), t.RunID, err)
+	}
+	c := *o
+	c.Output = out
+	return &c, nil
 }
 
 // commitEvent applies ev to the task's run in a change fenced by the

@@ -157,7 +157,7 @@ func (a *adminStore) WebhookEvents(ctx context.Context, limit int) ([]*store.Web
 	}
 	for i, e := range evs {
 		c := *e
-		if c.Data, err = a.dec(e.Data, "data"); err != nil {
+		if c.Data, err = a.dec(e.Data, "data", false); err != nil {
 			return nil, fmt.Errorf("webhook event %d: %w", e.ID, err)
 		}
 		evs[i] = &c
@@ -186,7 +186,7 @@ func (a *adminStore) decDeliveries(ds []*store.WebhookDelivery, err error) ([]*s
 	}
 	for i, d := range ds {
 		c := *d
-		if c.Body, err = a.dec(d.Body, "body"); err != nil {
+		if c.Body, err = a.dec(d.Body, "body", false); err != nil {
 			return nil, fmt.Errorf("webhook delivery %s: %w", d.ID, err)
 		}
 		ds[i] = &c

@@ -2,12 +2,14 @@ package payloadstore
 
 import (
 	"bytes"
+	"container/list"
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -42,8 +44,10 @@ type Offload struct {
 	written map[string]time.Time
 	pruned  time.Time // when written was last pruned
 	// cache holds blobs read or written lately, by hash (content never
-	// changes under a name), up to cacheBytes in all.
-	cache      map[string][]byte
+	// changes under a name), up to cacheBytes in all, the least recently
+	// used evicted first (lru).
+	cache      map[string]*list.Element
+	lru        *list.List
 	cacheBytes int
 }
 
@@ -88,20 +92,27 @@ func (o *Offload) remember(h string, b []byte, now time.Time) {
 		return
 	}
 	if o.cache == nil {
-		o.cache = map[string][]byte{}
+		o.cache = map[string]*list.Element{}
+		o.lru = list.New()
 	}
-	if _, ok := o.cache[h]; ok {
+	if e, ok := o.cache[h]; ok {
+		o.lru.MoveToFront(e)
 		return
 	}
-	for k, v := range o.cache { // evict any, until it fits
-		if o.cacheBytes+len(b) <= maxCacheBytes {
-			break
-		}
-		delete(o.cache, k)
-		o.cacheBytes -= len(v)
+	for o.cacheBytes+len(b) > maxCacheBytes { // the least recently used first
+		e := o.lru.Back()
+		c := e.Value.(*cachedBlob)
+		o.lru.Remove(e)
+		delete(o.cache, c.h)
+		o.cacheBytes -= len(c.b)
 	}
-	o.cache[h] = b
+	o.cache[h] = o.lru.PushFront(&cachedBlob{h: h, b: b})
 	o.cacheBytes += len(b)
+}
+
+type cachedBlob struct {
+	h string
+	b []byte
 }
 
 // forget drops what o knows of blob h (deleted).
@@ -109,17 +120,22 @@ func (o *Offload) forget(h string) {
 	o.mu.Lock()
 	defer o.mu.Unlock()
 	delete(o.written, h)
-	if b, ok := o.cache[h]; ok {
+	if e, ok := o.cache[h]; ok {
 		delete(o.cache, h)
-		o.cacheBytes -= len(b)
+		o.lru.Remove(e)
+		o.cacheBytes -= len(e.Value.(*cachedBlob).b)
 	}
 }
 
 func (o *Offload) cached(h string) ([]byte, bool) {
 	o.mu.Lock()
 	defer o.mu.Unlock()
-	b, ok := o.cache[h]
-	return b, ok
+	e, ok := o.cache[h]
+	if !ok {
+		return nil, false
+	}
+	o.lru.MoveToFront(e)
+	return e.Value.(*cachedBlob).b, true
 }
 
 // DefaultOffloadAbove is the default of Offload.Above: 256 KiB.
@@ -142,10 +158,18 @@ type blobRef struct {
 	SHA256 string `json:"sha256"`
 	Size   int    `json:"size"`
 	Codec  string `json:"codec"`
+	// Nested: the blob holds references (a payload offloaded whole
+	// after its large values were offloaded on their own).
+	Nested bool `json:"nested,omitempty"`
+	// Tok: the token of a reference read from a snapshot (nested.go).
+	Tok string `json:"tok,omitempty"`
 }
 
 // IsBlobRef reports whether v is a reference to an offloaded payload.
 func IsBlobRef(v []byte) bool {
+	if len(v) > maxRefLen {
+		return false
+	}
 	if bytes.HasPrefix(v, refPrefix) {
 		return true
 	}
@@ -153,10 +177,49 @@ func IsBlobRef(v []byte) bool {
 	return ok && f == refFormat
 }
 
+// parseRef reads the reference v: its members by name (the last of a
+// name that repeats, others ignored), as encoding/json would, without its
+// cost (a snapshot holds thousands).
 func parseRef(v []byte) (*blobRef, error) {
 	var r blobRef
-	if err := json.Unmarshal(v, &r); err != nil {
-		return nil, fmt.Errorf("blob reference: %w", err)
+	bad := false
+	str := func(val []byte) string {
+		if len(val) < 2 || val[0] != '"' {
+			bad = true
+			return ""
+		}
+		if bytes.IndexByte(val, '\\') < 0 {
+			return string(val[1 : len(val)-1])
+		}
+		var out string
+		if json.Unmarshal(val, &out) != nil {
+			bad = true
+		}
+		return out
+	}
+	if len(v) == 0 || v[0] != '{' {
+		return nil, fmt.Errorf("blob reference %.200s: not an object", v)
+	}
+	err := eachChild(v, func(key, val []byte, _, _ int) error {
+		switch str(key) {
+		case "$heph":
+			r.Format = str(val)
+		case "sha256":
+			r.SHA256 = str(val)
+		case "codec":
+			r.Codec = str(val)
+		case "tok":
+			r.Tok = str(val)
+		case "size":
+			n, err := strconv.Atoi(string(val))
+			r.Size, bad = n, bad || err != nil
+		case "nested":
+			r.Nested, bad = string(val) == "true", bad || (string(val) != "true" && string(val) != "false")
+		}
+		return nil
+	})
+	if err != nil || bad {
+		return nil, fmt.Errorf("blob reference %.200s: malformed", v)
 	}
 	if r.Format != refFormat || len(r.SHA256) != 64 || r.Size < 0 {
 		return nil, fmt.Errorf("blob reference %.200s: malformed", v)
@@ -165,6 +228,26 @@ func parseRef(v []byte) (*blobRef, error) {
 		return nil, fmt.Errorf("blob reference %.200s: malformed hash", v)
 	}
 	return &r, nil
+}
+
+// appendRef appends r as JSON (with its token when tok).
+func appendRef(b []byte, r *blobRef, tok bool) []byte {
+	b = append(b, `{"$heph":"`+refFormat+`","sha256":"`...)
+	b = append(b, r.SHA256...)
+	b = append(b, `","size":`...)
+	b = strconv.AppendInt(b, int64(r.Size), 10)
+	b = append(b, `,"codec":`...)
+	q, _ := json.Marshal(r.Codec)
+	b = append(b, q...)
+	if r.Nested {
+		b = append(b, `,"nested":true`...)
+	}
+	if tok {
+		b = append(b, `,"tok":"`...)
+		b = append(b, r.token()...)
+		b = append(b, '"')
+	}
+	return append(b, '}')
 }
 
 // BlobRefs returns the hashes of the blobs a stored payload refers to:
@@ -182,7 +265,7 @@ func BlobRefs(v []byte) []string {
 
 // put writes v (a payload in its stored form) to the bucket and returns
 // the reference to it.
-func (o *Offload) put(ctx context.Context, v json.RawMessage) (json.RawMessage, error) {
+func (o *Offload) put(ctx context.Context, v json.RawMessage, nested bool) (json.RawMessage, error) {
 	sum := sha256.Sum256(v)
 	h := hex.EncodeToString(sum[:])
 	// Written even when it exists (unless this process wrote it within
@@ -201,7 +284,7 @@ func (o *Offload) put(ctx context.Context, v json.RawMessage) (json.RawMessage, 
 			codecs = strings.Join(info.Codecs, ",")
 		}
 	}
-	return json.Marshal(blobRef{Format: refFormat, SHA256: h, Size: len(v), Codec: codecs})
+	return appendRef(nil, &blobRef{Format: refFormat, SHA256: h, Size: len(v), Codec: codecs, Nested: nested}, false), nil
 }
 
 // get reads the payload a reference refers to, in its stored form.
@@ -309,7 +392,9 @@ func sweep(ctx context.Context, o *Offload, grace time.Duration, referenced func
 // codec chain and the offload of the wrapped store s write it now. An
 // offloaded payload is read from its blob, re-encoded, and written to a
 // new blob (or inline, if it is now small enough); an inline payload
-// re-encoded to more than Offload.Above is offloaded.
+// re-encoded to more than Offload.Above is offloaded. The values offloaded
+// on their own inside a payload are re-encoded to new blobs, and the
+// payload that refers to them with them.
 func Reencoder(s store.Store) func(v json.RawMessage) (json.RawMessage, bool, error) {
 	b := baseOf(s)
 	if b == nil || b.chain == nil {
@@ -324,12 +409,22 @@ func Reencoder(s store.Store) func(v json.RawMessage) (json.RawMessage, bool, er
 				return nil, false, err
 			}
 		}
-		out, changed, err := b.chain.Reencode(stored)
+		plain, leaves, err := b.reencodeLeaves(ctx, stored)
+		if err != nil {
+			return nil, false, err
+		}
+		var out json.RawMessage
+		changed := leaves
+		if leaves {
+			out, err = b.chain.EncodeJSON(plain)
+		} else {
+			out, changed, err = b.chain.Reencode(stored)
+		}
 		if err != nil || !changed {
 			return v, false, err
 		}
 		if b.off != nil && len(out) > b.off.Above {
-			if out, err = b.off.put(ctx, out); err != nil {
+			if out, err = b.off.put(ctx, out, holdsStoredRef(plain)); err != nil {
 				return nil, false, err
 			}
 		}
@@ -337,16 +432,75 @@ func Reencoder(s store.Store) func(v json.RawMessage) (json.RawMessage, bool, er
 	}
 }
 
+// reencodeLeaves re-encodes the values offloaded on their own inside
+// stored (a payload's stored form, not a reference): it returns the
+// plaintext with the new references, and whether any changed (nil
+// plaintext when stored holds no reference).
+func (s *Store) reencodeLeaves(ctx context.Context, stored json.RawMessage) (json.RawMessage, bool, error) {
+	plain := stored
+	if codec.IsEncoded(stored) {
+		var err error
+		if plain, err = s.chain.DecodeJSON(stored); err != nil {
+			return nil, false, err
+		}
+	}
+	if !holdsStoredRef(plain) {
+		return nil, false, nil
+	}
+	changed := false
+	var ferr error
+	out, err := rewriteRefs(plain, func(r *blobRef) json.RawMessage {
+		leaf, err := s.off.get(ctx, r.canonical())
+		if err == nil {
+			var next json.RawMessage
+			var ch bool
+			if next, ch, err = s.chain.Reencode(leaf); err == nil && ch {
+				changed = true
+				var ref json.RawMessage
+				if ref, err = s.off.put(ctx, next, false); err == nil {
+					return ref
+				}
+			}
+		}
+		if err != nil && ferr == nil {
+			ferr = err
+		}
+		return r.canonical()
+	})
+	if ferr != nil {
+		return nil, false, ferr
+	}
+	return out, changed, err
+}
+
+// rewriteRefs returns v with every reference in it replaced by fn's.
+func rewriteRefs(v []byte, fn func(*blobRef) json.RawMessage) ([]byte, error) {
+	r, isRef, err := refIn(v)
+	if err != nil {
+		return nil, err
+	}
+	if isRef {
+		return fn(r), nil
+	}
+	if len(v) == 0 || (v[0] != '{' && v[0] != '[') || !holdsStoredRef(v) {
+		return v, nil
+	}
+	return mapChildren(v, func(val []byte) ([]byte, error) { return rewriteRefs(val, fn) })
+}
+
 // Referenced returns the walk of every payload of rw that Sweep needs:
-// the hashes of the blobs they refer to.
-func Referenced(rw store.PayloadRewriter) func(ctx context.Context) (map[string]bool, error) {
+// the hashes of the blobs they refer to, those inside the payloads
+// included (read with the codec chain and offload of s, the wrapped
+// store, or none).
+func Referenced(rw store.PayloadRewriter, s store.Store) func(ctx context.Context) (map[string]bool, error) {
+	b := baseOf(s)
+	if b == nil {
+		b = &Store{}
+	}
 	return func(ctx context.Context) (map[string]bool, error) {
 		refs := map[string]bool{}
 		note := func(v json.RawMessage) (json.RawMessage, bool, error) {
-			for _, h := range BlobRefs(v) {
-				refs[h] = true
-			}
-			return v, false, nil
+			return v, false, b.noteRefs(ctx, v, refs)
 		}
 		for _, table := range store.PayloadTables {
 			after := ""
@@ -362,4 +516,35 @@ func Referenced(rw store.PayloadRewriter) func(ctx context.Context) (map[string]
 		}
 		return refs, nil
 	}
+}
+
+// noteRefs adds to refs the blobs stored payload v refers to.
+func (s *Store) noteRefs(ctx context.Context, v json.RawMessage, refs map[string]bool) error {
+	stored := v
+	if IsBlobRef(v) {
+		r, err := parseRef(v)
+		if err != nil {
+			return err
+		}
+		refs[r.SHA256] = true
+		if !r.Nested {
+			return nil
+		}
+		if stored, err = s.off.get(ctx, v); err != nil {
+			return err
+		}
+	}
+	if codec.IsEncoded(stored) {
+		if s.chain == nil {
+			return errors.New("a payload is encoded, and the references in it cannot be read without the codec chain")
+		}
+		var err error
+		if stored, err = s.chain.DecodeJSON(stored); err != nil {
+			return err
+		}
+	}
+	return eachRef(stored, func(r *blobRef) error {
+		refs[r.SHA256] = true
+		return nil
+	})
 }

@@ -158,7 +158,7 @@ func TestSweep(t *testing.T) {
 	if err := bucket.WriteAll(ctx, payloadstore.BlobPrefix+hex.EncodeToString(sum[:]), orphan, nil); err != nil {
 		t.Fatal(err)
 	}
-	refs := payloadstore.Referenced(raw)
+	refs := payloadstore.Referenced(raw, w)
 	res, err := payloadstore.Sweep(ctx, gocloudblob.New(bucket), time.Hour, refs)
 	if err != nil || res.Blobs != 2 || res.Old != 0 || res.Deleted != 0 {
 		t.Fatalf("sweep within the grace: %+v, %v: want nothing deleted", res, err)
@@ -206,7 +206,7 @@ func TestReencodeOffloaded(t *testing.T) {
 		t.Fatalf("reference %s: want the codecs named", stored.Input)
 	}
 	time.Sleep(2 * time.Millisecond)
-	res, err := payloadstore.Sweep(context.Background(), gocloudblob.New(bucket), time.Nanosecond, payloadstore.Referenced(raw))
+	res, err := payloadstore.Sweep(context.Background(), gocloudblob.New(bucket), time.Nanosecond, payloadstore.Referenced(raw, w2))
 	if err != nil || res.Deleted != 2 || len(blobKeys(t, bucket)) != 2 {
 		t.Fatalf("sweep after the re-encryption: %+v, %v: want the two k1 blobs (input, task payload) gone", res, err)
 	}
@@ -252,7 +252,7 @@ func TestOffloadWrittenAgainAfterSweep(t *testing.T) {
 		t.Fatal(err)
 	}
 	time.Sleep(2 * time.Millisecond)
-	res, err := off.Sweep(ctx, time.Nanosecond, payloadstore.Referenced(raw))
+	res, err := off.Sweep(ctx, time.Nanosecond, payloadstore.Referenced(raw, w))
 	if err != nil || res.Deleted != 1 || len(blobKeys(t, bucket)) != 0 {
 		t.Fatalf("sweep of the deleted run's blob: %+v, %v", res, err)
 	}

@@ -34,6 +34,7 @@ type Store struct {
 	chain *codec.Chain // nil: payloads stored as they are
 	off   *Offload     // nil: none offloaded
 	plain *plainCache  // envelopes this process wrote or read lately
+	snaps *snapCache   // snapshots read lately
 }
 
 // Wrap returns s with its payloads encoded by chain. Wrapping a store
@@ -50,7 +51,7 @@ func WrapOffload(s store.Store, chain *codec.Chain, off *Offload) store.Store {
 	if b := baseOf(s); b != nil && b.chain == chain && sameOffload(b.off, off) {
 		return s
 	}
-	base := &Store{Store: s, chain: chain, off: off, plain: &plainCache{}}
+	base := &Store{Store: s, chain: chain, off: off, plain: &plainCache{}, snaps: &snapCache{}}
 	a, isAdmin := s.(store.Admin)
 	n, notifies := s.(store.Notifier)
 	switch {
@@ -121,8 +122,37 @@ type adminNotifyStore struct {
 
 // enc encodes one payload; what names it in errors.
 func (s *Store) enc(v json.RawMessage, what string) (json.RawMessage, error) {
+	return s.encode(v, what, true)
+}
+
+// encSnapshot encodes a run's snapshot: the references the runtime put
+// in it are stored, but no value in it is offloaded on its own (the
+// runtime reads its structure with the references in place); if it is
+// long, it is offloaded whole.
+func (s *Store) encSnapshot(v json.RawMessage) (json.RawMessage, error) {
+	return s.encode(v, "state", false)
+}
+
+// encode encodes one payload, its large values offloaded on their own
+// when split.
+func (s *Store) encode(v json.RawMessage, what string, split bool) (json.RawMessage, error) {
 	if len(v) == 0 {
 		return v, nil
+	}
+	// No context reaches here; blob writes are bounded by the blob
+	// store's own timeouts.
+	ctx := context.Background()
+	refs := false
+	if (split && s.off != nil && len(v) > s.off.Above) || mayHoldRef(v) {
+		n := &nester{s: s, ctx: ctx, split: split}
+		nv, r, err := n.nest(v, true)
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", what, err)
+		}
+		if IsBlobRef(nv) {
+			return nv, nil // a reference this process issued, stored as it is
+		}
+		v, refs = nv, r
 	}
 	out := v
 	if s.chain != nil {
@@ -132,47 +162,61 @@ func (s *Store) enc(v json.RawMessage, what string) (json.RawMessage, error) {
 		}
 		s.plain.put(out, v)
 	}
-	if s.off == nil {
+	if s.off == nil || len(out) <= s.off.Above {
 		return out, nil
 	}
-	if IsBlobRef(v) {
-		return nil, fmt.Errorf("%s: a payload may not start with %s (the form of a reference to an offloaded payload)", what, refPrefix)
-	}
-	if len(out) <= s.off.Above {
-		return out, nil
-	}
-	// Written before the commit that refers to it; no context reaches
-	// here, and the write is bounded by the blob store's own timeouts.
-	ref, err := s.off.put(context.Background(), out)
+	// Written before the commit that refers to it.
+	ref, err := s.off.put(ctx, out, refs)
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", what, err)
 	}
 	return ref, nil
 }
 
-// dec decodes one payload; what names it in errors.
-func (s *Store) dec(v json.RawMessage, what string) (json.RawMessage, error) {
+// dec decodes one payload; what names it in errors. keep: the references
+// in it are kept (given their tokens), not resolved (a run's snapshot).
+func (s *Store) dec(v json.RawMessage, what string, keep bool) (json.RawMessage, error) {
+	if keep && s.snaps != nil {
+		if out, ok := s.snaps.get(v); ok {
+			return out, nil
+		}
+		out, err := s.decode(v, what, true)
+		if err == nil {
+			s.snaps.put(v, out)
+		}
+		return out, err
+	}
+	return s.decode(v, what, keep)
+}
+
+func (s *Store) decode(v json.RawMessage, what string, keep bool) (json.RawMessage, error) {
+	ctx := context.Background()
 	// One scan for the marker: a reference, an envelope, or neither.
 	marker, _ := codec.Marker(v)
-	if marker == refFormat {
-		b, err := s.off.get(context.Background(), v)
+	if marker == refFormat && IsBlobRef(v) {
+		b, err := s.off.get(ctx, v)
 		if err != nil {
 			return nil, fmt.Errorf("%s: %w", what, err)
 		}
 		v = b
 		marker, _ = codec.Marker(v)
 	}
-	if s.chain == nil || marker == "" || !codec.IsEncoded(v) {
-		return v, nil
+	if s.chain != nil && marker != "" && codec.IsEncoded(v) {
+		p, ok := s.plain.get(v)
+		if !ok {
+			out, err := s.chain.DecodeJSON(v)
+			if err != nil {
+				return nil, fmt.Errorf("%s: %w", what, err)
+			}
+			s.plain.put(v, out)
+			p = out
+		}
+		v = p
 	}
-	if p, ok := s.plain.get(v); ok {
-		return p, nil
-	}
-	out, err := s.chain.DecodeJSON(v)
+	out, err := s.unnest(ctx, v, keep)
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", what, err)
 	}
-	s.plain.put(v, out)
 	return out, nil
 }
 
@@ -195,7 +239,7 @@ func (s *Store) encAll(fs ...field) error {
 
 func (s *Store) decAll(fs ...field) error {
 	for _, f := range fs {
-		v, err := s.dec(*f.v, f.what)
+		v, err := s.dec(*f.v, f.what, false)
 		if err != nil {
 			return err
 		}
@@ -210,7 +254,11 @@ func (s *Store) decRun(r *store.Run) (*store.Run, error) {
 		return nil, nil
 	}
 	c := *r
-	err := s.decAll(field{&c.Input, "input"}, field{&c.Output, "output"}, field{&c.State, "state"}, field{&c.Published, "published state"})
+	err := s.decAll(field{&c.Input, "input"}, field{&c.Output, "output"}, field{&c.Published, "published state"})
+	if err == nil {
+		// The snapshot keeps its references (nested.go).
+		c.State, err = s.dec(c.State, "state", true)
+	}
 	if err != nil {
 		return nil, fmt.Errorf("run %s: %w", r.ID, err)
 	}
@@ -279,7 +327,10 @@ func (s *Store) encEvents(evs []store.NewEvent) ([]store.NewEvent, error) {
 // encNewRun returns an encoded copy of r.
 func (s *Store) encNewRun(r *store.NewRun) (*store.NewRun, error) {
 	c := *r
-	err := s.encAll(field{&c.Input, "input"}, field{&c.Output, "output"}, field{&c.State, "state"})
+	err := s.encAll(field{&c.Input, "input"}, field{&c.Output, "output"})
+	if err == nil {
+		c.State, err = s.encSnapshot(c.State)
+	}
 	if err == nil {
 		c.History, err = s.encEvents(r.History)
 	}
@@ -298,7 +349,10 @@ func (s *Store) encUpdate(u *store.Update) (*store.Update, error) {
 		return nil, nil
 	}
 	c := *u
-	err := s.encAll(field{&c.Output, "output"}, field{&c.State, "state"}, field{&c.Published, "published state"})
+	err := s.encAll(field{&c.Output, "output"}, field{&c.Published, "published state"})
+	if err == nil {
+		c.State, err = s.encSnapshot(c.State)
+	}
 	if err == nil {
 		c.History, err = s.encEvents(u.History)
 	}
@@ -475,7 +529,7 @@ func (s *Store) History(ctx context.Context, p *store.HistoryParams) ([]store.Ev
 	}
 	for i := range evs {
 		e := &evs[i]
-		if e.Data, err = s.dec(e.Data, "data"); err != nil {
+		if e.Data, err = s.dec(e.Data, "data", false); err != nil {
 			return nil, fmt.Errorf("run %s: history entry %d: %w", e.RunID, e.Seq, err)
 		}
 	}

@@ -64,3 +64,49 @@ func (c *plainCache) put(env, plain json.RawMessage) {
 	c.m[k] = bytes.Clone(plain)
 	c.bytes += size
 }
+
+// snapCache keeps the snapshots read lately, as read (references with
+// their tokens), keyed by their stored form (a reference to a blob, an
+// envelope, or the plain value): a run's snapshot is read several times
+// a change (the change's Decide, the change's result, the next Decide,
+// whoever waits on the run), and each read walks it for references.
+type snapCache struct {
+	mu      sync.Mutex
+	entries []snapEntry // the newest last
+}
+
+type snapEntry struct {
+	stored string
+	kept   json.RawMessage
+}
+
+const (
+	snapCacheEntries = 16
+	snapCacheMax     = 4 << 20 // the largest snapshot kept
+)
+
+func (c *snapCache) get(stored json.RawMessage) (json.RawMessage, bool) {
+	if len(stored) > snapCacheMax {
+		return nil, false
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for i := len(c.entries) - 1; i >= 0; i-- {
+		if e := c.entries[i]; e.stored == string(stored) {
+			return bytes.Clone(e.kept), true
+		}
+	}
+	return nil, false
+}
+
+func (c *snapCache) put(stored, kept json.RawMessage) {
+	if len(stored) > snapCacheMax || len(kept) > snapCacheMax {
+		return
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if len(c.entries) == snapCacheEntries {
+		c.entries = append(c.entries[:0], c.entries[1:]...)
+	}
+	c.entries = append(c.entries, snapEntry{stored: string(stored), kept: bytes.Clone(kept)})
+}
