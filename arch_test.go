@@ -42,7 +42,7 @@ var layers = map[string]int{
 
 	"internal/commit": layerRuntime, "internal/worker": layerRuntime, "internal/remote": layerRuntime, "internal/flowrt": layerRuntime,
 	"internal/wfrt": layerRuntime, "internal/maintenance": layerRuntime, "internal/telemetry": layerRuntime, "internal/tracing": layerRuntime,
-	"internal/metrics": layerRuntime, "internal/limits": layerRuntime, "internal/secrets": layerRuntime, "internal/schedule": layerRuntime,
+	"internal/metrics": layerRuntime, "internal/limits": layerRuntime, "internal/secrets": layerRuntime, "internal/schedule": layerRuntime, "internal/triggers": layerRuntime,
 	"internal/notify":  layerRuntime,
 	"internal/steplog": layerRuntime, "internal/payloadstore": layerRuntime,
 

@@ -25,6 +25,7 @@ import (
 	"github.com/hephaestus-go/hephaestus/internal/secrets"
 	"github.com/hephaestus-go/hephaestus/internal/telemetry"
 	"github.com/hephaestus-go/hephaestus/internal/tracing"
+	"github.com/hephaestus-go/hephaestus/internal/triggers"
 	"github.com/hephaestus-go/hephaestus/internal/wfrt"
 	"github.com/hephaestus-go/hephaestus/internal/worker"
 	"github.com/hephaestus-go/hephaestus/store"
@@ -47,8 +48,10 @@ type Client struct {
 	wf     *wfrt.Runtime
 	maint  *maintenance.Service
 	sched  *schedule.Service
-	meter  *metrics.Metrics
-	tracer *tracing.Tracer
+	// triggers starts runs on events (triggers.go).
+	triggers *triggers.Service
+	meter    *metrics.Metrics
+	tracer   *tracing.Tracer
 
 	// gaugesMu guards stopGauges, the unregistration of the metric gauges
 	// while the client is started.
@@ -165,12 +168,13 @@ func New(cfg *Config) (*Client, error) {
 		Store: c.Store, Clock: c.Clock, Logger: c.Logger, Telemetry: cl.hub, Committer: cl.commit, WorkerID: c.WorkerID,
 		Queues: c.Queues, Handlers: cl.claimHandlers, LeaseDuration: c.LeaseDuration,
 		BuildID: c.BuildID, RecordInterval: c.WorkerRecordInterval,
-		Retention: c.Retention, RetentionInterval: c.RetentionInterval,
+		Retention: c.Retention, RetentionInterval: c.RetentionInterval, EventRetention: c.EventRetention,
 		Policies: c.retentionPolicies(), OnQueue: cl.flows.FlowsOnQueue, MoreQueues: cl.catalogQueues,
 		TimeOut: cl.timeOutRun, DeadlineInterval: c.PollInterval,
 		SweepBlobs: cl.sweepBlobs(), SweepInterval: c.PayloadBlobSweepInterval,
 	})
 	cl.sched = cl.newSchedules()
+	cl.triggers = cl.newTriggers()
 	cl.notify = cl.newNotifier()
 	cl.updateHandlers()
 	return cl, nil
@@ -201,6 +205,7 @@ func (c *Client) Start(ctx context.Context) error {
 	}
 	c.gaugesMu.Unlock()
 	c.maint.Start(ctx)
+	c.triggers.Start(ctx)
 	if c.notify != nil {
 		c.notify.Start(ctx)
 	}
@@ -214,6 +219,7 @@ func (c *Client) Start(ctx context.Context) error {
 // and before Start.
 func (c *Client) Stop(ctx context.Context) error {
 	c.sched.Stop()
+	c.triggers.Stop()
 	if c.notify != nil {
 		c.notify.Stop()
 	}

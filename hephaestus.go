@@ -174,6 +174,11 @@ type Config struct {
 	// successful jobs an hour, failures a week); runs no policy covers
 	// follow Retention. The first policy that covers a workflow applies.
 	RetentionPolicies []RetentionPolicy
+	// EventRetention is how long sent events are kept (SendEvent); older
+	// ones are deleted by the retention sweep. Defaults to
+	// DefaultEventRetention (30 days); a negative duration keeps them
+	// forever. A re-send with the ID of a deleted event stores it again.
+	EventRetention time.Duration
 	// RetentionInterval is how often the retention sweep runs. Defaults to
 	// 1 hour.
 	RetentionInterval time.Duration
@@ -279,6 +284,9 @@ func (c *Config) withDefaults() (Config, error) {
 	}
 	def("ShutdownTimeout", &cfg.ShutdownTimeout, worker.DefaultShutdownTimeout)
 	def("RetentionInterval", &cfg.RetentionInterval, time.Hour)
+	if cfg.EventRetention == 0 {
+		cfg.EventRetention = DefaultEventRetention
+	}
 	def("DecisionRetryBackoff", &cfg.DecisionRetryBackoff, time.Second)
 	defInt("StickyCacheSize", &cfg.StickyCacheSize, 1024)
 	if cfg.PayloadBlobs != nil {

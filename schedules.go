@@ -596,25 +596,36 @@ func (c *Client) startTarget(ctx context.Context, s *store.Schedule, runID strin
 	if len(s.Input) > 0 {
 		input = json.RawMessage(s.Input)
 	}
-	meta := map[string]any{"schedule": s.ID}
-	switch s.TargetKind {
+	r, err := c.startKind(ctx, s.TargetKind, s.TargetName, input, runID, map[string]any{"schedule": s.ID})
+	if errors.Is(err, errTargetKind) {
+		return nil, fmt.Errorf("%w: schedule %q: target kind %q", ErrInvalidInput, s.ID, s.TargetKind)
+	}
+	return r, err
+}
+
+var errTargetKind = errors.New("unknown target kind")
+
+// startKind starts a run of a flow, job kind, workflow or document by
+// name, with a given id and metadata.
+func (c *Client) startKind(ctx context.Context, kind, name string, input any, runID string, meta map[string]any) (*store.Run, error) {
+	switch kind {
 	case store.TargetFlow, store.TargetJob:
-		o, err := c.versioned(ctx, s.TargetName, input, &flowrt.StartOptions{RunID: runID, Metadata: meta, Job: s.TargetKind == store.TargetJob})
+		o, err := c.versioned(ctx, name, input, &flowrt.StartOptions{RunID: runID, Metadata: meta, Job: kind == store.TargetJob})
 		if err != nil {
 			return nil, err
 		}
 		// A flow this process lacks starts from its catalog stub: a tick
 		// never fails for want of the code.
-		if err := c.ensureStub(ctx, s.TargetName, o.Version); err != nil {
+		if err := c.ensureStub(ctx, name, o.Version); err != nil {
 			return nil, err
 		}
-		return c.flows.Start(ctx, s.TargetName, input, o)
+		return c.flows.Start(ctx, name, input, o)
 	case store.TargetWorkflow:
-		return c.wf.StartWorkflow(ctx, s.TargetName, input, &wfrt.StartOptions{RunID: runID, Metadata: meta})
+		return c.wf.StartWorkflow(ctx, name, input, &wfrt.StartOptions{RunID: runID, Metadata: meta})
 	case store.TargetDocument:
-		return c.startDocument(ctx, s.TargetName, 0, input, &flowrt.StartOptions{RunID: runID, Metadata: meta})
+		return c.startDocument(ctx, name, 0, input, &flowrt.StartOptions{RunID: runID, Metadata: meta})
 	}
-	return nil, fmt.Errorf("%w: schedule %q: target kind %q", ErrInvalidInput, s.ID, s.TargetKind)
+	return nil, errTargetKind
 }
 
 // TickSchedules handles every schedule that is due now, as the loop that

@@ -89,6 +89,7 @@ var kindStatus = []struct {
 	{hephaestus.ErrWorkflowNotFound, http.StatusNotFound, kindNotFound},
 	{hephaestus.ErrDocumentNotFound, http.StatusNotFound, kindNotFound},
 	{hephaestus.ErrScheduleNotFound, http.StatusNotFound, kindNotFound},
+	{hephaestus.ErrEventNotFound, http.StatusNotFound, kindNotFound},
 	{hephaestus.ErrQueueNotFound, http.StatusNotFound, kindNotFound},
 	{hephaestus.ErrVersionRuleNotFound, http.StatusNotFound, kindNotFound},
 	{hephaestus.ErrVersionRetired, http.StatusConflict, kindConflict},

@@ -61,6 +61,11 @@ func (s *Server) register() {
 	s.handle(get, p+"/documents/{name}", accessRead, "", s.getDocument)
 
 	// Schedules.
+	// Events.
+	s.handle(post, p+"/events", accessOperate|accessWorker, "events.send", s.sendEvent)
+	s.handle(get, p+"/events", accessRead, "", s.listEvents)
+	s.handle(get, p+"/events/{id}", accessRead, "", s.getEvent)
+
 	s.handle(get, p+"/schedules", accessRead, "", s.listSchedules)
 	s.handle(post, p+"/schedules", accessOperate, "schedules.create", s.createSchedule)
 	s.handle(get, p+"/schedules/{id}", accessRead, "", s.getSchedule)

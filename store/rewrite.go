@@ -23,9 +23,9 @@ type PayloadRewriter interface {
 // PayloadTables are the tables that hold payloads, in the order a
 // rewrite walks them: runs (input, output, state, published state),
 // history (the entries' data), tasks (payload, item, heartbeat details),
-// requests (arguments, result), schedules (input), webhook_events (data)
-// and webhook_deliveries (body).
-var PayloadTables = []string{"runs", "history", "tasks", "requests", "schedules", "webhook_events", "webhook_deliveries"}
+// requests (arguments, result), schedules (input), webhook_events (data),
+// webhook_deliveries (body) and sent_events (an event's data).
+var PayloadTables = []string{"runs", "history", "tasks", "requests", "schedules", "webhook_events", "webhook_deliveries", "sent_events"}
 
 // RewritePayloadsParams is one batch of a rewrite.
 type RewritePayloadsParams struct {

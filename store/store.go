@@ -174,6 +174,11 @@ type Store interface {
 
 	// Schedules keeps schedules and their tick logs (schedule.go).
 	Schedules
+	// Events keeps the events sent to the engine (event.go).
+	Events
+	// Triggers keeps the triggers that start runs on events, and their
+	// firings (trigger.go).
+	Triggers
 	// Queues keeps the flow control of task queues (queue.go).
 	Queues
 	// Versions keeps version rules and version states (version.go).

@@ -61,6 +61,9 @@ type Config struct {
 	// this, every RetentionInterval.
 	Retention         time.Duration
 	RetentionInterval time.Duration
+	// EventRetention, when positive, deletes events stored longer ago
+	// than this, every RetentionInterval (events.go).
+	EventRetention time.Duration
 	// Policies give some workflows their own retention (retention.go).
 	Policies []Policy
 	// OnQueue returns the workflows with work on a queue, for policies
@@ -121,6 +124,9 @@ func (c *Service) Start(ctx context.Context) {
 	}
 	if c.cfg.Retention > 0 || len(c.cfg.Policies) > 0 {
 		c.wg.Go(func() { c.retention(ctx) })
+	}
+	if c.cfg.EventRetention > 0 {
+		c.wg.Go(func() { c.eventRetention(ctx) })
 	}
 	if c.cfg.SweepBlobs != nil && c.cfg.SweepInterval > 0 {
 		c.wg.Go(func() { c.sweepBlobs(ctx) })

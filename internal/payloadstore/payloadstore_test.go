@@ -70,7 +70,7 @@ func TestConformanceSQLite(t *testing.T) {
 			t.Fatal(err)
 		}
 		return &storetest.Tx{Tx: tx, Exec: func(q string) error { _, err := tx.ExecContext(t.Context(), q); return err }, Commit: tx.Commit, Rollback: tx.Rollback}
-	}))
+	}), storetest.EncodedPayloads())
 }
 
 // On PostgreSQL, every payload is encoded and then offloaded (its
@@ -89,7 +89,7 @@ func TestConformancePostgres(t *testing.T) {
 		}
 		return &storetest.Tx{Tx: tx, Exec: func(q string) error { _, err := tx.Exec(ctx, q); return err },
 			Commit: func() error { return tx.Commit(ctx) }, Rollback: func() error { return tx.Rollback(ctx) }}
-	}))
+	}), storetest.EncodedPayloads())
 }
 
 func TestWebhooksSQLite(t *testing.T) {

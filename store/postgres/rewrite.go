@@ -32,6 +32,7 @@ var payloadTables = map[string]payloadTable{
 	"schedules":          {"schedules", []string{"id"}, []bool{false}, []string{"input"}, false, true},
 	"webhook_events":     {"webhook_events", []string{"id"}, []bool{true}, []string{"data"}, false, false},
 	"webhook_deliveries": {"webhook_deliveries", []string{"id"}, []bool{false}, []string{"body"}, false, true},
+	"sent_events":        {"sent_events", []string{"seq"}, []bool{true}, []string{"data"}, false, false},
 }
 
 // RewritePayloads implements store.PayloadRewriter: one transaction per

@@ -28,6 +28,7 @@ var payloadTables = map[string]payloadTable{
 	"schedules":          {"schedules", []string{"id"}, []bool{false}, []string{"input"}},
 	"webhook_events":     {"webhook_events", []string{"id"}, []bool{true}, []string{"data"}},
 	"webhook_deliveries": {"webhook_deliveries", []string{"id"}, []bool{false}, []string{"body"}},
+	"sent_events":        {"sent_events", []string{"seq"}, []bool{true}, []string{"data"}},
 }
 
 // RewritePayloads implements store.PayloadRewriter: one transaction per

@@ -52,6 +52,10 @@ func testRewriteEvery(t *testing.T, h *harness) {
 		t.Fatal(err)
 	}
 	h.createSchedule(newSchedule("s1"), at(0))
+	for i := range 3 {
+		h.send(fmt.Sprint("ev", i), "n", `{"e":`+fmt.Sprint(i)+`}`, at(0))
+	}
+	h.send("ev-empty", "n", ``, at(0))
 
 	rewrites, unchanged := 0, 0
 	rewrite := func(v json.RawMessage) (json.RawMessage, bool, error) {
@@ -87,6 +91,12 @@ func testRewriteEvery(t *testing.T, h *harness) {
 		t.Fatalf("%d payloads changed, %d rewritten, %d unchanged", total, rewrites, unchanged)
 	}
 	// Read back through the store.
+	for i := range 3 {
+		e, err := h.s.GetEvent(ctx, fmt.Sprint("ev", i))
+		if err != nil || !jsonEqual(e.Data, raw(wrapped(`{"e":`+fmt.Sprint(i)+`}`))) {
+			t.Errorf("event ev%d: %+v, %v", i, e, err)
+		}
+	}
 	r0, err := h.s.GetRun(ctx, "r0")
 	if err != nil {
 		t.Fatal(err)

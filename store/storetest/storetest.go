@@ -134,6 +134,10 @@ func Run(t *testing.T, newStore func(t *testing.T) store.Store, opts ...Option) 
 		{"ListDocuments", testListDocuments},
 		{"ConcurrentDocumentPuts", testConcurrentPuts},
 		{"PruneKeepsDocuments", testPruneKeepsDocuments},
+		{"Events", testEvents},
+		{"ConcurrentEventSends", testConcurrentEventSends},
+		{"Triggers", testTriggers},
+		{"ConcurrentFiringClaims", testConcurrentFiringClaims},
 		{"Schedules", testSchedules},
 		{"ScheduleUpdate", testScheduleUpdate},
 		{"DueSchedules", testDueSchedules},
@@ -165,7 +169,7 @@ func Run(t *testing.T, newStore func(t *testing.T) store.Store, opts ...Option) 
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
-			tc.fn(t, &harness{t: t, s: newStore(t)})
+			tc.fn(t, &harness{t: t, s: newStore(t), encoded: c.encoded})
 		})
 	}
 }
@@ -204,6 +208,8 @@ func raw(s string) json.RawMessage { return json.RawMessage(s) }
 type harness struct {
 	t *testing.T
 	s store.Store
+	// encoded: the store encodes payloads (EncodedPayloads).
+	encoded bool
 }
 
 // apply applies changes at now and fails on a store error (not on

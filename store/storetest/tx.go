@@ -14,7 +14,16 @@ import (
 type Option func(*config)
 
 type config struct {
-	begin func(t *testing.T, s store.Store) *Tx
+	begin   func(t *testing.T, s store.Store) *Tx
+	encoded bool
+}
+
+// EncodedPayloads tells the suite that the store encodes payloads (a
+// payload codec's wrapper): searching events by a field of their data is
+// then refused with ErrInvalidInput, which the suite checks instead of
+// the matches.
+func EncodedPayloads() Option {
+	return func(c *config) { c.encoded = true }
 }
 
 // Tx is a transaction of the caller's own, as a backend's test opens it

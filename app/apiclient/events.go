@@ -1,0 +1,88 @@
+package apiclient
+
+import (
+	"context"
+	"encoding/json"
+	"net/http"
+	"net/url"
+	"strconv"
+	"time"
+)
+
+// Event is an event sent to the engine.
+type Event struct {
+	ID        string          `json:"id"`
+	Name      string          `json:"name"`
+	Data      json.RawMessage `json:"data,omitempty"`
+	At        time.Time       `json:"at"`
+	Seq       int64           `json:"seq"`
+	Duplicate bool            `json:"duplicate,omitempty"`
+	Firings   []Firing        `json:"firings,omitempty"`
+}
+
+// Firing is what a trigger did with an event.
+type Firing struct {
+	Trigger string `json:"trigger"`
+	Status  string `json:"status"`
+	RunID   string `json:"run_id,omitempty"`
+	Error   string `json:"error,omitempty"`
+}
+
+// EventList is a page of events, newest first; Next is the BeforeSeq of
+// the next page (0 on the last).
+type EventList struct {
+	Events []Event `json:"events"`
+	Next   int64   `json:"next"`
+}
+
+// ListEventsParams filter Events.
+type ListEventsParams struct {
+	Name          string
+	After, Before time.Time
+	BeforeSeq     int64
+	Field, Value  string
+	Limit         int
+}
+
+// SendEvent stores an event (POST /events); id may be empty.
+func (c *Client) SendEvent(ctx context.Context, name string, data json.RawMessage, id string) (*Event, *Response, error) {
+	body := map[string]any{"name": name}
+	if len(data) > 0 {
+		body["data"] = data
+	}
+	if id != "" {
+		body["id"] = id
+	}
+	return call[Event](ctx, c, &request{method: http.MethodPost, path: "/events", body: body})
+}
+
+// GetEvent returns an event.
+func (c *Client) GetEvent(ctx context.Context, id string) (*Event, *Response, error) {
+	return call[Event](ctx, c, &request{method: http.MethodGet, path: "/events/" + seg(id)})
+}
+
+// Events lists events, one page.
+func (c *Client) Events(ctx context.Context, p *ListEventsParams) (*EventList, *Response, error) {
+	q := url.Values{}
+	set := func(k, v string) {
+		if v != "" {
+			q.Set(k, v)
+		}
+	}
+	set("name", p.Name)
+	if !p.After.IsZero() {
+		q.Set("after", p.After.Format(time.RFC3339Nano))
+	}
+	if !p.Before.IsZero() {
+		q.Set("before", p.Before.Format(time.RFC3339Nano))
+	}
+	if p.BeforeSeq > 0 {
+		q.Set("before_seq", strconv.FormatInt(p.BeforeSeq, 10))
+	}
+	set("field", p.Field)
+	set("value", p.Value)
+	if p.Limit > 0 {
+		q.Set("limit", strconv.Itoa(p.Limit))
+	}
+	return call[EventList](ctx, c, &request{method: http.MethodGet, path: "/events", query: q})
+}

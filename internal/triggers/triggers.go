@@ -1,0 +1,334 @@
+// Package triggers starts runs on events: the triggers a process declares
+// are stored, SendEvent writes one firing per (event, trigger) in the
+// event's transaction, and this service claims the firings of its
+// triggers under a lease, evaluates each trigger's filter and input over
+// the event, and starts the run with the id the firing's first claim
+// fixed, so that a firing starts one run however often it is claimed.
+package triggers
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"reflect"
+	"strings"
+	"sync"
+	"time"
+
+	"cel.dev/cel-go/cel"
+	"cel.dev/cel-go/common/types"
+	"cel.dev/cel-go/common/types/ref"
+	"google.golang.org/protobuf/encoding/protojson"
+	"google.golang.org/protobuf/types/known/structpb"
+
+	"github.com/hephaestus-go/hephaestus/clock"
+	"github.com/hephaestus-go/hephaestus/hephtype"
+	"github.com/hephaestus-go/hephaestus/store"
+)
+
+// MaxCost bounds the work of one evaluation of a filter or an input
+// (CEL's cost units).
+const MaxCost = 100_000
+
+// claimBatch bounds the firings one claim leases.
+const claimBatch = 50
+
+// StartFunc starts the run of a trigger's target with an input and a run
+// id; a run that exists already (a firing claimed again) is success.
+type StartFunc func(ctx context.Context, t *store.Trigger, input json.RawMessage, runID string, eventID string) error
+
+// Config configures a Service.
+type Config struct {
+	Store    store.Store
+	Triggers store.Triggers
+	Clock    clock.Clock
+	Logger   *slog.Logger
+	// Owner names this process in the firings' leases.
+	Owner string
+	// LeaseFor is how long a claim holds its firings.
+	LeaseFor time.Duration
+	// Interval is how often the service looks for firings when nothing
+	// wakes it.
+	Interval time.Duration
+	Start    StartFunc
+	// NewID returns a fresh run id.
+	NewID func() string
+}
+
+// Service dispatches the firings of the triggers declared to it.
+type Service struct {
+	cfg   Config
+	mu    sync.Mutex
+	progs map[string]*compiled
+	wake  chan struct{}
+	stop  context.CancelFunc
+	wg    sync.WaitGroup
+}
+
+type compiled struct {
+	t             *store.Trigger
+	filter, input cel.Program
+}
+
+// New returns a Service; it starts nothing until Start.
+func New(cfg *Config) *Service {
+	return &Service{cfg: *cfg, progs: map[string]*compiled{}, wake: make(chan struct{}, 1)}
+}
+
+var (
+	envOnce sync.Once
+	celEnv  *cel.Env
+	envErr  error
+)
+
+func env() (*cel.Env, error) {
+	envOnce.Do(func() {
+		celEnv, envErr = cel.NewEnv(
+			cel.Variable("event", cel.MapType(cel.StringType, cel.DynType)),
+			cel.CrossTypeNumericComparisons(true),
+			cel.ParserExpressionSizeLimit(store.MaxTriggerExprBytes),
+			cel.ParserRecursionLimit(64),
+		)
+	})
+	return celEnv, envErr
+}
+
+// Compile checks a trigger: its fields (store.CheckTrigger) and its
+// expressions, naming the one that does not compile. The error wraps
+// hephtype.ErrInvalidInput.
+func Compile(t *store.Trigger) (filter, input cel.Program, err error) {
+	if err := store.CheckTrigger(t); err != nil {
+		return nil, nil, err
+	}
+	if t.Filter != "" {
+		if filter, err = program(t.Filter, true); err != nil {
+			return nil, nil, fmt.Errorf("%w: trigger %q: filter %q: %v", hephtype.ErrInvalidInput, t.Name, t.Filter, err)
+		}
+	}
+	if t.Input != "" {
+		if input, err = program(t.Input, false); err != nil {
+			return nil, nil, fmt.Errorf("%w: trigger %q: input %q: %v", hephtype.ErrInvalidInput, t.Name, t.Input, err)
+		}
+	}
+	return filter, input, nil
+}
+
+func program(src string, boolean bool) (cel.Program, error) {
+	e, err := env()
+	if err != nil {
+		return nil, err
+	}
+	ast, iss := e.Compile(src)
+	if iss != nil && iss.Err() != nil {
+		return nil, errors.New(strings.TrimSpace(iss.Err().Error()))
+	}
+	if t := ast.OutputType(); boolean && !t.IsExactType(types.BoolType) && !t.IsExactType(types.DynType) {
+		return nil, fmt.Errorf("it gives %s, not a boolean", t)
+	}
+	return e.Program(ast, cel.CostLimit(MaxCost), cel.InterruptCheckFrequency(100))
+}
+
+// Declare compiles triggers, stores them (declared) and dispatches their
+// firings from now on. Nothing is stored when one is invalid.
+func (s *Service) Declare(ctx context.Context, ts ...*store.Trigger) error {
+	cs := make([]*compiled, len(ts))
+	for i, t := range ts {
+		f, in, err := Compile(t)
+		if err != nil {
+			return err
+		}
+		c := *t
+		c.Declared = true
+		cs[i] = &compiled{t: &c, filter: f, input: in}
+	}
+	put := make([]*store.Trigger, len(cs))
+	for i, c := range cs {
+		put[i] = c.t
+	}
+	if err := s.cfg.Triggers.PutTriggers(ctx, &store.PutTriggersParams{Triggers: put, Now: s.cfg.Clock.Now()}); err != nil {
+		return err
+	}
+	s.mu.Lock()
+	for _, c := range cs {
+		s.progs[c.t.Name] = c
+	}
+	s.mu.Unlock()
+	s.Wake()
+	return nil
+}
+
+// Wake makes the loop look for firings now (an event was sent here).
+func (s *Service) Wake() {
+	select {
+	case s.wake <- struct{}{}:
+	default:
+	}
+}
+
+// Start starts the loop; it runs until Stop. A second call is a no-op.
+func (s *Service) Start(ctx context.Context) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.stop != nil {
+		return
+	}
+	ctx, s.stop = context.WithCancel(context.WithoutCancel(ctx))
+	s.wg.Go(func() { s.loop(ctx) })
+}
+
+// Stop ends the loop and waits for it.
+func (s *Service) Stop() {
+	s.mu.Lock()
+	stop := s.stop
+	s.mu.Unlock()
+	if stop != nil {
+		stop()
+		s.wg.Wait()
+	}
+}
+
+func (s *Service) loop(ctx context.Context) {
+	for {
+		for {
+			n, err := s.Dispatch(ctx)
+			if err != nil && ctx.Err() == nil {
+				s.cfg.Logger.Error("triggers", slog.Any("err", err))
+			}
+			if err != nil || n < claimBatch {
+				break
+			}
+		}
+		select {
+		case <-s.wake:
+		case <-s.cfg.Clock.After(s.cfg.Interval):
+		case <-ctx.Done():
+			return
+		}
+	}
+}
+
+// Dispatch claims one batch of firings of the declared triggers and acts
+// on each; it returns how many it claimed. Tests call it to step the
+// service without its loop.
+func (s *Service) Dispatch(ctx context.Context) (int, error) {
+	s.mu.Lock()
+	names := make([]string, 0, len(s.progs))
+	for n := range s.progs {
+		names = append(names, n)
+	}
+	s.mu.Unlock()
+	if len(names) == 0 {
+		return 0, nil
+	}
+	ids := make([]string, claimBatch)
+	for i := range ids {
+		ids[i] = s.cfg.NewID()
+	}
+	fs, err := s.cfg.Triggers.ClaimFirings(ctx, &store.ClaimFiringsParams{Triggers: names, Owner: s.cfg.Owner,
+		Now: s.cfg.Clock.Now(), LeaseFor: s.cfg.LeaseFor, RunIDs: ids, Limit: claimBatch})
+	if err != nil {
+		return 0, fmt.Errorf("claim firings: %w", err)
+	}
+	var errs []error
+	for _, f := range fs {
+		if err := s.fire(ctx, f); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	return len(fs), errors.Join(errs...)
+}
+
+// fire acts on one leased firing and ends it.
+func (s *Service) fire(ctx context.Context, f *store.Firing) error {
+	s.mu.Lock()
+	c := s.progs[f.Trigger]
+	s.mu.Unlock()
+	status, msg := store.FiringStarted, ""
+	input, ok, err := c.evaluate(f.Event)
+	switch {
+	case err != nil:
+		status, msg = store.FiringFailed, err.Error()
+	case !ok:
+		status = store.FiringSkipped
+	default:
+		if err := s.cfg.Start(ctx, c.t, input, f.RunID, f.EventID); err != nil {
+			if ctx.Err() != nil || !errors.Is(err, hephtype.ErrInvalidInput) && !isPermanent(err) {
+				// Left pending: the next claim after the lease tries again,
+				// with the same run id.
+				return fmt.Errorf("trigger %q, event %s: start: %w", f.Trigger, f.EventID, err)
+			}
+			status, msg = store.FiringFailed, err.Error()
+		}
+	}
+	err = s.cfg.Triggers.EndFiring(ctx, &store.EndFiringParams{EventID: f.EventID, Trigger: f.Trigger, Token: f.Token,
+		Status: status, Error: msg, Now: s.cfg.Clock.Now()})
+	if errors.Is(err, store.ErrLeaseLost) || errors.Is(err, store.ErrFiringNotFound) {
+		return nil // another claim ended it, or the event was pruned
+	}
+	return err
+}
+
+// isPermanent: errors a retry would meet again.
+func isPermanent(err error) bool {
+	return errors.Is(err, hephtype.ErrFlowNotFound) || errors.Is(err, hephtype.ErrWorkflowNotFound)
+}
+
+// evaluate runs the filter (false: skip) and the input (the event's data
+// when none) over the event.
+func (c *compiled) evaluate(e *store.EventRecord) (json.RawMessage, bool, error) {
+	var data any
+	if len(e.Data) > 0 {
+		if err := json.Unmarshal(e.Data, &data); err != nil {
+			return nil, false, fmt.Errorf("event data: %w", err)
+		}
+	}
+	vars := map[string]any{"event": map[string]any{"id": e.ID, "name": e.Name, "data": data, "at": e.At, "seq": e.Seq}}
+	if c.filter != nil {
+		out, _, err := c.filter.Eval(vars)
+		if err != nil {
+			return nil, false, fmt.Errorf("filter %q: %w", c.t.Filter, err)
+		}
+		b, ok := out.Value().(bool)
+		if !ok {
+			return nil, false, fmt.Errorf("filter %q gave %v, not a boolean", c.t.Filter, out.Value())
+		}
+		if !b {
+			return nil, false, nil
+		}
+	}
+	if c.input == nil {
+		return e.Data, true, nil
+	}
+	out, _, err := c.input.Eval(vars)
+	if err != nil {
+		return nil, false, fmt.Errorf("input %q: %w", c.t.Input, err)
+	}
+	b, err := toJSON(out)
+	if err != nil {
+		return nil, false, fmt.Errorf("input %q: %w", c.t.Input, err)
+	}
+	return b, true, nil
+}
+
+var valueType = reflect.TypeFor[*structpb.Value]()
+
+func toJSON(v ref.Val) (json.RawMessage, error) {
+	n, err := v.ConvertToNative(valueType)
+	if err != nil {
+		return nil, err
+	}
+	b, err := protojson.Marshal(n.(*structpb.Value))
+	if err != nil {
+		return nil, err
+	}
+	// protojson varies its spacing on purpose; the input is stored as
+	// compact JSON.
+	var out bytes.Buffer
+	if err := json.Compact(&out, b); err != nil {
+		return nil, err
+	}
+	return out.Bytes(), nil
+}

@@ -1,0 +1,3 @@
+DROP TABLE event_firings;
+DROP TABLE triggers;
+DROP TABLE sent_events;

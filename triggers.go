@@ -1,0 +1,110 @@
+package hephaestus
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+
+	"github.com/hephaestus-go/hephaestus/internal/triggers"
+	"github.com/hephaestus-go/hephaestus/store"
+)
+
+// Firing statuses (TriggerFiring.Status).
+const (
+	FiringPending = store.FiringPending
+	FiringStarted = store.FiringStarted
+	FiringSkipped = store.FiringSkipped
+	FiringFailed  = store.FiringFailed
+)
+
+// Trigger starts a run of a target for every event of a name whose data
+// its filter accepts: exactly one run per (event, trigger), however many
+// processes see the event and whichever of them is killed mid-way.
+type Trigger struct {
+	// Name identifies the trigger (1 to 200 bytes).
+	Name string
+	// Event is the name of the events that fire it.
+	Event string
+	// Target and TargetName say what to start: a flow, a workflow, a
+	// flow document (its latest version) or a job kind.
+	Target     TargetKind
+	TargetName string
+	// Filter, when set, is a CEL expression over event (a map with id,
+	// name, data, at and seq) that must be true for a run to start:
+	// event.data.amount > 100.
+	Filter string
+	// Input, when set, is a CEL expression whose value is the run's
+	// input: {"order": event.data.order}. When empty, the input is the
+	// event's data.
+	Input string
+}
+
+// TriggerFiring is what one trigger did with one event.
+type TriggerFiring struct {
+	Trigger string `json:"trigger"`
+	// Status is FiringPending, FiringStarted, FiringSkipped or
+	// FiringFailed.
+	Status string `json:"status"`
+	// RunID is the run the trigger started (or is to start).
+	RunID string `json:"run_id,omitempty"`
+	Error string `json:"error,omitempty"`
+}
+
+// DeclareTriggers stores triggers (replacing those of the same names) and
+// makes this client start their runs once started: every event sent from
+// now on whose name is a trigger's gets a firing, which any started
+// client that declared the trigger carries out. Nothing is stored when a
+// trigger is invalid; the error names it and what is wrong (a CEL
+// expression that does not compile, an unknown target kind).
+func (c *Client) DeclareTriggers(ctx context.Context, ts ...*Trigger) error {
+	st := make([]*store.Trigger, len(ts))
+	for i, t := range ts {
+		if t == nil {
+			return fmt.Errorf("%w: trigger %d is nil", ErrInvalidInput, i)
+		}
+		st[i] = &store.Trigger{Name: t.Name, Event: t.Event, TargetKind: string(t.Target), TargetName: t.TargetName,
+			Filter: t.Filter, Input: t.Input}
+	}
+	return c.triggers.Declare(ctx, st...)
+}
+
+// EventFirings returns what the triggers did with an event, by trigger
+// name.
+func (c *Client) EventFirings(ctx context.Context, eventID string) ([]*TriggerFiring, error) {
+	fs, err := c.cfg.Store.Firings(ctx, eventID)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]*TriggerFiring, len(fs))
+	for i, f := range fs {
+		out[i] = &TriggerFiring{Trigger: f.Trigger, Status: f.Status, RunID: f.RunID, Error: f.Error}
+	}
+	return out, nil
+}
+
+// DispatchTriggers carries out, now, one batch of the pending firings of
+// the triggers this client declared, as the loop that Start runs does,
+// and returns how many it handled. Tests on a fake clock call it.
+func (c *Client) DispatchTriggers(ctx context.Context) (int, error) {
+	return c.triggers.Dispatch(ctx)
+}
+
+// newTriggers builds the trigger service of a client.
+func (c *Client) newTriggers() *triggers.Service {
+	return triggers.New(&triggers.Config{
+		Store: c.cfg.Store, Triggers: c.cfg.Store, Clock: c.cfg.Clock, Logger: c.cfg.Logger,
+		Owner: c.cfg.WorkerID, LeaseFor: c.cfg.LeaseDuration, Interval: 10 * c.cfg.PollInterval, NewID: newID,
+		Start: func(ctx context.Context, t *store.Trigger, input json.RawMessage, runID, eventID string) error {
+			var in any
+			if len(input) > 0 {
+				in = input
+			}
+			_, err := c.startKind(ctx, t.TargetKind, t.TargetName, in, runID, map[string]any{"event": eventID, "trigger": t.Name})
+			if errors.Is(err, ErrRunExists) {
+				return nil // claimed again after a start whose end was not recorded
+			}
+			return err
+		},
+	})
+}

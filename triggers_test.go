@@ -1,0 +1,132 @@
+package hephaestus_test
+
+import (
+	"context"
+	"errors"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/google/uuid"
+
+	heph "github.com/hephaestus-go/hephaestus"
+	"github.com/hephaestus-go/hephaestus/clock"
+	"github.com/hephaestus-go/hephaestus/store"
+)
+
+// Triggers: every event of a trigger's name gets one firing; the filter
+// skips, the input maps, a re-sent event fires nothing new; a firing
+// whose claimer died is carried out by the next claim after the lease
+// with the run id the first claim fixed, and a run that claimer started
+// already is not started twice.
+func TestTriggers(t *testing.T) {
+	clk := clock.NewFake(time.Date(2032, 3, 1, 0, 0, 0, 0, time.UTC))
+	c := docClient(t, filepath.Join(t.TempDir(), "triggers.db"), clk)
+	ctx := t.Context()
+	if err := c.Register(echoFlow); err != nil {
+		t.Fatal(err)
+	}
+	for _, bad := range []struct {
+		t    *heph.Trigger
+		want string
+	}{
+		{&heph.Trigger{Name: "x", Event: "say", Target: heph.TargetFlow, TargetName: "echo", Filter: "event.data.n >"}, `trigger "x": filter`},
+		{&heph.Trigger{Name: "x", Event: "say", Target: heph.TargetFlow, TargetName: "echo", Filter: "event.data.msg"}, ``},
+		{&heph.Trigger{Name: "x", Event: "say", Target: "cron", TargetName: "echo"}, `target kind "cron"`},
+		{&heph.Trigger{Name: "x", Event: "", Target: heph.TargetFlow, TargetName: "echo"}, `event name must be 1 to 200 bytes`},
+		{&heph.Trigger{Name: "x", Event: "say", Target: heph.TargetFlow, TargetName: "echo", Input: "{"}, `trigger "x": input`},
+	} {
+		err := c.DeclareTriggers(ctx, bad.t)
+		if bad.want == "" {
+			if err != nil {
+				t.Errorf("a dyn filter is accepted at declaration: %v", err)
+			}
+			continue
+		}
+		if !errors.Is(err, heph.ErrInvalidInput) || !strings.Contains(err.Error(), bad.want) {
+			t.Errorf("declare %+v: %v, want ErrInvalidInput naming %q", bad.t, err, bad.want)
+		}
+	}
+	if err := c.Store().DeleteTrigger(ctx, "x"); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.DeclareTriggers(ctx,
+		&heph.Trigger{Name: "big", Event: "say", Target: heph.TargetFlow, TargetName: "echo", Filter: "event.data.n > 1", Input: "event.data.msg"},
+		&heph.Trigger{Name: "all", Event: "say", Target: heph.TargetFlow, TargetName: "echo", Input: `"all " + event.data.msg`},
+	); err != nil {
+		t.Fatal(err)
+	}
+
+	send := func(id string, data map[string]any) {
+		t.Helper()
+		if _, err := c.SendEvent(ctx, "say", data, &heph.SendEventOptions{ID: id}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	send("e1", map[string]any{"n": 1, "msg": "a"})
+	send("e2", map[string]any{"n": 2, "msg": "b"})
+	send("e1", map[string]any{"n": 9, "msg": "z"})
+	if _, err := c.SendEvent(ctx, "other", nil, nil); err != nil {
+		t.Fatal(err)
+	}
+	if n, err := c.DispatchTriggers(ctx); err != nil || n != 4 {
+		t.Fatalf("dispatch: %d, %v", n, err)
+	}
+	if n, err := c.DispatchTriggers(ctx); err != nil || n != 0 {
+		t.Fatalf("dispatch again: %d, %v", n, err)
+	}
+	inputs := map[string]string{}
+	for _, id := range []string{"e1", "e2"} {
+		fs, err := c.EventFirings(ctx, id)
+		if err != nil || len(fs) != 2 {
+			t.Fatalf("firings of %s: %+v, %v", id, fs, err)
+		}
+		for _, f := range fs {
+			key := id + "/" + f.Trigger
+			if f.Status == heph.FiringSkipped {
+				inputs[key] = "skipped"
+				continue
+			}
+			r, err := c.GetRun(ctx, f.RunID)
+			if f.Status != heph.FiringStarted || err != nil || string(r.Metadata["event"]) != `"`+id+`"` {
+				t.Fatalf("%s: %+v, run %+v, %v", key, f, r, err)
+			}
+			inputs[key] = string(r.Input)
+		}
+	}
+	want := map[string]string{"e1/all": `"all a"`, "e1/big": "skipped", "e2/all": `"all b"`, "e2/big": `"b"`}
+	for k, v := range want {
+		if inputs[k] != v {
+			t.Errorf("%s: %s, want %s", k, inputs[k], v)
+		}
+	}
+
+	// A claimer that died: e3's firing by "all" is leased to it with run
+	// id dead; it even started that run before dying.
+	send("e3", map[string]any{"n": 0, "msg": "c"})
+	dead := uuid.Must(uuid.NewV7()).String()
+	fs, err := c.Store().ClaimFirings(ctx, &store.ClaimFiringsParams{Triggers: []string{"all"}, Owner: "dead", Now: clk.Now(),
+		LeaseFor: time.Minute, RunIDs: []string{dead}, Limit: 1})
+	if err != nil || len(fs) != 1 || fs[0].RunID != dead {
+		t.Fatalf("the dead claim: %+v, %v", fs, err)
+	}
+	if _, err := c.StartRun(ctx, "echo", "all c", &heph.StartOptions{RunID: dead}); err != nil {
+		t.Fatal(err)
+	}
+	if n, err := c.DispatchTriggers(ctx); err != nil || n != 1 {
+		t.Fatalf("dispatch while the dead lease holds: %d, %v", n, err) // big's firing (skipped)
+	}
+	clk.Advance(2 * time.Minute)
+	if n, err := c.DispatchTriggers(ctx); err != nil || n != 1 {
+		t.Fatalf("dispatch after the lease: %d, %v", n, err)
+	}
+	fs3, _ := c.EventFirings(ctx, "e3")
+	if len(fs3) != 2 || fs3[0].Trigger != "all" || fs3[0].Status != heph.FiringStarted || fs3[0].RunID != dead || fs3[1].Status != heph.FiringSkipped {
+		t.Fatalf("firings of e3: %+v", fs3)
+	}
+	page, err := c.ListRuns(context.Background(), &heph.ListOptions{Flow: "echo", Limit: 100})
+	if err != nil || len(page.Runs) != 4 {
+		t.Fatalf("runs of echo: %d, %v (want 4: e1/all, e2/all, e2/big, e3/all once)", len(page.Runs), err)
+	}
+}
