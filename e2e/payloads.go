@@ -16,6 +16,7 @@ import (
 	"github.com/hephaestus-go/hephaestus/codec"
 	"github.com/hephaestus-go/hephaestus/flow"
 	"github.com/hephaestus-go/hephaestus/job"
+	"github.com/hephaestus-go/hephaestus/store"
 	"github.com/hephaestus-go/hephaestus/workflow"
 )
 
@@ -319,7 +320,7 @@ func testPayloadRotation(t *testing.T, b Backend) {
 	for _, d := range tables {
 		changed += d.Changed
 	}
-	if changed == 0 || len(tables) != 7 {
+	if changed == 0 || len(tables) != len(store.PayloadTables) {
 		t.Fatalf("reencode: %+v", tables)
 	}
 	if dump := b.Dump(t, st2); strings.Contains(dump, `"k1"`) {
