@@ -70,21 +70,7 @@ func (s *Store) SendEvent(ctx context.Context, p *store.SendEventParams) (*store
 }
 
 func eventFromValues(v []driver.Value) *store.EventRecord {
-	e := &store.EventRecord{Seq: v[0].(int64), ID: asString(v[1]), Name: asString(v[2]), At: fromMicros(v[4].(int64))}
-	if d := asString(v[3]); d != "" {
-		e.Data = json.RawMessage(d)
-	}
-	return e
-}
-
-func asString(v driver.Value) string {
-	switch x := v.(type) {
-	case string:
-		return x
-	case []byte:
-		return string(x)
-	}
-	return ""
+	return &store.EventRecord{Seq: v[0].(int64), ID: str(v[1]), Name: str(v[2]), Data: vJSON(v[3]), At: fromMicros(v[4].(int64))}
 }
 
 func scanSentEvent(sc interface{ Scan(...any) error }) (*store.EventRecord, error) {
@@ -321,12 +307,9 @@ func (s *Store) ClaimFirings(ctx context.Context, p *store.ClaimFiringsParams) (
 				"FROM event_firings f JOIN sent_events e ON e.id = f.event_id "+
 				"WHERE f.status = 'pending' AND f.trigger_name IN (SELECT value FROM json_each(?1)) "+
 				"AND (f.lease_until IS NULL OR f.lease_until <= ?2) ORDER BY f.seq, f.trigger_name LIMIT ?3", 8, func(v []driver.Value) {
-				f := &store.Firing{EventID: asString(v[0]), Trigger: asString(v[1]), Seq: v[2].(int64), RunID: asString(v[3]),
+				f := &store.Firing{EventID: str(v[0]), Trigger: str(v[1]), Seq: v[2].(int64), RunID: str(v[3]),
 					Token: v[4].(int64), Status: store.FiringPending, Owner: p.Owner, LeaseUntil: fromMicros(until)}
-				f.Event = &store.EventRecord{ID: f.EventID, Name: asString(v[5]), Seq: f.Seq, At: fromMicros(v[7].(int64))}
-				if d := asString(v[6]); d != "" {
-					f.Event.Data = json.RawMessage(d)
-				}
+				f.Event = &store.EventRecord{ID: f.EventID, Name: str(v[5]), Data: vJSON(v[6]), Seq: f.Seq, At: fromMicros(v[7].(int64))}
 				out = append(out, f)
 			})
 			if err != nil {
