@@ -175,7 +175,16 @@ func testPauseRunningAndTimer(t *testing.T, b Backend) {
 	appr := e.waitStatus(approval.ID, heph.StatusCompleted)
 	wantJSON(t, appr.Output, `{"publish":"published by carol"}`)
 
-	for _, id := range []string{held.ID, waiting.ID, approval.ID} {
+	e.checkPauseHistory(held.ID, waiting.ID, approval.ID)
+}
+
+// checkPauseHistory: each run was paused once by alice and unpaused once
+// by dave; the held run's step completed while paused and the next one
+// ran after the unpause.
+func (e *env) checkPauseHistory(held, waiting, approval string) {
+	t := e.t
+	t.Helper()
+	for _, id := range []string{held, waiting, approval} {
 		h := e.history(id)
 		if count(h, hephtype.EventRunPaused, "") != 1 || count(h, hephtype.EventRunUnpaused, "") != 1 {
 			t.Fatalf("run %s history %v: want one run_paused and one run_unpaused", id, kinds(h))
@@ -195,9 +204,9 @@ func testPauseRunningAndTimer(t *testing.T, b Backend) {
 	}
 	// The held run: its step completed while paused, the next one ran
 	// after the unpause.
-	h := kinds(e.history(held.ID))
+	h := kinds(e.history(held))
 	p, c, u := slices.Index(h, string(hephtype.EventRunPaused)), slices.Index(h, string(hephtype.EventStepCompleted)), slices.Index(h, string(hephtype.EventRunUnpaused))
-	if p >= c || c >= u || count(e.history(held.ID), hephtype.EventStepStarted, "after") != 1 {
+	if p >= c || c >= u || count(e.history(held), hephtype.EventStepStarted, "after") != 1 {
 		t.Errorf("held run history %v", h)
 	}
 }
