@@ -43,7 +43,7 @@ var layers = map[string]int{
 	"internal/commit": layerRuntime, "internal/worker": layerRuntime, "internal/remote": layerRuntime, "internal/flowrt": layerRuntime,
 	"internal/wfrt": layerRuntime, "internal/maintenance": layerRuntime, "internal/telemetry": layerRuntime, "internal/tracing": layerRuntime,
 	"internal/metrics": layerRuntime, "internal/limits": layerRuntime, "internal/secrets": layerRuntime, "internal/schedule": layerRuntime, "internal/triggers": layerRuntime,
-	"internal/notify":  layerRuntime,
+	"internal/notify": layerRuntime, "internal/hookin": layerRuntime,
 	"internal/steplog": layerRuntime, "internal/payloadstore": layerRuntime,
 
 	"": layerAPI, "flowdoc": layerAPI, "hephtest/...": layerAPI,

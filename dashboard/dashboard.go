@@ -155,11 +155,11 @@ var navItems = []navItem{
 	{"Secrets", "/secrets"},
 }
 
-// ServeHTTP serves the API under /api/, /healthz and /readyz, and the
-// dashboard's pages and assets elsewhere.
+// ServeHTTP serves the API under /api/, /hooks/ (webhooks in), /healthz
+// and /readyz, and the dashboard's pages and assets elsewhere.
 func (d *Dashboard) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	p := r.URL.Path
-	if strings.HasPrefix(p, "/api/") || p == "/healthz" || p == "/readyz" {
+	if strings.HasPrefix(p, "/api/") || strings.HasPrefix(p, "/hooks/") || p == "/healthz" || p == "/readyz" {
 		d.cfg.API.ServeHTTP(w, r)
 		return
 	}

@@ -284,7 +284,10 @@ func serve(t testing.TB, st store.Store, c *heph.Client, cfg *Config) *env {
 	} else {
 		sc.Insecure = true
 	}
-	sc.Client, sc.Store, sc.Logger = c, st, quietLogger()
+	sc.Client, sc.Store = c, st
+	if sc.Logger == nil {
+		sc.Logger = quietLogger()
+	}
 	srv, err := New(&sc)
 	if err != nil {
 		t.Fatal(err)

@@ -25,6 +25,7 @@ func (s *Server) register() {
 	s.handle(get, "/healthz", accessPublic, "", s.healthz)
 	s.handle(get, "/readyz", accessPublic, "", s.readyz)
 	s.handle(get, p+"/openapi.json", accessPublic, "", serveOpenAPI)
+	s.handle(post, HookPrefix+"/{name}", accessPublic, "", s.receiveHook)
 
 	s.handle(get, p+"/whoami", accessAnyone, "", s.whoami)
 

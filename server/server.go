@@ -22,6 +22,7 @@ import (
 	"time"
 
 	"go.opentelemetry.io/otel"
+	"go.opentelemetry.io/otel/metric"
 	"go.opentelemetry.io/otel/propagation"
 
 	hephaestus "github.com/hephaestus-go/hephaestus"
@@ -90,6 +91,14 @@ type Config struct {
 	// provider (StartSession). Defaults to nil: API tokens and sessions
 	// only.
 	OIDC *OIDC
+	// Hooks are the webhook endpoints, POST /hooks/<name>: each verifies
+	// its requests with its scheme and secret and stores them as events.
+	// Defaults to none (every /hooks/ path is 404).
+	Hooks []Hook
+	// MeterProvider records the server's own metrics (the webhook
+	// counters heph.hooks.accepted and heph.hooks.refused). Defaults to
+	// none.
+	MeterProvider metric.MeterProvider
 }
 
 // Server serves the API. Create it with New.
@@ -98,6 +107,7 @@ type Server struct {
 	mux    *http.ServeMux
 	routes []*route
 	ops    *processor
+	hooks  *hooks
 	// csrf refuses the unsafe requests a browser sends from another
 	// origin (Sec-Fetch-Site, Origin), whatever their credentials.
 	csrf *http.CrossOriginProtection
@@ -218,6 +228,10 @@ func New(cfg *Config) (*Server, error) {
 		c.Propagator = otel.GetTextMapPropagator()
 	}
 	s := &Server{cfg: c, mux: http.NewServeMux(), csrf: http.NewCrossOriginProtection(), audit: auditQueue{hurry: make(chan struct{}, 1)}}
+	var err error
+	if s.hooks, err = newHooks(&c, s.sendHookEvent); err != nil {
+		return nil, err
+	}
 	s.ops = newProcessor(s)
 	s.register()
 	for _, rt := range s.routes {

@@ -65,6 +65,8 @@ const serverMinConns = 8
 type serverFlags struct {
 	addr, sqlite, postgres, schema, logLevel string
 	secretKeysFile                           string
+	// hooksFile names the webhook endpoints' YAML (--hooks).
+	hooksFile string
 	// payload makes the payload codec.
 	payload payloadFlags
 	// postgresDirect and txPooling: PostgreSQL through PgBouncer in
@@ -97,7 +99,10 @@ func newServer(g *globals) *cobra.Command {
 			"Every flag has an environment variable: HEPH_ADDR, HEPH_SQLITE, HEPH_POSTGRES,\n" +
 			"HEPH_SCHEMA, HEPH_INSECURE, HEPH_MAX_BODY, HEPH_REQUEST_TIMEOUT, HEPH_WORKERS, HEPH_LOG_LEVEL,\n" +
 			"HEPH_EXAMPLES, HEPH_SECRET_KEYS_FILE, HEPH_PAYLOAD_KEY_DIR, HEPH_PAYLOAD_KEY_FILES,\n" +
-			"HEPH_PAYLOAD_WRITE_KEY, HEPH_PAYLOAD_COMPRESS, HEPH_PAYLOAD_BLOBS, HEPH_PAYLOAD_OFFLOAD_ABOVE.\n\n" +
+			"HEPH_PAYLOAD_WRITE_KEY, HEPH_PAYLOAD_COMPRESS, HEPH_PAYLOAD_BLOBS, HEPH_PAYLOAD_OFFLOAD_ABOVE, HEPH_HOOKS.\n\n" +
+			"--hooks FILE serves the webhook endpoints the YAML file lists (POST /hooks/<name>, each\n" +
+			"verified with its scheme: github, stripe, hmac or bearer, and its secret from secret_env\n" +
+			"or secret_file) and stores what they take in as events. See docs/events.md.\n\n" +
 			"Payloads (inputs, outputs, history, signals, updates, heartbeat details) are encrypted\n" +
 			"before the database with the payload keys of HEPH_PAYLOAD_KEYS (\"id:<base64 of 32 bytes>\"\n" +
 			"entries separated by commas), --payload-key-dir (files ID.key) or --payload-key-files;\n" +
@@ -138,6 +143,7 @@ func newServer(g *globals) *cobra.Command {
 	fl.IntVar(&f.workers, "workers", defaultWorkers, "steps this process runs at once on the default queue; $"+envWorkers)
 	fl.StringVar(&f.logLevel, "log-level", "info", "debug, info, warn or error; $"+envLogLevel)
 	fl.StringVar(&f.secretKeysFile, "secret-keys-file", "", "file of the secrets' key ring, one id:<base64 key> a line, the current first; $"+envSecretKeysFile+" (or the ring itself in $"+envSecretKeys+")")
+	fl.StringVar(&f.hooksFile, "hooks", "", "YAML file of the webhook endpoints, POST /hooks/<name> (docs/events.md); $"+envHooks)
 	f.payload.register(fl)
 	return cmd
 }
@@ -157,6 +163,7 @@ func (f *serverFlags) fromEnv(cmd *cobra.Command, env *Env) error {
 	str("postgres-direct", envPostgresDirect, &f.postgresDirect)
 	str("log-level", envLogLevel, &f.logLevel)
 	str("secret-keys-file", envSecretKeysFile, &f.secretKeysFile)
+	str("hooks", envHooks, &f.hooksFile)
 	if err := f.payload.fromEnv(cmd, env); err != nil {
 		return err
 	}
@@ -285,6 +292,10 @@ func runServer(ctx context.Context, env *Env, f *serverFlags) (err error) {
 			err = fmt.Errorf("close store: %w", cerr)
 		}
 	}()
+	hooks, err := loadHooks(f.hooksFile, env)
+	if err != nil {
+		return err
+	}
 	noTokens, err := firstStart(ctx, f, st)
 	if err != nil {
 		return err
@@ -322,7 +333,8 @@ func runServer(ctx context.Context, env *Env, f *serverFlags) (err error) {
 		return err
 	}
 	h, err := server.New(&server.Config{Client: client, Store: client.Store(), Insecure: f.insecure, MaxBodyBytes: f.maxBody, RequestTimeout: f.reqTimeout, Logger: logger,
-		Propagator: propagation.NewCompositeTextMapPropagator(propagation.TraceContext{}, propagation.Baggage{}), OIDC: oidc})
+		Propagator: propagation.NewCompositeTextMapPropagator(propagation.TraceContext{}, propagation.Baggage{}), OIDC: oidc,
+		Hooks: hooks, MeterProvider: sm.meterProvider()})
 	if err != nil {
 		return err
 	}
