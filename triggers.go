@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"time"
 
 	"github.com/hephaestus-go/hephaestus/internal/triggers"
 	"github.com/hephaestus-go/hephaestus/store"
@@ -40,6 +41,25 @@ type Trigger struct {
 	Input string
 }
 
+// ErrTriggerNotFound: no trigger has the given name.
+var ErrTriggerNotFound = store.ErrTriggerNotFound
+
+// ErrTriggerDeclared: the trigger is declared in code (DeclareTriggers);
+// a trigger managed at run time may not replace it, since the program
+// declares it again at its next start.
+var ErrTriggerDeclared = errors.New("trigger is declared in code")
+
+// StoredTrigger is a trigger as stored: declared in code by a program, or
+// managed at run time (PutTrigger, the API, heph triggers put).
+type StoredTrigger struct {
+	Trigger
+	// Declared: by a program's DeclareTriggers (or a document's on:);
+	// false: managed at run time.
+	Declared  bool
+	CreatedAt time.Time
+	UpdatedAt time.Time
+}
+
 // TriggerFiring is what one trigger did with one event.
 type TriggerFiring struct {
 	Trigger string `json:"trigger"`
@@ -63,10 +83,76 @@ func (c *Client) DeclareTriggers(ctx context.Context, ts ...*Trigger) error {
 		if t == nil {
 			return fmt.Errorf("%w: trigger %d is nil", ErrInvalidInput, i)
 		}
-		st[i] = &store.Trigger{Name: t.Name, Event: t.Event, TargetKind: string(t.Target), TargetName: t.TargetName,
-			Filter: t.Filter, Input: t.Input}
+		st[i] = storeTrigger(t)
 	}
 	return c.triggers.Declare(ctx, st...)
+}
+
+// PutTrigger creates or replaces a trigger managed at run time: unlike a
+// declared one, it lives in the store only, and every started client
+// carries it out (its target started as a schedule's would: a flow or job
+// this process lacks starts from its catalog entry). Other processes see
+// it within ten poll intervals. The trigger is checked as DeclareTriggers
+// checks it; a trigger declared in code of the same name is
+// ErrTriggerDeclared.
+func (c *Client) PutTrigger(ctx context.Context, t *Trigger) error {
+	if t == nil {
+		return fmt.Errorf("%w: the trigger is nil", ErrInvalidInput)
+	}
+	switch old, err := c.GetTrigger(ctx, t.Name); {
+	case err == nil && old.Declared:
+		return fmt.Errorf("%w: %q: change it in the program that declares it, or delete it first", ErrTriggerDeclared, t.Name)
+	case err != nil && !errors.Is(err, ErrTriggerNotFound):
+		return err
+	}
+	return c.triggers.Put(ctx, storeTrigger(t))
+}
+
+func storeTrigger(t *Trigger) *store.Trigger {
+	return &store.Trigger{Name: t.Name, Event: t.Event, TargetKind: string(t.Target), TargetName: t.TargetName, Filter: t.Filter, Input: t.Input}
+}
+
+// ListTriggers returns every stored trigger, declared and managed, by
+// name.
+func (c *Client) ListTriggers(ctx context.Context) ([]*StoredTrigger, error) {
+	ts, err := c.cfg.Store.ListTriggers(ctx)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]*StoredTrigger, len(ts))
+	for i, t := range ts {
+		out[i] = storedTrigger(t)
+	}
+	return out, nil
+}
+
+// GetTrigger returns a stored trigger, or ErrTriggerNotFound.
+func (c *Client) GetTrigger(ctx context.Context, name string) (*StoredTrigger, error) {
+	ts, err := c.ListTriggers(ctx)
+	if err != nil {
+		return nil, err
+	}
+	for _, t := range ts {
+		if t.Name == name {
+			return t, nil
+		}
+	}
+	return nil, fmt.Errorf("%w: %q", ErrTriggerNotFound, name)
+}
+
+// DeleteTrigger deletes a trigger and its pending firings (those that
+// ended are kept with their event), or returns ErrTriggerNotFound. A
+// trigger declared in code comes back when its program declares it
+// again.
+func (c *Client) DeleteTrigger(ctx context.Context, name string) error {
+	return c.triggers.Delete(ctx, name)
+}
+
+func storedTrigger(t *store.Trigger) *StoredTrigger {
+	return &StoredTrigger{
+		Trigger:  Trigger{Name: t.Name, Event: t.Event, Target: TargetKind(t.TargetKind), TargetName: t.TargetName, Filter: t.Filter, Input: t.Input},
+		Declared: t.Declared, CreatedAt: t.CreatedAt, UpdatedAt: t.UpdatedAt,
+	}
 }
 
 // EventFirings returns what the triggers did with an event, by trigger

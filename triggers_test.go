@@ -130,3 +130,98 @@ func TestTriggers(t *testing.T) {
 		t.Fatalf("runs of echo: %d, %v (want 4: e1/all, e2/all, e2/big, e3/all once)", len(page.Runs), err)
 	}
 }
+
+// Triggers managed at run time: put by one process, carried out by
+// another once it reads them again (within ten poll intervals), replaced,
+// listed with the declared ones, and deleted; a declared trigger is not
+// replaced by a managed one.
+func TestManagedTriggers(t *testing.T) {
+	clk := clock.NewFake(time.Date(2032, 3, 1, 0, 0, 0, 0, time.UTC))
+	path := filepath.Join(t.TempDir(), "managed.db")
+	c1, c2 := docClient(t, path, clk), docClient(t, path, clk)
+	ctx := t.Context()
+	for _, c := range []*heph.Client{c1, c2} {
+		if err := c.Register(echoFlow); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := c1.DeclareTriggers(ctx, &heph.Trigger{Name: "coded", Event: "other", Target: heph.TargetFlow, TargetName: "echo"}); err != nil {
+		t.Fatal(err)
+	}
+	// c2 reads the managed triggers now (none), and not again for ten poll
+	// intervals.
+	if n, err := c2.DispatchTriggers(ctx); err != nil || n != 0 {
+		t.Fatalf("first dispatch: %d, %v", n, err)
+	}
+	m := &heph.Trigger{Name: "managed", Event: "ping", Target: heph.TargetFlow, TargetName: "echo", Input: `"got " + event.data.msg`}
+	if err := c1.PutTrigger(ctx, m); err != nil {
+		t.Fatal(err)
+	}
+	for _, bad := range []struct {
+		t    *heph.Trigger
+		want error
+	}{
+		{&heph.Trigger{Name: "coded", Event: "ping", Target: heph.TargetFlow, TargetName: "echo"}, heph.ErrTriggerDeclared},
+		{&heph.Trigger{Name: "bad", Event: "ping", Target: heph.TargetFlow, TargetName: "echo", Filter: "event.data.n >"}, heph.ErrInvalidInput},
+		{&heph.Trigger{Name: "bad", Event: "ping", Target: "cron", TargetName: "echo"}, heph.ErrInvalidInput},
+		{nil, heph.ErrInvalidInput},
+	} {
+		if err := c1.PutTrigger(ctx, bad.t); !errors.Is(err, bad.want) {
+			t.Errorf("put %+v: %v, want %v", bad.t, err, bad.want)
+		}
+	}
+	if _, err := c1.SendEvent(ctx, "ping", map[string]any{"msg": "one"}, &heph.SendEventOptions{ID: "p1"}); err != nil {
+		t.Fatal(err)
+	}
+	if n, err := c2.DispatchTriggers(ctx); err != nil || n != 0 {
+		t.Fatalf("c2 before it reads the triggers again: %d, %v", n, err)
+	}
+	clk.Advance(10 * time.Second) // ten default poll intervals (1s)
+	if n, err := c2.DispatchTriggers(ctx); err != nil || n != 1 {
+		t.Fatalf("c2 after ten poll intervals: %d, %v", n, err)
+	}
+	fs, err := c1.EventFirings(ctx, "p1")
+	if err != nil || len(fs) != 1 || fs[0].Status != heph.FiringStarted {
+		t.Fatalf("firings of p1: %+v, %v", fs, err)
+	}
+	if err := c2.Start(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if r, err := c2.WaitRun(ctx, fs[0].RunID); err != nil || !strings.Contains(string(r.Output), "got one") {
+		t.Fatalf("the run: %+v, %v", r, err)
+	}
+
+	ts, err := c2.ListTriggers(ctx)
+	if err != nil || len(ts) != 2 || ts[0].Name != "coded" || !ts[0].Declared || ts[1].Name != "managed" || ts[1].Declared || ts[1].Input != m.Input {
+		t.Fatalf("list: %+v, %v", ts, err)
+	}
+	// Replaced: the putting process uses the new filter at once.
+	m.Filter = `event.data.msg != "two"`
+	if err := c1.PutTrigger(ctx, m); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c1.SendEvent(ctx, "ping", map[string]any{"msg": "two"}, &heph.SendEventOptions{ID: "p2"}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c1.DispatchTriggers(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if fs, err := c1.EventFirings(ctx, "p2"); err != nil || len(fs) != 1 || fs[0].Status != heph.FiringSkipped {
+		t.Fatalf("firings of p2: %+v, %v", fs, err)
+	}
+	if err := c1.DeleteTrigger(ctx, "managed"); err != nil {
+		t.Fatal(err)
+	}
+	if err := c1.DeleteTrigger(ctx, "managed"); !errors.Is(err, heph.ErrTriggerNotFound) {
+		t.Fatalf("second delete: %v", err)
+	}
+	if _, err := c1.GetTrigger(ctx, "managed"); !errors.Is(err, heph.ErrTriggerNotFound) {
+		t.Fatalf("get after delete: %v", err)
+	}
+	if _, err := c1.SendEvent(ctx, "ping", map[string]any{"msg": "three"}, &heph.SendEventOptions{ID: "p3"}); err != nil {
+		t.Fatal(err)
+	}
+	if fs, err := c1.EventFirings(ctx, "p3"); err != nil || len(fs) != 0 {
+		t.Fatalf("firings after the delete: %+v, %v", fs, err)
+	}
+}

@@ -90,6 +90,8 @@ var kindStatus = []struct {
 	{hephaestus.ErrDocumentNotFound, http.StatusNotFound, kindNotFound},
 	{hephaestus.ErrScheduleNotFound, http.StatusNotFound, kindNotFound},
 	{hephaestus.ErrEventNotFound, http.StatusNotFound, kindNotFound},
+	{hephaestus.ErrTriggerNotFound, http.StatusNotFound, kindNotFound},
+	{hephaestus.ErrTriggerDeclared, http.StatusConflict, kindConflict},
 	{hephaestus.ErrQueueNotFound, http.StatusNotFound, kindNotFound},
 	{hephaestus.ErrVersionRuleNotFound, http.StatusNotFound, kindNotFound},
 	{hephaestus.ErrVersionRetired, http.StatusConflict, kindConflict},

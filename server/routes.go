@@ -66,6 +66,10 @@ func (s *Server) register() {
 	s.handle(post, p+"/events", accessOperate|accessWorker, "events.send", s.sendEvent)
 	s.handle(get, p+"/events", accessRead, "", s.listEvents)
 	s.handle(get, p+"/events/{id}", accessRead, "", s.getEvent)
+	s.handle(get, p+"/triggers", accessRead, "", s.listTriggers)
+	s.handle(get, p+"/triggers/{name}", accessRead, "", s.getTrigger)
+	s.handle(put, p+"/triggers/{name}", accessOperate, "triggers.put", s.putTrigger)
+	s.handle(del, p+"/triggers/{name}", accessOperate, "triggers.delete", s.deleteTrigger)
 
 	s.handle(get, p+"/schedules", accessRead, "", s.listSchedules)
 	s.handle(post, p+"/schedules", accessOperate, "schedules.create", s.createSchedule)

@@ -86,3 +86,51 @@ func (c *Client) Events(ctx context.Context, p *ListEventsParams) (*EventList, *
 	}
 	return call[EventList](ctx, c, &request{method: http.MethodGet, path: "/events", query: q})
 }
+
+// Trigger is a stored trigger: declared in code, or managed through the
+// API (PutTrigger).
+type Trigger struct {
+	Name       string    `json:"name"`
+	Event      string    `json:"event"`
+	TargetKind string    `json:"target_kind"`
+	TargetName string    `json:"target_name"`
+	Filter     string    `json:"filter,omitempty"`
+	Input      string    `json:"input,omitempty"`
+	Declared   bool      `json:"declared"`
+	CreatedAt  time.Time `json:"created_at"`
+	UpdatedAt  time.Time `json:"updated_at"`
+}
+
+// TriggerList is every stored trigger, by name.
+type TriggerList struct {
+	Triggers []Trigger `json:"triggers"`
+}
+
+// TriggerInput is a managed trigger to put.
+type TriggerInput struct {
+	Event      string `json:"event"`
+	TargetKind string `json:"target_kind"`
+	TargetName string `json:"target_name"`
+	Filter     string `json:"filter,omitempty"`
+	Input      string `json:"input,omitempty"`
+}
+
+// Triggers lists the stored triggers (GET /triggers).
+func (c *Client) Triggers(ctx context.Context) (*TriggerList, *Response, error) {
+	return call[TriggerList](ctx, c, &request{method: http.MethodGet, path: "/triggers"})
+}
+
+// GetTrigger returns a trigger.
+func (c *Client) GetTrigger(ctx context.Context, name string) (*Trigger, *Response, error) {
+	return call[Trigger](ctx, c, &request{method: http.MethodGet, path: "/triggers/" + seg(name)})
+}
+
+// PutTrigger creates or replaces a managed trigger (PUT /triggers/{name}).
+func (c *Client) PutTrigger(ctx context.Context, name string, in *TriggerInput) (*Trigger, *Response, error) {
+	return call[Trigger](ctx, c, &request{method: http.MethodPut, path: "/triggers/" + seg(name), body: in})
+}
+
+// DeleteTrigger deletes a trigger and its pending firings.
+func (c *Client) DeleteTrigger(ctx context.Context, name string) (*Response, error) {
+	return c.do(ctx, &request{method: http.MethodDelete, path: "/triggers/" + seg(name)})
+}

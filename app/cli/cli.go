@@ -109,7 +109,7 @@ func New(env *Env) *cobra.Command {
 		newStart(g), newList(g), newStats(g), newShow(g), newHistory(g), newLogs(g), newResult(g),
 		newSignal(g), newUpdate(g), newQuery(g), newResume(g), newDecide(g, true), newDecide(g, false),
 		newCancel(g), newPause(g), newUnpause(g), newReset(g), newRetry(g), newResetWorkflow(g), newDelete(g), newOperations(g), newApprovals(g),
-		newSchedules(g), newEvents(g), newQueues(g), newWorkers(g), newBuilds(g), newTokens(g), newPrincipals(g), newAudit(g), newSecrets(g), newWebhooks(g), newDocuments(g), newDefinitions(g), newVersions(g),
+		newSchedules(g), newEvents(g), newTriggers(g), newQueues(g), newWorkers(g), newBuilds(g), newTokens(g), newPrincipals(g), newAudit(g), newSecrets(g), newWebhooks(g), newDocuments(g), newDefinitions(g), newVersions(g),
 		newServer(g), newBench(g), newVet(g), newReplay(g), newPayloads(g),
 	)
 	root.SetFlagErrorFunc(flagError)

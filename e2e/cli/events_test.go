@@ -5,6 +5,7 @@ import (
 	"regexp"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/hephaestus-go/hephaestus/internal/pgtest"
 )
@@ -63,8 +64,37 @@ func testEvents(t *testing.T, c *client) {
 		t.Fatalf("heph events: %s", out)
 	}
 
+	testTriggers(t, c)
+
 	c.fails(exitNotFound, "not found", "events", "show", "nope")
 	c.fails(exitUsage, "--data is not valid JSON", "events", "send", "x", "--data", "{")
 	c.fails(exitUsage, "--after", "events", "ls", "--after", "yesterday")
 	c.fails(exitFailure, "segment 2", "events", "ls", "--field", "a..b", "--value", "1")
+}
+
+// testTriggers puts a managed trigger, lists and shows it, sends an event
+// it fires on (the server has no flow "onboard": the firing fails, and
+// says why), and deletes it.
+func testTriggers(t *testing.T, c *client) {
+	lines(t, c.ok("triggers", "put", "welcome", "--event", "user.joined", "--target-name", "onboard", "--filter", `event.data.plan == "pro"`),
+		`^name: +welcome$`, `^target: +flow onboard$`, `^declared: +false$`)
+	if out := c.ok("triggers").stdout; !regexp.MustCompile(`(?m)^welcome +user\.joined +flow onboard +event\.data\.plan == "pro" +false$`).MatchString(out) {
+		t.Fatalf("heph triggers: %s", out)
+	}
+	c.ok("events", "send", "user.joined", "--data", `{"plan": "pro"}`, "--id", "join-1")
+	deadline := time.Now().Add(time.Minute)
+	for {
+		out := c.ok("events", "show", "join-1").stdout
+		if regexp.MustCompile(`(?m)^trigger welcome: +failed run \S+: .*not found`).MatchString(out) {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the firing of join-1: %s", out)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	c.fails(exitUsage, "--event and --target-name are required", "triggers", "put", "x", "--event", "e")
+	c.fails(exitFailure, "filter", "triggers", "put", "x", "--event", "e", "--target-name", "f", "--filter", "event.data.n >")
+	c.ok("triggers", "rm", "welcome")
+	c.fails(exitNotFound, "not found", "triggers", "show", "welcome")
 }

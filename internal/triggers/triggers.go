@@ -58,14 +58,21 @@ type Config struct {
 	NewID func() string
 }
 
-// Service dispatches the firings of the triggers declared to it.
+// Service dispatches the firings of the triggers declared to it, and of
+// the triggers managed at run time (stored, not declared in code), which
+// every started service carries out.
 type Service struct {
 	cfg   Config
 	mu    sync.Mutex
 	progs map[string]*compiled
-	wake  chan struct{}
-	stop  context.CancelFunc
-	wg    sync.WaitGroup
+	// managed are the stored triggers not declared in code, as last read
+	// (at refreshed; stale asks for a read at the next dispatch).
+	managed   map[string]*compiled
+	refreshed time.Time
+	stale     bool
+	wake      chan struct{}
+	stop      context.CancelFunc
+	wg        sync.WaitGroup
 }
 
 type compiled struct {
@@ -75,7 +82,7 @@ type compiled struct {
 
 // New returns a Service; it starts nothing until Start.
 func New(cfg *Config) *Service {
-	return &Service{cfg: *cfg, progs: map[string]*compiled{}, wake: make(chan struct{}, 1)}
+	return &Service{cfg: *cfg, progs: map[string]*compiled{}, managed: map[string]*compiled{}, stale: true, wake: make(chan struct{}, 1)}
 }
 
 var (
@@ -160,6 +167,82 @@ func (s *Service) Declare(ctx context.Context, ts ...*store.Trigger) error {
 	return nil
 }
 
+// Put compiles and stores a trigger managed at run time (not declared in
+// code); every started service carries it out from its next read.
+func (s *Service) Put(ctx context.Context, t *store.Trigger) error {
+	if _, _, err := Compile(t); err != nil {
+		return err
+	}
+	c := *t
+	c.Declared = false
+	if err := s.cfg.Triggers.PutTriggers(ctx, &store.PutTriggersParams{Triggers: []*store.Trigger{&c}, Now: s.cfg.Clock.Now()}); err != nil {
+		return err
+	}
+	s.Refresh()
+	return nil
+}
+
+// Delete deletes a trigger and its pending firings; this service stops
+// carrying it out (a trigger declared here is forgotten until declared
+// again).
+func (s *Service) Delete(ctx context.Context, name string) error {
+	if err := s.cfg.Triggers.DeleteTrigger(ctx, name); err != nil {
+		return err
+	}
+	s.mu.Lock()
+	delete(s.progs, name)
+	s.mu.Unlock()
+	s.Refresh()
+	return nil
+}
+
+// Refresh makes the next dispatch read the managed triggers again (one
+// was put or deleted here).
+func (s *Service) Refresh() {
+	s.mu.Lock()
+	s.stale = true
+	s.mu.Unlock()
+	s.Wake()
+}
+
+// refresh reads the managed triggers when they are stale or were read an
+// Interval ago, compiling those that are new or changed. A stored trigger
+// that does not compile (stored by another version of the program) is
+// logged and left alone.
+func (s *Service) refresh(ctx context.Context) error {
+	now := s.cfg.Clock.Now()
+	s.mu.Lock()
+	due := s.stale || now.Sub(s.refreshed) >= s.cfg.Interval
+	s.mu.Unlock()
+	if !due {
+		return nil
+	}
+	ts, err := s.cfg.Triggers.ListTriggers(ctx)
+	if err != nil {
+		return fmt.Errorf("list triggers: %w", err)
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	next := make(map[string]*compiled, len(ts))
+	for _, t := range ts {
+		if t.Declared {
+			continue
+		}
+		if c := s.managed[t.Name]; c != nil && c.t.UpdatedAt.Equal(t.UpdatedAt) && *c.t == *t {
+			next[t.Name] = c
+			continue
+		}
+		f, in, err := Compile(t)
+		if err != nil {
+			s.cfg.Logger.Error("triggers: a stored trigger does not compile", slog.String("trigger", t.Name), slog.Any("err", err))
+			continue
+		}
+		next[t.Name] = &compiled{t: t, filter: f, input: in}
+	}
+	s.managed, s.refreshed, s.stale = next, now, false
+	return nil
+}
+
 // Wake makes the loop look for firings now (an event was sent here).
 func (s *Service) Wake() {
 	select {
@@ -214,14 +297,24 @@ func (s *Service) loop(ctx context.Context) {
 // on each; it returns how many it claimed. Tests call it to step the
 // service without its loop.
 func (s *Service) Dispatch(ctx context.Context) (int, error) {
+	if err := s.refresh(ctx); err != nil {
+		return 0, err
+	}
 	s.mu.Lock()
-	names := make([]string, 0, len(s.progs))
-	for n := range s.progs {
-		names = append(names, n)
+	progs := make(map[string]*compiled, len(s.progs)+len(s.managed))
+	for n, c := range s.managed {
+		progs[n] = c
+	}
+	for n, c := range s.progs {
+		progs[n] = c // declared in code here: this process's definition wins
 	}
 	s.mu.Unlock()
-	if len(names) == 0 {
+	if len(progs) == 0 {
 		return 0, nil
+	}
+	names := make([]string, 0, len(progs))
+	for n := range progs {
+		names = append(names, n)
 	}
 	ids := make([]string, claimBatch)
 	for i := range ids {
@@ -234,7 +327,7 @@ func (s *Service) Dispatch(ctx context.Context) (int, error) {
 	}
 	var errs []error
 	for _, f := range fs {
-		if err := s.fire(ctx, f); err != nil {
+		if err := s.fire(ctx, progs[f.Trigger], f); err != nil {
 			errs = append(errs, err)
 		}
 	}
@@ -242,10 +335,7 @@ func (s *Service) Dispatch(ctx context.Context) (int, error) {
 }
 
 // fire acts on one leased firing and ends it.
-func (s *Service) fire(ctx context.Context, f *store.Firing) error {
-	s.mu.Lock()
-	c := s.progs[f.Trigger]
-	s.mu.Unlock()
+func (s *Service) fire(ctx context.Context, c *compiled, f *store.Firing) error {
 	status, msg := store.FiringStarted, ""
 	input, ok, err := c.evaluate(f.Event)
 	switch {

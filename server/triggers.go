@@ -1,0 +1,101 @@
+package server
+
+import (
+	"net/http"
+	"time"
+
+	hephaestus "github.com/hephaestus-go/hephaestus"
+)
+
+// Trigger is a stored trigger, as the API gives it: declared in code by a
+// program, or managed at run time through the API.
+type Trigger struct {
+	Name       string    `json:"name"`
+	Event      string    `json:"event"`
+	TargetKind string    `json:"target_kind"`
+	TargetName string    `json:"target_name"`
+	Filter     string    `json:"filter,omitempty"`
+	Input      string    `json:"input,omitempty"`
+	Declared   bool      `json:"declared"`
+	CreatedAt  time.Time `json:"created_at"`
+	UpdatedAt  time.Time `json:"updated_at"`
+}
+
+// TriggerList is every stored trigger, by name.
+type TriggerList struct {
+	Triggers []*Trigger `json:"triggers"`
+}
+
+type triggerBody struct {
+	Event      string `json:"event"`
+	TargetKind string `json:"target_kind"`
+	TargetName string `json:"target_name"`
+	Filter     string `json:"filter"`
+	Input      string `json:"input"`
+}
+
+func triggerJSON(t *hephaestus.StoredTrigger) *Trigger {
+	return &Trigger{Name: t.Name, Event: t.Event, TargetKind: string(t.Target), TargetName: t.TargetName,
+		Filter: t.Filter, Input: t.Input, Declared: t.Declared, CreatedAt: t.CreatedAt, UpdatedAt: t.UpdatedAt}
+}
+
+func (s *Server) listTriggers(c *call) error {
+	ts, err := s.cfg.Client.ListTriggers(c.ctx())
+	if err != nil {
+		return err
+	}
+	out := &TriggerList{Triggers: make([]*Trigger, len(ts))}
+	for i, t := range ts {
+		out.Triggers[i] = triggerJSON(t)
+	}
+	return c.json(http.StatusOK, out)
+}
+
+func (s *Server) getTrigger(c *call) error {
+	t, err := s.cfg.Client.GetTrigger(c.ctx(), c.r.PathValue("name"))
+	if err != nil {
+		return err
+	}
+	return c.json(http.StatusOK, triggerJSON(t))
+}
+
+// putTrigger creates or replaces a managed trigger: 201 when new, 200
+// when replaced; 409 for a trigger declared in code.
+func (s *Server) putTrigger(c *call) error {
+	name := c.r.PathValue("name")
+	c.target = name
+	var b triggerBody
+	if err := c.decode(&b, false); err != nil {
+		return err
+	}
+	for _, f := range [...][2]string{{"event", b.Event}, {"target_kind", b.TargetKind}, {"target_name", b.TargetName}} {
+		if f[1] == "" {
+			return fieldProblem(f[0], "is required")
+		}
+	}
+	_, err := s.cfg.Client.GetTrigger(c.ctx(), name)
+	status := http.StatusOK
+	if err != nil {
+		status = http.StatusCreated
+	}
+	if err := s.cfg.Client.PutTrigger(c.ctx(), &hephaestus.Trigger{Name: name, Event: b.Event, Target: hephaestus.TargetKind(b.TargetKind),
+		TargetName: b.TargetName, Filter: b.Filter, Input: b.Input}); err != nil {
+		return err
+	}
+	t, err := s.cfg.Client.GetTrigger(c.ctx(), name)
+	if err != nil {
+		return err
+	}
+	return c.json(status, triggerJSON(t))
+}
+
+func (s *Server) deleteTrigger(c *call) error {
+	name := c.r.PathValue("name")
+	c.target = name
+	if err := s.cfg.Client.DeleteTrigger(c.ctx(), name); err != nil {
+		return err
+	}
+	c.wrote = true
+	c.w.WriteHeader(http.StatusNoContent)
+	return nil
+}

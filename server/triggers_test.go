@@ -1,0 +1,91 @@
+package server
+
+import (
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+
+	heph "github.com/hephaestus-go/hephaestus"
+)
+
+// Triggers through the API: a managed trigger put (201, then 200 when
+// replaced), listed with the declared one, read, used by the server's
+// client, deleted (204, then 404); a declared trigger is not replaced
+// (409); bad input names the field or the expression; who may do what.
+func TestTriggersAPI(t *testing.T) {
+	forEach(t, func(t *testing.T, b backend) {
+		e := newEnv(t, b, &Config{})
+		reader := e.token("reader", RoleRead)
+		e.api.token = e.token("operator", RoleOperator)
+		ctx := t.Context()
+		if err := e.client.DeclareTriggers(ctx, &heph.Trigger{Name: "coded", Event: "x", Target: heph.TargetFlow, TargetName: "greet"}); err != nil {
+			t.Fatal(err)
+		}
+		body := map[string]any{"event": "user.joined", "target_kind": "flow", "target_name": "greet", "input": `{"name": event.data.user}`}
+		var tr Trigger
+		e.api.call(http.MethodPut, "/api/v1/triggers/welcome", body, http.StatusCreated, &tr)
+		if tr.Name != "welcome" || tr.Declared || tr.Event != "user.joined" || tr.CreatedAt.IsZero() {
+			t.Fatalf("put: %+v", tr)
+		}
+		body["filter"] = `event.data.user != "bot"`
+		e.api.call(http.MethodPut, "/api/v1/triggers/welcome", body, http.StatusOK, &tr)
+		if tr.Filter != `event.data.user != "bot"` {
+			t.Fatalf("replace: %+v", tr)
+		}
+		var list TriggerList
+		e.api.do(req{method: http.MethodGet, path: "/api/v1/triggers", token: reader}).decode(t, &list)
+		if len(list.Triggers) != 2 || list.Triggers[0].Name != "coded" || !list.Triggers[0].Declared || list.Triggers[1].Name != "welcome" {
+			t.Fatalf("list: %+v", list.Triggers)
+		}
+		// The server's client carries it out.
+		if _, err := e.client.SendEvent(ctx, "user.joined", map[string]any{"user": "ada"}, &heph.SendEventOptions{ID: "j1"}); err != nil {
+			t.Fatal(err)
+		}
+		var ev SentEvent
+		for {
+			e.api.call(http.MethodGet, "/api/v1/events/j1", nil, http.StatusOK, &ev)
+			if len(ev.Firings) == 1 && ev.Firings[0].Status != heph.FiringPending {
+				break
+			}
+			if _, err := e.client.DispatchTriggers(ctx); err != nil {
+				t.Fatal(err)
+			}
+			select {
+			case <-ctx.Done():
+				t.Fatalf("the firing stays pending: %+v", ev.Firings)
+			case <-time.After(10 * time.Millisecond):
+			}
+		}
+		if ev.Firings[0].Status != heph.FiringStarted {
+			t.Fatalf("firing: %+v", ev.Firings[0])
+		}
+		if r := e.waitStatus(ev.Firings[0].RunID, heph.StatusCompleted); !strings.Contains(string(r.Output), "hello ada") {
+			t.Fatalf("run output %s", r.Output)
+		}
+
+		p := e.api.do(req{method: http.MethodPut, path: "/api/v1/triggers/coded", body: body}).problem(t, http.StatusConflict)
+		if !strings.Contains(p.Detail, "declared in code") {
+			t.Errorf("put over a declared trigger: %s", p.Detail)
+		}
+		for _, bad := range []struct {
+			body map[string]any
+			want string
+		}{
+			{map[string]any{"target_kind": "flow", "target_name": "greet"}, "event: is required"},
+			{map[string]any{"event": "e", "target_kind": "cron", "target_name": "greet"}, `target kind "cron"`},
+			{map[string]any{"event": "e", "target_kind": "flow", "target_name": "greet", "filter": "event.data.n >"}, "filter"},
+			{map[string]any{"event": "e", "target_kind": "flow", "target_name": "greet", "input": "{"}, "input"},
+		} {
+			r := e.api.do(req{method: http.MethodPut, path: "/api/v1/triggers/bad", body: bad.body, unchecked: true})
+			if p := r.problem(t, http.StatusBadRequest); !strings.Contains(p.Detail, bad.want) {
+				t.Errorf("put %v: %s, want %q", bad.body, p.Detail, bad.want)
+			}
+		}
+		e.api.do(req{method: http.MethodPut, path: "/api/v1/triggers/welcome", body: body, token: reader}).problem(t, http.StatusForbidden)
+		e.api.do(req{method: http.MethodDelete, path: "/api/v1/triggers/welcome", token: reader}).problem(t, http.StatusForbidden)
+		e.api.call(http.MethodDelete, "/api/v1/triggers/welcome", nil, http.StatusNoContent, nil)
+		e.api.do(req{method: http.MethodDelete, path: "/api/v1/triggers/welcome"}).problem(t, http.StatusNotFound)
+		e.api.do(req{method: http.MethodGet, path: "/api/v1/triggers/welcome"}).problem(t, http.StatusNotFound)
+	})
+}
