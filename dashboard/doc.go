@@ -1,5 +1,6 @@
 // Package dashboard is the web dashboard of Hephaestus: the runs with
-// their DAG, timeline and history, the approvals inbox, schedules,
+// their DAG, timeline and history, the approvals inbox, schedules, the
+// events sent to the engine with the runs their triggers started,
 // queues, workers, definitions and an overview, served by `heph server`
 // at / beside the API.
 //

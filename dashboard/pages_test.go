@@ -1,6 +1,7 @@
 package dashboard_test
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"net/url"
@@ -67,6 +68,9 @@ func TestPagesLoad(t *testing.T) {
 	reader := e.token("viewer", server.RoleRead)
 	gate := e.startDoc("leave", map[string]string{"who": "ann"})
 	e.waitStatus(gate, heph.StatusWaiting)
+	if _, err := e.client.SendEvent(context.Background(), "leave.asked", map[string]string{"who": "ann"}, &heph.SendEventOptions{ID: "ask-1"}); err != nil {
+		t.Fatal(err)
+	}
 
 	pages := []struct {
 		path string
@@ -76,6 +80,8 @@ func TestPagesLoad(t *testing.T) {
 		{"/overview", ""},
 		{"/approvals", "button.approve"},
 		{"/schedules", "button.pause"},
+		{"/events", ""},
+		{"/events/ask-1", ""},
 		{"/queues", "button.resume"},
 		{"/workers", ""},
 		{"/definitions", "#doc-submit"},

@@ -67,6 +67,9 @@ type runData struct {
 	Children []*server.Run
 	// MoreChildren is set when the run has more children than listed.
 	MoreChildren bool
+	// StartedBy is the event whose trigger started the run (nil for a
+	// run no trigger started).
+	StartedBy *startedBy
 	// Waiting are the steps that wait to be resumed from outside, with
 	// the events that resume them; gates among them are approval gates.
 	Waiting []waitingStep
@@ -128,6 +131,10 @@ func (d *runData) OtherMetadata() []metaPair {
 		// created_by has its own line; document is the document
 		// reference; flowdoc.* is what a document's compiler records.
 		if k == "created_by" || k == "document" || strings.HasPrefix(k, "flowdoc.") {
+			continue
+		}
+		// event and trigger make the Started by line.
+		if d.StartedBy != nil && (k == "event" || k == "trigger") {
 			continue
 		}
 		out = append(out, metaPair{Key: k, Value: metaText(v)})
@@ -199,6 +206,9 @@ func (d *Dashboard) runPage(r *http.Request) (string, any, error) {
 		return "", nil, err
 	}
 	if err := d.family(r, run, data); err != nil {
+		return "", nil, err
+	}
+	if data.StartedBy, err = d.runStartedBy(r, run); err != nil {
 		return "", nil, err
 	}
 

@@ -180,7 +180,7 @@ func TestEveryPageLoads(t *testing.T) {
 				}
 			}
 			t.Logf("%d pages loaded", len(seen))
-			for _, want := range []string{"/"} {
+			for _, want := range []string{"/", "/events"} {
 				if !seen[want] {
 					t.Errorf("no link led to %s", want)
 				}
