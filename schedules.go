@@ -10,6 +10,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/hephaestus-go/hephaestus/businesskey"
 	"github.com/hephaestus-go/hephaestus/hephtype"
 	"github.com/hephaestus-go/hephaestus/internal/cronspec"
 	"github.com/hephaestus-go/hephaestus/internal/flowrt"
@@ -596,7 +597,7 @@ func (c *Client) startTarget(ctx context.Context, s *store.Schedule, runID strin
 	if len(s.Input) > 0 {
 		input = json.RawMessage(s.Input)
 	}
-	r, err := c.startKind(ctx, s.TargetKind, s.TargetName, input, runID, map[string]any{"schedule": s.ID})
+	r, err := c.startKind(ctx, s.TargetKind, s.TargetName, input, &kindStart{RunID: runID, Meta: map[string]any{"schedule": s.ID}})
 	if errors.Is(err, errTargetKind) {
 		return nil, fmt.Errorf("%w: schedule %q: target kind %q", ErrInvalidInput, s.ID, s.TargetKind)
 	}
@@ -605,25 +606,46 @@ func (c *Client) startTarget(ctx context.Context, s *store.Schedule, runID strin
 
 var errTargetKind = errors.New("unknown target kind")
 
+// kindStart are the options of startKind.
+type kindStart struct {
+	RunID string
+	Meta  map[string]any
+	// BusinessKey, when set, is the run's business key value (a flow's or
+	// document's), workflow id, or job unique key; ConcurrencyKey its
+	// concurrency key.
+	BusinessKey, ConcurrencyKey string
+}
+
 // startKind starts a run of a flow, job kind, workflow or document by
-// name, with a given id and metadata.
-func (c *Client) startKind(ctx context.Context, kind, name string, input any, runID string, meta map[string]any) (*store.Run, error) {
+// name, with a given id, metadata and keys.
+func (c *Client) startKind(ctx context.Context, kind, name string, input any, o *kindStart) (*store.Run, error) {
+	so := &flowrt.StartOptions{RunID: o.RunID, Metadata: o.Meta, ConcurrencyKey: o.ConcurrencyKey}
+	if o.BusinessKey != "" && kind != store.TargetJob {
+		so.BusinessValue = o.BusinessKey
+	}
 	switch kind {
 	case store.TargetFlow, store.TargetJob:
-		o, err := c.versioned(ctx, name, input, &flowrt.StartOptions{RunID: runID, Metadata: meta, Job: kind == store.TargetJob})
+		if o.BusinessKey != "" && kind == store.TargetJob {
+			if err := businesskey.ValidateValue(o.BusinessKey); err != nil {
+				return nil, fmt.Errorf("%w: business key: %w", ErrInvalidInput, err)
+			}
+			so.BusinessID, so.KeyScope = uniqueKeyName+businesskey.Separator+"k-"+o.BusinessKey, businesskey.ScopeActive
+		}
+		so.Job = kind == store.TargetJob
+		vo, err := c.versioned(ctx, name, input, so)
 		if err != nil {
 			return nil, err
 		}
 		// A flow this process lacks starts from its catalog stub: a tick
 		// never fails for want of the code.
-		if err := c.ensureStub(ctx, name, o.Version); err != nil {
+		if err := c.ensureStub(ctx, name, vo.Version); err != nil {
 			return nil, err
 		}
-		return c.flows.Start(ctx, name, input, o)
+		return c.flows.Start(ctx, name, input, vo)
 	case store.TargetWorkflow:
-		return c.wf.StartWorkflow(ctx, name, input, &wfrt.StartOptions{RunID: runID, Metadata: meta})
+		return c.wf.StartWorkflow(ctx, name, input, &wfrt.StartOptions{RunID: o.RunID, Metadata: o.Meta, ID: o.BusinessKey, ConcurrencyKey: o.ConcurrencyKey})
 	case store.TargetDocument:
-		return c.startDocument(ctx, name, 0, input, &flowrt.StartOptions{RunID: runID, Metadata: meta})
+		return c.startDocument(ctx, name, 0, input, so)
 	}
 	return nil, errTargetKind
 }

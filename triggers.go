@@ -2,7 +2,6 @@ package hephaestus
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"time"
@@ -39,6 +38,16 @@ type Trigger struct {
 	// input: {"order": event.data.order}. When empty, the input is the
 	// event's data.
 	Input string
+	// BusinessKey, when set, is a CEL expression (a string, or an
+	// integral number) whose value is the run's business key: the value
+	// of the business key a flow or document declares, a workflow's id,
+	// or a job's unique key (JobOptions.UniqueKey). While a run holds it,
+	// the firing of another event with the same key ends skipped, saying
+	// so: one active run per key.
+	BusinessKey string
+	// ConcurrencyKey, when set, is a CEL expression whose value is the
+	// run's concurrency key (the queue's per-key limit applies).
+	ConcurrencyKey string
 }
 
 // ErrTriggerNotFound: no trigger has the given name.
@@ -109,7 +118,8 @@ func (c *Client) PutTrigger(ctx context.Context, t *Trigger) error {
 }
 
 func storeTrigger(t *Trigger) *store.Trigger {
-	return &store.Trigger{Name: t.Name, Event: t.Event, TargetKind: string(t.Target), TargetName: t.TargetName, Filter: t.Filter, Input: t.Input}
+	return &store.Trigger{Name: t.Name, Event: t.Event, TargetKind: string(t.Target), TargetName: t.TargetName, Filter: t.Filter, Input: t.Input,
+		BusinessKey: t.BusinessKey, ConcurrencyKey: t.ConcurrencyKey}
 }
 
 // ListTriggers returns every stored trigger, declared and managed, by
@@ -150,7 +160,8 @@ func (c *Client) DeleteTrigger(ctx context.Context, name string) error {
 
 func storedTrigger(t *store.Trigger) *StoredTrigger {
 	return &StoredTrigger{
-		Trigger:  Trigger{Name: t.Name, Event: t.Event, Target: TargetKind(t.TargetKind), TargetName: t.TargetName, Filter: t.Filter, Input: t.Input},
+		Trigger: Trigger{Name: t.Name, Event: t.Event, Target: TargetKind(t.TargetKind), TargetName: t.TargetName, Filter: t.Filter, Input: t.Input,
+			BusinessKey: t.BusinessKey, ConcurrencyKey: t.ConcurrencyKey},
 		Declared: t.Declared, CreatedAt: t.CreatedAt, UpdatedAt: t.UpdatedAt,
 	}
 }
@@ -181,14 +192,18 @@ func (c *Client) newTriggers() *triggers.Service {
 	return triggers.New(&triggers.Config{
 		Store: c.cfg.Store, Triggers: c.cfg.Store, Clock: c.cfg.Clock, Logger: c.cfg.Logger,
 		Owner: c.cfg.WorkerID, LeaseFor: c.cfg.LeaseDuration, Interval: 10 * c.cfg.PollInterval, NewID: newID,
-		Start: func(ctx context.Context, t *store.Trigger, input json.RawMessage, runID, eventID string) error {
+		Start: func(ctx context.Context, t *store.Trigger, p *triggers.StartParams) error {
 			var in any
-			if len(input) > 0 {
-				in = input
+			if len(p.Input) > 0 {
+				in = p.Input
 			}
-			_, err := c.startKind(ctx, t.TargetKind, t.TargetName, in, runID, map[string]any{"event": eventID, "trigger": t.Name})
-			if errors.Is(err, ErrRunExists) {
+			_, err := c.startKind(ctx, t.TargetKind, t.TargetName, in, &kindStart{RunID: p.RunID, Meta: map[string]any{"event": p.EventID, "trigger": t.Name},
+				BusinessKey: p.BusinessKey, ConcurrencyKey: p.ConcurrencyKey})
+			switch {
+			case errors.Is(err, ErrRunExists):
 				return nil // claimed again after a start whose end was not recorded
+			case errors.Is(err, ErrDuplicateRun):
+				return fmt.Errorf("%w: business key %q: %w", triggers.ErrSkip, p.BusinessKey, err)
 			}
 			return err
 		},

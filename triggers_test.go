@@ -12,6 +12,7 @@ import (
 
 	heph "github.com/hephaestus-go/hephaestus"
 	"github.com/hephaestus-go/hephaestus/clock"
+	"github.com/hephaestus-go/hephaestus/flow"
 	"github.com/hephaestus-go/hephaestus/store"
 )
 
@@ -223,5 +224,90 @@ func TestManagedTriggers(t *testing.T) {
 	}
 	if fs, err := c1.EventFirings(ctx, "p3"); err != nil || len(fs) != 0 {
 		t.Fatalf("firings after the delete: %+v, %v", fs, err)
+	}
+}
+
+// Trigger keys: the business key makes one active run per key (a second
+// event with the key while the run waits ends skipped, saying why; after
+// the run ends, the key is free again), for a flow and a workflow; the
+// concurrency key is stored on the run.
+func TestTriggerKeys(t *testing.T) {
+	clk := clock.NewFake(time.Date(2032, 3, 1, 0, 0, 0, 0, time.UTC))
+	c := docClient(t, filepath.Join(t.TempDir(), "keys.db"), clk)
+	ctx := t.Context()
+	b := flow.New("invoice").BusinessKey("invoice", flow.ScopeActive)
+	flow.EventStep(b, "wait", func(ctx context.Context, in any) (flow.Result[any], error) { return flow.Wait[any](), nil }, flow.Events("paid"), flow.Waits(0))
+	keyed := b.Start("wait").Edge("wait", "paid", flow.Done).MustBuild()
+	if err := c.Register(keyed); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.RegisterWorkflows(echoWorkflow); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.DeclareTriggers(ctx,
+		&heph.Trigger{Name: "per-invoice", Event: "invoice.sent", Target: heph.TargetFlow, TargetName: "invoice",
+			BusinessKey: "event.data.invoice", ConcurrencyKey: `"tenant-" + event.data.tenant`},
+		&heph.Trigger{Name: "wf", Event: "invoice.sent", Target: heph.TargetWorkflow, TargetName: "echo", Input: `"hi"`,
+			BusinessKey: `"wf-" + string(int(event.data.invoice))`},
+		&heph.Trigger{Name: "bad-key", Event: "invoice.sent", Target: heph.TargetFlow, TargetName: "invoice", BusinessKey: "event.data.tenant == 'x'"},
+	); err != nil {
+		t.Fatal(err)
+	}
+	send := func(id string) map[string]*heph.TriggerFiring {
+		t.Helper()
+		if _, err := c.SendEvent(ctx, "invoice.sent", map[string]any{"invoice": 42, "tenant": "acme"}, &heph.SendEventOptions{ID: id}); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := c.DispatchTriggers(ctx); err != nil {
+			t.Fatal(err)
+		}
+		fs, err := c.EventFirings(ctx, id)
+		if err != nil {
+			t.Fatal(err)
+		}
+		out := map[string]*heph.TriggerFiring{}
+		for _, f := range fs {
+			out[f.Trigger] = f
+		}
+		return out
+	}
+	first := send("s1")
+	if f := first["per-invoice"]; f.Status != heph.FiringStarted {
+		t.Fatalf("first per-invoice: %+v", f)
+	}
+	if f := first["bad-key"]; f.Status != heph.FiringFailed || !strings.Contains(f.Error, "not a string or a number") {
+		t.Fatalf("bad-key: %+v", f)
+	}
+	r, err := c.GetRun(ctx, first["per-invoice"].RunID)
+	if err != nil || r.BusinessID != "invoice::42" || r.ConcurrencyKey != "tenant-acme" {
+		t.Fatalf("the keyed run: %+v, %v", r, err)
+	}
+	if w, err := c.GetRun(ctx, first["wf"].RunID); err != nil || w.BusinessID != "id::wf-42" {
+		t.Fatalf("the workflow run: %+v, %v", w, err)
+	}
+	// The flow's run still waits: the same key is taken.
+	second := send("s2")
+	if f := second["per-invoice"]; f.Status != heph.FiringSkipped || !strings.Contains(f.Error, `business key "42"`) {
+		t.Fatalf("second per-invoice: %+v", f)
+	}
+	if err := c.Start(ctx); err != nil {
+		t.Fatal(err)
+	}
+	for {
+		err := c.ResumeRun(ctx, r.ID, "paid", nil)
+		if err == nil {
+			break
+		}
+		if !errors.Is(err, heph.ErrNotWaiting) || ctx.Err() != nil {
+			t.Fatalf("resume: %v", err)
+		}
+		time.Sleep(10 * time.Millisecond) // the step has not run yet
+	}
+	if _, err := c.WaitRun(ctx, r.ID); err != nil {
+		t.Fatal(err)
+	}
+	// Ended: the key is free, a third event starts a new run.
+	if f := send("s3")["per-invoice"]; f.Status != heph.FiringStarted || f.RunID == r.ID {
+		t.Fatalf("third per-invoice: %+v", f)
 	}
 }

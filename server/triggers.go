@@ -10,15 +10,19 @@ import (
 // Trigger is a stored trigger, as the API gives it: declared in code by a
 // program, or managed at run time through the API.
 type Trigger struct {
-	Name       string    `json:"name"`
-	Event      string    `json:"event"`
-	TargetKind string    `json:"target_kind"`
-	TargetName string    `json:"target_name"`
-	Filter     string    `json:"filter,omitempty"`
-	Input      string    `json:"input,omitempty"`
-	Declared   bool      `json:"declared"`
-	CreatedAt  time.Time `json:"created_at"`
-	UpdatedAt  time.Time `json:"updated_at"`
+	Name       string `json:"name"`
+	Event      string `json:"event"`
+	TargetKind string `json:"target_kind"`
+	TargetName string `json:"target_name"`
+	Filter     string `json:"filter,omitempty"`
+	Input      string `json:"input,omitempty"`
+	// BusinessKey and ConcurrencyKey are CEL expressions of the run's
+	// keys.
+	BusinessKey    string    `json:"business_key,omitempty"`
+	ConcurrencyKey string    `json:"concurrency_key,omitempty"`
+	Declared       bool      `json:"declared"`
+	CreatedAt      time.Time `json:"created_at"`
+	UpdatedAt      time.Time `json:"updated_at"`
 }
 
 // TriggerList is every stored trigger, by name.
@@ -27,16 +31,18 @@ type TriggerList struct {
 }
 
 type triggerBody struct {
-	Event      string `json:"event"`
-	TargetKind string `json:"target_kind"`
-	TargetName string `json:"target_name"`
-	Filter     string `json:"filter"`
-	Input      string `json:"input"`
+	Event          string `json:"event"`
+	TargetKind     string `json:"target_kind"`
+	TargetName     string `json:"target_name"`
+	Filter         string `json:"filter"`
+	Input          string `json:"input"`
+	BusinessKey    string `json:"business_key"`
+	ConcurrencyKey string `json:"concurrency_key"`
 }
 
 func triggerJSON(t *hephaestus.StoredTrigger) *Trigger {
 	return &Trigger{Name: t.Name, Event: t.Event, TargetKind: string(t.Target), TargetName: t.TargetName,
-		Filter: t.Filter, Input: t.Input, Declared: t.Declared, CreatedAt: t.CreatedAt, UpdatedAt: t.UpdatedAt}
+		Filter: t.Filter, Input: t.Input, BusinessKey: t.BusinessKey, ConcurrencyKey: t.ConcurrencyKey, Declared: t.Declared, CreatedAt: t.CreatedAt, UpdatedAt: t.UpdatedAt}
 }
 
 func (s *Server) listTriggers(c *call) error {
@@ -79,7 +85,7 @@ func (s *Server) putTrigger(c *call) error {
 		status = http.StatusCreated
 	}
 	if err := s.cfg.Client.PutTrigger(c.ctx(), &hephaestus.Trigger{Name: name, Event: b.Event, Target: hephaestus.TargetKind(b.TargetKind),
-		TargetName: b.TargetName, Filter: b.Filter, Input: b.Input}); err != nil {
+		TargetName: b.TargetName, Filter: b.Filter, Input: b.Input, BusinessKey: b.BusinessKey, ConcurrencyKey: b.ConcurrencyKey}); err != nil {
 		return err
 	}
 	t, err := s.cfg.Client.GetTrigger(c.ctx(), name)

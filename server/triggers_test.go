@@ -29,8 +29,9 @@ func TestTriggersAPI(t *testing.T) {
 			t.Fatalf("put: %+v", tr)
 		}
 		body["filter"] = `event.data.user != "bot"`
+		body["concurrency_key"] = "event.data.user"
 		e.api.call(http.MethodPut, "/api/v1/triggers/welcome", body, http.StatusOK, &tr)
-		if tr.Filter != `event.data.user != "bot"` {
+		if tr.Filter != `event.data.user != "bot"` || tr.ConcurrencyKey != "event.data.user" {
 			t.Fatalf("replace: %+v", tr)
 		}
 		var list TriggerList
@@ -60,7 +61,7 @@ func TestTriggersAPI(t *testing.T) {
 		if ev.Firings[0].Status != heph.FiringStarted {
 			t.Fatalf("firing: %+v", ev.Firings[0])
 		}
-		if r := e.waitStatus(ev.Firings[0].RunID, heph.StatusCompleted); !strings.Contains(string(r.Output), "hello ada") {
+		if r := e.waitStatus(ev.Firings[0].RunID, heph.StatusCompleted); !strings.Contains(string(r.Output), "hello ada") || r.ConcurrencyKey != "ada" {
 			t.Fatalf("run output %s", r.Output)
 		}
 
@@ -76,6 +77,7 @@ func TestTriggersAPI(t *testing.T) {
 			{map[string]any{"event": "e", "target_kind": "cron", "target_name": "greet"}, `target kind "cron"`},
 			{map[string]any{"event": "e", "target_kind": "flow", "target_name": "greet", "filter": "event.data.n >"}, "filter"},
 			{map[string]any{"event": "e", "target_kind": "flow", "target_name": "greet", "input": "{"}, "input"},
+			{map[string]any{"event": "e", "target_kind": "flow", "target_name": "greet", "business_key": "event.data."}, "business key"},
 		} {
 			r := e.api.do(req{method: http.MethodPut, path: "/api/v1/triggers/bad", body: bad.body, unchecked: true})
 			if p := r.problem(t, http.StatusBadRequest); !strings.Contains(p.Detail, bad.want) {

@@ -91,6 +91,11 @@ type Trigger struct {
 	// Input, when set, computes the run's input from the event; empty:
 	// the event's data.
 	Input string
+	// BusinessKey and ConcurrencyKey, when set, compute the run's
+	// business key value and concurrency key from the event (CEL, a
+	// string).
+	BusinessKey    string
+	ConcurrencyKey string
 	// Declared marks a trigger declared in code (put at start).
 	Declared  bool
 	CreatedAt time.Time
@@ -163,8 +168,10 @@ func CheckTrigger(t *Trigger) error {
 	if t.TargetName == "" {
 		return fmt.Errorf("%w: trigger %q: the target name is empty", hephtype.ErrInvalidInput, t.Name)
 	}
-	if len(t.Filter) > MaxTriggerExprBytes || len(t.Input) > MaxTriggerExprBytes {
-		return fmt.Errorf("%w: trigger %q: filter and input are at most %d bytes", hephtype.ErrInvalidInput, t.Name, MaxTriggerExprBytes)
+	for _, e := range []string{t.Filter, t.Input, t.BusinessKey, t.ConcurrencyKey} {
+		if len(e) > MaxTriggerExprBytes {
+			return fmt.Errorf("%w: trigger %q: filter, input, business key and concurrency key are at most %d bytes", hephtype.ErrInvalidInput, t.Name, MaxTriggerExprBytes)
+		}
 	}
 	return nil
 }

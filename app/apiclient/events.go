@@ -90,15 +90,17 @@ func (c *Client) Events(ctx context.Context, p *ListEventsParams) (*EventList, *
 // Trigger is a stored trigger: declared in code, or managed through the
 // API (PutTrigger).
 type Trigger struct {
-	Name       string    `json:"name"`
-	Event      string    `json:"event"`
-	TargetKind string    `json:"target_kind"`
-	TargetName string    `json:"target_name"`
-	Filter     string    `json:"filter,omitempty"`
-	Input      string    `json:"input,omitempty"`
-	Declared   bool      `json:"declared"`
-	CreatedAt  time.Time `json:"created_at"`
-	UpdatedAt  time.Time `json:"updated_at"`
+	Name           string    `json:"name"`
+	Event          string    `json:"event"`
+	TargetKind     string    `json:"target_kind"`
+	TargetName     string    `json:"target_name"`
+	Filter         string    `json:"filter,omitempty"`
+	Input          string    `json:"input,omitempty"`
+	BusinessKey    string    `json:"business_key,omitempty"`
+	ConcurrencyKey string    `json:"concurrency_key,omitempty"`
+	Declared       bool      `json:"declared"`
+	CreatedAt      time.Time `json:"created_at"`
+	UpdatedAt      time.Time `json:"updated_at"`
 }
 
 // TriggerList is every stored trigger, by name.
@@ -108,11 +110,13 @@ type TriggerList struct {
 
 // TriggerInput is a managed trigger to put.
 type TriggerInput struct {
-	Event      string `json:"event"`
-	TargetKind string `json:"target_kind"`
-	TargetName string `json:"target_name"`
-	Filter     string `json:"filter,omitempty"`
-	Input      string `json:"input,omitempty"`
+	Event          string `json:"event"`
+	TargetKind     string `json:"target_kind"`
+	TargetName     string `json:"target_name"`
+	Filter         string `json:"filter,omitempty"`
+	Input          string `json:"input,omitempty"`
+	BusinessKey    string `json:"business_key,omitempty"`
+	ConcurrencyKey string `json:"concurrency_key,omitempty"`
 }
 
 // Triggers lists the stored triggers (GET /triggers).

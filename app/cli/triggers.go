@@ -73,7 +73,7 @@ func triggersShow(g *globals) *cobra.Command {
 
 func printTrigger(w io.Writer, t *apiclient.Trigger) error {
 	return kv(w, "name", t.Name, "event", t.Event, "target", t.TargetKind+" "+t.TargetName, "filter", t.Filter,
-		"input", t.Input, "declared", t.Declared, "created", t.CreatedAt, "updated", t.UpdatedAt)
+		"input", t.Input, "business key", t.BusinessKey, "concurrency key", t.ConcurrencyKey, "declared", t.Declared, "created", t.CreatedAt, "updated", t.UpdatedAt)
 }
 
 func triggersPut(g *globals) *cobra.Command {
@@ -107,6 +107,8 @@ func triggersPut(g *globals) *cobra.Command {
 	fl.StringVar(&in.TargetName, "target-name", "", "the name of the flow, workflow, document or job kind")
 	fl.StringVar(&in.Filter, "filter", "", "a CEL expression over event that must be true for a run to start")
 	fl.StringVar(&in.Input, "input", "", "a CEL expression whose value is the run's input (default: the event's data)")
+	fl.StringVar(&in.BusinessKey, "business-key", "", "a CEL expression whose value is the run's business key: one active run per key")
+	fl.StringVar(&in.ConcurrencyKey, "concurrency-key", "", "a CEL expression whose value is the run's concurrency key")
 	return cmd
 }
 

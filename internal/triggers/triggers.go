@@ -14,6 +14,7 @@ import (
 	"fmt"
 	"log/slog"
 	"reflect"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -38,7 +39,22 @@ const claimBatch = 50
 
 // StartFunc starts the run of a trigger's target with an input and a run
 // id; a run that exists already (a firing claimed again) is success.
-type StartFunc func(ctx context.Context, t *store.Trigger, input json.RawMessage, runID string, eventID string) error
+type StartFunc func(ctx context.Context, t *store.Trigger, s *StartParams) error
+
+// StartParams is what a firing starts: the run's id, input and keys.
+type StartParams struct {
+	Input   json.RawMessage
+	RunID   string
+	EventID string
+	// BusinessKey and ConcurrencyKey are the trigger's key expressions'
+	// values ("" when it has none).
+	BusinessKey, ConcurrencyKey string
+}
+
+// ErrSkip, wrapped by a StartFunc's error, ends the firing skipped with
+// that error's text: the run is not started, and that is an answer, not
+// a failure (a run with the business key is active already).
+var ErrSkip = errors.New("skipped")
 
 // Config configures a Service.
 type Config struct {
@@ -76,8 +92,9 @@ type Service struct {
 }
 
 type compiled struct {
-	t             *store.Trigger
-	filter, input cel.Program
+	t                        *store.Trigger
+	filter, input            cel.Program
+	businessKey, concurrency cel.Program
 }
 
 // New returns a Service; it starts nothing until Start.
@@ -120,7 +137,39 @@ func Compile(t *store.Trigger) (filter, input cel.Program, err error) {
 			return nil, nil, fmt.Errorf("%w: trigger %q: input %q: %v", hephtype.ErrInvalidInput, t.Name, t.Input, err)
 		}
 	}
+	if _, _, err := compileKeys(t); err != nil {
+		return nil, nil, err
+	}
 	return filter, input, nil
+}
+
+// compileKeys compiles the business key and concurrency key expressions.
+func compileKeys(t *store.Trigger) (bk, ck cel.Program, err error) {
+	for _, k := range []struct {
+		what, src string
+		dst       *cel.Program
+	}{{"business key", t.BusinessKey, &bk}, {"concurrency key", t.ConcurrencyKey, &ck}} {
+		if k.src == "" {
+			continue
+		}
+		if *k.dst, err = program(k.src, false); err != nil {
+			return nil, nil, fmt.Errorf("%w: trigger %q: %s %q: %v", hephtype.ErrInvalidInput, t.Name, k.what, k.src, err)
+		}
+	}
+	return bk, ck, nil
+}
+
+// compile compiles every expression of a trigger.
+func compile(t *store.Trigger) (*compiled, error) {
+	f, in, err := Compile(t)
+	if err != nil {
+		return nil, err
+	}
+	bk, ck, err := compileKeys(t)
+	if err != nil {
+		return nil, err
+	}
+	return &compiled{t: t, filter: f, input: in, businessKey: bk, concurrency: ck}, nil
 }
 
 func program(src string, boolean bool) (cel.Program, error) {
@@ -143,13 +192,12 @@ func program(src string, boolean bool) (cel.Program, error) {
 func (s *Service) Declare(ctx context.Context, ts ...*store.Trigger) error {
 	cs := make([]*compiled, len(ts))
 	for i, t := range ts {
-		f, in, err := Compile(t)
-		if err != nil {
-			return err
-		}
 		c := *t
 		c.Declared = true
-		cs[i] = &compiled{t: &c, filter: f, input: in}
+		var err error
+		if cs[i], err = compile(&c); err != nil {
+			return err
+		}
 	}
 	put := make([]*store.Trigger, len(cs))
 	for i, c := range cs {
@@ -232,12 +280,12 @@ func (s *Service) refresh(ctx context.Context) error {
 			next[t.Name] = c
 			continue
 		}
-		f, in, err := Compile(t)
+		c, err := compile(t)
 		if err != nil {
 			s.cfg.Logger.Error("triggers: a stored trigger does not compile", slog.String("trigger", t.Name), slog.Any("err", err))
 			continue
 		}
-		next[t.Name] = &compiled{t: t, filter: f, input: in}
+		next[t.Name] = c
 	}
 	s.managed, s.refreshed, s.stale = next, now, false
 	return nil
@@ -337,14 +385,17 @@ func (s *Service) Dispatch(ctx context.Context) (int, error) {
 // fire acts on one leased firing and ends it.
 func (s *Service) fire(ctx context.Context, c *compiled, f *store.Firing) error {
 	status, msg := store.FiringStarted, ""
-	input, ok, err := c.evaluate(f.Event)
+	p, ok, err := c.evaluate(f.Event)
 	switch {
 	case err != nil:
 		status, msg = store.FiringFailed, err.Error()
 	case !ok:
 		status = store.FiringSkipped
 	default:
-		if err := s.cfg.Start(ctx, c.t, input, f.RunID, f.EventID); err != nil {
+		p.RunID, p.EventID = f.RunID, f.EventID
+		if err := s.cfg.Start(ctx, c.t, p); errors.Is(err, ErrSkip) {
+			status, msg = store.FiringSkipped, err.Error()
+		} else if err != nil {
 			if ctx.Err() != nil || !errors.Is(err, hephtype.ErrInvalidInput) && !isPermanent(err) {
 				// Left pending: the next claim after the lease tries again,
 				// with the same run id.
@@ -368,7 +419,7 @@ func isPermanent(err error) bool {
 
 // evaluate runs the filter (false: skip) and the input (the event's data
 // when none) over the event.
-func (c *compiled) evaluate(e *store.EventRecord) (json.RawMessage, bool, error) {
+func (c *compiled) evaluate(e *store.EventRecord) (*StartParams, bool, error) {
 	var data any
 	if len(e.Data) > 0 {
 		if err := json.Unmarshal(e.Data, &data); err != nil {
@@ -389,18 +440,53 @@ func (c *compiled) evaluate(e *store.EventRecord) (json.RawMessage, bool, error)
 			return nil, false, nil
 		}
 	}
-	if c.input == nil {
-		return e.Data, true, nil
+	p := &StartParams{Input: e.Data}
+	if c.input != nil {
+		out, _, err := c.input.Eval(vars)
+		if err != nil {
+			return nil, false, fmt.Errorf("input %q: %w", c.t.Input, err)
+		}
+		if p.Input, err = toJSON(out); err != nil {
+			return nil, false, fmt.Errorf("input %q: %w", c.t.Input, err)
+		}
 	}
-	out, _, err := c.input.Eval(vars)
+	var err error
+	if p.BusinessKey, err = keyOf(c.businessKey, "business key", c.t.BusinessKey, vars); err != nil {
+		return nil, false, err
+	}
+	if p.ConcurrencyKey, err = keyOf(c.concurrency, "concurrency key", c.t.ConcurrencyKey, vars); err != nil {
+		return nil, false, err
+	}
+	return p, true, nil
+}
+
+// keyOf evaluates a key expression: a string, or a number (an integral
+// one without a fraction: 42, not 42.0).
+func keyOf(p cel.Program, what, src string, vars map[string]any) (string, error) {
+	if p == nil {
+		return "", nil
+	}
+	out, _, err := p.Eval(vars)
 	if err != nil {
-		return nil, false, fmt.Errorf("input %q: %w", c.t.Input, err)
+		return "", fmt.Errorf("%s %q: %w", what, src, err)
 	}
-	b, err := toJSON(out)
-	if err != nil {
-		return nil, false, fmt.Errorf("input %q: %w", c.t.Input, err)
+	var k string
+	switch v := out.Value().(type) {
+	case string:
+		k = v
+	case int64:
+		k = strconv.FormatInt(v, 10)
+	case uint64:
+		k = strconv.FormatUint(v, 10)
+	case float64:
+		k = strconv.FormatFloat(v, 'f', -1, 64)
+	default:
+		return "", fmt.Errorf("%s %q gave %v, not a string or a number", what, src, out.Value())
 	}
-	return b, true, nil
+	if k == "" {
+		return "", fmt.Errorf("%s %q is empty", what, src)
+	}
+	return k, nil
 }
 
 var valueType = reflect.TypeFor[*structpb.Value]()

@@ -43,11 +43,44 @@ func TestEvaluate(t *testing.T) {
 		case !ok:
 			got = "skip"
 		default:
-			got = string(out)
+			got = string(out.Input)
 		}
 		if !strings.Contains(got, c.want) {
 			t.Errorf("filter %q input %q: %s, want %s", c.filter, c.input, got, c.want)
 		}
+	}
+}
+
+// Business and concurrency keys: strings as they are, integral numbers
+// without a fraction; anything else, or an empty key, is an error that
+// names the expression.
+func TestKeys(t *testing.T) {
+	ev := &store.EventRecord{ID: "e1", Name: "order.paid", Data: []byte(`{"order": 42, "ratio": 1.5, "tenant": "acme", "ok": true, "none": ""}`)}
+	for _, c := range []struct{ bk, ck, want string }{
+		{"event.data.order", `"tenant-" + event.data.tenant`, "42 / tenant-acme"},
+		{"event.data.ratio", "", "1.5 / "},
+		{"event.id + ':' + event.data.tenant", "int(event.data.order)", "e1:acme / 42"},
+		{"event.data.ok", "", `business key "event.data.ok" gave true, not a string or a number`},
+		{"", "event.data.none", `concurrency key "event.data.none" is empty`},
+		{"event.data.nope", "", `business key "event.data.nope": no such key`},
+	} {
+		tr, err := compile(&store.Trigger{Name: "t", Event: "order.paid", TargetKind: store.TargetFlow, TargetName: "f", BusinessKey: c.bk, ConcurrencyKey: c.ck})
+		if err != nil {
+			t.Fatalf("compile %q / %q: %v", c.bk, c.ck, err)
+		}
+		p, ok, err := tr.evaluate(ev)
+		got := ""
+		if err != nil {
+			got = err.Error()
+		} else if ok {
+			got = p.BusinessKey + " / " + p.ConcurrencyKey
+		}
+		if !strings.Contains(got, c.want) {
+			t.Errorf("keys %q / %q: %s, want %s", c.bk, c.ck, got, c.want)
+		}
+	}
+	if _, _, err := Compile(&store.Trigger{Name: "t", Event: "e", TargetKind: store.TargetFlow, TargetName: "f", BusinessKey: "event.data."}); err == nil || !strings.Contains(err.Error(), `trigger "t": business key`) {
+		t.Errorf("a business key that does not compile: %v", err)
 	}
 }
 

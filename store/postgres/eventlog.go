@@ -189,7 +189,7 @@ func (s *Store) PruneEvents(ctx context.Context, p *store.PruneEventsParams) (in
 	return int(n), nil
 }
 
-const triggerCols = "name, event, target_kind, target_name, filter, input, declared, created_at, updated_at"
+const triggerCols = "name, event, target_kind, target_name, filter, input, declared, created_at, updated_at, business_key, concurrency_key"
 
 // PutTriggers creates or replaces triggers, in one transaction.
 func (s *Store) PutTriggers(ctx context.Context, p *store.PutTriggersParams) error {
@@ -201,12 +201,13 @@ func (s *Store) PutTriggers(ctx context.Context, p *store.PutTriggersParams) err
 			return err
 		}
 	}
-	q := s.inSchema("INSERT INTO §triggers (" + triggerCols + ") VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $8) " +
-		"ON CONFLICT (name) DO UPDATE SET event = $2, target_kind = $3, target_name = $4, filter = $5, input = $6, declared = $7, updated_at = $8")
+	q := s.inSchema("INSERT INTO §triggers (" + triggerCols + ") VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $8, $9, $10) " +
+		"ON CONFLICT (name) DO UPDATE SET event = $2, target_kind = $3, target_name = $4, filter = $5, input = $6, declared = $7, updated_at = $8, " +
+		"business_key = $9, concurrency_key = $10")
 	err := s.idempotent(ctx, func(ctx context.Context) error {
 		return pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
 			for _, t := range p.Triggers {
-				if _, err := tx.Exec(ctx, q, t.Name, t.Event, t.TargetKind, t.TargetName, t.Filter, t.Input, t.Declared, truncate(p.Now)); err != nil {
+				if _, err := tx.Exec(ctx, q, t.Name, t.Event, t.TargetKind, t.TargetName, t.Filter, t.Input, t.Declared, truncate(p.Now), t.BusinessKey, t.ConcurrencyKey); err != nil {
 					return err
 				}
 			}
@@ -234,7 +235,7 @@ func (s *Store) ListTriggers(ctx context.Context) ([]*store.Trigger, error) {
 		defer rows.Close()
 		for rows.Next() {
 			var t store.Trigger
-			if err := rows.Scan(&t.Name, &t.Event, &t.TargetKind, &t.TargetName, &t.Filter, &t.Input, &t.Declared, &t.CreatedAt, &t.UpdatedAt); err != nil {
+			if err := rows.Scan(&t.Name, &t.Event, &t.TargetKind, &t.TargetName, &t.Filter, &t.Input, &t.Declared, &t.CreatedAt, &t.UpdatedAt, &t.BusinessKey, &t.ConcurrencyKey); err != nil {
 				return err
 			}
 			t.CreatedAt, t.UpdatedAt = t.CreatedAt.UTC(), t.UpdatedAt.UTC()

@@ -197,7 +197,7 @@ func (s *Store) PruneEvents(ctx context.Context, p *store.PruneEventsParams) (in
 	return int(n), nil
 }
 
-const triggerCols = "name, event, target_kind, target_name, filter, input, declared, created_at, updated_at"
+const triggerCols = "name, event, target_kind, target_name, filter, input, declared, created_at, updated_at, business_key, concurrency_key"
 
 // PutTriggers creates or replaces triggers.
 func (s *Store) PutTriggers(ctx context.Context, p *store.PutTriggersParams) error {
@@ -212,12 +212,12 @@ func (s *Store) PutTriggers(ctx context.Context, p *store.PutTriggersParams) err
 	err := s.withWriter(ctx, func(w *wconn) error {
 		return w.tx(func() error {
 			for _, t := range p.Triggers {
-				for _, a := range []driver.Value{t.Name, t.Event, t.TargetKind, t.TargetName, t.Filter, t.Input, boolInt(t.Declared), micros(p.Now)} {
+				for _, a := range []driver.Value{t.Name, t.Event, t.TargetKind, t.TargetName, t.Filter, t.Input, boolInt(t.Declared), micros(p.Now), t.BusinessKey, t.ConcurrencyKey} {
 					w.arg(a)
 				}
-				if err := w.adhocExec("INSERT INTO triggers (" + triggerCols + ") VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?8) " +
+				if err := w.adhocExec("INSERT INTO triggers (" + triggerCols + ") VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?8, ?9, ?10) " +
 					"ON CONFLICT (name) DO UPDATE SET event = ?2, target_kind = ?3, target_name = ?4, filter = ?5, input = ?6, " +
-					"declared = ?7, updated_at = ?8"); err != nil {
+					"declared = ?7, updated_at = ?8, business_key = ?9, concurrency_key = ?10"); err != nil {
 					return err
 				}
 			}
@@ -244,7 +244,7 @@ func (s *Store) ListTriggers(ctx context.Context) ([]*store.Trigger, error) {
 	for rows.Next() {
 		var t store.Trigger
 		var declared, created, updated int64
-		if err := rows.Scan(&t.Name, &t.Event, &t.TargetKind, &t.TargetName, &t.Filter, &t.Input, &declared, &created, &updated); err != nil {
+		if err := rows.Scan(&t.Name, &t.Event, &t.TargetKind, &t.TargetName, &t.Filter, &t.Input, &declared, &created, &updated, &t.BusinessKey, &t.ConcurrencyKey); err != nil {
 			return nil, s.fail("list triggers", err)
 		}
 		t.Declared, t.CreatedAt, t.UpdatedAt = declared != 0, fromMicros(created), fromMicros(updated)

@@ -195,10 +195,12 @@ func testTriggers(t *testing.T, h *harness) {
 	}
 	h.send("before", "order.paid", `{"n":0}`, at(0))
 	put(at(0), trig("fulfil", "order.paid"), trig("audit", "order.paid"), trig("bill", "invoice.paid"))
-	put(at(time.Minute), &store.Trigger{Name: "audit", Event: "order.paid", TargetKind: store.TargetJob, TargetName: "audit", Declared: true})
+	put(at(time.Minute), &store.Trigger{Name: "audit", Event: "order.paid", TargetKind: store.TargetJob, TargetName: "audit", Declared: true,
+		BusinessKey: "event.data.order", ConcurrencyKey: `"tenant-" + event.data.tenant`})
 	ts, err := h.s.ListTriggers(ctx)
 	if err != nil || len(ts) != 3 || ts[0].Name != "audit" || ts[0].TargetKind != store.TargetJob || !ts[0].Declared ||
-		!ts[0].CreatedAt.Equal(at(0)) || !ts[0].UpdatedAt.Equal(at(time.Minute)) || ts[2].Filter != "event.data.n > 0" {
+		!ts[0].CreatedAt.Equal(at(0)) || !ts[0].UpdatedAt.Equal(at(time.Minute)) || ts[2].Filter != "event.data.n > 0" ||
+		ts[0].BusinessKey != "event.data.order" || ts[0].ConcurrencyKey != `"tenant-" + event.data.tenant` || ts[1].BusinessKey != "" {
 		t.Fatalf("ListTriggers: %+v, %v", ts, err)
 	}
 	if err := h.s.PutTriggers(ctx, &store.PutTriggersParams{Triggers: []*store.Trigger{trig("ok", "x"), {Name: "bad", Event: "x", TargetKind: "nope", TargetName: "y"}}, Now: at(0)}); !errors.Is(err, hephtype.ErrInvalidInput) {

@@ -1,0 +1,2 @@
+ALTER TABLE triggers DROP COLUMN concurrency_key;
+ALTER TABLE triggers DROP COLUMN business_key;
