@@ -74,6 +74,14 @@ func TestMain(m *testing.M) {
 		}
 		os.Exit(0)
 	}
+	// The triggers' SIGKILL test runs it as the processes it kills.
+	if spec := os.Getenv(trigKillEnv); spec != "" {
+		if err := trigKillChild(spec); err != nil {
+			fmt.Fprintln(os.Stderr, "triggers kill child:", err)
+			os.Exit(1)
+		}
+		os.Exit(0)
+	}
 	// The chaos tests run it as their worker processes.
 	if spec := os.Getenv(chaosEnv); spec != "" {
 		if err := chaosChild(spec); err != nil {

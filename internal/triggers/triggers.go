@@ -37,6 +37,9 @@ const MaxCost = 100_000
 // claimBatch bounds the firings one claim leases.
 const claimBatch = 50
 
+// fireParallel bounds the firings of a batch carried out at once.
+const fireParallel = 8
+
 // StartFunc starts the run of a trigger's target with an input and a run
 // id; a run that exists already (a firing claimed again) is success.
 type StartFunc func(ctx context.Context, t *store.Trigger, s *StartParams) error
@@ -373,12 +376,19 @@ func (s *Service) Dispatch(ctx context.Context) (int, error) {
 	if err != nil {
 		return 0, fmt.Errorf("claim firings: %w", err)
 	}
-	var errs []error
-	for _, f := range fs {
-		if err := s.fire(ctx, progs[f.Trigger], f); err != nil {
-			errs = append(errs, err)
-		}
+	// The firings of a batch are independent (each has its run id and
+	// its fenced end): fireParallel of them at once.
+	errs := make([]error, len(fs))
+	sem := make(chan struct{}, fireParallel)
+	var wg sync.WaitGroup
+	for i, f := range fs {
+		sem <- struct{}{}
+		wg.Go(func() {
+			defer func() { <-sem }()
+			errs[i] = s.fire(ctx, progs[f.Trigger], f)
+		})
 	}
+	wg.Wait()
 	return len(fs), errors.Join(errs...)
 }
 
