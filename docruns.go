@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"maps"
 	"slices"
+	"strings"
 	"sync/atomic"
 
 	"github.com/hephaestus-go/hephaestus/flow"
@@ -75,16 +76,25 @@ func (c *Client) RegisterDocuments(ctx context.Context, reg *flowdoc.Registry) e
 			}
 		}
 		if page.Next == "" {
-			return c.declareDocumentSchedules(ctx, latest)
+			return c.declareFromDocuments(ctx, latest)
 		}
 		cursor = page.Next
 	}
 }
 
-// declareDocumentSchedules declares the schedules of each document's
-// latest version (its "schedules" list), with the document as target.
-// A document that does not parse declares none (its runs report why).
-func (c *Client) declareDocumentSchedules(ctx context.Context, latest map[string]int) error {
+// declareFromDocuments declares the schedules ("schedules") and the
+// triggers ("on") of each document's latest version, with the document
+// as target, and deletes the triggers an earlier version declared that
+// the latest one dropped. A document that does not parse declares none
+// and deletes none (its runs report why).
+func (c *Client) declareFromDocuments(ctx context.Context, latest map[string]int) error {
+	if len(latest) == 0 {
+		return nil
+	}
+	stored, err := c.cfg.Store.ListTriggers(ctx)
+	if err != nil {
+		return fmt.Errorf("register documents: %w", err)
+	}
 	var ss []*Schedule
 	for _, name := range slices.Sorted(maps.Keys(latest)) {
 		d, err := c.GetDocument(ctx, name, latest[name])
@@ -96,12 +106,51 @@ func (c *Client) declareDocumentSchedules(ctx context.Context, latest map[string
 			continue
 		}
 		ss = append(ss, declared(TargetDocument, name, doc.Schedules())...)
+		if err := c.declareDocumentTriggers(ctx, d, doc.Triggers(), stored); err != nil {
+			return fmt.Errorf("register documents: %w", err)
+		}
 	}
 	if len(ss) == 0 {
 		return nil
 	}
 	if err := c.DeclareSchedules(ss...); err != nil {
 		return fmt.Errorf("register documents: %w", err)
+	}
+	return nil
+}
+
+// declareDocumentTriggers declares the triggers of a document's version
+// (named flowdoc.TriggerName(<document>, <entry>)) and deletes the
+// declared triggers of the document, among stored, that it no longer
+// has. A trigger the store refuses (a stored name so long that a
+// trigger's name passes the limit) is logged, and the document then
+// declares and deletes none.
+func (c *Client) declareDocumentTriggers(ctx context.Context, d *Document, ts []flowdoc.Trigger, stored []*store.Trigger) error {
+	keep := make(map[string]bool, len(ts))
+	decl := make([]*Trigger, len(ts))
+	for i, t := range ts {
+		decl[i] = &Trigger{Name: flowdoc.TriggerName(d.Name, t.Name), Event: t.Event, Target: TargetDocument, TargetName: d.Name, Filter: t.Filter, Input: t.Input,
+			BusinessKey: t.BusinessKey, ConcurrencyKey: t.ConcurrencyKey}
+		keep[decl[i].Name] = true
+	}
+	if len(decl) > 0 {
+		err := c.DeclareTriggers(ctx, decl...)
+		if errors.Is(err, ErrInvalidInput) {
+			c.cfg.Logger.Warn("the triggers of a stored document are refused; it declares none", "document", d.Name, "version", d.Version, "err", err)
+			return nil
+		}
+		if err != nil {
+			return err
+		}
+	}
+	prefix := flowdoc.TriggerPrefix(d.Name)
+	for _, t := range stored {
+		if !t.Declared || t.TargetKind != store.TargetDocument || t.TargetName != d.Name || !strings.HasPrefix(t.Name, prefix) || keep[t.Name] {
+			continue
+		}
+		if err := c.DeleteTrigger(ctx, t.Name); err != nil && !errors.Is(err, ErrTriggerNotFound) {
+			return fmt.Errorf("delete trigger %q that document %q version %d dropped: %w", t.Name, d.Name, d.Version, err)
+		}
 	}
 	return nil
 }

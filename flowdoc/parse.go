@@ -38,6 +38,7 @@ type Document struct {
 	metadata  map[string]any
 	defaults  options
 	schedules []Schedule
+	triggers  []Trigger
 	steps     []*stepDoc
 	byName    map[string]*stepDoc
 	root      *node
@@ -107,7 +108,7 @@ type route struct {
 }
 
 var (
-	docKeys      = []string{"$schema", "name", "version", "description", "start", "business_key", "concurrency_key", "execution_timeout", "search_attributes", "tags", "metadata", "defaults", "schedules", "steps"}
+	docKeys      = []string{"$schema", "name", "version", "description", "start", "business_key", "concurrency_key", "execution_timeout", "search_attributes", "tags", "metadata", "defaults", "schedules", "on", "steps"}
 	stepKeys     = []string{"description", "action", "args", "next", "branch", "parallel", "join", "done", "map", "wait", "wait_until", "approval", "on", "retry", "timeout", "queue", "priority"}
 	optKeys      = []string{"retry", "timeout", "queue", "priority"}
 	retryKeys    = []string{"max_attempts", "initial_backoff", "max_backoff", "multiplier", "jitter"}
@@ -325,6 +326,9 @@ func (p *parser) document(d *Document, root *node) {
 	}
 	if v, k := root.get("schedules"); k != nil {
 		p.schedules(d, v)
+	}
+	if v, k := root.get("on"); k != nil {
+		p.eventTriggers(d, v)
 	}
 	steps, k := root.get("steps")
 	if k == nil {

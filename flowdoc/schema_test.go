@@ -40,6 +40,15 @@ func TestSchemaMatchesParser(t *testing.T) {
 		}
 	}
 	same("document", s.Properties, docKeys)
+	var on struct {
+		Items struct {
+			Properties map[string]json.RawMessage `json:"properties"`
+		} `json:"items"`
+	}
+	if err := json.Unmarshal(s.Properties["on"], &on); err != nil {
+		t.Fatal(err)
+	}
+	same("on", on.Items.Properties, onKeys)
 	same("step", s.Defs["step"].Properties, stepKeys)
 	same("options", s.Defs["options"].Properties, optKeys)
 	same("retry", s.Defs["retry"].Properties, retryKeys)
@@ -123,6 +132,7 @@ func TestSchemaValidatesDocuments(t *testing.T) {
 		"name: v\nbusiness_key: {name: k, scope: forever}\nsteps:\n  a: {wait: true, next: done, queue: q, priority: -1}\n",
 		"name: v\nsteps:\n  a:\n    approval: {prompt: \"Write it?\", assignees: {users: [ann], groups: [admins]}, deadline: 24h}\n    on: {approved: b, rejected: done, expired: done}\n  b: {action: x, done: true}\n",
 		"name: v\nsteps:\n  a: {approval: true, on: {approved: done, rejected: done}}\n",
+		"name: v\non:\n  - event: order.paid\n    filter: event.data.amount > 100\n    input: '{\"order\": event.data.order}'\n  - {event: order.paid, name: all}\nsteps: {a: {action: x, done: true}}\n",
 	}
 	for i, text := range valid {
 		if _, c := parse("v.yaml", []byte(text)); len(c.list) > 0 {
@@ -143,6 +153,10 @@ func TestSchemaValidatesDocuments(t *testing.T) {
 		"name: v\nsteps:\n  a: {approval: {assignees: {people: [ann]}}, on: {approved: done, rejected: done}}\n",
 		"name: v\nsteps:\n  a: {approval: {assignees: {}}, on: {approved: done, rejected: done}}\n",
 		"name: v\nsteps:\n  a: {approval: {deadline: tomorrow}, on: {approved: done, rejected: done}}\n",
+		"name: v\non: [{filter: \"true\"}]\nsteps: {a: {action: x, done: true}}\n",
+		"name: v\non: [{event: x, when: now}]\nsteps: {a: {action: x, done: true}}\n",
+		"name: v\non: [{event: x, input: {order: 1}}]\nsteps: {a: {action: x, done: true}}\n",
+		"name: v\non: {event: x}\nsteps: {a: {action: x, done: true}}\n",
 	}
 	for i, text := range invalid {
 		if err := sch.Validate(instance(t, text)); err == nil {
