@@ -31,6 +31,7 @@ import (
 //	(e) Jobs: 5,000 one-step runs inserted in batches of 1,000
 //	    (StartRuns) and processed by 100 workers, from the first insert
 //	    to the last completion: jobs/s.
+//	events: events sent and fanned out to triggers (events_bench_test.go).
 //
 // Each reports its figure with b.ReportMetric; run with -count 3 and take
 // the median.
@@ -119,14 +120,15 @@ func benchRawCommit(b *testing.B, mode string) {
 	b.ReportMetric(float64(b.N*200)/time.Since(start).Seconds(), "commits/s")
 }
 
-// runBenchmarks runs (a) to (d) on the stores open returns; other backends
-// call it with their own opener.
+// runBenchmarks runs (a) to (e) and the events benchmarks on the stores
+// open returns; other backends call it with their own opener.
 func runBenchmarks(b *testing.B, open func(b *testing.B) store.Store) {
 	b.Run("a_throughput", func(b *testing.B) { benchThroughput(b, open) })
 	b.Run("b_latency", func(b *testing.B) { benchLatency(b, open, "one", 100) })
 	b.Run("c_chain10", func(b *testing.B) { benchLatency(b, open, "chain", 50) })
 	b.Run("d_map100", func(b *testing.B) { benchMap(b, open) })
 	b.Run("e_jobs", func(b *testing.B) { benchJobs(b, open) })
+	b.Run("events", func(b *testing.B) { benchEvents(b, open) })
 }
 
 func benchJobs(b *testing.B, open func(b *testing.B) store.Store) {
@@ -277,9 +279,13 @@ func benchMap(b *testing.B, open func(b *testing.B) store.Store) {
 	b.ReportMetric(float64(total.Microseconds())/1000/float64(b.N), "ms/run")
 }
 
-// BenchmarkPostgres runs (a) to (d) on PostgreSQL: a fresh database per
-// benchmark on the server named by HEPH_TEST_POSTGRES.
-func BenchmarkPostgres(b *testing.B) { runBenchmarks(b, postgresOpener) }
+// BenchmarkPostgres runs the raw reference (raw_commit), (a) to (e) and
+// the events benchmarks on PostgreSQL: a fresh database per benchmark on
+// the server named by HEPH_TEST_POSTGRES.
+func BenchmarkPostgres(b *testing.B) {
+	b.Run("raw_commit", benchPostgresRawCommit)
+	runBenchmarks(b, postgresOpener)
+}
 
 // postgresOpener opens a store on a database of its own.
 func postgresOpener(b *testing.B) store.Store {
