@@ -103,18 +103,20 @@ func (c *Client) DeclareTriggers(ctx context.Context, ts ...*Trigger) error {
 // this process lacks starts from its catalog entry). Other processes see
 // it within ten poll intervals. The trigger is checked as DeclareTriggers
 // checks it; a trigger declared in code of the same name is
-// ErrTriggerDeclared.
-func (c *Client) PutTrigger(ctx context.Context, t *Trigger) error {
+// ErrTriggerDeclared. created reports that no trigger had the name.
+func (c *Client) PutTrigger(ctx context.Context, t *Trigger) (created bool, err error) {
 	if t == nil {
-		return fmt.Errorf("%w: the trigger is nil", ErrInvalidInput)
+		return false, fmt.Errorf("%w: the trigger is nil", ErrInvalidInput)
 	}
 	switch old, err := c.GetTrigger(ctx, t.Name); {
 	case err == nil && old.Declared:
-		return fmt.Errorf("%w: %q: change it in the program that declares it, or delete it first", ErrTriggerDeclared, t.Name)
-	case err != nil && !errors.Is(err, ErrTriggerNotFound):
-		return err
+		return false, fmt.Errorf("%w: %q: change it in the program that declares it, or delete it first", ErrTriggerDeclared, t.Name)
+	case errors.Is(err, ErrTriggerNotFound):
+		created = true
+	case err != nil:
+		return false, err
 	}
-	return c.triggers.Put(ctx, storeTrigger(t))
+	return created, c.triggers.Put(ctx, storeTrigger(t))
 }
 
 func storeTrigger(t *Trigger) *store.Trigger {

@@ -155,7 +155,7 @@ func TestManagedTriggers(t *testing.T) {
 		t.Fatalf("first dispatch: %d, %v", n, err)
 	}
 	m := &heph.Trigger{Name: "managed", Event: "ping", Target: heph.TargetFlow, TargetName: "echo", Input: `"got " + event.data.msg`}
-	if err := c1.PutTrigger(ctx, m); err != nil {
+	if _, err := c1.PutTrigger(ctx, m); err != nil {
 		t.Fatal(err)
 	}
 	for _, bad := range []struct {
@@ -167,7 +167,7 @@ func TestManagedTriggers(t *testing.T) {
 		{&heph.Trigger{Name: "bad", Event: "ping", Target: "cron", TargetName: "echo"}, heph.ErrInvalidInput},
 		{nil, heph.ErrInvalidInput},
 	} {
-		if err := c1.PutTrigger(ctx, bad.t); !errors.Is(err, bad.want) {
+		if _, err := c1.PutTrigger(ctx, bad.t); !errors.Is(err, bad.want) {
 			t.Errorf("put %+v: %v, want %v", bad.t, err, bad.want)
 		}
 	}
@@ -198,7 +198,7 @@ func TestManagedTriggers(t *testing.T) {
 	}
 	// Replaced: the putting process uses the new filter at once.
 	m.Filter = `event.data.msg != "two"`
-	if err := c1.PutTrigger(ctx, m); err != nil {
+	if _, err := c1.PutTrigger(ctx, m); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := c1.SendEvent(ctx, "ping", map[string]any{"msg": "two"}, &heph.SendEventOptions{ID: "p2"}); err != nil {

@@ -241,17 +241,17 @@ func waitTrigKillFirings(ctx context.Context, t *testing.T, admin *pgx.Conn) {
 // checkTrigKillRuns: one started firing and one run per (event, trigger).
 func checkTrigKillRuns(ctx context.Context, t *testing.T, admin *pgx.Conn) {
 	t.Helper()
-	var started, runs, pairs, dup int
+	var started, runs, pairs, orphans int
 	err := admin.QueryRow(ctx, `SELECT (SELECT count(*) FROM heph.event_firings WHERE status = 'started'),
 		(SELECT count(*) FROM heph.runs WHERE metadata ? 'trigger'),
 		(SELECT count(DISTINCT (metadata->>'event', metadata->>'trigger')) FROM heph.runs WHERE metadata ? 'trigger'),
 		(SELECT count(*) FROM heph.event_firings f LEFT JOIN heph.runs r ON r.id::text = f.run_id WHERE r.id IS NULL)`).
-		Scan(&started, &runs, &pairs, &dup)
+		Scan(&started, &runs, &pairs, &orphans)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if started != 3*trigKillEvents || runs != 3*trigKillEvents || pairs != 3*trigKillEvents || dup != 0 {
+	if started != 3*trigKillEvents || runs != 3*trigKillEvents || pairs != 3*trigKillEvents || orphans != 0 {
 		t.Fatalf("%d firings started, %d runs for %d (event, trigger) pairs, %d firings without their run; want %d, %d, %d, 0",
-			started, runs, pairs, dup, 3*trigKillEvents, 3*trigKillEvents, 3*trigKillEvents)
+			started, runs, pairs, orphans, 3*trigKillEvents, 3*trigKillEvents, 3*trigKillEvents)
 	}
 }

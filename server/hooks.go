@@ -1,7 +1,6 @@
 package server
 
 import (
-	"context"
 	"errors"
 	"fmt"
 	"io"
@@ -75,11 +74,10 @@ type hooks struct {
 	limit             int64
 	logger            *slog.Logger
 	now               func() time.Time
-	send              func(ctx context.Context, e *hookin.Event) (*hephaestus.EventRecord, error)
 }
 
-func newHooks(c *Config, send func(ctx context.Context, e *hookin.Event) (*hephaestus.EventRecord, error)) (*hooks, error) {
-	h := &hooks{byName: map[string]*hookin.Hook{}, limit: hephaestus.MaxEventDataBytes, logger: c.Logger, now: c.Clock.Now, send: send}
+func newHooks(c *Config) (*hooks, error) {
+	h := &hooks{byName: map[string]*hookin.Hook{}, limit: hephaestus.MaxEventDataBytes, logger: c.Logger, now: c.Clock.Now}
 	for i, hk := range c.Hooks {
 		in := hk.in()
 		if err := in.Check(); err != nil {
@@ -133,7 +131,7 @@ func (s *Server) receiveHook(c *call) error {
 		return s.hooks.refuse(c, name, err)
 	}
 	c.target = e.Name
-	rec, err := s.hooks.send(c.ctx(), e)
+	rec, err := s.cfg.Client.SendEvent(c.ctx(), e.Name, e.Data, &hephaestus.SendEventOptions{ID: e.ID})
 	if err != nil {
 		if errors.Is(err, hephaestus.ErrInvalidInput) {
 			return s.hooks.refuse(c, name, &hookin.Refusal{Reason: hookin.ReasonBadEvent, Message: err.Error()})
@@ -171,8 +169,4 @@ func (h *hooks) refuse(c *call, name string, err error) error {
 		return &Problem{Status: http.StatusRequestEntityTooLarge, Kind: kindTooLarge, Detail: "webhook refused: " + r.Message}
 	}
 	return badRequest("webhook refused: " + r.Message)
-}
-
-func (s *Server) sendHookEvent(ctx context.Context, e *hookin.Event) (*hephaestus.EventRecord, error) {
-	return s.cfg.Client.SendEvent(ctx, e.Name, e.Data, &hephaestus.SendEventOptions{ID: e.ID})
 }

@@ -229,7 +229,7 @@ func New(cfg *Config) (*Server, error) {
 	}
 	s := &Server{cfg: c, mux: http.NewServeMux(), csrf: http.NewCrossOriginProtection(), audit: auditQueue{hurry: make(chan struct{}, 1)}}
 	var err error
-	if s.hooks, err = newHooks(&c, s.sendHookEvent); err != nil {
+	if s.hooks, err = newHooks(&c); err != nil {
 		return nil, err
 	}
 	s.ops = newProcessor(s)

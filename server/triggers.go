@@ -79,14 +79,14 @@ func (s *Server) putTrigger(c *call) error {
 			return fieldProblem(f[0], "is required")
 		}
 	}
-	_, err := s.cfg.Client.GetTrigger(c.ctx(), name)
-	status := http.StatusOK
+	created, err := s.cfg.Client.PutTrigger(c.ctx(), &hephaestus.Trigger{Name: name, Event: b.Event, Target: hephaestus.TargetKind(b.TargetKind),
+		TargetName: b.TargetName, Filter: b.Filter, Input: b.Input, BusinessKey: b.BusinessKey, ConcurrencyKey: b.ConcurrencyKey})
 	if err != nil {
-		status = http.StatusCreated
-	}
-	if err := s.cfg.Client.PutTrigger(c.ctx(), &hephaestus.Trigger{Name: name, Event: b.Event, Target: hephaestus.TargetKind(b.TargetKind),
-		TargetName: b.TargetName, Filter: b.Filter, Input: b.Input, BusinessKey: b.BusinessKey, ConcurrencyKey: b.ConcurrencyKey}); err != nil {
 		return err
+	}
+	status := http.StatusOK
+	if created {
+		status = http.StatusCreated
 	}
 	t, err := s.cfg.Client.GetTrigger(c.ctx(), name)
 	if err != nil {
