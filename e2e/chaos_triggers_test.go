@@ -154,12 +154,18 @@ func runChaosTriggers(t *testing.T, db chaosDB) {
 		})
 	}
 	senders.Wait()
-	for n := range 50 { // the ids process 0 never sent past 150: 250..299
-		if _, err := clients[2].SendEvent(ctx, "chaos.ev", map[string]int{"n": 250 + n}, &heph.SendEventOptions{ID: fmt.Sprint("ev-", 250+n)}); err != nil {
-			_, err = clients[2].SendEvent(ctx, "chaos.ev", map[string]int{"n": 250 + n}, &heph.SendEventOptions{ID: fmt.Sprint("ev-", 250+n)})
-			if err != nil {
-				t.Fatal(err)
+	for n := 250; n < events; n++ { // the ids no process sent: 250..299
+		// Sessions are still killed every 100 ms, so a send can fail any
+		// number of times in a row: send again until it is stored.
+		for {
+			_, err := clients[2].SendEvent(ctx, "chaos.ev", map[string]int{"n": n}, &heph.SendEventOptions{ID: fmt.Sprint("ev-", n)})
+			if err == nil {
+				break
 			}
+			if ctx.Err() != nil {
+				t.Fatalf("send ev-%d: %v", n, err)
+			}
+			time.Sleep(10 * time.Millisecond)
 		}
 	}
 
