@@ -179,6 +179,8 @@ type Store interface {
 	// Triggers keeps the triggers that start runs on events, and their
 	// firings (trigger.go).
 	Triggers
+	// EventWaits keeps the runs' waits for events (eventwait.go).
+	EventWaits
 	// Queues keeps the flow control of task queues (queue.go).
 	Queues
 	// Versions keeps version rules and version states (version.go).

@@ -138,6 +138,8 @@ func Run(t *testing.T, newStore func(t *testing.T) store.Store, opts ...Option) 
 		{"ConcurrentEventSends", testConcurrentEventSends},
 		{"Triggers", testTriggers},
 		{"ConcurrentFiringClaims", testConcurrentFiringClaims},
+		{"EventWaits", testEventWaits},
+		{"ConcurrentEventWaitMatches", testConcurrentEventWaitMatches},
 		{"Schedules", testSchedules},
 		{"ScheduleUpdate", testScheduleUpdate},
 		{"DueSchedules", testDueSchedules},
