@@ -175,6 +175,9 @@ func New(cfg *Config) (*Client, error) {
 	})
 	cl.sched = cl.newSchedules()
 	cl.triggers = cl.newTriggers()
+	if err := cl.wf.RegisterActivity(eventWaitActivity{cl}); err != nil {
+		return nil, fmt.Errorf("hephaestus: %w", err)
+	}
 	cl.notify = cl.newNotifier()
 	cl.updateHandlers()
 	return cl, nil

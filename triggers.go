@@ -194,6 +194,7 @@ func (c *Client) newTriggers() *triggers.Service {
 	return triggers.New(&triggers.Config{
 		Store: c.cfg.Store, Triggers: c.cfg.Store, Clock: c.cfg.Clock, Logger: c.cfg.Logger,
 		Owner: c.cfg.WorkerID, LeaseFor: c.cfg.LeaseDuration, Interval: 10 * c.cfg.PollInterval, NewID: newID,
+		Deliver: c.deliverEventWait,
 		Start: func(ctx context.Context, t *store.Trigger, p *triggers.StartParams) error {
 			var in any
 			if len(p.Input) > 0 {

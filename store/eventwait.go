@@ -73,6 +73,8 @@ type EventWait struct {
 	Step string
 	// Kind is EventWaitWorkflow or EventWaitStep.
 	Kind string
+	// ResumeWith is the event a step is resumed with (kind step).
+	ResumeWith string
 	// Event is the name of the events that may match.
 	Event string
 	// Match, when set, is the expression an event must satisfy.
@@ -104,6 +106,8 @@ func CheckEventWait(w *EventWait) error {
 		return fmt.Errorf("%w: event wait %q: kind %q is not workflow or step", hephtype.ErrInvalidInput, w.ID, w.Kind)
 	case w.Kind == EventWaitStep && w.Step == "":
 		return fmt.Errorf("%w: event wait %q: step is empty", hephtype.ErrInvalidInput, w.ID)
+	case len(w.ResumeWith) > MaxEventNameBytes:
+		return fmt.Errorf("%w: event wait %q: resume with is %d bytes, over the limit of %d", hephtype.ErrInvalidInput, w.ID, len(w.ResumeWith), MaxEventNameBytes)
 	case len(w.Match) > MaxEventWaitMatchBytes:
 		return fmt.Errorf("%w: event wait %q: match is %d bytes, over the limit of %d", hephtype.ErrInvalidInput, w.ID, len(w.Match), MaxEventWaitMatchBytes)
 	case len(w.Input) > MaxEventWaitInputBytes:

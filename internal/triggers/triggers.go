@@ -75,6 +75,9 @@ type Config struct {
 	Start    StartFunc
 	// NewID returns a fresh run id.
 	NewID func() string
+	// Deliver hands matched events to waiting runs (waits.go); nil: this
+	// service carries out no event waits.
+	Deliver DeliverFunc
 }
 
 // Service dispatches the firings of the triggers declared to it, and of
@@ -89,6 +92,7 @@ type Service struct {
 	managed   map[string]*compiled
 	refreshed time.Time
 	stale     bool
+	matches   map[string]cel.Program // event waits' matches (waits.go)
 	wake      chan struct{}
 	stop      context.CancelFunc
 	wg        sync.WaitGroup
@@ -102,7 +106,7 @@ type compiled struct {
 
 // New returns a Service; it starts nothing until Start.
 func New(cfg *Config) *Service {
-	return &Service{cfg: *cfg, progs: map[string]*compiled{}, managed: map[string]*compiled{}, stale: true, wake: make(chan struct{}, 1)}
+	return &Service{cfg: *cfg, progs: map[string]*compiled{}, managed: map[string]*compiled{}, matches: map[string]cel.Program{}, stale: true, wake: make(chan struct{}, 1)}
 }
 
 var (
@@ -334,6 +338,9 @@ func (s *Service) loop(ctx context.Context) {
 			if err != nil || n < claimBatch {
 				break
 			}
+		}
+		if _, err := s.DispatchWaits(ctx); err != nil && ctx.Err() == nil {
+			s.cfg.Logger.Error("event waits", slog.Any("err", err))
 		}
 		select {
 		case <-s.wake:

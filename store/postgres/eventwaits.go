@@ -14,14 +14,14 @@ import (
 var _ store.EventWaits = (*Store)(nil)
 
 const eventWaitCols = "id, run_id, step, kind, event, match_expr, input::text, from_time, until_time, created_at, " +
-	"matched_event_id, matched_at, delivered_at"
+	"matched_event_id, matched_at, delivered_at, resume_with"
 
 func scanEventWait(row pgx.Row) (*store.EventWait, error) {
 	var w store.EventWait
 	var input, matched *string
 	var until, matchedAt, delivered *time.Time
 	if err := row.Scan(&w.ID, &w.RunID, &w.Step, &w.Kind, &w.Event, &w.Match, &input, &w.From, &until, &w.CreatedAt,
-		&matched, &matchedAt, &delivered); err != nil {
+		&matched, &matchedAt, &delivered, &w.ResumeWith); err != nil {
 		return nil, err
 	}
 	if input != nil {
@@ -59,12 +59,12 @@ func (s *Store) PutEventWait(ctx context.Context, ew *store.EventWait) (*store.E
 	if err := store.CheckEventWait(ew); err != nil {
 		return nil, err
 	}
-	q := s.inSchema(`INSERT INTO §event_waits (id, run_id, step, kind, event, match_expr, input, from_time, until_time, created_at)
-		VALUES ($1, $2, $3, $4, $5, $6, $7::text::jsonb, $8, $9, $10) ON CONFLICT (id) DO NOTHING`)
+	q := s.inSchema(`INSERT INTO §event_waits (id, run_id, step, kind, event, match_expr, input, from_time, until_time, created_at, resume_with)
+		VALUES ($1, $2, $3, $4, $5, $6, $7::text::jsonb, $8, $9, $10, $11) ON CONFLICT (id) DO NOTHING`)
 	var out *store.EventWait
 	err := s.idempotent(ctx, func(ctx context.Context) error {
 		if _, err := s.pool.Exec(ctx, q, ew.ID, ew.RunID, ew.Step, ew.Kind, ew.Event, ew.Match, textArg(ew.Input),
-			truncate(ew.From), nullTime(ew.Until), truncate(ew.CreatedAt)); err != nil {
+			truncate(ew.From), nullTime(ew.Until), truncate(ew.CreatedAt), ew.ResumeWith); err != nil {
 			return err
 		}
 		var err error

@@ -14,7 +14,7 @@ var _ store.EventWaits = (*Store)(nil)
 
 const (
 	eventWaitCols = "id, run_id, step, kind, event, match_expr, input, from_time, until_time, created_at, " +
-		"matched_event_id, matched_at, delivered_at"
+		"matched_event_id, matched_at, delivered_at, resume_with"
 	qEventWaitByID = "SELECT " + eventWaitCols + " FROM event_waits WHERE id = ?"
 )
 
@@ -28,7 +28,7 @@ func eventWaitFromValues(v []driver.Value) *store.EventWait {
 	}
 	return &store.EventWait{ID: str(v[0]), RunID: str(v[1]), Step: str(v[2]), Kind: str(v[3]), Event: str(v[4]),
 		Match: str(v[5]), Input: vJSON(v[6]), From: t(v[7]), Until: t(v[8]), CreatedAt: t(v[9]),
-		MatchedEventID: str(v[10]), MatchedAt: t(v[11]), DeliveredAt: t(v[12])}
+		MatchedEventID: str(v[10]), MatchedAt: t(v[11]), DeliveredAt: t(v[12]), ResumeWith: str(v[13])}
 }
 
 // PutEventWait stores a wait once per id.
@@ -43,11 +43,11 @@ func (s *Store) PutEventWait(ctx context.Context, ew *store.EventWait) (*store.E
 	err := s.withWriter(ctx, func(w *wconn) error {
 		return w.tx(func() error {
 			for _, a := range []driver.Value{ew.ID, ew.RunID, ew.Step, ew.Kind, ew.Event, ew.Match, jsonArg(ew.Input),
-				micros(ew.From), nullMicros(ew.Until), micros(ew.CreatedAt)} {
+				micros(ew.From), nullMicros(ew.Until), micros(ew.CreatedAt), ew.ResumeWith} {
 				w.arg(a)
 			}
-			if err := w.adhocExec("INSERT INTO event_waits (id, run_id, step, kind, event, match_expr, input, from_time, until_time, created_at) " +
-				"VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (id) DO NOTHING"); err != nil {
+			if err := w.adhocExec("INSERT INTO event_waits (id, run_id, step, kind, event, match_expr, input, from_time, until_time, created_at, resume_with) " +
+				"VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (id) DO NOTHING"); err != nil {
 				return err
 			}
 			var err error
@@ -64,7 +64,7 @@ func (s *Store) PutEventWait(ctx context.Context, ew *store.EventWait) (*store.E
 // eventWait reads a wait in the writer's transaction.
 func (w *wconn) eventWait(id string) (*store.EventWait, error) {
 	w.arg(id)
-	found, err := w.adhocRow(qEventWaitByID, 13)
+	found, err := w.adhocRow(qEventWaitByID, 14)
 	if err != nil {
 		return nil, err
 	}
@@ -143,16 +143,16 @@ func (s *Store) eventWaits(ctx context.Context, what, where string, args ...any)
 	defer rows.Close()
 	var out []*store.EventWait
 	for rows.Next() {
-		var id, run, step, kind, event, match string
+		var id, run, step, kind, event, match, resume string
 		var input, matched sql.NullString
 		var from, created int64
 		var until, matchedAt, delivered *int64
-		if err := rows.Scan(&id, &run, &step, &kind, &event, &match, &input, &from, &until, &created, &matched, &matchedAt, &delivered); err != nil {
+		if err := rows.Scan(&id, &run, &step, &kind, &event, &match, &input, &from, &until, &created, &matched, &matchedAt, &delivered, &resume); err != nil {
 			return nil, s.fail(what, err)
 		}
 		w := &store.EventWait{ID: id, RunID: run, Step: step, Kind: kind, Event: event, Match: match,
 			From: fromMicros(from), Until: fromNullMicros(until), CreatedAt: fromMicros(created),
-			MatchedEventID: matched.String, MatchedAt: fromNullMicros(matchedAt), DeliveredAt: fromNullMicros(delivered)}
+			MatchedEventID: matched.String, MatchedAt: fromNullMicros(matchedAt), DeliveredAt: fromNullMicros(delivered), ResumeWith: resume}
 		if input.Valid && input.String != "" {
 			w.Input = []byte(input.String)
 		}

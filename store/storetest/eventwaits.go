@@ -13,7 +13,7 @@ import (
 )
 
 func eventWaitFixture(id string) *store.EventWait {
-	return &store.EventWait{ID: id, RunID: "run-" + id, Kind: store.EventWaitWorkflow, Event: "invoice.paid",
+	return &store.EventWait{ID: id, RunID: "run-" + id, Kind: store.EventWaitStep, Step: "pay", ResumeWith: "received", Event: "invoice.paid",
 		Match: "event.data.invoice == input.invoice", Input: []byte(`{"invoice":7}`),
 		From: at(time.Minute), Until: at(3 * time.Minute), CreatedAt: at(2 * time.Minute)}
 }
@@ -30,7 +30,7 @@ func testEventWaits(t *testing.T, h *harness) {
 	if err != nil {
 		t.Fatalf("PutEventWait: %v", err)
 	}
-	if got.ID != "w1" || got.RunID != "run-w1" || got.Match != w.Match || string(got.Input) != `{"invoice":7}` && !strings.Contains(string(got.Input), `"invoice": 7`) ||
+	if got.ID != "w1" || got.RunID != "run-w1" || got.Step != "pay" || got.ResumeWith != "received" || got.Kind != store.EventWaitStep || got.Match != w.Match || string(got.Input) != `{"invoice":7}` && !strings.Contains(string(got.Input), `"invoice": 7`) ||
 		!got.From.Equal(w.From) || !got.Until.Equal(w.Until) || !got.CreatedAt.Equal(w.CreatedAt) || got.MatchedEventID != "" || !got.DeliveredAt.IsZero() {
 		t.Fatalf("put: %+v", got)
 	}

@@ -6,6 +6,7 @@ CREATE TABLE event_waits (
     run_id           text COLLATE "C" NOT NULL,
     step             text NOT NULL DEFAULT '',
     kind             text NOT NULL,
+    resume_with      text NOT NULL DEFAULT '',
     event            text COLLATE "C" NOT NULL,
     match_expr       text NOT NULL DEFAULT '',
     input            jsonb,

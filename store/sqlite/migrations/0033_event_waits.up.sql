@@ -6,6 +6,7 @@ CREATE TABLE event_waits (
     run_id           TEXT NOT NULL,
     step             TEXT NOT NULL DEFAULT '',
     kind             TEXT NOT NULL,
+    resume_with      TEXT NOT NULL DEFAULT '',
     event            TEXT NOT NULL,
     match_expr       TEXT NOT NULL DEFAULT '',
     input            TEXT,
