@@ -98,9 +98,11 @@ func testEventWaits(t *testing.T, h *harness) {
 	for field, mod := range map[string]func(w *store.EventWait){
 		"id":    func(w *store.EventWait) { w.ID = strings.Repeat("x", store.MaxEventWaitIDBytes+1) },
 		"match": func(w *store.EventWait) { w.Match = strings.Repeat("x", store.MaxEventWaitMatchBytes+1) },
-		"input": func(w *store.EventWait) { w.Input = []byte(`"` + strings.Repeat("x", store.MaxEventWaitInputBytes) + `"`) },
-		"kind":  func(w *store.EventWait) { w.Kind = "job" },
-		"name":  func(w *store.EventWait) { w.Event = "" },
+		"input": func(w *store.EventWait) {
+			w.Input = []byte(`"` + strings.Repeat("x", store.MaxEventWaitInputBytes) + `"`)
+		},
+		"kind": func(w *store.EventWait) { w.Kind = "job" },
+		"name": func(w *store.EventWait) { w.Event = "" },
 	} {
 		bad := eventWaitFixture("bad")
 		mod(bad)
