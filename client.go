@@ -191,6 +191,8 @@ func (c *Client) Start(ctx context.Context) error {
 	// Steps read secrets (Secret, {{secret.NAME}}) through their context,
 	// which the pool derives from this one.
 	ctx = secrets.WithResolver(ctx, secretResolver{c})
+	// Document steps that wait for an event register it through theirs.
+	ctx = triggers.WithAwaiter(ctx, c.awaitDocumentStep)
 	if err := c.startCatalog(ctx); err != nil {
 		return err
 	}

@@ -72,10 +72,6 @@ type EventWait struct {
 // output, once. A retried attempt registers the same wait again, which
 // is a no-op.
 func (c *Client) AwaitEvent(ctx context.Context, event string, opts *AwaitEventOptions) error {
-	info, ok := flow.CallInfo(ctx)
-	if !ok {
-		return fmt.Errorf("%w: await event %q: ctx is not a step's", ErrInvalidInput, event)
-	}
 	var o AwaitEventOptions
 	if opts != nil {
 		o = *opts
@@ -87,12 +83,27 @@ func (c *Client) AwaitEvent(ctx context.Context, event string, opts *AwaitEventO
 	if err != nil {
 		return fmt.Errorf("%w: await event %q: input: %w", ErrInvalidInput, event, err)
 	}
+	return c.awaitStep(ctx, &triggers.AwaitRequest{Event: event, Match: o.Match, Input: input, LookBack: o.LookBack}, o.ResumeWith)
+}
+
+// awaitStep registers the wait of the step ctx belongs to.
+func (c *Client) awaitStep(ctx context.Context, r *triggers.AwaitRequest, resumeWith string) error {
+	info, ok := flow.CallInfo(ctx)
+	if !ok {
+		return fmt.Errorf("%w: await event %q: ctx is not a step's", ErrInvalidInput, r.Event)
+	}
 	now := c.cfg.Clock.Now()
 	return c.putEventWait(ctx, &store.EventWait{
 		ID: info.RunID + ":" + info.Step + "#" + strconv.Itoa(info.Index), RunID: info.RunID, Step: info.Step,
-		Kind: store.EventWaitStep, ResumeWith: o.ResumeWith, Event: event, Match: o.Match, Input: input,
-		From: now.Add(-max(o.LookBack, 0)), CreatedAt: now,
+		Kind: store.EventWaitStep, ResumeWith: resumeWith, Event: r.Event, Match: r.Match, Input: r.Input,
+		From: now.Add(-max(r.LookBack, 0)), CreatedAt: now,
 	})
+}
+
+// awaitDocumentStep is the AwaitFunc of document steps (wait: {event:
+// ...}), resumed with "received".
+func (c *Client) awaitDocumentStep(ctx context.Context, r *triggers.AwaitRequest) error {
+	return c.awaitStep(ctx, r, EventReceived)
 }
 
 // putEventWait checks a wait's match, stores the wait and wakes the

@@ -9,6 +9,7 @@ import (
 
 	heph "github.com/hephaestus-go/hephaestus"
 	"github.com/hephaestus-go/hephaestus/flow"
+	"github.com/hephaestus-go/hephaestus/flowdoc"
 	"github.com/hephaestus-go/hephaestus/hephtype"
 	"github.com/hephaestus-go/hephaestus/workflow"
 )
@@ -51,6 +52,26 @@ func ewFlow(c *heph.Client, name string, timeout time.Duration) *flow.Flow {
 	flow.Step(b, "late", func(ctx context.Context, in any) (string, error) { return "timed out", nil })
 	b.Edge("await", heph.EventReceived, "got").Edge("await", flow.EventTimeout, "late")
 	return b.MustBuild()
+}
+
+// deliveredWaits waits until every event wait of a run is delivered
+// (or closed), and returns them.
+func deliveredWaits(t *testing.T, ctx context.Context, c *heph.Client, runID string) []*heph.EventWait {
+	t.Helper()
+	var ws []*heph.EventWait
+	waitFor(t, ctx, func() bool {
+		var err error
+		if ws, err = c.EventWaits(ctx, runID); err != nil {
+			t.Fatal(err)
+		}
+		for _, w := range ws {
+			if w.DeliveredAt.IsZero() {
+				return false
+			}
+		}
+		return len(ws) > 0
+	})
+	return ws
 }
 
 // Event waits, in a workflow and in a flow step, on both backends: each
@@ -119,9 +140,9 @@ func TestEventWaits(t *testing.T) {
 				if n != 1 {
 					t.Errorf("%d heph.event signals in the history, want 1", n)
 				}
-				ws, err := c.EventWaits(ctx, r.ID)
-				if err != nil || len(ws) != 1 || ws[0].MatchedEventID != "wf-m1" || ws[0].DeliveredAt.IsZero() || ws[0].Kind != "workflow" {
-					t.Fatalf("waits: %+v %v", ws, err)
+				ws := deliveredWaits(t, ctx, c, r.ID)
+				if len(ws) != 1 || ws[0].MatchedEventID != "wf-m1" || ws[0].Kind != "workflow" {
+					t.Fatalf("waits: %+v", *ws[0])
 				}
 				if ws, err := c.EventWaitsMatched(ctx, "wf-m1"); err != nil || len(ws) != 1 || ws[0].RunID != r.ID {
 					t.Errorf("waits matched by wf-m1: %+v %v", ws, err)
@@ -177,9 +198,10 @@ func TestEventWaits(t *testing.T) {
 				if err != nil || !strings.Contains(string(done.Output), "received") || !strings.Contains(string(done.Output), "fl-m1") {
 					t.Fatalf("run: %s %v", done.Output, err)
 				}
-				ws, err := c.EventWaits(ctx, r.ID)
-				if err != nil || len(ws) != 1 || ws[0].MatchedEventID != "fl-m1" || ws[0].Step != "await" || ws[0].DeliveredAt.IsZero() {
-					t.Fatalf("waits: %+v %v", ws, err)
+				// The wait is marked delivered just after the resume.
+				ws := deliveredWaits(t, ctx, c, r.ID)
+				if len(ws) != 1 || ws[0].MatchedEventID != "fl-m1" || ws[0].Step != "await" || ws[0].Kind != "step" {
+					t.Fatalf("waits: %+v", *ws[0])
 				}
 			})
 
@@ -201,5 +223,79 @@ func TestEventWaits(t *testing.T) {
 				}
 			})
 		})
+	}
+}
+
+const invoiceDoc = `name: invoices
+steps:
+  await_paid:
+    wait:
+      event: invoice.paid
+      match: event.data.invoice == input.invoice
+      look_back: 1m
+      timeout: 1m
+    on: {received: paid, timeout: late}
+  paid: {action: note, args: {what: paid}, done: true}
+  late: {action: note, args: {what: late}, done: true}
+`
+
+// A document step waits for an event (wait: {event, match, look_back}):
+// the matching event resumes it with received, once; bad keys of the wait
+// are refused with their line and field.
+func TestDocumentEventWait(t *testing.T) {
+	t.Parallel()
+	for name, open := range logBackends(t) {
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			ctx, cancel := context.WithTimeout(t.Context(), 60*time.Second)
+			defer cancel()
+			reg := flowdoc.NewRegistry()
+			if err := flowdoc.RegisterAction(reg, "note", func(ctx context.Context, call flowdoc.ActionCall, in map[string]any) (any, error) {
+				return in["what"], nil
+			}); err != nil {
+				t.Fatal(err)
+			}
+			c := startClient(t, ctx, &heph.Config{Store: open(t), PollInterval: 20 * time.Millisecond, Logger: quietLogger()}, func(c *heph.Client) error { return nil })
+			if _, err := c.PutDocument(ctx, "invoices", heph.DocumentYAML, []byte(invoiceDoc)); err != nil {
+				t.Fatal(err)
+			}
+			if err := c.RegisterDocuments(ctx, reg); err != nil {
+				t.Fatal(err)
+			}
+			if _, err := c.SendEvent(ctx, "invoice.paid", map[string]any{"invoice": 1}, &heph.SendEventOptions{ID: "doc-early"}); err != nil {
+				t.Fatal(err)
+			}
+			r, err := c.StartDocument(ctx, "invoices", 0, map[string]any{"invoice": 2}, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			waitFor(t, ctx, func() bool { ws, err := c.EventWaits(ctx, r.ID); return err == nil && len(ws) == 1 })
+			for _, id := range []string{"doc-other", "doc-m1", "doc-m2"} {
+				inv := 2
+				if id == "doc-other" {
+					inv = 3
+				}
+				if _, err := c.SendEvent(ctx, "invoice.paid", map[string]any{"invoice": inv}, &heph.SendEventOptions{ID: id}); err != nil {
+					t.Fatal(err)
+				}
+			}
+			done, err := c.WaitRun(ctx, r.ID)
+			if err != nil || done.Status != heph.StatusCompleted || !strings.Contains(string(done.Output), "paid") {
+				t.Fatalf("run: %+v %v", done, err)
+			}
+			if ws := deliveredWaits(t, ctx, c, r.ID); len(ws) != 1 || ws[0].MatchedEventID != "doc-m1" || ws[0].Step != "await_paid" {
+				t.Fatalf("waits: %+v", *ws[0])
+			}
+		})
+	}
+	for _, bad := range []struct{ doc, want string }{
+		{"name: b\nsteps:\n  a:\n    wait: {event: x, match: 'event.data.n >'}\n    on: {received: done}\n", "b.yaml:4:"},
+		{"name: b\nsteps:\n  a:\n    wait: {match: 'true'}\n    done: true\n", "match is set without event"},
+		{"name: b\nsteps:\n  a:\n    wait: {event: x, look_back: soon}\n    on: {received: done}\n", "look_back"},
+	} {
+		_, err := flowdoc.Parse("b.yaml", []byte(bad.doc))
+		if err == nil || !strings.Contains(err.Error(), bad.want) || !strings.Contains(err.Error(), "wait") {
+			t.Errorf("parse %q: %v, want an error naming %q", bad.doc, err, bad.want)
+		}
 	}
 }
