@@ -18,6 +18,24 @@ type Event struct {
 	Seq       int64           `json:"seq"`
 	Duplicate bool            `json:"duplicate,omitempty"`
 	Firings   []Firing        `json:"firings,omitempty"`
+	// Waits are the runs' waits the event matched.
+	Waits []EventWait `json:"waits,omitempty"`
+}
+
+// EventWait is a run's wait for an event.
+type EventWait struct {
+	ID             string    `json:"id"`
+	RunID          string    `json:"run_id"`
+	Step           string    `json:"step,omitempty"`
+	Kind           string    `json:"kind"`
+	Event          string    `json:"event"`
+	Match          string    `json:"match,omitempty"`
+	From           time.Time `json:"from"`
+	Until          time.Time `json:"until,omitzero"`
+	CreatedAt      time.Time `json:"created_at"`
+	MatchedEventID string    `json:"matched_event_id,omitempty"`
+	MatchedAt      time.Time `json:"matched_at,omitzero"`
+	DeliveredAt    time.Time `json:"delivered_at,omitzero"`
 }
 
 // Firing is what a trigger did with an event.
