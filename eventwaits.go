@@ -156,6 +156,12 @@ func (c *Client) deliverEventWait(ctx context.Context, w *store.EventWait, e *st
 		if errors.Is(err, ErrNotWaiting) {
 			return c.stepNotWaiting(ctx, w)
 		}
+		if errors.Is(err, ErrUnknownEvent) {
+			// No later try can succeed: the wait is done, and the step
+			// waits for its own timeout (or a resume by hand).
+			c.cfg.Logger.Error("event wait cannot resume its step: the step does not declare the event", "run", w.RunID, "step", w.Step, "event", w.ResumeWith, "wait", w.ID)
+			return nil
+		}
 	}
 	if errors.Is(err, ErrRunFinished) || errors.Is(err, ErrRunNotFound) {
 		return nil

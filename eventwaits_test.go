@@ -20,6 +20,8 @@ type ewIn struct {
 	Match    string        `json:"match"`
 	LookBack time.Duration `json:"look_back"`
 	Timeout  time.Duration `json:"timeout"`
+	// ResumeWith is the flow step's AwaitEventOptions.ResumeWith.
+	ResumeWith string `json:"resume_with"`
 }
 
 const ewMatch = "event.data.invoice == input.invoice"
@@ -40,7 +42,7 @@ var ewWorkflow = workflow.New("ew.wf", func(ctx workflow.Context, in ewIn) (stri
 func ewFlow(c *heph.Client, name string, timeout time.Duration) *flow.Flow {
 	b := flow.New(name).Start("await")
 	flow.EventStep(b, "await", func(ctx context.Context, in ewIn) (flow.Result[any], error) {
-		if err := c.AwaitEvent(ctx, in.Event, &heph.AwaitEventOptions{Match: in.Match, Input: in, LookBack: in.LookBack}); err != nil {
+		if err := c.AwaitEvent(ctx, in.Event, &heph.AwaitEventOptions{Match: in.Match, Input: in, LookBack: in.LookBack, ResumeWith: in.ResumeWith}); err != nil {
 			return flow.Result[any]{}, flow.NonRetryable(err)
 		}
 		return flow.Wait[any](), nil
@@ -220,6 +222,28 @@ func TestEventWaits(t *testing.T) {
 				}
 				if r, err := c.WaitRun(ctx, to.ID); err != nil || !strings.Contains(string(r.Output), "timed out") {
 					t.Errorf("timeout: %s %v", r.Output, err)
+				}
+			})
+
+			check("flow step resumed with an undeclared event", func(t *testing.T) {
+				r, err := c.StartRun(ctx, "ew.flow", ewIn{Event: "inv.undeclared", Invoice: 9, Match: ewMatch, ResumeWith: "nope"}, nil)
+				if err != nil {
+					t.Fatal(err)
+				}
+				registered(r.ID)
+				send("inv.undeclared", "und-1", 9)
+				// The wait is matched, cannot resume the step, and is closed
+				// (not retried on every pass); the step still waits, for its
+				// timeout (a minute) or a resume by hand.
+				ws := deliveredWaits(t, ctx, c, r.ID)
+				if len(ws) != 1 || ws[0].MatchedEventID != "und-1" {
+					t.Fatalf("waits: %+v", *ws[0])
+				}
+				if got, err := c.GetRun(ctx, r.ID); err != nil || got.Status != heph.StatusWaiting {
+					t.Errorf("run: %+v %v, want still waiting", got, err)
+				}
+				if err := c.CancelRun(ctx, r.ID, "test over"); err != nil {
+					t.Fatal(err)
 				}
 			})
 		})
