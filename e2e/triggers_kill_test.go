@@ -59,27 +59,17 @@ func trigKillChild(spec string) error {
 	first, _ := strconv.Atoi(parts[2])
 	last, _ := strconv.Atoi(parts[3])
 	ctx := context.Background()
-	st, err := postgres.Open(ctx, &postgres.Config{DSN: withDSNParam(parts[0], "application_name", "hephaestus-trigkill-"+parts[1])})
-	if err != nil {
-		return err
-	}
-	c, err := heph.New(&heph.Config{Store: st, WorkerID: "trigkill-" + parts[1], Logger: chaosLogger(),
-		LeaseDuration: 2 * time.Second, HeartbeatInterval: 500 * time.Millisecond,
-		MinPollInterval: 20 * time.Millisecond, PollInterval: 50 * time.Millisecond})
-	if err != nil {
-		return err
-	}
-	if err := c.Register(trigKillFlow()); err != nil {
-		return err
-	}
+	// Sessions are killed every 250 ms, so opening (migrations), declaring
+	// and starting (publishing to the catalog) can fail any number of
+	// times: set up again until it all succeeds.
+	var c *heph.Client
 	for {
-		if err = c.DeclareTriggers(ctx, trigKillTriggers()...); err == nil {
+		var err error
+		if c, err = trigKillClient(ctx, parts[0], parts[1]); err == nil {
 			break
 		}
-		time.Sleep(20 * time.Millisecond) // a killed connection
-	}
-	if err := c.Start(ctx); err != nil {
-		return err
+		fmt.Fprintln(os.Stderr, "triggers kill child: set up again:", err)
+		time.Sleep(20 * time.Millisecond)
 	}
 	for n := first; n <= last; n++ {
 		for {
@@ -92,6 +82,35 @@ func trigKillChild(spec string) error {
 	}
 	fmt.Println("sent")
 	select {} // carries out firings until killed
+}
+
+// trigKillClient opens the store and starts a client with the triggers;
+// on an error it closes what it opened.
+func trigKillClient(ctx context.Context, dsn, name string) (*heph.Client, error) {
+	st, err := postgres.Open(ctx, &postgres.Config{DSN: withDSNParam(dsn, "application_name", "hephaestus-trigkill-"+name)})
+	if err != nil {
+		return nil, err
+	}
+	c, err := heph.New(&heph.Config{Store: st, WorkerID: "trigkill-" + name, Logger: chaosLogger(),
+		LeaseDuration: 2 * time.Second, HeartbeatInterval: 500 * time.Millisecond,
+		MinPollInterval: 20 * time.Millisecond, PollInterval: 50 * time.Millisecond})
+	if err == nil {
+		err = c.Register(trigKillFlow())
+	}
+	if err == nil {
+		err = c.DeclareTriggers(ctx, trigKillTriggers()...)
+	}
+	if err == nil {
+		err = c.Start(ctx)
+	}
+	if err != nil {
+		if c != nil {
+			_ = c.Stop(ctx)
+		}
+		_ = st.Close()
+		return nil, err
+	}
+	return c, nil
 }
 
 type trigKillProc struct {
