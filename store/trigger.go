@@ -51,8 +51,9 @@ type Triggers interface {
 	PutTriggers(ctx context.Context, p *PutTriggersParams) error
 	// ListTriggers returns every trigger by name.
 	ListTriggers(ctx context.Context) ([]*Trigger, error)
-	// DeleteTrigger deletes a trigger and its pending firings, or returns
-	// ErrTriggerNotFound. Firings that ended are kept (with their event).
+	// DeleteTrigger deletes a trigger, its pending firings and its open
+	// groups (TriggerGroups) with their throttle windows, or returns
+	// ErrTriggerNotFound. Firings and groups that ended are kept.
 	DeleteTrigger(ctx context.Context, name string) error
 	// ClaimFirings leases up to p.Limit firings of the triggers named in
 	// p.Triggers that are pending with no lease or a lease that ended at

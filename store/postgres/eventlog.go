@@ -255,13 +255,17 @@ func (s *Store) ListTriggers(ctx context.Context) ([]*store.Trigger, error) {
 	return out, nil
 }
 
-// DeleteTrigger deletes a trigger and its pending firings.
+// DeleteTrigger deletes a trigger, its pending firings and its open
+// groups.
 func (s *Store) DeleteTrigger(ctx context.Context, name string) error {
 	if err := s.check(); err != nil {
 		return fmt.Errorf("delete trigger: %w", err)
 	}
 	q := s.inSchema(`WITH d AS (DELETE FROM §triggers WHERE name = $1 RETURNING name),
-		f AS (DELETE FROM §event_firings WHERE trigger_name = $1 AND status = 'pending')
+		f AS (DELETE FROM §event_firings WHERE trigger_name = $1 AND status = 'pending'),
+		g AS (DELETE FROM §trigger_groups WHERE trigger_name = $1 AND status = 'open' RETURNING id),
+		ge AS (DELETE FROM §trigger_group_events WHERE group_id IN (SELECT id FROM g)),
+		w AS (DELETE FROM §trigger_windows WHERE trigger_name = $1)
 		SELECT count(*) FROM d`)
 	var n int64
 	err := s.once(ctx, func(ctx context.Context) error { return s.pool.QueryRow(ctx, q, name).Scan(&n) })

@@ -262,7 +262,8 @@ func (s *Store) ListTriggers(ctx context.Context) ([]*store.Trigger, error) {
 	return out, nil
 }
 
-// DeleteTrigger deletes a trigger and its pending firings.
+// DeleteTrigger deletes a trigger, its pending firings and its open
+// groups.
 func (s *Store) DeleteTrigger(ctx context.Context, name string) error {
 	if err := s.check(); err != nil {
 		return fmt.Errorf("delete trigger: %w", err)
@@ -275,8 +276,18 @@ func (s *Store) DeleteTrigger(ctx context.Context, name string) error {
 			if n, err = w.adhocExecN("DELETE FROM triggers WHERE name = ?"); err != nil {
 				return err
 			}
-			w.arg(name)
-			return w.adhocExec("DELETE FROM event_firings WHERE trigger_name = ? AND status = 'pending'")
+			for _, q := range []string{
+				"DELETE FROM event_firings WHERE trigger_name = ? AND status = 'pending'",
+				"DELETE FROM trigger_group_events WHERE group_id IN (SELECT id FROM trigger_groups WHERE trigger_name = ? AND status = 'open')",
+				"DELETE FROM trigger_groups WHERE trigger_name = ? AND status = 'open'",
+				"DELETE FROM trigger_windows WHERE trigger_name = ?",
+			} {
+				w.arg(name)
+				if err := w.adhocExec(q); err != nil {
+					return err
+				}
+			}
+			return nil
 		})
 	})
 	if err != nil {

@@ -188,6 +188,11 @@ func testTriggerGroups(t *testing.T, h *harness) {
 		}
 	}
 	wantGroups(t, "batch", g.groups("bat"), ":i1,i2@1s", ":i3@1m2s")
+	// Deleting the trigger deletes its open groups, not the ended.
+	if err := h.s.DeleteTrigger(ctx, "deb"); err != nil {
+		t.Fatal(err)
+	}
+	wantGroups(t, "after the delete", g.groups("deb"), "a:a1,a2@40s")
 }
 
 // Throttle: each event is a group of one, due at the start of the first
