@@ -243,7 +243,9 @@ func checkChaosGroups(ctx context.Context, t *testing.T, reader store.Store, gro
 				}
 				seen[e.EventID] = g.ID
 				var n int
-				fmt.Sscanf(e.EventID, "g-%d", &n)
+				if _, err := fmt.Sscanf(e.EventID, "g-%d", &n); err != nil {
+					t.Errorf("%s group %d: event id %q: %v", tr, g.ID, e.EventID, err)
+				}
 				ns = append(ns, n)
 				if fmt.Sprint(n%10) != g.Key {
 					t.Errorf("%s group %d of key %s holds %s", tr, g.ID, g.Key, e.EventID)
