@@ -181,6 +181,9 @@ type Store interface {
 	Triggers
 	// EventWaits keeps the runs' waits for events (eventwait.go).
 	EventWaits
+	// TriggerGroups keeps the groups of events of the triggers that
+	// debounce, throttle or batch them (triggergroup.go).
+	TriggerGroups
 	// Queues keeps the flow control of task queues (queue.go).
 	Queues
 	// Versions keeps version rules and version states (version.go).
