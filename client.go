@@ -175,6 +175,9 @@ func New(cfg *Config) (*Client, error) {
 	})
 	cl.sched = cl.newSchedules()
 	cl.triggers = cl.newTriggers()
+	if err := cl.wf.RegisterActivity(eventWaitActivity{cl}); err != nil {
+		return nil, fmt.Errorf("hephaestus: %w", err)
+	}
 	cl.notify = cl.newNotifier()
 	cl.updateHandlers()
 	return cl, nil
@@ -188,6 +191,8 @@ func (c *Client) Start(ctx context.Context) error {
 	// Steps read secrets (Secret, {{secret.NAME}}) through their context,
 	// which the pool derives from this one.
 	ctx = secrets.WithResolver(ctx, secretResolver{c})
+	// Document steps that wait for an event register it through theirs.
+	ctx = triggers.WithAwaiter(ctx, c.awaitDocumentStep)
 	if err := c.startCatalog(ctx); err != nil {
 		return err
 	}

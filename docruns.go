@@ -130,7 +130,13 @@ func (c *Client) declareDocumentTriggers(ctx context.Context, d *Document, ts []
 	decl := make([]*Trigger, len(ts))
 	for i, t := range ts {
 		decl[i] = &Trigger{Name: flowdoc.TriggerName(d.Name, t.Name), Event: t.Event, Target: TargetDocument, TargetName: d.Name, Filter: t.Filter, Input: t.Input,
-			BusinessKey: t.BusinessKey, ConcurrencyKey: t.ConcurrencyKey}
+			BusinessKey: t.BusinessKey, ConcurrencyKey: t.ConcurrencyKey, Key: t.Key, Debounce: t.Debounce}
+		if t.ThrottleLimit > 0 {
+			decl[i].Throttle = &Throttle{Limit: t.ThrottleLimit, Period: t.ThrottlePeriod}
+		}
+		if t.BatchSize > 0 {
+			decl[i].Batch = &Batch{Size: t.BatchSize, Window: t.BatchWindow}
+		}
 		keep[decl[i].Name] = true
 	}
 	if len(decl) > 0 {

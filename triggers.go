@@ -16,7 +16,43 @@ const (
 	FiringStarted = store.FiringStarted
 	FiringSkipped = store.FiringSkipped
 	FiringFailed  = store.FiringFailed
+	// FiringGrouped: the trigger debounces, throttles or batches its
+	// events, and the event joined a group of its key, whose run starts
+	// when the group is due.
+	FiringGrouped = store.FiringGrouped
 )
+
+// Limits of flow control over events, the same on every backend.
+const (
+	// MaxBatchSize bounds Batch.Size.
+	MaxBatchSize = store.MaxBatchSize
+	// MaxThrottleLimit bounds Throttle.Limit.
+	MaxThrottleLimit = store.MaxThrottleLimit
+	// MinGroupWait and MaxGroupWait bound Debounce, Throttle.Period and
+	// Batch.Window.
+	MinGroupWait = store.MinGroupWait
+	MaxGroupWait = store.MaxGroupWait
+	// MaxGroupKeyBytes bounds the value of a trigger's Key.
+	MaxGroupKeyBytes = store.MaxGroupKeyBytes
+)
+
+// Throttle starts at most Limit runs per Period per key. The events over
+// the limit are not dropped: each waits for the first window with room
+// (windows are Period long, aligned to the Unix epoch) and starts its run
+// with its own input then.
+type Throttle struct {
+	Limit  int
+	Period time.Duration
+}
+
+// Batch collects the events of a key into one run: up to Size events, or
+// those that come until Window after the first of the batch. The run's
+// input is the JSON list of the events' inputs, in the order they were
+// stored.
+type Batch struct {
+	Size   int
+	Window time.Duration
+}
 
 // Trigger starts a run of a target for every event of a name whose data
 // its filter accepts: exactly one run per (event, trigger), however many
@@ -48,6 +84,24 @@ type Trigger struct {
 	// ConcurrencyKey, when set, is a CEL expression whose value is the
 	// run's concurrency key (the queue's per-key limit applies).
 	ConcurrencyKey string
+	// Key, when set, is a CEL expression (a string, or an integral
+	// number) that groups the events for Debounce, Throttle and Batch:
+	// each acts per value of the key. Empty: all the trigger's events
+	// are one group.
+	Key string
+	// At most one of Debounce, Throttle and Batch. Each is enforced by
+	// the store across processes, and a trigger with one starts its runs
+	// when its groups are due, not when its events come.
+	//
+	// Debounce, when set, starts one run after Debounce of quiet for a
+	// key (no event of the key for Debounce), with the last event's
+	// input.
+	Debounce time.Duration
+	// Throttle, when set, starts at most Throttle.Limit runs per
+	// Throttle.Period per key; the excess is deferred, not dropped.
+	Throttle *Throttle
+	// Batch, when set, collects events into runs whose input is a list.
+	Batch *Batch
 }
 
 // ErrTriggerNotFound: no trigger has the given name.
@@ -72,8 +126,8 @@ type StoredTrigger struct {
 // TriggerFiring is what one trigger did with one event.
 type TriggerFiring struct {
 	Trigger string `json:"trigger"`
-	// Status is FiringPending, FiringStarted, FiringSkipped or
-	// FiringFailed.
+	// Status is FiringPending, FiringStarted, FiringSkipped,
+	// FiringFailed or FiringGrouped.
 	Status string `json:"status"`
 	// RunID is the run the trigger started (or is to start).
 	RunID string `json:"run_id,omitempty"`
@@ -120,8 +174,21 @@ func (c *Client) PutTrigger(ctx context.Context, t *Trigger) (created bool, err 
 }
 
 func storeTrigger(t *Trigger) *store.Trigger {
-	return &store.Trigger{Name: t.Name, Event: t.Event, TargetKind: string(t.Target), TargetName: t.TargetName, Filter: t.Filter, Input: t.Input,
-		BusinessKey: t.BusinessKey, ConcurrencyKey: t.ConcurrencyKey}
+	st := &store.Trigger{Name: t.Name, Event: t.Event, TargetKind: string(t.Target), TargetName: t.TargetName, Filter: t.Filter, Input: t.Input,
+		BusinessKey: t.BusinessKey, ConcurrencyKey: t.ConcurrencyKey, Key: t.Key, Debounce: t.Debounce}
+	if t.Throttle != nil {
+		st.ThrottleLimit, st.ThrottlePeriod = t.Throttle.Limit, t.Throttle.Period
+		if st.ThrottleLimit == 0 && st.ThrottlePeriod == 0 {
+			st.ThrottleLimit = -1 // set but empty: refused, naming the limit
+		}
+	}
+	if t.Batch != nil {
+		st.BatchSize, st.BatchWindow = t.Batch.Size, t.Batch.Window
+		if st.BatchSize == 0 && st.BatchWindow == 0 {
+			st.BatchSize = -1
+		}
+	}
+	return st
 }
 
 // ListTriggers returns every stored trigger, declared and managed, by
@@ -163,9 +230,23 @@ func (c *Client) DeleteTrigger(ctx context.Context, name string) error {
 func storedTrigger(t *store.Trigger) *StoredTrigger {
 	return &StoredTrigger{
 		Trigger: Trigger{Name: t.Name, Event: t.Event, Target: TargetKind(t.TargetKind), TargetName: t.TargetName, Filter: t.Filter, Input: t.Input,
-			BusinessKey: t.BusinessKey, ConcurrencyKey: t.ConcurrencyKey},
+			BusinessKey: t.BusinessKey, ConcurrencyKey: t.ConcurrencyKey, Key: t.Key, Debounce: t.Debounce, Throttle: throttleOf(t), Batch: batchOf(t)},
 		Declared: t.Declared, CreatedAt: t.CreatedAt, UpdatedAt: t.UpdatedAt,
 	}
+}
+
+func throttleOf(t *store.Trigger) *Throttle {
+	if t.ThrottleLimit == 0 && t.ThrottlePeriod == 0 {
+		return nil
+	}
+	return &Throttle{Limit: t.ThrottleLimit, Period: t.ThrottlePeriod}
+}
+
+func batchOf(t *store.Trigger) *Batch {
+	if t.BatchSize == 0 && t.BatchWindow == 0 {
+		return nil
+	}
+	return &Batch{Size: t.BatchSize, Window: t.BatchWindow}
 }
 
 // EventFirings returns what the triggers did with an event, by trigger
@@ -194,6 +275,7 @@ func (c *Client) newTriggers() *triggers.Service {
 	return triggers.New(&triggers.Config{
 		Store: c.cfg.Store, Triggers: c.cfg.Store, Clock: c.cfg.Clock, Logger: c.cfg.Logger,
 		Owner: c.cfg.WorkerID, LeaseFor: c.cfg.LeaseDuration, Interval: 10 * c.cfg.PollInterval, NewID: newID,
+		Deliver: c.deliverEventWait,
 		Start: func(ctx context.Context, t *store.Trigger, p *triggers.StartParams) error {
 			var in any
 			if len(p.Input) > 0 {

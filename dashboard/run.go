@@ -70,6 +70,8 @@ type runData struct {
 	// StartedBy is the event whose trigger started the run (nil for a
 	// run no trigger started).
 	StartedBy *startedBy
+	// EventWaits are the run's waits for events (eventwaits.go).
+	EventWaits []eventWaitRow
 	// Waiting are the steps that wait to be resumed from outside, with
 	// the events that resume them; gates among them are approval gates.
 	Waiting []waitingStep
@@ -209,6 +211,9 @@ func (d *Dashboard) runPage(r *http.Request) (string, any, error) {
 		return "", nil, err
 	}
 	if data.StartedBy, err = d.runStartedBy(r, run); err != nil {
+		return "", nil, err
+	}
+	if data.EventWaits, err = d.runEventWaits(r, run.ID); err != nil {
 		return "", nil, err
 	}
 

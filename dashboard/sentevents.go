@@ -227,6 +227,8 @@ type eventData struct {
 	// Data is the event's data, indented.
 	Data    string
 	Firings []firingRow
+	// Waits are the runs' waits the event matched.
+	Waits []eventWaitRow
 }
 
 func (d *eventData) PageTitle() string { return "Event " + d.Event.Name }
@@ -267,6 +269,7 @@ func (d *Dashboard) eventPage(r *http.Request) (string, any, error) {
 		}
 		data.Firings = append(data.Firings, row)
 	}
+	data.Waits = eventWaitRows(e.Waits)
 	return "sentevent", data, nil
 }
 

@@ -13,6 +13,7 @@ import (
 	"github.com/hephaestus-go/hephaestus/flow"
 	"github.com/hephaestus-go/hephaestus/internal/dag"
 	"github.com/hephaestus-go/hephaestus/internal/secrets"
+	"github.com/hephaestus-go/hephaestus/internal/triggers"
 )
 
 // ElseEvent is the event of a branch step whose cases all failed to match
@@ -552,7 +553,17 @@ func addStep(b *flow.Builder, rt *stepRT, c *errs) {
 	}
 	if s.wait != nil {
 		opts = append(opts, flow.Waits(s.wait.timeout))
+		w := s.wait
 		flow.EventStep(b, s.name, func(ctx context.Context, in json.RawMessage) (flow.Result[json.RawMessage], error) {
+			if w.event != "" {
+				input, err := flow.RunInput[json.RawMessage](ctx)
+				if err != nil {
+					return flow.Result[json.RawMessage]{}, err
+				}
+				if err := triggers.Await(ctx, &triggers.AwaitRequest{Event: w.event, Match: w.match, Input: input, LookBack: w.lookBack}); err != nil {
+					return flow.Result[json.RawMessage]{}, err
+				}
+			}
 			return flow.Wait[json.RawMessage](), nil
 		}, opts...)
 		return

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"time"
 
 	"go.yaml.in/yaml/v3"
 
@@ -31,9 +32,18 @@ type Trigger struct {
 	// run's business key value and concurrency key (Trigger.BusinessKey).
 	BusinessKey    string
 	ConcurrencyKey string
+	// Key, Debounce, Throttle* and Batch* are the trigger's flow control
+	// over its events ("key", "debounce", "throttle: {limit, period}",
+	// "batch: {size, window}"; store.Trigger says what each does).
+	Key            string
+	Debounce       time.Duration
+	ThrottleLimit  int
+	ThrottlePeriod time.Duration
+	BatchSize      int
+	BatchWindow    time.Duration
 }
 
-var onKeys = []string{"business_key", "concurrency_key", "event", "filter", "input", "name"}
+var onKeys = []string{"batch", "business_key", "concurrency_key", "debounce", "event", "filter", "input", "key", "name", "throttle"}
 
 // Triggers returns the triggers the document declares ("on"), in order.
 func (d *Document) Triggers() []Trigger { return slices.Clone(d.triggers) }
@@ -124,6 +134,7 @@ func (p *parser) eventTrigger(n *node, path string) (t Trigger, ok bool) {
 		{"input", &t.Input, `write a CEL expression over event, such as '{"order": event.data.order}'`},
 		{"business_key", &t.BusinessKey, `write a CEL expression over event that gives a string or a number, such as "event.data.order"`},
 		{"concurrency_key", &t.ConcurrencyKey, `write a CEL expression over event that gives a string, such as '"tenant-" + event.data.tenant'`},
+		{"key", &t.Key, `write a CEL expression over event that gives a string or a number, such as "event.data.tenant"`},
 	} {
 		x, k := n.get(f.key)
 		if k == nil {
@@ -142,6 +153,8 @@ func (p *parser) eventTrigger(n *node, path string) (t Trigger, ok bool) {
 			probe.Input = x.value
 		case "business_key":
 			probe.BusinessKey = x.value
+		case "key":
+			probe.Key, probe.Debounce = x.value, time.Second
 		default:
 			probe.ConcurrencyKey = x.value
 		}
@@ -156,7 +169,64 @@ func (p *parser) eventTrigger(n *node, path string) (t Trigger, ok bool) {
 		}
 		*f.dst = x.value
 	}
-	return t, ok
+	return t, p.flowControl(n, path, &t) && ok
+}
+
+// flowControl reads an entry's debounce, throttle and batch and checks
+// them as the store does, pointing at the field at fault.
+func (p *parser) flowControl(n *node, path string, t *Trigger) bool {
+	ok := true
+	var last *node
+	lastPath := path
+	if x, k := n.get("debounce"); k != nil {
+		t.Debounce, ok = p.duration(x, path+".debounce")
+		last, lastPath = x, path+".debounce"
+	}
+	pair := func(key, count, dur string, n1 *int, d *time.Duration) {
+		x, k := n.get(key)
+		if k == nil {
+			return
+		}
+		last, lastPath = x, path+"."+key
+		if !p.mapping(x, lastPath) {
+			ok = false
+			return
+		}
+		p.keys(x, lastPath, []string{count, dur})
+		for _, f := range []string{count, dur} {
+			if _, k := x.get(f); k == nil {
+				p.c.add(x, lastPath+"."+f, fmt.Sprintf(`add "%s: ..."`, f), "the %s has no %s", key, f)
+				ok = false
+			}
+		}
+		if y, k := x.get(count); k != nil {
+			var good bool
+			*n1, good = p.integer(y, lastPath+"."+count)
+			ok = ok && good
+		}
+		if y, k := x.get(dur); k != nil {
+			var good bool
+			*d, good = p.duration(y, lastPath+"."+dur)
+			ok = ok && good
+		}
+	}
+	pair("throttle", "limit", "period", &t.ThrottleLimit, &t.ThrottlePeriod)
+	pair("batch", "size", "window", &t.BatchSize, &t.BatchWindow)
+	if !ok {
+		return false
+	}
+	probe := &store.Trigger{Name: triggerProbe, Event: triggerProbe, TargetKind: store.TargetDocument, TargetName: triggerProbe, Key: t.Key,
+		Debounce: t.Debounce, ThrottleLimit: t.ThrottleLimit, ThrottlePeriod: t.ThrottlePeriod, BatchSize: t.BatchSize, BatchWindow: t.BatchWindow}
+	if err := store.CheckTrigger(probe); err != nil {
+		at := last
+		if at == nil {
+			at, _ = n.get("key")
+			lastPath = path + ".key"
+		}
+		p.c.add(at, lastPath, "use at most one of debounce, throttle and batch, within the limits of docs/events.md", "%s", triggerReason(err, ""))
+		return false
+	}
+	return true
 }
 
 // triggerReason is the reason of an error of triggers.Compile, without

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/hephaestus-go/hephaestus/flowdoc"
 )
@@ -16,6 +17,11 @@ on:
   - {event: order.paid, name: all-paid, business_key: event.data.order, concurrency_key: '"c-" + event.data.customer'}
   - event: order.refunded
     filter: event.data.full
+  - {event: cart.changed, key: event.data.cart, debounce: 30s}
+  - {event: page.viewed, name: views, throttle: {limit: 10, period: 1m}}
+  - event: comment.added
+    key: event.data.thread
+    batch: {size: 50, window: 5m}
 steps:
   a: {action: echo, done: true}
 `
@@ -29,6 +35,9 @@ func TestDocumentTriggers(t *testing.T) {
 		{Name: "order.paid", Event: "order.paid", Filter: "event.data.amount > 100", Input: `{"order": event.data.order}`},
 		{Name: "all-paid", Event: "order.paid", BusinessKey: "event.data.order", ConcurrencyKey: `"c-" + event.data.customer`},
 		{Name: "order.refunded", Event: "order.refunded", Filter: "event.data.full"}, // dyn: accepted, checked per event
+		{Name: "cart.changed", Event: "cart.changed", Key: "event.data.cart", Debounce: 30 * time.Second},
+		{Name: "views", Event: "page.viewed", ThrottleLimit: 10, ThrottlePeriod: time.Minute},
+		{Name: "comment.added", Event: "comment.added", Key: "event.data.thread", BatchSize: 50, BatchWindow: 5 * time.Minute},
 	}
 	got := d.Triggers()
 	if len(got) != len(want) {
@@ -75,6 +84,14 @@ func TestDocumentTriggerErrors(t *testing.T) {
 		{"name like an event", "  - {event: x}\n  - {event: y, name: x}\n", 5, "on[1].name", `trigger "x" is declared twice`},
 		{"empty name", "  - {event: x, name: ''}\n", 4, "on[0].name", "expected a string"},
 		{"name too long", "  - {event: x, name: " + long + "}\n", 4, "on[0].name", "more than the limit of 200"},
+		{"key syntax", "  - {event: x, debounce: 1s, key: 'event.data.'}\n", 4, "on[0].key", "Syntax error"},
+		{"key alone", "  - event: x\n    key: event.data.k\n", 5, "on[0].key", "key is set without debounce"},
+		{"debounce not a duration", "  - event: x\n    debounce: soon\n", 5, "on[0].debounce", `"soon" is not a duration`},
+		{"throttle not a mapping", "  - event: x\n    throttle: 10\n", 5, "on[0].throttle", "expected a mapping"},
+		{"throttle without period", "  - event: x\n    throttle: {limit: 2}\n", 5, "on[0].throttle.period", "the throttle has no period"},
+		{"throttle unknown key", "  - event: x\n    throttle: {limit: 2, period: 1m, burst: 3}\n", 5, "on[0].throttle.burst", `unknown key "burst"`},
+		{"batch too big", "  - event: x\n    batch: {size: 5000, window: 1m}\n", 5, "on[0].batch", "batch size 5000 must be from 1 to 1000"},
+		{"two controls", "  - event: x\n    debounce: 1s\n    batch: {size: 2, window: 1m}\n", 6, "on[0].batch", "at most one of them"},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {

@@ -14,6 +14,7 @@ import (
 	"github.com/hephaestus-go/hephaestus/flow"
 	"github.com/hephaestus-go/hephaestus/hephtype"
 	"github.com/hephaestus-go/hephaestus/internal/suggest"
+	"github.com/hephaestus-go/hephaestus/internal/triggers"
 )
 
 // MaxDocumentSize bounds the size of a document, in bytes.
@@ -89,6 +90,11 @@ type branchCase struct {
 type waitSpec struct {
 	events  []string
 	timeout time.Duration
+	// event, when set, is the event the step waits for (resumed with
+	// "received" by the first one match accepts, looking back lookBack).
+	event    string
+	match    string
+	lookBack time.Duration
 }
 
 // approvalSpec is an approval gate: a wait for the events approved and
@@ -609,7 +615,7 @@ func (p *parser) wait(s *stepDoc, v *node) {
 	if !p.mapping(v, path) {
 		return
 	}
-	p.keys(v, path, []string{"events", "timeout"})
+	p.keys(v, path, []string{"events", "timeout", "event", "match", "look_back"})
 	if e, k := v.get("events"); k != nil {
 		if e.kind != yaml.SequenceNode {
 			p.c.add(e, join(path, "events"), "write a list of event names", "expected a list, found %s", e.kindName())
@@ -627,6 +633,40 @@ func (p *parser) wait(s *stepDoc, v *node) {
 	}
 	if t, k := v.get("timeout"); k != nil {
 		s.wait.timeout, _ = p.duration(t, join(path, "timeout"))
+	}
+	p.waitEvent(s, v, path)
+}
+
+// EventReceived is the event a step that waits for an event (wait:
+// {event: ...}) is resumed with.
+const EventReceived = "received"
+
+// waitEvent reads the keys of a wait for an event: event, match and
+// look_back.
+func (p *parser) waitEvent(s *stepDoc, v *node, path string) {
+	e, ek := v.get("event")
+	if ek != nil {
+		s.wait.event, _ = p.str(e, join(path, "event"))
+		if s.wait.event != "" && !slices.Contains(s.wait.events, EventReceived) {
+			s.wait.events = append(s.wait.events, EventReceived)
+		}
+	}
+	if m, k := v.get("match"); k != nil {
+		if ek == nil {
+			p.c.add(k, join(path, "match"), "add event: <name> to wait for an event", "match is set without event")
+		}
+		if src, ok := p.str(m, join(path, "match")); ok {
+			s.wait.match = src
+			if _, err := triggers.CompileMatch(src); err != nil {
+				p.c.add(m, join(path, "match"), "write a CEL expression over event and input that gives a boolean", "%v", err)
+			}
+		}
+	}
+	if lb, k := v.get("look_back"); k != nil {
+		if ek == nil {
+			p.c.add(k, join(path, "look_back"), "add event: <name> to wait for an event", "look_back is set without event")
+		}
+		s.wait.lookBack, _ = p.duration(lb, join(path, "look_back"))
 	}
 }
 

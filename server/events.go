@@ -22,6 +22,30 @@ type SentEvent struct {
 	// Firings are what the triggers did with the event (GET
 	// /events/{id} only).
 	Firings []*hephaestus.TriggerFiring `json:"firings,omitempty"`
+	// Waits are the runs' waits this event matched (GET /events/{id}
+	// only).
+	Waits []*hephaestus.EventWait `json:"waits,omitempty"`
+}
+
+// EventWaitList is the waits for events of a run, oldest first.
+type EventWaitList struct {
+	Waits []*hephaestus.EventWait `json:"waits"`
+}
+
+// runEventWaits lists the waits for events of a run.
+func (s *Server) runEventWaits(c *call) error {
+	r, err := s.cfg.Client.GetRun(c.ctx(), c.r.PathValue("id"))
+	if err != nil {
+		return err
+	}
+	ws, err := s.cfg.Client.EventWaits(c.ctx(), r.ID)
+	if err != nil {
+		return err
+	}
+	if ws == nil {
+		ws = []*hephaestus.EventWait{}
+	}
+	return c.json(http.StatusOK, &EventWaitList{Waits: ws})
 }
 
 // SentEventList is a page of events, newest first.
@@ -97,6 +121,9 @@ func (s *Server) getEvent(c *call) error {
 	}
 	out := sentEventJSON(e)
 	if out.Firings, err = s.cfg.Client.EventFirings(c.ctx(), e.ID); err != nil {
+		return err
+	}
+	if out.Waits, err = s.cfg.Client.EventWaitsMatched(c.ctx(), e.ID); err != nil {
 		return err
 	}
 	return c.json(http.StatusOK, out)

@@ -40,6 +40,7 @@ func (s *Server) register() {
 	s.handle(get, p+"/runs/{id}/history/export", accessRun, "", s.exportHistory)
 	s.handle(get, p+"/runs/{id}/logs", accessRun, "", s.logs)
 	s.handle(get, p+"/runs/{id}/steps", accessRun, "", s.steps)
+	s.handle(get, p+"/runs/{id}/event-waits", accessRun, "", s.runEventWaits)
 	s.handle(get, p+"/runs/{id}/result", accessRun, "", s.result)
 	s.handle(get, p+"/runs/{id}/state", accessRun, "", s.state)
 

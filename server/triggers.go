@@ -18,11 +18,30 @@ type Trigger struct {
 	Input      string `json:"input,omitempty"`
 	// BusinessKey and ConcurrencyKey are CEL expressions of the run's
 	// keys.
-	BusinessKey    string    `json:"business_key,omitempty"`
-	ConcurrencyKey string    `json:"concurrency_key,omitempty"`
-	Declared       bool      `json:"declared"`
-	CreatedAt      time.Time `json:"created_at"`
-	UpdatedAt      time.Time `json:"updated_at"`
+	BusinessKey    string `json:"business_key,omitempty"`
+	ConcurrencyKey string `json:"concurrency_key,omitempty"`
+	// Key, Debounce, Throttle and Batch are the trigger's flow control
+	// over its events (durations as "30s").
+	Key       string           `json:"key,omitempty"`
+	Debounce  string           `json:"debounce,omitempty"`
+	Throttle  *TriggerThrottle `json:"throttle,omitempty"`
+	Batch     *TriggerBatch    `json:"batch,omitempty"`
+	Declared  bool             `json:"declared"`
+	CreatedAt time.Time        `json:"created_at"`
+	UpdatedAt time.Time        `json:"updated_at"`
+}
+
+// TriggerThrottle starts at most Limit runs per Period per key.
+type TriggerThrottle struct {
+	Limit  int    `json:"limit"`
+	Period string `json:"period"`
+}
+
+// TriggerBatch collects up to Size events, or those within Window of the
+// first, into one run.
+type TriggerBatch struct {
+	Size   int    `json:"size"`
+	Window string `json:"window"`
 }
 
 // TriggerList is every stored trigger, by name.
@@ -31,18 +50,52 @@ type TriggerList struct {
 }
 
 type triggerBody struct {
-	Event          string `json:"event"`
-	TargetKind     string `json:"target_kind"`
-	TargetName     string `json:"target_name"`
-	Filter         string `json:"filter"`
-	Input          string `json:"input"`
-	BusinessKey    string `json:"business_key"`
-	ConcurrencyKey string `json:"concurrency_key"`
+	Event          string   `json:"event"`
+	TargetKind     string   `json:"target_kind"`
+	TargetName     string   `json:"target_name"`
+	Filter         string   `json:"filter"`
+	Input          string   `json:"input"`
+	BusinessKey    string   `json:"business_key"`
+	ConcurrencyKey string   `json:"concurrency_key"`
+	Key            string   `json:"key"`
+	Debounce       duration `json:"debounce"`
+	Throttle       *struct {
+		Limit  int      `json:"limit"`
+		Period duration `json:"period"`
+	} `json:"throttle"`
+	Batch *struct {
+		Size   int      `json:"size"`
+		Window duration `json:"window"`
+	} `json:"batch"`
+}
+
+// trigger is the library's trigger of a put's body.
+func (b *triggerBody) trigger(name string) *hephaestus.Trigger {
+	t := &hephaestus.Trigger{Name: name, Event: b.Event, Target: hephaestus.TargetKind(b.TargetKind), TargetName: b.TargetName, Filter: b.Filter,
+		Input: b.Input, BusinessKey: b.BusinessKey, ConcurrencyKey: b.ConcurrencyKey, Key: b.Key, Debounce: time.Duration(b.Debounce)}
+	if b.Throttle != nil {
+		t.Throttle = &hephaestus.Throttle{Limit: b.Throttle.Limit, Period: time.Duration(b.Throttle.Period)}
+	}
+	if b.Batch != nil {
+		t.Batch = &hephaestus.Batch{Size: b.Batch.Size, Window: time.Duration(b.Batch.Window)}
+	}
+	return t
 }
 
 func triggerJSON(t *hephaestus.StoredTrigger) *Trigger {
-	return &Trigger{Name: t.Name, Event: t.Event, TargetKind: string(t.Target), TargetName: t.TargetName,
-		Filter: t.Filter, Input: t.Input, BusinessKey: t.BusinessKey, ConcurrencyKey: t.ConcurrencyKey, Declared: t.Declared, CreatedAt: t.CreatedAt, UpdatedAt: t.UpdatedAt}
+	out := &Trigger{Name: t.Name, Event: t.Event, TargetKind: string(t.Target), TargetName: t.TargetName,
+		Filter: t.Filter, Input: t.Input, BusinessKey: t.BusinessKey, ConcurrencyKey: t.ConcurrencyKey, Key: t.Key,
+		Declared: t.Declared, CreatedAt: t.CreatedAt, UpdatedAt: t.UpdatedAt}
+	if t.Debounce > 0 {
+		out.Debounce = t.Debounce.String()
+	}
+	if t.Throttle != nil {
+		out.Throttle = &TriggerThrottle{Limit: t.Throttle.Limit, Period: t.Throttle.Period.String()}
+	}
+	if t.Batch != nil {
+		out.Batch = &TriggerBatch{Size: t.Batch.Size, Window: t.Batch.Window.String()}
+	}
+	return out
 }
 
 func (s *Server) listTriggers(c *call) error {
@@ -79,8 +132,7 @@ func (s *Server) putTrigger(c *call) error {
 			return fieldProblem(f[0], "is required")
 		}
 	}
-	created, err := s.cfg.Client.PutTrigger(c.ctx(), &hephaestus.Trigger{Name: name, Event: b.Event, Target: hephaestus.TargetKind(b.TargetKind),
-		TargetName: b.TargetName, Filter: b.Filter, Input: b.Input, BusinessKey: b.BusinessKey, ConcurrencyKey: b.ConcurrencyKey})
+	created, err := s.cfg.Client.PutTrigger(c.ctx(), b.trigger(name))
 	if err != nil {
 		return err
 	}

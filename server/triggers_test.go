@@ -34,6 +34,22 @@ func TestTriggersAPI(t *testing.T) {
 		if tr.Filter != `event.data.user != "bot"` || tr.ConcurrencyKey != "event.data.user" {
 			t.Fatalf("replace: %+v", tr)
 		}
+		// Flow control round-trips with durations as strings.
+		grouped := map[string]any{"event": "user.left", "target_kind": "flow", "target_name": "greet", "key": "event.data.user",
+			"batch": map[string]any{"size": 10, "window": "1m30s"}}
+		e.api.call(http.MethodPut, "/api/v1/triggers/farewell", grouped, http.StatusCreated, &tr)
+		if tr.Key != "event.data.user" || tr.Batch == nil || *tr.Batch != (TriggerBatch{Size: 10, Window: "1m30s"}) || tr.Throttle != nil || tr.Debounce != "" {
+			t.Fatalf("put a batch: %+v", tr)
+		}
+		delete(grouped, "batch")
+		grouped["throttle"] = map[string]any{"limit": 2, "period": "1m"}
+		tr = Trigger{}
+		e.api.call(http.MethodPut, "/api/v1/triggers/farewell", grouped, http.StatusOK, &tr)
+		if tr.Throttle == nil || *tr.Throttle != (TriggerThrottle{Limit: 2, Period: "1m0s"}) || tr.Batch != nil {
+			t.Fatalf("put a throttle: %+v", tr)
+		}
+		e.api.call(http.MethodDelete, "/api/v1/triggers/farewell", nil, http.StatusNoContent, nil)
+		tr = Trigger{}
 		var list TriggerList
 		e.api.do(req{method: http.MethodGet, path: "/api/v1/triggers", token: reader}).decode(t, &list)
 		if len(list.Triggers) != 2 || list.Triggers[0].Name != "coded" || !list.Triggers[0].Declared || list.Triggers[1].Name != "welcome" {
@@ -78,6 +94,9 @@ func TestTriggersAPI(t *testing.T) {
 			{map[string]any{"event": "e", "target_kind": "flow", "target_name": "greet", "filter": "event.data.n >"}, "filter"},
 			{map[string]any{"event": "e", "target_kind": "flow", "target_name": "greet", "input": "{"}, "input"},
 			{map[string]any{"event": "e", "target_kind": "flow", "target_name": "greet", "business_key": "event.data."}, "business key"},
+			{map[string]any{"event": "e", "target_kind": "flow", "target_name": "greet", "debounce": "1s", "batch": map[string]any{"size": 2, "window": "1s"}}, "at most one"},
+			{map[string]any{"event": "e", "target_kind": "flow", "target_name": "greet", "batch": map[string]any{"size": 5000, "window": "1s"}}, "batch size 5000"},
+			{map[string]any{"event": "e", "target_kind": "flow", "target_name": "greet", "debounce": "soon"}, "debounce"},
 		} {
 			r := e.api.do(req{method: http.MethodPut, path: "/api/v1/triggers/bad", body: bad.body, unchecked: true})
 			if p := r.problem(t, http.StatusBadRequest); !strings.Contains(p.Detail, bad.want) {

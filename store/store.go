@@ -179,6 +179,11 @@ type Store interface {
 	// Triggers keeps the triggers that start runs on events, and their
 	// firings (trigger.go).
 	Triggers
+	// EventWaits keeps the runs' waits for events (eventwait.go).
+	EventWaits
+	// TriggerGroups keeps the groups of events of the triggers that
+	// debounce, throttle or batch them (triggergroup.go).
+	TriggerGroups
 	// Queues keeps the flow control of task queues (queue.go).
 	Queues
 	// Versions keeps version rules and version states (version.go).

@@ -51,8 +51,9 @@ type Triggers interface {
 	PutTriggers(ctx context.Context, p *PutTriggersParams) error
 	// ListTriggers returns every trigger by name.
 	ListTriggers(ctx context.Context) ([]*Trigger, error)
-	// DeleteTrigger deletes a trigger and its pending firings, or returns
-	// ErrTriggerNotFound. Firings that ended are kept (with their event).
+	// DeleteTrigger deletes a trigger, its pending firings and its open
+	// groups (TriggerGroups) with their throttle windows, or returns
+	// ErrTriggerNotFound. Firings and groups that ended are kept.
 	DeleteTrigger(ctx context.Context, name string) error
 	// ClaimFirings leases up to p.Limit firings of the triggers named in
 	// p.Triggers that are pending with no lease or a lease that ended at
@@ -96,6 +97,24 @@ type Trigger struct {
 	// string).
 	BusinessKey    string
 	ConcurrencyKey string
+	// Key, when set, computes the flow-control key from the event (CEL,
+	// a string or a number): debounce, throttle and batch act per key
+	// value; empty, one group for the trigger. Set only with one of them.
+	Key string
+	// Debounce, when set, starts one run after Debounce of quiet for a
+	// key, with the last event's input.
+	Debounce time.Duration
+	// ThrottleLimit and ThrottlePeriod, when set, start at most
+	// ThrottleLimit runs per ThrottlePeriod per key; the events over the
+	// limit are deferred to the next window with room, not dropped.
+	ThrottleLimit  int
+	ThrottlePeriod time.Duration
+	// BatchSize and BatchWindow, when set, collect up to BatchSize
+	// events of a key, or those until BatchWindow after the first, into
+	// one run whose input is the JSON list of their inputs, in event
+	// order.
+	BatchSize   int
+	BatchWindow time.Duration
 	// Declared marks a trigger declared in code (put at start).
 	Declared  bool
 	CreatedAt time.Time
@@ -168,10 +187,10 @@ func CheckTrigger(t *Trigger) error {
 	if t.TargetName == "" {
 		return fmt.Errorf("%w: trigger %q: the target name is empty", hephtype.ErrInvalidInput, t.Name)
 	}
-	for _, e := range []string{t.Filter, t.Input, t.BusinessKey, t.ConcurrencyKey} {
+	for _, e := range []string{t.Filter, t.Input, t.BusinessKey, t.ConcurrencyKey, t.Key} {
 		if len(e) > MaxTriggerExprBytes {
-			return fmt.Errorf("%w: trigger %q: filter, input, business key and concurrency key are at most %d bytes", hephtype.ErrInvalidInput, t.Name, MaxTriggerExprBytes)
+			return fmt.Errorf("%w: trigger %q: filter, input, business key, concurrency key and key are at most %d bytes", hephtype.ErrInvalidInput, t.Name, MaxTriggerExprBytes)
 		}
 	}
-	return nil
+	return checkFlowControl(t)
 }

@@ -18,6 +18,24 @@ type Event struct {
 	Seq       int64           `json:"seq"`
 	Duplicate bool            `json:"duplicate,omitempty"`
 	Firings   []Firing        `json:"firings,omitempty"`
+	// Waits are the runs' waits the event matched.
+	Waits []EventWait `json:"waits,omitempty"`
+}
+
+// EventWait is a run's wait for an event.
+type EventWait struct {
+	ID             string    `json:"id"`
+	RunID          string    `json:"run_id"`
+	Step           string    `json:"step,omitempty"`
+	Kind           string    `json:"kind"`
+	Event          string    `json:"event"`
+	Match          string    `json:"match,omitempty"`
+	From           time.Time `json:"from"`
+	Until          time.Time `json:"until,omitzero"`
+	CreatedAt      time.Time `json:"created_at"`
+	MatchedEventID string    `json:"matched_event_id,omitempty"`
+	MatchedAt      time.Time `json:"matched_at,omitzero"`
+	DeliveredAt    time.Time `json:"delivered_at,omitzero"`
 }
 
 // Firing is what a trigger did with an event.
@@ -90,17 +108,21 @@ func (c *Client) Events(ctx context.Context, p *ListEventsParams) (*EventList, *
 // Trigger is a stored trigger: declared in code, or managed through the
 // API (PutTrigger).
 type Trigger struct {
-	Name           string    `json:"name"`
-	Event          string    `json:"event"`
-	TargetKind     string    `json:"target_kind"`
-	TargetName     string    `json:"target_name"`
-	Filter         string    `json:"filter,omitempty"`
-	Input          string    `json:"input,omitempty"`
-	BusinessKey    string    `json:"business_key,omitempty"`
-	ConcurrencyKey string    `json:"concurrency_key,omitempty"`
-	Declared       bool      `json:"declared"`
-	CreatedAt      time.Time `json:"created_at"`
-	UpdatedAt      time.Time `json:"updated_at"`
+	Name           string           `json:"name"`
+	Event          string           `json:"event"`
+	TargetKind     string           `json:"target_kind"`
+	TargetName     string           `json:"target_name"`
+	Filter         string           `json:"filter,omitempty"`
+	Input          string           `json:"input,omitempty"`
+	BusinessKey    string           `json:"business_key,omitempty"`
+	ConcurrencyKey string           `json:"concurrency_key,omitempty"`
+	Key            string           `json:"key,omitempty"`
+	Debounce       string           `json:"debounce,omitempty"`
+	Throttle       *TriggerThrottle `json:"throttle,omitempty"`
+	Batch          *TriggerBatch    `json:"batch,omitempty"`
+	Declared       bool             `json:"declared"`
+	CreatedAt      time.Time        `json:"created_at"`
+	UpdatedAt      time.Time        `json:"updated_at"`
 }
 
 // TriggerList is every stored trigger, by name.
@@ -110,13 +132,30 @@ type TriggerList struct {
 
 // TriggerInput is a managed trigger to put.
 type TriggerInput struct {
-	Event          string `json:"event"`
-	TargetKind     string `json:"target_kind"`
-	TargetName     string `json:"target_name"`
-	Filter         string `json:"filter,omitempty"`
-	Input          string `json:"input,omitempty"`
-	BusinessKey    string `json:"business_key,omitempty"`
-	ConcurrencyKey string `json:"concurrency_key,omitempty"`
+	Event          string           `json:"event"`
+	TargetKind     string           `json:"target_kind"`
+	TargetName     string           `json:"target_name"`
+	Filter         string           `json:"filter,omitempty"`
+	Input          string           `json:"input,omitempty"`
+	BusinessKey    string           `json:"business_key,omitempty"`
+	ConcurrencyKey string           `json:"concurrency_key,omitempty"`
+	Key            string           `json:"key,omitempty"`
+	Debounce       string           `json:"debounce,omitempty"`
+	Throttle       *TriggerThrottle `json:"throttle,omitempty"`
+	Batch          *TriggerBatch    `json:"batch,omitempty"`
+}
+
+// TriggerThrottle starts at most Limit runs per Period ("1m") per key.
+type TriggerThrottle struct {
+	Limit  int    `json:"limit"`
+	Period string `json:"period"`
+}
+
+// TriggerBatch collects up to Size events, or those within Window ("30s")
+// of the first, into one run.
+type TriggerBatch struct {
+	Size   int    `json:"size"`
+	Window string `json:"window"`
 }
 
 // Triggers lists the stored triggers (GET /triggers).

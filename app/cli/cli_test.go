@@ -121,7 +121,7 @@ func TestMigratePostgres(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := "heph.heph_schema_migrations other.api_tokens other.audit_log other.definition_versions other.definitions other.documents other.event_firings other.heph_schema_migrations other.history other.operations other.principals other.queue_keys other.queue_leases other.queues other.remote_claims other.requests other.retired_builds other.run_attributes other.runs other.schedule_ticks other.schedules other.secrets other.sent_events other.sessions other.step_logs other.tasks other.triggers other.version_generation other.version_rules other.webhook_attempts other.webhook_deliveries other.webhook_events other.webhooks other.workers"
+	want := "heph.heph_schema_migrations other.api_tokens other.audit_log other.definition_versions other.definitions other.documents other.event_firings other.event_waits other.heph_schema_migrations other.history other.operations other.principals other.queue_keys other.queue_leases other.queues other.remote_claims other.requests other.retired_builds other.run_attributes other.runs other.schedule_ticks other.schedules other.secrets other.sent_events other.sessions other.step_logs other.tasks other.trigger_group_events other.trigger_groups other.trigger_windows other.triggers other.version_generation other.version_rules other.webhook_attempts other.webhook_deliveries other.webhook_events other.webhooks other.workers"
 	if got := strings.Join(tables, " "); got != want {
 		t.Fatalf("tables %s, want %s", got, want)
 	}

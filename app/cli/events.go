@@ -87,6 +87,17 @@ func printEvent(w io.Writer, e *apiclient.Event) error {
 		}
 		pairs = append(pairs, "trigger "+f.Trigger, v)
 	}
+	for _, wt := range e.Waits {
+		who := "run " + wt.RunID
+		if wt.Step != "" {
+			who += " step " + wt.Step
+		}
+		v := "matched"
+		if !wt.DeliveredAt.IsZero() {
+			v = "delivered"
+		}
+		pairs = append(pairs, "wait "+wt.ID, v+" to "+who)
+	}
 	return kv(w, pairs...)
 }
 

@@ -1,7 +1,11 @@
 package cli
 
 import (
+	"fmt"
 	"io"
+	"strconv"
+	"strings"
+	"time"
 
 	"github.com/spf13/cobra"
 
@@ -73,20 +77,79 @@ func triggersShow(g *globals) *cobra.Command {
 
 func printTrigger(w io.Writer, t *apiclient.Trigger) error {
 	return kv(w, "name", t.Name, "event", t.Event, "target", t.TargetKind+" "+t.TargetName, "filter", t.Filter,
-		"input", t.Input, "business key", t.BusinessKey, "concurrency key", t.ConcurrencyKey, "declared", t.Declared, "created", t.CreatedAt, "updated", t.UpdatedAt)
+		"input", t.Input, "business key", t.BusinessKey, "concurrency key", t.ConcurrencyKey, "key", t.Key, "flow control", flowControl(t),
+		"declared", t.Declared, "created", t.CreatedAt, "updated", t.UpdatedAt)
+}
+
+// flowControl says how a trigger debounces, throttles or batches.
+func flowControl(t *apiclient.Trigger) string {
+	switch {
+	case t.Debounce != "":
+		return "debounce " + t.Debounce
+	case t.Throttle != nil:
+		return fmt.Sprintf("throttle %d/%s", t.Throttle.Limit, t.Throttle.Period)
+	case t.Batch != nil:
+		return fmt.Sprintf("batch %d/%s", t.Batch.Size, t.Batch.Window)
+	}
+	return ""
+}
+
+// countPer parses a flag's N/duration ("10/1m").
+func countPer(flag, s string) (int, string, error) {
+	n, d, ok := strings.Cut(s, "/")
+	count, err := strconv.Atoi(n)
+	if !ok || err != nil {
+		return 0, "", usagef("--%s %q: want N/duration, such as 10/1m", flag, s)
+	}
+	if _, err := time.ParseDuration(d); err != nil {
+		return 0, "", usagef("--%s %q: %q is not a duration such as 30s or 1m", flag, s, d)
+	}
+	return count, d, nil
+}
+
+// flowFlags sets the flow control of a put from its flags.
+func flowFlags(in *apiclient.TriggerInput, debounce, throttle, batch string) error {
+	if debounce != "" {
+		if _, err := time.ParseDuration(debounce); err != nil {
+			return usagef("--debounce %q is not a duration such as 30s or 1m", debounce)
+		}
+		in.Debounce = debounce
+	}
+	if throttle != "" {
+		n, d, err := countPer("throttle", throttle)
+		if err != nil {
+			return err
+		}
+		in.Throttle = &apiclient.TriggerThrottle{Limit: n, Period: d}
+	}
+	if batch != "" {
+		n, d, err := countPer("batch", batch)
+		if err != nil {
+			return err
+		}
+		in.Batch = &apiclient.TriggerBatch{Size: n, Window: d}
+	}
+	return nil
 }
 
 func triggersPut(g *globals) *cobra.Command {
 	var in apiclient.TriggerInput
+	var debounce, throttle, batch string
 	cmd := &cobra.Command{
 		Use:   "put <name> --event E --target-name N",
 		Short: "Create or replace a trigger managed at run time (every started process carries it out)",
 		Example: `  heph triggers put welcome --event user.joined --target flow --target-name onboard \
-    --filter 'event.data.plan == "pro"' --input '{"user": event.data.user}'`,
+    --filter 'event.data.plan == "pro"' --input '{"user": event.data.user}'
+  heph triggers put reindex --event doc.changed --target-name reindex --key 'event.data.tenant' --throttle 1/10m
+  heph triggers put digest --event comment.added --target-name digest --key 'event.data.thread' --batch 50/5m
+  heph triggers put autosave --event doc.typed --target-name save --key 'event.data.doc' --debounce 30s`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if in.Event == "" || in.TargetName == "" {
 				return usagef("--event and --target-name are required")
+			}
+			if err := flowFlags(&in, debounce, throttle, batch); err != nil {
+				return err
 			}
 			api, err := g.api()
 			if err != nil {
@@ -109,6 +172,10 @@ func triggersPut(g *globals) *cobra.Command {
 	fl.StringVar(&in.Input, "input", "", "a CEL expression whose value is the run's input (default: the event's data)")
 	fl.StringVar(&in.BusinessKey, "business-key", "", "a CEL expression whose value is the run's business key: one active run per key")
 	fl.StringVar(&in.ConcurrencyKey, "concurrency-key", "", "a CEL expression whose value is the run's concurrency key")
+	fl.StringVar(&in.Key, "key", "", "a CEL expression that groups the events for --debounce, --throttle and --batch (default: one group)")
+	fl.StringVar(&debounce, "debounce", "", "start one run after this long without an event of the key, with the last event's input (30s)")
+	fl.StringVar(&throttle, "throttle", "", "start at most N runs per period per key, deferring the rest (N/period: 10/1m)")
+	fl.StringVar(&batch, "batch", "", "collect up to N events of a key, or those within the window of the first, into one run whose input is their list (N/window: 50/5m)")
 	return cmd
 }
 

@@ -95,6 +95,13 @@ func testTriggers(t *testing.T, c *client) {
 	}
 	c.fails(exitUsage, "--event and --target-name are required", "triggers", "put", "x", "--event", "e")
 	c.fails(exitFailure, "filter", "triggers", "put", "x", "--event", "e", "--target-name", "f", "--filter", "event.data.n >")
+	lines(t, c.ok("triggers", "put", "digest", "--event", "comment.added", "--target-name", "digest", "--key", "event.data.thread", "--batch", "50/5m"),
+		`^key: +event\.data\.thread$`, `^flow control: +batch 50/5m0s$`)
+	lines(t, c.ok("triggers", "put", "digest", "--event", "comment.added", "--target-name", "digest", "--throttle", "2/1m"),
+		`^flow control: +throttle 2/1m0s$`)
+	c.fails(exitUsage, "want N/duration", "triggers", "put", "x", "--event", "e", "--target-name", "f", "--batch", "50")
+	c.fails(exitFailure, "at most one", "triggers", "put", "x", "--event", "e", "--target-name", "f", "--debounce", "1s", "--batch", "2/1s")
+	c.ok("triggers", "rm", "digest")
 	c.ok("triggers", "rm", "welcome")
 	c.fails(exitNotFound, "not found", "triggers", "show", "welcome")
 }

@@ -144,6 +144,51 @@ func (u *Unit) WaitSignal(name string) (json.RawMessage, error) {
 	return s.payload, nil
 }
 
+// WaitSignalFor waits for a signal with the given name, as WaitSignal,
+// or for a durable timer of d, whichever comes first: ok is false when
+// the timer fired first. A signal that wins cancels the timer. A d of
+// zero or less waits for the signal only.
+func (u *Unit) WaitSignalFor(name string, d time.Duration) (payload json.RawMessage, ok bool, err error) {
+	if d <= 0 {
+		p, err := u.WaitSignal(name)
+		return p, err == nil, err
+	}
+	u.enter()
+	in := u.in
+	idx := func() int {
+		for i, s := range in.signals {
+			if s.name == name {
+				return i
+			}
+		}
+		return -1
+	}
+	if i := idx(); i >= 0 {
+		s := in.signals[i]
+		in.signals = append(in.signals[:i:i], in.signals[i+1:]...)
+		return s.payload, true, nil
+	}
+	at := in.recordSite()
+	seq := in.issue(u.co, func(seq int) Command {
+		return StartTimer{Seq: seq, Duration: d, FireAt: in.now.Add(d), At: at}
+	})
+	f := in.newFuture(seq, hephtype.EventTimerStarted, "")
+	due := in.now.Add(d)
+	u.co.blockFor([]Wait{{Kind: WaitSignal, Name: name}, {Kind: WaitTimer, Seq: seq, Due: due}},
+		"signal "+strconv.Quote(name)+" or timer #"+strconv.Itoa(seq)+" ("+d.String()+")",
+		func() bool { return f.done || idx() >= 0 })
+	if i := idx(); i >= 0 {
+		s := in.signals[i]
+		in.signals = append(in.signals[:i:i], in.signals[i+1:]...)
+		if !f.done {
+			in.issueRef(u.co, CancelTimer{Seq: seq})
+			delete(in.futures, seq)
+		}
+		return s.payload, true, nil
+	}
+	return nil, false, nil
+}
+
 // Publish replaces the state queries read.
 func (u *Unit) Publish(state json.RawMessage) {
 	u.enter()

@@ -52,6 +52,9 @@ type StartParams struct {
 	// BusinessKey and ConcurrencyKey are the trigger's key expressions'
 	// values ("" when it has none).
 	BusinessKey, ConcurrencyKey string
+	// Key is the value of the trigger's flow-control key ("" when it has
+	// none); not used to start a run.
+	Key string
 }
 
 // ErrSkip, wrapped by a StartFunc's error, ends the firing skipped with
@@ -73,8 +76,14 @@ type Config struct {
 	// wakes it.
 	Interval time.Duration
 	Start    StartFunc
+	// Groups keeps the groups of the triggers that debounce, throttle or
+	// batch their events; nil: Store.
+	Groups store.TriggerGroups
 	// NewID returns a fresh run id.
 	NewID func() string
+	// Deliver hands matched events to waiting runs (waits.go); nil: this
+	// service carries out no event waits.
+	Deliver DeliverFunc
 }
 
 // Service dispatches the firings of the triggers declared to it, and of
@@ -89,6 +98,7 @@ type Service struct {
 	managed   map[string]*compiled
 	refreshed time.Time
 	stale     bool
+	matches   map[string]cel.Program // event waits' matches (waits.go)
 	wake      chan struct{}
 	stop      context.CancelFunc
 	wg        sync.WaitGroup
@@ -98,11 +108,13 @@ type compiled struct {
 	t                        *store.Trigger
 	filter, input            cel.Program
 	businessKey, concurrency cel.Program
+	// key is the flow-control key (nil: one group).
+	key cel.Program
 }
 
 // New returns a Service; it starts nothing until Start.
 func New(cfg *Config) *Service {
-	return &Service{cfg: *cfg, progs: map[string]*compiled{}, managed: map[string]*compiled{}, stale: true, wake: make(chan struct{}, 1)}
+	return &Service{cfg: *cfg, progs: map[string]*compiled{}, managed: map[string]*compiled{}, matches: map[string]cel.Program{}, stale: true, wake: make(chan struct{}, 1)}
 }
 
 var (
@@ -140,26 +152,27 @@ func Compile(t *store.Trigger) (filter, input cel.Program, err error) {
 			return nil, nil, fmt.Errorf("%w: trigger %q: input %q: %v", hephtype.ErrInvalidInput, t.Name, t.Input, err)
 		}
 	}
-	if _, _, err := compileKeys(t); err != nil {
+	if _, _, _, err := compileKeys(t); err != nil {
 		return nil, nil, err
 	}
 	return filter, input, nil
 }
 
-// compileKeys compiles the business key and concurrency key expressions.
-func compileKeys(t *store.Trigger) (bk, ck cel.Program, err error) {
+// compileKeys compiles the business key, concurrency key and
+// flow-control key expressions.
+func compileKeys(t *store.Trigger) (bk, ck, key cel.Program, err error) {
 	for _, k := range []struct {
 		what, src string
 		dst       *cel.Program
-	}{{"business key", t.BusinessKey, &bk}, {"concurrency key", t.ConcurrencyKey, &ck}} {
+	}{{"business key", t.BusinessKey, &bk}, {"concurrency key", t.ConcurrencyKey, &ck}, {"key", t.Key, &key}} {
 		if k.src == "" {
 			continue
 		}
 		if *k.dst, err = program(k.src, false); err != nil {
-			return nil, nil, fmt.Errorf("%w: trigger %q: %s %q: %v", hephtype.ErrInvalidInput, t.Name, k.what, k.src, err)
+			return nil, nil, nil, fmt.Errorf("%w: trigger %q: %s %q: %v", hephtype.ErrInvalidInput, t.Name, k.what, k.src, err)
 		}
 	}
-	return bk, ck, nil
+	return bk, ck, key, nil
 }
 
 // compile compiles every expression of a trigger.
@@ -168,11 +181,11 @@ func compile(t *store.Trigger) (*compiled, error) {
 	if err != nil {
 		return nil, err
 	}
-	bk, ck, err := compileKeys(t)
+	bk, ck, key, err := compileKeys(t)
 	if err != nil {
 		return nil, err
 	}
-	return &compiled{t: t, filter: f, input: in, businessKey: bk, concurrency: ck}, nil
+	return &compiled{t: t, filter: f, input: in, businessKey: bk, concurrency: ck, key: key}, nil
 }
 
 func program(src string, boolean bool) (cel.Program, error) {
@@ -335,9 +348,12 @@ func (s *Service) loop(ctx context.Context) {
 				break
 			}
 		}
+		if _, err := s.DispatchWaits(ctx); err != nil && ctx.Err() == nil {
+			s.cfg.Logger.Error("event waits", slog.Any("err", err))
+		}
 		select {
 		case <-s.wake:
-		case <-s.cfg.Clock.After(s.cfg.Interval):
+		case <-s.cfg.Clock.After(s.nextWake(ctx)):
 		case <-ctx.Done():
 			return
 		}
@@ -377,25 +393,66 @@ func (s *Service) Dispatch(ctx context.Context) (int, error) {
 		return 0, fmt.Errorf("claim firings: %w", err)
 	}
 	// The firings of a batch are independent (each has its run id and
-	// its fenced end): fireParallel of them at once.
-	errs := make([]error, len(fs))
+	// its fenced end): fireParallel of them at once; but those of a
+	// trigger that groups its events join in event order, one after the
+	// other (a batch takes its events in that order).
+	lanes := firingLanes(progs, fs)
+	errs := parallel(len(lanes), func(i int) error {
+		for _, f := range lanes[i] {
+			if err := s.fire(ctx, progs[f.Trigger], f); err != nil {
+				return err // the lane's later firings wait for their lease to end
+			}
+		}
+		return nil
+	})
+	n, err := s.dispatchGroups(ctx, progs, names)
+	return len(fs) + n, errors.Join(errs, err)
+}
+
+// firingLanes splits claimed firings (in event order) into lanes carried
+// out at once: one per firing, or one per trigger that groups its events.
+func firingLanes(progs map[string]*compiled, fs []*store.Firing) [][]*store.Firing {
+	var lanes [][]*store.Firing
+	grouped := map[string]int{}
+	for _, f := range fs {
+		if !progs[f.Trigger].t.Grouped() {
+			lanes = append(lanes, []*store.Firing{f})
+			continue
+		}
+		i, ok := grouped[f.Trigger]
+		if !ok {
+			i = len(lanes)
+			grouped[f.Trigger] = i
+			lanes = append(lanes, nil)
+		}
+		lanes[i] = append(lanes[i], f)
+	}
+	return lanes
+}
+
+// parallel runs do(0..n-1), fireParallel at once, and joins their errors.
+func parallel(n int, do func(i int) error) error {
+	errs := make([]error, n)
 	sem := make(chan struct{}, fireParallel)
 	var wg sync.WaitGroup
-	for i, f := range fs {
+	for i := range n {
 		sem <- struct{}{}
 		wg.Go(func() {
 			defer func() { <-sem }()
-			errs[i] = s.fire(ctx, progs[f.Trigger], f)
+			errs[i] = do(i)
 		})
 	}
 	wg.Wait()
-	return len(fs), errors.Join(errs...)
+	return errors.Join(errs...)
 }
 
 // fire acts on one leased firing and ends it.
 func (s *Service) fire(ctx context.Context, c *compiled, f *store.Firing) error {
 	status, msg := store.FiringStarted, ""
 	p, ok, err := c.evaluate(f.Event)
+	if err == nil && ok && c.t.Grouped() {
+		return s.join(ctx, c, f, p)
+	}
 	switch {
 	case err != nil:
 		status, msg = store.FiringFailed, err.Error()
@@ -466,6 +523,12 @@ func (c *compiled) evaluate(e *store.EventRecord) (*StartParams, bool, error) {
 	}
 	if p.ConcurrencyKey, err = keyOf(c.concurrency, "concurrency key", c.t.ConcurrencyKey, vars); err != nil {
 		return nil, false, err
+	}
+	if p.Key, err = keyOf(c.key, "key", c.t.Key, vars); err != nil {
+		return nil, false, err
+	}
+	if len(p.Key) > store.MaxGroupKeyBytes {
+		return nil, false, fmt.Errorf("key %q is %d bytes, over the limit of %d", c.t.Key, len(p.Key), store.MaxGroupKeyBytes)
 	}
 	return p, true, nil
 }

@@ -211,7 +211,7 @@ func (r *wfRegistry) checkName(workflowName, name string, signal bool) error {
 	if signal {
 		names, unknown, what = d.signals, workflow.ErrUnknownSignal, "signal"
 	}
-	if !ok || len(names) == 0 || slices.Contains(names, name) {
+	if !ok || len(names) == 0 || slices.Contains(names, name) || signal && strings.HasPrefix(name, eventSignalPrefix) {
 		return nil
 	}
 	return &msgError{msg: fmt.Sprintf("workflow %q declares no %s %q (it declares %s)", workflowName, what, name, strings.Join(names, ", ")), is: unknown}
@@ -513,6 +513,16 @@ func (c *Runtime) WaitForRun(ctx context.Context, id string) (*store.Run, error)
 // run that continued as new goes to the run that carries it on; a signal
 // to a finished run fails with engine.ErrRunFinished.
 func (c *Runtime) SignalWorkflow(ctx context.Context, runID, name string, payload any) error {
+	// The signal's id, assigned as it is accepted: the run records it once
+	// however often its commit is tried.
+	return c.SignalWorkflowKeyed(ctx, runID, name, payload, "signal:"+newID())
+}
+
+// SignalWorkflowKeyed is SignalWorkflow with the key of the delivery
+// given: the run refuses a key it has seen, so a repeated call (another
+// process carrying out the same event wait) delivers nothing more and
+// returns nil.
+func (c *Runtime) SignalWorkflowKeyed(ctx context.Context, runID, name string, payload any, key string) error {
 	raw, err := limits.JSON(payload)
 	if err != nil {
 		return fmt.Errorf("signal %q to run %s: %w: payload %w", name, runID, limits.ErrInvalidInput, err)
@@ -520,9 +530,6 @@ func (c *Runtime) SignalWorkflow(ctx context.Context, runID, name string, payloa
 	if err := limits.Input(raw, c.cfg.MaxPayloadSize, "the signal's payload"); err != nil {
 		return fmt.Errorf("signal %q to run %s: %w", name, runID, err)
 	}
-	// The signal's id, assigned as it is accepted: the run records it once
-	// however often its commit is tried.
-	key := "signal:" + newID()
 	for {
 		r, err := c.cfg.Store.GetRun(ctx, runID)
 		if err != nil {
@@ -627,6 +634,10 @@ func (c *Runtime) SignalWithStart(ctx context.Context, name, id, signal string, 
 		}
 	}
 }
+
+// eventSignalPrefix names the signals that deliver matched events
+// (wfdef.EventSignalPrefix): every workflow takes them.
+const eventSignalPrefix = "heph.event:"
 
 // signalIDPrefix makes a SignalWithStart's signal id the key of its
 // delivery, apart from the random keys of other signals.

@@ -189,7 +189,8 @@ func (s *Store) PruneEvents(ctx context.Context, p *store.PruneEventsParams) (in
 	return int(n), nil
 }
 
-const triggerCols = "name, event, target_kind, target_name, filter, input, declared, created_at, updated_at, business_key, concurrency_key"
+const triggerCols = "name, event, target_kind, target_name, filter, input, declared, created_at, updated_at, business_key, concurrency_key, " +
+	"group_key, debounce_us, throttle_limit, throttle_period_us, batch_size, batch_window_us"
 
 // PutTriggers creates or replaces triggers, in one transaction.
 func (s *Store) PutTriggers(ctx context.Context, p *store.PutTriggersParams) error {
@@ -201,13 +202,15 @@ func (s *Store) PutTriggers(ctx context.Context, p *store.PutTriggersParams) err
 			return err
 		}
 	}
-	q := s.inSchema("INSERT INTO §triggers (" + triggerCols + ") VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $8, $9, $10) " +
+	q := s.inSchema("INSERT INTO §triggers (" + triggerCols + ") VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $8, $9, $10, $11, $12, $13, $14, $15, $16) " +
 		"ON CONFLICT (name) DO UPDATE SET event = $2, target_kind = $3, target_name = $4, filter = $5, input = $6, declared = $7, updated_at = $8, " +
-		"business_key = $9, concurrency_key = $10")
+		"business_key = $9, concurrency_key = $10, group_key = $11, debounce_us = $12, throttle_limit = $13, throttle_period_us = $14, " +
+		"batch_size = $15, batch_window_us = $16")
 	err := s.idempotent(ctx, func(ctx context.Context) error {
 		return pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
 			for _, t := range p.Triggers {
-				if _, err := tx.Exec(ctx, q, t.Name, t.Event, t.TargetKind, t.TargetName, t.Filter, t.Input, t.Declared, truncate(p.Now), t.BusinessKey, t.ConcurrencyKey); err != nil {
+				if _, err := tx.Exec(ctx, q, t.Name, t.Event, t.TargetKind, t.TargetName, t.Filter, t.Input, t.Declared, truncate(p.Now), t.BusinessKey, t.ConcurrencyKey,
+					t.Key, t.Debounce.Microseconds(), t.ThrottleLimit, t.ThrottlePeriod.Microseconds(), t.BatchSize, t.BatchWindow.Microseconds()); err != nil {
 					return err
 				}
 			}
@@ -235,9 +238,12 @@ func (s *Store) ListTriggers(ctx context.Context) ([]*store.Trigger, error) {
 		defer rows.Close()
 		for rows.Next() {
 			var t store.Trigger
-			if err := rows.Scan(&t.Name, &t.Event, &t.TargetKind, &t.TargetName, &t.Filter, &t.Input, &t.Declared, &t.CreatedAt, &t.UpdatedAt, &t.BusinessKey, &t.ConcurrencyKey); err != nil {
+			var debounce, period, window int64
+			if err := rows.Scan(&t.Name, &t.Event, &t.TargetKind, &t.TargetName, &t.Filter, &t.Input, &t.Declared, &t.CreatedAt, &t.UpdatedAt, &t.BusinessKey, &t.ConcurrencyKey,
+				&t.Key, &debounce, &t.ThrottleLimit, &period, &t.BatchSize, &window); err != nil {
 				return err
 			}
+			t.Debounce, t.ThrottlePeriod, t.BatchWindow = time.Duration(debounce)*time.Microsecond, time.Duration(period)*time.Microsecond, time.Duration(window)*time.Microsecond
 			t.CreatedAt, t.UpdatedAt = t.CreatedAt.UTC(), t.UpdatedAt.UTC()
 			out = append(out, &t)
 		}
@@ -249,13 +255,17 @@ func (s *Store) ListTriggers(ctx context.Context) ([]*store.Trigger, error) {
 	return out, nil
 }
 
-// DeleteTrigger deletes a trigger and its pending firings.
+// DeleteTrigger deletes a trigger, its pending firings and its open
+// groups.
 func (s *Store) DeleteTrigger(ctx context.Context, name string) error {
 	if err := s.check(); err != nil {
 		return fmt.Errorf("delete trigger: %w", err)
 	}
 	q := s.inSchema(`WITH d AS (DELETE FROM §triggers WHERE name = $1 RETURNING name),
-		f AS (DELETE FROM §event_firings WHERE trigger_name = $1 AND status = 'pending')
+		f AS (DELETE FROM §event_firings WHERE trigger_name = $1 AND status = 'pending'),
+		g AS (DELETE FROM §trigger_groups WHERE trigger_name = $1 AND status = 'open' RETURNING id),
+		ge AS (DELETE FROM §trigger_group_events WHERE group_id IN (SELECT id FROM g)),
+		w AS (DELETE FROM §trigger_windows WHERE trigger_name = $1)
 		SELECT count(*) FROM d`)
 	var n int64
 	err := s.once(ctx, func(ctx context.Context) error { return s.pool.QueryRow(ctx, q, name).Scan(&n) })

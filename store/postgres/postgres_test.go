@@ -221,7 +221,7 @@ func TestSchemaHonoured(t *testing.T) {
 		t.Fatalf("claim in the other schema: %v, %v", ts, err)
 	}
 	got := tables(t, connect(t, dsn))
-	want := []string{"api_tokens", "audit_log", "definition_versions", "definitions", "documents", "event_firings", "history", migrate.Table, "operations", "principals", "queue_keys", "queue_leases", "queues", "remote_claims", "requests", "retired_builds", "run_attributes", "runs", "schedule_ticks", "schedules", "secrets", "sent_events", "sessions", "step_logs", "tasks", "triggers", "version_generation", "version_rules", "webhook_attempts", "webhook_deliveries", "webhook_events", "webhooks", "workers"}
+	want := []string{"api_tokens", "audit_log", "definition_versions", "definitions", "documents", "event_firings", "event_waits", "history", migrate.Table, "operations", "principals", "queue_keys", "queue_leases", "queues", "remote_claims", "requests", "retired_builds", "run_attributes", "runs", "schedule_ticks", "schedules", "secrets", "sent_events", "sessions", "step_logs", "tasks", "trigger_group_events", "trigger_groups", "trigger_windows", "triggers", "version_generation", "version_rules", "webhook_attempts", "webhook_deliveries", "webhook_events", "webhooks", "workers"}
 	slices.Sort(want)
 	for _, schema := range []string{"tenant_a", "tenant_b"} {
 		if !slices.Equal(got[schema], want) {

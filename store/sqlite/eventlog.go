@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"time"
 
 	"github.com/hephaestus-go/hephaestus/store"
 )
@@ -197,7 +198,8 @@ func (s *Store) PruneEvents(ctx context.Context, p *store.PruneEventsParams) (in
 	return int(n), nil
 }
 
-const triggerCols = "name, event, target_kind, target_name, filter, input, declared, created_at, updated_at, business_key, concurrency_key"
+const triggerCols = "name, event, target_kind, target_name, filter, input, declared, created_at, updated_at, business_key, concurrency_key, " +
+	"group_key, debounce_us, throttle_limit, throttle_period_us, batch_size, batch_window_us"
 
 // PutTriggers creates or replaces triggers.
 func (s *Store) PutTriggers(ctx context.Context, p *store.PutTriggersParams) error {
@@ -212,12 +214,14 @@ func (s *Store) PutTriggers(ctx context.Context, p *store.PutTriggersParams) err
 	err := s.withWriter(ctx, func(w *wconn) error {
 		return w.tx(func() error {
 			for _, t := range p.Triggers {
-				for _, a := range []driver.Value{t.Name, t.Event, t.TargetKind, t.TargetName, t.Filter, t.Input, boolInt(t.Declared), micros(p.Now), t.BusinessKey, t.ConcurrencyKey} {
+				for _, a := range []driver.Value{t.Name, t.Event, t.TargetKind, t.TargetName, t.Filter, t.Input, boolInt(t.Declared), micros(p.Now), t.BusinessKey, t.ConcurrencyKey,
+					t.Key, t.Debounce.Microseconds(), int64(t.ThrottleLimit), t.ThrottlePeriod.Microseconds(), int64(t.BatchSize), t.BatchWindow.Microseconds()} {
 					w.arg(a)
 				}
-				if err := w.adhocExec("INSERT INTO triggers (" + triggerCols + ") VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?8, ?9, ?10) " +
+				if err := w.adhocExec("INSERT INTO triggers (" + triggerCols + ") VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16) " +
 					"ON CONFLICT (name) DO UPDATE SET event = ?2, target_kind = ?3, target_name = ?4, filter = ?5, input = ?6, " +
-					"declared = ?7, updated_at = ?8, business_key = ?9, concurrency_key = ?10"); err != nil {
+					"declared = ?7, updated_at = ?8, business_key = ?9, concurrency_key = ?10, group_key = ?11, debounce_us = ?12, " +
+					"throttle_limit = ?13, throttle_period_us = ?14, batch_size = ?15, batch_window_us = ?16"); err != nil {
 					return err
 				}
 			}
@@ -243,10 +247,12 @@ func (s *Store) ListTriggers(ctx context.Context) ([]*store.Trigger, error) {
 	var out []*store.Trigger
 	for rows.Next() {
 		var t store.Trigger
-		var declared, created, updated int64
-		if err := rows.Scan(&t.Name, &t.Event, &t.TargetKind, &t.TargetName, &t.Filter, &t.Input, &declared, &created, &updated, &t.BusinessKey, &t.ConcurrencyKey); err != nil {
+		var declared, created, updated, debounce, period, window int64
+		if err := rows.Scan(&t.Name, &t.Event, &t.TargetKind, &t.TargetName, &t.Filter, &t.Input, &declared, &created, &updated, &t.BusinessKey, &t.ConcurrencyKey,
+			&t.Key, &debounce, &t.ThrottleLimit, &period, &t.BatchSize, &window); err != nil {
 			return nil, s.fail("list triggers", err)
 		}
+		t.Debounce, t.ThrottlePeriod, t.BatchWindow = time.Duration(debounce)*time.Microsecond, time.Duration(period)*time.Microsecond, time.Duration(window)*time.Microsecond
 		t.Declared, t.CreatedAt, t.UpdatedAt = declared != 0, fromMicros(created), fromMicros(updated)
 		out = append(out, &t)
 	}
@@ -256,7 +262,8 @@ func (s *Store) ListTriggers(ctx context.Context) ([]*store.Trigger, error) {
 	return out, nil
 }
 
-// DeleteTrigger deletes a trigger and its pending firings.
+// DeleteTrigger deletes a trigger, its pending firings and its open
+// groups.
 func (s *Store) DeleteTrigger(ctx context.Context, name string) error {
 	if err := s.check(); err != nil {
 		return fmt.Errorf("delete trigger: %w", err)
@@ -269,8 +276,18 @@ func (s *Store) DeleteTrigger(ctx context.Context, name string) error {
 			if n, err = w.adhocExecN("DELETE FROM triggers WHERE name = ?"); err != nil {
 				return err
 			}
-			w.arg(name)
-			return w.adhocExec("DELETE FROM event_firings WHERE trigger_name = ? AND status = 'pending'")
+			for _, q := range []string{
+				"DELETE FROM event_firings WHERE trigger_name = ? AND status = 'pending'",
+				"DELETE FROM trigger_group_events WHERE group_id IN (SELECT id FROM trigger_groups WHERE trigger_name = ? AND status = 'open')",
+				"DELETE FROM trigger_groups WHERE trigger_name = ? AND status = 'open'",
+				"DELETE FROM trigger_windows WHERE trigger_name = ?",
+			} {
+				w.arg(name)
+				if err := w.adhocExec(q); err != nil {
+					return err
+				}
+			}
+			return nil
 		})
 	})
 	if err != nil {
