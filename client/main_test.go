@@ -1,4 +1,4 @@
-package apiclient_test
+package client_test
 
 import (
 	"testing"
