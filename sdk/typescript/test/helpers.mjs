@@ -88,7 +88,7 @@ export function adminClient(url, token) {
 }
 
 /** A small document whose action the server has no Go code for: only an HTTP worker runs it. */
-export async function putDocument(admin, name, action, extra = '') {
-  const content = `name: ${name}\nsteps:\n  work:\n    action: ${action}\n    args: {value: "{{input.value}}", started_dir: "{{input.started_dir}}", until_file: "{{input.until_file}}"}\n${extra}    done: true\n`;
+export async function putDocument(admin, name, action, extra = '', args = '{value: "{{input.value}}"}') {
+  const content = `name: ${name}\nsteps:\n  work:\n    action: ${action}\n    args: ${args}\n${extra}    done: true\n`;
   return admin.putDocument({ body: { name, format: 'yaml', content } });
 }
