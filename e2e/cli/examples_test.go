@@ -62,7 +62,7 @@ func testExamples(t *testing.T, store, other []string) {
 	for _, d := range defs {
 		names = append(names, d.Kind+" "+d.Name)
 	}
-	wantDefs := []string{"document " + demo.ExpenseDoc, "flow " + demo.OrderFlow, "job " + demo.EmailJob, "workflow " + demo.Onboarding, "workflow " + demo.Workspace}
+	wantDefs := []string{"document " + demo.ExpenseDoc, "flow " + demo.OrderFlow, "flow " + demo.RemoteFlow, "job " + demo.EmailJob, "workflow " + demo.Onboarding, "workflow " + demo.Workspace}
 	if !slices.Equal(names, wantDefs) {
 		t.Errorf("definitions %q, want %q", names, wantDefs)
 	}
