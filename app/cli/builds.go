@@ -7,7 +7,7 @@ import (
 
 	"github.com/spf13/cobra"
 
-	apiclient "github.com/hephaestus-go/hephaestus/client"
+	"github.com/hephaestus-go/hephaestus/app/apiclient"
 )
 
 // newBuilds is `heph builds [WORKFLOW]` and `heph builds retire`: the

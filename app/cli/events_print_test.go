@@ -5,7 +5,7 @@ import (
 	"testing"
 	"time"
 
-	apiclient "github.com/hephaestus-go/hephaestus/client"
+	"github.com/hephaestus-go/hephaestus/app/apiclient"
 )
 
 // heph events show prints a line per wait the event matched.

@@ -10,7 +10,7 @@ import (
 	"strings"
 	"time"
 
-	apiclient "github.com/hephaestus-go/hephaestus/client"
+	"github.com/hephaestus-go/hephaestus/app/apiclient"
 )
 
 // Following a run: the server's stream of its history (GET

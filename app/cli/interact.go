@@ -8,7 +8,7 @@ import (
 
 	"github.com/spf13/cobra"
 
-	apiclient "github.com/hephaestus-go/hephaestus/client"
+	"github.com/hephaestus-go/hephaestus/app/apiclient"
 )
 
 // opPoll is how often a bulk operation's progress is read.

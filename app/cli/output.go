@@ -13,7 +13,7 @@ import (
 
 	"github.com/spf13/cobra"
 
-	apiclient "github.com/hephaestus-go/hephaestus/client"
+	"github.com/hephaestus-go/hephaestus/app/apiclient"
 )
 
 // The defaults of the global flags.
@@ -64,7 +64,7 @@ func (g *globals) register(root *cobra.Command) {
 
 // api returns a client of the server at --addr.
 func (g *globals) api() (*apiclient.Client, error) {
-	c, err := apiclient.New(&apiclient.Config{Addr: g.addr, Token: g.token, UserAgent: "heph-cli"})
+	c, err := apiclient.New(&apiclient.Config{Addr: g.addr, Token: g.token})
 	if err != nil {
 		return nil, usagef("--addr: %v", err)
 	}

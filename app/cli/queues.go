@@ -10,7 +10,7 @@ import (
 
 	"github.com/spf13/cobra"
 
-	apiclient "github.com/hephaestus-go/hephaestus/client"
+	"github.com/hephaestus-go/hephaestus/app/apiclient"
 )
 
 func newQueues(g *globals) *cobra.Command {

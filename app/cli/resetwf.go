@@ -6,7 +6,7 @@ import (
 
 	"github.com/spf13/cobra"
 
-	apiclient "github.com/hephaestus-go/hephaestus/client"
+	"github.com/hephaestus-go/hephaestus/app/apiclient"
 )
 
 func newResetWorkflow(g *globals) *cobra.Command {

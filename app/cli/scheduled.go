@@ -4,7 +4,7 @@ import (
 	"fmt"
 	"time"
 
-	apiclient "github.com/hephaestus-go/hephaestus/client"
+	"github.com/hephaestus-go/hephaestus/app/apiclient"
 )
 
 // statusScheduled is the status that ls and show print for a run whose

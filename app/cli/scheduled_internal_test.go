@@ -4,7 +4,7 @@ import (
 	"testing"
 	"time"
 
-	apiclient "github.com/hephaestus-go/hephaestus/client"
+	"github.com/hephaestus-go/hephaestus/app/apiclient"
 )
 
 func TestRunStatusScheduled(t *testing.T) {

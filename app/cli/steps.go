@@ -7,7 +7,7 @@ import (
 	"strings"
 	"time"
 
-	apiclient "github.com/hephaestus-go/hephaestus/client"
+	"github.com/hephaestus-go/hephaestus/app/apiclient"
 )
 
 // printSteps prints a run's steps table: per step its status, attempts,

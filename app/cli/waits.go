@@ -7,7 +7,7 @@ import (
 	"strings"
 	"time"
 
-	apiclient "github.com/hephaestus-go/hephaestus/client"
+	"github.com/hephaestus-go/hephaestus/app/apiclient"
 )
 
 // printWaits prints the "Waiting for:" block of heph show: one line per

@@ -5,7 +5,7 @@ import (
 	"testing"
 	"time"
 
-	apiclient "github.com/hephaestus-go/hephaestus/client"
+	"github.com/hephaestus-go/hephaestus/app/apiclient"
 )
 
 // heph show prints a "Waiting for:" block, one line per wait (the

@@ -7,7 +7,7 @@ import (
 	"testing"
 
 	"github.com/hephaestus-go/hephaestus"
-	apiclient "github.com/hephaestus-go/hephaestus/client"
+	"github.com/hephaestus-go/hephaestus/app/apiclient"
 )
 
 // heph webhooks edit, disable, enable and rotate-secret: edit changes

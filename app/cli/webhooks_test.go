@@ -12,7 +12,7 @@ import (
 	"time"
 
 	hephaestus "github.com/hephaestus-go/hephaestus"
-	apiclient "github.com/hephaestus-go/hephaestus/client"
+	"github.com/hephaestus-go/hephaestus/app/apiclient"
 )
 
 // heph webhooks: create prints the secret once, ls/show never; bad input

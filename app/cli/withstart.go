@@ -8,7 +8,7 @@ import (
 
 	"github.com/spf13/pflag"
 
-	apiclient "github.com/hephaestus-go/hephaestus/client"
+	"github.com/hephaestus-go/hephaestus/app/apiclient"
 )
 
 // messageFlags are heph start's flags that start a workflow with a signal

@@ -1,4 +1,4 @@
-package client_test
+package apiclient_test
 
 import (
 	"testing"

@@ -1,11 +1,11 @@
-// Package client is a client of the HTTP API that heph server serves
+// Package apiclient is a client of the HTTP API that heph server serves
 // under /api/v1: one method per route, answers decoded into the types of
 // this package, and problem+json error answers (RFC 9457) into *Error.
 //
 // Every method also returns the *Response it decoded, so that a caller
 // (the heph command line with -o json) can print the server's JSON as the
 // server wrote it.
-package client
+package apiclient
 
 import (
 	"bytes"
@@ -39,7 +39,7 @@ type Config struct {
 	// HTTPClient sends the requests. Defaults to a client without an
 	// overall timeout: the context of each call bounds it.
 	HTTPClient *http.Client
-	// UserAgent is sent with every request. Defaults to "heph-go-client".
+	// UserAgent is sent with every request. Defaults to "heph-cli".
 	UserAgent string
 }
 
@@ -77,7 +77,7 @@ func New(cfg *Config) (*Client, error) {
 		c.http = &http.Client{}
 	}
 	if c.agent == "" {
-		c.agent = "heph-go-client"
+		c.agent = "heph-cli"
 	}
 	return c, nil
 }
@@ -154,7 +154,7 @@ type request struct {
 }
 
 // Do sends a request to path (below /api/v1, or absolute from the server
-// root when it starts with "/healthz", "/readyz" or "/hooks/") and returns the
+// root when it starts with "/healthz" or "/readyz") and returns the
 // answer. An answer with a status of 400 or more is returned as *Error.
 // body, when not nil, is sent as JSON ([]byte and json.RawMessage as
 // they are).
@@ -164,7 +164,7 @@ func (c *Client) Do(ctx context.Context, method, path string, query url.Values, 
 
 func (c *Client) do(ctx context.Context, r *request) (*Response, error) {
 	p := r.path
-	if !strings.HasPrefix(p, "/healthz") && !strings.HasPrefix(p, "/readyz") && !strings.HasPrefix(p, "/hooks/") {
+	if !strings.HasPrefix(p, "/healthz") && !strings.HasPrefix(p, "/readyz") {
 		p = "/api/v1" + p
 	}
 	target := c.base.String() + p // p's segments are escaped by the methods
