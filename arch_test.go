@@ -50,7 +50,7 @@ var layers = map[string]int{
 
 	"server": layerService, "dashboard": layerService,
 
-	"app/...": layerApp, "cmd/...": layerApp, "examples/...": layerApp, "e2e/...": layerApp,
+	"client": layerApp, "app/...": layerApp, "cmd/...": layerApp, "examples/...": layerApp, "e2e/...": layerApp,
 }
 
 // testHelpers are imported by tests of any layer; they import nothing of
@@ -152,7 +152,7 @@ func TestImportDirection(t *testing.T) {
 		module + "/internal/worker":   {module},
 		module + "/internal/engine":   {module + "/internal/wfrt"},
 		module + "/store/sqlite":      {module + "/internal/commit"},
-		module + "/server":            {module + "/app/apiclient"},
+		module + "/server":            {module + "/client"},
 		module + "/internal/pgtest":   {module + "/server"},
 		module + "/internal/newthing": nil,
 	}

@@ -31,8 +31,14 @@ func checkRunID(field, id string) error {
 
 // existingRun completes a start that failed with err: when a run with the
 // id runID exists already, it returns that run with err (which wraps
-// ErrRunExists); otherwise nil and err.
+// ErrRunExists); otherwise nil and err. A business id held by the run
+// runID itself (the same start repeated while its run is active) is that
+// case too, not a conflict with another run.
 func (c *Client) existingRun(ctx context.Context, runID string, err error) (*Run, error) {
+	var dup *store.DuplicateRunError
+	if runID != "" && errors.As(err, &dup) && dup.ExistingRunID == runID {
+		err = fmt.Errorf("%w: %s (it holds the business id %s)", ErrRunExists, runID, dup.BusinessID)
+	}
 	if runID == "" || !errors.Is(err, ErrRunExists) {
 		return nil, err
 	}

@@ -14,7 +14,7 @@ import (
 	"time"
 
 	heph "github.com/hephaestus-go/hephaestus"
-	"github.com/hephaestus-go/hephaestus/app/apiclient"
+	apiclient "github.com/hephaestus-go/hephaestus/client"
 	"github.com/hephaestus-go/hephaestus/e2e"
 	"github.com/hephaestus-go/hephaestus/flow"
 	"github.com/hephaestus-go/hephaestus/hephtype"

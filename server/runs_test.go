@@ -2,6 +2,7 @@ package server
 
 import (
 	"encoding/json"
+	"fmt"
 	"net/http"
 	"strings"
 	"testing"
@@ -69,10 +70,17 @@ func TestIdempotentStart(t *testing.T) {
 		for _, body := range []map[string]any{
 			{"name": "greet", "input": map[string]string{"name": "a"}},
 			{"kind": "workflow", "name": "counter", "input": 0},
+			// A workflow id is a business id: the repeated start finds it
+			// held by the run the key names (the run is still active), and
+			// that is the same run, not a conflict.
+			{"kind": "workflow", "name": "counter", "input": 0, "workflow_id": "idem-wf"},
 			{"kind": "job", "name": "email", "input": map[string]string{"to": "a@b"}},
 			{"kind": "document", "name": "approval", "input": map[string]string{"title": "t"}},
 		} {
 			start := func(key string) (int, Run) {
+				// The run id derives from the key, kind and name only: each
+				// body has its own keys.
+				key = fmt.Sprint(body["name"], body["workflow_id"], "-", key)
 				r := e.api.do(req{method: http.MethodPost, path: "/api/v1/runs", body: body, header: map[string]string{"Idempotency-Key": key}})
 				var run Run
 				r.decode(t, &run)
@@ -80,6 +88,18 @@ func TestIdempotentStart(t *testing.T) {
 			}
 			s1, r1 := start("key-1")
 			s2, r2 := start("key-1")
+			if body["workflow_id"] != nil {
+				// Another key for the same workflow id conflicts with the
+				// active run: 409, naming it.
+				r := e.api.do(req{method: http.MethodPost, path: "/api/v1/runs", body: body, header: map[string]string{"Idempotency-Key": "other"}})
+				if p := r.problem(t, http.StatusConflict); !strings.Contains(p.Detail, r1.ID) {
+					t.Fatalf("conflict %q does not name the run %s", p.Detail, r1.ID)
+				}
+				if s1 != http.StatusCreated || s2 != http.StatusOK || r1.ID != r2.ID {
+					t.Fatalf("%v: statuses %d %d, runs %s %s: want 201 200 and the same run", body, s1, s2, r1.ID, r2.ID)
+				}
+				continue
+			}
 			s3, r3 := start("key-2")
 			if s1 != http.StatusCreated || s2 != http.StatusOK || s3 != http.StatusCreated {
 				t.Fatalf("%v: statuses %d %d %d, want 201 200 201", body, s1, s2, s3)
@@ -90,8 +110,8 @@ func TestIdempotentStart(t *testing.T) {
 		}
 		var list RunList
 		e.api.call(http.MethodGet, "/api/v1/runs?limit=1000", nil, http.StatusOK, &list)
-		if len(list.Runs) != 8 {
-			t.Fatalf("%d runs, want 8", len(list.Runs))
+		if len(list.Runs) != 9 {
+			t.Fatalf("%d runs, want 9", len(list.Runs))
 		}
 		long := strings.Repeat("k", 201)
 		e.api.do(req{method: http.MethodPost, path: "/api/v1/runs", body: map[string]any{"name": "greet"}, header: map[string]string{"Idempotency-Key": long}}).problem(t, http.StatusBadRequest)

@@ -14,7 +14,7 @@ import (
 	"github.com/mattn/go-isatty"
 	"github.com/spf13/cobra"
 
-	"github.com/hephaestus-go/hephaestus/app/apiclient"
+	apiclient "github.com/hephaestus-go/hephaestus/client"
 )
 
 // Env is what commands see of the world.

@@ -5,7 +5,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/hephaestus-go/hephaestus/app/apiclient"
+	apiclient "github.com/hephaestus-go/hephaestus/client"
 )
 
 // heph events show prints a line per wait the event matched.

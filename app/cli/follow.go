@@ -10,7 +10,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/hephaestus-go/hephaestus/app/apiclient"
+	apiclient "github.com/hephaestus-go/hephaestus/client"
 )
 
 // Following a run: the server's stream of its history (GET

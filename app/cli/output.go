@@ -13,7 +13,7 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/hephaestus-go/hephaestus/app/apiclient"
+	apiclient "github.com/hephaestus-go/hephaestus/client"
 )
 
 // The defaults of the global flags.
@@ -64,7 +64,7 @@ func (g *globals) register(root *cobra.Command) {
 
 // api returns a client of the server at --addr.
 func (g *globals) api() (*apiclient.Client, error) {
-	c, err := apiclient.New(&apiclient.Config{Addr: g.addr, Token: g.token})
+	c, err := apiclient.New(&apiclient.Config{Addr: g.addr, Token: g.token, UserAgent: "heph-cli"})
 	if err != nil {
 		return nil, usagef("--addr: %v", err)
 	}

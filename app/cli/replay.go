@@ -16,8 +16,8 @@ import (
 	"github.com/spf13/pflag"
 
 	hephaestus "github.com/hephaestus-go/hephaestus"
-	"github.com/hephaestus-go/hephaestus/app/apiclient"
 	"github.com/hephaestus-go/hephaestus/app/demo"
+	apiclient "github.com/hephaestus-go/hephaestus/client"
 )
 
 // ReplayCommand returns the replay command (heph replay) over the

@@ -4,7 +4,7 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/hephaestus-go/hephaestus/app/apiclient"
+	apiclient "github.com/hephaestus-go/hephaestus/client"
 )
 
 // statusScheduled is the status that ls and show print for a run whose

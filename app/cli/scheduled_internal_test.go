@@ -4,7 +4,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/hephaestus-go/hephaestus/app/apiclient"
+	apiclient "github.com/hephaestus-go/hephaestus/client"
 )
 
 func TestRunStatusScheduled(t *testing.T) {

@@ -7,7 +7,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/hephaestus-go/hephaestus/app/apiclient"
+	apiclient "github.com/hephaestus-go/hephaestus/client"
 )
 
 // printSteps prints a run's steps table: per step its status, attempts,

@@ -7,7 +7,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/hephaestus-go/hephaestus/app/apiclient"
+	apiclient "github.com/hephaestus-go/hephaestus/client"
 )
 
 // printWaits prints the "Waiting for:" block of heph show: one line per

@@ -5,7 +5,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/hephaestus-go/hephaestus/app/apiclient"
+	apiclient "github.com/hephaestus-go/hephaestus/client"
 )
 
 // heph show prints a "Waiting for:" block, one line per wait (the

@@ -7,7 +7,7 @@ import (
 	"testing"
 
 	"github.com/hephaestus-go/hephaestus"
-	"github.com/hephaestus-go/hephaestus/app/apiclient"
+	apiclient "github.com/hephaestus-go/hephaestus/client"
 )
 
 // heph webhooks edit, disable, enable and rotate-secret: edit changes

@@ -12,7 +12,7 @@ import (
 	"time"
 
 	hephaestus "github.com/hephaestus-go/hephaestus"
-	"github.com/hephaestus-go/hephaestus/app/apiclient"
+	apiclient "github.com/hephaestus-go/hephaestus/client"
 )
 
 // heph webhooks: create prints the secret once, ls/show never; bad input

@@ -1,7 +1,8 @@
 // Package demo holds the example definitions heph server comes with and
 // the runs it seeds on a store's first start, so that a fresh server's API
 // and dashboard show each authoring model and each run state: a Go DAG
-// flow (example.order), a flow document with approval gates
+// flow (example.order), a Go flow whose steps HTTP workers run
+// (example.thumbnails), a flow document with approval gates
 // (example.expense), code-first workflows (example.onboarding and its
 // child example.workspace), a job kind (example.email) and an hourly
 // schedule (example.hourly-digest).
@@ -59,6 +60,9 @@ func Register(ctx context.Context, c *hephaestus.Client, reg *flowdoc.Registry) 
 	}
 	if err := c.Register(orderFlow()); err != nil {
 		return fmt.Errorf("register %s: %w", OrderFlow, err)
+	}
+	if err := c.Register(remoteFlow()); err != nil {
+		return fmt.Errorf("register %s: %w", RemoteFlow, err)
 	}
 	if err := c.RegisterWorkflows(OnboardingWorkflow, WorkspaceWorkflow); err != nil {
 		return fmt.Errorf("register the example workflows: %w", err)

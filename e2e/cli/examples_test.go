@@ -8,8 +8,8 @@ import (
 	"syscall"
 	"testing"
 
-	"github.com/hephaestus-go/hephaestus/app/apiclient"
 	"github.com/hephaestus-go/hephaestus/app/demo"
+	apiclient "github.com/hephaestus-go/hephaestus/client"
 	"github.com/hephaestus-go/hephaestus/internal/pgtest"
 )
 
@@ -62,7 +62,7 @@ func testExamples(t *testing.T, store, other []string) {
 	for _, d := range defs {
 		names = append(names, d.Kind+" "+d.Name)
 	}
-	wantDefs := []string{"document " + demo.ExpenseDoc, "flow " + demo.OrderFlow, "job " + demo.EmailJob, "workflow " + demo.Onboarding, "workflow " + demo.Workspace}
+	wantDefs := []string{"document " + demo.ExpenseDoc, "flow " + demo.OrderFlow, "flow " + demo.RemoteFlow, "job " + demo.EmailJob, "workflow " + demo.Onboarding, "workflow " + demo.Workspace}
 	if !slices.Equal(names, wantDefs) {
 		t.Errorf("definitions %q, want %q", names, wantDefs)
 	}
