@@ -1,1 +1,0 @@
-CREATE INDEX runs_workflow_version ON runs (workflow, version);
