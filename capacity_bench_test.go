@@ -6,6 +6,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strconv"
 	"strings"
 	"sync"
@@ -96,6 +97,38 @@ func walRecords(ctx context.Context, admin *pgx.Conn, from, to string) int64 {
 		}
 	}
 	return -1
+}
+
+// walRecordLine is a line of pg_waldump --stats=record: the record type,
+// its count, and its record, full-page-image and combined bytes.
+var walRecordLine = regexp.MustCompile(`^(\S+)\s+(\d+)\s+\(\s*[\d.]+\)\s+(\d+)\s+\(\s*[\d.]+\)\s+(\d+)\s+\(\s*[\d.]+\)\s+(\d+)`)
+
+// walProfile lists the WAL records between two positions by type, per
+// unit of n: count, record bytes, full-page-image bytes (HEPH_CAPACITY_WALSTATS:
+// where a unit's WAL goes). Nothing when pg_waldump is not at hand.
+func walProfile(ctx context.Context, admin *pgx.Conn, from, to string, n int) []string {
+	var dir string
+	if err := admin.QueryRow(ctx, "SHOW data_directory").Scan(&dir); err != nil {
+		return nil
+	}
+	tools, _ := filepath.Glob("/usr/lib/postgresql/*/bin/pg_waldump")
+	if len(tools) == 0 {
+		return nil
+	}
+	out, err := exec.CommandContext(ctx, tools[len(tools)-1], "--stats=record", "-p", filepath.Join(dir, "pg_wal"), "-s", from, "-e", to).Output()
+	if err != nil {
+		return nil
+	}
+	var lines []string
+	for _, line := range strings.Split(string(out), "\n") {
+		m := walRecordLine.FindStringSubmatch(line)
+		if m == nil || m[2] == "0" {
+			continue
+		}
+		f := func(s string) float64 { v, _ := strconv.ParseFloat(s, 64); return v / float64(n) }
+		lines = append(lines, fmt.Sprintf("%-32s %6.2f records %7.1f bytes %7.1f FPI bytes per unit", m[1], f(m[2]), f(m[3]), f(m[4])))
+	}
+	return lines
 }
 
 // postgresCPU sums the CPU time (user and system) of the processes named
@@ -323,6 +356,11 @@ func measureCapacity(b *testing.B, n int, reg func(*heph.Client) error, run func
 	b.ReportMetric(per(after.walBytes-before.walBytes), "walB/unit")
 	if recs := walRecords(ctx, admin, before.lsn, after.lsn); recs >= 0 {
 		b.ReportMetric(per(recs), "walrec/unit")
+	}
+	if os.Getenv("HEPH_CAPACITY_WALSTATS") != "" {
+		for _, l := range walProfile(ctx, admin, before.lsn, after.lsn, n) {
+			b.Log(l)
+		}
 	}
 	b.ReportMetric(float64((after.pgCPU-before.pgCPU).Microseconds())/float64(n), "pgCPUµs/unit")
 	b.ReportMetric(float64((after.goCPU-before.goCPU).Microseconds())/float64(n), "goCPUµs/unit")

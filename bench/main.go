@@ -140,6 +140,7 @@ func main() {
 	flag.IntVar(&o.workers, "workers", 100, "workers (jobs workload)")
 	flag.IntVar(&o.batch, "batch", 1000, "jobs per insert batch (jobs workload)")
 	flag.IntVar(&o.history, "history", 0, "finished one-step runs to put in Hephaestus's database before each workload, untimed (on PostgreSQL, beyond 1,000 they are copies of 1,000 run as jobs)")
+	flag.IntVar(&riverConns, "river-conns", 0, "River's pool size (0: pgxpool's default, max(4, cores); Hephaestus's store keeps 16)")
 	rounds := flag.Int("rounds", 3, "rounds (the median is reported)")
 	engines := flag.String("engines", "heph,dbos,river", "engines to run: heph, dbos, river, and heph-key, heph-rate (the jobs workload under flow control)")
 	workloads := flag.String("workloads", "a,b,c,jobs", "workloads to run: a, b, c, jobs, bytes, growth")

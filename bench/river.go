@@ -29,12 +29,23 @@ type noopWorker struct {
 
 func (noopWorker) Work(ctx context.Context, job *river.Job[noopArgs]) error { return nil }
 
+// riverConns is River's pool size (-river-conns); 0 leaves pgxpool's
+// default, max(4, cores), what a River user who passes a DSN gets.
+var riverConns int
+
 // runRiver is the jobs workload on River: n no-op jobs inserted with
 // InsertMany in batches, worked by a default queue of the given size,
 // timed from the first insert to the last completion event.
 func runRiver(ctx context.Context, t benchrun.Target, o benchrun.JobsOptions) (benchrun.JobsResult, error) {
 	n, workers, batch := o.Jobs, o.Workers, o.Batch
-	pool, err := pgxpool.New(ctx, t.Where)
+	cfg, err := pgxpool.ParseConfig(t.Where)
+	if err != nil {
+		return benchrun.JobsResult{}, err
+	}
+	if riverConns > 0 {
+		cfg.MaxConns = int32(riverConns)
+	}
+	pool, err := pgxpool.NewWithConfig(ctx, cfg)
 	if err != nil {
 		return benchrun.JobsResult{}, err
 	}
