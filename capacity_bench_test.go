@@ -72,24 +72,31 @@ func takeSample(b *testing.B, ctx context.Context, admin *pgx.Conn) capacitySamp
 	return s
 }
 
-// walRecords counts the WAL records between two positions with
-// pg_waldump, when it and the server's data directory are at hand on this
-// machine (the server's own statistics lag: each backend flushes them when
-// it next goes idle); -1 otherwise.
-func walRecords(ctx context.Context, admin *pgx.Conn, from, to string) int64 {
+// waldump runs pg_waldump with the given --stats mode over the WAL
+// between two positions, when it and the server's data directory are at
+// hand on this machine; ok is false otherwise.
+func waldump(ctx context.Context, admin *pgx.Conn, stats, from, to string) (out string, ok bool) {
 	var dir string
 	if err := admin.QueryRow(ctx, "SHOW data_directory").Scan(&dir); err != nil {
-		return -1
+		return "", false
 	}
 	tools, _ := filepath.Glob("/usr/lib/postgresql/*/bin/pg_waldump")
 	if len(tools) == 0 {
+		return "", false
+	}
+	b, err := exec.CommandContext(ctx, tools[len(tools)-1], stats, "-p", filepath.Join(dir, "pg_wal"), "-s", from, "-e", to).Output()
+	return string(b), err == nil
+}
+
+// walRecords counts the WAL records between two positions with
+// pg_waldump (the server's own statistics lag: each backend flushes them
+// when it next goes idle); -1 when pg_waldump cannot read them here.
+func walRecords(ctx context.Context, admin *pgx.Conn, from, to string) int64 {
+	out, ok := waldump(ctx, admin, "--stats", from, to)
+	if !ok {
 		return -1
 	}
-	out, err := exec.CommandContext(ctx, tools[len(tools)-1], "--stats", "-p", filepath.Join(dir, "pg_wal"), "-s", from, "-e", to).Output()
-	if err != nil {
-		return -1
-	}
-	for _, line := range strings.Split(string(out), "\n") {
+	for _, line := range strings.Split(out, "\n") {
 		if f := strings.Fields(line); len(f) > 1 && f[0] == "Total" {
 			if n, err := strconv.ParseInt(f[1], 10, 64); err == nil {
 				return n
@@ -100,27 +107,19 @@ func walRecords(ctx context.Context, admin *pgx.Conn, from, to string) int64 {
 }
 
 // walRecordLine is a line of pg_waldump --stats=record: the record type,
-// its count, and its record, full-page-image and combined bytes.
-var walRecordLine = regexp.MustCompile(`^(\S+)\s+(\d+)\s+\(\s*[\d.]+\)\s+(\d+)\s+\(\s*[\d.]+\)\s+(\d+)\s+\(\s*[\d.]+\)\s+(\d+)`)
+// its count, its record bytes and its full-page-image bytes.
+var walRecordLine = regexp.MustCompile(`^(\S+)\s+(\d+)\s+\(\s*[\d.]+\)\s+(\d+)\s+\(\s*[\d.]+\)\s+(\d+)`)
 
 // walProfile lists the WAL records between two positions by type, per
 // unit of n: count, record bytes, full-page-image bytes (HEPH_CAPACITY_WALSTATS:
 // where a unit's WAL goes). Nothing when pg_waldump is not at hand.
 func walProfile(ctx context.Context, admin *pgx.Conn, from, to string, n int) []string {
-	var dir string
-	if err := admin.QueryRow(ctx, "SHOW data_directory").Scan(&dir); err != nil {
-		return nil
-	}
-	tools, _ := filepath.Glob("/usr/lib/postgresql/*/bin/pg_waldump")
-	if len(tools) == 0 {
-		return nil
-	}
-	out, err := exec.CommandContext(ctx, tools[len(tools)-1], "--stats=record", "-p", filepath.Join(dir, "pg_wal"), "-s", from, "-e", to).Output()
-	if err != nil {
+	out, ok := waldump(ctx, admin, "--stats=record", from, to)
+	if !ok {
 		return nil
 	}
 	var lines []string
-	for _, line := range strings.Split(string(out), "\n") {
+	for _, line := range strings.Split(out, "\n") {
 		m := walRecordLine.FindStringSubmatch(line)
 		if m == nil || m[2] == "0" {
 			continue
