@@ -11,8 +11,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/jackc/pgx/v5"
-
 	heph "github.com/hephaestus-go/hephaestus"
 	"github.com/hephaestus-go/hephaestus/flow"
 	"github.com/hephaestus-go/hephaestus/store"
@@ -73,7 +71,7 @@ func (l *lossyGroups) EndGroup(ctx context.Context, p *store.EndGroupParams) err
 // throttled and a batching trigger (10 keys) and send 300 events among
 // them (a third of the ids twice), while an eighth of their claims,
 // joins and group ends are lost and, on PostgreSQL, every session is
-// terminated every 100 ms. Every event must end in exactly one group
+// terminated every 100 ms while the workload makes progress. Every event must end in exactly one group
 // per trigger, every group must start exactly one run with the input its
 // events make, and no throttle window may start more than its limit.
 func TestChaosTriggerGroups(t *testing.T) {
@@ -102,7 +100,7 @@ func runChaosTriggerGroups(t *testing.T, db chaosDB) {
 	var clients []*heph.Client
 	var lossy []*lossyGroups
 	for i := range 3 {
-		l := &lossyGroups{Store: db.open(t, fmt.Sprintf("hephaestus-chaos-%d", i)), rng: rand.New(rand.NewPCG(uint64(i), 37))}
+		l := &lossyGroups{Store: db.open(t, fmt.Sprintf("hephaestus-chaos-grp-%d", i)), rng: rand.New(rand.NewPCG(uint64(i), 37))}
 		c, err := heph.New(&heph.Config{Store: l, WorkerID: fmt.Sprint("grp-", i), Logger: chaosLogger(),
 			LeaseDuration: 2 * time.Second, HeartbeatInterval: 500 * time.Millisecond,
 			MinPollInterval: 20 * time.Millisecond, PollInterval: 100 * time.Millisecond, ShutdownTimeout: 5 * time.Second})
@@ -121,33 +119,8 @@ func runChaosTriggerGroups(t *testing.T, db chaosDB) {
 		t.Cleanup(func() { _ = c.Stop(context.Background()) })
 		clients, lossy = append(clients, c), append(lossy, l)
 	}
-	stopKiller := func() {}
-	var killRounds atomic.Int64
-	if db.dsn != "" {
-		admin, err := pgx.Connect(ctx, withDSNParam(db.dsn, "application_name", "chaos-admin"))
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer admin.Close(context.Background())
-		stop := make(chan struct{})
-		var killer sync.WaitGroup
-		killer.Go(func() {
-			for {
-				select {
-				case <-stop:
-					return
-				case <-time.After(100 * time.Millisecond):
-				}
-				if _, err := admin.Exec(ctx, `SELECT pg_terminate_backend(pid) FROM pg_stat_activity
-					WHERE datname = current_database() AND pid <> pg_backend_pid() AND application_name LIKE 'hephaestus-chaos%'`); err != nil {
-					return
-				}
-				killRounds.Add(1)
-			}
-		})
-		stopKiller = sync.OnceFunc(func() { close(stop); killer.Wait() })
-		defer stopKiller()
-	}
+	stopKiller, killRounds := chaosSessionKiller(t, ctx, db, "hephaestus-chaos-grp-")
+	defer stopKiller()
 	// Process i sends ids [100i, 100i+150) (capped at events), retrying
 	// until stored: 100..149 and 200..249 are sent twice.
 	var senders sync.WaitGroup

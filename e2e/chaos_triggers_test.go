@@ -11,8 +11,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/jackc/pgx/v5"
-
 	heph "github.com/hephaestus-go/hephaestus"
 	"github.com/hephaestus-go/hephaestus/flow"
 	"github.com/hephaestus-go/hephaestus/store"
@@ -58,7 +56,7 @@ func (l *lossyTriggers) EndFiring(ctx context.Context, p *store.EndFiringParams)
 // them, a third of the ids sent twice by two processes. An eighth of their
 // claims are lost after committing and an eighth of their firing ends are
 // lost after the run started; on PostgreSQL every session is also
-// terminated every 100 ms. Each (event, trigger) whose filter matches must
+// terminated every 100 ms while the workload makes progress. Each (event, trigger) whose filter matches must
 // start exactly one run, whose input the trigger's mapping made.
 func TestChaosTriggers(t *testing.T) {
 	for _, b := range chaosBackends() {
@@ -85,7 +83,7 @@ func runChaosTriggers(t *testing.T, db chaosDB) {
 	var clients []*heph.Client
 	var lossy []*lossyTriggers
 	for i := range 3 {
-		l := &lossyTriggers{Store: db.open(t, fmt.Sprintf("hephaestus-chaos-%d", i)), rng: rand.New(rand.NewPCG(uint64(i), 31))}
+		l := &lossyTriggers{Store: db.open(t, fmt.Sprintf("hephaestus-chaos-trig-%d", i)), rng: rand.New(rand.NewPCG(uint64(i), 31))}
 		c, err := heph.New(&heph.Config{Store: l, WorkerID: fmt.Sprint("trig-", i), Logger: chaosLogger(),
 			LeaseDuration: 2 * time.Second, HeartbeatInterval: 500 * time.Millisecond,
 			MinPollInterval: 20 * time.Millisecond, PollInterval: 100 * time.Millisecond, ShutdownTimeout: 5 * time.Second})
@@ -105,33 +103,8 @@ func runChaosTriggers(t *testing.T, db chaosDB) {
 		clients, lossy = append(clients, c), append(lossy, l)
 	}
 
-	stopKiller := func() {}
-	var killRounds atomic.Int64
-	if db.dsn != "" {
-		admin, err := pgx.Connect(ctx, withDSNParam(db.dsn, "application_name", "chaos-admin"))
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer admin.Close(context.Background())
-		stop := make(chan struct{})
-		var killer sync.WaitGroup
-		killer.Go(func() {
-			for {
-				select {
-				case <-stop:
-					return
-				case <-time.After(100 * time.Millisecond):
-				}
-				if _, err := admin.Exec(ctx, `SELECT pg_terminate_backend(pid) FROM pg_stat_activity
-					WHERE datname = current_database() AND pid <> pg_backend_pid() AND application_name LIKE 'hephaestus-chaos%'`); err != nil {
-					return
-				}
-				killRounds.Add(1)
-			}
-		})
-		stopKiller = sync.OnceFunc(func() { close(stop); killer.Wait() })
-		defer stopKiller()
-	}
+	stopKiller, killRounds := chaosSessionKiller(t, ctx, db, "hephaestus-chaos-trig-")
+	defer stopKiller()
 
 	// Process i sends ids [100i, 100i+150): ids 100..149 and 200..249
 	// twice, by two processes, and 0..49 by process 0 alone.
@@ -155,7 +128,7 @@ func runChaosTriggers(t *testing.T, db chaosDB) {
 	}
 	senders.Wait()
 	for n := 250; n < events; n++ { // the ids no process sent: 250..299
-		// Sessions are still killed every 100 ms, so a send can fail any
+		// Sessions are still killed, so a send can fail any
 		// number of times in a row: send again until it is stored.
 		for {
 			_, err := clients[2].SendEvent(ctx, "chaos.ev", map[string]int{"n": n}, &heph.SendEventOptions{ID: fmt.Sprint("ev-", n)})
