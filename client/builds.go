@@ -3,13 +3,7 @@ package client
 import (
 	"context"
 	"net/http"
-
-	"github.com/hephaestus-go/hephaestus/server"
 )
-
-// WorkflowBuild is a build of a code-first workflow, with its open runs
-// and live workers.
-type WorkflowBuild = server.WorkflowBuild
 
 // WorkflowBuilds lists the builds of a workflow, the newest first.
 func (c *Client) WorkflowBuilds(ctx context.Context, workflow string) ([]WorkflowBuild, *Response, error) {

@@ -4,12 +4,7 @@ import (
 	"context"
 	"net/http"
 	"net/url"
-
-	"github.com/hephaestus-go/hephaestus/server"
 )
-
-// DeletedRun is the answer of DELETE /runs/{id}.
-type DeletedRun = server.DeletedRun
 
 // DeleteRun deletes a run with its history; force deletes an active run
 // too. A run that is not there is a 404 *Error (also when an earlier

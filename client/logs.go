@@ -5,18 +5,7 @@ import (
 	"net/http"
 	"net/url"
 	"strconv"
-
-	"github.com/hephaestus-go/hephaestus"
 )
-
-// LogPage is the answer of GET /runs/{id}/logs.
-type LogPage = hephaestus.LogPage
-
-// LogRecord is a record of a step's log.
-type LogRecord = hephaestus.LogRecord
-
-// LogFilter filters Logs (its Wait is the server's long poll).
-type LogFilter = hephaestus.LogsOptions
 
 // Logs returns a run's step logs (GET /runs/{id}/logs), waiting up to
 // f.Wait on the server for a record (or the run's end) when none matches.

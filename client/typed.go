@@ -143,7 +143,7 @@ func (r *RunHandle[Out]) Result(ctx context.Context) (Out, error) {
 			}
 			continue
 		}
-		if run.Status != "completed" {
+		if run.Status != StatusCompleted {
 			return zero, &RunError{RunID: run.ID, Status: run.Status, Message: run.Error}
 		}
 		var out Out

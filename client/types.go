@@ -3,8 +3,6 @@ package client
 import (
 	"encoding/json"
 	"time"
-
-	"github.com/hephaestus-go/hephaestus/server"
 )
 
 // The run statuses.
@@ -73,19 +71,6 @@ type Condition struct {
 	Since  *time.Time `json:"since,omitempty"`
 }
 
-// Step is a step's state within a run, with what it did: times,
-// attempts, error.
-type Step = server.StepJSON
-
-// StepAttempt is one attempt of a step.
-type StepAttempt = server.StepAttemptJSON
-
-// StepWait is a stretch a step waited.
-type StepWait = server.StepWaitJSON
-
-// StepList is the answer of GET /runs/{id}/steps.
-type StepList = server.StepList
-
 // DocumentRef names the flow document a run runs.
 type DocumentRef struct {
 	Name    string `json:"name"`
@@ -151,25 +136,6 @@ type RunList struct {
 	Next string `json:"next"`
 }
 
-// HistoryEvent is one entry of a run's history.
-type HistoryEvent = server.Event
-
-// History is a page of a run's history.
-type History = server.History
-
-// UpdateResult is the answer of POST /runs/{id}/updates/{name}: the
-// update's result when it completed, or Stage "accepted".
-type UpdateResult = server.UpdateResult
-
-// QueryResult is the answer of a query.
-type QueryResult = server.QueryResult
-
-// Decision is a decision recorded on an approval gate.
-type Decision = server.Decision
-
-// PendingApproval is an approval gate waiting for a decision.
-type PendingApproval = server.PendingApproval
-
 // Operation is a bulk cancel, retry or delete.
 type Operation struct {
 	ID        string          `json:"id"`
@@ -201,12 +167,6 @@ type OperationRequest struct {
 // Definition is a flow, workflow, job kind or document the server knows
 // (GET /definitions); PublishedDefinition one of its catalog rows; and
 // DefinitionDetail GET /definitions/{name}: the server's own types.
-type (
-	Definition          = server.Definition
-	PublishedDefinition = server.PublishedDefinition
-	DefinitionDetail    = server.DefinitionDetail
-)
-
 // Graph is a definition's graph, for drawing (package graphtext's JSON).
 type Graph struct {
 	Flow    string      `json:"flow"`
@@ -323,15 +283,6 @@ type Queue struct {
 	OldestReadyAge string       `json:"oldest_ready_age,omitempty"`
 }
 
-// Worker is a worker process or an HTTP worker.
-type Worker = server.Worker
-
-// Stats are the overview's figures (GET /stats).
-type Stats = server.Stats
-
-// StatsRun is a blocked or stale run of Stats.
-type StatsRun = server.StatsRun
-
 // Token is an API token; Secret is set only in the answer that creates
 // it.
 type Token struct {
@@ -352,12 +303,6 @@ type Token struct {
 	RevokedAt  *time.Time `json:"revoked_at,omitempty"`
 	LastUsedAt *time.Time `json:"last_used_at,omitempty"`
 }
-
-// Principal is a user or service that calls the API.
-type Principal = server.Principal
-
-// AuditEntry is one mutating call of the audit log.
-type AuditEntry = server.AuditEntry
 
 // AuditPage is a page of the audit log, newest first.
 type AuditPage struct {

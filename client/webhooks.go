@@ -5,23 +5,7 @@ import (
 	"net/http"
 	"net/url"
 	"strconv"
-
-	"github.com/hephaestus-go/hephaestus"
-	"github.com/hephaestus-go/hephaestus/server"
 )
-
-// Webhook is a webhook subscription, without its secret.
-type Webhook = hephaestus.Webhook
-
-// CreatedWebhook is a webhook just created, with its signing secret.
-type CreatedWebhook = server.CreatedWebhook
-
-// NewWebhook is the body of a webhook's creation.
-type NewWebhook = server.NewWebhook
-
-// WebhookDelivery is a delivery of an event to a webhook, with its
-// attempts.
-type WebhookDelivery = hephaestus.WebhookDelivery
 
 // CreateWebhook creates a webhook; the answer holds its secret, which no
 // later answer does.

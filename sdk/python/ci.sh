@@ -13,21 +13,27 @@ trap 'rm -rf "$tmp"' EXIT
 
 "$PY" --version
 
-# Install: into the system's Python; where pip refuses that (PEP 668, an
-# externally managed environment) with --break-system-packages; where that
-# fails too, into a venv that sees the system's setuptools.
+# Install into a venv that sees the system's setuptools (nothing is
+# downloaded); where the venv module is missing, into the system's Python,
+# and where pip refuses that (PEP 668), with --break-system-packages.
 install() {
 	"$PY" -m pip install --no-build-isolation --quiet "$@" ./sdk/python
 }
-if ! install 2>"$tmp/pip.err"; then
-	if grep -qi "externally.managed" "$tmp/pip.err" && install --break-system-packages 2>"$tmp/pip2.err"; then
-		echo "pip: installed with --break-system-packages (PEP 668)"
-	else
-		cat "$tmp/pip.err" >&2
-		echo "pip: installing into a venv in $tmp/venv instead"
-		"$PY" -m venv --system-site-packages "$tmp/venv"
-		PY="$tmp/venv/bin/python"
-		install
+if "$PY" -m venv --system-site-packages "$tmp/venv" 2>"$tmp/venv.err"; then
+	PY="$tmp/venv/bin/python"
+	echo "pip: installing into a venv in $tmp/venv"
+	install
+else
+	cat "$tmp/venv.err" >&2
+	echo "pip: no venv; installing into the system's Python"
+	if ! install 2>"$tmp/pip.err"; then
+		if grep -qi "externally.managed" "$tmp/pip.err"; then
+			install --break-system-packages
+			echo "pip: installed with --break-system-packages (PEP 668)"
+		else
+			cat "$tmp/pip.err" >&2
+			exit 1
+		fi
 	fi
 fi
 # The installed package imports from elsewhere, typed (PEP 561).

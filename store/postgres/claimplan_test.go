@@ -143,3 +143,47 @@ func queryStrings(t *testing.T, db querier, sql string, args ...any) []string {
 	}
 	return out
 }
+
+// TestVersionCountsByWorkflowIndex: with runs_workflow_version gone
+// (migration 0037), CountRunsByVersion still reads only the runs of its
+// name, through runs_workflow, never a scan of every run; and it still
+// counts them by version.
+func TestVersionCountsByWorkflowIndex(t *testing.T) {
+	t.Parallel()
+	s := openSchema(t, "version_counts_plan")
+	t0 := time.Date(2031, 1, 1, 0, 0, 0, 0, time.UTC)
+	var changes []store.Change
+	for i := range 3000 {
+		wf, version, status := "other", 1, hephtype.StatusCompleted
+		if i%100 == 0 {
+			wf, version, status = "mine", 1+i%300/100, hephtype.StatusRunning
+		}
+		changes = append(changes, store.Change{Create: &store.NewRun{ID: fmt.Sprint("r", i), Workflow: wf, Version: version,
+			Kind: hephtype.KindFlow, Status: status, Input: json.RawMessage(`{}`)}})
+	}
+	if _, err := s.Apply(t.Context(), &store.ApplyParams{Now: t0, Changes: changes}); err != nil {
+		t.Fatal(err)
+	}
+	for _, q := range []string{`ANALYZE "version_counts_plan".runs`, `SET plan_cache_mode = force_generic_plan`} {
+		if _, err := s.pool.Exec(t.Context(), q); err != nil {
+			t.Fatal(err)
+		}
+	}
+	text := explain(t, s.pool, "EXPLAIN "+s.versionQ(qVersionCounts), "mine")
+	if strings.Contains(text, "Seq Scan on runs") || !strings.Contains(text, "runs_workflow") {
+		t.Errorf("the version counts do not read runs_workflow:\n%s", text)
+	}
+	got, err := s.CountRunsByVersion(t.Context(), "mine")
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := map[int]int{1: 10, 2: 10, 3: 10}
+	if len(got) != len(want) {
+		t.Fatalf("counts %v, want 3 versions", got)
+	}
+	for _, c := range got {
+		if want[c.Version] != c.Active || c.Finished != 0 {
+			t.Errorf("version %d: %d active, %d finished; want %d active", c.Version, c.Active, c.Finished, want[c.Version])
+		}
+	}
+}

@@ -1,0 +1,1 @@
+CREATE INDEX runs_workflow_version ON runs (workflow, version);
