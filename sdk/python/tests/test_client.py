@@ -105,6 +105,27 @@ class StartTest(unittest.TestCase):
         again = c.start("example.onboarding", signup, kind="workflow", workflow_id=wid, idempotency_key=key)
         self.assertEqual(again["id"], rid)
 
+    def test_signal_with_start(self):
+        # No run of the workflow id is open: one starts and gets the signal
+        # in its first activation. The same request again (the same signal
+        # id) answers that run and does not deliver the signal twice.
+        wid = uid("onb-")
+        signup = {"customer": wid, "email": wid + "@example.com", "region": "eu"}
+        sig = {"name": "activate", "payload": {"by": "sws"}, "id": uid("sig-")}
+        run = c.start("example.onboarding", signup, kind="workflow", workflow_id=wid, signal=sig)
+        self.assertEqual(run["kind"], "workflow")
+        again = c.start("example.onboarding", signup, kind="workflow", workflow_id=wid, signal=sig)
+        self.assertEqual(again["id"], run["id"])
+        out = c.result(run["id"], timeout=PATIENCE)
+        self.assertEqual(out["id"], "acct-" + wid)
+        got = [e for e in c.history(run["id"]) if e["kind"] == "signal_received" and e.get("name") == "activate"]
+        self.assertEqual(len(got), 1, got)
+
+    def test_signal_with_start_of_a_flow_is_refused(self):
+        with self.assertRaises(BadRequest) as cm:
+            c.start("example.order", order(uid("o-")), business_value=uid("b-"), signal={"name": "activate"})
+        self.assertIn("signal", cm.exception.detail)
+
     def test_idempotent_start_of_an_active_run_with_a_business_id(self):
         # A repeated start with the same Idempotency-Key answers the same
         # run while it is active and holds its workflow id (business id).
