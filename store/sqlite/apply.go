@@ -507,7 +507,11 @@ func (a *applier) update(c *store.Change) (store.ChangeResult, error) {
 		}
 	}
 	// The change is accepted: from here on it writes.
-	w.arg(string(next.Status))
+	q := qUpdateRunKeepStatus
+	if next.Status != run.Status {
+		q = qUpdateRun
+		w.arg(string(next.Status))
+	}
 	w.arg(jsonArg(next.Output))
 	w.arg(next.Error)
 	w.arg(jsonArg(next.State))
@@ -522,7 +526,7 @@ func (a *applier) update(c *store.Change) (store.ChangeResult, error) {
 	w.arg(sattrs)
 	w.arg(st.rowid)
 	w.arg(run.ID)
-	res, err := w.exec(qUpdateRun)
+	res, err := w.exec(q)
 	if err != nil {
 		return store.ChangeResult{}, fmt.Errorf("update run: %w", err)
 	}

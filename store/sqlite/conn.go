@@ -30,6 +30,7 @@ const (
 	qHolder
 	qLoadRun
 	qUpdateRun
+	qUpdateRunKeepStatus
 	qFence
 	qFenceHeld
 	qKeySeen
@@ -57,6 +58,10 @@ const (
 	numQueries
 )
 
+// updateRunSet is the rest of qUpdateRun's SET list, and its WHERE.
+const updateRunSet = `output = ?, error = ?, state = ?, published = ?, condition = ?, seq = ?, updated_at = ?,
+	finished_at = ?, unique_key = ?, build_id = ?, paused = ?, search_attributes = ? WHERE rowid = ? AND id = ?`
+
 var queries = [numQueries]string{
 	qBegin:    "BEGIN IMMEDIATE",
 	qCommit:   "COMMIT",
@@ -70,8 +75,12 @@ var queries = [numQueries]string{
 	qLoadRun: "SELECT rowid, " + runCols + ", unique_key FROM runs WHERE id = ?",
 	// By rowid (from the run's read or the cache): one b-tree search
 	// fewer than by id. The id is checked too, at no cost.
-	qUpdateRun: `UPDATE runs SET status = ?, output = ?, error = ?, state = ?, published = ?,
-		condition = ?, seq = ?, updated_at = ?, finished_at = ?, unique_key = ?, build_id = ?, paused = ?, search_attributes = ? WHERE rowid = ? AND id = ?`,
+	qUpdateRun: "UPDATE runs SET status = ?, " + updateRunSet,
+	// The same without the status, for a change that keeps it: SQLite
+	// rewrites the entries of every index whose columns or predicate a
+	// SET names, even to the value it had, and runs_active's predicate
+	// names the status (one page fewer of the ten a step's commit writes).
+	qUpdateRunKeepStatus: "UPDATE runs SET " + updateRunSet,
 	// The lease (task ?1, token ?2) is held. The task may be of any run.
 	qFence:     "DELETE FROM tasks WHERE id = ?1 AND token = ?2 AND owner IS NOT NULL",
 	qFenceHeld: "SELECT 1 FROM tasks WHERE id = ?1 AND token = ?2 AND owner IS NOT NULL",
