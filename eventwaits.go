@@ -171,8 +171,9 @@ func (c *Client) deliverEventWait(ctx context.Context, w *store.EventWait, e *st
 
 // stepNotWaiting decides what a resume that found the step not waiting
 // means: the step has not committed its Wait yet (it is pending or
-// scheduled: try later), or it is done waiting (timed out, or the run
-// moved on).
+// scheduled: try later), it committed it since the resume read the run
+// (it waits now: try again, or the event is lost), or it is done waiting
+// (timed out, or the run moved on).
 func (c *Client) stepNotWaiting(ctx context.Context, w *store.EventWait) error {
 	steps, err := c.Steps(ctx, w.RunID)
 	if errors.Is(err, ErrRunNotFound) {
@@ -186,7 +187,7 @@ func (c *Client) stepNotWaiting(ctx context.Context, w *store.EventWait) error {
 			continue
 		}
 		switch hephtype.StepStatus(s.Status) {
-		case hephtype.StepPending, hephtype.StepScheduled, "running":
+		case hephtype.StepPending, hephtype.StepScheduled, "running", hephtype.StepWaiting:
 			return triggers.ErrNotYet
 		}
 	}

@@ -323,3 +323,51 @@ func TestDocumentEventWait(t *testing.T) {
 		}
 	}
 }
+
+// A flow step's resume by an event wait can find the step not waiting
+// and, before delivery decides what that means, the step commits its
+// Wait: the step waits now, so the delivery must try again, not call the
+// wait done (the event would be lost and the run would wait for ever;
+// TestChaosEventWaits/postgres lost one so in CI under load).
+func TestEventWaitTriedAgainWhenTheStepWaitsByNow(t *testing.T) {
+	t.Parallel()
+	for name, open := range logBackends(t) {
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			ctx, cancel := context.WithTimeout(t.Context(), 60*time.Second)
+			defer cancel()
+			c := startClient(t, ctx, &heph.Config{Store: open(t), PollInterval: 20 * time.Millisecond, Logger: quietLogger()}, func(c *heph.Client) error {
+				return c.Register(ewFlow(c, "ew.flow", time.Hour))
+			})
+			r, err := c.StartRun(ctx, "ew.flow", ewIn{Event: "inv.never", Invoice: 1, Match: ewMatch}, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			waitFor(t, ctx, func() bool {
+				steps, err := c.Steps(ctx, r.ID)
+				if err != nil {
+					t.Fatal(err)
+				}
+				for _, s := range steps {
+					if s.Name == "await" {
+						return hephtype.StepStatus(s.Status) == hephtype.StepWaiting
+					}
+				}
+				return false
+			})
+			if err := heph.StepNotWaiting(ctx, c, r.ID, "await"); err == nil {
+				t.Fatal("a waiting step's wait was called done after a resume that found it not waiting")
+			}
+			// A step that ended is done waiting: the wait is closed.
+			if err := c.ResumeRun(ctx, r.ID, heph.EventReceived, &heph.ResumeOptions{Step: "await", Payload: heph.EventRecord{ID: "by-hand"}}); err != nil {
+				t.Fatal(err)
+			}
+			if _, err := c.WaitRun(ctx, r.ID); err != nil {
+				t.Fatal(err)
+			}
+			if err := heph.StepNotWaiting(ctx, c, r.ID, "await"); err != nil {
+				t.Fatalf("an ended step's wait: %v, want done", err)
+			}
+		})
+	}
+}
