@@ -97,16 +97,14 @@ func BenchmarkTimelineSQLite(b *testing.B) {
 	}
 	defer st.Close()
 	cc := &callClock{Store: st, tl: tl}
-	chain := flow.New("chain")
-	for i := range 10 {
-		var opts []flow.StepOption
-		if i > 0 {
-			opts = append(opts, flow.DependsOn(fmt.Sprintf("s%d", i-1)))
-		}
-		flow.Step(chain, fmt.Sprintf("s%d", i), func(ctx context.Context, in int) (int, error) {
-			tl.mark(ctx, fmt.Sprintf("step s%d runs", i))
-			return in, nil
-		}, opts...)
+	// HEPH_TIMELINE_KEYED=1 gives each run a business id (the key held
+	// while the run is active): what a step's commit writes for it.
+	keyed := os.Getenv("HEPH_TIMELINE_KEYED") == "1"
+	var chain *flow.Builder
+	if keyed {
+		chain = timelineChain[keyedInput](tl).BusinessKey("id", flow.ScopeActive)
+	} else {
+		chain = timelineChain[int](tl)
 	}
 	c, err := heph.New(&heph.Config{Store: cc, Queues: map[string]int{"default": 64}, Logger: slog.New(slog.DiscardHandler)})
 	if err != nil {
@@ -121,7 +119,13 @@ func BenchmarkTimelineSQLite(b *testing.B) {
 	defer func() { _ = c.Stop(context.Background()) }()
 	run := func(i int) time.Duration {
 		t0 := time.Now()
-		if _, err := c.Run(ctx, "chain", i, nil); err != nil {
+		var in any = i
+		var opts *heph.StartOptions
+		if keyed {
+			in = keyedInput{ID: fmt.Sprintf("order-%d", i), N: i}
+			opts = &heph.StartOptions{BusinessValue: fmt.Sprintf("order-%d", i)}
+		}
+		if _, err := c.Run(ctx, "chain", in, opts); err != nil {
 			b.Fatal(err)
 		}
 		return time.Since(t0)
@@ -157,6 +161,30 @@ func BenchmarkTimelineSQLite(b *testing.B) {
 			}
 		}
 	}
+}
+
+// keyedInput is the input of a keyed chain: its business id and a
+// number.
+type keyedInput struct {
+	ID string `json:"id"`
+	N  int    `json:"n"`
+}
+
+// timelineChain is the ten-step chain of workload (c), each step marking
+// when it runs and passing its input on.
+func timelineChain[T any](tl *timeline) *flow.Builder {
+	chain := flow.New("chain")
+	for i := range 10 {
+		var opts []flow.StepOption
+		if i > 0 {
+			opts = append(opts, flow.DependsOn(fmt.Sprintf("s%d", i-1)))
+		}
+		flow.Step(chain, fmt.Sprintf("s%d", i), func(ctx context.Context, in T) (T, error) {
+			tl.mark(ctx, fmt.Sprintf("step s%d runs", i))
+			return in, nil
+		}, opts...)
+	}
+	return chain
 }
 
 // timeSplit runs n chains with cc counting and says, per run, where the

@@ -278,6 +278,24 @@ func (a *applier) holder(key any) (string, error) {
 	return vString(w.dest[0]), nil
 }
 
+// sameKey reports whether two values of the unique_key column are the
+// same: both NULL, or the same text (as the driver read it or as
+// uniqueKey made it).
+func sameKey(a, b any) bool {
+	text := func(v any) (string, bool) {
+		switch x := v.(type) {
+		case string:
+			return x, true
+		case []byte:
+			return string(x), true
+		}
+		return "", v == nil
+	}
+	as, aok := text(a)
+	bs, bok := text(b)
+	return aok && bok && (a == nil) == (b == nil) && as == bs
+}
+
 // uniqueKey is the value of the unique_key column of r: its workflow and
 // business id while they must stay unique, else nil (NULL). Business ids
 // are unique per workflow.
@@ -507,9 +525,9 @@ func (a *applier) update(c *store.Change) (store.ChangeResult, error) {
 		}
 	}
 	// The change is accepted: from here on it writes.
-	q := qUpdateRunKeepStatus
-	if next.Status != run.Status {
-		q = qUpdateRun
+	newStatus, keyChanged := next.Status != run.Status, !sameKey(newKey, st.key)
+	q := updateRunQuery(newStatus, keyChanged)
+	if newStatus {
 		w.arg(string(next.Status))
 	}
 	w.arg(jsonArg(next.Output))
@@ -520,7 +538,9 @@ func (a *applier) update(c *store.Change) (store.ChangeResult, error) {
 	w.arg(next.Seq)
 	w.arg(a.nowUS)
 	w.arg(nullMicros(next.FinishedAt))
-	w.arg(newKey)
+	if keyChanged {
+		w.arg(newKey)
+	}
 	w.arg(next.BuildID)
 	w.arg(paused)
 	w.arg(sattrs)

@@ -29,8 +29,10 @@ const (
 	qInsertRun
 	qHolder
 	qLoadRun
-	qUpdateRun
+	qUpdateRun // the four qUpdateRun statements, in this order: updateRunQuery
 	qUpdateRunKeepStatus
+	qUpdateRunKeepKey
+	qUpdateRunKeepStatusKey
 	qFence
 	qFenceHeld
 	qKeySeen
@@ -58,9 +60,31 @@ const (
 	numQueries
 )
 
-// updateRunSet is the rest of qUpdateRun's SET list, and its WHERE.
-const updateRunSet = `output = ?, error = ?, state = ?, published = ?, condition = ?, seq = ?, updated_at = ?,
-	finished_at = ?, unique_key = ?, build_id = ?, paused = ?, search_attributes = ? WHERE rowid = ? AND id = ?`
+// updateRunSet is the middle of qUpdateRun's SET list; updateRunEnd is
+// the rest, and its WHERE.
+const (
+	updateRunSet = `output = ?, error = ?, state = ?, published = ?, condition = ?, seq = ?, updated_at = ?,
+	finished_at = ?, `
+	updateRunEnd = `build_id = ?, paused = ?, search_attributes = ? WHERE rowid = ? AND id = ?`
+)
+
+// updateRunQuery is the statement that updates a run's row: the status
+// and the unique key are in its SET list only when the change changes
+// them. SQLite rewrites the entries of every index whose columns or
+// partial-index predicate a SET names, even to the value it had:
+// runs_active's predicate names the status (one page fewer of the ten a
+// step's commit writes), and runs_unique_key holds the key of a run with
+// a business id while it is active.
+func updateRunQuery(status, key bool) int {
+	q := qUpdateRun
+	if !status {
+		q++
+	}
+	if !key {
+		q += 2
+	}
+	return q
+}
 
 var queries = [numQueries]string{
 	qBegin:    "BEGIN IMMEDIATE",
@@ -75,12 +99,10 @@ var queries = [numQueries]string{
 	qLoadRun: "SELECT rowid, " + runCols + ", unique_key FROM runs WHERE id = ?",
 	// By rowid (from the run's read or the cache): one b-tree search
 	// fewer than by id. The id is checked too, at no cost.
-	qUpdateRun: "UPDATE runs SET status = ?, " + updateRunSet,
-	// The same without the status, for a change that keeps it: SQLite
-	// rewrites the entries of every index whose columns or predicate a
-	// SET names, even to the value it had, and runs_active's predicate
-	// names the status (one page fewer of the ten a step's commit writes).
-	qUpdateRunKeepStatus: "UPDATE runs SET " + updateRunSet,
+	qUpdateRun:              "UPDATE runs SET status = ?, " + updateRunSet + "unique_key = ?, " + updateRunEnd,
+	qUpdateRunKeepStatus:    "UPDATE runs SET " + updateRunSet + "unique_key = ?, " + updateRunEnd,
+	qUpdateRunKeepKey:       "UPDATE runs SET status = ?, " + updateRunSet + updateRunEnd,
+	qUpdateRunKeepStatusKey: "UPDATE runs SET " + updateRunSet + updateRunEnd,
 	// The lease (task ?1, token ?2) is held. The task may be of any run.
 	qFence:     "DELETE FROM tasks WHERE id = ?1 AND token = ?2 AND owner IS NOT NULL",
 	qFenceHeld: "SELECT 1 FROM tasks WHERE id = ?1 AND token = ?2 AND owner IS NOT NULL",

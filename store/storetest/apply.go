@@ -222,6 +222,10 @@ func testKeyActive(t *testing.T, h *harness) {
 	dup("r2", "r1")
 	h.mustUpdate(at(2*time.Second), "r1", nil, &store.Update{Status: hephtype.StatusWaiting})
 	dup("r2", "r1") // waiting is still active
+	// An update that keeps the status and the key (a backend may leave
+	// both out of what it writes) keeps the key held.
+	h.mustUpdate(at(2*time.Second), "r1", nil, &store.Update{State: raw(`{"step":"b"}`)})
+	dup("r2", "r1")
 	h.mustUpdate(at(3*time.Second), "r1", nil, &store.Update{Status: hephtype.StatusCompleted})
 	h.create(at(4*time.Second), mk("r3"))
 	dup("r4", "r3")
