@@ -95,6 +95,30 @@ func secretFlow() *flow.Flow {
 	return fb.MustBuild()
 }
 
+// secretWaitFlow waits for the event secret.note whose data's note is
+// the input's (the mark, then "-wait"), and returns the event's id and note.
+func secretWaitFlow(c *heph.Client) *flow.Flow {
+	fb := flow.New("secret_wait").Start("await")
+	flow.EventStep(fb, "await", func(ctx context.Context, in string) (flow.Result[any], error) {
+		err := c.AwaitEvent(ctx, "secret.note", &heph.AwaitEventOptions{Match: "event.data.note == input.note", Input: map[string]string{"note": in + "-wait"}})
+		if err != nil {
+			return flow.Result[any]{}, flow.NonRetryable(err)
+		}
+		return flow.Wait[any](), nil
+	}, flow.Events(heph.EventReceived), flow.Waits(0))
+	flow.Step(fb, "got", func(ctx context.Context, in any) (string, error) {
+		e, err := flow.Output[heph.EventRecord](ctx, "await")
+		if err != nil {
+			return "", err
+		}
+		var data struct{ Note string }
+		err = json.Unmarshal(e.Data, &data)
+		return e.ID + " " + data.Note, err
+	})
+	fb.Edge("await", heph.EventReceived, "got").Edge("got", "ok", flow.Done)
+	return fb.MustBuild()
+}
+
 type secretJob struct {
 	Note string `json:"note"`
 }
@@ -170,7 +194,7 @@ func testPayloadsAtRest(t *testing.T, b Backend, encrypt bool) {
 		cfg.HeartbeatInterval = 50 * time.Millisecond
 	}
 	e := newWfEnv(t, b, mod, wfs(secretBox), secretEcho)
-	if err := e.c.Register(secretFlow()); err != nil {
+	if err := e.c.Register(secretFlow(), secretWaitFlow(e.c)); err != nil {
 		t.Fatal(err)
 	}
 	if err := e.c.RegisterJobs(kind); err != nil {
@@ -192,6 +216,32 @@ func testPayloadsAtRest(t *testing.T, b Backend, encrypt bool) {
 	}
 	wantStatus(t, done, heph.StatusCompleted)
 	wantJSON(t, done.Output, `{"last":"`+secretMark+`-first+`+secretMark+`-by"}`)
+
+	// An event wait whose match reads its input and the event's data,
+	// both carrying the mark: the event that does not match is passed
+	// over, the one that does resumes the step.
+	wait, err := e.c.StartRun(ctx, "secret_wait", secretMark, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "the event wait", func() bool {
+		ws, err := e.c.EventWaits(ctx, wait.ID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return len(ws) == 1
+	})
+	for _, ev := range []struct{ id, note string }{{"secret-other", secretMark + "-other"}, {"secret-match", secretMark + "-wait"}} {
+		if _, err := e.c.SendEvent(ctx, "secret.note", map[string]string{"note": ev.note}, &heph.SendEventOptions{ID: ev.id}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	done, err = e.c.WaitRun(ctx, wait.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	wantStatus(t, done, heph.StatusCompleted)
+	wantJSON(t, done.Output, `{"got":"secret-match `+secretMark+`-wait"}`)
 
 	// The workflow.
 	wr, err := heph.StartWorkflow(ctx, e.c, secretBox, secretMark+"-in", nil)
@@ -257,7 +307,7 @@ func testPayloadsAtRest(t *testing.T, b Backend, encrypt bool) {
 	} else if !encrypt && n < 8 {
 		t.Fatalf("the database holds the mark %d times without a codec: the dump does not see the payloads", n)
 	}
-	for _, kind := range []string{"-first", "-by", "-in-heartbeat", "-update", "-signal", "-job", "-schedule"} {
+	for _, kind := range []string{"-first", "-by", "-in-heartbeat", "-update", "-signal", "-job", "-schedule", "-wait", "-other"} {
 		if !encrypt && !strings.Contains(dump, secretMark+kind) && !strings.Contains(dump, kind+secretMark) {
 			t.Errorf("without a codec, the database does not hold the payload %q: the workload does not store it", kind)
 		}
@@ -281,6 +331,33 @@ func testPayloadRotation(t *testing.T, b Backend) {
 	waitFor(t, "the flow to wait", func() bool {
 		r, err := c1.GetRun(ctx, fr.ID)
 		return err == nil && r.Status == heph.StatusWaiting
+	})
+	// Under k1 too: a run's event wait (its input) and an event in a
+	// debounced trigger's open group (the input mapped from it).
+	if err := c1.Register(secretWaitFlow(c1)); err != nil {
+		t.Fatal(err)
+	}
+	wr, err := c1.StartRun(ctx, "secret_wait", secretMark, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := c1.DeclareTriggers(ctx, &heph.Trigger{Name: "secret_debounce", Event: "secret.grouped", Target: heph.TargetFlow,
+		TargetName: "secret_flow", Input: "event.data.note", Debounce: time.Hour}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c1.SendEvent(ctx, "secret.grouped", map[string]string{"note": secretMark + "-group"}, &heph.SendEventOptions{ID: "secret-grouped"}); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "the event wait and the group", func() bool {
+		ws, err := c1.EventWaits(ctx, wr.ID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		fs, err := c1.EventFirings(ctx, "secret-grouped")
+		if err != nil {
+			t.Fatal(err)
+		}
+		return len(ws) == 1 && len(fs) == 1 && fs[0].Status == heph.FiringGrouped
 	})
 	stopClient(c1)
 	_ = st.Close()
@@ -337,5 +414,8 @@ func testPayloadRotation(t *testing.T, b Backend) {
 	}
 	if _, err := c4.History(ctx, fr.ID); err != nil {
 		t.Fatalf("history with k2 only after reencode: %v", err)
+	}
+	if ws, err := c4.EventWaits(ctx, wr.ID); err != nil || len(ws) != 1 {
+		t.Fatalf("event waits with k2 only after reencode: %v, %v", ws, err)
 	}
 }

@@ -24,8 +24,10 @@ type PayloadRewriter interface {
 // rewrite walks them: runs (input, output, state, published state),
 // history (the entries' data), tasks (payload, item, heartbeat details),
 // requests (arguments, result), schedules (input), webhook_events (data),
-// webhook_deliveries (body) and sent_events (an event's data).
-var PayloadTables = []string{"runs", "history", "tasks", "requests", "schedules", "webhook_events", "webhook_deliveries", "sent_events"}
+// webhook_deliveries (body), sent_events (an event's data), event_waits
+// (the input a wait's match reads) and trigger_group_events (the input a
+// trigger mapped from an event that joined a group).
+var PayloadTables = []string{"runs", "history", "tasks", "requests", "schedules", "webhook_events", "webhook_deliveries", "sent_events", "event_waits", "trigger_group_events"}
 
 // RewritePayloadsParams is one batch of a rewrite.
 type RewritePayloadsParams struct {

@@ -74,7 +74,11 @@ func (s *Store) ListEvents(ctx context.Context, p *store.ListEventsParams) ([]*s
 	if p.Field != "" && s.chain != nil {
 		return nil, fmt.Errorf("%w: events filter: field %q: event data is encoded (Config.PayloadCodec), so the database cannot compare it; filter by name and time", hephtype.ErrInvalidInput, p.Field)
 	}
-	es, err := s.Store.ListEvents(ctx, p)
+	return s.decEvents(s.Store.ListEvents(ctx, p))
+}
+
+// decEvents decodes the data of es, in place.
+func (s *Store) decEvents(es []*store.EventRecord, err error) ([]*store.EventRecord, error) {
 	if err != nil {
 		return nil, err
 	}

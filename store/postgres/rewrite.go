@@ -25,14 +25,16 @@ type payloadTable struct {
 }
 
 var payloadTables = map[string]payloadTable{
-	"runs":               {"runs", []string{"id"}, []bool{false}, []string{"input", "output", "state", "published"}, false, false},
-	"history":            {"history", []string{"run_id", "seq"}, []bool{false, true}, []string{"entries"}, true, true},
-	"tasks":              {"tasks", []string{"id"}, []bool{true}, []string{"payload", "item", "details"}, false, false},
-	"requests":           {"requests", []string{"run_id", "id"}, []bool{false, false}, []string{"args", "result"}, false, false},
-	"schedules":          {"schedules", []string{"id"}, []bool{false}, []string{"input"}, false, true},
-	"webhook_events":     {"webhook_events", []string{"id"}, []bool{true}, []string{"data"}, false, false},
-	"webhook_deliveries": {"webhook_deliveries", []string{"id"}, []bool{false}, []string{"body"}, false, true},
-	"sent_events":        {"sent_events", []string{"seq"}, []bool{true}, []string{"data"}, false, false},
+	"runs":                 {"runs", []string{"id"}, []bool{false}, []string{"input", "output", "state", "published"}, false, false},
+	"history":              {"history", []string{"run_id", "seq"}, []bool{false, true}, []string{"entries"}, true, true},
+	"tasks":                {"tasks", []string{"id"}, []bool{true}, []string{"payload", "item", "details"}, false, false},
+	"requests":             {"requests", []string{"run_id", "id"}, []bool{false, false}, []string{"args", "result"}, false, false},
+	"schedules":            {"schedules", []string{"id"}, []bool{false}, []string{"input"}, false, true},
+	"webhook_events":       {"webhook_events", []string{"id"}, []bool{true}, []string{"data"}, false, false},
+	"webhook_deliveries":   {"webhook_deliveries", []string{"id"}, []bool{false}, []string{"body"}, false, true},
+	"sent_events":          {"sent_events", []string{"seq"}, []bool{true}, []string{"data"}, false, false},
+	"event_waits":          {"event_waits", []string{"id"}, []bool{false}, []string{"input"}, false, false},
+	"trigger_group_events": {"trigger_group_events", []string{"trigger_name", "event_id"}, []bool{false, false}, []string{"input"}, false, false},
 }
 
 // RewritePayloads implements store.PayloadRewriter: one transaction per

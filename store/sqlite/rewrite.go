@@ -21,14 +21,16 @@ type payloadTable struct {
 }
 
 var payloadTables = map[string]payloadTable{
-	"runs":               {"runs", []string{"id"}, []bool{false}, []string{"input", "output", "state", "published"}},
-	"history":            {"events", []string{"run_id", "seq"}, []bool{false, true}, []string{"data"}},
-	"tasks":              {"tasks", []string{"id"}, []bool{true}, []string{"payload", "item", "details"}},
-	"requests":           {"requests", []string{"run_id", "id"}, []bool{false, false}, []string{"args", "result"}},
-	"schedules":          {"schedules", []string{"id"}, []bool{false}, []string{"input"}},
-	"webhook_events":     {"webhook_events", []string{"id"}, []bool{true}, []string{"data"}},
-	"webhook_deliveries": {"webhook_deliveries", []string{"id"}, []bool{false}, []string{"body"}},
-	"sent_events":        {"sent_events", []string{"seq"}, []bool{true}, []string{"data"}},
+	"runs":                 {"runs", []string{"id"}, []bool{false}, []string{"input", "output", "state", "published"}},
+	"history":              {"events", []string{"run_id", "seq"}, []bool{false, true}, []string{"data"}},
+	"tasks":                {"tasks", []string{"id"}, []bool{true}, []string{"payload", "item", "details"}},
+	"requests":             {"requests", []string{"run_id", "id"}, []bool{false, false}, []string{"args", "result"}},
+	"schedules":            {"schedules", []string{"id"}, []bool{false}, []string{"input"}},
+	"webhook_events":       {"webhook_events", []string{"id"}, []bool{true}, []string{"data"}},
+	"webhook_deliveries":   {"webhook_deliveries", []string{"id"}, []bool{false}, []string{"body"}},
+	"sent_events":          {"sent_events", []string{"seq"}, []bool{true}, []string{"data"}},
+	"event_waits":          {"event_waits", []string{"id"}, []bool{false}, []string{"input"}},
+	"trigger_group_events": {"trigger_group_events", []string{"trigger_name", "event_id"}, []bool{false, false}, []string{"input"}},
 }
 
 // RewritePayloads implements store.PayloadRewriter: one transaction per

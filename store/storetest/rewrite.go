@@ -56,6 +56,15 @@ func testRewriteEvery(t *testing.T, h *harness) {
 		h.send(fmt.Sprint("ev", i), "n", `{"e":`+fmt.Sprint(i)+`}`, at(0))
 	}
 	h.send("ev-empty", "n", ``, at(0))
+	// An event wait's input, and a group event's input (a debounced
+	// trigger's open group).
+	if _, err := h.s.PutEventWait(ctx, eventWaitFixture("w1")); err != nil {
+		t.Fatal(err)
+	}
+	g := newGroupHarness(t, h, &store.Trigger{Name: "deb", Event: "typed", TargetKind: store.TargetFlow, TargetName: "f", Debounce: time.Hour})
+	if err := g.join(g.fire("deb", "g1", at(0)), "", 1, at(0)); err != nil {
+		t.Fatal(err)
+	}
 
 	rewrites, unchanged := 0, 0
 	rewrite := func(v json.RawMessage) (json.RawMessage, bool, error) {
@@ -135,6 +144,13 @@ func testRewriteEvery(t *testing.T, h *harness) {
 	}
 	if sc := h.getSchedule("s1"); !jsonEqual(sc.Input, raw(wrapped(`{"k":1}`))) {
 		t.Errorf("schedule input: %s", sc.Input)
+	}
+	if ws, err := h.s.EventWaitsOf(ctx, "run-w1"); err != nil || len(ws) != 1 || !jsonEqual(ws[0].Input, raw(wrapped(`{"invoice":7}`))) {
+		t.Errorf("event wait: %+v, %v", ws, err)
+	}
+	gs, err := h.s.ListTriggerGroups(ctx, "deb")
+	if err != nil || len(gs) != 1 || len(gs[0].Events) != 1 || !jsonEqual(gs[0].Events[0].Input, raw(wrapped(`"in-g1"`))) {
+		t.Errorf("trigger groups: %+v, %v", gs, err)
 	}
 }
 
