@@ -28,6 +28,7 @@ const (
 		c AS (DELETE FROM §remote_claims WHERE task_id IN (SELECT id FROM t)),
 		h AS (DELETE FROM §history WHERE run_id = $1),
 		l AS (DELETE FROM §step_logs WHERE run_id = $1),
+		w AS (DELETE FROM §event_waits WHERE run_id = $1),
 		r AS (DELETE FROM §runs WHERE id = $1)
 		SELECT count(pg_notify($2, $1)) FROM (SELECT 1 FROM t WHERE leased LIMIT 1) AS x`
 )

@@ -293,11 +293,12 @@ func newQueries(schema string) queries {
 			ORDER BY created_at LIMIT $2 FOR UPDATE SKIP LOCKED`),
 		// Those of the locked runs $1 that still have no task (the snapshot
 		// of this statement, taken with them locked, sees every task
-		// written for them), with their history and step logs.
+		// written for them), with their history, step logs and event waits.
 		prune: s(`WITH d AS (
 				SELECT x.id FROM unnest($1::text[]) AS x(id) WHERE NOT EXISTS (SELECT 1 FROM §tasks t WHERE t.run_id = x.id)
 			), e AS (DELETE FROM §history WHERE run_id IN (SELECT id FROM d)),
-			l AS (DELETE FROM §step_logs WHERE run_id IN (SELECT id FROM d))
+			l AS (DELETE FROM §step_logs WHERE run_id IN (SELECT id FROM d)),
+			w AS (DELETE FROM §event_waits WHERE run_id IN (SELECT id FROM d))
 			DELETE FROM §runs WHERE id IN (SELECT id FROM d)`),
 		registerWorker: s(`INSERT INTO §workers (` + workerCols + `) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)
 			ON CONFLICT (id) DO UPDATE SET queues = excluded.queues, handlers = excluded.handlers, host = excluded.host,

@@ -27,6 +27,7 @@ func testDeleteRun(t *testing.T, h *harness) {
 			t.Fatalf("CreateRequest(%s): %v", id, err)
 		}
 		h.appendLogs(rec(id, "a", 1, time.Second, slog.LevelInfo, "log of "+id))
+		h.putWaitOf(id)
 	}
 	// The requests' tasks are done: the runs finish without work left.
 	for _, tk := range h.claim(at(2*time.Second), "w", 10, time.Minute, "rq") {
@@ -58,6 +59,8 @@ func testDeleteRun(t *testing.T, h *harness) {
 	if _, err := h.s.Logs(ctx, &store.LogsParams{RunID: "d"}); !errors.Is(err, store.ErrRunNotFound) {
 		t.Fatalf("Logs after DeleteRun: %v, want ErrRunNotFound", err)
 	}
+	h.wantWaitsOf("d", 0)
+	h.wantWaitsOf("keep", 1)
 	// A second delete (a retry whose first answer was lost) finds nothing.
 	_, err = h.s.DeleteRun(ctx, &store.DeleteRunParams{ID: "d"})
 	wantErr(t, "second DeleteRun", err, store.ErrRunNotFound)
@@ -163,5 +166,25 @@ func testDeleteRunForced(t *testing.T, h *harness) {
 	again.BusinessID, again.KeyScope = "order::1", businesskey.ScopeActive
 	if res := h.apply(at(time.Minute), store.Change{Create: again}); res[0].Err != nil {
 		t.Fatalf("a new run with the deleted run's business id: %v", res[0].Err)
+	}
+}
+
+// putWaitOf stores an event wait of the run id (its input carries the
+// id).
+func (h *harness) putWaitOf(id string) {
+	h.t.Helper()
+	w := eventWaitFixture("wait-of-" + id)
+	w.RunID, w.Input = id, []byte(`{"of":"`+id+`"}`)
+	if _, err := h.s.PutEventWait(h.t.Context(), w); err != nil {
+		h.t.Fatalf("PutEventWait(%s): %v", id, err)
+	}
+}
+
+// wantWaitsOf checks that run id has n event waits stored.
+func (h *harness) wantWaitsOf(id string, n int) {
+	h.t.Helper()
+	ws, err := h.s.EventWaitsOf(h.t.Context(), id)
+	if err != nil || len(ws) != n {
+		h.t.Fatalf("event waits of %s: %d, %v; want %d", id, len(ws), err, n)
 	}
 }

@@ -46,6 +46,7 @@ func testPrune(t *testing.T, h *harness) {
 		// these finish with their tasks cancelled.
 		h.mustUpdate(f.at, f.id, nil, &store.Update{Status: f.st, History: []store.NewEvent{{Kind: hephtype.EventRunCompleted}},
 			Cancel: []store.TaskMatch{{Index: -1}}})
+		h.putWaitOf(f.id) // a wait of the run goes with it
 	}
 	cutoff := at(time.Hour)
 	if n := prune(cutoff, 2); n != 2 {
@@ -64,7 +65,9 @@ func testPrune(t *testing.T, h *harness) {
 		if _, err := h.s.History(ctx, &store.HistoryParams{RunID: id}); !errors.Is(err, store.ErrRunNotFound) {
 			t.Fatalf("History(%s) after prune: %v", id, err)
 		}
+		h.wantWaitsOf(id, 0)
 	}
+	h.wantWaitsOf("c2", 1)
 	for _, id := range []string{"pending", "running", "waiting", "c2"} {
 		h.get(id)
 		if evs := h.history(id); len(evs) == 0 {

@@ -1,0 +1,2 @@
+-- Nothing to undo: the deleted waits were closed waits of deleted runs.
+SELECT 1;

@@ -1,0 +1,1 @@
+DROP TRIGGER runs_event_waits_delete;
