@@ -51,8 +51,10 @@ type Events interface {
 	// that names the field.
 	ListEvents(ctx context.Context, p *ListEventsParams) ([]*EventRecord, error)
 	// PruneEvents deletes up to p.Limit (at most MaxEventsPage; 0 means
-	// that) of the events stored before p.Before, oldest first, in one
-	// transaction, and returns how many it deleted.
+	// that) of the events stored before p.Before, oldest first, with
+	// their firings, and up to p.Limit of the trigger groups that ended
+	// (started, failed or skipped) before p.Before, with their events, in
+	// one transaction, and returns how many events it deleted.
 	PruneEvents(ctx context.Context, p *PruneEventsParams) (int, error)
 }
 

@@ -163,7 +163,8 @@ func (s *Store) ListEvents(ctx context.Context, p *store.ListEventsParams) ([]*s
 }
 
 // PruneEvents deletes the oldest events stored before p.Before, with
-// their firings, in one statement.
+// their firings, and the trigger groups that ended before it, with their
+// events, in one statement.
 func (s *Store) PruneEvents(ctx context.Context, p *store.PruneEventsParams) (int, error) {
 	if err := s.check(); err != nil {
 		return 0, fmt.Errorf("prune events: %w", err)
@@ -177,6 +178,12 @@ func (s *Store) PruneEvents(ctx context.Context, p *store.PruneEventsParams) (in
 		RETURNING id
 	), f AS (
 		DELETE FROM §event_firings WHERE event_id IN (SELECT id FROM d)
+	), g AS (
+		DELETE FROM §trigger_groups WHERE id IN (SELECT id FROM §trigger_groups WHERE status <> 'open' AND ended_at < $1
+			ORDER BY ended_at LIMIT $2 FOR UPDATE SKIP LOCKED)
+		RETURNING id
+	), ge AS (
+		DELETE FROM §trigger_group_events WHERE group_id IN (SELECT id FROM g)
 	)
 	SELECT count(*) FROM d`)
 	var n int64

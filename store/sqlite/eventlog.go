@@ -188,8 +188,18 @@ func (s *Store) PruneEvents(ctx context.Context, p *store.PruneEventsParams) (in
 			w.arg(micros(p.Before))
 			w.arg(int64(limit))
 			var err error
-			n, err = w.adhocExecN("DELETE FROM sent_events WHERE id IN (" + pick + ")")
-			return err
+			if n, err = w.adhocExecN("DELETE FROM sent_events WHERE id IN (" + pick + ")"); err != nil {
+				return err
+			}
+			const ended = "SELECT id FROM trigger_groups WHERE status <> 'open' AND ended_at < ?1 ORDER BY ended_at LIMIT ?2"
+			w.arg(micros(p.Before))
+			w.arg(int64(limit))
+			if err := w.adhocExec("DELETE FROM trigger_group_events WHERE group_id IN (" + ended + ")"); err != nil {
+				return err
+			}
+			w.arg(micros(p.Before))
+			w.arg(int64(limit))
+			return w.adhocExec("DELETE FROM trigger_groups WHERE id IN (" + ended + ")")
 		})
 	})
 	if err != nil {

@@ -1,6 +1,7 @@
 package storetest
 
 import (
+	"encoding/json"
 	"errors"
 	"fmt"
 	"sync"
@@ -193,6 +194,46 @@ func testTriggerGroups(t *testing.T, h *harness) {
 		t.Fatal(err)
 	}
 	wantGroups(t, "after the delete", g.groups("deb"), "a:a1,a2@40s")
+
+	// PruneEvents takes the groups that ended before its cutoff, with
+	// their events; open groups stay.
+	prune := func(before time.Time) {
+		t.Helper()
+		if _, err := h.s.PruneEvents(ctx, &store.PruneEventsParams{Before: before}); err != nil {
+			t.Fatalf("PruneEvents: %v", err)
+		}
+	}
+	prune(at(100 * time.Second))
+	wantGroups(t, "after a prune before the end", g.groups("deb"), "a:a1,a2@40s")
+	before := groupEventRows(t, h)
+	prune(at(101 * time.Second))
+	wantGroups(t, "after a prune past the end", g.groups("deb"))
+	wantGroups(t, "open groups after the prune", g.groups("bat"), ":i1,i2@1s", ":i3@1m2s")
+	if after := groupEventRows(t, h); after != before-2 {
+		t.Fatalf("group events stored: %d before the prune, %d after; want 2 fewer", before, after)
+	}
+}
+
+// groupEventRows counts the rows of trigger_group_events, through the
+// store's payload rewriter (a rewrite that changes nothing).
+func groupEventRows(t *testing.T, h *harness) int {
+	t.Helper()
+	rw, ok := h.s.(store.PayloadRewriter)
+	if !ok {
+		t.Fatalf("%T does not implement store.PayloadRewriter", h.s)
+	}
+	n, after := 0, ""
+	for {
+		res, err := rw.RewritePayloads(t.Context(), &store.RewritePayloadsParams{Table: "trigger_group_events", After: after,
+			Rewrite: func(v json.RawMessage) (json.RawMessage, bool, error) { return v, false, nil }})
+		if err != nil {
+			t.Fatalf("count group events: %v", err)
+		}
+		n += res.Rows
+		if after = res.Next; after == "" {
+			return n
+		}
+	}
 }
 
 // Throttle: each event is a group of one, due at the start of the first

@@ -1,2 +1,1 @@
--- Nothing to undo: the deleted waits were closed waits of deleted runs.
-SELECT 1;
+DROP INDEX trigger_groups_ended;

@@ -10,3 +10,7 @@ END;
 -- Waits of runs deleted before this migration, closed since.
 DELETE FROM event_waits WHERE delivered_at IS NOT NULL
     AND NOT EXISTS (SELECT 1 FROM runs r WHERE r.id = event_waits.run_id);
+
+-- Ended trigger groups go with PruneEvents (the groups that ended before
+-- its cutoff, with their events), found through this index.
+CREATE INDEX trigger_groups_ended ON trigger_groups (ended_at) WHERE status <> 'open';
