@@ -217,31 +217,7 @@ func testPayloadsAtRest(t *testing.T, b Backend, encrypt bool) {
 	wantStatus(t, done, heph.StatusCompleted)
 	wantJSON(t, done.Output, `{"last":"`+secretMark+`-first+`+secretMark+`-by"}`)
 
-	// An event wait whose match reads its input and the event's data,
-	// both carrying the mark: the event that does not match is passed
-	// over, the one that does resumes the step.
-	wait, err := e.c.StartRun(ctx, "secret_wait", secretMark, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	waitFor(t, "the event wait", func() bool {
-		ws, err := e.c.EventWaits(ctx, wait.ID)
-		if err != nil {
-			t.Fatal(err)
-		}
-		return len(ws) == 1
-	})
-	for _, ev := range []struct{ id, note string }{{"secret-other", secretMark + "-other"}, {"secret-match", secretMark + "-wait"}} {
-		if _, err := e.c.SendEvent(ctx, "secret.note", map[string]string{"note": ev.note}, &heph.SendEventOptions{ID: ev.id}); err != nil {
-			t.Fatal(err)
-		}
-	}
-	done, err = e.c.WaitRun(ctx, wait.ID)
-	if err != nil {
-		t.Fatal(err)
-	}
-	wantStatus(t, done, heph.StatusCompleted)
-	wantJSON(t, done.Output, `{"got":"secret-match `+secretMark+`-wait"}`)
+	secretWait(t, ctx, e.c)
 
 	// The workflow.
 	wr, err := heph.StartWorkflow(ctx, e.c, secretBox, secretMark+"-in", nil)
@@ -315,6 +291,34 @@ func testPayloadsAtRest(t *testing.T, b Backend, encrypt bool) {
 	if encrypt && !strings.Contains(dump, `"$heph"`) {
 		t.Fatal("the database holds no envelope")
 	}
+}
+
+// secretWait runs secret_wait: an event wait whose match reads its input
+// and the event's data, both carrying the mark. The event that does not
+// match is passed over, the one that does resumes the step.
+func secretWait(t *testing.T, ctx context.Context, c *heph.Client) {
+	wait, err := c.StartRun(ctx, "secret_wait", secretMark, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "the event wait", func() bool {
+		ws, err := c.EventWaits(ctx, wait.ID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return len(ws) == 1
+	})
+	for _, ev := range []struct{ id, note string }{{"secret-other", secretMark + "-other"}, {"secret-match", secretMark + "-wait"}} {
+		if _, err := c.SendEvent(ctx, "secret.note", map[string]string{"note": ev.note}, &heph.SendEventOptions{ID: ev.id}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	done, err := c.WaitRun(ctx, wait.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	wantStatus(t, done, heph.StatusCompleted)
+	wantJSON(t, done.Output, `{"got":"secret-match `+secretMark+`-wait"}`)
 }
 
 // testPayloadRotation: runs written with key k1 read after k2 became the

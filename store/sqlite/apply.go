@@ -516,7 +516,6 @@ func (a *applier) update(c *store.Change) (store.ChangeResult, error) {
 		return a.refuse(c, run.ID, fmt.Errorf("update run %s: %w", run.ID, err))
 	}
 
-	w := a.w
 	if c.Fence != nil {
 		if n, err := a.fence(c.Fence); err != nil {
 			return store.ChangeResult{}, err
@@ -525,7 +524,23 @@ func (a *applier) update(c *store.Change) (store.ChangeResult, error) {
 		}
 	}
 	// The change is accepted: from here on it writes.
-	newStatus, keyChanged := next.Status != run.Status, !sameKey(newKey, st.key)
+	if err := a.writeRun(st, &next, newKey, cond, paused, sattrs); err != nil {
+		return store.ChangeResult{}, err
+	}
+	a.insertEvents(run.ID, run.Seq, u.History, c.Key)
+	if err := a.cancelTasks(run.ID, u); err != nil {
+		return store.ChangeResult{}, err
+	}
+	a.setChanged(&runState{run: *cloneRun(&next), key: newKey, cond: cond, attrs: st.attrs, rowid: st.rowid})
+	return store.ChangeResult{Run: &next, Tasks: a.insertTasks(&next, st.attrs, u.Tasks)}, nil
+}
+
+// writeRun updates the row of run st to next, with the columns the
+// caller worked out (the unique key, the condition, the pause and the
+// search attributes).
+func (a *applier) writeRun(st *runState, next *store.Run, newKey, cond, paused, sattrs driver.Value) error {
+	w := a.w
+	newStatus, keyChanged := next.Status != st.run.Status, !sameKey(newKey, st.key)
 	q := updateRunQuery(newStatus, keyChanged)
 	if newStatus {
 		w.arg(string(next.Status))
@@ -545,25 +560,20 @@ func (a *applier) update(c *store.Change) (store.ChangeResult, error) {
 	w.arg(paused)
 	w.arg(sattrs)
 	w.arg(st.rowid)
-	w.arg(run.ID)
+	w.arg(st.run.ID)
 	res, err := w.exec(q)
 	if err != nil {
-		return store.ChangeResult{}, fmt.Errorf("update run: %w", err)
+		return fmt.Errorf("update run: %w", err)
 	}
 	if n, err := res.RowsAffected(); err != nil {
-		return store.ChangeResult{}, fmt.Errorf("update run: %w", err)
+		return fmt.Errorf("update run: %w", err)
 	} else if n != 1 {
 		// The run is not where the cache said: fail the Apply, which
 		// drops the cache. (It cannot happen unless the file was changed
 		// behind SQLite's back.)
-		return store.ChangeResult{}, fmt.Errorf("update run %s: row %d not found", run.ID, st.rowid)
+		return fmt.Errorf("update run %s: row %d not found", st.run.ID, st.rowid)
 	}
-	a.insertEvents(run.ID, run.Seq, u.History, c.Key)
-	if err := a.cancelTasks(run.ID, u); err != nil {
-		return store.ChangeResult{}, err
-	}
-	a.setChanged(&runState{run: *cloneRun(&next), key: newKey, cond: cond, attrs: st.attrs, rowid: st.rowid})
-	return store.ChangeResult{Run: &next, Tasks: a.insertTasks(&next, st.attrs, u.Tasks)}, nil
+	return nil
 }
 
 // cancelTasks deletes the tasks of run id that u cancels and releases

@@ -56,15 +56,7 @@ func testRewriteEvery(t *testing.T, h *harness) {
 		h.send(fmt.Sprint("ev", i), "n", `{"e":`+fmt.Sprint(i)+`}`, at(0))
 	}
 	h.send("ev-empty", "n", ``, at(0))
-	// An event wait's input, and a group event's input (a debounced
-	// trigger's open group).
-	if _, err := h.s.PutEventWait(ctx, eventWaitFixture("w1")); err != nil {
-		t.Fatal(err)
-	}
-	g := newGroupHarness(t, h, &store.Trigger{Name: "deb", Event: "typed", TargetKind: store.TargetFlow, TargetName: "f", Debounce: time.Hour})
-	if err := g.join(g.fire("deb", "g1", at(0)), "", 1, at(0)); err != nil {
-		t.Fatal(err)
-	}
+	putWaitAndGroup(t, h)
 
 	rewrites, unchanged := 0, 0
 	rewrite := func(v json.RawMessage) (json.RawMessage, bool, error) {
@@ -145,6 +137,27 @@ func testRewriteEvery(t *testing.T, h *harness) {
 	if sc := h.getSchedule("s1"); !jsonEqual(sc.Input, raw(wrapped(`{"k":1}`))) {
 		t.Errorf("schedule input: %s", sc.Input)
 	}
+	wantWaitAndGroupRewritten(t, h)
+}
+
+// putWaitAndGroup stores an event wait's input, and a group event's
+// input (a debounced trigger's open group).
+func putWaitAndGroup(t *testing.T, h *harness) {
+	t.Helper()
+	if _, err := h.s.PutEventWait(t.Context(), eventWaitFixture("w1")); err != nil {
+		t.Fatal(err)
+	}
+	g := newGroupHarness(t, h, &store.Trigger{Name: "deb", Event: "typed", TargetKind: store.TargetFlow, TargetName: "f", Debounce: time.Hour})
+	if err := g.join(g.fire("deb", "g1", at(0)), "", 1, at(0)); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// wantWaitAndGroupRewritten checks that the inputs putWaitAndGroup
+// stored read back rewritten.
+func wantWaitAndGroupRewritten(t *testing.T, h *harness) {
+	t.Helper()
+	ctx := t.Context()
 	if ws, err := h.s.EventWaitsOf(ctx, "run-w1"); err != nil || len(ws) != 1 || !jsonEqual(ws[0].Input, raw(wrapped(`{"invoice":7}`))) {
 		t.Errorf("event wait: %+v, %v", ws, err)
 	}

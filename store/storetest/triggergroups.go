@@ -194,9 +194,15 @@ func testTriggerGroups(t *testing.T, h *harness) {
 		t.Fatal(err)
 	}
 	wantGroups(t, "after the delete", g.groups("deb"), "a:a1,a2@40s")
+	testGroupsPruned(t, g)
+}
 
-	// PruneEvents takes the groups that ended before its cutoff, with
-	// their events; open groups stay.
+// testGroupsPruned: PruneEvents takes the groups that ended before its
+// cutoff, with their events; open groups stay. (The groups are those
+// testTriggerGroups leaves: deb's ended at 100s, bat's two open.)
+func testGroupsPruned(t *testing.T, g *groupHarness) {
+	h := g.harness
+	ctx := t.Context()
 	prune := func(before time.Time) {
 		t.Helper()
 		if _, err := h.s.PruneEvents(ctx, &store.PruneEventsParams{Before: before}); err != nil {
