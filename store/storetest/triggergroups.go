@@ -211,23 +211,29 @@ func testGroupsPruned(t *testing.T, g *groupHarness) {
 	}
 	prune(at(100 * time.Second))
 	wantGroups(t, "after a prune before the end", g.groups("deb"), "a:a1,a2@40s")
-	before := groupEventRows(t, h)
+	// The rows of trigger_group_events are counted through the payload
+	// rewriter, where the store is one (the backends are; a wrapper of
+	// them may not be).
+	rw, counts := h.s.(store.PayloadRewriter)
+	var before int
+	if counts {
+		before = groupEventRows(t, rw)
+	}
 	prune(at(101 * time.Second))
 	wantGroups(t, "after a prune past the end", g.groups("deb"))
 	wantGroups(t, "open groups after the prune", g.groups("bat"), ":i1,i2@1s", ":i3@1m2s")
-	if after := groupEventRows(t, h); after != before-2 {
+	if !counts {
+		return
+	}
+	if after := groupEventRows(t, rw); after != before-2 {
 		t.Fatalf("group events stored: %d before the prune, %d after; want 2 fewer", before, after)
 	}
 }
 
-// groupEventRows counts the rows of trigger_group_events, through the
+// groupEventRows counts the rows of trigger_group_events, through a
 // store's payload rewriter (a rewrite that changes nothing).
-func groupEventRows(t *testing.T, h *harness) int {
+func groupEventRows(t *testing.T, rw store.PayloadRewriter) int {
 	t.Helper()
-	rw, ok := h.s.(store.PayloadRewriter)
-	if !ok {
-		t.Fatalf("%T does not implement store.PayloadRewriter", h.s)
-	}
 	n, after := 0, ""
 	for {
 		res, err := rw.RewritePayloads(t.Context(), &store.RewritePayloadsParams{Table: "trigger_group_events", After: after,
