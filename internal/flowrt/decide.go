@@ -15,20 +15,32 @@ import (
 	"github.com/hephaestus-go/hephaestus/store"
 )
 
-// loadState decodes the engine state kept on a flow run. The run input is
-// stored once, on the run, and put back here.
+// loadState decodes the engine state kept on a flow run. The run input,
+// and a completed run's output, are stored once, in the run's own
+// columns, and put back here (encodeState leaves them out; a state
+// written before it did keeps its output, which is the same value).
 func loadState(run *store.Run) (*engine.State, error) {
 	var s engine.State
 	if err := json.Unmarshal(run.State, &s); err != nil {
 		return nil, fmt.Errorf("run %s: decode state: %w", run.ID, err)
 	}
 	s.Input = run.Input
+	if s.Status == hephtype.StatusCompleted && len(s.Output) == 0 {
+		s.Output = run.Output
+	}
 	return &s, nil
 }
 
+// encodeState is the state as the run row keeps it: without the input,
+// and without the output once the run has completed, since the
+// decision that completes it writes that output to the run's output
+// column (translate) and loadState reads it back from there.
 func encodeState(s *engine.State) json.RawMessage {
 	c := *s
 	c.Input = nil
+	if c.Status == hephtype.StatusCompleted {
+		c.Output = nil
+	}
 	b, err := json.Marshal(&c)
 	if err != nil {
 		// engine.State holds only JSON-safe values.

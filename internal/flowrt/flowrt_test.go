@@ -13,6 +13,7 @@ import (
 	"github.com/hephaestus-go/hephaestus/internal/flowrt"
 	"github.com/hephaestus-go/hephaestus/internal/limits"
 	"github.com/hephaestus-go/hephaestus/internal/worker"
+	"github.com/hephaestus-go/hephaestus/store"
 )
 
 func inProcess(r *rig) worker.Executor { return r.flows }
@@ -83,5 +84,58 @@ func TestCancel(t *testing.T) {
 	}
 	if _, err := r.flows.Cancel(ctx, run.ID, "again", nil); !errors.Is(err, engine.ErrRunFinished) {
 		t.Fatalf("second cancel: %v, want ErrRunFinished", err)
+	}
+}
+
+// A completed run's output is stored once, in the run's output column:
+// the engine state kept on the row leaves it out, and a reset that runs
+// the last step again completes with the output computed anew (the
+// output is keyed by the flow's last step; inc reads the run's input).
+func TestCompletedStateStoresOutputOnce(t *testing.T) {
+	b := flow.New("twice")
+	a := flow.Step(b, "double", func(ctx context.Context, in int) (int, error) { return 2 * in, nil })
+	flow.Step(b, "inc", func(ctx context.Context, in int) (map[string]int, error) { return map[string]int{"n": in + 1}, nil },
+		flow.DependsOn(a.Name()))
+	r := newRig(t, inProcess, b.MustBuild())
+	ctx := context.Background()
+	run, err := r.flows.Start(ctx, "twice", 5, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	check := func(what string, done *store.Run) {
+		t.Helper()
+		if done.Status != hephtype.StatusCompleted || string(done.Output) != `{"inc":{"n":6}}` {
+			t.Fatalf("%s: run %s %s with output %s (%s), want completed with {\"inc\":{\"n\":6}}", what, done.ID, done.Status, done.Output, done.Error)
+		}
+		var state map[string]json.RawMessage
+		if err := json.Unmarshal(done.State, &state); err != nil {
+			t.Fatalf("%s: state %s: %v", what, done.State, err)
+		}
+		if out, ok := state["output"]; ok {
+			t.Fatalf("%s: the state repeats the output %s: %s", what, out, done.State)
+		}
+		if string(state["status"]) != `"completed"` {
+			t.Fatalf("%s: state %s, want status completed", what, done.State)
+		}
+	}
+	first := waitDone(t, r, run.ID)
+	check("first run", first)
+	if _, err := r.flows.Reset(ctx, run.ID, "inc", "test", ""); err != nil {
+		t.Fatalf("reset to inc: %v", err)
+	}
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		got, err := r.st.GetRun(ctx, run.ID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got.Status == hephtype.StatusCompleted && got.Seq > first.Seq {
+			check("after the reset", got)
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("run %s after the reset: %s at seq %d", run.ID, got.Status, got.Seq)
+		}
+		time.Sleep(20 * time.Millisecond)
 	}
 }

@@ -1,0 +1,1 @@
+ALTER TABLE runs SET (fillfactor = 50);
