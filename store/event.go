@@ -53,8 +53,13 @@ type Events interface {
 	// PruneEvents deletes up to p.Limit (at most MaxEventsPage; 0 means
 	// that) of the events stored before p.Before, oldest first, with
 	// their firings, and up to p.Limit of the trigger groups that ended
-	// (started, failed or skipped) before p.Before, with their events, in
-	// one transaction, and returns how many events it deleted.
+	// (started, failed or skipped) before p.Before, with their events,
+	// and up to p.Limit of the throttle windows that ended (their start
+	// plus their trigger's throttle period) by p.Before, in one
+	// transaction, and returns how many events it deleted. A window that
+	// ended is never counted again (a join deletes its key's past windows
+	// itself); pruning them bounds the table for keys that stop receiving
+	// events.
 	PruneEvents(ctx context.Context, p *PruneEventsParams) (int, error)
 }
 

@@ -17,7 +17,6 @@ import (
 	"github.com/hephaestus-go/hephaestus/codec"
 	"github.com/hephaestus-go/hephaestus/internal/payloadstore"
 	"github.com/hephaestus-go/hephaestus/store"
-	"github.com/hephaestus-go/hephaestus/store/sqlite"
 	"github.com/hephaestus-go/hephaestus/store/storetest"
 )
 
@@ -47,13 +46,7 @@ func TestConformanceOffloadSQLite(t *testing.T) {
 	t.Parallel()
 	storetest.Run(t, func(t *testing.T) store.Store {
 		return payloadstore.WrapOffload(openSQLite(t), nil, &payloadstore.Offload{Bucket: gocloudblob.New(memBucket(t)), Above: 8})
-	}, storetest.WithTx(func(t *testing.T, s store.Store) *storetest.Tx {
-		tx, err := payloadstore.Unwrap(s).(*sqlite.Store).DB().BeginTx(t.Context(), nil)
-		if err != nil {
-			t.Fatal(err)
-		}
-		return &storetest.Tx{Tx: tx, Exec: func(q string) error { _, err := tx.ExecContext(t.Context(), q); return err }, Commit: tx.Commit, Rollback: tx.Rollback}
-	}))
+	}, storetest.WithTx(sqliteTx))
 }
 
 // A large payload, encrypted then offloaded: the row holds a reference,

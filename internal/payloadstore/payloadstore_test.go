@@ -10,6 +10,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/jackc/pgx/v5"
+
 	"github.com/hephaestus-go/hephaestus/blobstore/gocloudblob"
 	"github.com/hephaestus-go/hephaestus/codec"
 	"github.com/hephaestus-go/hephaestus/internal/payloadstore"
@@ -57,6 +59,35 @@ func openPostgres(t *testing.T) *postgres.Store {
 	return s
 }
 
+// sqliteTx opens a transaction of the application's on the wrapped
+// SQLite store's database (storetest.WithTx).
+func sqliteTx(t *testing.T, s store.Store) *storetest.Tx {
+	tx, err := payloadstore.Unwrap(s).(*sqlite.Store).DB().BeginTx(t.Context(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return &storetest.Tx{Tx: tx, Exec: func(q string) error { _, err := tx.ExecContext(t.Context(), q); return err }, Commit: tx.Commit, Rollback: tx.Rollback,
+		Rows: func(table string) (n int, err error) {
+			return n, tx.QueryRowContext(t.Context(), `SELECT count(*) FROM "`+table+`"`).Scan(&n)
+		}}
+}
+
+// postgresTx opens a transaction of the application's on the wrapped
+// PostgreSQL store's pool (storetest.WithTx).
+func postgresTx(t *testing.T, s store.Store) *storetest.Tx {
+	ctx := context.WithoutCancel(t.Context())
+	pg := payloadstore.Unwrap(s).(*postgres.Store)
+	tx, err := pg.Pool().Begin(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return &storetest.Tx{Tx: tx, Exec: func(q string) error { _, err := tx.Exec(ctx, q); return err },
+		Commit: func() error { return tx.Commit(ctx) }, Rollback: func() error { return tx.Rollback(ctx) },
+		Rows: func(table string) (n int, err error) {
+			return n, tx.QueryRow(ctx, "SELECT count(*) FROM "+pgx.Identifier{pg.Schema(), table}.Sanitize()).Scan(&n)
+		}}
+}
+
 // The wrapped store passes the conformance suite: every payload it is
 // given reads back as it was, through encoding.
 func TestConformanceSQLite(t *testing.T) {
@@ -64,13 +95,7 @@ func TestConformanceSQLite(t *testing.T) {
 	chain := testChain(t)
 	storetest.Run(t, func(t *testing.T) store.Store {
 		return payloadstore.Wrap(openSQLite(t), chain)
-	}, storetest.WithTx(func(t *testing.T, s store.Store) *storetest.Tx {
-		tx, err := payloadstore.Unwrap(s).(*sqlite.Store).DB().BeginTx(t.Context(), nil)
-		if err != nil {
-			t.Fatal(err)
-		}
-		return &storetest.Tx{Tx: tx, Exec: func(q string) error { _, err := tx.ExecContext(t.Context(), q); return err }, Commit: tx.Commit, Rollback: tx.Rollback}
-	}), storetest.EncodedPayloads())
+	}, storetest.WithTx(sqliteTx), storetest.EncodedPayloads())
 }
 
 // On PostgreSQL, every payload is encoded and then offloaded (its
@@ -81,15 +106,7 @@ func TestConformancePostgres(t *testing.T) {
 	chain := testChain(t)
 	storetest.Run(t, func(t *testing.T) store.Store {
 		return payloadstore.WrapOffload(openPostgres(t), chain, &payloadstore.Offload{Bucket: gocloudblob.New(memBucket(t)), Above: 8})
-	}, storetest.WithTx(func(t *testing.T, s store.Store) *storetest.Tx {
-		ctx := context.WithoutCancel(t.Context())
-		tx, err := payloadstore.Unwrap(s).(*postgres.Store).Pool().Begin(ctx)
-		if err != nil {
-			t.Fatal(err)
-		}
-		return &storetest.Tx{Tx: tx, Exec: func(q string) error { _, err := tx.Exec(ctx, q); return err },
-			Commit: func() error { return tx.Commit(ctx) }, Rollback: func() error { return tx.Rollback(ctx) }}
-	}), storetest.EncodedPayloads())
+	}, storetest.WithTx(postgresTx), storetest.EncodedPayloads())
 }
 
 func TestWebhooksSQLite(t *testing.T) {

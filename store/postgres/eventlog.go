@@ -184,6 +184,11 @@ func (s *Store) PruneEvents(ctx context.Context, p *store.PruneEventsParams) (in
 		RETURNING id
 	), ge AS (
 		DELETE FROM §trigger_group_events WHERE group_id IN (SELECT id FROM g)
+	), tw AS (
+		DELETE FROM §trigger_windows WHERE (trigger_name, key, window_start) IN (
+			SELECT w.trigger_name, w.key, w.window_start FROM §trigger_windows w LEFT JOIN §triggers t ON t.name = w.trigger_name
+			WHERE w.window_start < $1 AND w.window_start + COALESCE(t.throttle_period_us, 0) * interval '1 microsecond' <= $1
+			LIMIT $2 FOR UPDATE OF w SKIP LOCKED)
 	)
 	SELECT count(*) FROM d`)
 	var n int64

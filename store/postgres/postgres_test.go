@@ -116,6 +116,10 @@ func beginTx(t *testing.T, s store.Store) *storetest.Tx {
 		Exec:     func(q string) error { _, err := tx.Exec(ctx, q); return err },
 		Commit:   func() error { return tx.Commit(ctx) },
 		Rollback: func() error { return tx.Rollback(ctx) },
+		Rows: func(table string) (n int, err error) {
+			q := "SELECT count(*) FROM " + pgx.Identifier{s.(*postgres.Store).Schema(), table}.Sanitize()
+			return n, tx.QueryRow(ctx, q).Scan(&n)
+		},
 	}
 }
 

@@ -199,7 +199,14 @@ func (s *Store) PruneEvents(ctx context.Context, p *store.PruneEventsParams) (in
 			}
 			w.arg(micros(p.Before))
 			w.arg(int64(limit))
-			return w.adhocExec("DELETE FROM trigger_groups WHERE id IN (" + ended + ")")
+			if err := w.adhocExec("DELETE FROM trigger_groups WHERE id IN (" + ended + ")"); err != nil {
+				return err
+			}
+			w.arg(micros(p.Before))
+			w.arg(int64(limit))
+			return w.adhocExec(`DELETE FROM trigger_windows WHERE rowid IN (SELECT w.rowid FROM trigger_windows w
+				LEFT JOIN triggers t ON t.name = w.trigger_name
+				WHERE w.window_start < ?1 AND w.window_start + COALESCE(t.throttle_period_us, 0) <= ?1 LIMIT ?2)`)
 		})
 	})
 	if err != nil {

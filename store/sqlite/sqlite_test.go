@@ -79,6 +79,9 @@ func beginTx(t *testing.T, s store.Store) *storetest.Tx {
 		Exec:     func(q string) error { _, err := tx.ExecContext(t.Context(), q); return err },
 		Commit:   tx.Commit,
 		Rollback: tx.Rollback,
+		Rows: func(table string) (n int, err error) {
+			return n, tx.QueryRowContext(t.Context(), `SELECT count(*) FROM "`+table+`"`).Scan(&n)
+		},
 	}
 }
 

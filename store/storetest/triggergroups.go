@@ -290,6 +290,47 @@ func testTriggerThrottle(t *testing.T, h *harness) {
 	}
 }
 
+// PruneEvents deletes the throttle windows that ended by its cutoff,
+// which a key that stops receiving events would keep for good, and keeps
+// those that have not, which the next join of their key still counts.
+func testThrottleWindowsPruned(t *testing.T, h *harness, c *config) {
+	thr := &store.Trigger{Name: "thr", Event: "ping", TargetKind: store.TargetFlow, TargetName: "f", Key: "event.data.k", ThrottleLimit: 1, ThrottlePeriod: time.Minute}
+	g := newGroupHarness(t, h, thr)
+	join := func(id, key string, now time.Time) {
+		t.Helper()
+		f := g.fire("thr", id, now)
+		if err := g.join(f, key, f.Token, now); err != nil {
+			t.Fatal(err)
+		}
+	}
+	prune := func(before time.Time, want int) {
+		t.Helper()
+		if _, err := h.s.PruneEvents(t.Context(), &store.PruneEventsParams{Before: before}); err != nil {
+			t.Fatalf("PruneEvents: %v", err)
+		}
+		if n := c.rows(t, h.s, "trigger_windows"); n != want {
+			t.Fatalf("throttle windows after a prune before %v: %d, want %d", before, n, want)
+		}
+	}
+	now := at(10 * time.Second)
+	w0 := store.ThrottleWindow(now, time.Minute)
+	for i := range 3 { // "a" fills w0, w0+1m and w0+2m; "b" fills w0
+		join(fmt.Sprint("a", i), "a", now)
+	}
+	join("b0", "b", now)
+	prune(w0.Add(time.Minute-time.Microsecond), 4)
+	prune(w0.Add(time.Minute), 2)
+	prune(w0.Add(3*time.Minute-time.Microsecond), 1)
+	// The window left (a's w0+2m) is full, so a's next event goes after it.
+	later := w0.Add(2*time.Minute + 30*time.Second)
+	join("a3", "a", later)
+	gs, err := h.s.ListTriggerGroups(t.Context(), "thr")
+	if err != nil || len(gs) != 5 || !gs[4].DueAt.Equal(w0.Add(3*time.Minute)) {
+		t.Fatalf("groups after the prunes: %+v, %v; want the last due at %v", gs, err, w0.Add(3*time.Minute))
+	}
+	prune(w0.Add(4*time.Minute), 0)
+}
+
 // Concurrent joins of one key make one debounce group (no two open
 // groups); concurrent claims never lease a group twice.
 func testConcurrentGroups(t *testing.T, h *harness) {

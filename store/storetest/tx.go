@@ -35,6 +35,10 @@ type Tx struct {
 	Exec func(sql string) error
 	// Commit and Rollback end it.
 	Commit, Rollback func() error
+	// Rows counts the rows of one of the store's own tables (in the
+	// store's schema), in the transaction: the suite checks with it what
+	// no read of the store shows, such as state it prunes.
+	Rows func(table string) (int, error)
 }
 
 // WithTx gives the suite a way to open a transaction of the caller's
@@ -89,7 +93,24 @@ func txTests(c *config) []struct {
 		{"InsertInTxBusinessKeys", with(testInsertInTxKeys)},
 		{"InsertInTxWrongType", with(testInsertInTxWrongType)},
 		{"InsertInTxTraceContext", with(testInsertInTxTrace)},
+		{"ThrottleWindowsPruned", with(testThrottleWindowsPruned)},
 	}
+}
+
+// rows counts the rows of a table of the store's, in a transaction of
+// its own.
+func (c *config) rows(t *testing.T, s store.Store, table string) int {
+	t.Helper()
+	tx := c.begin(t, s)
+	defer func() { _ = tx.Rollback() }()
+	if tx.Rows == nil {
+		t.Fatal("storetest.Tx.Rows is not set: WithTx must give it")
+	}
+	n, err := tx.Rows(table)
+	if err != nil {
+		t.Fatalf("count the rows of %s: %v", table, err)
+	}
+	return n
 }
 
 // setupApp creates the application's own table, committed.
