@@ -57,6 +57,7 @@ var allWorkloads = []workload{
 	{key: "jobs", title: "jobs/s; insert-to-completion ms, p50 / p99"},
 	{key: "bytes", title: "bytes on disk per finished one-step run (10,000 runs, then VACUUM)", lower: true},
 	{key: "growth", title: "database growth per finished one-step run (20,000 runs, autovacuum only)", lower: true},
+	{key: "steady", title: "database growth per finished one-step run in service (20,000 runs after 20,000, autovacuum only)", lower: true},
 }
 
 // contestant is one engine, in one variant, on one backend.
@@ -119,7 +120,7 @@ func (c contestant) takesPart(w workload) bool {
 	switch w.key {
 	case "jobs":
 		return c.jobs != nil
-	case "bytes", "growth": // what a PostgreSQL database keeps
+	case "bytes", "growth", "steady": // what a PostgreSQL database keeps
 		return c.open != nil && c.backend == benchrun.Postgres
 	}
 	return c.open != nil
@@ -143,7 +144,7 @@ func main() {
 	flag.IntVar(&riverConns, "river-conns", 0, "River's pool size (0: pgxpool's default, max(4, cores); Hephaestus's store keeps 16)")
 	rounds := flag.Int("rounds", 3, "rounds (the median is reported)")
 	engines := flag.String("engines", "heph,dbos,river", "engines to run: heph, dbos, river, and heph-key, heph-rate (the jobs workload under flow control)")
-	workloads := flag.String("workloads", "a,b,c,jobs", "workloads to run: a, b, c, jobs, bytes, growth")
+	workloads := flag.String("workloads", "a,b,c,jobs", "workloads to run: a, b, c, jobs, bytes, growth, steady")
 	backends := flag.String("backends", "postgres,sqlite", "backends for (a) to (c): postgres, sqlite (jobs runs on postgres)")
 	flag.StringVar(&o.sqliteSync, "sqlite-sync", "FULL", "SQLite synchronous mode, for every engine: FULL or NORMAL")
 	flag.StringVar(&o.sqliteDir, "sqlite-dir", "", "directory for the SQLite files (default: the system's temporary directory)")
@@ -273,6 +274,8 @@ func measureOne(ctx context.Context, o options, w workload, c contestant) (bench
 		return benchrun.BytesPerRun(ctx, t.Where, cl.One)
 	case "growth":
 		return benchrun.GrowthPerRun(ctx, t.Where, cl.One)
+	case "steady":
+		return benchrun.SteadyPerRun(ctx, t.Where, cl.One)
 	case "a":
 		return benchrun.Throughput(ctx, cl.One)
 	case "b":
@@ -408,6 +411,8 @@ func ratios(w workload, a, b benchrun.Measure) []ratio {
 		return []ratio{{"bytes per run", a.Rate / b.Rate}}
 	case w.key == "growth":
 		return []ratio{{"growth per run", a.Rate / b.Rate}}
+	case w.key == "steady":
+		return []ratio{{"growth per run in service", a.Rate / b.Rate}}
 	}
 	return []ratio{{"(" + w.key + ") runs/s", a.Rate / b.Rate}}
 }
@@ -421,16 +426,17 @@ type target struct {
 
 // targets, by workload key, ratio label and backend.
 var targets = map[string]target{
-	"a (a) runs/s postgres":          {true, 3},
-	"b (b) p50 postgres":             {false, 0.8},
-	"b (b) p99 postgres":             {false, 1.0},
-	"c (c) p50 postgres":             {false, 0.8},
-	"c (c) p99 postgres":             {false, 1.0},
-	"jobs jobs/s postgres":           {true, 1.5},
-	"bytes bytes per run postgres":   {false, 1.0},
-	"growth growth per run postgres": {false, 1.0},
-	"a (a) runs/s sqlite":            {true, 10},
-	"c (c) p50 sqlite":               {false, 0.7},
+	"a (a) runs/s postgres":                     {true, 3},
+	"b (b) p50 postgres":                        {false, 0.8},
+	"b (b) p99 postgres":                        {false, 1.0},
+	"c (c) p50 postgres":                        {false, 0.8},
+	"c (c) p99 postgres":                        {false, 1.0},
+	"jobs jobs/s postgres":                      {true, 1.5},
+	"bytes bytes per run postgres":              {false, 1.0},
+	"growth growth per run postgres":            {false, 1.0},
+	"steady growth per run in service postgres": {false, 1.0},
+	"a (a) runs/s sqlite":                       {true, 10},
+	"c (c) p50 sqlite":                          {false, 0.7},
 }
 
 type targetResult struct {

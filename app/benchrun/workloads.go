@@ -379,6 +379,19 @@ func GrowthPerRun(ctx context.Context, dsn string, fn func(ctx context.Context, 
 	return Measure{Rate: float64(after-before) / GrowthRuns}, nil
 }
 
+// SteadyPerRun is the steady workload: the growth workload's measure
+// taken over GrowthRuns calls made after GrowthRuns others. A database in
+// service reuses the space that autovacuum (or a store's own VACUUM of
+// its queue) frees from dead rows; the growth workload, which starts
+// empty, counts that space once, as if every run kept it. This one counts
+// what a database that has run for a while grows by per run.
+func SteadyPerRun(ctx context.Context, dsn string, fn func(ctx context.Context, in int) error) (Measure, error) {
+	if err := FanOut(ctx, GrowthRuns, fn); err != nil {
+		return Measure{}, err
+	}
+	return GrowthPerRun(ctx, dsn, fn)
+}
+
 // around makes WarmupCalls calls of fn, measures, makes n calls
 // (ThroughputCallers at a time) and measures again.
 func around[T any](ctx context.Context, n int, fn func(ctx context.Context, in int) error, measure func() (T, error)) (before, after T, err error) {
