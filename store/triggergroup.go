@@ -203,6 +203,22 @@ func checkFlowControl(t *Trigger) error {
 	return nil
 }
 
+// ThrottleStart is the window a join at now starts looking for room
+// in, given its key's kept windows (counted, earliest first): the window
+// of now, or the earliest kept one when that starts later. A join
+// deletes its key's windows before its start, so a window before the
+// earliest kept one may have been counted full and deleted by a join
+// whose clock ran ahead; a join whose clock lags (it waited for the
+// key's lock) is counted from the earliest kept window on, never again
+// in one it can no longer see.
+func ThrottleStart(now time.Time, period time.Duration, counted []ThrottleCount) time.Time {
+	start := ThrottleWindow(now, period)
+	if len(counted) > 0 && counted[0].Start.After(start) {
+		return counted[0].Start
+	}
+	return start
+}
+
 // ThrottleWindow is the start of the throttle window of a period that
 // holds now (windows are aligned to the Unix epoch, in microseconds).
 func ThrottleWindow(now time.Time, period time.Duration) time.Time {

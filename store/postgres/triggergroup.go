@@ -119,15 +119,12 @@ func (s *Store) newGroup(ctx context.Context, tx pgx.Tx, p *store.JoinGroupParam
 }
 
 // throttleSlot counts the event in the first throttle window with room
-// and returns its start.
+// from store.ThrottleStart and returns its start; it deletes the key's
+// windows before that start, which no join counts again.
 func (s *Store) throttleSlot(ctx context.Context, tx pgx.Tx, p *store.JoinGroupParams) (time.Time, error) {
 	t := p.Trigger
-	start := store.ThrottleWindow(p.Now, t.ThrottlePeriod)
-	if _, err := tx.Exec(ctx, s.inSchema("DELETE FROM §trigger_windows WHERE trigger_name = $1 AND key = $2 AND window_start < $3"), t.Name, p.Key, start); err != nil {
-		return time.Time{}, err
-	}
-	rows, err := tx.Query(ctx, s.inSchema("SELECT window_start, runs FROM §trigger_windows WHERE trigger_name = $1 AND key = $2 AND window_start >= $3 ORDER BY window_start"),
-		t.Name, p.Key, start)
+	rows, err := tx.Query(ctx, s.inSchema("SELECT window_start, runs FROM §trigger_windows WHERE trigger_name = $1 AND key = $2 ORDER BY window_start"),
+		t.Name, p.Key)
 	if err != nil {
 		return time.Time{}, err
 	}
@@ -139,6 +136,12 @@ func (s *Store) throttleSlot(ctx context.Context, tx pgx.Tx, p *store.JoinGroupP
 	})
 	if err != nil {
 		return time.Time{}, err
+	}
+	start := store.ThrottleStart(p.Now, t.ThrottlePeriod, counted)
+	if len(counted) > 0 && counted[0].Start.Before(start) {
+		if _, err := tx.Exec(ctx, s.inSchema("DELETE FROM §trigger_windows WHERE trigger_name = $1 AND key = $2 AND window_start < $3"), t.Name, p.Key, start); err != nil {
+			return time.Time{}, err
+		}
 	}
 	slot := store.ThrottleSlot(start, t.ThrottlePeriod, t.ThrottleLimit, counted)
 	_, err = tx.Exec(ctx, s.inSchema(`INSERT INTO §trigger_windows (trigger_name, key, window_start, runs) VALUES ($1, $2, $3, 1)

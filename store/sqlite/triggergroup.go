@@ -121,26 +121,29 @@ func (w *wconn) newGroup(p *store.JoinGroupParams, due int64, closed bool) (int6
 }
 
 // throttleSlot counts the event in the first throttle window with room
-// and returns its start.
+// from store.ThrottleStart and returns its start; it deletes the key's
+// windows before that start, which no join counts again.
 func (w *wconn) throttleSlot(p *store.JoinGroupParams) (int64, error) {
 	t := p.Trigger
-	start := store.ThrottleWindow(p.Now, t.ThrottlePeriod)
-	for _, a := range []driver.Value{t.Name, p.Key, micros(start)} {
-		w.arg(a)
-	}
-	if err := w.adhocExec("DELETE FROM trigger_windows WHERE trigger_name = ? AND key = ? AND window_start < ?"); err != nil {
-		return 0, err
-	}
 	var counted []store.ThrottleCount
-	for _, a := range []driver.Value{t.Name, p.Key, micros(start)} {
+	for _, a := range []driver.Value{t.Name, p.Key} {
 		w.arg(a)
 	}
-	err := w.adhocRows("SELECT window_start, runs FROM trigger_windows WHERE trigger_name = ? AND key = ? AND window_start >= ? ORDER BY window_start", 2,
+	err := w.adhocRows("SELECT window_start, runs FROM trigger_windows WHERE trigger_name = ? AND key = ? ORDER BY window_start", 2,
 		func(v []driver.Value) {
 			counted = append(counted, store.ThrottleCount{Start: fromMicros(v[0].(int64)), Runs: int(v[1].(int64))})
 		})
 	if err != nil {
 		return 0, err
+	}
+	start := store.ThrottleStart(p.Now, t.ThrottlePeriod, counted)
+	if len(counted) > 0 && counted[0].Start.Before(start) {
+		for _, a := range []driver.Value{t.Name, p.Key, micros(start)} {
+			w.arg(a)
+		}
+		if err := w.adhocExec("DELETE FROM trigger_windows WHERE trigger_name = ? AND key = ? AND window_start < ?"); err != nil {
+			return 0, err
+		}
 	}
 	slot := micros(store.ThrottleSlot(start, t.ThrottlePeriod, t.ThrottleLimit, counted))
 	for _, a := range []driver.Value{t.Name, p.Key, slot} {

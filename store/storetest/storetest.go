@@ -142,6 +142,7 @@ func Run(t *testing.T, newStore func(t *testing.T) store.Store, opts ...Option) 
 		{"ConcurrentEventWaitMatches", testConcurrentEventWaitMatches},
 		{"TriggerGroups", testTriggerGroups},
 		{"TriggerThrottle", testTriggerThrottle},
+		{"ThrottleLaggingJoin", testThrottleLaggingJoin},
 		{"ConcurrentTriggerGroups", testConcurrentGroups},
 		{"Schedules", testSchedules},
 		{"ScheduleUpdate", testScheduleUpdate},

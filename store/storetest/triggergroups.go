@@ -290,6 +290,32 @@ func testTriggerThrottle(t *testing.T, h *harness) {
 	}
 }
 
+// A join whose clock lags behind one that already deleted its window
+// (it waited for the key's lock) is counted from the key's earliest
+// kept window, not again in the one deleted, which was full.
+func testThrottleLaggingJoin(t *testing.T, h *harness) {
+	thr := &store.Trigger{Name: "thr", Event: "ping", TargetKind: store.TargetFlow, TargetName: "f", Key: "event.data.k", ThrottleLimit: 2, ThrottlePeriod: time.Minute}
+	g := newGroupHarness(t, h, thr)
+	now := at(10 * time.Second)
+	w0 := store.ThrottleWindow(now, time.Minute)
+	for i, when := range []time.Time{now, now, now.Add(time.Minute), now, now} {
+		f := g.fire("thr", fmt.Sprint("p", i), when)
+		if err := g.join(f, "k", f.Token, when); err != nil {
+			t.Fatal(err)
+		}
+	}
+	gs, err := h.s.ListTriggerGroups(t.Context(), "thr")
+	if err != nil || len(gs) != 5 {
+		t.Fatalf("ListTriggerGroups: %+v, %v", gs, err)
+	}
+	wantDue := []time.Time{w0, w0, w0.Add(time.Minute), w0.Add(time.Minute), w0.Add(2 * time.Minute)}
+	for i, gr := range gs {
+		if !gr.DueAt.Equal(wantDue[i]) {
+			t.Errorf("group %d (%s): due %v, want %v", i, gr.Events[0].EventID, gr.DueAt, wantDue[i])
+		}
+	}
+}
+
 // PruneEvents deletes the throttle windows that ended by its cutoff,
 // which a key that stops receiving events would keep for good, and keeps
 // those that have not, which the next join of their key still counts.
