@@ -89,13 +89,7 @@ func chaosWaitFlow(c *heph.Client) *flow.Flow {
 // completes with its first event, k-a, received once (one heph.event
 // signal in a workflow's history).
 func TestChaosEventWaits(t *testing.T) {
-	for _, b := range chaosBackends() {
-		t.Run(b.name, func(t *testing.T) {
-			chaosInProcess.Lock()
-			defer chaosInProcess.Unlock()
-			runChaosEventWaits(t, b.db(t))
-		})
-	}
+	inEachChaosBackend(t, runChaosEventWaits)
 }
 
 func runChaosEventWaits(t *testing.T, db chaosDB) {

@@ -152,6 +152,18 @@ func chaosBackends() []chaosBackend {
 	return []chaosBackend{{"sqlite", chaosSQLite}, {"postgres", chaosPostgres}}
 }
 
+// inEachChaosBackend runs run on a fresh database of each backend, one
+// chaos case of this process at a time.
+func inEachChaosBackend(t *testing.T, run func(t *testing.T, db chaosDB)) {
+	for _, b := range chaosBackends() {
+		t.Run(b.name, func(t *testing.T) {
+			chaosInProcess.Lock()
+			defer chaosInProcess.Unlock()
+			run(t, b.db(t))
+		})
+	}
+}
+
 // chaosSeed is the seed of a test's random choices (kill points, injected
 // faults): $HEPH_CHAOS_SEED, or a fixed one per test.
 func chaosSeed(t *testing.T, def uint64) uint64 {

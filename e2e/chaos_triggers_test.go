@@ -59,13 +59,7 @@ func (l *lossyTriggers) EndFiring(ctx context.Context, p *store.EndFiringParams)
 // terminated every 100 ms while the workload makes progress. Each (event, trigger) whose filter matches must
 // start exactly one run, whose input the trigger's mapping made.
 func TestChaosTriggers(t *testing.T) {
-	for _, b := range chaosBackends() {
-		t.Run(b.name, func(t *testing.T) {
-			chaosInProcess.Lock()
-			defer chaosInProcess.Unlock()
-			runChaosTriggers(t, b.db(t))
-		})
-	}
+	inEachChaosBackend(t, runChaosTriggers)
 }
 
 func runChaosTriggers(t *testing.T, db chaosDB) {
