@@ -313,12 +313,7 @@ func secretWait(t *testing.T, ctx context.Context, c *heph.Client) {
 			t.Fatal(err)
 		}
 	}
-	done, err := c.WaitRun(ctx, wait.ID)
-	if err != nil {
-		t.Fatal(err)
-	}
-	wantStatus(t, done, heph.StatusCompleted)
-	wantJSON(t, done.Output, `{"got":"secret-match `+secretMark+`-wait"}`)
+	wantCompletedWith(ctx, t, c, wait.ID, `{"got":"secret-match `+secretMark+`-wait"}`)
 }
 
 // testPayloadRotation: runs written with key k1 read after k2 became the
@@ -381,12 +376,7 @@ func testPayloadRotation(t *testing.T, b Backend) {
 	if err := c3.ResumeRun(ctx, fr.ID, "approved", &heph.ResumeOptions{Payload: map[string]string{"by": "k2"}}); err != nil {
 		t.Fatal(err)
 	}
-	done, err := c3.WaitRun(ctx, fr.ID)
-	if err != nil {
-		t.Fatal(err)
-	}
-	wantStatus(t, done, heph.StatusCompleted)
-	wantJSON(t, done.Output, `{"last":"`+secretMark+`-first+k2"}`)
+	wantCompletedWith(ctx, t, c3, fr.ID, `{"last":"`+secretMark+`-first+k2"}`)
 	dump := b.Dump(t, st2)
 	if !strings.Contains(dump, `"k1"`) || !strings.Contains(dump, `"k2"`) {
 		t.Fatal("the database does not hold envelopes of both keys")

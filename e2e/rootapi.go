@@ -270,12 +270,7 @@ steps:
 	if _, err := other.RetryRun(ctx, r.ID); err != nil {
 		t.Fatal(err)
 	}
-	done, err := c.WaitRun(ctx, r.ID)
-	if err != nil {
-		t.Fatal(err)
-	}
-	wantStatus(t, done, heph.StatusCompleted)
-	wantJSON(t, done.Output, `{"use":"used prepared"}`)
+	wantCompletedWith(ctx, t, c, r.ID, `{"use":"used prepared"}`)
 	if p, f := prep.Load(), fragile.Load(); p != 1 || f != 2 {
 		t.Errorf("calls prep=%d fragile=%d, want 1 and 2", p, f)
 	}

@@ -1348,3 +1348,16 @@ func testBulkStart(t *testing.T, b Backend) {
 		t.Fatalf("runs %v: want the first and third started", runs)
 	}
 }
+
+// wantCompletedWith waits for run id and fails unless it completed with
+// the output want (JSON); it returns the run.
+func wantCompletedWith(ctx context.Context, t *testing.T, c *heph.Client, id, want string) *heph.Run {
+	t.Helper()
+	done, err := c.WaitRun(ctx, id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	wantStatus(t, done, heph.StatusCompleted)
+	wantJSON(t, done.Output, want)
+	return done
+}
