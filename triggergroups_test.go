@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"slices"
 	"strings"
 	"testing"
@@ -63,6 +64,26 @@ func groupRuns(t *testing.T, c *heph.Client) []string {
 	return out
 }
 
+// wantGroupList checks the groups of "deb" that ListTriggerGroups lists
+// with opts, as "key:events:status".
+func wantGroupList(t *testing.T, c *heph.Client, opts *heph.ListTriggerGroupsOptions, want ...string) {
+	t.Helper()
+	page, err := c.ListTriggerGroups(t.Context(), "deb", opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := make([]string, len(page.Groups))
+	for i, g := range page.Groups {
+		got[i] = fmt.Sprintf("%s:%d:%s", g.Key, len(g.Events), g.Status)
+		if g.Status == heph.GroupStarted && (g.RunID == "" || g.EndedAt == nil) {
+			t.Errorf("started group %+v without its run or end", g)
+		}
+	}
+	if !slices.Equal(got, want) || page.Next != 0 {
+		t.Fatalf("groups %q (next %d), want %q", got, page.Next, want)
+	}
+}
+
 func sendAll(t *testing.T, c *heph.Client, name string, data ...map[string]any) {
 	t.Helper()
 	for _, d := range data {
@@ -102,6 +123,7 @@ func TestTriggerDebounce(t *testing.T) {
 			clk.Advance(10 * time.Second)
 			sendAll(t, c, "typed", map[string]any{"doc": "a", "text": "a3"}, map[string]any{"doc": "b", "text": "b1"})
 			wantRuns(t, c, "t+20s")
+			wantGroupList(t, c, &heph.ListTriggerGroupsOptions{Status: heph.GroupOpen}, "a:3:open", "b:1:open")
 			clk.Advance(29 * time.Second)
 			wantRuns(t, c, "t+49s")
 			clk.Advance(time.Second)
@@ -110,6 +132,19 @@ func TestTriggerDebounce(t *testing.T) {
 			sendAll(t, c, "typed", map[string]any{"doc": "a", "text": "a4"})
 			clk.Advance(30 * time.Second)
 			wantRuns(t, c, "t+80s", `"a3"`, `"a4"`, `"b1"`)
+			wantGroupList(t, c, nil, "a:3:started", "b:1:started", "a:1:started")
+			wantGroupList(t, c, &heph.ListTriggerGroupsOptions{Status: heph.GroupOpen})
+			first, err := c.ListTriggerGroups(t.Context(), "deb", &heph.ListTriggerGroupsOptions{Limit: 2})
+			if err != nil || len(first.Groups) != 2 || first.Next != first.Groups[1].ID {
+				t.Fatalf("a page of 2: %+v, %v", first, err)
+			}
+			wantGroupList(t, c, &heph.ListTriggerGroupsOptions{After: first.Next}, "a:1:started")
+			if _, err := c.ListTriggerGroups(t.Context(), "nope", nil); !errors.Is(err, heph.ErrTriggerNotFound) {
+				t.Errorf("groups of an unknown trigger: %v, want ErrTriggerNotFound", err)
+			}
+			if _, err := c.ListTriggerGroups(t.Context(), "deb", &heph.ListTriggerGroupsOptions{Status: "done"}); !errors.Is(err, heph.ErrInvalidInput) || !strings.Contains(err.Error(), "status") {
+				t.Errorf("groups of a bad status: %v, want ErrInvalidInput naming the status", err)
+			}
 			fs, err := c.ListEvents(t.Context(), nil)
 			if err != nil {
 				t.Fatal(err)

@@ -293,3 +293,100 @@ func (c *Client) newTriggers() *triggers.Service {
 		},
 	})
 }
+
+// Statuses of a TriggerGroup.
+const (
+	// GroupOpen: the group has not started its run yet; it may still take
+	// events until it is due or claimed.
+	GroupOpen = store.GroupOpen
+	// GroupStarted: the group started the run named in RunID.
+	GroupStarted = store.GroupStarted
+	// GroupFailed: the run could not be started; Error says why.
+	GroupFailed = store.GroupFailed
+	// GroupSkipped: the run was not started, as an answer (a run with its
+	// business key is active); Error says why.
+	GroupSkipped = store.GroupSkipped
+)
+
+// TriggerGroup is a group of events of one key of a trigger that
+// debounces, throttles or batches them: the group starts one run when it
+// is due.
+type TriggerGroup struct {
+	ID      int64  `json:"id"`
+	Trigger string `json:"trigger"`
+	Key     string `json:"key"`
+	// Status is GroupOpen, GroupStarted, GroupFailed or GroupSkipped.
+	Status string `json:"status"`
+	// Closed: the group takes no more events.
+	Closed bool      `json:"closed"`
+	DueAt  time.Time `json:"due_at"`
+	// RunID is the run the group starts (set when it is first claimed).
+	RunID   string     `json:"run_id,omitempty"`
+	Error   string     `json:"error,omitempty"`
+	EndedAt *time.Time `json:"ended_at,omitempty"`
+	// Events are the ids of the group's events, in the order they were
+	// stored.
+	Events []string `json:"events"`
+}
+
+// ListTriggerGroupsOptions page and filter ListTriggerGroups.
+type ListTriggerGroupsOptions struct {
+	// Status, when set, is GroupOpen, GroupStarted, GroupFailed or
+	// GroupSkipped.
+	Status string
+	// After is the cursor: TriggerGroupPage.Next of the page before.
+	After int64
+	// Limit is the page's size: 100 when 0, at most MaxTriggerGroupsPage.
+	Limit int
+}
+
+// MaxTriggerGroupsPage bounds ListTriggerGroupsOptions.Limit.
+const MaxTriggerGroupsPage = store.MaxGroupsPage
+
+// TriggerGroupPage is a page of a trigger's groups, oldest first.
+type TriggerGroupPage struct {
+	Groups []*TriggerGroup `json:"groups"`
+	// Next is the cursor of the next page (ListTriggerGroupsOptions.After),
+	// or 0 on the last.
+	Next int64 `json:"next"`
+}
+
+// ListTriggerGroups returns a page of the groups of a trigger that
+// debounces, throttles or batches its events, oldest first: what is
+// waiting (GroupOpen) and what each group came to. Groups are kept until
+// the events retention sweep takes them (Config.EventRetention). An
+// unknown trigger is ErrTriggerNotFound; a bad option an error wrapping
+// ErrInvalidInput that names it.
+func (c *Client) ListTriggerGroups(ctx context.Context, trigger string, opts *ListTriggerGroupsOptions) (*TriggerGroupPage, error) {
+	if opts == nil {
+		opts = &ListTriggerGroupsOptions{}
+	}
+	p := &store.ListTriggerGroupsParams{Trigger: trigger, Status: opts.Status, AfterID: opts.After, Limit: opts.Limit}
+	limit, err := store.CheckListTriggerGroups(p)
+	if err != nil {
+		return nil, err
+	}
+	if _, err := c.GetTrigger(ctx, trigger); err != nil {
+		return nil, err
+	}
+	gs, err := c.cfg.Store.ListTriggerGroups(ctx, p)
+	if err != nil {
+		return nil, err
+	}
+	page := &TriggerGroupPage{Groups: make([]*TriggerGroup, len(gs))}
+	for i, g := range gs {
+		out := &TriggerGroup{ID: g.ID, Trigger: g.Trigger, Key: g.Key, Status: g.Status, Closed: g.Closed, DueAt: g.DueAt, RunID: g.RunID, Error: g.Error,
+			Events: make([]string, len(g.Events))}
+		if !g.EndedAt.IsZero() {
+			out.EndedAt = &g.EndedAt
+		}
+		for j, e := range g.Events {
+			out.Events[j] = e.EventID
+		}
+		page.Groups[i] = out
+	}
+	if len(gs) == limit {
+		page.Next = gs[len(gs)-1].ID
+	}
+	return page, nil
+}

@@ -177,3 +177,50 @@ func (c *Client) PutTrigger(ctx context.Context, name string, in *TriggerInput) 
 func (c *Client) DeleteTrigger(ctx context.Context, name string) (*Response, error) {
 	return c.do(ctx, &request{method: http.MethodDelete, path: "/triggers/" + seg(name)})
 }
+
+// TriggerGroup is a group of events of one key of a trigger that
+// debounces, throttles or batches them; it starts one run when due.
+type TriggerGroup struct {
+	ID      int64  `json:"id"`
+	Trigger string `json:"trigger"`
+	Key     string `json:"key"`
+	// Status is open, started, failed or skipped.
+	Status  string     `json:"status"`
+	Closed  bool       `json:"closed"`
+	DueAt   time.Time  `json:"due_at"`
+	RunID   string     `json:"run_id,omitempty"`
+	Error   string     `json:"error,omitempty"`
+	EndedAt *time.Time `json:"ended_at,omitempty"`
+	// Events are the ids of the group's events, in the order stored.
+	Events []string `json:"events"`
+}
+
+// TriggerGroupPage is a page of a trigger's groups, oldest first; Next
+// is the After of the next page, 0 on the last.
+type TriggerGroupPage struct {
+	Groups []TriggerGroup `json:"groups"`
+	Next   int64          `json:"next"`
+}
+
+// ListTriggerGroupsParams page and filter TriggerGroups.
+type ListTriggerGroupsParams struct {
+	Status string
+	After  int64
+	Limit  int
+}
+
+// TriggerGroups lists a page of a trigger's groups (GET
+// /triggers/{name}/groups).
+func (c *Client) TriggerGroups(ctx context.Context, name string, p *ListTriggerGroupsParams) (*TriggerGroupPage, *Response, error) {
+	q := url.Values{}
+	if p.Status != "" {
+		q.Set("status", p.Status)
+	}
+	if p.After > 0 {
+		q.Set("after", strconv.FormatInt(p.After, 10))
+	}
+	if p.Limit > 0 {
+		q.Set("limit", strconv.Itoa(p.Limit))
+	}
+	return call[TriggerGroupPage](ctx, c, &request{method: http.MethodGet, path: "/triggers/" + seg(name) + "/groups", query: q})
+}

@@ -23,7 +23,7 @@ var operations = map[string]string{
 	"definitions": "Definitions", "graph": "GraphJSON", "putDocument": "PutDocument", "listDocuments": "ListDocuments",
 	"validateDocument": "ValidateDocument", "getDocument": "GetDocument",
 	"sendEvent": "SendEvent", "listEvents": "Events", "getEvent": "GetEvent",
-	"listTriggers": "Triggers", "getTrigger": "GetTrigger", "putTrigger": "PutTrigger", "deleteTrigger": "DeleteTrigger",
+	"listTriggers": "Triggers", "getTrigger": "GetTrigger", "putTrigger": "PutTrigger", "deleteTrigger": "DeleteTrigger", "listTriggerGroups": "TriggerGroups",
 	"listSchedules": "Schedules", "createSchedule": "CreateSchedule", "getSchedule": "GetSchedule", "updateSchedule": "UpdateSchedule",
 	"deleteSchedule": "DeleteSchedule", "pauseSchedule": "ScheduleAction", "resumeSchedule": "ScheduleAction", "triggerSchedule": "ScheduleAction",
 	"backfillSchedule": "Backfill", "nextFires": "NextFires", "scheduleRuns": "ScheduleRuns",

@@ -191,7 +191,7 @@ func waitGroupsEnded(ctx context.Context, t *testing.T, reader store.Store, pref
 		}
 		out := map[string][]*store.TriggerGroup{}
 		for _, tr := range []string{"deb", "thr", "bat"} {
-			gs, err := reader.ListTriggerGroups(ctx, tr)
+			gs, err := reader.ListTriggerGroups(ctx, &store.ListTriggerGroupsParams{Trigger: tr, Limit: store.MaxGroupsPage})
 			if err != nil {
 				t.Fatal(err)
 			}

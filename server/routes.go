@@ -69,6 +69,7 @@ func (s *Server) register() {
 	s.handle(get, p+"/events/{id}", accessRead, "", s.getEvent)
 	s.handle(get, p+"/triggers", accessRead, "", s.listTriggers)
 	s.handle(get, p+"/triggers/{name}", accessRead, "", s.getTrigger)
+	s.handle(get, p+"/triggers/{name}/groups", accessRead, "", s.listTriggerGroups)
 	s.handle(put, p+"/triggers/{name}", accessOperate, "triggers.put", s.putTrigger)
 	s.handle(del, p+"/triggers/{name}", accessOperate, "triggers.delete", s.deleteTrigger)
 

@@ -157,3 +157,19 @@ func (s *Server) deleteTrigger(c *call) error {
 	c.w.WriteHeader(http.StatusNoContent)
 	return nil
 }
+
+// listTriggerGroups pages the groups of a trigger that debounces,
+// throttles or batches its events, oldest first.
+func (s *Server) listTriggerGroups(c *call) error {
+	q := c.query()
+	o := &hephaestus.ListTriggerGroupsOptions{Status: q.str("status"), After: q.int64("after"),
+		Limit: q.integer("limit", 100, 1, hephaestus.MaxTriggerGroupsPage)}
+	if err := q.err(); err != nil {
+		return err
+	}
+	page, err := s.cfg.Client.ListTriggerGroups(c.ctx(), c.r.PathValue("name"), o)
+	if err != nil {
+		return err
+	}
+	return c.json(http.StatusOK, page)
+}

@@ -1,6 +1,7 @@
 package server
 
 import (
+	"fmt"
 	"net/http"
 	"strings"
 	"testing"
@@ -108,5 +109,68 @@ func TestTriggersAPI(t *testing.T) {
 		e.api.call(http.MethodDelete, "/api/v1/triggers/welcome", nil, http.StatusNoContent, nil)
 		e.api.do(req{method: http.MethodDelete, path: "/api/v1/triggers/welcome"}).problem(t, http.StatusNotFound)
 		e.api.do(req{method: http.MethodGet, path: "/api/v1/triggers/welcome"}).problem(t, http.StatusNotFound)
+	})
+}
+
+// GET /triggers/{name}/groups pages a grouped trigger's groups, filters
+// them by status, and refuses bad parameters and unknown triggers.
+func TestTriggerGroupsAPI(t *testing.T) {
+	forEach(t, func(t *testing.T, b backend) {
+		e := newEnv(t, b, &Config{})
+		reader := e.token("reader", RoleRead)
+		e.api.token = e.token("operator", RoleOperator)
+		ctx := t.Context()
+		// A debounce of an hour: the groups stay open.
+		e.api.call(http.MethodPut, "/api/v1/triggers/quiet", map[string]any{"event": "doc.edited", "target_kind": "flow", "target_name": "greet",
+			"key": "event.data.doc", "debounce": "1h"}, http.StatusCreated, nil)
+		for i, doc := range []string{"a", "b", "a"} {
+			if _, err := e.client.SendEvent(ctx, "doc.edited", map[string]any{"doc": doc}, &heph.SendEventOptions{ID: fmt.Sprint("e", i)}); err != nil {
+				t.Fatal(err)
+			}
+		}
+		var page heph.TriggerGroupPage
+		for {
+			if _, err := e.client.DispatchTriggers(ctx); err != nil {
+				t.Fatal(err)
+			}
+			page = heph.TriggerGroupPage{}
+			e.api.do(req{method: http.MethodGet, path: "/api/v1/triggers/quiet/groups", token: reader}).decode(t, &page)
+			if len(page.Groups) == 2 && len(page.Groups[0].Events)+len(page.Groups[1].Events) == 3 {
+				break
+			}
+			select {
+			case <-ctx.Done():
+				t.Fatalf("the events are not grouped: %+v", page.Groups)
+			case <-time.After(10 * time.Millisecond):
+			}
+		}
+		for _, g := range page.Groups {
+			want := map[string]int{"a": 2, "b": 1}[g.Key]
+			if g.Trigger != "quiet" || g.Status != heph.GroupOpen || len(g.Events) != want || g.RunID != "" || g.EndedAt != nil || page.Next != 0 {
+				t.Errorf("group %+v (next %d)", g, page.Next)
+			}
+		}
+		var first, rest heph.TriggerGroupPage
+		e.api.call(http.MethodGet, "/api/v1/triggers/quiet/groups?limit=1", nil, http.StatusOK, &first)
+		if len(first.Groups) != 1 || first.Next != first.Groups[0].ID {
+			t.Fatalf("a page of 1: %+v", first)
+		}
+		e.api.call(http.MethodGet, fmt.Sprint("/api/v1/triggers/quiet/groups?after=", first.Next), nil, http.StatusOK, &rest)
+		if len(rest.Groups) != 1 || rest.Groups[0].ID == first.Groups[0].ID || rest.Next != 0 {
+			t.Fatalf("the page after: %+v", rest)
+		}
+		var started heph.TriggerGroupPage
+		e.api.call(http.MethodGet, "/api/v1/triggers/quiet/groups?status=started", nil, http.StatusOK, &started)
+		if len(started.Groups) != 0 {
+			t.Fatalf("started groups: %+v", started.Groups)
+		}
+		for q, want := range map[string]string{"status=done": "status", "limit=0": "limit", "limit=1001": "limit", "after=x": "after"} {
+			p := e.api.do(req{method: http.MethodGet, path: "/api/v1/triggers/quiet/groups?" + q, invalid: true}).problem(t, http.StatusBadRequest)
+			if !strings.Contains(p.Detail, want) {
+				t.Errorf("?%s: %q, want it to name %s", q, p.Detail, want)
+			}
+		}
+		e.api.do(req{method: http.MethodGet, path: "/api/v1/triggers/nope/groups"}).problem(t, http.StatusNotFound)
+		e.api.do(req{method: http.MethodGet, path: "/api/v1/triggers/quiet/groups", token: "-"}).problem(t, http.StatusUnauthorized)
 	})
 }

@@ -70,8 +70,8 @@ type TriggerGroups interface {
 	//     more;
 	//   - throttle: a new group of one, due at the start of the first
 	//     window (ThrottlePeriod long, aligned to the Unix epoch) from
-	//     p.Now's on with fewer than ThrottleLimit groups, which it
-	//     counts.
+	//     ThrottleStart's on with fewer than ThrottleLimit groups, which
+	//     it counts.
 	// An event joins a trigger's groups at most once.
 	JoinGroup(ctx context.Context, p *JoinGroupParams) error
 	// ClaimGroups leases up to p.Limit open groups of the triggers
@@ -90,9 +90,52 @@ type TriggerGroups interface {
 	// triggers may be claimed (its DueAt, or the end of its lease), and
 	// false when there is none.
 	NextGroupDue(ctx context.Context, triggers []string) (time.Time, bool, error)
-	// ListTriggerGroups returns a trigger's groups, oldest first, with
-	// their events.
-	ListTriggerGroups(ctx context.Context, trigger string) ([]*TriggerGroup, error)
+	// ListTriggerGroups returns up to p.Limit (DefaultGroupsPage when 0,
+	// at most MaxGroupsPage) of a trigger's groups with ids above
+	// p.AfterID, oldest (lowest id) first, with their events; with
+	// p.Status set, only groups of that status. A bad parameter fails
+	// with an error wrapping hephtype.ErrInvalidInput that names it
+	// (CheckListTriggerGroups).
+	ListTriggerGroups(ctx context.Context, p *ListTriggerGroupsParams) ([]*TriggerGroup, error)
+}
+
+// Pages of ListTriggerGroups, the same on every backend.
+const (
+	DefaultGroupsPage = 100
+	MaxGroupsPage     = 1000
+)
+
+// ListTriggerGroupsParams are the parameters of ListTriggerGroups.
+type ListTriggerGroupsParams struct {
+	Trigger string
+	// Status, when set, is GroupOpen, GroupStarted, GroupFailed or
+	// GroupSkipped.
+	Status string
+	// AfterID is the cursor: the id of the last group of the page before.
+	AfterID int64
+	Limit   int
+}
+
+// CheckListTriggerGroups reports what is wrong with p, naming the
+// field, in an error wrapping hephtype.ErrInvalidInput; it returns the
+// page's limit.
+func CheckListTriggerGroups(p *ListTriggerGroupsParams) (int, error) {
+	bad := func(format string, args ...any) (int, error) {
+		return 0, fmt.Errorf("%w: list trigger groups: "+format, append([]any{hephtype.ErrInvalidInput}, args...)...)
+	}
+	switch {
+	case p == nil || p.Trigger == "":
+		return bad("trigger is empty")
+	case p.Status != "" && p.Status != GroupOpen && p.Status != GroupStarted && p.Status != GroupFailed && p.Status != GroupSkipped:
+		return bad("status %q is not open, started, failed or skipped", p.Status)
+	case p.AfterID < 0:
+		return bad("after %d is negative", p.AfterID)
+	case p.Limit < 0 || p.Limit > MaxGroupsPage:
+		return bad("limit %d is not between 0 and %d", p.Limit, MaxGroupsPage)
+	case p.Limit == 0:
+		return DefaultGroupsPage, nil
+	}
+	return p.Limit, nil
 }
 
 // TriggerGroup is a group of events of one key of a trigger that starts

@@ -16,11 +16,11 @@ func newTriggers(g *globals) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:     "triggers",
 		Aliases: []string{"trigger"},
-		Short:   "List, show, put and delete the triggers that start runs on events (no subcommand: list them)",
+		Short:   "List, show, put and delete the triggers that start runs on events, and list their groups (no subcommand: list them)",
 	}
 	ls := triggersList(g)
 	cmd.RunE = ls.RunE
-	cmd.AddCommand(ls, triggersShow(g), triggersPut(g), triggersDelete(g))
+	cmd.AddCommand(ls, triggersShow(g), triggersGroups(g), triggersPut(g), triggersDelete(g))
 	return cmd
 }
 
@@ -73,6 +73,47 @@ func triggersShow(g *globals) *cobra.Command {
 			return g.emit(resp, func(w io.Writer) error { return printTrigger(w, t) })
 		},
 	}
+}
+
+func triggersGroups(g *globals) *cobra.Command {
+	var p apiclient.ListTriggerGroupsParams
+	cmd := &cobra.Command{
+		Use:   "groups <name>",
+		Short: "List the groups of a trigger that debounces, throttles or batches: what waits, and the run each group started",
+		Example: `  heph triggers groups reindex --status open
+  heph triggers groups reindex --after 42 -o json`,
+		Args: cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			api, err := g.api()
+			if err != nil {
+				return err
+			}
+			ctx, cancel := g.reqCtx(cmd.Context(), 0)
+			defer cancel()
+			l, resp, err := api.TriggerGroups(ctx, args[0], &p)
+			if err != nil {
+				return err
+			}
+			return g.emit(resp, func(w io.Writer) error {
+				tw := newTable(w, "ID", "KEY", "STATUS", "DUE", "EVENTS", "RUN", "ERROR")
+				for _, gr := range l.Groups {
+					row(tw, gr.ID, gr.Key, gr.Status, gr.DueAt, len(gr.Events), gr.RunID, truncate(gr.Error, 60))
+				}
+				if err := tw.Flush(); err != nil {
+					return err
+				}
+				if l.Next != 0 {
+					_, err = fmt.Fprintf(w, "more: --after %d\n", l.Next)
+				}
+				return err
+			})
+		},
+	}
+	fl := cmd.Flags()
+	fl.StringVar(&p.Status, "status", "", "only groups of this status: open, started, failed or skipped")
+	fl.Int64Var(&p.After, "after", 0, "the page after: groups with ids above this one")
+	fl.IntVar(&p.Limit, "limit", 100, "at most this many groups (at most 1000)")
+	return cmd
 }
 
 func printTrigger(w io.Writer, t *apiclient.Trigger) error {

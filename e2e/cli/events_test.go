@@ -1,6 +1,7 @@
 package cli_test
 
 import (
+	"fmt"
 	"path/filepath"
 	"regexp"
 	"strings"
@@ -97,6 +98,7 @@ func testTriggers(t *testing.T, c *client) {
 	c.fails(exitFailure, "filter", "triggers", "put", "x", "--event", "e", "--target-name", "f", "--filter", "event.data.n >")
 	lines(t, c.ok("triggers", "put", "digest", "--event", "comment.added", "--target-name", "digest", "--key", "event.data.thread", "--batch", "50/5m"),
 		`^key: +event\.data\.thread$`, `^flow control: +batch 50/5m0s$`)
+	testTriggerGroups(t, c)
 	lines(t, c.ok("triggers", "put", "digest", "--event", "comment.added", "--target-name", "digest", "--throttle", "2/1m"),
 		`^flow control: +throttle 2/1m0s$`)
 	c.fails(exitUsage, "want N/duration", "triggers", "put", "x", "--event", "e", "--target-name", "f", "--batch", "50")
@@ -104,4 +106,63 @@ func testTriggers(t *testing.T, c *client) {
 	c.ok("triggers", "rm", "digest")
 	c.ok("triggers", "rm", "welcome")
 	c.fails(exitNotFound, "not found", "triggers", "show", "welcome")
+}
+
+// testTriggerGroups sends three events to the batching trigger "digest"
+// (50 per 5 minutes, so its groups stay open), two of one thread, and
+// lists its groups: as a table, as JSON, by status, a page at a time;
+// bad flags and an unknown trigger fail, naming what is wrong.
+func testTriggerGroups(t *testing.T, c *client) {
+	for i, thread := range []string{"t1", "t2", "t1"} {
+		c.ok("events", "send", "comment.added", "--data", fmt.Sprintf(`{"thread": %q}`, thread), "--id", fmt.Sprint("comment-", i))
+	}
+	type groups struct {
+		Groups []struct {
+			ID     int64
+			Key    string
+			Status string
+			Events []string
+		}
+		Next int64
+	}
+	var l groups
+	deadline := time.Now().Add(time.Minute)
+	for {
+		l = groups{}
+		c.json(&l, "triggers", "groups", "digest")
+		if len(l.Groups) == 2 && len(l.Groups[0].Events)+len(l.Groups[1].Events) == 3 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the groups of digest: %+v", l)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	if g := l.Groups[0]; g.Key != "t1" || g.Status != "open" || strings.Join(g.Events, ",") != "comment-0,comment-2" || l.Next != 0 {
+		t.Fatalf("the first group: %+v (next %d)", g, l.Next)
+	}
+	if out := c.ok("triggers", "groups", "digest", "--status", "open").stdout; !regexp.MustCompile(`(?m)^ID +KEY +STATUS +DUE +EVENTS`).MatchString(out) ||
+		!regexp.MustCompile(`(?m)^\d+ +t2 +open +\S+ +1\b`).MatchString(out) {
+		t.Fatalf("heph triggers groups --status open: %s", out)
+	}
+	var page groups
+	c.json(&page, "triggers", "groups", "digest", "--limit", "1")
+	if len(page.Groups) != 1 || page.Next != page.Groups[0].ID {
+		t.Fatalf("--limit 1: %+v", page)
+	}
+	if out := c.ok("triggers", "groups", "digest", "--limit", "1").stdout; !strings.Contains(out, fmt.Sprint("more: --after ", page.Next)) {
+		t.Fatalf("a page of one says where the next starts: %s", out)
+	}
+	page = groups{}
+	c.json(&page, "triggers", "groups", "digest", "--after", fmt.Sprint(l.Groups[0].ID))
+	if len(page.Groups) != 1 || page.Groups[0].Key != "t2" || page.Next != 0 {
+		t.Fatalf("--after: %+v", page)
+	}
+	c.json(&page, "triggers", "groups", "digest", "--status", "started")
+	if len(page.Groups) != 0 {
+		t.Fatalf("--status started: %+v", page)
+	}
+	c.fails(exitFailure, "status", "triggers", "groups", "digest", "--status", "done")
+	c.fails(exitFailure, "limit", "triggers", "groups", "digest", "--limit", "5000")
+	c.fails(exitNotFound, "not found", "triggers", "groups", "nope")
 }

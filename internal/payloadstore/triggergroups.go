@@ -33,8 +33,8 @@ func (s *Store) ClaimGroups(ctx context.Context, p *store.ClaimGroupsParams) ([]
 }
 
 // ListTriggerGroups decodes the inputs of the groups' events.
-func (s *Store) ListTriggerGroups(ctx context.Context, trigger string) ([]*store.TriggerGroup, error) {
-	gs, err := s.Store.ListTriggerGroups(ctx, trigger)
+func (s *Store) ListTriggerGroups(ctx context.Context, p *store.ListTriggerGroupsParams) ([]*store.TriggerGroup, error) {
+	gs, err := s.Store.ListTriggerGroups(ctx, p)
 	if err != nil {
 		return nil, err
 	}

@@ -305,13 +305,18 @@ func (s *Store) NextGroupDue(ctx context.Context, triggers []string) (time.Time,
 }
 
 // ListTriggerGroups returns a trigger's groups with their events.
-func (s *Store) ListTriggerGroups(ctx context.Context, trigger string) ([]*store.TriggerGroup, error) {
+func (s *Store) ListTriggerGroups(ctx context.Context, p *store.ListTriggerGroupsParams) ([]*store.TriggerGroup, error) {
 	if err := s.check(); err != nil {
 		return nil, fmt.Errorf("list trigger groups: %w", err)
 	}
+	limit, err := store.CheckListTriggerGroups(p)
+	if err != nil {
+		return nil, err
+	}
 	var out []*store.TriggerGroup
-	err := s.idempotent(ctx, func(ctx context.Context) error {
-		rows, err := s.pool.Query(ctx, s.inSchema("SELECT "+groupCols+" FROM §trigger_groups WHERE trigger_name = $1 ORDER BY id"), trigger)
+	err = s.idempotent(ctx, func(ctx context.Context) error {
+		rows, err := s.pool.Query(ctx, s.inSchema("SELECT "+groupCols+" FROM §trigger_groups WHERE trigger_name = $1 AND id > $2 AND ($3 = '' OR status = $3) ORDER BY id LIMIT $4"),
+			p.Trigger, p.AfterID, p.Status, limit)
 		if err != nil {
 			return err
 		}

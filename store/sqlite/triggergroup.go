@@ -294,16 +294,23 @@ func (s *Store) NextGroupDue(ctx context.Context, triggers []string) (time.Time,
 	return fromMicros(*at), true, nil
 }
 
-// ListTriggerGroups returns a trigger's groups with their events.
-func (s *Store) ListTriggerGroups(ctx context.Context, trigger string) ([]*store.TriggerGroup, error) {
+// ListTriggerGroups returns a page of a trigger's groups with their
+// events.
+func (s *Store) ListTriggerGroups(ctx context.Context, p *store.ListTriggerGroupsParams) ([]*store.TriggerGroup, error) {
 	if err := s.check(); err != nil {
 		return nil, fmt.Errorf("list trigger groups: %w", err)
 	}
+	limit, err := store.CheckListTriggerGroups(p)
+	if err != nil {
+		return nil, err
+	}
 	var out []*store.TriggerGroup
-	err := s.withWriter(ctx, func(w *wconn) error {
+	err = s.withWriter(ctx, func(w *wconn) error {
 		out = out[:0]
-		w.arg(trigger)
-		err := w.adhocRows("SELECT "+groupCols+" FROM trigger_groups WHERE trigger_name = ? ORDER BY id", 12, func(v []driver.Value) {
+		for _, a := range []driver.Value{p.Trigger, p.AfterID, p.Status, p.Status, int64(limit)} {
+			w.arg(a)
+		}
+		err := w.adhocRows("SELECT "+groupCols+" FROM trigger_groups WHERE trigger_name = ? AND id > ? AND (? = '' OR status = ?) ORDER BY id LIMIT ?", 12, func(v []driver.Value) {
 			out = append(out, groupFromValues(v))
 		})
 		if err != nil {

@@ -161,7 +161,7 @@ func wantWaitAndGroupRewritten(t *testing.T, h *harness) {
 	if ws, err := h.s.EventWaitsOf(ctx, "run-w1"); err != nil || len(ws) != 1 || !jsonEqual(ws[0].Input, raw(wrapped(`{"invoice":7}`))) {
 		t.Errorf("event wait: %+v, %v", ws, err)
 	}
-	gs, err := h.s.ListTriggerGroups(ctx, "deb")
+	gs, err := h.s.ListTriggerGroups(ctx, &store.ListTriggerGroupsParams{Trigger: "deb", Limit: store.MaxGroupsPage})
 	if err != nil || len(gs) != 1 || len(gs[0].Events) != 1 || !jsonEqual(gs[0].Events[0].Input, raw(wrapped(`"in-g1"`))) {
 		t.Errorf("trigger groups: %+v, %v", gs, err)
 	}

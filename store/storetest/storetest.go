@@ -143,6 +143,7 @@ func Run(t *testing.T, newStore func(t *testing.T) store.Store, opts ...Option) 
 		{"TriggerGroups", testTriggerGroups},
 		{"TriggerThrottle", testTriggerThrottle},
 		{"ThrottleLaggingJoin", testThrottleLaggingJoin},
+		{"TriggerGroupsPaged", testTriggerGroupsPaged},
 		{"ConcurrentTriggerGroups", testConcurrentGroups},
 		{"Schedules", testSchedules},
 		{"ScheduleUpdate", testScheduleUpdate},

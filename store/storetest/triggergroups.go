@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -50,7 +51,7 @@ func (g *groupHarness) join(f *store.Firing, key string, token int64, now time.T
 // groups returns a trigger's groups as "key:event,event@due" strings.
 func (g *groupHarness) groups(trigger string) []string {
 	g.t.Helper()
-	gs, err := g.s.ListTriggerGroups(g.t.Context(), trigger)
+	gs, err := g.s.ListTriggerGroups(g.t.Context(), &store.ListTriggerGroupsParams{Trigger: trigger, Limit: store.MaxGroupsPage})
 	if err != nil {
 		g.t.Fatalf("ListTriggerGroups: %v", err)
 	}
@@ -265,7 +266,7 @@ func testTriggerThrottle(t *testing.T, h *harness) {
 	if err := g.join(f, "other", f.Token, now); err != nil {
 		t.Fatal(err)
 	}
-	gs, err := h.s.ListTriggerGroups(t.Context(), "thr")
+	gs, err := h.s.ListTriggerGroups(t.Context(), &store.ListTriggerGroupsParams{Trigger: "thr", Limit: store.MaxGroupsPage})
 	if err != nil || len(gs) != 6 {
 		t.Fatalf("ListTriggerGroups: %+v, %v", gs, err)
 	}
@@ -284,9 +285,81 @@ func testTriggerThrottle(t *testing.T, h *harness) {
 	if err := g.join(f, "k", f.Token, later); err != nil {
 		t.Fatal(err)
 	}
-	gs, _ = h.s.ListTriggerGroups(t.Context(), "thr")
+	gs, _ = h.s.ListTriggerGroups(t.Context(), &store.ListTriggerGroupsParams{Trigger: "thr", Limit: store.MaxGroupsPage})
 	if last := gs[len(gs)-1]; !last.DueAt.Equal(later) {
 		t.Fatalf("the event after a quiet spell: due %v, want %v", last.DueAt, later)
+	}
+}
+
+// ListTriggerGroups pages a trigger's groups by id, filters them by
+// status, keeps other triggers' groups out, and refuses bad parameters,
+// naming them.
+func testTriggerGroupsPaged(t *testing.T, h *harness) {
+	thr := &store.Trigger{Name: "thr", Event: "ping", TargetKind: store.TargetFlow, TargetName: "f", Key: "event.data.k", ThrottleLimit: 100, ThrottlePeriod: time.Minute}
+	other := &store.Trigger{Name: "other", Event: "pong", TargetKind: store.TargetFlow, TargetName: "f", Key: "event.data.k", ThrottleLimit: 100, ThrottlePeriod: time.Minute}
+	g := newGroupHarness(t, h, thr, other)
+	now := at(10 * time.Second)
+	for i := range 5 {
+		for _, tr := range []string{"other", "thr"} {
+			f := g.fire(tr, fmt.Sprint(tr, i), now)
+			if err := g.join(f, fmt.Sprint("k", i), f.Token, now); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	claimed := g.claim(now, "r0", "r1", "r2", "r3", "r4", "r5", "r6", "r7", "r8", "r9")
+	var started int
+	for _, gr := range claimed {
+		if gr.Trigger == "thr" && started < 2 {
+			started++
+			if err := h.s.EndGroup(t.Context(), &store.EndGroupParams{ID: gr.ID, Token: gr.Token, Status: store.GroupStarted, Now: now}); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	list := func(p store.ListTriggerGroupsParams) []string {
+		t.Helper()
+		gs, err := h.s.ListTriggerGroups(t.Context(), &p)
+		if err != nil {
+			t.Fatalf("ListTriggerGroups %+v: %v", p, err)
+		}
+		out := make([]string, len(gs))
+		for i, gr := range gs {
+			if gr.Trigger != "thr" || len(gr.Events) != 1 {
+				t.Fatalf("group %+v of the page of thr", gr)
+			}
+			out[i] = gr.Events[0].EventID + ":" + gr.Status
+		}
+		return out
+	}
+	all := list(store.ListTriggerGroupsParams{Trigger: "thr"})
+	if len(all) != 5 {
+		t.Fatalf("the groups of thr: %v", all)
+	}
+	gs, _ := h.s.ListTriggerGroups(t.Context(), &store.ListTriggerGroupsParams{Trigger: "thr", Limit: 2})
+	if len(gs) != 2 {
+		t.Fatalf("a page of 2: %d groups", len(gs))
+	}
+	rest := list(store.ListTriggerGroupsParams{Trigger: "thr", AfterID: gs[1].ID})
+	wantGroups(t, "after the first page", rest, all[2:]...)
+	open, done := list(store.ListTriggerGroupsParams{Trigger: "thr", Status: store.GroupOpen}), list(store.ListTriggerGroupsParams{Trigger: "thr", Status: store.GroupStarted})
+	if len(open) != 3 || len(done) != 2 {
+		t.Errorf("open %v, started %v; want 3 and 2", open, done)
+	}
+	for _, bad := range []struct {
+		p    store.ListTriggerGroupsParams
+		want string
+	}{
+		{store.ListTriggerGroupsParams{}, "trigger"},
+		{store.ListTriggerGroupsParams{Trigger: "thr", Status: "done"}, "status"},
+		{store.ListTriggerGroupsParams{Trigger: "thr", AfterID: -1}, "after"},
+		{store.ListTriggerGroupsParams{Trigger: "thr", Limit: store.MaxGroupsPage + 1}, "limit"},
+		{store.ListTriggerGroupsParams{Trigger: "thr", Limit: -1}, "limit"},
+	} {
+		_, err := h.s.ListTriggerGroups(t.Context(), &bad.p)
+		if !errors.Is(err, hephtype.ErrInvalidInput) || !strings.Contains(err.Error(), bad.want) {
+			t.Errorf("ListTriggerGroups %+v: %v, want ErrInvalidInput naming %s", bad.p, err, bad.want)
+		}
 	}
 }
 
@@ -304,7 +377,7 @@ func testThrottleLaggingJoin(t *testing.T, h *harness) {
 			t.Fatal(err)
 		}
 	}
-	gs, err := h.s.ListTriggerGroups(t.Context(), "thr")
+	gs, err := h.s.ListTriggerGroups(t.Context(), &store.ListTriggerGroupsParams{Trigger: "thr", Limit: store.MaxGroupsPage})
 	if err != nil || len(gs) != 5 {
 		t.Fatalf("ListTriggerGroups: %+v, %v", gs, err)
 	}
@@ -350,7 +423,7 @@ func testThrottleWindowsPruned(t *testing.T, h *harness, c *config) {
 	// The window left (a's w0+2m) is full, so a's next event goes after it.
 	later := w0.Add(2*time.Minute + 30*time.Second)
 	join("a3", "a", later)
-	gs, err := h.s.ListTriggerGroups(t.Context(), "thr")
+	gs, err := h.s.ListTriggerGroups(t.Context(), &store.ListTriggerGroupsParams{Trigger: "thr", Limit: store.MaxGroupsPage})
 	if err != nil || len(gs) != 5 || !gs[4].DueAt.Equal(w0.Add(3*time.Minute)) {
 		t.Fatalf("groups after the prunes: %+v, %v; want the last due at %v", gs, err, w0.Add(3*time.Minute))
 	}
@@ -378,7 +451,7 @@ func testConcurrentGroups(t *testing.T, h *harness) {
 		})
 	}
 	wg.Wait()
-	if gs, err := h.s.ListTriggerGroups(t.Context(), "deb"); err != nil || len(gs) != 1 || len(gs[0].Events) != 40 {
+	if gs, err := h.s.ListTriggerGroups(t.Context(), &store.ListTriggerGroupsParams{Trigger: "deb", Limit: store.MaxGroupsPage}); err != nil || len(gs) != 1 || len(gs[0].Events) != 40 {
 		t.Fatalf("debounce groups after concurrent joins: %d, %v", len(gs), err)
 	}
 	var mu sync.Mutex

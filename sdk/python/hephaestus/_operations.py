@@ -61,6 +61,7 @@ class Operations:
         'getTrigger',
         'putTrigger',
         'deleteTrigger',
+        'listTriggerGroups',
         'listSchedules',
         'createSchedule',
         'getSchedule',
@@ -831,6 +832,31 @@ class Operations:
             'DELETE',
             '/api/v1/triggers/%s' % (_p(name),),
             query=None,
+            body=None,
+            headers=None,
+        )
+
+    def list_trigger_groups(
+        self,
+        name: str,
+        *,
+        status: Any = None,
+        after: Any = None,
+        limit: Any = None,
+    ) -> Any:
+        """The groups of a trigger that debounces, throttles or batches
+
+        GET /api/v1/triggers/{name}/groups
+
+        Roles: admin, operator, read. A page of the trigger's groups, oldest
+        first: what waits (status open) and what each group came to (the run it
+        started, or why not). Groups are kept until the events retention sweep
+        takes them.
+        """
+        return self._request(
+            'GET',
+            '/api/v1/triggers/%s/groups' % (_p(name),),
+            query={'status': status, 'after': after, 'limit': limit},
             body=None,
             headers=None,
         )

@@ -60,6 +60,7 @@ export type OperationId =
   | 'listSchedules'
   | 'listSecrets'
   | 'listTokens'
+  | 'listTriggerGroups'
   | 'listTriggers'
   | 'listVersions'
   | 'listWebhookDeliveries'
@@ -215,6 +216,8 @@ export interface Operations {
   listSecrets(req?: OperationRequest<operations['listSecrets']>, opts?: CallOptions): Promise<OperationResult<operations['listSecrets']>>;
   /** GET /api/v1/tokens: API tokens, revoked ones too */
   listTokens(req?: OperationRequest<operations['listTokens']>, opts?: CallOptions): Promise<OperationResult<operations['listTokens']>>;
+  /** GET /api/v1/triggers/{name}/groups: The groups of a trigger that debounces, throttles or batches */
+  listTriggerGroups(req: OperationRequest<operations['listTriggerGroups']>, opts?: CallOptions): Promise<OperationResult<operations['listTriggerGroups']>>;
   /** GET /api/v1/triggers: Every stored trigger, declared in code and managed */
   listTriggers(req?: OperationRequest<operations['listTriggers']>, opts?: CallOptions): Promise<OperationResult<operations['listTriggers']>>;
   /** GET /api/v1/definitions/{name}/versions: A definition's versions: state, runs per version (active, finished) and its version rule */

@@ -52,6 +52,7 @@ export const OPERATIONS = Object.freeze({
   listSchedules: Object.freeze({"id":"listSchedules","method":"GET","path":"/api/v1/schedules","pathParams":[],"query":["after","limit"],"headers":[],"body":false,"bodyRequired":false,"stream":false}),
   listSecrets: Object.freeze({"id":"listSecrets","method":"GET","path":"/api/v1/secrets","pathParams":[],"query":[],"headers":[],"body":false,"bodyRequired":false,"stream":false}),
   listTokens: Object.freeze({"id":"listTokens","method":"GET","path":"/api/v1/tokens","pathParams":[],"query":[],"headers":[],"body":false,"bodyRequired":false,"stream":false}),
+  listTriggerGroups: Object.freeze({"id":"listTriggerGroups","method":"GET","path":"/api/v1/triggers/{name}/groups","pathParams":["name"],"query":["status","after","limit"],"headers":[],"body":false,"bodyRequired":false,"stream":false}),
   listTriggers: Object.freeze({"id":"listTriggers","method":"GET","path":"/api/v1/triggers","pathParams":[],"query":[],"headers":[],"body":false,"bodyRequired":false,"stream":false}),
   listVersions: Object.freeze({"id":"listVersions","method":"GET","path":"/api/v1/definitions/{name}/versions","pathParams":["name"],"query":["include_deleted"],"headers":[],"body":false,"bodyRequired":false,"stream":false}),
   listWebhookDeliveries: Object.freeze({"id":"listWebhookDeliveries","method":"GET","path":"/api/v1/webhooks/{id}/deliveries","pathParams":["id"],"query":["status","limit"],"headers":[],"body":false,"bodyRequired":false,"stream":false}),

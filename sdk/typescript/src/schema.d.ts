@@ -723,6 +723,26 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/v1/triggers/{name}/groups": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * The groups of a trigger that debounces, throttles or batches
+         * @description Roles: admin, operator, read. A page of the trigger's groups, oldest first: what waits (status open) and what each group came to (the run it started, or why not). Groups are kept until the events retention sweep takes them.
+         */
+        get: operations["listTriggerGroups"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/v1/schedules": {
         parameters: {
             query?: never;
@@ -3114,6 +3134,33 @@ export interface components {
         TriggerList: {
             triggers: components["schemas"]["Trigger"][];
         };
+        TriggerGroup: {
+            id: number;
+            trigger: string;
+            /** @description the value of the trigger's key expression */
+            key: string;
+            /** @enum {string} */
+            status: "open" | "started" | "failed" | "skipped";
+            /** @description the group takes no more events */
+            closed: boolean;
+            /**
+             * Format: date-time
+             * @description when the group starts its run
+             */
+            due_at: string;
+            /** @description the run the group starts, set when it is first claimed */
+            run_id?: string;
+            error?: string;
+            /** Format: date-time */
+            ended_at?: string;
+            /** @description the ids of the group's events, in the order they were stored */
+            events: string[];
+        };
+        TriggerGroupPage: {
+            groups: components["schemas"]["TriggerGroup"][];
+            /** @description the after parameter of the next page; 0 on the last */
+            next: number;
+        };
     };
     responses: {
         /** @description an error */
@@ -4277,6 +4324,36 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content?: never;
+            };
+            default: components["responses"]["Problem"];
+        };
+    };
+    listTriggerGroups: {
+        parameters: {
+            query?: {
+                /** @description only groups of this status */
+                status?: "open" | "started" | "failed" | "skipped";
+                /** @description the cursor: next of the page before */
+                after?: number;
+                /** @description the page's size */
+                limit?: number;
+            };
+            header?: never;
+            path: {
+                name: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description a page of the trigger's groups */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["TriggerGroupPage"];
+                };
             };
             default: components["responses"]["Problem"];
         };

@@ -1,0 +1,1 @@
+DROP INDEX trigger_groups_list;
