@@ -364,8 +364,14 @@ func TestTraceWorkflowReplayedFromEvictedCache(t *testing.T) {
 	waitSpans(t, ctx, exp, want)
 	root := rootOf(t, exp.GetSpans(), "run trace.parent")
 	// A span is exported when it ends, and a task's span ends after the
-	// decision span it holds: wait until every parent has been exported
-	// too (a parent that never comes fails the wait, and the check below).
+	// decision span it holds. A decision may still run after the run
+	// ended (CI on b3bf83b read a decision span whose task's span had not
+	// ended yet): stop the client, which ends every task it holds, then
+	// wait until every parent has been exported too (a parent that never
+	// comes fails the wait, and the check below).
+	if err := c.Stop(ctx); err != nil {
+		t.Fatal(err)
+	}
 	waitFor(t, ctx, func() bool { return orphans(inTrace(exp.GetSpans(), root.SpanContext.TraceID()), root) == 0 })
 	spans := inTrace(exp.GetSpans(), root.SpanContext.TraceID())
 	tree := renderSpans(spans)

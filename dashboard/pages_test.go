@@ -82,6 +82,7 @@ func TestPagesLoad(t *testing.T) {
 		{"/schedules", "button.pause"},
 		{"/events", ""},
 		{"/events/ask-1", ""},
+		{"/triggers", ""},
 		{"/queues", "button.resume"},
 		{"/workers", ""},
 		{"/definitions", "#doc-submit"},
