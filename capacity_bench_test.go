@@ -7,6 +7,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"runtime"
 	"strconv"
 	"strings"
 	"sync"
@@ -51,6 +52,9 @@ type capacitySample struct {
 	walBytes, xacts int64
 	lsn             string
 	pgCPU, goCPU    time.Duration
+	// mallocs and allocBytes: the heap objects and bytes this process had
+	// allocated (the engine's, with the benchmark's callers).
+	mallocs, allocBytes uint64
 }
 
 func takeSample(b *testing.B, ctx context.Context, admin *pgx.Conn) capacitySample {
@@ -69,6 +73,9 @@ func takeSample(b *testing.B, ctx context.Context, admin *pgx.Conn) capacitySamp
 		b.Fatal(err)
 	}
 	s.goCPU = time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+	var ms runtime.MemStats
+	runtime.ReadMemStats(&ms)
+	s.mallocs, s.allocBytes = ms.Mallocs, ms.TotalAlloc
 	return s
 }
 
@@ -363,6 +370,8 @@ func measureCapacity(b *testing.B, n int, reg func(*heph.Client) error, run func
 	}
 	b.ReportMetric(float64((after.pgCPU-before.pgCPU).Microseconds())/float64(n), "pgCPUµs/unit")
 	b.ReportMetric(float64((after.goCPU-before.goCPU).Microseconds())/float64(n), "goCPUµs/unit")
+	b.ReportMetric(float64(after.mallocs-before.mallocs)/float64(n), "goallocs/unit")
+	b.ReportMetric(float64(after.allocBytes-before.allocBytes)/float64(n), "goallocB/unit")
 	b.ReportMetric(float64(n)/elapsed.Seconds(), "units/s")
 	b.ReportMetric(0, "ns/op")
 }

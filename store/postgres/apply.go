@@ -1557,7 +1557,7 @@ func (e *opError) Error() string { return e.err.Error() }
 func (e *opError) Unwrap() error { return e.err }
 
 func (p *pipeline) add(write bool, read func(pgx.BatchResults) error, sql string, args ...any) {
-	p.b.Queue(sql, args...)
+	p.b.Queue(sql, arrayArgs(args)...)
 	p.read = append(p.read, read)
 	p.write = append(p.write, write)
 }

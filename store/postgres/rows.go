@@ -22,100 +22,112 @@ const (
 
 type scanner interface{ Scan(dest ...any) error }
 
+// runScan holds what scanRun reads that is not a field of the run as it
+// is: the destinations escape to the scanner, so they are one allocation
+// instead of one each.
+type runScan struct {
+	kind, status, scope  string
+	input, output, state []byte
+	published, meta      []byte
+	condition, paused    []byte
+	sattrs               []byte
+	tags                 []string
+	created, updated     time.Time
+	finished, deadline   *time.Time
+	businessID           *string
+	dest                 [26]any
+}
+
 // scanRun reads runCols, then extra.
 func scanRun(sc scanner, extra ...any) (*store.Run, error) {
-	var (
-		r                    store.Run
-		kind, status, scope  string
-		input, output, state []byte
-		published, meta      []byte
-		condition, paused    []byte
-		sattrs               []byte
-		tags                 []string
-		created, updated     time.Time
-		finished, deadline   *time.Time
-		businessID           *string
-	)
-	dest := []any{&r.ID, &r.Workflow, &r.Version, &kind, &status, &input, &output, &r.Error,
-		&businessID, &scope, &r.ParentID, &tags, &meta, &state, &published, &condition, &r.Seq,
-		&created, &updated, &finished, &r.ConcurrencyKey, &r.TraceContext, &r.BuildID, &deadline, &paused, &sattrs}
-	if err := sc.Scan(append(dest, extra...)...); err != nil {
+	r, v := new(store.Run), new(runScan)
+	v.dest = [...]any{&r.ID, &r.Workflow, &r.Version, &v.kind, &v.status, &v.input, &v.output, &r.Error,
+		&v.businessID, &v.scope, &r.ParentID, &v.tags, &v.meta, &v.state, &v.published, &v.condition, &r.Seq,
+		&v.created, &v.updated, &v.finished, &r.ConcurrencyKey, &r.TraceContext, &r.BuildID, &v.deadline, &v.paused, &v.sattrs}
+	dest := v.dest[:]
+	if len(extra) > 0 {
+		dest = append(dest[:len(dest):len(dest)], extra...)
+	}
+	if err := sc.Scan(dest...); err != nil {
 		return nil, err
 	}
-	if businessID != nil {
-		r.BusinessID = *businessID
+	if v.businessID != nil {
+		r.BusinessID = *v.businessID
 	}
-	r.Kind = hephtype.RunKind(kind)
-	r.Status = hephtype.RunStatus(status)
-	r.KeyScope = businesskey.Scope(scope)
-	r.Input, r.Output, r.State, r.Published = input, output, state, published
-	if len(tags) > 0 {
-		r.Tags = tags
+	r.Kind = hephtype.RunKind(v.kind)
+	r.Status = hephtype.RunStatus(v.status)
+	r.KeyScope = businesskey.Scope(v.scope)
+	r.Input, r.Output, r.State, r.Published = v.input, v.output, v.state, v.published
+	if len(v.tags) > 0 {
+		r.Tags = v.tags
 	}
-	if len(meta) > 0 {
-		if err := json.Unmarshal(meta, &r.Metadata); err != nil {
+	if len(v.meta) > 0 {
+		if err := json.Unmarshal(v.meta, &r.Metadata); err != nil {
 			return nil, fmt.Errorf("run %s: metadata: %w", r.ID, err)
 		}
 	}
-	if len(condition) > 0 {
-		if err := json.Unmarshal(condition, &r.Condition); err != nil {
+	if len(v.condition) > 0 {
+		if err := json.Unmarshal(v.condition, &r.Condition); err != nil {
 			return nil, fmt.Errorf("run %s: condition: %w", r.ID, err)
 		}
 		r.Condition.Since = r.Condition.Since.UTC()
 	}
 	var err error
-	if r.Paused, err = store.DecodePause(paused); err != nil {
+	if r.Paused, err = store.DecodePause(v.paused); err != nil {
 		return nil, fmt.Errorf("run %s: %w", r.ID, err)
 	}
-	r.CreatedAt = created.UTC()
-	r.UpdatedAt = updated.UTC()
-	r.FinishedAt = fromNull(finished)
-	r.Deadline = fromNull(deadline)
-	if r.SearchAttributes, err = store.DecodeAttrs(sattrs); err != nil {
+	r.CreatedAt = v.created.UTC()
+	r.UpdatedAt = v.updated.UTC()
+	r.FinishedAt = fromNull(v.finished)
+	r.Deadline = fromNull(v.deadline)
+	if r.SearchAttributes, err = store.DecodeAttrs(v.sattrs); err != nil {
 		return nil, fmt.Errorf("run %s: %w", r.ID, err)
 	}
-	return &r, nil
+	return r, nil
+}
+
+// taskScan is scanTask's runScan.
+type taskScan struct {
+	kind           string
+	payload, item  []byte
+	details        []byte
+	owner          *string
+	ready, created time.Time
+	leaseUntil     *time.Time
+	flowKey        *string
+	tags           []string
+	meta           []byte
+	dest           [24]any
 }
 
 func scanTask(sc scanner) (*store.Task, error) {
-	var (
-		t              store.Task
-		kind           string
-		payload, item  []byte
-		details        []byte
-		owner          *string
-		ready, created time.Time
-		leaseUntil     *time.Time
-		flowKey        *string
-		tags           []string
-		meta           []byte
-	)
-	err := sc.Scan(&t.ID, &t.RunID, &t.Queue, &kind, &t.Workflow, &t.Version, &t.Step, &t.Index,
-		&t.Attempt, &payload, &item, &t.Priority, &ready, &t.Handler, &details, &owner, &t.Token, &leaseUntil, &t.Claims, &created, &flowKey, &t.TraceContext,
-		&tags, &meta)
-	if err != nil {
+	t, v := new(store.Task), new(taskScan)
+	v.dest = [...]any{&t.ID, &t.RunID, &t.Queue, &v.kind, &t.Workflow, &t.Version, &t.Step, &t.Index,
+		&t.Attempt, &v.payload, &v.item, &t.Priority, &v.ready, &t.Handler, &v.details, &v.owner, &t.Token, &v.leaseUntil, &t.Claims, &v.created, &v.flowKey, &t.TraceContext,
+		&v.tags, &v.meta}
+	if err := sc.Scan(v.dest[:]...); err != nil {
 		return nil, err
 	}
-	if len(tags) > 0 {
-		t.Tags = tags
+	if len(v.tags) > 0 {
+		t.Tags = v.tags
 	}
-	if len(meta) > 0 {
-		if err := json.Unmarshal(meta, &t.Metadata); err != nil {
+	if len(v.meta) > 0 {
+		if err := json.Unmarshal(v.meta, &t.Metadata); err != nil {
 			return nil, fmt.Errorf("task %d: metadata: %w", t.ID, err)
 		}
 	}
-	t.Kind = store.TaskKind(kind)
-	t.Payload, t.Item, t.Details = payload, item, details
-	if flowKey != nil {
-		t.ConcurrencyKey = *flowKey
+	t.Kind = store.TaskKind(v.kind)
+	t.Payload, t.Item, t.Details = v.payload, v.item, v.details
+	if v.flowKey != nil {
+		t.ConcurrencyKey = *v.flowKey
 	}
-	if owner != nil {
-		t.Owner = *owner
+	if v.owner != nil {
+		t.Owner = *v.owner
 	}
-	t.ReadyAt = ready.UTC()
-	t.LeaseUntil = fromNull(leaseUntil)
-	t.CreatedAt = created.UTC()
-	return &t, nil
+	t.ReadyAt = v.ready.UTC()
+	t.LeaseUntil = fromNull(v.leaseUntil)
+	t.CreatedAt = v.created.UTC()
+	return t, nil
 }
 
 func scanWorker(sc scanner) (*store.Worker, error) {
