@@ -447,7 +447,7 @@ func (a *applier) run(ctx context.Context) (*store.ApplyResult, *lostCommit, err
 	// remains): an answer lost leaves the outcome to be found out.
 	cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), a.s.timeout)
 	defer cancel()
-	err := a.pl.send(cctx, a.conn)
+	err := a.pl.send(cctx, a.conn, a.typed())
 	switch {
 	case a.committed:
 		return a.outcome(nil)
@@ -720,7 +720,7 @@ func (a *applier) begin(ctx context.Context) error {
 	if len(ids) == 0 && len(fences) == 0 && len(gens) == 0 {
 		return nil // nothing to wait for: the writes go in the same round trip
 	}
-	return a.pl.send(ctx, a.conn)
+	return a.pl.send(ctx, a.conn, a.typed())
 }
 
 // guessRows takes the runs ids and the tasks fences to be as the store
@@ -988,7 +988,7 @@ func (a *applier) load(ctx context.Context, id string) error {
 		delete(a.keys, id)
 		a.pl.query(a.readKeys, a.s.q.loadKeys, keyRuns, keys)
 	}
-	if err := a.pl.send(ctx, a.conn); err != nil {
+	if err := a.pl.send(ctx, a.conn, a.typed()); err != nil {
 		return err
 	}
 	a.runs[id] = st
@@ -1072,7 +1072,7 @@ type written struct {
 // returns the failure: the caller then learns whether the transaction
 // committed.
 func (a *applier) settle(ctx context.Context, w *written) error {
-	err := a.pl.send(ctx, a.conn)
+	err := a.pl.send(ctx, a.conn, a.typed())
 	if err != nil && !a.read {
 		var oe *opError
 		// A write the server refused: the transaction, COMMIT included,
@@ -1157,7 +1157,7 @@ func (a *applier) process(ctx context.Context, w *written) error {
 	for k, o := range conflicts {
 		a.pl.queryRow(func(row pgx.Row) error { return row.Scan(&found[k].same, &found[k].other) }, a.s.q.lookup, o.id, o.key)
 	}
-	if err := a.pl.send(ctx, a.conn); err != nil {
+	if err := a.pl.send(ctx, a.conn, a.typed()); err != nil {
 		return err
 	}
 	for k, o := range conflicts {
@@ -1557,7 +1557,7 @@ func (e *opError) Error() string { return e.err.Error() }
 func (e *opError) Unwrap() error { return e.err }
 
 func (p *pipeline) add(write bool, read func(pgx.BatchResults) error, sql string, args ...any) {
-	p.b.Queue(sql, arrayArgs(args)...)
+	p.b.Queue(sql, args...)
 	p.read = append(p.read, read)
 	p.write = append(p.write, write)
 }
@@ -1615,11 +1615,23 @@ func (p *pipeline) query(each func(pgx.Rows) error, sql string, args ...any) {
 	}, sql, args...)
 }
 
-// send runs the queued statements and empties the pipeline. The error of
+// typed tells whether the applier's statements may take the array types
+// of arrays.go: on the store's own connections when they describe their
+// statements, never on a caller's transaction, whose mode the store does
+// not choose.
+func (a *applier) typed() bool { return a.s.typedArrays && !a.inTx }
+
+// send runs the queued statements and empties the pipeline; typed: with
+// the array arguments in the types of arrays.go. The error of
 // a statement comes as an *opError that tells whether it writes changes.
-func (p *pipeline) send(ctx context.Context, conn *pgx.Conn) error {
+func (p *pipeline) send(ctx context.Context, conn *pgx.Conn, typed bool) error {
 	if len(p.read) == 0 {
 		return nil
+	}
+	if typed {
+		for _, q := range p.b.QueuedQueries {
+			q.Arguments = arrayArgs(q.Arguments)
+		}
 	}
 	br := conn.SendBatch(ctx, &p.b)
 	var err error

@@ -3,6 +3,7 @@ package postgres
 import (
 	"time"
 
+	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgtype"
 )
 
@@ -17,6 +18,21 @@ import (
 // element's codec encodes through its valuer interface. They encode the
 // same bytes: an array whose slice is nil is NULL, a nil element of a
 // []*string or []*time.Time is a NULL element.
+
+// describes tells whether a connection sends its statements' parameters
+// with the types the server described (pgx's cached statement and
+// describe modes), which the types below need: in the modes that infer a
+// parameter's type from its Go type (QueryExecModeExec, under
+// Config.TransactionPooling, and the simple protocol, which a caller's
+// own transaction may use) pgx does not know them, so the plain slices
+// are sent there.
+func describes(c *pgx.ConnConfig) bool {
+	switch c.DefaultQueryExecMode {
+	case pgx.QueryExecModeCacheStatement, pgx.QueryExecModeCacheDescribe, pgx.QueryExecModeDescribeExec:
+		return true
+	}
+	return false
+}
 
 // arrayArgs is args with the slices of the types above in their
 // element-pointer forms (a copy: args is left as it is).

@@ -54,3 +54,39 @@ func TestTransactionPoolingPollOnly(t *testing.T) {
 		t.Fatalf("Listen, poll only: %v, %d notifications", err, got)
 	}
 }
+
+// TestQueryExecModes: the store writes and claims in every query mode pgx
+// offers (a DSN's default_query_exec_mode). The array arguments of its
+// batches take types of their own where the connection describes its
+// statements (arrays.go), and stay plain slices where pgx infers a
+// parameter's type from the Go type (exec, simple_protocol), which would
+// not know those types.
+func TestQueryExecModes(t *testing.T) {
+	ctx := context.Background()
+	for _, mode := range []string{"cache_statement", "cache_describe", "describe_exec", "exec", "simple_protocol"} {
+		t.Run(mode, func(t *testing.T) {
+			dsn := pgschema.DSN(t)
+			sep := "?"
+			if strings.Contains(dsn, "?") {
+				sep = "&"
+			}
+			s := open(t, &postgres.Config{DSN: dsn + sep + "default_query_exec_mode=" + mode, MaxConns: 2})
+			var runs []*store.NewRun
+			for i := range 3 {
+				r := newRun(mode+"-"+string(rune('a'+i)), task("q", now))
+				r.Tags = []string{"t" + string(rune('a'+i)), "ü"}
+				r.Input = []byte(`{"n": 1}`)
+				runs = append(runs, r)
+			}
+			create(t, s, runs...)
+			claimed, err := s.ClaimTasks(ctx, &store.ClaimParams{Queues: []string{"q"}, Owner: "w", Limit: 10, LeaseFor: time.Minute, Now: now.Add(time.Second)})
+			if err != nil || len(claimed) != 3 {
+				t.Fatalf("claim: %d tasks, %v", len(claimed), err)
+			}
+			got, err := s.GetRun(ctx, runs[1].ID)
+			if err != nil || strings.Join(got.Tags, ",") != "tb,ü" || string(got.Input) != `{"n": 1}` {
+				t.Fatalf("run: %+v, %v", got, err)
+			}
+		})
+	}
+}

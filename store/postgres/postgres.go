@@ -275,6 +275,9 @@ type Store struct {
 	q       queries
 	acc     *accessQueries
 	rc      *remoteClaimQueries
+	// typedArrays: the pool's connections describe their statements, so
+	// array arguments may take the types of arrays.go.
+	typedArrays bool
 	// suspect is when (Unix nanoseconds) the pool stops checking its
 	// connections before use; see noteFailure.
 	suspect *atomic.Int64
@@ -377,6 +380,7 @@ func open(ctx context.Context, cfg *Config, tune func(*pgxpool.Config)) (*Store,
 		pool: pool, conn: direct, schema: c.Schema, channel: channelName(c.Schema),
 		cancels: cancelChannelName(c.Schema), timeout: c.Timeout, q: newQueries(c.Schema), acc: newAccessQueries(c.Schema), rc: newRemoteClaimQueries(c.Schema), suspect: suspect,
 		applyConc: max(1, c.MaxConns/4), known: newKnown(), vacuumEvery: int64(max(0, c.VacuumTasksEvery)),
+		typedArrays: describes(pcfg.ConnConfig),
 	}
 	var warm []string
 	if !c.TransactionPooling {

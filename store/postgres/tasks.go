@@ -39,7 +39,10 @@ func (s *Store) ClaimTasks(ctx context.Context, p *store.ClaimParams) ([]*store.
 		b.Queue(applySettings)
 		b.Queue(claimSettings)
 		b.Queue(s.sq(controlledSQL), p.Queues)
-		b.Queue(sql, arrayArgs(args)...)
+		if s.typedArrays {
+			args = arrayArgs(args)
+		}
+		b.Queue(sql, args...)
 		b.Queue("COMMIT")
 		br := s.pool.SendBatch(ctx, b)
 		defer br.Close()
