@@ -161,6 +161,25 @@ func Load(fsys fs.FS) ([]Migration, error) {
 // transaction, and returns the versions it applied. It refuses to run
 // (ErrUnknownVersion) when the database has a version the files lack.
 func Up(ctx context.Context, db DB, fsys fs.FS, d Dialect) ([]int, error) {
+	return UpFrom(ctx, db, fsys, d, Baseline{})
+}
+
+// Baseline is what migrations 1 to Version build, as one script: the
+// schema and the rows they leave in an empty database. It is a shortcut
+// for a new database, which gets the script in one transaction instead of
+// each migration in its own (building a schema statement by statement
+// re-reads it after every ALTER; a backend's test proves that its script
+// and its migrations build the same database).
+type Baseline struct {
+	Version int
+	SQL     string
+}
+
+// UpFrom is Up for a database that may be new: when no migration is
+// applied yet, base (unless its Version is 0) stands for migrations 1 to
+// base.Version, which are recorded as applied, and the migrations after
+// it run as Up runs them.
+func UpFrom(ctx context.Context, db DB, fsys fs.FS, d Dialect, base Baseline) ([]int, error) {
 	ms, err := Load(fsys)
 	if err != nil {
 		return nil, err
@@ -173,6 +192,14 @@ func Up(ctx context.Context, db DB, fsys fs.FS, d Dialect) ([]int, error) {
 		return nil, fmt.Errorf("migrate up: %w", err)
 	}
 	var done []int
+	if len(applied) == 0 && base.Version > 0 {
+		if done, err = applyBaseline(ctx, db, d, ms, base); err != nil {
+			return nil, err
+		}
+		for _, v := range done {
+			applied[v] = appliedRow{}
+		}
+	}
 	for _, m := range ms {
 		if _, ok := applied[m.Version]; ok {
 			continue
@@ -192,6 +219,42 @@ func Up(ctx context.Context, db DB, fsys fs.FS, d Dialect) ([]int, error) {
 		if ran {
 			done = append(done, m.Version)
 		}
+	}
+	return done, nil
+}
+
+// applyBaseline runs base and records the migrations it stands for, in
+// one transaction, if the database still has no migration applied inside
+// it; it returns the versions recorded (none when another process
+// migrated the database first).
+func applyBaseline(ctx context.Context, db DB, d Dialect, ms []Migration, base Baseline) ([]int, error) {
+	i := slices.IndexFunc(ms, func(m Migration) bool { return m.Version == base.Version })
+	if i < 0 {
+		return nil, fmt.Errorf("migrate up: the baseline stands for migration %04d, which the files lack", base.Version)
+	}
+	tx, err := db.BeginTx(ctx, nil)
+	if err != nil {
+		return nil, fmt.Errorf("migrate up: baseline: %w", err)
+	}
+	defer tx.Rollback() //nolint:errcheck // a no-op after Commit
+	var n int
+	if err := tx.QueryRowContext(ctx, "SELECT COUNT(*) FROM "+Table).Scan(&n); err != nil || n > 0 {
+		return nil, err // n > 0: someone else got there first; Up goes on from what they did
+	}
+	if _, err := tx.ExecContext(ctx, base.SQL); err != nil {
+		return nil, fmt.Errorf("migrate up: baseline %04d: %w", base.Version, err)
+	}
+	q := fmt.Sprintf("INSERT INTO %s (version, name, applied_at) VALUES (%s, %s, %s)",
+		Table, d.Bind(1), d.Bind(2), d.NowMicros)
+	var done []int
+	for _, m := range ms[:i+1] {
+		if _, err := tx.ExecContext(ctx, q, m.Version, m.Name); err != nil {
+			return nil, fmt.Errorf("migrate up: baseline %04d: %w", base.Version, err)
+		}
+		done = append(done, m.Version)
+	}
+	if err := tx.Commit(); err != nil {
+		return nil, fmt.Errorf("migrate up: baseline %04d: %w", base.Version, err)
 	}
 	return done, nil
 }

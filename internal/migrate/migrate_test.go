@@ -263,3 +263,81 @@ func TestConcurrentUp(t *testing.T) {
 		t.Fatalf("applied %v in total, want each of 1, 2, 10 once", all)
 	}
 }
+
+// The baseline of migrations 1 and 2 of files(), as one script.
+var base2 = migrate.Baseline{Version: 2, SQL: "CREATE TABLE a (x INTEGER, z TEXT); CREATE TABLE b (y INTEGER); INSERT INTO b VALUES (7);"}
+
+func TestUpFromBaseline(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	db := newDB(t)
+	fsys := files()
+	done, err := migrate.UpFrom(ctx, db, fsys, migrate.SQLite, base2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff([]int{1, 2, 10}, done); diff != "" {
+		t.Fatalf("applied (-want +got):\n%s", diff)
+	}
+	var y int
+	if err := db.QueryRow("SELECT y FROM b").Scan(&y); err != nil || y != 7 {
+		t.Fatalf("the baseline's row: %d, %v (want 7)", y, err)
+	}
+	if !tableExists(t, db, "a_x") {
+		t.Fatal("migration 10, after the baseline, did not run")
+	}
+	if diff := cmp.Diff([]row{{1, "init", true}, {2, "more", true}, {10, "index", true}}, status(t, db, fsys)); diff != "" {
+		t.Fatalf("status (-want +got):\n%s", diff)
+	}
+	// The versions the baseline stands for revert as if they had run.
+	if done, err := migrate.Down(ctx, db, fsys, migrate.SQLite, 3); err != nil || !cmp.Equal([]int{10, 2, 1}, done) {
+		t.Fatalf("down: %v, %v", done, err)
+	}
+	if tableExists(t, db, "a") || tableExists(t, db, "b") {
+		t.Fatal("tables left after down")
+	}
+}
+
+// A database with a migration applied never gets the baseline, even one
+// that would fail: it is migrated as Up migrates it.
+func TestUpFromBaselineOnlyWhenNew(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	db := newDB(t)
+	fsys := files()
+	delete(fsys, "0002_more.up.sql")
+	delete(fsys, "0002_more.down.sql")
+	if _, err := migrate.Up(ctx, db, fsys, migrate.SQLite); err != nil {
+		t.Fatal(err)
+	}
+	bad := migrate.Baseline{Version: 2, SQL: "this is not SQL"}
+	done, err := migrate.UpFrom(ctx, db, files(), migrate.SQLite, bad)
+	if err != nil || !cmp.Equal([]int{2}, done) {
+		t.Fatalf("up from an old database: %v, %v (want [2])", done, err)
+	}
+}
+
+func TestUpFromBaselineErrors(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	for name, tc := range map[string]struct {
+		base migrate.Baseline
+		want string
+	}{
+		"unknown version": {migrate.Baseline{Version: 3, SQL: base2.SQL}, "migration 0003, which the files lack"},
+		"bad script":      {migrate.Baseline{Version: 2, SQL: "CREATE TABLE a (x INTEGER); INSERT INTO nowhere VALUES (1);"}, "baseline 0002"},
+	} {
+		db := newDB(t)
+		done, err := migrate.UpFrom(ctx, db, files(), migrate.SQLite, tc.base)
+		if err == nil || !strings.Contains(err.Error(), tc.want) || len(done) != 0 {
+			t.Errorf("%s: %v, %v; want an error with %q", name, done, err, tc.want)
+			continue
+		}
+		if tableExists(t, db, "a") {
+			t.Errorf("%s: the failed baseline left table a", name)
+		}
+		if diff := cmp.Diff([]row{{1, "init", false}, {2, "more", false}, {10, "index", false}}, status(t, db, files())); diff != "" {
+			t.Errorf("%s: status (-want +got):\n%s", name, diff)
+		}
+	}
+}

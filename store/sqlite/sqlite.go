@@ -71,6 +71,27 @@ import (
 //go:embed migrations/*.sql
 var migrationFiles embed.FS
 
+// baselineFile is what the migrations build in a new database, as one
+// script (migrate.Baseline): its first line names the last migration it
+// stands for. TestSchemaBaseline proves the two build the same database,
+// and its -update flag writes the file again after a new migration.
+//
+//go:embed baseline.sql
+var baselineFile string
+
+// baseline returns baselineFile as a migrate.Baseline.
+func baseline() (migrate.Baseline, error) {
+	first, _, _ := strings.Cut(baselineFile, "\n")
+	var v int
+	if _, err := fmt.Sscanf(first, baselineHeader, &v); err != nil || v <= 0 {
+		return migrate.Baseline{}, fmt.Errorf("the embedded baseline.sql does not start with %q: %q", baselineHeader, first)
+	}
+	return migrate.Baseline{Version: v, SQL: baselineFile}, nil
+}
+
+// baselineHeader is the first line of baseline.sql.
+const baselineHeader = "-- the schema of migrations 1 to %d, for a new database (go test -run TestSchemaBaseline -update writes it)"
+
 // Migrations returns the embedded schema migrations, for tools that show
 // or run them (Open applies them itself).
 func Migrations() fs.FS {
@@ -211,7 +232,11 @@ func (s *Store) open(ctx context.Context, c *Config) error {
 			return fmt.Errorf("sqlite: open %s: journal mode is %q, could not switch to WAL", c.Path, mode)
 		}
 	}
-	if _, err := migrate.Up(ctx, s.writer, Migrations(), migrate.SQLite); err != nil {
+	schema, err := baseline()
+	if err != nil {
+		return fmt.Errorf("sqlite: %w", err)
+	}
+	if _, err := migrate.UpFrom(ctx, s.writer, Migrations(), migrate.SQLite, schema); err != nil {
 		return fmt.Errorf("sqlite: %w", err)
 	}
 
