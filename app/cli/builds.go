@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"context"
 	"io"
 	"slices"
 	"strings"
@@ -51,17 +52,9 @@ func newBuilds(g *globals) *cobra.Command {
 		Example: "  heph builds retire orders 3f2a9c1e77b0",
 		Args:    cobra.ExactArgs(2),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			api, err := g.api()
-			if err != nil {
-				return err
-			}
-			ctx, cancel := g.reqCtx(cmd.Context(), 0)
-			defer cancel()
-			bs, resp, err := api.RetireBuild(ctx, args[0], args[1])
-			if err != nil {
-				return err
-			}
-			return g.emit(resp, func(w io.Writer) error { return printBuilds(w, bs) })
+			return call(cmd.Context(), g, 0, func(ctx context.Context, api *apiclient.Client) ([]apiclient.WorkflowBuild, *apiclient.Response, error) {
+				return api.RetireBuild(ctx, args[0], args[1])
+			}, printBuilds)
 		},
 	})
 	return cmd

@@ -299,17 +299,9 @@ func newDocuments(g *globals) *cobra.Command {
 					n = f.Name()
 				}
 			}
-			api, err := g.api()
-			if err != nil {
-				return err
-			}
-			ctx, cancel := g.reqCtx(cmd.Context(), 0)
-			defer cancel()
-			d, resp, err := api.PutDocument(ctx, &apiclient.DocumentRequest{Name: n, Format: docFormat(args[0]), Content: string(data)})
-			if err != nil {
-				return err
-			}
-			return g.emit(resp, func(w io.Writer) error {
+			return call(cmd.Context(), g, 0, func(ctx context.Context, api *apiclient.Client) (*apiclient.Document, *apiclient.Response, error) {
+				return api.PutDocument(ctx, &apiclient.DocumentRequest{Name: n, Format: docFormat(args[0]), Content: string(data)})
+			}, func(w io.Writer, d *apiclient.Document) error {
 				_, err := fmt.Fprintf(w, "document %s version %d (%s)\n", d.Name, d.Version, truncate(d.Hash, 13))
 				return err
 			})
@@ -353,17 +345,9 @@ func newDocuments(g *globals) *cobra.Command {
 		Short: "Print a stored document's content",
 		Args:  cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			api, err := g.api()
-			if err != nil {
-				return err
-			}
-			ctx, cancel := g.reqCtx(cmd.Context(), 0)
-			defer cancel()
-			d, resp, err := api.GetDocument(ctx, args[0], version)
-			if err != nil {
-				return err
-			}
-			return g.emit(resp, func(w io.Writer) error {
+			return call(cmd.Context(), g, 0, func(ctx context.Context, api *apiclient.Client) (*apiclient.Document, *apiclient.Response, error) {
+				return api.GetDocument(ctx, args[0], version)
+			}, func(w io.Writer, d *apiclient.Document) error {
 				c := d.Content
 				if !strings.HasSuffix(c, "\n") {
 					c += "\n"
@@ -388,17 +372,9 @@ func newDefinitions(g *globals) *cobra.Command {
 			"version (\"-\" for a workflow, which has builds); SERVED says whether a live worker has its code.",
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			api, err := g.api()
-			if err != nil {
-				return err
-			}
-			ctx, cancel := g.reqCtx(cmd.Context(), 0)
-			defer cancel()
-			defs, resp, err := api.Definitions(ctx)
-			if err != nil {
-				return err
-			}
-			return g.emit(resp, func(w io.Writer) error {
+			return call(cmd.Context(), g, 0, func(ctx context.Context, api *apiclient.Client) ([]apiclient.Definition, *apiclient.Response, error) {
+				return api.Definitions(ctx)
+			}, func(w io.Writer, defs []apiclient.Definition) error {
 				tw := newTable(w, "KIND", "NAME", "LATEST", "VERSIONS", "BUILDS", "SERVED")
 				for _, d := range defs {
 					row(tw, d.Kind, d.Name, latestCell(&d), versionsCell(d.Versions), len(d.Builds), servedCell(&d))
@@ -445,17 +421,9 @@ func newDefinitionShow(g *globals) *cobra.Command {
   heph definitions show orders --kind job -o json`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			api, err := g.api()
-			if err != nil {
-				return err
-			}
-			ctx, cancel := g.reqCtx(cmd.Context(), 0)
-			defer cancel()
-			d, resp, err := api.Definition(ctx, kind, args[0])
-			if err != nil {
-				return err
-			}
-			return g.emit(resp, func(w io.Writer) error { return printDefinition(w, d) })
+			return call(cmd.Context(), g, 0, func(ctx context.Context, api *apiclient.Client) (*apiclient.DefinitionDetail, *apiclient.Response, error) {
+				return api.Definition(ctx, kind, args[0])
+			}, printDefinition)
 		},
 	}
 	cmd.Flags().StringVar(&kind, "kind", "", "the kind (flow, workflow, job or document) when several definitions have the name")

@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -73,17 +74,9 @@ func newDelete(g *globals) *cobra.Command {
 }
 
 func deleteOne(cmd *cobra.Command, g *globals, run string, force bool) error {
-	api, err := g.api()
-	if err != nil {
-		return err
-	}
-	ctx, cancel := g.reqCtx(cmd.Context(), 0)
-	defer cancel()
-	d, resp, err := api.DeleteRun(ctx, run, force)
-	if err != nil {
-		return err
-	}
-	return g.emit(resp, func(w io.Writer) error {
+	return call(cmd.Context(), g, 0, func(ctx context.Context, api *apiclient.Client) (*apiclient.DeletedRun, *apiclient.Response, error) {
+		return api.DeleteRun(ctx, run, force)
+	}, func(w io.Writer, d *apiclient.DeletedRun) error {
 		how := "deleted"
 		if d.Forced {
 			how = "deleted by force"

@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"context"
 	"io"
 	"time"
 
@@ -35,17 +36,9 @@ func eventsSend(g *globals) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			api, err := g.api()
-			if err != nil {
-				return err
-			}
-			ctx, cancel := g.reqCtx(cmd.Context(), 0)
-			defer cancel()
-			e, resp, err := api.SendEvent(ctx, args[0], body, id)
-			if err != nil {
-				return err
-			}
-			return g.emit(resp, func(w io.Writer) error { return printEvent(w, e) })
+			return call(cmd.Context(), g, 0, func(ctx context.Context, api *apiclient.Client) (*apiclient.Event, *apiclient.Response, error) {
+				return api.SendEvent(ctx, args[0], body, id)
+			}, printEvent)
 		},
 	}
 	cmd.Flags().StringVar(&data, "data", "", "the event's payload: JSON text, @file or - for standard input")
@@ -60,17 +53,9 @@ func eventsShow(g *globals) *cobra.Command {
 		Example: `  heph events show pay-42`,
 		Args:    cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			api, err := g.api()
-			if err != nil {
-				return err
-			}
-			ctx, cancel := g.reqCtx(cmd.Context(), 0)
-			defer cancel()
-			e, resp, err := api.GetEvent(ctx, args[0])
-			if err != nil {
-				return err
-			}
-			return g.emit(resp, func(w io.Writer) error { return printEvent(w, e) })
+			return call(cmd.Context(), g, 0, func(ctx context.Context, api *apiclient.Client) (*apiclient.Event, *apiclient.Response, error) {
+				return api.GetEvent(ctx, args[0])
+			}, printEvent)
 		},
 	}
 }
@@ -119,17 +104,9 @@ func eventsList(g *globals) *cobra.Command {
 			if p.Before, err = parseTimeFlag("--before", before); err != nil {
 				return err
 			}
-			api, err := g.api()
-			if err != nil {
-				return err
-			}
-			ctx, cancel := g.reqCtx(cmd.Context(), 0)
-			defer cancel()
-			l, resp, err := api.Events(ctx, &p)
-			if err != nil {
-				return err
-			}
-			return g.emit(resp, func(w io.Writer) error {
+			return call(cmd.Context(), g, 0, func(ctx context.Context, api *apiclient.Client) (*apiclient.EventList, *apiclient.Response, error) {
+				return api.Events(ctx, &p)
+			}, func(w io.Writer, l *apiclient.EventList) error {
 				tw := newTable(w, "SEQ", "ID", "NAME", "AT", "DATA")
 				for _, e := range l.Events {
 					row(tw, e.Seq, e.ID, e.Name, e.At, truncate(compactJSON(e.Data), 80))

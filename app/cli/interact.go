@@ -2,6 +2,7 @@ package cli
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"io"
 	"time"
@@ -38,17 +39,10 @@ func newSignal(g *globals) *cobra.Command {
 // oneCall makes one call whose answer says nothing but that it worked,
 // and prints msg (or the answer with -o json).
 func oneCall(parent context.Context, g *globals, fn func(ctx context.Context, api *apiclient.Client) (*apiclient.Response, error), msg string, args ...any) error {
-	api, err := g.api()
-	if err != nil {
-		return err
-	}
-	ctx, cancel := g.reqCtx(parent, 0)
-	defer cancel()
-	resp, err := fn(ctx, api)
-	if err != nil {
-		return err
-	}
-	return g.emit(resp, func(w io.Writer) error {
+	return call(parent, g, 0, func(ctx context.Context, api *apiclient.Client) (*apiclient.Response, *apiclient.Response, error) {
+		resp, err := fn(ctx, api)
+		return resp, resp, err
+	}, func(w io.Writer, _ *apiclient.Response) error {
 		_, err := fmt.Fprintf(w, msg+"\n", args...)
 		return err
 	})
@@ -76,21 +70,13 @@ func newUpdate(g *globals) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			api, err := g.api()
-			if err != nil {
-				return err
-			}
 			wait := timeout
 			if wait == 0 {
 				wait = time.Minute // the server's longest wait
 			}
-			ctx, cancel := g.reqCtx(cmd.Context(), wait)
-			defer cancel()
-			res, resp, err := api.Update(ctx, args[0], args[1], a, waitFor, timeout)
-			if err != nil {
-				return err
-			}
-			return g.emit(resp, func(w io.Writer) error {
+			return call(cmd.Context(), g, wait, func(ctx context.Context, api *apiclient.Client) (*apiclient.UpdateResult, *apiclient.Response, error) {
+				return api.Update(ctx, args[0], args[1], a, waitFor, timeout)
+			}, func(w io.Writer, res *apiclient.UpdateResult) error {
 				if res.Stage == "accepted" {
 					_, err := fmt.Fprintf(w, "update %s accepted by run %s\n", args[1], args[0])
 					return err
@@ -125,24 +111,14 @@ func newQuery(g *globals) *cobra.Command {
 			if len(args) == 1 && a != nil {
 				return usagef("--args needs a query name")
 			}
-			api, err := g.api()
-			if err != nil {
-				return err
-			}
-			ctx, cancel := g.reqCtx(cmd.Context(), 0)
-			defer cancel()
 			if len(args) == 1 {
-				state, resp, err := api.State(ctx, args[0])
-				if err != nil {
-					return err
-				}
-				return g.emit(resp, func(w io.Writer) error { return writeJSON(w, orNull(state)) })
+				return call(cmd.Context(), g, 0, func(ctx context.Context, api *apiclient.Client) (json.RawMessage, *apiclient.Response, error) {
+					return api.State(ctx, args[0])
+				}, func(w io.Writer, state json.RawMessage) error { return writeJSON(w, orNull(state)) })
 			}
-			res, resp, err := api.Query(ctx, args[0], args[1], a)
-			if err != nil {
-				return err
-			}
-			return g.emit(resp, func(w io.Writer) error { return writeJSON(w, orNull(res.Result)) })
+			return call(cmd.Context(), g, 0, func(ctx context.Context, api *apiclient.Client) (*apiclient.QueryResult, *apiclient.Response, error) {
+				return api.Query(ctx, args[0], args[1], a)
+			}, func(w io.Writer, res *apiclient.QueryResult) error { return writeJSON(w, orNull(res.Result)) })
 		},
 	}
 	cmd.Flags().StringVar(&argsFlag, "args", "", "the query's arguments: JSON text, @file or -")
@@ -191,17 +167,9 @@ func newDecide(g *globals, approve bool) *cobra.Command {
 		Example: fmt.Sprintf("  heph %s order::42 review --comment 'looks right'", verb),
 		Args:    cobra.ExactArgs(2),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			api, err := g.api()
-			if err != nil {
-				return err
-			}
-			ctx, cancel := g.reqCtx(cmd.Context(), 0)
-			defer cancel()
-			d, resp, err := api.Decide(ctx, args[0], args[1], approve, comment)
-			if err != nil {
-				return err
-			}
-			return g.emit(resp, func(w io.Writer) error {
+			return call(cmd.Context(), g, 0, func(ctx context.Context, api *apiclient.Client) (*apiclient.Decision, *apiclient.Response, error) {
+				return api.Decide(ctx, args[0], args[1], approve, comment)
+			}, func(w io.Writer, d *apiclient.Decision) error {
 				again := ""
 				if d.Repeated {
 					again = " (already decided so; nothing changed)"
@@ -223,17 +191,9 @@ func newApprovals(g *globals) *cobra.Command {
 		Example: `  heph approvals --assignee alice`,
 		Args:    cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			api, err := g.api()
-			if err != nil {
-				return err
-			}
-			ctx, cancel := g.reqCtx(cmd.Context(), 0)
-			defer cancel()
-			list, resp, err := api.PendingApprovals(ctx, assignee)
-			if err != nil {
-				return err
-			}
-			return g.emit(resp, func(w io.Writer) error {
+			return call(cmd.Context(), g, 0, func(ctx context.Context, api *apiclient.Client) ([]apiclient.PendingApproval, *apiclient.Response, error) {
+				return api.PendingApprovals(ctx, assignee)
+			}, func(w io.Writer, list []apiclient.PendingApproval) error {
 				tw := newTable(w, "RUN", "STEP", "WORKFLOW", "WAITING SINCE", "DEADLINE", "USERS", "GROUPS", "PROMPT")
 				for _, a := range list {
 					row(tw, a.RunID, a.Step, a.Workflow, a.WaitingSince, a.Deadline, a.Users, a.Groups, truncate(a.Prompt, 50))
@@ -371,17 +331,9 @@ func newCancel(g *globals) *cobra.Command {
 			if !single {
 				return err
 			}
-			api, err := g.api()
-			if err != nil {
-				return err
-			}
-			ctx, cancel := g.reqCtx(cmd.Context(), 0)
-			defer cancel()
-			run, resp, err := api.Cancel(ctx, args[0], reason)
-			if err != nil {
-				return err
-			}
-			return g.emit(resp, func(w io.Writer) error {
+			return call(cmd.Context(), g, 0, func(ctx context.Context, api *apiclient.Client) (*apiclient.Run, *apiclient.Response, error) {
+				return api.Cancel(ctx, args[0], reason)
+			}, func(w io.Writer, run *apiclient.Run) error {
 				_, err := fmt.Fprintf(w, "run %s %s\n", run.ID, cancelState(run))
 				return err
 			})
@@ -417,17 +369,9 @@ func newRetry(g *globals) *cobra.Command {
 			if !single {
 				return err
 			}
-			api, err := g.api()
-			if err != nil {
-				return err
-			}
-			ctx, cancel := g.reqCtx(cmd.Context(), 0)
-			defer cancel()
-			run, resp, err := api.Retry(ctx, args[0])
-			if err != nil {
-				return err
-			}
-			return g.emit(resp, func(w io.Writer) error {
+			return call(cmd.Context(), g, 0, func(ctx context.Context, api *apiclient.Client) (*apiclient.Run, *apiclient.Response, error) {
+				return api.Retry(ctx, args[0])
+			}, func(w io.Writer, run *apiclient.Run) error {
 				if run.ResetFrom != "" && run.ResetFrom != run.ID {
 					_, err := fmt.Fprintf(w, "run %s retried: new run %s (%s)\n", run.ResetFrom, run.ID, run.Status)
 					return err

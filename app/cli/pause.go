@@ -1,10 +1,13 @@
 package cli
 
 import (
+	"context"
 	"fmt"
 	"io"
 
 	"github.com/spf13/cobra"
+
+	apiclient "github.com/hephaestus-go/hephaestus/client"
 )
 
 // conditionPaused is the condition kind of a paused run.
@@ -36,17 +39,9 @@ func newPause(g *globals) *cobra.Command {
 			if !single {
 				return err
 			}
-			api, err := g.api()
-			if err != nil {
-				return err
-			}
-			ctx, cancel := g.reqCtx(cmd.Context(), 0)
-			defer cancel()
-			run, resp, err := api.Pause(ctx, args[0], cancelRunning)
-			if err != nil {
-				return err
-			}
-			return g.emit(resp, func(w io.Writer) error {
+			return call(cmd.Context(), g, 0, func(ctx context.Context, api *apiclient.Client) (*apiclient.Run, *apiclient.Response, error) {
+				return api.Pause(ctx, args[0], cancelRunning)
+			}, func(w io.Writer, run *apiclient.Run) error {
 				_, err := fmt.Fprintf(w, "run %s paused (%s)\n", run.ID, run.Status)
 				return err
 			})
@@ -74,17 +69,9 @@ func newUnpause(g *globals) *cobra.Command {
 			if !single {
 				return err
 			}
-			api, err := g.api()
-			if err != nil {
-				return err
-			}
-			ctx, cancel := g.reqCtx(cmd.Context(), 0)
-			defer cancel()
-			run, resp, err := api.Unpause(ctx, args[0])
-			if err != nil {
-				return err
-			}
-			return g.emit(resp, func(w io.Writer) error {
+			return call(cmd.Context(), g, 0, func(ctx context.Context, api *apiclient.Client) (*apiclient.Run, *apiclient.Response, error) {
+				return api.Unpause(ctx, args[0])
+			}, func(w io.Writer, run *apiclient.Run) error {
 				_, err := fmt.Fprintf(w, "run %s unpaused (%s)\n", run.ID, run.Status)
 				return err
 			})

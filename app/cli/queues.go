@@ -26,17 +26,9 @@ func newQueues(g *globals) *cobra.Command {
 		Example: `  heph queues ls`,
 		Args:    cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			api, err := g.api()
-			if err != nil {
-				return err
-			}
-			ctx, cancel := g.reqCtx(cmd.Context(), 0)
-			defer cancel()
-			qs, resp, err := api.Queues(ctx)
-			if err != nil {
-				return err
-			}
-			return g.emit(resp, func(w io.Writer) error {
+			return call(cmd.Context(), g, 0, func(ctx context.Context, api *apiclient.Client) ([]apiclient.Queue, *apiclient.Response, error) {
+				return api.Queues(ctx)
+			}, func(w io.Writer, qs []apiclient.Queue) error {
 				tw := newTable(w, "NAME", "PAUSED", "READY", "SCHEDULED", "LEASED", "RUNNING", "OLDEST READY", "LIMITS")
 				for _, q := range qs {
 					row(tw, q.Name, q.Paused, q.Ready, q.Scheduled, q.Leased, q.Running, q.OldestReadyAge, limits(&q.Options))
@@ -51,17 +43,9 @@ func newQueues(g *globals) *cobra.Command {
 		Example: `  heph queues show default`,
 		Args:    cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			api, err := g.api()
-			if err != nil {
-				return err
-			}
-			ctx, cancel := g.reqCtx(cmd.Context(), 0)
-			defer cancel()
-			q, resp, err := api.GetQueue(ctx, args[0])
-			if err != nil {
-				return err
-			}
-			return g.emit(resp, func(w io.Writer) error { return printQueue(w, q) })
+			return call(cmd.Context(), g, 0, func(ctx context.Context, api *apiclient.Client) (*apiclient.Queue, *apiclient.Response, error) {
+				return api.GetQueue(ctx, args[0])
+			}, printQueue)
 		},
 	}
 	cmd.AddCommand(ls, show, queuesSet(g), queuePause(g, true), queuePause(g, false))
@@ -135,17 +119,9 @@ func queuesSet(g *globals) *cobra.Command {
 			if opts.MaxRunning < 0 || opts.MaxRunningPerKey < 0 {
 				return usagef("--max-running and --max-per-key must not be negative")
 			}
-			api, err := g.api()
-			if err != nil {
-				return err
-			}
-			ctx, cancel := g.reqCtx(cmd.Context(), 0)
-			defer cancel()
-			q, resp, err := api.SetQueue(ctx, args[0], &opts)
-			if err != nil {
-				return err
-			}
-			return g.emit(resp, func(w io.Writer) error {
+			return call(cmd.Context(), g, 0, func(ctx context.Context, api *apiclient.Client) (*apiclient.Queue, *apiclient.Response, error) {
+				return api.SetQueue(ctx, args[0], &opts)
+			}, func(w io.Writer, q *apiclient.Queue) error {
 				if q.Name == "" {
 					_, err := fmt.Fprintf(w, "queue %s: %s\n", args[0], limits(&opts))
 					return err
@@ -205,17 +181,9 @@ func newWorkers(g *globals) *cobra.Command {
 		Example: `  heph workers`,
 		Args:    cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			api, err := g.api()
-			if err != nil {
-				return err
-			}
-			ctx, cancel := g.reqCtx(cmd.Context(), 0)
-			defer cancel()
-			ws, resp, err := api.Workers(ctx)
-			if err != nil {
-				return err
-			}
-			return g.emit(resp, func(w io.Writer) error {
+			return call(cmd.Context(), g, 0, func(ctx context.Context, api *apiclient.Client) ([]apiclient.Worker, *apiclient.Response, error) {
+				return api.Workers(ctx)
+			}, func(w io.Writer, ws []apiclient.Worker) error {
 				tw := newTable(w, "ID", "BUILD", "QUEUES", "HANDLERS", "STARTED", "LAST HEARTBEAT", "EXPIRES")
 				for _, wk := range ws {
 					row(tw, wk.ID, wk.BuildID, wk.Queues, truncate(strings.Join(wk.Handlers, ","), 60), wk.StartedAt, wk.LastHeartbeat, wk.ExpiresAt)

@@ -1,10 +1,13 @@
 package cli
 
 import (
+	"context"
 	"fmt"
 	"io"
 
 	"github.com/spf13/cobra"
+
+	apiclient "github.com/hephaestus-go/hephaestus/client"
 )
 
 func newReset(g *globals) *cobra.Command {
@@ -32,17 +35,9 @@ func newReset(g *globals) *cobra.Command {
 			if !single {
 				return err
 			}
-			api, err := g.api()
-			if err != nil {
-				return err
-			}
-			ctx, cancel := g.reqCtx(cmd.Context(), 0)
-			defer cancel()
-			run, resp, err := api.Reset(ctx, args[0], step, key)
-			if err != nil {
-				return err
-			}
-			return g.emit(resp, func(w io.Writer) error {
+			return call(cmd.Context(), g, 0, func(ctx context.Context, api *apiclient.Client) (*apiclient.Run, *apiclient.Response, error) {
+				return api.Reset(ctx, args[0], step, key)
+			}, func(w io.Writer, run *apiclient.Run) error {
 				to := ""
 				if step != "" {
 					to = " to step " + step

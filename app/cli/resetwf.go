@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"context"
 	"fmt"
 	"io"
 
@@ -27,17 +28,9 @@ func newResetWorkflow(g *globals) *cobra.Command {
   heph reset-workflow order::42 --point first --reason "fixed the pricing bug"`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			api, err := g.api()
-			if err != nil {
-				return err
-			}
-			ctx, cancel := g.reqCtx(cmd.Context(), 0)
-			defer cancel()
-			run, resp, err := api.ResetWorkflow(ctx, args[0], &opts)
-			if err != nil {
-				return err
-			}
-			return g.emit(resp, func(w io.Writer) error {
+			return call(cmd.Context(), g, 0, func(ctx context.Context, api *apiclient.Client) (*apiclient.Run, *apiclient.Response, error) {
+				return api.ResetWorkflow(ctx, args[0], &opts)
+			}, func(w io.Writer, run *apiclient.Run) error {
 				_, err := fmt.Fprintf(w, "run %s reset: new run %s (%s)\n", run.ResetFrom, run.ID, run.Status)
 				return err
 			})

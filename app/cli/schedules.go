@@ -81,17 +81,9 @@ func schedulesShow(g *globals) *cobra.Command {
 		Example: `  heph schedules show nightly-digest`,
 		Args:    cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			api, err := g.api()
-			if err != nil {
-				return err
-			}
-			ctx, cancel := g.reqCtx(cmd.Context(), 0)
-			defer cancel()
-			s, resp, err := api.GetSchedule(ctx, args[0])
-			if err != nil {
-				return err
-			}
-			return g.emit(resp, func(w io.Writer) error { return printSchedule(w, s) })
+			return call(cmd.Context(), g, 0, func(ctx context.Context, api *apiclient.Client) (*apiclient.Schedule, *apiclient.Response, error) {
+				return api.GetSchedule(ctx, args[0])
+			}, printSchedule)
 		},
 	}
 }
@@ -293,17 +285,10 @@ func scheduleAction(g *globals, action, short string) *cobra.Command {
 		Example: fmt.Sprintf("  heph schedules %s nightly", action),
 		Args:    cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			api, err := g.api()
-			if err != nil {
-				return err
-			}
-			ctx, cancel := g.reqCtx(cmd.Context(), 0)
-			defer cancel()
-			resp, err := api.ScheduleAction(ctx, args[0], action)
-			if err != nil {
-				return err
-			}
-			return g.emit(resp, func(w io.Writer) error {
+			return call(cmd.Context(), g, 0, func(ctx context.Context, api *apiclient.Client) (*apiclient.Response, *apiclient.Response, error) {
+				resp, err := api.ScheduleAction(ctx, args[0], action)
+				return resp, resp, err
+			}, func(w io.Writer, resp *apiclient.Response) error {
 				var run struct {
 					ID string `json:"id"`
 				}
@@ -413,17 +398,9 @@ func schedulesNext(g *globals) *cobra.Command {
 			if n <= 0 {
 				return usagef("-n must be positive, got %d", n)
 			}
-			api, err := g.api()
-			if err != nil {
-				return err
-			}
-			ctx, cancel := g.reqCtx(cmd.Context(), 0)
-			defer cancel()
-			times, resp, err := api.NextFires(ctx, args[0], n)
-			if err != nil {
-				return err
-			}
-			return g.emit(resp, func(w io.Writer) error {
+			return call(cmd.Context(), g, 0, func(ctx context.Context, api *apiclient.Client) ([]time.Time, *apiclient.Response, error) {
+				return api.NextFires(ctx, args[0], n)
+			}, func(w io.Writer, times []time.Time) error {
 				for _, t := range times {
 					fmt.Fprintln(w, t.UTC().Format(time.RFC3339))
 				}
@@ -446,17 +423,9 @@ func schedulesRuns(g *globals) *cobra.Command {
 			if limit < 0 {
 				return usagef("--limit must not be negative, got %d", limit)
 			}
-			api, err := g.api()
-			if err != nil {
-				return err
-			}
-			ctx, cancel := g.reqCtx(cmd.Context(), 0)
-			defer cancel()
-			runs, resp, err := api.ScheduleRuns(ctx, args[0], limit)
-			if err != nil {
-				return err
-			}
-			return g.emit(resp, func(w io.Writer) error {
+			return call(cmd.Context(), g, 0, func(ctx context.Context, api *apiclient.Client) ([]apiclient.ScheduleRun, *apiclient.Response, error) {
+				return api.ScheduleRuns(ctx, args[0], limit)
+			}, func(w io.Writer, runs []apiclient.ScheduleRun) error {
 				tw := newTable(w, "TICK", "OUTCOME", "RUN", "STATUS", "ERROR")
 				for _, r := range runs {
 					row(tw, r.Tick, r.Outcome, r.RunID, r.Status, truncate(r.Error, 60))

@@ -29,17 +29,9 @@ func newSecrets(g *globals) *cobra.Command {
 		Example: `  heph secrets ls`,
 		Args:    cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			api, err := g.api()
-			if err != nil {
-				return err
-			}
-			ctx, cancel := g.reqCtx(cmd.Context(), 0)
-			defer cancel()
-			list, resp, err := api.Secrets(ctx)
-			if err != nil {
-				return err
-			}
-			return g.emit(resp, func(w io.Writer) error {
+			return call(cmd.Context(), g, 0, func(ctx context.Context, api *apiclient.Client) ([]apiclient.Secret, *apiclient.Response, error) {
+				return api.Secrets(ctx)
+			}, func(w io.Writer, list []apiclient.Secret) error {
 				tw := newTable(w, "NAME", "KEY", "CREATED", "UPDATED")
 				for _, s := range list {
 					row(tw, s.Name, s.KeyID, s.CreatedAt, s.UpdatedAt)
@@ -69,17 +61,9 @@ func newSecrets(g *globals) *cobra.Command {
   heph secrets rotate`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			api, err := g.api()
-			if err != nil {
-				return err
-			}
-			ctx, cancel := g.reqCtx(cmd.Context(), 0)
-			defer cancel()
-			res, resp, err := api.RotateSecrets(ctx)
-			if err != nil {
-				return err
-			}
-			return g.emit(resp, func(w io.Writer) error {
+			return call(cmd.Context(), g, 0, func(ctx context.Context, api *apiclient.Client) (*apiclient.RotateSecretsResult, *apiclient.Response, error) {
+				return api.RotateSecrets(ctx)
+			}, func(w io.Writer, res *apiclient.RotateSecretsResult) error {
 				_, err := fmt.Fprintf(w, "%d of %d secrets sealed again; key %s seals them all\n", res.Rotated, res.Total, res.KeyID)
 				return err
 			})
@@ -131,17 +115,9 @@ func secretsSet(g *globals) *cobra.Command {
 			case len(value) > store.MaxSecretValue:
 				return usagef("the value is more than %d bytes", store.MaxSecretValue)
 			}
-			api, err := g.api()
-			if err != nil {
-				return err
-			}
-			ctx, cancel := g.reqCtx(cmd.Context(), 0)
-			defer cancel()
-			s, resp, err := api.SetSecret(ctx, args[0], string(value))
-			if err != nil {
-				return err
-			}
-			return g.emit(resp, func(w io.Writer) error {
+			return call(cmd.Context(), g, 0, func(ctx context.Context, api *apiclient.Client) (*apiclient.Secret, *apiclient.Response, error) {
+				return api.SetSecret(ctx, args[0], string(value))
+			}, func(w io.Writer, s *apiclient.Secret) error {
 				_, err := fmt.Fprintf(w, "secret %s set (key %s)\n", s.Name, s.KeyID)
 				return err
 			})

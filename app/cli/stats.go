@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"context"
 	"fmt"
 	"io"
 	"time"
@@ -45,17 +46,9 @@ func newStats(g *globals) *cobra.Command {
 			if bucket < 0 || staleAfter < 0 {
 				return usagef("--bucket and --stale-after must not be negative")
 			}
-			api, err := g.api()
-			if err != nil {
-				return err
-			}
-			ctx, cancel := g.reqCtx(cmd.Context(), 0)
-			defer cancel()
-			st, resp, err := api.Stats(ctx, q)
-			if err != nil {
-				return err
-			}
-			return g.emit(resp, func(w io.Writer) error { return printStats(w, st) })
+			return call(cmd.Context(), g, 0, func(ctx context.Context, api *apiclient.Client) (*apiclient.Stats, *apiclient.Response, error) {
+				return api.Stats(ctx, q)
+			}, printStats)
 		},
 	}
 	fl := cmd.Flags()

@@ -37,17 +37,9 @@ func newTokens(g *globals) *cobra.Command {
 		Example: `  heph tokens ls`,
 		Args:    cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			api, err := g.api()
-			if err != nil {
-				return err
-			}
-			ctx, cancel := g.reqCtx(cmd.Context(), 0)
-			defer cancel()
-			ts, resp, err := api.Tokens(ctx)
-			if err != nil {
-				return err
-			}
-			return g.emit(resp, func(w io.Writer) error { return tokenTable(w, ts) })
+			return call(cmd.Context(), g, 0, func(ctx context.Context, api *apiclient.Client) ([]apiclient.Token, *apiclient.Response, error) {
+				return api.Tokens(ctx)
+			}, tokenTable)
 		},
 	}
 	revoke := &cobra.Command{
@@ -224,17 +216,9 @@ func newPrincipals(g *globals) *cobra.Command {
 		Example: `  heph principals ls`,
 		Args:    cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			api, err := g.api()
-			if err != nil {
-				return err
-			}
-			ctx, cancel := g.reqCtx(cmd.Context(), 0)
-			defer cancel()
-			ps, resp, err := api.Principals(ctx)
-			if err != nil {
-				return err
-			}
-			return g.emit(resp, func(w io.Writer) error {
+			return call(cmd.Context(), g, 0, func(ctx context.Context, api *apiclient.Client) ([]apiclient.Principal, *apiclient.Response, error) {
+				return api.Principals(ctx)
+			}, func(w io.Writer, ps []apiclient.Principal) error {
 				tw := newTable(w, "NAME", "KIND", "GROUPS", "CREATED", "DISABLED")
 				for _, p := range ps {
 					row(tw, p.Name, p.Kind, groupList(p.Groups), p.CreatedAt, p.DisabledAt)
@@ -276,17 +260,7 @@ func newPrincipals(g *globals) *cobra.Command {
 // principalCall runs a call that answers with a principal, and prints it
 // with format (its name and groups).
 func principalCall(cmd *cobra.Command, g *globals, fn func(ctx context.Context, api *apiclient.Client) (*apiclient.Principal, *apiclient.Response, error), format string) error {
-	api, err := g.api()
-	if err != nil {
-		return err
-	}
-	ctx, cancel := g.reqCtx(cmd.Context(), 0)
-	defer cancel()
-	p, resp, err := fn(ctx, api)
-	if err != nil {
-		return err
-	}
-	return g.emit(resp, func(w io.Writer) error {
+	return call(cmd.Context(), g, 0, fn, func(w io.Writer, p *apiclient.Principal) error {
 		_, err := fmt.Fprintf(w, format+"\n", p.Name, groupList(p.Groups))
 		return err
 	})
@@ -306,27 +280,23 @@ func newAudit(g *globals) *cobra.Command {
 			if limit < 0 {
 				return usagef("--limit must not be negative, got %d", limit)
 			}
-			api, err := g.api()
-			if err != nil {
-				return err
-			}
-			ctx, cancel := g.reqCtx(cmd.Context(), 0)
-			defer cancel()
-			page, resp, err := api.Audit(ctx, limit, cursor)
-			if err != nil {
-				return err
-			}
-			err = g.emit(resp, func(w io.Writer) error {
+			return call(cmd.Context(), g, 0, func(ctx context.Context, api *apiclient.Client) (*apiclient.AuditPage, *apiclient.Response, error) {
+				return api.Audit(ctx, limit, cursor)
+			}, func(w io.Writer, page *apiclient.AuditPage) error {
 				tw := newTable(w, "ID", "AT", "ACTOR", "ROLE", "ACTION", "TARGET", "STATUS", "CALL")
 				for _, e := range page.Entries {
 					row(tw, e.ID, e.At, e.Actor, e.Role, e.Action, e.Target, e.Status, e.Method+" "+e.Path)
 				}
-				return tw.Flush()
+				if err := tw.Flush(); err != nil {
+					return err
+				}
+				// Tables only: with -o json the page's next field has the
+				// cursor.
+				if page.Next != "" {
+					fmt.Fprintf(g.env.Stderr, "more: heph audit --cursor %s\n", page.Next)
+				}
+				return nil
 			})
-			if err == nil && page.Next != "" && !g.json() {
-				fmt.Fprintf(g.env.Stderr, "more: heph audit --cursor %s\n", page.Next)
-			}
-			return err
 		},
 	}
 	cmd.Flags().IntVar(&limit, "limit", 0, "entries per page (default the server's, 100)")

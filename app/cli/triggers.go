@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"context"
 	"fmt"
 	"io"
 	"strconv"
@@ -32,17 +33,9 @@ func triggersList(g *globals) *cobra.Command {
 		Example: `  heph triggers ls`,
 		Args:    cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			api, err := g.api()
-			if err != nil {
-				return err
-			}
-			ctx, cancel := g.reqCtx(cmd.Context(), 0)
-			defer cancel()
-			l, resp, err := api.Triggers(ctx)
-			if err != nil {
-				return err
-			}
-			return g.emit(resp, func(w io.Writer) error {
+			return call(cmd.Context(), g, 0, func(ctx context.Context, api *apiclient.Client) (*apiclient.TriggerList, *apiclient.Response, error) {
+				return api.Triggers(ctx)
+			}, func(w io.Writer, l *apiclient.TriggerList) error {
 				tw := newTable(w, "NAME", "EVENT", "TARGET", "FILTER", "DECLARED")
 				for _, t := range l.Triggers {
 					row(tw, t.Name, t.Event, t.TargetKind+" "+t.TargetName, truncate(t.Filter, 60), t.Declared)
@@ -60,17 +53,9 @@ func triggersShow(g *globals) *cobra.Command {
 		Example: `  heph triggers show welcome`,
 		Args:    cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			api, err := g.api()
-			if err != nil {
-				return err
-			}
-			ctx, cancel := g.reqCtx(cmd.Context(), 0)
-			defer cancel()
-			t, resp, err := api.GetTrigger(ctx, args[0])
-			if err != nil {
-				return err
-			}
-			return g.emit(resp, func(w io.Writer) error { return printTrigger(w, t) })
+			return call(cmd.Context(), g, 0, func(ctx context.Context, api *apiclient.Client) (*apiclient.Trigger, *apiclient.Response, error) {
+				return api.GetTrigger(ctx, args[0])
+			}, printTrigger)
 		},
 	}
 }
@@ -84,27 +69,17 @@ func triggersGroups(g *globals) *cobra.Command {
   heph triggers groups reindex --after 42 -o json`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			api, err := g.api()
-			if err != nil {
-				return err
-			}
-			ctx, cancel := g.reqCtx(cmd.Context(), 0)
-			defer cancel()
-			l, resp, err := api.TriggerGroups(ctx, args[0], &p)
-			if err != nil {
-				return err
-			}
-			return g.emit(resp, func(w io.Writer) error {
+			return call(cmd.Context(), g, 0, func(ctx context.Context, api *apiclient.Client) (*apiclient.TriggerGroupPage, *apiclient.Response, error) {
+				return api.TriggerGroups(ctx, args[0], &p)
+			}, func(w io.Writer, l *apiclient.TriggerGroupPage) error {
 				tw := newTable(w, "ID", "KEY", "STATUS", "DUE", "EVENTS", "RUN", "ERROR")
 				for _, gr := range l.Groups {
 					row(tw, gr.ID, gr.Key, gr.Status, gr.DueAt, len(gr.Events), gr.RunID, truncate(gr.Error, 60))
 				}
-				if err := tw.Flush(); err != nil {
+				if err := tw.Flush(); err != nil || l.Next == 0 {
 					return err
 				}
-				if l.Next != 0 {
-					_, err = fmt.Fprintf(w, "more: --after %d\n", l.Next)
-				}
+				_, err := fmt.Fprintf(w, "more: --after %d\n", l.Next)
 				return err
 			})
 		},
@@ -192,17 +167,9 @@ func triggersPut(g *globals) *cobra.Command {
 			if err := flowFlags(&in, debounce, throttle, batch); err != nil {
 				return err
 			}
-			api, err := g.api()
-			if err != nil {
-				return err
-			}
-			ctx, cancel := g.reqCtx(cmd.Context(), 0)
-			defer cancel()
-			t, resp, err := api.PutTrigger(ctx, args[0], &in)
-			if err != nil {
-				return err
-			}
-			return g.emit(resp, func(w io.Writer) error { return printTrigger(w, t) })
+			return call(cmd.Context(), g, 0, func(ctx context.Context, api *apiclient.Client) (*apiclient.Trigger, *apiclient.Response, error) {
+				return api.PutTrigger(ctx, args[0], &in)
+			}, printTrigger)
 		},
 	}
 	fl := cmd.Flags()
@@ -228,17 +195,10 @@ func triggersDelete(g *globals) *cobra.Command {
 		Example: `  heph triggers rm welcome`,
 		Args:    cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			api, err := g.api()
-			if err != nil {
-				return err
-			}
-			ctx, cancel := g.reqCtx(cmd.Context(), 0)
-			defer cancel()
-			resp, err := api.DeleteTrigger(ctx, args[0])
-			if err != nil {
-				return err
-			}
-			return g.emit(resp, func(w io.Writer) error { return kv(w, "deleted", args[0]) })
+			return call(cmd.Context(), g, 0, func(ctx context.Context, api *apiclient.Client) (*apiclient.Response, *apiclient.Response, error) {
+				resp, err := api.DeleteTrigger(ctx, args[0])
+				return resp, resp, err
+			}, func(w io.Writer, _ *apiclient.Response) error { return kv(w, "deleted", args[0]) })
 		},
 	}
 }

@@ -29,17 +29,9 @@ func newVersions(g *globals) *cobra.Command {
   heph versions retire billing 1`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			api, err := g.api()
-			if err != nil {
-				return err
-			}
-			ctx, cancel := g.reqCtx(cmd.Context(), 0)
-			defer cancel()
-			vs, resp, err := api.Versions(ctx, args[0], all)
-			if err != nil {
-				return err
-			}
-			return g.emit(resp, func(w io.Writer) error { return printVersions(w, vs) })
+			return call(cmd.Context(), g, 0, func(ctx context.Context, api *apiclient.Client) (*apiclient.Versions, *apiclient.Response, error) {
+				return api.Versions(ctx, args[0], all)
+			}, printVersions)
 		},
 	}
 	cmd.Flags().BoolVar(&all, "all", false, "list deleted versions too")
@@ -109,17 +101,9 @@ func versionRuleSet(g *globals) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			api, err := g.api()
-			if err != nil {
-				return err
-			}
-			ctx, cancel := g.reqCtx(cmd.Context(), 0)
-			defer cancel()
-			got, resp, err := api.SetVersionRule(ctx, args[0], r)
-			if err != nil {
-				return err
-			}
-			return g.emit(resp, func(w io.Writer) error {
+			return call(cmd.Context(), g, 0, func(ctx context.Context, api *apiclient.Client) (*apiclient.VersionRule, *apiclient.Response, error) {
+				return api.SetVersionRule(ctx, args[0], r)
+			}, func(w io.Writer, got *apiclient.VersionRule) error {
 				_, err := fmt.Fprintf(w, "version rule of %s: %s\n", args[0], describeRule(got))
 				return err
 			})

@@ -28,15 +28,14 @@ func newWebhooks(g *globals) *cobra.Command {
 		Example: `  heph webhooks ls`,
 		Args:    cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			return webhooksCall(cmd.Context(), g, func(ctx context.Context, api *apiclient.Client) (*apiclient.Response, func(io.Writer) error, error) {
-				list, resp, err := api.Webhooks(ctx)
-				return resp, func(w io.Writer) error {
-					tw := newTable(w, "ID", "URL", "EVENTS", "FORMAT", "ENABLED", "CREATED")
-					for _, h := range list {
-						row(tw, h.ID, h.URL, strings.Join(h.Events, ","), h.Format, h.Enabled, h.CreatedAt)
-					}
-					return tw.Flush()
-				}, err
+			return call(cmd.Context(), g, 0, func(ctx context.Context, api *apiclient.Client) ([]apiclient.Webhook, *apiclient.Response, error) {
+				return api.Webhooks(ctx)
+			}, func(w io.Writer, list []apiclient.Webhook) error {
+				tw := newTable(w, "ID", "URL", "EVENTS", "FORMAT", "ENABLED", "CREATED")
+				for _, h := range list {
+					row(tw, h.ID, h.URL, strings.Join(h.Events, ","), h.Format, h.Enabled, h.CreatedAt)
+				}
+				return tw.Flush()
 			})
 		},
 	}
@@ -46,10 +45,9 @@ func newWebhooks(g *globals) *cobra.Command {
 		Example: `  heph webhooks show wh_01a2...`,
 		Args:    cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			return webhooksCall(cmd.Context(), g, func(ctx context.Context, api *apiclient.Client) (*apiclient.Response, func(io.Writer) error, error) {
-				h, resp, err := api.Webhook(ctx, args[0])
-				return resp, func(w io.Writer) error { return printWebhook(w, h) }, err
-			})
+			return call(cmd.Context(), g, 0, func(ctx context.Context, api *apiclient.Client) (*apiclient.Webhook, *apiclient.Response, error) {
+				return api.Webhook(ctx, args[0])
+			}, printWebhook)
 		},
 	}
 	rm := &cobra.Command{
@@ -70,34 +68,17 @@ func newWebhooks(g *globals) *cobra.Command {
 		Example: `  heph webhooks test wh_01a2...`,
 		Args:    cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			return webhooksCall(cmd.Context(), g, func(ctx context.Context, api *apiclient.Client) (*apiclient.Response, func(io.Writer) error, error) {
-				d, resp, err := api.TestWebhook(ctx, args[0])
-				return resp, func(w io.Writer) error {
-					_, err := fmt.Fprintf(w, "test delivery %s queued; see heph webhooks deliveries %s\n", d.ID, args[0])
-					return err
-				}, err
+			return call(cmd.Context(), g, 0, func(ctx context.Context, api *apiclient.Client) (*apiclient.WebhookDelivery, *apiclient.Response, error) {
+				return api.TestWebhook(ctx, args[0])
+			}, func(w io.Writer, d *apiclient.WebhookDelivery) error {
+				_, err := fmt.Fprintf(w, "test delivery %s queued; see heph webhooks deliveries %s\n", d.ID, args[0])
+				return err
 			})
 		},
 	}
 	cmd.AddCommand(webhooksCreate(g), ls, show, rm, webhooksDeliveries(g), test)
 	cmd.AddCommand(webhooksEdit(g)...)
 	return cmd
-}
-
-// webhooksCall makes one call and prints its answer: the JSON with -o
-// json, else the table the call returns.
-func webhooksCall(parent context.Context, g *globals, fn func(ctx context.Context, api *apiclient.Client) (*apiclient.Response, func(io.Writer) error, error)) error {
-	api, err := g.api()
-	if err != nil {
-		return err
-	}
-	ctx, cancel := g.reqCtx(parent, 0)
-	defer cancel()
-	resp, table, err := fn(ctx, api)
-	if err != nil {
-		return err
-	}
-	return g.emit(resp, table)
 }
 
 func printWebhook(w io.Writer, h *apiclient.Webhook) error {
@@ -131,16 +112,15 @@ func webhooksCreate(g *globals) *cobra.Command {
 				return usagef("name the events with --event (%s)", strings.Join(hephaestus.WebhookEventTypes(), ", "))
 			}
 			enabled := !disabled
-			return webhooksCall(cmd.Context(), g, func(ctx context.Context, api *apiclient.Client) (*apiclient.Response, func(io.Writer) error, error) {
-				h, resp, err := api.CreateWebhook(ctx, &apiclient.NewWebhook{URL: args[0], Events: events, Workflows: workflows, Tags: tags,
+			return call(cmd.Context(), g, 0, func(ctx context.Context, api *apiclient.Client) (*apiclient.CreatedWebhook, *apiclient.Response, error) {
+				return api.CreateWebhook(ctx, &apiclient.NewWebhook{URL: args[0], Events: events, Workflows: workflows, Tags: tags,
 					Format: format, Enabled: &enabled})
-				return resp, func(w io.Writer) error {
-					if err := printWebhook(w, &h.Webhook); err != nil {
-						return err
-					}
-					_, err := fmt.Fprintf(w, "\nsecret: %s\nKeep it now: it is not shown again.\n", h.Secret)
+			}, func(w io.Writer, h *apiclient.CreatedWebhook) error {
+				if err := printWebhook(w, &h.Webhook); err != nil {
 					return err
-				}, err
+				}
+				_, err := fmt.Fprintf(w, "\nsecret: %s\nKeep it now: it is not shown again.\n", h.Secret)
+				return err
 			})
 		},
 	}
@@ -169,19 +149,18 @@ func webhooksDeliveries(g *globals) *cobra.Command {
 			default:
 				return usagef("--status %q: use pending, delivered or dead", status)
 			}
-			return webhooksCall(cmd.Context(), g, func(ctx context.Context, api *apiclient.Client) (*apiclient.Response, func(io.Writer) error, error) {
-				list, resp, err := api.WebhookDeliveries(ctx, args[0], status, limit)
-				return resp, func(w io.Writer) error {
-					tw := newTable(w, "DELIVERY", "EVENT", "RUN", "STATUS", "ATTEMPTS", "LAST", "NEXT", "ERROR")
-					for _, d := range list {
-						last := "-"
-						if d.LastStatus != 0 {
-							last = fmt.Sprint(d.LastStatus)
-						}
-						row(tw, d.ID, d.Event, d.RunID, d.Status, d.Attempts, last, d.NextAttempt, d.LastError)
+			return call(cmd.Context(), g, 0, func(ctx context.Context, api *apiclient.Client) ([]apiclient.WebhookDelivery, *apiclient.Response, error) {
+				return api.WebhookDeliveries(ctx, args[0], status, limit)
+			}, func(w io.Writer, list []apiclient.WebhookDelivery) error {
+				tw := newTable(w, "DELIVERY", "EVENT", "RUN", "STATUS", "ATTEMPTS", "LAST", "NEXT", "ERROR")
+				for _, d := range list {
+					last := "-"
+					if d.LastStatus != 0 {
+						last = fmt.Sprint(d.LastStatus)
 					}
-					return tw.Flush()
-				}, err
+					row(tw, d.ID, d.Event, d.RunID, d.Status, d.Attempts, last, d.NextAttempt, d.LastError)
+				}
+				return tw.Flush()
 			})
 		},
 	}

@@ -57,10 +57,9 @@ func webhooksEdit(g *globals) []*cobra.Command {
 			if len(patch) == 0 {
 				return usagef("name what to change: --url, --event, --workflow, --any-workflow, --tag, --any-tag or --format")
 			}
-			return webhooksCall(cmd.Context(), g, func(ctx context.Context, api *apiclient.Client) (*apiclient.Response, func(io.Writer) error, error) {
-				h, resp, err := api.EditWebhook(ctx, args[0], patch)
-				return resp, func(w io.Writer) error { return printWebhook(w, h) }, err
-			})
+			return call(cmd.Context(), g, 0, func(ctx context.Context, api *apiclient.Client) (*apiclient.Webhook, *apiclient.Response, error) {
+				return api.EditWebhook(ctx, args[0], patch)
+			}, printWebhook)
 		},
 	}
 	edit.Flags().StringVar(&url, "url", "", "the URL that receives the deliveries")
@@ -80,16 +79,15 @@ func webhooksEdit(g *globals) []*cobra.Command {
 			Example: "  heph webhooks " + use + " wh_01a2...",
 			Args:    cobra.ExactArgs(1),
 			RunE: func(cmd *cobra.Command, args []string) error {
-				return webhooksCall(cmd.Context(), g, func(ctx context.Context, api *apiclient.Client) (*apiclient.Response, func(io.Writer) error, error) {
-					h, resp, err := fn(api, ctx, args[0])
-					return resp, func(w io.Writer) error {
-						state := "disabled"
-						if h.Enabled {
-							state = "enabled"
-						}
-						_, err := fmt.Fprintf(w, "webhook %s %s\n", h.ID, state)
-						return err
-					}, err
+				return call(cmd.Context(), g, 0, func(ctx context.Context, api *apiclient.Client) (*apiclient.Webhook, *apiclient.Response, error) {
+					return fn(api, ctx, args[0])
+				}, func(w io.Writer, h *apiclient.Webhook) error {
+					state := "disabled"
+					if h.Enabled {
+						state = "enabled"
+					}
+					_, err := fmt.Fprintf(w, "webhook %s %s\n", h.ID, state)
+					return err
 				})
 			},
 		}
@@ -114,12 +112,11 @@ func webhooksEdit(g *globals) []*cobra.Command {
   heph webhooks rotate-secret wh_01a2... -o json | jq -r .secret`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			return webhooksCall(cmd.Context(), g, func(ctx context.Context, api *apiclient.Client) (*apiclient.Response, func(io.Writer) error, error) {
-				h, resp, err := api.RotateWebhookSecret(ctx, args[0])
-				return resp, func(w io.Writer) error {
-					_, err := fmt.Fprintf(w, "webhook %s has a new secret.\nsecret: %s\nKeep it now: it is not shown again.\n", h.ID, h.Secret)
-					return err
-				}, err
+			return call(cmd.Context(), g, 0, func(ctx context.Context, api *apiclient.Client) (*apiclient.CreatedWebhook, *apiclient.Response, error) {
+				return api.RotateWebhookSecret(ctx, args[0])
+			}, func(w io.Writer, h *apiclient.CreatedWebhook) error {
+				_, err := fmt.Fprintf(w, "webhook %s has a new secret.\nsecret: %s\nKeep it now: it is not shown again.\n", h.ID, h.Secret)
+				return err
 			})
 		},
 	}
