@@ -5,7 +5,6 @@ import (
 	"context"
 	"fmt"
 	"io/fs"
-	"os"
 	"path/filepath"
 	"regexp"
 	"strconv"
@@ -22,14 +21,11 @@ import (
 	"github.com/hephaestus-go/hephaestus/store/sqlite"
 )
 
-func TestMain(m *testing.M) {
-	// heph vet runs go vet with its own executable as the vet tool: in
-	// these tests, this test binary.
-	if cli.IsVetTool(os.Args[1:]) {
-		cli.RunVetTool()
-	}
-	goleak.VerifyTestMain(m)
-}
+// heph vet runs go vet with its own executable as the vet tool, started
+// once per package it loads: cmd/heph tests it with a built heph, as
+// users run it, and not with this race-instrumented test binary (TestVet
+// took about 110 s of CI here, most of it starting this binary).
+func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 
 // heph runs the command line in-process with env as the environment and
 // returns its exit code and output.

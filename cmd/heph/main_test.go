@@ -3,6 +3,7 @@ package main
 import (
 	"encoding/json"
 	"errors"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -41,6 +42,12 @@ var Order = workflow.New("order", func(ctx workflow.Context, n int) (int, error)
 	time.Sleep(time.Second)
 	return pricing.Quote(n), nil
 })
+
+var Late = workflow.New("late", func(ctx workflow.Context, n int) (int, error) {
+	return stamp(), nil
+})
+
+func stamp() int { return time.Now().Second() }
 `,
 	"good/good.go": `package good
 
@@ -126,12 +133,14 @@ func TestGoVetVettool(t *testing.T) {
 	}
 	wantSleep := "bad/bad.go:11:7: time.Sleep in workflow code: use workflow.Sleep(ctx, d)"
 	wantQuote := "bad/bad.go:12:17: call of example.com/shop/pricing.Quote (it reaches time.Now at pricing.go:6) in workflow code: use workflow.Now(ctx)"
+	wantStamp := "bad/bad.go:19:32: time.Now in workflow code (in stamp, reached from workflow function func literal at bad.go:15): use workflow.Now(ctx)"
+	wants := []string{wantSleep, wantQuote, wantStamp}
 
 	out, code := run("go", "vet", "-vettool="+bin, "./bad")
 	if code == 0 {
 		t.Fatalf("go vet on a bad workflow exited 0, want non-zero\n%s", out)
 	}
-	for _, want := range []string{wantSleep, wantQuote} {
+	for _, want := range wants {
 		if !strings.Contains(out, want) {
 			t.Errorf("go vet output lacks %q:\n%s", want, out)
 		}
@@ -139,14 +148,53 @@ func TestGoVetVettool(t *testing.T) {
 	if out, code := run("go", "vet", "-vettool="+bin, "./good", "./pricing"); code != 0 {
 		t.Errorf("go vet on a good workflow: exit %d\n%s", code, out)
 	}
+	testHephVet(t, bin, run, wants)
+}
 
-	out, code = run(bin, "vet", "./...")
-	if code != 1 || !strings.Contains(out, wantSleep) || !strings.Contains(out, wantQuote) || strings.Count(out, "\n") != 2 {
-		t.Errorf("heph vet ./...: exit %d, want 1 and the two findings:\n%s", code, out)
+// testHephVet checks heph vet in the shop module: each finding once, by
+// file:line:column, exit 1, and the findings as JSON with -o json; a
+// deterministic workflow prints nothing (JSON: []) and exits 0.
+func testHephVet(t *testing.T, bin string, run func(name string, args ...string) (string, int), wants []string) {
+	t.Helper()
+	out, code := run(bin, "vet", "./...")
+	if code != 1 || strings.Count(out, "\n") != len(wants) {
+		t.Errorf("heph vet ./...: exit %d, want 1 and %d lines:\n%s", code, len(wants), out)
+	}
+	for _, want := range wants {
+		if !strings.Contains(out, want) {
+			t.Errorf("heph vet ./... lacks %q:\n%s", want, out)
+		}
+	}
+	out, code = run(bin, "vet", "-o", "json", "./bad")
+	var found []struct {
+		File    string `json:"file"`
+		Line    int    `json:"line"`
+		Column  int    `json:"column"`
+		Package string `json:"package"`
+		Message string `json:"message"`
+	}
+	if err := json.Unmarshal([]byte(out), &found); code != 1 || err != nil {
+		t.Fatalf("heph vet -o json ./bad: exit %d (want 1), %v\n%s", code, err, out)
+	}
+	var got []string
+	for _, f := range found {
+		if f.Package != "example.com/shop/bad" {
+			t.Errorf("finding %+v: package %q, want example.com/shop/bad", f, f.Package)
+		}
+		got = append(got, fmt.Sprintf("%s:%d:%d: %s", f.File, f.Line, f.Column, f.Message))
+	}
+	same := len(got) == len(wants)
+	for i := 0; same && i < len(got); i++ {
+		same = strings.HasPrefix(got[i], wants[i])
+	}
+	if !same {
+		t.Errorf("heph vet -o json ./bad, as file:line:col: message:\n%s\nwant, in this order, lines starting with:\n%s", strings.Join(got, "\n"), strings.Join(wants, "\n"))
+	}
+	if out, code := run(bin, "vet", "./good"); code != 0 || out != "" {
+		t.Errorf("heph vet ./good: exit %d, want 0 and nothing printed:\n%s", code, out)
 	}
 	out, code = run(bin, "vet", "-o", "json", "./good")
-	var found []map[string]any
-	if code != 0 || json.Unmarshal([]byte(out), &found) != nil || len(found) != 0 {
+	if code != 0 || strings.TrimSpace(out) != "[]" {
 		t.Errorf("heph vet -o json ./good: exit %d, want 0 and []:\n%s", code, out)
 	}
 }
