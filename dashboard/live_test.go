@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"testing"
+	"time"
 
 	heph "github.com/hephaestus-go/hephaestus"
 )
@@ -56,4 +57,41 @@ func TestLiveRunsList(t *testing.T) {
 		t.Error("the page reloaded, or changed without the stream")
 	}
 	b.noErrors("the live runs list")
+}
+
+// A page that is left closes its stream, and follows again when it is
+// shown again. A browser may keep a page it leaves (the back/forward
+// cache) with its stream open, holding one of its six connections to the
+// server: a few pages later, the next page waited a minute for one.
+func TestLiveStreamClosedWhenLeft(t *testing.T) {
+	e := newEnv(t, true)
+	id := e.start("gate", nil)
+	e.waitStatus(id, heph.StatusWaiting)
+	b := newBrowser(t)
+	b.open(e.url + "/?workflow=gate")
+	b.waitJS("the stream connected", `window.heph.live.streaming === true`)
+	waitStreams(t, e, 1, "the runs list open")
+	b.open(e.url + "/definitions")
+	// Without the close, the kept page held its stream for a minute.
+	waitStreams(t, e, 0, "the runs list left")
+	// history.back, not chromedp.NavigateBack: a page the browser kept
+	// comes back without a load event, which NavigateBack waits for.
+	// (The server's count is the witness: chromedp loses track of a page
+	// that comes back from the cache.)
+	b.eval(`setTimeout(() => history.back(), 0)`, nil)
+	waitStreams(t, e, 1, "the runs list shown again")
+	b.noErrors("leaving and coming back")
+}
+
+// waitStreams waits, for up to 20 s (a kept page's stream stayed open
+// for a minute), until the server has n streams open.
+func waitStreams(t *testing.T, e *env, n int, when string) {
+	t.Helper()
+	deadline := time.Now().Add(20 * time.Second)
+	for e.api.OpenStreams() != n {
+		if time.Now().After(deadline) {
+			t.Fatalf("%s: %d streams open, want %d", when, e.api.OpenStreams(), n)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
 }

@@ -312,15 +312,26 @@
     }
     return url.toString();
   }
+  //
+  // A page that is left closes its stream: the browser may keep the page
+  // (the back/forward cache) with the stream open, and a stream holds one
+  // of the few connections a browser opens to a server (six over HTTP/1.1),
+  // so a few pages later the next one would wait for a connection until
+  // the browser dropped the kept page. Shown again, it follows again.
   function follow(url, onEvent) {
     let last = "";
     let wait = 500;
+    let ended = false; // "end" or "error" came: nothing to follow any more
+    let ctl = null;    // aborts the connected stream
+    let timer = null;  // the next attempt to connect
     async function connect() {
+      timer = null;
       let stop = false;
+      const mine = ctl = new AbortController();
       try {
         const headers = { "Accept": "text/event-stream" };
         if (last) headers["Last-Event-ID"] = last;
-        const res = await fetch(url, { credentials: "same-origin", headers: headers });
+        const res = await fetch(url, { credentials: "same-origin", headers: headers, signal: mine.signal });
         if (!res.ok || !res.body) throw new Error("the stream answered " + res.status);
         live.streaming = true;
         wait = 500;
@@ -356,13 +367,27 @@
         }
         if (stop) reader.cancel().catch(() => {});
       } catch (e) {
-        // Connect again below.
+        // Connect again below, unless the page was left.
       }
+      if (mine !== ctl) return; // left, or left and shown again: another attempt is on
       live.streaming = false;
-      if (stop) return;
-      setTimeout(connect, wait);
+      ended = ended || stop;
+      if (ended || mine.signal.aborted) return;
+      timer = setTimeout(connect, wait);
       wait = Math.min(wait * 2, 30000);
     }
+    window.addEventListener("pagehide", () => {
+      clearTimeout(timer);
+      timer = null;
+      if (ctl) ctl.abort();
+      live.streaming = false;
+    });
+    window.addEventListener("pageshow", (ev) => {
+      if (ev.persisted && !ended && ctl && ctl.signal.aborted && !timer) {
+        wait = 500;
+        connect();
+      }
+    });
     connect();
   }
 
