@@ -13,13 +13,16 @@
 package apitest
 
 import (
+	"bytes"
 	"fmt"
 	"go/ast"
 	"go/importer"
 	"go/parser"
 	"go/token"
 	"go/types"
+	"io"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -55,7 +58,7 @@ func NoInternalNames(t testing.TB, dir string) {
 }
 
 // Leaks type-checks the package in dir (its non-test Go files, imports
-// resolved from source) and returns, sorted, one line per exported
+// read from the export data the go command builds) and returns, sorted, one line per exported
 // identifier whose API mentions a type of an internal package:
 // "<identifier>: <import path>.<type>".
 func Leaks(dir string) ([]string, error) {
@@ -79,15 +82,49 @@ func NameLeaks(dir string) ([]string, error) {
 	return slices.Compact(out), nil
 }
 
-// shared is the file set and source importer of every load in a process:
-// the importer keeps the packages it type-checked, so a test that checks
-// many packages type-checks their common dependencies (the standard
-// library, pgx, cel-go …) once, not once a package. It is not safe for
-// concurrent use: loads take turns.
+// shared is the file set and importer of every load in a process: the
+// importer keeps the packages it read, so a test that checks many
+// packages reads their common dependencies (the standard library, pgx,
+// cel-go …) once, not once a package. It is not safe for concurrent use:
+// loads take turns.
 var shared struct {
 	sync.Mutex
 	fset *token.FileSet
 	imp  types.Importer
+	// exports maps an import path to the file of its export data.
+	exports map[string]string
+}
+
+// raceFlag is "-race" in a test built with the race detector (race.go):
+// go list then names the export data that the test binary's build left in
+// the build cache, instead of compiling the packages again.
+var raceFlag string
+
+// listExports adds to shared.exports the export data of the package in
+// dir and of its dependencies, which go list -export builds (most come
+// from the build cache). Importing them from export data instead of
+// type-checking their source took a minute less of the root package's
+// tests under the race detector.
+func listExports(dir string) error {
+	args := []string{"list", "-export", "-deps", "-f", "{{.ImportPath}}\t{{.Export}}"}
+	if raceFlag != "" {
+		args = append(args, raceFlag)
+	}
+	cmd := exec.Command("go", append(args, ".")...)
+	cmd.Dir = dir
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	out, err := cmd.Output()
+	if err != nil {
+		return fmt.Errorf("go list -export in %s: %w\n%s", dir, err, stderr.String())
+	}
+	for line := range strings.Lines(string(out)) {
+		path, file, _ := strings.Cut(strings.TrimSpace(line), "\t")
+		if file != "" {
+			shared.exports[path] = file
+		}
+	}
+	return nil
 }
 
 func load(dir string) (*types.Package, []*ast.File, *types.Info, error) {
@@ -95,7 +132,17 @@ func load(dir string) (*types.Package, []*ast.File, *types.Info, error) {
 	defer shared.Unlock()
 	if shared.fset == nil {
 		shared.fset = token.NewFileSet()
-		shared.imp = importer.ForCompiler(shared.fset, "source", nil)
+		shared.exports = map[string]string{}
+		shared.imp = importer.ForCompiler(shared.fset, "gc", func(path string) (io.ReadCloser, error) {
+			file, ok := shared.exports[path]
+			if !ok {
+				return nil, fmt.Errorf("no export data for %s", path)
+			}
+			return os.Open(file)
+		})
+	}
+	if err := listExports(dir); err != nil {
+		return nil, nil, nil, err
 	}
 	fset := shared.fset
 	entries, err := os.ReadDir(dir)

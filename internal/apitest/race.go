@@ -1,0 +1,5 @@
+//go:build race
+
+package apitest
+
+func init() { raceFlag = "-race" }
