@@ -312,7 +312,6 @@
     }
     return url.toString();
   }
-  //
   // A page that is left closes its stream: the browser may keep the page
   // (the back/forward cache) with the stream open, and a stream holds one
   // of the few connections a browser opens to a server (six over HTTP/1.1),
@@ -369,9 +368,9 @@
       } catch (e) {
         // Connect again below, unless the page was left.
       }
-      if (mine !== ctl) return; // left, or left and shown again: another attempt is on
+      if (mine !== ctl) return; // left and shown again: a new attempt follows
       live.streaming = false;
-      ended = ended || stop;
+      if (stop) ended = true;
       if (ended || mine.signal.aborted) return;
       timer = setTimeout(connect, wait);
       wait = Math.min(wait * 2, 30000);

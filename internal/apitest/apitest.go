@@ -58,9 +58,9 @@ func NoInternalNames(t testing.TB, dir string) {
 }
 
 // Leaks type-checks the package in dir (its non-test Go files, imports
-// read from the export data the go command builds) and returns, sorted, one line per exported
-// identifier whose API mentions a type of an internal package:
-// "<identifier>: <import path>.<type>".
+// read from the export data the go command builds) and returns, sorted,
+// one line per exported identifier whose API mentions a type of an
+// internal package: "<identifier>: <import path>.<type>".
 func Leaks(dir string) ([]string, error) {
 	pkg, _, _, err := load(dir)
 	if err != nil {

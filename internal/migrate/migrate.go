@@ -208,10 +208,7 @@ func UpFrom(ctx context.Context, db DB, fsys fs.FS, d Dialect, base Baseline) ([
 			if _, err := tx.ExecContext(ctx, m.Up); err != nil {
 				return err
 			}
-			q := fmt.Sprintf("INSERT INTO %s (version, name, applied_at) VALUES (%s, %s, %s)",
-				Table, d.Bind(1), d.Bind(2), d.NowMicros)
-			_, err := tx.ExecContext(ctx, q, m.Version, m.Name)
-			return err
+			return record(ctx, tx, d, m)
 		})
 		if err != nil {
 			return done, fmt.Errorf("migrate up: %04d_%s: %w", m.Version, m.Name, err)
@@ -226,37 +223,43 @@ func UpFrom(ctx context.Context, db DB, fsys fs.FS, d Dialect, base Baseline) ([
 // applyBaseline runs base and records the migrations it stands for, in
 // one transaction, if the database still has no migration applied inside
 // it; it returns the versions recorded (none when another process
-// migrated the database first).
+// migrated the database first). Migrations apply in order and revert
+// newest first, so a database without the first one has none.
 func applyBaseline(ctx context.Context, db DB, d Dialect, ms []Migration, base Baseline) ([]int, error) {
 	i := slices.IndexFunc(ms, func(m Migration) bool { return m.Version == base.Version })
 	if i < 0 {
 		return nil, fmt.Errorf("migrate up: the baseline stands for migration %04d, which the files lack", base.Version)
 	}
-	tx, err := db.BeginTx(ctx, nil)
+	ran, err := inTx(ctx, db, d, ms[0].Version, false, func(tx *sql.Tx) error {
+		if _, err := tx.ExecContext(ctx, base.SQL); err != nil {
+			return err
+		}
+		for _, m := range ms[:i+1] {
+			if err := record(ctx, tx, d, m); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
 	if err != nil {
-		return nil, fmt.Errorf("migrate up: baseline: %w", err)
-	}
-	defer tx.Rollback() //nolint:errcheck // a no-op after Commit
-	var n int
-	if err := tx.QueryRowContext(ctx, "SELECT COUNT(*) FROM "+Table).Scan(&n); err != nil || n > 0 {
-		return nil, err // n > 0: someone else got there first; Up goes on from what they did
-	}
-	if _, err := tx.ExecContext(ctx, base.SQL); err != nil {
 		return nil, fmt.Errorf("migrate up: baseline %04d: %w", base.Version, err)
 	}
-	q := fmt.Sprintf("INSERT INTO %s (version, name, applied_at) VALUES (%s, %s, %s)",
-		Table, d.Bind(1), d.Bind(2), d.NowMicros)
-	var done []int
+	if !ran {
+		return nil, nil
+	}
+	done := make([]int, 0, i+1)
 	for _, m := range ms[:i+1] {
-		if _, err := tx.ExecContext(ctx, q, m.Version, m.Name); err != nil {
-			return nil, fmt.Errorf("migrate up: baseline %04d: %w", base.Version, err)
-		}
 		done = append(done, m.Version)
 	}
-	if err := tx.Commit(); err != nil {
-		return nil, fmt.Errorf("migrate up: baseline %04d: %w", base.Version, err)
-	}
 	return done, nil
+}
+
+// record writes m into the version table: applied now.
+func record(ctx context.Context, tx *sql.Tx, d Dialect, m Migration) error {
+	q := fmt.Sprintf("INSERT INTO %s (version, name, applied_at) VALUES (%s, %s, %s)",
+		Table, d.Bind(1), d.Bind(2), d.NowMicros)
+	_, err := tx.ExecContext(ctx, q, m.Version, m.Name)
+	return err
 }
 
 // Down reverts the last steps applied migrations, newest first, each in
