@@ -189,12 +189,8 @@ func (s *Service) Pass(ctx context.Context) (busy bool, err error) {
 	if err != nil || len(list) == 0 {
 		return false, err
 	}
-	hooks := make(map[string]*store.Webhook, len(list))
-	for _, w := range list {
-		hooks[w.ID] = w
-	}
 	n, derr := s.Dispatch(ctx, list)
-	m, serr := s.Send(ctx, hooks)
+	m, serr := s.Send(ctx)
 	now := s.cfg.Clock.Now()
 	var perr error
 	if now.Sub(s.pruned) >= time.Hour {
@@ -272,14 +268,24 @@ func (s *Service) lastFailure(ctx context.Context, e *store.WebhookEvent) (bool,
 }
 
 // Send claims the due deliveries, sends them concurrently and records
-// each attempt; it returns how many it claimed. hooks are the webhooks
-// by id: a delivery of none (deleted since the list was read) is left
-// to its lease.
-func (s *Service) Send(ctx context.Context, hooks map[string]*store.Webhook) (int, error) {
+// each attempt; it returns how many it claimed. The webhooks are read
+// after the claim, so that an attempt claimed after a secret's rotation
+// (or a webhook's enabling, which the claim requires) is signed with
+// the new secret. A delivery of a webhook deleted since the claim is
+// left to its lease.
+func (s *Service) Send(ctx context.Context) (int, error) {
 	ds, err := s.cfg.Store.ClaimWebhookDeliveries(ctx, &store.ClaimDeliveriesParams{
 		Owner: s.cfg.Owner, Limit: s.cfg.Batch, LeaseFor: s.cfg.LeaseFor, Now: s.cfg.Clock.Now()})
 	if err != nil || len(ds) == 0 {
 		return 0, err
+	}
+	list, err := s.cfg.Store.ListWebhooks(ctx)
+	if err != nil {
+		return len(ds), err
+	}
+	hooks := make(map[string]*store.Webhook, len(list))
+	for _, w := range list {
+		hooks[w.ID] = w
 	}
 	errs := make([]error, len(ds))
 	var wg sync.WaitGroup
