@@ -305,42 +305,73 @@ func (w *wconn) stmt(q int) (driver.Stmt, error) {
 	return st, nil
 }
 
-// stmtText returns the statement of text q, prepared on first use.
-func (w *wconn) stmtText(q string) (driver.Stmt, error) {
+// maxTextStmts bounds the statements the writer keeps by their text
+// (textStmt): past it, a statement is prepared for one use. The texts
+// are the store's constants and a few shapes built from them, far fewer.
+const maxTextStmts = 256
+
+// textStmt returns the statement of text q, prepared on its first use
+// and kept for the next while fewer than maxTextStmts are kept (SQLite's
+// parse of a statement costs more than many of its executions, and
+// background loops run the same ones at every poll). done closes a
+// statement that is not kept; call it after the statement's last use. On
+// an error the collected arguments are dropped.
+func (w *wconn) textStmt(q string) (st driver.Stmt, done func(), err error) {
 	if st := w.byText[q]; st != nil {
-		return st, nil
+		return st, noop, nil
 	}
-	st, err := w.prepare(q)
-	if err != nil {
-		return nil, err
+	if st, err = w.prepare(q); err != nil {
+		clear(w.args)
+		w.args = w.args[:0]
+		return nil, nil, err
+	}
+	if len(w.byText) >= maxTextStmts {
+		return st, func() { _ = st.Close() }, nil
 	}
 	if w.byText == nil {
 		w.byText = map[string]driver.Stmt{}
 	}
 	w.byText[q] = st
-	return st, nil
+	return st, noop, nil
 }
 
-// execText and queryText run statement q (stmtText) with the collected
-// arguments.
+func noop() {}
+
+// execText runs statement q (textStmt) with the collected arguments.
 func (w *wconn) execText(q string) (driver.Result, error) {
-	st, err := w.stmtText(q)
+	st, done, err := w.textStmt(q)
 	if err != nil {
-		clear(w.args)
-		w.args = w.args[:0]
 		return nil, err
 	}
+	defer done()
 	return w.run(st)
 }
 
+// queryText runs statement q (textStmt) with the collected arguments;
+// closing the rows closes a statement that is not kept.
 func (w *wconn) queryText(q string) (driver.Rows, error) {
-	st, err := w.stmtText(q)
+	st, done, err := w.textStmt(q)
 	if err != nil {
-		clear(w.args)
-		w.args = w.args[:0]
 		return nil, err
 	}
-	return w.queryStmt(st)
+	rows, err := w.queryStmt(st)
+	if err != nil {
+		done()
+		return nil, err
+	}
+	return &textRows{Rows: rows, done: done}, nil
+}
+
+// textRows are the rows of a textStmt statement.
+type textRows struct {
+	driver.Rows
+	done func()
+}
+
+func (r *textRows) Close() error {
+	err := r.Rows.Close()
+	r.done()
+	return err
 }
 
 // prepareAll prepares the statements of the writer (not the multi-row

@@ -82,17 +82,15 @@ func (s *Store) PutDocument(ctx context.Context, p *store.PutDocumentParams) (*s
 	return out, refusal
 }
 
-// adhocRow runs a statement that is not among the writer's prepared ones
-// with the collected arguments and returns its first row in w.dest (of n
-// columns), false when there is none.
+// adhocRow runs a statement that is not among the writer's fixed ones
+// (textStmt) with the collected arguments and returns its first row in
+// w.dest (of n columns), false when there is none.
 func (w *wconn) adhocRow(q string, n int) (bool, error) {
-	st, err := w.prepare(q)
+	st, done, err := w.textStmt(q)
 	if err != nil {
-		clear(w.args)
-		w.args = w.args[:0]
 		return false, err
 	}
-	defer st.Close()
+	defer done()
 	rows, err := w.queryStmt(st)
 	if err != nil {
 		return false, err
@@ -100,16 +98,14 @@ func (w *wconn) adhocRow(q string, n int) (bool, error) {
 	return w.row(rows, n)
 }
 
-// adhocExec runs a statement that is not among the writer's prepared
-// ones with the collected arguments.
+// adhocExec runs a statement that is not among the writer's fixed
+// ones (textStmt) with the collected arguments.
 func (w *wconn) adhocExec(q string) error {
-	st, err := w.prepare(q)
+	st, done, err := w.textStmt(q)
 	if err != nil {
-		clear(w.args)
-		w.args = w.args[:0]
 		return err
 	}
-	defer st.Close()
+	defer done()
 	_, err = w.run(st)
 	return err
 }

@@ -76,13 +76,11 @@ func (s *Store) CreateSchedule(ctx context.Context, p *store.CreateScheduleParam
 
 // adhocExecN is adhocExec that returns the number of rows changed.
 func (w *wconn) adhocExecN(q string) (int64, error) {
-	st, err := w.prepare(q)
+	st, done, err := w.textStmt(q)
 	if err != nil {
-		clear(w.args)
-		w.args = w.args[:0]
 		return 0, err
 	}
-	defer st.Close()
+	defer done()
 	res, err := w.run(st)
 	if err != nil {
 		return 0, err

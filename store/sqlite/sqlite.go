@@ -125,7 +125,7 @@ type Config struct {
 // use.
 type Store struct {
 	writer *sql.DB
-	reader *sql.DB // the writer in Memory mode
+	reader *readDB // on the writer's pool in Memory mode
 	wc     wconn   // the writer's driver connection and statements
 	r      readStmts
 	// broadRows is how many rows make a search attribute condition broad
@@ -241,19 +241,20 @@ func (s *Store) open(ctx context.Context, c *Config) error {
 	}
 
 	if c.Memory {
-		s.reader = s.writer
+		s.reader = newReadDB(s.writer)
 	} else {
 		rq := url.Values{}
 		rq.Set("_busy_timeout", q.Get("_busy_timeout"))
 		rq.Set("_query_only", "1")
-		s.reader, err = sql.Open("sqlite", base+"?"+rq.Encode())
+		rdb, err := sql.Open("sqlite", base+"?"+rq.Encode())
 		if err != nil {
 			return fmt.Errorf("sqlite: %w", err)
 		}
-		s.reader.SetMaxOpenConns(c.ReadConns)
-		s.reader.SetMaxIdleConns(c.ReadConns)
-		s.reader.SetConnMaxLifetime(0)
-		s.reader.SetConnMaxIdleTime(0)
+		rdb.SetMaxOpenConns(c.ReadConns)
+		rdb.SetMaxIdleConns(c.ReadConns)
+		rdb.SetConnMaxLifetime(0)
+		rdb.SetConnMaxIdleTime(0)
+		s.reader = newReadDB(rdb)
 	}
 	if err := s.syncCaptureAfterMigrate(ctx); err != nil {
 		return fmt.Errorf("sqlite: %w", err)
@@ -261,7 +262,7 @@ func (s *Store) open(ctx context.Context, c *Config) error {
 	if err := s.withWriter(ctx, (*wconn).prepareAll); err != nil {
 		return fmt.Errorf("sqlite: prepare: %w", err)
 	}
-	if err := s.r.prepare(ctx, s.reader); err != nil {
+	if err := s.r.prepare(ctx, s.reader.DB); err != nil {
 		return fmt.Errorf("sqlite: prepare: %w", err)
 	}
 	return nil
@@ -285,8 +286,11 @@ func (s *Store) Close() error {
 func (s *Store) closeDBs() error {
 	var errs []error
 	errs = append(errs, s.closeWriter(), s.r.close())
-	if s.reader != nil && s.reader != s.writer {
-		errs = append(errs, s.reader.Close())
+	if s.reader != nil {
+		errs = append(errs, s.reader.closeStmts())
+		if s.reader.DB != s.writer {
+			errs = append(errs, s.reader.Close())
+		}
 	}
 	if s.writer != nil {
 		errs = append(errs, s.writer.Close())

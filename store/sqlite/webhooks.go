@@ -261,13 +261,11 @@ func deliveryFromValues(v []driver.Value) *store.WebhookDelivery {
 // adhocRows runs q with the collected arguments and calls each with every
 // row (of n columns).
 func (w *wconn) adhocRows(q string, n int, each func([]driver.Value)) error {
-	st, err := w.prepare(q)
+	st, done, err := w.textStmt(q)
 	if err != nil {
-		clear(w.args)
-		w.args = w.args[:0]
 		return err
 	}
-	defer st.Close()
+	defer done()
 	rows, err := w.queryStmt(st)
 	if err != nil {
 		return err
