@@ -169,28 +169,23 @@ func startGroupClients(t *testing.T, ctx context.Context, db chaosDB, prefix str
 
 // waitGroupsEnded waits until every firing of events prefix0 ..
 // prefix<events-1> is grouped and every group of the three triggers
-// ended, and returns the groups.
+// ended, and returns the groups. A firing once grouped stays so, and
+// every event is sent by now, so the firings are read until all are
+// grouped and then only the groups (each read of the firings is one
+// query per event).
 func waitGroupsEnded(ctx context.Context, t *testing.T, reader store.Store, prefix string, events int) map[string][]*store.TriggerGroup {
+	grouped := false
 	for {
 		open := 0
-		for n := range events {
-			fs, err := reader.Firings(ctx, fmt.Sprint(prefix, n))
-			if err != nil {
-				t.Fatal(err)
-			}
-			if len(fs) != 3 {
-				t.Fatalf("%s%d has %d firings, want 3: %+v", prefix, n, len(fs), fs)
-			}
-			for _, f := range fs {
-				if f.Status == store.FiringPending {
-					open++
-				} else if f.Status != store.FiringGrouped {
-					t.Fatalf("%s%d by %s: %s (%s)", prefix, n, f.Trigger, f.Status, f.Error)
-				}
-			}
+		if !grouped {
+			open = pendingFirings(ctx, t, reader, prefix, events)
+			grouped = open == 0
 		}
 		out := map[string][]*store.TriggerGroup{}
 		for _, tr := range []string{"deb", "thr", "bat"} {
+			if !grouped {
+				break
+			}
 			gs, err := reader.ListTriggerGroups(ctx, &store.ListTriggerGroupsParams{Trigger: tr, Limit: store.MaxGroupsPage})
 			if err != nil {
 				t.Fatal(err)
@@ -210,6 +205,30 @@ func waitGroupsEnded(ctx context.Context, t *testing.T, reader store.Store, pref
 		}
 		time.Sleep(200 * time.Millisecond)
 	}
+}
+
+// pendingFirings counts the firings of events prefix0 ..
+// prefix<events-1> that wait to be grouped; any other status than
+// pending and grouped fails the test.
+func pendingFirings(ctx context.Context, t *testing.T, reader store.Store, prefix string, events int) int {
+	open := 0
+	for n := range events {
+		fs, err := reader.Firings(ctx, fmt.Sprint(prefix, n))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(fs) != 3 {
+			t.Fatalf("%s%d has %d firings, want 3: %+v", prefix, n, len(fs), fs)
+		}
+		for _, f := range fs {
+			if f.Status == store.FiringPending {
+				open++
+			} else if f.Status != store.FiringGrouped {
+				t.Fatalf("%s%d by %s: %s (%s)", prefix, n, f.Trigger, f.Status, f.Error)
+			}
+		}
+	}
+	return open
 }
 
 // checkChaosGroups checks that each event is in one group per trigger,
