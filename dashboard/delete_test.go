@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/chromedp/chromedp"
 
@@ -96,4 +97,50 @@ func TestBulkDeleteSelection(t *testing.T) {
 		t.Errorf("the operation shows %q", msg)
 	}
 	b.noErrors("delete selected")
+}
+
+// A refresh held while the delete dialog is open (the run moved on
+// meanwhile) is not let go as the dialog closes after the delete: the
+// browser is on its way to the runs, and the deleted run's page is not
+// read again (it answers 404, which the browser reports). The runs page
+// is held on the server until the page left has run what the dialog's
+// close queued.
+func TestRunPageDeleteWithHeldRefresh(t *testing.T) {
+	e := newEnv(t, false, registerRunDefinitions)
+	id := e.start("gate", nil)
+	e.waitStatus(id, heph.StatusWaiting)
+	b := newBrowser(t)
+	b.login(e.url, e.admin)
+	b.open(e.url + "/runs/" + id)
+	b.waitJS("the stream connected", `window.heph.live.streaming === true`)
+	b.run("delete", jsClick("#action-delete"))
+	b.run("the dialog", chromedp.WaitVisible("#confirm", chromedp.ByQuery))
+	if err := e.client.ResumeRun(context.Background(), id, "go", nil); err != nil {
+		t.Fatal(err)
+	}
+	e.waitStatus(id, heph.StatusCompleted)
+	b.waitJS("a refresh held by the open dialog", `window.heph.held() === true`)
+	// The page counts its reads of itself from now on, and once the
+	// dialog closes (after the page's own close handler) says how many.
+	b.eval(`window.reads = 0; const f = window.fetch;
+		window.fetch = (u, o) => { if (String(u) === location.href) window.reads++; return f(u, o); };
+		document.querySelector("#confirm").addEventListener("close", () => f("`+markerPath+`?reads=" + window.reads));
+		true`, nil)
+	arrived, release := e.pages.holdGets("/")
+	defer release()
+	b.run("confirm the delete", chromedp.Click("#confirm-yes", chromedp.ByQuery))
+	select {
+	case <-arrived:
+	case <-time.After(time.Minute):
+		t.Fatal("the browser did not go to the runs")
+	}
+	if m := e.pages.waitMark(t, 1); m != "reads=0" {
+		t.Errorf("the deleted run's page, left, read itself again: %s", m)
+	}
+	release()
+	b.run("the runs page", chromedp.WaitVisible("#runs-table", chromedp.ByQuery))
+	if _, err := e.client.GetRun(context.Background(), id); !errors.Is(err, heph.ErrRunNotFound) {
+		t.Errorf("run %s after its delete: %v", id, err)
+	}
+	b.noErrors("deleting a run with a refresh held")
 }

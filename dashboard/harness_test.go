@@ -46,6 +46,87 @@ type env struct {
 	admin string
 	// api is the server under the dashboard.
 	api *server.Server
+	// pages holds requests and records marks (pageHolder).
+	pages *pageHolder
+}
+
+// pageHolder can hold the GET requests of a path before they are
+// served, and records what a page's script says (markerPath).
+type pageHolder struct {
+	mu   sync.Mutex
+	hold map[string]func()
+	// marks are the queries of the requests of markerPath, which a test's
+	// script sends to say what it saw.
+	marks []string
+}
+
+// markerPath is answered by the test server itself (204), not the
+// dashboard.
+const markerPath = "/test-marker"
+
+// waitMark waits (up to a minute) for the nth request of markerPath and
+// returns its query.
+func (p *pageHolder) waitMark(t *testing.T, n int) string {
+	t.Helper()
+	for deadline := time.Now().Add(time.Minute); time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
+		p.mu.Lock()
+		if len(p.marks) >= n {
+			m := p.marks[n-1]
+			p.mu.Unlock()
+			return m
+		}
+		p.mu.Unlock()
+	}
+	t.Fatalf("no mark %d from the page", n)
+	return ""
+}
+
+func (p *pageHolder) wrap(h http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == markerPath {
+			p.mu.Lock()
+			p.marks = append(p.marks, r.URL.RawQuery)
+			p.mu.Unlock()
+			w.WriteHeader(http.StatusNoContent)
+			return
+		}
+		if r.Method == http.MethodGet {
+			p.mu.Lock()
+			hold := p.hold[r.URL.Path]
+			p.mu.Unlock()
+			if hold != nil {
+				hold()
+			}
+		}
+		h.ServeHTTP(w, r)
+	})
+}
+
+// holdGets holds the GET requests of path until the returned release
+// is called; arrived receives when one arrives.
+func (p *pageHolder) holdGets(path string) (arrived <-chan struct{}, release func()) {
+	a, r := make(chan struct{}, 1), make(chan struct{})
+	p.mu.Lock()
+	if p.hold == nil {
+		p.hold = map[string]func(){}
+	}
+	p.hold[path] = func() {
+		select {
+		case a <- struct{}{}:
+		default:
+		}
+		<-r
+	}
+	p.mu.Unlock()
+	var once sync.Once
+	return a, func() {
+		once.Do(func() {
+			p.mu.Lock()
+			delete(p.hold, path)
+			p.mu.Unlock()
+			close(r)
+		})
+	}
 }
 
 // order is the test's flow input.
@@ -142,14 +223,15 @@ func newEnvWith(t *testing.T, insecure bool, mod func(*heph.Config), setup ...fu
 	if err != nil {
 		t.Fatal(err)
 	}
-	hs := httptest.NewServer(d)
+	pages := &pageHolder{}
+	hs := httptest.NewServer(pages.wrap(d))
 	t.Cleanup(func() {
 		hs.Close()
 		api.Stop()
 		cancel()
 		_ = c.Stop(context.Background())
 	})
-	e := &env{t: t, store: st, client: c, url: hs.URL, api: api}
+	e := &env{t: t, store: st, client: c, url: hs.URL, api: api, pages: pages}
 	if !insecure {
 		_, _, secret, err := server.NewToken(ctx, st, &server.TokenParams{Principal: "ops", Role: server.RoleAdmin}, time.Now())
 		if err != nil {

@@ -192,6 +192,7 @@
       return;
     }
     if (then.startsWith("goto:")) {
+      leaving = true;
       location.assign(then.slice(5).replace("{id}", body && body.id ? encodeURIComponent(body.id) : ""));
       return;
     }
@@ -246,7 +247,12 @@
   let refreshing = false;
   let again = false; // a refresh was asked for while one ran
   let held = false; // one was asked for while the dialog was open or the page hidden
+  // leaving: an action sent the browser to another page. The page left
+  // is not read again: it may be gone (a deleted run's), and a refresh
+  // the dialog held is let go as the dialog closes after the action.
+  let leaving = false;
   async function refresh(force) {
+    if (leaving) return;
     if (refreshing) {
       again = true;
       return;
@@ -468,7 +474,8 @@
       follow(streamURL(el), () => refreshSoon());
     }
   });
-  window.heph = { refresh: refresh, callAPI: callAPI, toast: toast, live: live };
+  // held tells (tests) whether a refresh waits for the dialog to close.
+  window.heph = { refresh: refresh, callAPI: callAPI, toast: toast, live: live, held: () => held };
 })();
 
 // The definitions page's document form: line numbers beside the text,
