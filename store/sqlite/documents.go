@@ -86,12 +86,7 @@ func (s *Store) PutDocument(ctx context.Context, p *store.PutDocumentParams) (*s
 // (textStmt) with the collected arguments and returns its first row in
 // w.dest (of n columns), false when there is none.
 func (w *wconn) adhocRow(q string, n int) (bool, error) {
-	st, done, err := w.textStmt(q)
-	if err != nil {
-		return false, err
-	}
-	defer done()
-	rows, err := w.queryStmt(st)
+	rows, err := w.queryText(q)
 	if err != nil {
 		return false, err
 	}
@@ -101,12 +96,7 @@ func (w *wconn) adhocRow(q string, n int) (bool, error) {
 // adhocExec runs a statement that is not among the writer's fixed
 // ones (textStmt) with the collected arguments.
 func (w *wconn) adhocExec(q string) error {
-	st, done, err := w.textStmt(q)
-	if err != nil {
-		return err
-	}
-	defer done()
-	_, err = w.run(st)
+	_, err := w.execText(q)
 	return err
 }
 

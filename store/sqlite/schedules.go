@@ -76,12 +76,7 @@ func (s *Store) CreateSchedule(ctx context.Context, p *store.CreateScheduleParam
 
 // adhocExecN is adhocExec that returns the number of rows changed.
 func (w *wconn) adhocExecN(q string) (int64, error) {
-	st, done, err := w.textStmt(q)
-	if err != nil {
-		return 0, err
-	}
-	defer done()
-	res, err := w.run(st)
+	res, err := w.execText(q)
 	if err != nil {
 		return 0, err
 	}

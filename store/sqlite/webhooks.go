@@ -261,12 +261,7 @@ func deliveryFromValues(v []driver.Value) *store.WebhookDelivery {
 // adhocRows runs q with the collected arguments and calls each with every
 // row (of n columns).
 func (w *wconn) adhocRows(q string, n int, each func([]driver.Value)) error {
-	st, done, err := w.textStmt(q)
-	if err != nil {
-		return err
-	}
-	defer done()
-	rows, err := w.queryStmt(st)
+	rows, err := w.queryText(q)
 	if err != nil {
 		return err
 	}
